@@ -1,0 +1,4 @@
+from memagent.cli.main import run
+
+if __name__ == "__main__":
+    run()

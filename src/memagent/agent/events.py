@@ -1,0 +1,58 @@
+"""Events the agent loop yields. The REPL and print mode are two renderers of this stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    turn: int
+
+
+@dataclass(frozen=True)
+class WaitingForModel:
+    """A model call is about to start (renderers show a spinner until the first delta)."""
+
+
+@dataclass(frozen=True)
+class AssistantText:
+    """A streamed piece of the assistant's answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    id: str
+    name: str
+    input: dict[str, Any]
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is not part of the answer (compaction, retries)."""
+
+    text: str
+    level: str = "info"  # info | warning | error
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    stop_reason: str
+    final_text: str = ""
+    error: str | None = None  # one-line reason when the turn ended on a model error
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+AgentEvent = Union[TurnStarted, WaitingForModel, AssistantText, ToolCallStarted, ToolCallFinished, Notice, TurnEnded]

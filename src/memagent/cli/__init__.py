@@ -1,0 +1,1 @@
+"""Command line: the only package that imports typer. Heavy libraries are imported lazily."""

@@ -1,0 +1,42 @@
+"""Helpers shared by the CLI sub-apps: root resolution, one-line errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Optional
+
+import typer
+
+from memagent.config import ProjectPaths, project_paths
+
+# Exit codes (DESIGN §8).
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+RootOption = typer.Option(
+    None, "-C", "--root", help="Project root (default: the current directory).", show_default=False
+)
+JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+
+def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:
+    """Print ``memagent: <message>`` on stderr and exit; never a traceback for user errors."""
+    sys.stderr.write(f"memagent: {message}\n")
+    raise typer.Exit(code)
+
+
+def resolve_paths(ctx: typer.Context | None, root: Optional[Path] = None) -> ProjectPaths:
+    """A sub-command's own ``-C`` wins over the one given before the sub-command."""
+    if root is None and ctx is not None:
+        obj = ctx.find_root().obj or {}
+        root = obj.get("root")
+    if root is not None and not Path(root).is_dir():
+        fail(f"project root {root} is not a directory", EXIT_USAGE)
+    return project_paths(root)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,7 @@
+"""`memagent sessions` commands."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="sessions", no_args_is_help=False, add_completion=False, pretty_exceptions_enable=False)

@@ -1,0 +1,122 @@
+"""Plain data shared between the loop and model adapters.
+
+Messages are kept in the Messages-API wire shape (``{"role": ..., "content": [blocks]}``) as
+plain dicts: that is what goes into the transcript and over the wire, so there is nothing to
+convert and nothing to lose. Content is always a list of block dicts, never a bare string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """Everything the request put in front of the model (DESIGN §5)."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+        data = data or {}
+        return cls(**{k: int(data.get(k) or 0) for k in cls().to_dict()})
+
+
+@dataclass
+class ModelRequest:
+    system: list[Block]
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tokens: int = 8192
+    model: str | None = None  # None: the adapter's default
+
+
+@dataclass
+class ModelResponse:
+    content: list[Block]
+    stop_reason: str
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    id: str = ""
+
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+    def tool_uses(self) -> list[Block]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+# --- streaming events a ChatModel yields, ending with exactly one ResponseComplete ---
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUseStarted:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ResponseComplete:
+    response: ModelResponse
+
+
+StreamEvent = Union[TextDelta, ToolUseStarted, ResponseComplete]
+
+
+# --- errors: adapters translate SDK errors into these so the core never sees the SDK ---
+
+
+class ModelError(Exception):
+    """A model call failed after the SDK's own retries. ``str()`` is a one-line reason."""
+
+
+class PromptTooLongError(ModelError):
+    """The request exceeded the model's context window; compact and retry once."""
+
+
+class AuthenticationError(ModelError):
+    """The key was rejected or missing."""
+
+
+class StreamInterrupted(ModelError):
+    """The connection dropped mid-stream; no partial message is kept."""
+
+
+def text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def user_message(text: str) -> Message:
+    return {"role": "user", "content": [text_block(text)]}
+
+
+def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content or "(no output)"}
+    if is_error:
+        block["is_error"] = True
+    return block

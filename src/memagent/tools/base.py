@@ -1,0 +1,170 @@
+"""Tool registry: each tool is a pydantic input model plus a handler, defined side by side.
+
+The JSON schema sent to the model is derived from the input model, so the schema and the code
+that validates and uses the input can never drift apart. Every failure (unknown tool, invalid
+input, a handler raising :class:`ToolError` or anything else) becomes an error result the model
+can read and act on; nothing here raises into the loop.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Generic, Iterable, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class ToolError(Exception):
+    """A failure the model should see as an ``is_error`` tool_result. ``str()`` is the message."""
+
+
+class ToolInput(BaseModel):
+    """Base for tool inputs: unknown keys are rejected so typos surface as errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolContext:
+    """What every tool may know about where it runs. Services are bound by closures instead."""
+
+    root: Path
+    session_id: str = ""
+    outputs_dir: Path | None = None  # where capped outputs are saved in full
+    bash_timeout: float = 120.0
+    output_cap_chars: int = 30_000
+
+
+@dataclass
+class ToolOutcome:
+    content: str
+    is_error: bool = False
+
+
+InputT = TypeVar("InputT", bound=BaseModel)
+Handler = Callable[[Any, ToolContext], "str | ToolOutcome"]
+
+
+@dataclass
+class Tool(Generic[InputT]):
+    name: str
+    description: str
+    input_model: type[InputT]
+    handler: Handler
+    # True, or a predicate on the validated input: does this call need the user's approval?
+    needs_approval: bool | Callable[[InputT], bool] = False
+    # The argument shown in a one-line summary of the call ("read_file src/app.py").
+    key_argument: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return {"name": self.name, "description": self.description, "input_schema": schema}
+
+    def validate(self, raw: Any) -> InputT:
+        return self.input_model.model_validate(raw if raw is not None else {})
+
+    def approval_required(self, parsed: InputT) -> bool:
+        if callable(self.needs_approval):
+            return bool(self.needs_approval(parsed))
+        return bool(self.needs_approval)
+
+    def summary(self, raw: dict[str, Any]) -> str:
+        """A short human line for the call, e.g. ``bash: pytest -q``."""
+        if self.key_argument and isinstance(raw, dict) and raw.get(self.key_argument) is not None:
+            value = str(raw[self.key_argument]).replace("\n", " ⏎ ")
+            return value if len(value) <= 80 else value[:77] + "…"
+        return ""
+
+
+def tool(
+    name: str,
+    input_model: type[BaseModel],
+    *,
+    needs_approval: bool | Callable[[Any], bool] = False,
+    key_argument: str | None = None,
+    description: str | None = None,
+) -> Callable[[Handler], Tool]:
+    """Decorator: the handler's docstring is the tool description unless one is given."""
+
+    def wrap(fn: Handler) -> Tool:
+        desc = description or inspect.cleandoc(fn.__doc__ or "").strip()
+        if not desc:
+            raise ValueError(f"tool {name!r} needs a description")
+        return Tool(
+            name=name,
+            description=desc,
+            input_model=input_model,
+            handler=fn,
+            needs_approval=needs_approval,
+            key_argument=key_argument,
+        )
+
+    return wrap
+
+
+def format_validation_error(tool_name: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "input"
+        problems.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return f"Invalid input for {tool_name}: " + "; ".join(problems)
+
+
+@dataclass
+class ToolRegistry:
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> "ToolRegistry":
+        registry = cls()
+        for t in tools:
+            registry.add(t)
+        return registry
+
+    def add(self, t: Tool) -> None:
+        if t.name in self.tools:
+            raise ValueError(f"duplicate tool name {t.name!r}")
+        self.tools[t.name] = t
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Stable order (registration order) keeps the cached prompt prefix byte-identical."""
+        return [t.schema() for t in self.tools.values()]
+
+    def parse(self, name: str, raw: Any) -> tuple[Tool, BaseModel] | ToolOutcome:
+        """Look up and validate; an error outcome when either fails."""
+        t = self.tools.get(name)
+        if t is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True)
+        try:
+            return t, t.validate(raw)
+        except ValidationError as exc:
+            return ToolOutcome(format_validation_error(name, exc), is_error=True)
+
+    def execute(self, t: Tool, parsed: BaseModel, ctx: ToolContext) -> ToolOutcome:
+        try:
+            result = t.handler(parsed, ctx)
+        except ToolError as exc:
+            return ToolOutcome(f"Error: {exc}", is_error=True)
+        except Exception as exc:  # a bug in a tool must not end the session
+            return ToolOutcome(f"Error: {t.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        if isinstance(result, ToolOutcome):
+            return result
+        return ToolOutcome(str(result) if result is not None else "")
+
+    def run(self, name: str, raw: Any, ctx: ToolContext) -> ToolOutcome:
+        parsed = self.parse(name, raw)
+        if isinstance(parsed, ToolOutcome):
+            return parsed
+        return self.execute(parsed[0], parsed[1], ctx)
