@@ -1,0 +1,303 @@
+"""The agent loop: a generator of events over (conversation, model, tools).
+
+``Agent.run_turn(text)`` yields :mod:`memagent.agent.events` until the model ends the turn. It
+never prints and never imports a terminal or SDK library; renderers consume the events. Every
+request it sends satisfies DESIGN §3: a cancelled turn (KeyboardInterrupt anywhere inside),
+a tool crash, or a model error all leave a history the API accepts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterator, Protocol
+
+from memagent.agent.events import (
+    AgentEvent,
+    AssistantText,
+    Notice,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    WaitingForModel,
+)
+from memagent.context.conversation import Conversation
+from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
+from memagent.context.policy import ContextPolicy, PassThroughContext
+from memagent.llm.protocol import ChatModel
+from memagent.llm.types import (
+    Block,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    PromptTooLongError,
+    ResponseComplete,
+    TextDelta,
+    text_block,
+    tool_result_block,
+)
+from memagent.tools.base import Tool, ToolContext, ToolOutcome, ToolRegistry
+
+
+class Approval(Enum):
+    ALLOW = "allow"  # this call
+    ALWAYS = "always"  # this tool, for the rest of the session
+    DENY = "deny"
+
+
+class Approver(Protocol):
+    def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str) -> Approval: ...
+
+
+def deny_all(tool: Tool, tool_input: dict[str, Any], summary: str) -> Approval:
+    return Approval.DENY
+
+
+DENIED_MESSAGE = (
+    "The user did not approve this {name} call, so it was not run. "
+    "Do not retry it unchanged; ask the user or choose another approach."
+)
+NON_INTERACTIVE_DENIED = (
+    "{name} needs the user's approval, and this non-interactive run has no one to ask "
+    "(re-run memagent with --yes to allow tools). Do not retry it; continue without it or explain what is needed."
+)
+
+
+@dataclass
+class TurnHooks:
+    """Extension points, each a plain callable so the loop knows nothing of their stores.
+
+    - ``user_context(text, messages) -> str | None``: extra text for the new user message
+      (relevant memories). Goes into the newest message, never the system prompt, so the
+      cached prefix stays byte-stable.
+    - ``reminders(tool_names) -> str | None``: called after each round of tool calls with the
+      names called; text is appended *after* the tool_result blocks (the todo nudge).
+    - ``after_response(response)``: observe each model response (citation tracking).
+    - ``after_turn(conversation)``: the turn is over (periodic memory extraction).
+    """
+
+    user_context: list[Callable[[str, list], str | None]] = field(default_factory=list)
+    reminders: list[Callable[[list[str]], str | None]] = field(default_factory=list)
+    after_response: list[Callable[[ModelResponse], None]] = field(default_factory=list)
+    after_turn: list[Callable[[Conversation], None]] = field(default_factory=list)
+
+
+@dataclass
+class AgentConfig:
+    model: str | None = None
+    max_tokens: int = 8192
+    max_rounds: int = 100  # model calls in one turn before the loop stops itself
+    max_pause_continuations: int = 5
+
+
+@dataclass
+class Agent:
+    model: ChatModel
+    tools: ToolRegistry
+    tool_context: ToolContext
+    system: list[Block]
+    conversation: Conversation = field(default_factory=Conversation)
+    context: ContextPolicy = field(default_factory=PassThroughContext)
+    approver: Approver = deny_all
+    auto_approve: bool = False
+    non_interactive: bool = False
+    hooks: TurnHooks = field(default_factory=TurnHooks)
+    config: AgentConfig = field(default_factory=AgentConfig)
+    turns: int = 0
+    _always_allowed: set[str] = field(default_factory=set)
+    _partial_text: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ public
+
+    def run_turn(self, user_text: str) -> Iterator[AgentEvent]:
+        """Run one user turn to its end. KeyboardInterrupt inside ends it as ``cancelled``."""
+        self.turns += 1
+        yield TurnStarted(self.turns)
+        try:
+            self._add_user_message(user_text)
+            yield from self._rounds()
+        except KeyboardInterrupt:
+            self.repair_after_interrupt()
+            yield TurnEnded("cancelled", error="cancelled by the user")
+        finally:
+            for hook in self.hooks.after_turn:
+                hook(self.conversation)
+
+    def repair_after_interrupt(self) -> None:
+        """Make the history valid again after a cancel that happened anywhere in a turn.
+
+        Partial streamed text is kept as an assistant message (the model should know what it
+        had said); tool calls without results get error results. Safe to call twice.
+        """
+        partial = "".join(self._partial_text).strip()
+        self._partial_text.clear()
+        if partial and self.conversation.last_role == "user" and not self._pending_tool_ids():
+            self.conversation.append("assistant", [text_block(partial + "\n\n[interrupted by the user]")])
+        pending = self._pending_tool_ids()
+        if pending:
+            self.conversation.append(
+                "user", [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in pending]
+            )
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self.tools.schemas()
+
+    def build_request(self) -> ModelRequest:
+        return ModelRequest(
+            system=self.system,
+            # a snapshot: the conversation keeps growing after the request is sent
+            messages=list(self.context.view(self.conversation)),
+            tools=self.tool_schemas(),
+            max_tokens=self.config.max_tokens,
+            model=self.config.model,
+        )
+
+    # ----------------------------------------------------------------- rounds
+
+    def _add_user_message(self, user_text: str) -> None:
+        blocks: list[Block] = []
+        if self.conversation.last_role == "user" and not self._pending_tool_ids():
+            blocks.append(text_block(INTERRUPTED_REQUEST))
+        blocks.append(text_block(user_text))
+        for provider in self.hooks.user_context:
+            extra = provider(user_text, self.conversation.messages)
+            if extra:
+                blocks.append(text_block(extra))
+        self.conversation.append("user", blocks)
+
+    def _rounds(self) -> Iterator[AgentEvent]:
+        pauses = 0
+        retried_too_long = False
+        for _ in range(self.config.max_rounds):
+            yield from self.context.before_request(self.conversation)
+            request = self.build_request()
+            yield WaitingForModel()
+            try:
+                response = yield from self._stream(request)
+            except PromptTooLongError as exc:
+                if retried_too_long:
+                    yield TurnEnded("error", error=f"{exc} (still too long after compacting)")
+                    return
+                retried_too_long = True
+                yield Notice("The prompt was too long for the model; compacting and retrying once.", "warning")
+                yield from self.context.force_compact(self.conversation)
+                continue
+            except ModelError as exc:
+                yield TurnEnded("error", error=str(exc))
+                return
+            self.context.observe(response.usage, request.messages)
+            for hook in self.hooks.after_response:
+                hook(response)
+            content = _clean_content(response.content)
+            if content:
+                self.conversation.append("assistant", content, usage=response.usage.to_dict())
+            stop = response.stop_reason
+            if response.tool_uses() and stop in ("tool_use", "max_tokens"):
+                yield from self._run_tools(response.tool_uses())
+                continue
+            if stop == "pause_turn" and content and pauses < self.config.max_pause_continuations:
+                pauses += 1
+                continue
+            yield from self._finish(response, stop, content)
+            return
+        yield TurnEnded("max_rounds", error=f"stopped after {self.config.max_rounds} model calls in one turn")
+
+    def _finish(self, response: ModelResponse, stop: str, content: list[Block]) -> Iterator[AgentEvent]:
+        if stop == "max_tokens":
+            yield Notice("The answer was cut off at the output-token limit (max_tokens).", "warning")
+        elif stop == "refusal":
+            yield Notice("The model declined to continue with this request.", "warning")
+        if not content and self.conversation.last_role == "user":
+            # Keep alternation valid for the next turn: an empty answer is still an answer.
+            self.conversation.append("assistant", [text_block("(no answer)")])
+        yield TurnEnded(stop, final_text=response.text(), usage=response.usage.to_dict())
+
+    def _stream(self, request: ModelRequest) -> Iterator[AgentEvent]:
+        """Yield text as it arrives; return the complete response (via StopIteration value)."""
+        self._partial_text.clear()
+        response: ModelResponse | None = None
+        for event in self.model.stream(request):
+            if isinstance(event, TextDelta):
+                self._partial_text.append(event.text)
+                yield AssistantText(event.text)
+            elif isinstance(event, ResponseComplete):
+                response = event.response
+        self._partial_text.clear()
+        if response is None:
+            raise ModelError("the model stream ended without a complete response")
+        return response
+
+    # ------------------------------------------------------------------ tools
+
+    def _run_tools(self, calls: list[Block]) -> Iterator[AgentEvent]:
+        results: list[Block] = []
+        names: list[str] = []
+        try:
+            for call in calls:
+                names.append(call["name"])
+                outcome = yield from self._run_one(call)
+                results.append(tool_result_block(call["id"], outcome.content, outcome.is_error))
+        except KeyboardInterrupt:
+            done = {b["tool_use_id"] for b in results}
+            results += [
+                tool_result_block(c["id"], INTERRUPTED_TOOL, is_error=True) for c in calls if c["id"] not in done
+            ]
+            self.conversation.append("user", results)
+            raise
+        blocks = list(results)
+        for reminder in self.hooks.reminders:
+            text = reminder(names)
+            if text:
+                blocks.append(text_block(text))
+        self.conversation.append("user", blocks)
+
+    def _run_one(self, call: Block) -> Iterator[AgentEvent]:
+        name, raw = call["name"], call.get("input") or {}
+        found = self.tools.get(name)
+        summary = found.summary(raw) if found else ""
+        yield ToolCallStarted(call["id"], name, raw, summary)
+        parsed = self.tools.parse(name, raw)
+        if isinstance(parsed, ToolOutcome):
+            outcome = parsed
+        else:
+            tool, value = parsed
+            outcome = self._approve(tool, raw, summary, value) or self.tools.execute(tool, value, self.tool_context)
+        yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
+        return outcome
+
+    def _approve(self, tool: Tool, raw: dict[str, Any], summary: str, value: Any) -> ToolOutcome | None:
+        """None when the call may run; otherwise the error outcome to return to the model."""
+        if self.auto_approve or tool.name in self._always_allowed or not tool.approval_required(value):
+            return None
+        if self.non_interactive:
+            return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name), is_error=True)
+        decision = self.approver(tool, raw, summary)
+        if decision is Approval.ALWAYS:
+            self._always_allowed.add(tool.name)
+            return None
+        if decision is Approval.ALLOW:
+            return None
+        return ToolOutcome(DENIED_MESSAGE.format(name=tool.name), is_error=True)
+
+    def _pending_tool_ids(self) -> list[str]:
+        """tool_use ids of the last assistant message that have no result yet."""
+        messages = self.conversation.messages
+        if not messages or messages[-1]["role"] != "assistant":
+            return []
+        return tool_use_ids(messages[-1])
+
+
+def _clean_content(content: list[Block]) -> list[Block]:
+    """Drop empty text blocks (the API rejects them) and keep everything else as sent."""
+    return [b for b in content if not (b.get("type") == "text" and not b.get("text", "").strip())]
+
+
+__all__ = [
+    "Agent",
+    "AgentConfig",
+    "Approval",
+    "Approver",
+    "TurnHooks",
+    "deny_all",
+]

@@ -1,0 +1,46 @@
+"""How the loop asks the context layer to fit the history into the window.
+
+The loop only knows this protocol; ``context.compaction`` provides the real policy
+(micro-compaction, auto-compaction, forced compaction on "prompt is too long").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Protocol
+
+from memagent.context.conversation import Conversation
+from memagent.llm.types import Message, Usage
+
+
+class ContextPolicy(Protocol):
+    def view(self, conversation: Conversation) -> list[Message]:
+        """The messages to send (e.g. with old tool results elided). Must keep the invariants."""
+        ...
+
+    def before_request(self, conversation: Conversation) -> Iterator[Any]:
+        """Compact if needed; yields agent events (notices) about what it did."""
+        ...
+
+    def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[Any]:
+        """Compact now (the compact tool, /compact, or a prompt-too-long error)."""
+        ...
+
+    def observe(self, usage: Usage, sent: list[Message]) -> None:
+        """Learn the exact size of the request that was just answered."""
+        ...
+
+
+class PassThroughContext:
+    """No compaction: the history is sent as it is."""
+
+    def view(self, conversation: Conversation) -> list[Message]:
+        return conversation.messages
+
+    def before_request(self, conversation: Conversation) -> Iterator[Any]:
+        return iter(())
+
+    def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[Any]:
+        return iter(())
+
+    def observe(self, usage: Usage, sent: list[Message]) -> None:
+        return None
