@@ -1,0 +1,588 @@
+"""File tools: read_file, write_file, edit_file, glob, grep.
+
+Every path goes through :func:`memagent.tools.paths.resolve_path`, so nothing outside the
+project root can be read or written (``read_file`` may also read the capped-output directory
+when that was configured outside the project). Writes are atomic: a temp file in the same
+directory, flushed and fsynced, then ``os.replace``; an existing file keeps its permissions and a
+write through a symlink updates the symlink's target.
+
+Choices worth knowing:
+
+* ``glob`` lists files only (not directories), newest modification time first (ties
+  alphabetical), at most :data:`MAX_GLOB_RESULTS`. ``*`` does not cross ``/``; use ``**/``.
+* ``grep`` searches top-down (each directory's files by name, then its subdirectories),
+  skips binary files (a NUL byte in the first 8 KiB) and files over
+  :data:`GREP_MAX_FILE_BYTES`, and stops after :data:`MAX_GREP_MATCHES` matches or
+  ``ctx.output_cap_chars`` characters.
+* ``read_file`` treats a file as binary when its first 8 KiB hold a NUL byte or are not UTF-8.
+* Both skip the directories in :data:`memagent.tools.paths.IGNORED_DIR_NAMES` and the root
+  ``.gitignore`` patterns, except below an explicitly given starting directory.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import os
+import re
+import stat
+import tempfile
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, BinaryIO, Iterable
+
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.paths import (
+    IgnoreRules,
+    compile_glob,
+    display_path,
+    literal_prefix,
+    outputs_dir,
+    project_root,
+    resolve_path,
+    walk_files,
+)
+
+DEFAULT_READ_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+LINE_READ_BYTES = 64 * 1024
+SNIFF_BYTES = 8192
+MAX_GLOB_RESULTS = 200
+MAX_GREP_MATCHES = 200
+GREP_LINE_CHARS = 500
+GREP_MAX_FILE_BYTES = 20 * 1024 * 1024
+EDIT_HINT_MAX_LINES = 20_000
+
+
+# --- shared helpers --------------------------------------------------------------------------
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def looks_binary(head: bytes) -> bool:
+    """A NUL byte, or bytes that are not UTF-8 (ignoring a sequence cut at the end)."""
+    if b"\x00" in head:
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
+
+
+def count_lines(text: str) -> int:
+    """Lines as an editor counts them: a trailing newline does not start a new line."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def _new_file_mode() -> int:
+    """0o666 minus the process umask, read without changing it (Linux), else 0o644."""
+    with suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    return 0o644
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``."""
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+
+
+def _require_file(path: Path, shown: str) -> None:
+    if not path.exists():
+        raise ToolError(f"File not found: {shown}{_similar_names_hint(path)}")
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file. Use glob (e.g. '{shown}/*') to list it.")
+    if not path.is_file():
+        raise ToolError(f"{shown} is not a regular file.")
+
+
+def _similar_names_hint(path: Path) -> str:
+    parent = path.parent
+    if not parent.is_dir():
+        return " (its directory does not exist either)."
+    with suppress(OSError):
+        names = [entry.name for entry in os.scandir(parent)]
+        close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+        if close:
+            return ". Similar names in that directory: " + ", ".join(close)
+    return ""
+
+
+def optional_field(description: str, **schema_extra: Any) -> Any:
+    """An optional input field: absent or ``null`` means "use the default".
+
+    The schema shows the plain type (no ``anyOf`` with null, no ``default: null``) plus
+    ``schema_extra`` (e.g. ``minimum``); range checks live in validators so errors are one line.
+    """
+
+    def adjust(schema: dict[str, Any]) -> None:
+        schema.pop("default", None)
+        schema.update(schema_extra)
+
+    return Field(default=None, description=description, json_schema_extra=adjust)
+
+
+def _positive_or_none(value: int | None, name: str) -> int | None:
+    """Range check done by hand so the error is one clear line and ``null`` means "default"."""
+    if value is not None and value < 1:
+        raise ValueError(f"{name} must be 1 or more")
+    return value
+
+
+# --- read_file -------------------------------------------------------------------------------
+
+
+class ReadFileInput(ToolInput):
+    path: str = Field(description="File to read, relative to the project root (or absolute inside it).")
+    offset: int | SkipJsonSchema[None] = optional_field(
+        "1-based line number to start reading from (default 1).", minimum=1
+    )
+    limit: int | SkipJsonSchema[None] = optional_field(
+        f"Maximum number of lines to return (default {DEFAULT_READ_LIMIT}).", minimum=1
+    )
+
+    @field_validator("offset", "limit")
+    @classmethod
+    def _at_least_one(cls, value: int | None, info: ValidationInfo) -> int | None:
+        return _positive_or_none(value, info.field_name or "value")
+
+
+def _read_line(fh: BinaryIO) -> tuple[bytes, int]:
+    """The next line, keeping at most :data:`LINE_READ_BYTES` of it, and how many bytes were
+    dropped, so a huge single-line file (minified JS, a log without newlines) costs no memory."""
+    line = fh.readline(LINE_READ_BYTES)
+    if len(line) < LINE_READ_BYTES or line.endswith(b"\n"):
+        return line, 0
+    dropped = 0
+    while True:
+        more = fh.readline(LINE_READ_BYTES)
+        dropped += len(more.rstrip(b"\n"))
+        if not more or more.endswith(b"\n"):
+            return line, dropped
+
+
+def _format_line(number: int, raw: bytes, dropped: int = 0) -> str:
+    text = raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
+    if len(text) > MAX_LINE_CHARS or dropped:
+        more = len(text) - MAX_LINE_CHARS + dropped
+        text = text[:MAX_LINE_CHARS] + f"… [line truncated, {more} more chars]"
+    return f"{number:>6}\t{text}"
+
+
+def _count_remaining_lines(fh: BinaryIO) -> int:
+    """Lines left in ``fh`` after the current position (a final line without ``\\n`` counts)."""
+    count = 0
+    tail = b""
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        count += chunk.count(b"\n")
+        tail = chunk[-1:]
+    return count + (1 if tail and tail != b"\n" else 0)
+
+
+@tool("read_file", ReadFileInput, key_argument="path")
+def read_file(inp: ReadFileInput, ctx: ToolContext) -> str:
+    """Read a text file from the project, with line numbers (like `cat -n`).
+
+    Returns up to `limit` lines (default 2000) starting at line `offset` (1-based). Lines longer
+    than 2000 characters are truncated. Long outputs end with a note telling you the `offset`
+    to continue from. Binary files are refused. Use this instead of `cat`/`head` in bash.
+    """
+    path = resolve_path(ctx, inp.path, extra_roots=(outputs_dir(ctx),))
+    shown = display_path(ctx, path)
+    _require_file(path, shown)
+    size = path.stat().st_size
+    offset = inp.offset or 1
+    limit = inp.limit or DEFAULT_READ_LIMIT
+    cap = max(ctx.output_cap_chars, 1)
+
+    with path.open("rb") as fh:
+        if looks_binary(fh.read(SNIFF_BYTES)):
+            raise ToolError(
+                f"{shown} is a binary file ({human_size(size)}); read_file only shows text. "
+                f"Inspect it with bash instead (e.g. `file {shown}` or `xxd {shown} | head`)."
+            )
+        fh.seek(0)
+        shown_lines: list[str] = []
+        used_chars = 0
+        line_no = 0  # lines consumed from the file so far
+        capped = False
+        while True:
+            raw, dropped = _read_line(fh)
+            if not raw:
+                break
+            line_no += 1
+            if line_no < offset:
+                continue
+            formatted = _format_line(line_no, raw, dropped)
+            if used_chars + len(formatted) + 1 > cap and shown_lines:
+                capped = True
+                break
+            shown_lines.append(formatted)
+            used_chars += len(formatted) + 1
+            if len(shown_lines) >= limit:
+                break
+        total = line_no + _count_remaining_lines(fh)
+
+    if total == 0:
+        return f"{shown} is empty (0 bytes)."
+    if offset > total:
+        raise ToolError(f"offset {offset} is past the end of {shown}, which has {total} lines.")
+    first, last_shown = offset, offset + len(shown_lines) - 1
+    body = "\n".join(shown_lines)
+    if last_shown < total:
+        reason = f"output capped at {cap} characters" if capped else f"limit {limit}"
+        body += (
+            f"\n\n[Showing lines {first}-{last_shown} of {total} ({reason}). "
+            f"Use offset={last_shown + 1} to read more.]"
+        )
+    return body
+
+
+# --- write_file ------------------------------------------------------------------------------
+
+
+class WriteFileInput(ToolInput):
+    path: str = Field(description="File to write, relative to the project root. Parent directories are created.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+@tool("write_file", WriteFileInput, needs_approval=True, key_argument="path")
+def write_file(inp: WriteFileInput, ctx: ToolContext) -> str:
+    """Create a file or replace its whole content. Parent directories are created as needed.
+
+    Prefer edit_file for changing part of an existing file: it is safer and cheaper. Read an
+    existing file before overwriting it.
+    """
+    path = resolve_path(ctx, inp.path)
+    shown = display_path(ctx, path)
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give a file path.")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise ToolError(f"Cannot create the directory for {shown}: a parent is a file ({exc}).") from exc
+    data = inp.content.encode("utf-8")
+    atomic_write_bytes(path, data)
+    lines = count_lines(inp.content)
+    how = "overwrote the existing file" if existed else "new file"
+    return f"Wrote {_lines(lines)} ({len(data)} bytes) to {shown} ({how})."
+
+
+# --- edit_file -------------------------------------------------------------------------------
+
+
+class EditFileInput(ToolInput):
+    path: str = Field(description="File to edit, relative to the project root.")
+    old_text: str = Field(
+        description="Exact text to replace, including whitespace and indentation. It must occur "
+        "exactly once in the file; include surrounding lines to make it unique."
+    )
+    new_text: str = Field(description="The replacement text.")
+
+
+def _read_text_for_edit(path: Path, shown: str) -> str:
+    _require_file(path, shown)
+    data = path.read_bytes()
+    if looks_binary(data[:SNIFF_BYTES]):
+        raise ToolError(f"{shown} is a binary file ({human_size(len(data))}); edit_file only edits text.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{shown} is not valid UTF-8 ({exc.reason} at byte {exc.start}); cannot edit it safely."
+        ) from exc
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _occurrence_lines(text: str, needle: str, limit: int = 10) -> list[int]:
+    lines, start = [], 0
+    while len(lines) < limit:
+        found = text.find(needle, start)
+        if found == -1:
+            break
+        lines.append(_line_of(text, found))
+        start = found + max(len(needle), 1)
+    return lines
+
+
+def _squash_whitespace(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _not_found_hint(content: str, old_text: str) -> str:
+    if _squash_whitespace(old_text) and _squash_whitespace(old_text) in _squash_whitespace(content):
+        return (
+            " It does match if whitespace is ignored: check indentation (tabs vs spaces), "
+            "trailing spaces and line breaks. Re-read the file and copy the text exactly."
+        )
+    first = next((line.strip() for line in old_text.splitlines() if line.strip()), "")
+    lines = content.splitlines()
+    if not first or len(lines) > EDIT_HINT_MAX_LINES:
+        return " Re-read the file and copy the text exactly."
+    stripped = [line.strip() for line in lines]
+    close = difflib.get_close_matches(first, stripped, n=3, cutoff=0.6)
+    if not close:
+        return " No similar line found; re-read the file (it may have changed)."
+    shown = []
+    for candidate in close:
+        number = stripped.index(candidate) + 1
+        shown.append(f"{number:>6}\t{lines[number - 1][:200]}")
+    return " Closest lines to the start of old_text:\n" + "\n".join(shown)
+
+
+@tool("edit_file", EditFileInput, needs_approval=True, key_argument="path")
+def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
+    """Replace one exact occurrence of `old_text` with `new_text` in a file.
+
+    `old_text` must match the file exactly (whitespace included) and occur exactly once; add
+    surrounding lines if it is not unique. Read the file first. To create a file use write_file.
+    """
+    if inp.old_text == "":
+        raise ToolError("old_text is empty. Give the exact text to replace (use write_file to create a file).")
+    if inp.old_text == inp.new_text:
+        raise ToolError("old_text and new_text are identical; nothing to change.")
+    path = resolve_path(ctx, inp.path)
+    shown = display_path(ctx, path)
+    content = _read_text_for_edit(path, shown)
+    old_text, new_text = inp.old_text, inp.new_text
+    if old_text not in content and "\r\n" in content and "\r\n" not in old_text and "\n" in old_text:
+        old_text = old_text.replace("\n", "\r\n")  # the file uses CRLF line endings
+        new_text = new_text.replace("\r\n", "\n").replace("\n", "\r\n")
+    count = content.count(old_text)
+    if count == 0:
+        raise ToolError(f"old_text was not found in {shown}." + _not_found_hint(content, old_text))
+    if count > 1:
+        where = ", ".join(str(n) for n in _occurrence_lines(content, old_text))
+        raise ToolError(
+            f"old_text occurs {count} times in {shown} (at lines {where}). "
+            "Include more surrounding context so it matches exactly once."
+        )
+    index = content.index(old_text)
+    updated = content[:index] + new_text + content[index + len(old_text) :]
+    atomic_write_bytes(path, updated.encode("utf-8"))
+    line = _line_of(content, index)
+    old_n, new_n = count_lines(old_text) or 1, count_lines(new_text)
+    return f"Edited {shown} at line {line}: replaced {_lines(old_n)} with {_lines(new_n)}."
+
+
+# --- glob ------------------------------------------------------------------------------------
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(
+        description="Glob pattern relative to the project root, e.g. '**/*.py', 'src/**/test_*.ts', "
+        "'*.{md,txt}'. '*' does not cross directories; '**/' matches any depth."
+    )
+
+
+def _normalise_pattern(ctx: ToolContext, pattern: str) -> str:
+    pattern = pattern.strip()
+    if not pattern:
+        raise ToolError("pattern is empty. Example: '**/*.py'.")
+    if pattern.startswith("/") or pattern.startswith("~"):
+        prefix = literal_prefix(pattern) or "/"
+        base = resolve_path(ctx, prefix)  # refuses prefixes outside the root
+        rel_base = display_path(ctx, base)
+        rest = pattern[len(prefix) :].lstrip("/")
+        pattern = rest if rel_base == "." else f"{rel_base}/{rest}"
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if pattern.endswith("/"):  # 'src/' means everything below src
+        pattern += "**"
+    if ".." in pattern.split("/"):
+        raise ToolError(f"Path escapes the project root: {pattern} ('..' is not allowed in glob patterns).")
+    return pattern
+
+
+@tool("glob", GlobInput, key_argument="pattern")
+def glob(inp: GlobInput, ctx: ToolContext) -> str:
+    """Find files by name pattern. Returns paths relative to the project root, newest first.
+
+    Lists files only (not directories), at most 200. Skips .git, .memory, .transcripts, .tasks,
+    node_modules, __pycache__, virtualenvs and the root .gitignore patterns (unless the pattern
+    starts inside such a directory). Use grep to search file contents.
+    """
+    pattern = _normalise_pattern(ctx, inp.pattern)
+    root = project_root(ctx)
+    start = resolve_path(ctx, literal_prefix(pattern) or ".")
+    regex = compile_glob(pattern)
+    found: list[tuple[float, str]] = []
+    if start.is_dir():
+        for path, rel in walk_files(root, start, IgnoreRules.for_root(root)):
+            if regex.match(rel):
+                with suppress(OSError):
+                    found.append((path.stat().st_mtime, rel))
+    if not found:
+        hint = ""
+        if "/" not in pattern and "**" not in pattern:
+            hint = f" Patterns without '/' only match the top directory; try '**/{pattern}'."
+        return f"No files match {inp.pattern!r}.{hint}"
+    found.sort(key=lambda item: (-item[0], item[1]))
+    lines = [rel for _, rel in found[:MAX_GLOB_RESULTS]]
+    body = _cap_lines(lines, ctx.output_cap_chars)
+    shown = body.count("\n") + 1
+    if shown < len(found):
+        body += f"\n… {len(found) - shown} more (narrow the pattern)"
+    return body
+
+
+def _cap_lines(lines: list[str], cap: int) -> str:
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        if kept and used + len(line) + 1 > cap:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(kept)
+
+
+# --- grep ------------------------------------------------------------------------------------
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(description="Python regular expression to search for, e.g. 'def \\w+_handler' or '(?i)todo'.")
+    path: str | SkipJsonSchema[None] = optional_field(
+        "File or directory to search, relative to the project root (default: the whole project)."
+    )
+    glob: str | SkipJsonSchema[None] = optional_field(
+        "Only search files matching this glob, e.g. '*.py' (matched against the file name) "
+        "or 'src/**/*.ts' (matched against the path from the project root)."
+    )
+
+
+def _normalise_file_glob(pattern: str | None) -> str | None:
+    if pattern is None or not pattern.strip():
+        return None
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return pattern
+
+
+def _filter_accepts(file_filter: "re.Pattern[str] | None", glob_pattern: str | None, rel: str) -> bool:
+    """Like ripgrep's --glob: a pattern with '/' matches the path, otherwise the file name."""
+    if file_filter is None or glob_pattern is None:
+        return True
+    subject = rel if "/" in glob_pattern else rel.rsplit("/", 1)[-1]
+    return bool(file_filter.match(subject))
+
+
+def _grep_text(path: Path) -> str | None:
+    """The file's text, or None when it is binary, too large or unreadable."""
+    try:
+        if path.stat().st_size > GREP_MAX_FILE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\x00" in data[:SNIFF_BYTES]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+@tool("grep", GrepInput, key_argument="pattern")
+def grep(inp: GrepInput, ctx: ToolContext) -> str:
+    """Search file contents with a Python regular expression; prints `file:line: text`.
+
+    Searches the whole project (or `path`, a file or directory), optionally only files matching
+    `glob`. Binary files and ignored directories (.git, node_modules, .venv, .memory, ...) are
+    skipped. At most 200 matches are shown. Use `(?i)` for case-insensitive search.
+    """
+    try:
+        regex = re.compile(inp.pattern)
+    except re.error as exc:
+        raise ToolError(
+            f"Invalid regex {inp.pattern!r}: {exc}. Patterns are Python regular expressions; "
+            "escape literal characters such as ( [ { . * + ? with a backslash."
+        ) from exc
+    root = project_root(ctx)
+    target = resolve_path(ctx, inp.path or ".")
+    shown_target = display_path(ctx, target)
+    if not target.exists():
+        hint = _similar_names_hint(target)
+        if any(c in (inp.path or "") for c in "*?["):
+            hint = ". `path` takes a file or directory; pass a wildcard pattern as `glob` instead."
+        raise ToolError(f"Path not found: {shown_target}{hint}")
+    glob_pattern = _normalise_file_glob(inp.glob)
+    file_filter = compile_glob(glob_pattern) if glob_pattern else None
+    files: Iterable[tuple[Path, str]]
+    if target.is_file():
+        if _grep_text(target) is None:
+            limit = human_size(GREP_MAX_FILE_BYTES)
+            raise ToolError(f"{shown_target} is binary, unreadable or larger than {limit}; not searched.")
+        files = [(target, shown_target)]
+    else:
+        files = (
+            (path, rel)
+            for path, rel in walk_files(root, target, IgnoreRules.for_root(root))
+            if _filter_accepts(file_filter, glob_pattern, rel)
+        )
+
+    results: list[str] = []
+    used = 0
+    more = False
+    for path, rel in files:
+        text = _grep_text(path)
+        if text is None or not regex.search(text):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if not regex.search(line):
+                continue
+            if len(line) > GREP_LINE_CHARS:
+                line = line[:GREP_LINE_CHARS] + "…"
+            entry = f"{rel}:{number}: {line}"
+            if len(results) >= MAX_GREP_MATCHES or (results and used + len(entry) + 1 > ctx.output_cap_chars):
+                more = True
+                break
+            results.append(entry)
+            used += len(entry) + 1
+        if more:
+            break
+
+    if not results:
+        where = "the project" if shown_target == "." else shown_target
+        extra = f" (files matching {inp.glob!r})" if inp.glob else ""
+        return f"No matches for {inp.pattern!r} in {where}{extra}."
+    body = "\n".join(results)
+    if more:
+        body += f"\n[Stopped after {len(results)} matches; there are more. Narrow the search with path= or glob=.]"
+    return body
+
+
+def file_tools() -> list[Tool]:
+    return [read_file, write_file, edit_file, glob, grep]
