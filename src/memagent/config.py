@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 # A current Claude Sonnet id; checked against the installed SDK's model list in tests.
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 # A cheaper model for summaries and memory extraction.
 DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
 
