@@ -43,6 +43,7 @@ class Settings:
     auto_approve: bool = False
     memory_enabled: bool = True
     extract_every_turns: int = 10
+    require_review: bool = False  # automatic memory cards wait for `memagent memory review`
     chroma_url: str | None = None
 
     @property

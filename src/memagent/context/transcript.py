@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +44,8 @@ class TranscriptWriter:
     path: Path
     _fh: IO[str] | None = field(default=None, repr=False)
     _next_id: int = 1
+    # background memory extraction records from another thread: one line at a time
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def open(cls, directory: Path, session_id: str, start_id: int = 1) -> "TranscriptWriter":
@@ -61,19 +64,21 @@ class TranscriptWriter:
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         record = {"type": record["type"], "time": utc_now(), **{k: v for k, v in record.items() if k != "type"}}
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        if self._fh is None:
-            raise TranscriptError(f"transcript {self.path} is closed")
-        try:
-            self._fh.write(line + "\n")
-            self._fh.flush()
-        except OSError as exc:
-            raise TranscriptError(f"cannot write transcript {self.path}: {exc.strerror or exc}") from None
+        with self._lock:
+            if self._fh is None:
+                raise TranscriptError(f"transcript {self.path} is closed")
+            try:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+            except OSError as exc:
+                raise TranscriptError(f"cannot write transcript {self.path}: {exc.strerror or exc}") from None
         return record
 
     def message(self, message: dict[str, Any], usage: dict[str, int] | None = None) -> str:
         """Record one message; returns its id."""
-        message_id = str(self._next_id)
-        self._next_id += 1
+        with self._lock:
+            message_id = str(self._next_id)
+            self._next_id += 1
         record: dict[str, Any] = {"type": "message", "id": message_id, "role": message["role"], "content": message["content"]}
         if usage:
             record["usage"] = usage
@@ -81,6 +86,10 @@ class TranscriptWriter:
         return message_id
 
     def close(self) -> None:
+        with self._lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
         if self._fh is not None:
             try:
                 self._fh.flush()

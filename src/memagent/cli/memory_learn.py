@@ -1,0 +1,174 @@
+"""`memagent memory profile` and `memagent memory review` (registered on the `memory` app).
+
+``profile`` prints the user and project profiles aggregated from active cards (``--json``).
+``review`` walks the newest automatic cards — pending ones first when ``require_review`` is
+set — and asks, for each, keep / edit / forget / skip / quit. Without a terminal on stdin it
+only lists them and says how to review. Nothing here imports anthropic.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths
+    from memagent.memory.hygiene import ReviewItem
+    from memagent.memory.service import MemoryService
+
+WIDTH = 100
+
+
+def _open_service(ctx: typer.Context, root: Optional[Path]) -> tuple["MemoryService", "ProjectPaths"]:
+    from memagent.config import ConfigError, load_settings
+    from memagent.memory.service import MemoryService, MemoryUnavailable
+
+    paths = resolve_paths(ctx, root)
+    try:
+        settings = load_settings(paths)
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+    try:
+        return MemoryService.open(paths, settings, check_embedder=False), paths
+    except MemoryUnavailable as exc:
+        fail(f"memory unavailable: {exc}", EXIT_FAILURE)
+
+
+def _guarded(action):
+    from memagent.memory.service import MemoryUnavailable
+
+    try:
+        return action()
+    except MemoryUnavailable as exc:
+        fail(f"memory unavailable: {exc}", EXIT_FAILURE)
+
+
+def profile_command(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    as_json: bool = JsonOption,
+    max_tokens: int = typer.Option(400, "--max-tokens", min=50, help="Token budget of each profile."),
+) -> None:
+    """Show the user and project profiles aggregated from active memory cards."""
+    from memagent.memory.profiles import load_profiles
+
+    service, paths = _open_service(ctx, root)
+    profiles = _guarded(lambda: load_profiles(service, paths, max_tokens))
+    if as_json:
+        print_json(profiles.as_dict())
+        return
+    text = profiles.render()
+    if text is None:
+        typer.echo("No profile yet: there are no active user or project memories.")
+        return
+    typer.echo(text)
+
+
+def _short(text: str, width: int = WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _describe(item: "ReviewItem", root: Path) -> str:
+    from memagent.memory.hygiene import stale_note
+
+    card = item.card
+    state = "PENDING " + (item.intended_action or "ADD") if item.pending else card.status
+    where = f"session {card.provenance.session_id}" if card.provenance.session_id else f"from {card.source}"
+    if card.provenance.turn is not None:
+        where += f" turn {card.provenance.turn}"
+    lines = [
+        f"{card.id}  [{state}] {card.memory_type}, {card.scope}, conf {card.confidence:.2f}, {where}, "
+        f"{card.created_at.date().isoformat()}",
+        f"    {_short(card.content)}",
+    ]
+    if card.provenance.quote:
+        lines.append(f'    quote: "{_short(card.provenance.quote, 80)}"')
+    note = stale_note(card, root)
+    if note:
+        lines.append(f"    {note}")
+    return "\n".join(lines)
+
+
+def review_command(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many cards to review."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Review the newest automatic memories: keep, edit or forget each."""
+    from memagent.memory.history import LearningHistory
+    from memagent.memory.hygiene import review_queue
+
+    service, paths = _open_service(ctx, root)
+    history = LearningHistory.for_paths(paths)
+    items = _guarded(lambda: review_queue(service, history, limit))
+    if as_json:
+        print_json(
+            [
+                {"card": item.card.model_dump(mode="json"), "pending": item.pending,
+                 "intended_action": item.intended_action, "target_id": item.target_id}
+                for item in items
+            ]
+        )
+        return
+    if not items:
+        typer.echo("Nothing to review: no automatic memories are waiting.")
+        return
+    if not _interactive_terminal():
+        for item in items:
+            typer.echo(_describe(item, paths.root))
+        typer.echo(
+            f"{len(items)} automatic memor{'y' if len(items) == 1 else 'ies'} listed; "
+            "run `memagent memory review` in a terminal to keep, edit or forget them."
+        )
+        return
+    _interactive(service, history, paths, items)
+
+
+def _interactive_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _interactive(service: Any, history: Any, paths: Any, items: list["ReviewItem"]) -> None:
+    from memagent.memory.hygiene import amend, approve, reject
+
+    counts = {"keep": 0, "edit": 0, "forget": 0, "skip": 0}
+    for number, item in enumerate(items, start=1):
+        typer.echo(f"\n({number}/{len(items)}) " + _describe(item, paths.root))
+        choice = typer.prompt("[k]eep, [e]dit, [f]orget, [s]kip, [q]uit", default="s").strip().lower()[:1]
+        if choice == "q":
+            break
+        if choice == "k":
+            _guarded(lambda: approve(service, history, item))
+            counts["keep"] += 1
+        elif choice == "e":
+            new_text = typer.prompt("New text", default=item.card.content).strip()
+            if not new_text or new_text == item.card.content:
+                _guarded(lambda: approve(service, history, item))
+                counts["keep"] += 1
+                continue
+            result = _guarded(lambda: amend(service, history, item, new_text))
+            if result.status == "refused":
+                typer.echo(f"    not changed: {result.reason}")
+                counts["skip"] += 1
+            else:
+                typer.echo(f"    saved as {result.card.id}")
+                counts["edit"] += 1
+        elif choice == "f":
+            _guarded(lambda: reject(service, history, item, paths))
+            counts["forget"] += 1
+        else:
+            counts["skip"] += 1
+    typer.echo(
+        f"Reviewed: {counts['keep']} kept, {counts['edit']} edited, {counts['forget']} forgotten, "
+        f"{counts['skip']} skipped."
+    )
+
+
+__all__ = ["profile_command", "review_command"]

@@ -1,0 +1,283 @@
+"""Consolidation: decide, for each extracted candidate, ADD, UPDATE, CONTRADICT or NOOP.
+
+For each candidate (in the order it was said) the most similar active cards of the same scope
+are looked up. A candidate with no similar card is added directly — no model call, which keeps
+the token cost of learning low. The others are put to the model in one request, each shown
+with its similar cards under short integer handles ("E1", "E2"; never raw ids, which models
+garble); the model answers ``{"actions": [{"candidate": int, "action": "ADD" | "UPDATE" |
+"CONTRADICT" | "NOOP", "target": int | null}]}``.
+
+Applying a decision:
+- ADD: save through the write gate (which may still call it a duplicate, or refuse it).
+- UPDATE: a new card superseding the target (append-only, DESIGN §7).
+- CONTRADICT: a new card; the target is marked ``contradicted`` and linked to it
+  (``superseded_by``), the new card links back (``supersedes``).
+- NOOP: nothing is written.
+Source trust orders conflicts: an explicit user statement outranks an assistant inference,
+which outranks tool output. A candidate never replaces a card from a more trusted source; that
+decision becomes a NOOP with the reason logged.
+
+Every decision is appended to the learning history (:mod:`memagent.memory.history`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from memagent.memory.cards import MemoryCard
+from memagent.memory.extraction import Candidate, find_json_object
+
+Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
+TRUST = {"user": 3, "system": 3, "assistant": 2, "tool": 1}
+NEIGHBOURS = 3  # similar cards shown per candidate
+# Calibrated relevance (0..1) for a card to count as similar, and how far below the best
+# neighbour another may be. Measured on bench/bench_learning.py: cards about the same subject
+# score 0.67-0.91, unrelated cards of the same project up to 0.77 (they share its name).
+MIN_RELEVANCE = 0.5
+NEIGHBOUR_SPREAD = 0.2
+
+CONSOLIDATION_SYSTEM = """\
+You keep a coding agent's long-term memory consistent. Each new candidate memory is listed \
+with the most similar existing memories (E1, E2, ...). Choose one action per candidate:
+- ADD: new information no existing memory covers.
+- UPDATE: it changes or refines an existing memory about the same thing (new value, version, \
+date, amount, name, or an added qualifier) and replaces it (target).
+- CONTRADICT: it says an existing memory is wrong or no longer true; that one is marked \
+contradicted (target).
+- NOOP: an existing memory already says the same, with the same numbers, dates and qualifiers.
+Numbers, dates and qualifiers matter: "the trip budget is $10k" vs "the trip budget is $15k" \
+is an UPDATE, never a NOOP. Memories about different things are not duplicates.
+Answer with only a JSON object, one action per candidate, target = the E-number (null for ADD):
+{"actions": [{"candidate": 1, "action": "UPDATE", "target": 2}]}"""
+
+
+@dataclass
+class Decision:
+    """What happened to one candidate."""
+
+    candidate: Candidate
+    action: str  # ADD, UPDATE, CONTRADICT, NOOP, DUPLICATE, REFUSED, SKIPPED, PENDING
+    card_id: str | None = None  # the card written (or the existing card a duplicate/NOOP points at)
+    target_id: str | None = None  # the card replaced / contradicted / matched
+    reason: str = ""
+    pending: bool = False  # written as archived, waiting for `memagent memory review`
+
+    @property
+    def stored(self) -> bool:
+        return self.action in ("ADD", "UPDATE", "CONTRADICT") and self.card_id is not None
+
+
+class ActionItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    candidate: int
+    action: Action
+    target: int | None = None
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _handle(cls, value: Any) -> Any:
+        # Accept "E2" as well as 2.
+        if isinstance(value, str):
+            text = value.strip().upper().lstrip("E")
+            return int(text) if text.isdigit() else None
+        return value
+
+
+def parse_actions(text: str) -> dict[int, ActionItem] | None:
+    """Valid actions by candidate number; ``None`` when the answer is unusable as a whole."""
+    obj = find_json_object(text or "", "actions")
+    if obj is None or not isinstance(obj.get("actions"), list):
+        return None
+    actions: dict[int, ActionItem] = {}
+    for item in obj["actions"]:
+        if not isinstance(item, dict):
+            continue
+        try:
+            parsed = ActionItem.model_validate(item)
+        except ValidationError:
+            continue
+        actions.setdefault(parsed.candidate, parsed)
+    return actions
+
+
+# -- the store side ---------------------------------------------------------------------------
+
+
+def similar_cards(service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE) -> list[MemoryCard]:
+    """Active cards of the candidate's scope that are about the same thing, best first."""
+    hits = [h for h in service.search(candidate.content, k, scope=candidate.scope, min_score=min_relevance) if h.card.active]
+    if not hits:
+        return []
+    best = max(h.parts.get("relevance", h.score) for h in hits)
+    return [h.card for h in hits if h.parts.get("relevance", h.score) >= best - NEIGHBOUR_SPREAD]
+
+
+# -- the consolidator -------------------------------------------------------------------------
+
+Ask = Callable[[str, str], str]  # (system, user) -> answer text; raises on model failure
+
+
+@dataclass
+class _Pending:
+    number: int
+    candidate: Candidate
+    handles: list[int]
+
+
+@dataclass
+class Consolidator:
+    """Decides and applies actions for a batch of candidates (see module docstring)."""
+
+    service: Any
+    ask: Ask
+    session_id: str = ""
+    task_hint: str | None = None
+    hold_for_review: bool = False
+    record: Callable[[Decision], None] | None = None
+    neighbours: int = NEIGHBOURS
+    min_relevance: float = MIN_RELEVANCE
+    model_calls: int = 0
+    _replaced: dict[str, str] = field(default_factory=dict)
+
+    def run(self, candidates: Sequence[Candidate]) -> list[Decision]:
+        decisions: list[Decision] = []
+        pending: list[_Pending] = []
+        handles: dict[str, int] = {}
+        shown: dict[int, MemoryCard] = {}
+        for candidate in candidates:
+            similar = similar_cards(self.service, candidate, self.neighbours, self.min_relevance)
+            if not similar:
+                decisions.append(self._apply(candidate, "ADD", None, "no similar memory"))
+                continue
+            numbers = []
+            for card in similar:
+                if card.id not in handles:
+                    handles[card.id] = len(handles) + 1
+                    shown[handles[card.id]] = card
+                numbers.append(handles[card.id])
+            pending.append(_Pending(len(pending) + 1, candidate, numbers))
+        if pending:
+            decisions.extend(self._decide(pending, shown))
+        return decisions
+
+    def _decide(self, pending: list[_Pending], shown: dict[int, MemoryCard]) -> list[Decision]:
+        prompt = consolidation_prompt(pending, shown)
+        actions = None
+        for _ in range(2):  # one retry on an unusable answer
+            self.model_calls += 1
+            actions = parse_actions(self.ask(CONSOLIDATION_SYSTEM, prompt))
+            if actions is not None:
+                break
+        decisions = []
+        for item in pending:
+            chosen = (actions or {}).get(item.number)
+            if chosen is None:
+                why = "consolidation answer unusable" if actions is None else "no action given for it"
+                decisions.append(self._log(Decision(item.candidate, "SKIPPED", reason=why)))
+                continue
+            target = shown.get(chosen.target) if chosen.target is not None else None
+            if chosen.action in ("UPDATE", "CONTRADICT") and target is None:
+                decisions.append(self._log(Decision(item.candidate, "SKIPPED", reason=f"{chosen.action} without a valid target")))
+                continue
+            decisions.append(self._apply(item.candidate, chosen.action, target, "model decision"))
+        return decisions
+
+    def _current(self, card: MemoryCard | None) -> MemoryCard | None:
+        """Follow replacements made earlier in this batch to the card that is now active."""
+        if card is None:
+            return None
+        seen = set()
+        card_id = card.id
+        while card_id in self._replaced and card_id not in seen:
+            seen.add(card_id)
+            card_id = self._replaced[card_id]
+        if card_id == card.id:
+            return card
+        return self.service.get(card_id) or card
+
+    def _apply(self, candidate: Candidate, action: str, target: MemoryCard | None, why: str) -> Decision:
+        target = self._current(target)
+        if action == "NOOP":
+            return self._log(Decision(candidate, "NOOP", target_id=target.id if target else None, reason=why))
+        if action in ("UPDATE", "CONTRADICT") and target is not None:
+            if TRUST.get(candidate.source, 0) < TRUST.get(target.source, 0):
+                reason = f"kept {target.id}: it comes from a more trusted source ({target.source}) than this ({candidate.source})"
+                return self._log(Decision(candidate, "NOOP", target_id=target.id, reason=reason))
+            if not target.active:
+                action, target = "ADD", None
+        # Saving with ``supersedes`` also keeps the gate from calling the correction a duplicate
+        # of its target ("$10k" vs "$15k" embed almost identically).
+        supersedes = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
+        result = self.service.save(
+            candidate.content,
+            candidate.memory_type,
+            candidate.scope,
+            confidence=candidate.confidence,
+            importance=candidate.importance,
+            source=candidate.source,
+            provenance=candidate.provenance(self.session_id),
+            files=candidate.files,
+            task_hint=self.task_hint,
+            supersedes=supersedes,
+            auto=True,
+        )
+        if result.status == "refused" or result.card is None:
+            return self._log(Decision(candidate, "REFUSED", reason=result.reason or "refused by the write gate"))
+        if result.status == "duplicate":
+            return self._log(Decision(candidate, "DUPLICATE", card_id=result.card.id, target_id=result.card.id, reason=result.reason))
+        card = result.card
+        target_id = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
+        if self.hold_for_review:
+            # Held back: the new card waits archived and its target stays in force until the
+            # user keeps the correction (hygiene.approve re-links them).
+            self.service.update_card(card.id, status="archived", supersedes=None)
+            if target_id is not None:
+                self.service.update_card(target_id, status="active", superseded_by=None, touch=False)
+            decision = Decision(candidate, action, card_id=card.id, target_id=target_id, reason=f"{why}; held for review")
+            decision.pending = True
+            return self._log(decision)
+        if target_id is not None:
+            self._replaced[target_id] = card.id
+        if action == "CONTRADICT" and target_id is not None:
+            self.service.update_card(target_id, status="contradicted", superseded_by=card.id)
+        return self._log(Decision(candidate, action, card_id=card.id, target_id=target_id, reason=why))
+
+    def _log(self, decision: Decision) -> Decision:
+        if self.record is not None:
+            self.record(decision)
+        return decision
+
+
+def _describe(card: MemoryCard) -> str:
+    day = card.created_at.date().isoformat()
+    return f"({card.memory_type}, {card.scope}, from {card.source}, {day}) {' '.join(card.content.split())}"
+
+
+def consolidation_prompt(pending: Sequence[_Pending], shown: dict[int, MemoryCard]) -> str:
+    lines = []
+    for item in pending:
+        c = item.candidate
+        lines.append(f"Candidate {item.number}: ({c.memory_type}, {c.scope}, from {c.source}) {' '.join(c.content.split())}")
+        for number in item.handles:
+            lines.append(f"  E{number}: {_describe(shown[number])}")
+    return "Decide an action for each candidate (ADD, UPDATE, CONTRADICT or NOOP):\n\n" + "\n".join(lines)
+
+
+__all__ = [
+    "CONSOLIDATION_SYSTEM",
+    "Consolidator",
+    "Decision",
+    "TRUST",
+    "consolidation_prompt",
+    "parse_actions",
+    "similar_cards",
+]
