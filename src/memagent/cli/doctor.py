@@ -1,6 +1,180 @@
-"""`memagent doctor`: paths, model, key, versions."""
+"""`memagent doctor`: paths, model, credentials (never their values), versions, memory health.
+
+Versions come from package metadata, so the anthropic SDK is never imported here. The memory
+checks (embedding backend, store) do import their libraries; each is wrapped so that a broken
+piece is reported as ``unavailable: reason`` instead of failing the whole report.
+"""
 
 from __future__ import annotations
 
-def doctor() -> None:
-    """Show paths in use, the model, whether a key is set, and versions."""
+import os
+import platform
+from pathlib import Path
+from typing import Any, Mapping, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+import typer
+
+from memagent import __version__
+from memagent.cli.common import JsonOption, RootOption, print_json, resolve_paths
+from memagent.config import ConfigError, ProjectPaths, Settings, credentials_from_env, load_settings
+
+PACKAGES = ("anthropic", "chromadb", "typer", "rich", "pydantic", "prompt_toolkit", "onnxruntime")
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"memagent": __version__, "python": platform.python_version()}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def path_report(paths: ProjectPaths) -> dict[str, dict[str, Any]]:
+    entries = {
+        "project root": paths.root,
+        "tasks": paths.tasks,
+        "transcripts": paths.transcripts,
+        "project memory": paths.memory,
+        "MEMAGENT_HOME": paths.home,
+        "user memory": paths.user_memory,
+        "history": paths.history_file,
+        "user config": paths.user_config,
+        "project config": paths.project_config,
+    }
+    return {name: {"path": str(path), "exists": path.exists()} for name, path in entries.items()}
+
+
+def redact_url(url: str) -> str:
+    """Drop any ``user:password@`` part of a URL before showing it."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def credential_report(env: Mapping[str, str]) -> dict[str, Any]:
+    creds = credentials_from_env(env)
+    return {
+        "ANTHROPIC_API_KEY": "set" if creds.api_key else "not set",
+        "ANTHROPIC_AUTH_TOKEN": "set" if creds.auth_token else "not set",
+        "ANTHROPIC_BASE_URL": redact_url(creds.base_url) if creds.base_url else "not set (api.anthropic.com)",
+        "ready": creds.present,
+    }
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"unavailable: {text}"
+
+
+def plain(value: Any) -> Any:
+    """Paths and tuples from the memory layer, made JSON-ready (everything else kept as is)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def embedding_report() -> tuple[dict[str, Any] | str, Any]:
+    """The embedder's status and the loaded embedder (reused by the store check), or why not."""
+    try:
+        from memagent.memory.embeddings import embedder_status, load_embedder
+
+        embedder = load_embedder()
+        return plain(embedder_status(embedder)), embedder
+    except Exception as exc:
+        return _reason(exc), None
+
+
+def store_report(paths: ProjectPaths, settings: Settings, embedder: Any = None) -> dict[str, Any]:
+    if not settings.memory_enabled:
+        return {"status": "disabled (memory_enabled = false)"}
+    service = None
+    try:
+        from memagent.memory.service import MemoryService
+
+        service = MemoryService.open(paths, settings, embedder=embedder)
+        return {"status": "ok", **plain(service.backend_info())}
+    except Exception as exc:
+        return {"status": "error: " + " ".join(str(exc).split())}
+    finally:
+        if service is not None:
+            service.close()
+
+
+def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory: bool = True) -> dict[str, Any]:
+    report: dict[str, Any] = {"paths": path_report(paths)}
+    try:
+        settings = load_settings(paths, env)
+        report["settings_error"] = None
+    except ConfigError as exc:
+        settings = Settings()
+        report["settings_error"] = str(exc)
+    report["model"] = {"model": settings.model, "small_model": settings.small_model}
+    report["credentials"] = credential_report(env)
+    report["versions"] = package_versions()
+    if check_memory:
+        report["embedding"], embedder = embedding_report()
+        report["store"] = store_report(paths, settings, embedder)
+    return report
+
+
+def _describe_embedding(embedding: dict[str, Any] | str) -> list[str]:
+    if isinstance(embedding, str):
+        return [embedding]
+    line = f"{embedding.get('backend')} ({embedding.get('model_id') or 'no model'}, dim {embedding.get('dim')})"
+    return [line] + [f"skipped: {reason}" for reason in embedding.get("fallback_reasons") or []]
+
+
+def render_text(report: dict[str, Any]) -> str:
+    lines = ["Paths"]
+    width = max(len(name) for name in report["paths"])
+    for name, entry in report["paths"].items():
+        state = "" if name == "project root" else ("exists" if entry["exists"] else "missing")
+        lines.append(f"  {name.ljust(width)}  {entry['path']}  {state}".rstrip())
+    lines += ["Model", f"  model        {report['model']['model']}", f"  small model  {report['model']['small_model']}"]
+    if report.get("settings_error"):
+        lines.append(f"  config error: {report['settings_error']} (showing defaults)")
+    creds = report["credentials"]
+    lines.append("Credentials")
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        lines.append(f"  {key.ljust(20)}  {creds[key]}")
+    if not creds["ready"]:
+        lines.append("  no key: chat and -p need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); tasks and memory do not")
+    lines.append("Versions")
+    for name, version in report["versions"].items():
+        lines.append(f"  {name.ljust(14)}  {version}")
+    if "embedding" in report:
+        lines.append("Memory")
+        embedding = _describe_embedding(report["embedding"])
+        lines.append(f"  embedding  {embedding[0]}")
+        lines += [f"             {more}" for more in embedding[1:]]
+        lines.append(f"  store      {report['store']['status']}")
+        for label, store in (report["store"].get("stores") or {}).items():
+            lines.append(f"    {label}: {store.get('location')} ({store.get('active', 0)} active cards)")
+    return "\n".join(lines) + "\n"
+
+
+def doctor(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    as_json: bool = JsonOption,
+    skip_memory: bool = typer.Option(False, "--no-memory", help="Skip the embedding and store checks."),
+) -> None:
+    """Show paths in use, the model, whether a key is set, versions, and memory health."""
+    paths = resolve_paths(ctx, root)
+    report = collect_report(paths, os.environ, check_memory=not skip_memory)
+    if as_json:
+        print_json(report)
+    else:
+        typer.echo(render_text(report), nl=False)

@@ -1,0 +1,131 @@
+"""The interactive approval prompt: y = this call, a = always this tool, n = deny.
+
+The user sees what will happen before answering: the full command for ``bash``, the path and
+the first lines of the new content for ``write_file``, the path and a small diff for
+``edit_file``, the key argument otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from memagent.agent.loop import Approval
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from memagent.tools.base import Tool
+
+PREVIEW_LINES = 8
+PREVIEW_WIDTH = 160
+
+ANSWERS = {
+    "y": Approval.ALLOW,
+    "a": Approval.ALWAYS,
+    "n": Approval.DENY,
+}
+QUESTION = "Allow? [y] yes  [a] always for {name}  [n] no (Esc)"
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= PREVIEW_WIDTH else line[: PREVIEW_WIDTH - 1] + "…"
+
+
+def preview_lines(text: str, limit: int = PREVIEW_LINES, prefix: str = "") -> list[str]:
+    """The first ``limit`` lines of ``text`` (each clipped), and a count of the rest."""
+    lines = str(text).splitlines() or [""]
+    shown = [prefix + _clip(line) for line in lines[:limit]]
+    if len(lines) > limit:
+        shown.append(f"{prefix}… {len(lines) - limit} more lines")
+    return shown
+
+
+def describe_call(name: str, tool_input: dict[str, Any], summary: str) -> list[str]:
+    """What the approval prompt shows above the question, as plain lines."""
+    if name == "bash":
+        lines = [f"bash wants to run: {tool_input.get('command', '')}".rstrip()]
+        timeout = tool_input.get("timeout")
+        if timeout is not None:
+            lines.append(f"  (timeout {timeout} s)")
+        return lines
+    if name == "write_file":
+        content = str(tool_input.get("content", ""))
+        count = len(content.splitlines())
+        lines = [f"write_file wants to write {tool_input.get('path', '?')} ({count} lines):"]
+        return lines + preview_lines(content, prefix="  │ ")
+    if name == "edit_file":
+        lines = [f"edit_file wants to edit {tool_input.get('path', '?')}:"]
+        lines += preview_lines(str(tool_input.get("old_text", "")), limit=4, prefix="  - ")
+        lines += preview_lines(str(tool_input.get("new_text", "")), limit=4, prefix="  + ")
+        return lines
+    detail = summary or _clip(json.dumps(tool_input, ensure_ascii=False))
+    return [f"{name} wants to run: {detail}"]
+
+
+def ask_key(question: str) -> Approval:
+    """Read one key with prompt_toolkit: y/a/n (Esc = n); Ctrl-C raises KeyboardInterrupt."""
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.formatted_text import FormattedText
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.layout import Layout, Window
+    from prompt_toolkit.layout.controls import FormattedTextControl
+
+    bindings = KeyBindings()
+
+    def bind(key: str, decision: Approval) -> None:
+        @bindings.add(key)
+        def _(event) -> None:
+            event.app.exit(result=decision)
+
+    for key, decision in ANSWERS.items():
+        bind(key, decision)
+        bind(key.upper(), decision)
+    bind("escape", Approval.DENY)
+
+    @bindings.add("c-c")
+    def _interrupt(event) -> None:
+        event.app.exit(exception=KeyboardInterrupt())
+
+    control = FormattedTextControl(FormattedText([("bold", question + " ")]), show_cursor=True)
+    app: Application[Approval] = Application(
+        layout=Layout(Window(control, height=1, dont_extend_height=True)),
+        key_bindings=bindings,
+        full_screen=False,
+        erase_when_done=False,
+    )
+    return app.run()
+
+
+@dataclass
+class TerminalApprover:
+    """The REPL's :class:`~memagent.agent.loop.Approver`.
+
+    ``before_prompt`` clears the renderer's spinner so the question is not drawn over, and
+    ``after_prompt`` brings it back; ``ask`` reads the decision (replaced in tests).
+    """
+
+    console: "Console"
+    before_prompt: Callable[[], None] = lambda: None
+    after_prompt: Callable[[], None] = lambda: None
+    ask: Callable[[str], Approval] = ask_key
+    decisions: list[tuple[str, Approval]] = field(default_factory=list)
+
+    def __call__(self, tool: "Tool", tool_input: dict[str, Any], summary: str) -> Approval:
+        from rich.text import Text
+
+        self.before_prompt()
+        for index, line in enumerate(describe_call(tool.name, tool_input, summary)):
+            self.console.print(Text(line, style="bold yellow" if index == 0 else ""))
+        decision = self.ask(QUESTION.format(name=tool.name))
+        self.decisions.append((tool.name, decision))
+        label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: f"allowed {tool.name} for this session",
+                 Approval.DENY: "denied"}[decision]
+        self.console.print(Text(f"  {label}", style="red" if decision is Approval.DENY else "green"))
+        if decision is not Approval.DENY:
+            self.after_prompt()
+        return decision
+
+
+__all__ = ["TerminalApprover", "ask_key", "describe_call", "preview_lines"]

@@ -1,0 +1,252 @@
+"""REPL slash commands: a table of small functions, each taking the session and the argument.
+
+A handler returns a :class:`Reply` (text to show, and whether to quit); it never prints, so
+every command is testable without a terminal. Commands that do not need the session (``/help``,
+``/exit``) run before the background session has finished opening.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
+
+if TYPE_CHECKING:
+    from memagent.runtime import Session
+
+NOT_AVAILABLE = "not available yet"
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str = ""
+    style: str = ""  # a rich style for the whole text ("red" for errors)
+    exit: bool = False
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    handler: Callable[[Any, str], Reply]
+    needs_session: bool = True
+    busy: str = ""  # shown with a spinner while a slow command runs
+
+
+INPUT_HELP = """\
+Input: Enter sends · Esc then Enter (or Alt-Enter) inserts a newline · pasted text keeps
+its newlines · Up/Down browse the history (saved across sessions) · Ctrl-C cancels the
+running turn, or clears the line at the prompt · Ctrl-D or /exit quits.
+Approvals: y = allow once, a = always allow that tool this session, n or Esc = deny."""
+
+
+def cmd_help(session: Any, arg: str) -> Reply:
+    width = max(len(c.usage) for c in COMMANDS)
+    lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
+    return Reply("\n".join(lines) + "\n\n" + INPUT_HELP)
+
+
+def cmd_exit(session: Any, arg: str) -> Reply:
+    return Reply(exit=True)
+
+
+def cmd_todos(session: "Session", arg: str) -> Reply:
+    return Reply(session.todo.render())
+
+
+def cmd_tasks(session: "Session", arg: str) -> Reply:
+    from memagent.tasks import IN_PROGRESS, TaskError, TaskStore
+
+    store = TaskStore(session.paths.tasks)
+    try:
+        tasks = store.list()
+    except (TaskError, OSError) as exc:
+        return Reply(f"cannot read tasks: {exc}", "red")
+    active = [t for t in tasks if t.status == IN_PROGRESS]
+    ready = [t for t in tasks if t.is_ready and t.status != IN_PROGRESS]
+    blocked = sum(1 for t in tasks if t.is_blocked)
+    if not active and not ready:
+        text = "No open tasks." if not blocked else f"No ready tasks ({blocked} blocked)."
+        return Reply(text)
+    lines = [f"▶ #{t.id} {t.subject} (in progress)" for t in active]
+    lines += [f"○ #{t.id} {t.subject}" for t in ready]
+    if blocked:
+        lines.append(f"({blocked} blocked; `memagent tasks blocked` lists them)")
+    lines += [f"! {problem}" for problem in store.problems()]
+    return Reply("\n".join(lines))
+
+
+def cmd_memory(session: "Session", arg: str) -> Reply:
+    if session.memory is None:
+        return Reply(session.memory_off_reason or "memory is off")
+    try:
+        if arg:
+            return Reply(format_hits(session.memory.search(arg)) or f"No memories match {arg!r}.")
+        return Reply(format_memory_stats(session.memory.stats()))
+    except Exception as exc:  # a store problem is shown, never a crash of the REPL
+        return Reply(f"memory error: {exc}", "red")
+
+
+def format_hits(hits: Any) -> str:
+    lines = []
+    for hit in hits or []:
+        card = getattr(hit, "card", hit)
+        ident = _field(card, "id")
+        content = " ".join(str(_field(card, "content") or card).split())
+        score = _field(hit, "score")
+        score_text = f" ({score:.2f})" if isinstance(score, (int, float)) else ""
+        lines.append(f"[{ident}]{score_text} {content}")
+    return "\n".join(lines)
+
+
+def format_memory_stats(stats: Any) -> str:
+    """MemoryService.stats() in a few lines, leaving out the zero counts."""
+    if not isinstance(stats, dict) or "active" not in stats:
+        return format_stats(stats)
+
+    def counts(key: str) -> str:
+        found = {name: n for name, n in (stats.get(key) or {}).items() if n}
+        return ", ".join(f"{name} {n}" for name, n in found.items()) or "none"
+
+    lines = [f"memory: {stats['active']} active cards ({stats.get('total', stats['active'])} in all)"]
+    lines.append(f"  by type: {counts('by_type')}")
+    lines.append(f"  by scope: {counts('by_scope')}")
+    for label, store in (stats.get("stores") or {}).items():
+        lines.append(f"  {label} store: {store.get('location')} ({store.get('active', 0)} active)")
+    embedder = stats.get("embedder") or {}
+    if embedder:
+        lines.append(f"  embedder: {embedder.get('name')} (dim {embedder.get('dim')})")
+    return "\n".join(lines)
+
+
+def format_stats(stats: Any, indent: int = 0) -> str:
+    """A mapping as indented ``key: value`` lines (nested mappings indented one level more)."""
+    if not isinstance(stats, dict):
+        return " " * indent + str(stats)
+    lines = []
+    for key, value in stats.items():
+        if isinstance(value, dict) and value:
+            lines.append(" " * indent + f"{key}:")
+            lines.append(format_stats(value, indent + 2))
+        else:
+            lines.append(" " * indent + f"{key}: {value}")
+    return "\n".join(lines)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def cmd_sessions(session: "Session", arg: str, limit: int = 20) -> Reply:
+    from memagent.context.sessions import list_sessions
+
+    sessions = list_sessions(session.paths.transcripts)
+    if not sessions:
+        return Reply("No sessions yet.")
+    lines = []
+    for info in reversed(sessions[-limit:]):
+        marker = "*" if info.id == session.session_id else " "
+        started = (info.started or "")[:16].replace("T", " ")
+        turns = f"{info.turns} turn{'s' if info.turns != 1 else ''}"
+        lines.append(f"{marker} {info.id}  {started}  {turns:>9}  {info.first_user_line or '(no messages)'}")
+    if len(sessions) > limit:
+        lines.append(f"({len(sessions) - limit} older sessions not shown; `memagent sessions list` shows all)")
+    lines.append("Resume one with: memagent -r SESSION_ID (or -c for the latest)")
+    return Reply("\n".join(lines))
+
+
+def _context_policy(session: "Session") -> Any:
+    from memagent.context.policy import PassThroughContext
+
+    context = session.agent.context
+    return None if isinstance(context, PassThroughContext) else context
+
+
+def cmd_context(session: "Session", arg: str) -> Reply:
+    context = _context_policy(session)
+    if context is None or not hasattr(context, "report"):
+        return Reply(f"/context: {NOT_AVAILABLE}")
+    return Reply(format_context_report(context.report()))
+
+
+def format_context_report(report: Any) -> str:
+    """The context policy's report as a few readable lines (any other shape: key: value)."""
+    needed = ("total", "threshold", "system", "tools", "messages", "tool_results", "memory")
+    if not isinstance(report, dict) or not all(key in report for key in needed):
+        return format_stats(report)
+    total, threshold = report["total"], report["threshold"]
+    share = f" ({total / threshold:.0%} of the compaction threshold)" if threshold else ""
+    lines = [
+        f"context: {total:,} tokens{share}; compaction at {threshold:,}",
+        "  " + " · ".join(f"{key.replace('_', ' ')} {report[key]:,}" for key in needed[2:]),
+    ]
+    details = []
+    if "message_count" in report:
+        details.append(f"{report['message_count']} messages")
+    if report.get("elided_tool_results"):
+        details.append(f"{report['elided_tool_results']} old tool results elided")
+    if "compactions" in report:
+        details.append(f"{report['compactions']} compactions")
+    if details:
+        lines.append("  " + ", ".join(details))
+    if report.get("transcript"):
+        lines.append(f"  full history: {report['transcript']}")
+    return "\n".join(lines)
+
+
+def cmd_compact(session: "Session", arg: str) -> Reply:
+    from memagent.agent.events import Notice
+
+    context = _context_policy(session)
+    if context is None or not hasattr(context, "force_compact"):
+        return Reply(f"/compact: {NOT_AVAILABLE}")
+    if not session.agent.conversation.messages:
+        return Reply("Nothing to compact yet.")
+    notes = [e.text for e in context.force_compact(session.agent.conversation, arg or None) if isinstance(e, Notice)]
+    return Reply("\n".join(notes) or "Compacted.")
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "/help", "show this help", cmd_help, needs_session=False),
+    Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
+    Command("todos", "/todos", "the session's todo list", cmd_todos),
+    Command("tasks", "/tasks", "in-progress and ready tasks of the project's task graph", cmd_tasks),
+    Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
+    Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
+    Command("context", "/context", "how full the context window is", cmd_context),
+    Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
+            busy="Compacting the conversation…"),
+)
+ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
+
+
+def is_command(line: str) -> bool:
+    """A slash command, as opposed to a message that starts with a path like ``/etc/hosts …``."""
+    text = line.strip()
+    if not text or "\n" in text:
+        return False  # several lines are a message, even when the first starts with "/"
+    head = text.split(maxsplit=1)[0]
+    return head.startswith("/") and "/" not in head[1:]
+
+
+def find_command(name: str) -> Command | None:
+    name = ALIASES.get(name, name)
+    return next((c for c in COMMANDS if c.name == name), None)
+
+
+def run_command(
+    line: str, get_session: Callable[[], Any], busy: Callable[[str], ContextManager[Any]] | None = None
+) -> Reply:
+    """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands."""
+    head, _, arg = line.strip().partition(" ")
+    command = find_command(head[1:].lower())
+    if command is None:
+        return Reply(f"Unknown command {head} — type /help", "red")
+    session = get_session() if command.needs_session else None
+    if command.busy and busy is not None:
+        with busy(command.busy):
+            return command.handler(session, arg.strip())
+    return command.handler(session, arg.strip())
+
+
+__all__ = ["COMMANDS", "Command", "Reply", "find_command", "is_command", "run_command"]

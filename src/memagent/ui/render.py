@@ -1,0 +1,295 @@
+"""Renderers of the agent's event stream: one for print mode, one for the interactive REPL.
+
+Both consume the same :mod:`memagent.agent.events`. Print mode writes only the final answer to
+stdout and one compact line per tool call to stderr; the REPL shows a spinner until the first
+token, streams the answer as Markdown, and shows each tool call as a header plus a preview.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+from memagent.agent.events import (
+    AgentEvent,
+    AssistantText,
+    Notice,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    WaitingForModel,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.live import Live
+
+PREVIEW_CHARS = 100
+RED = "\x1b[31m"
+DIM = "\x1b[2m"
+RESET = "\x1b[0m"
+
+
+# ------------------------------------------------------------------ pure formatting helpers
+
+
+def one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """Collapse whitespace runs and cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def result_preview(content: str, limit: int = PREVIEW_CHARS) -> str:
+    """The first non-blank line of a tool result, cut short, plus how many lines were left out."""
+    lines = [line for line in content.splitlines() if line.strip()]
+    if not lines:
+        return "(no output)"
+    preview = one_line(lines[0], limit)
+    if len(lines) > 1:
+        preview += f" (+{len(lines) - 1} lines)"
+    return preview
+
+
+def call_label(name: str, summary: str) -> str:
+    """``bash(pytest -q)`` — the tool name and its key argument, as shown to the user."""
+    return f"{name}({summary})" if summary else name
+
+
+# ------------------------------------------------------------------------------- print mode
+
+
+@dataclass
+class TurnOutcome:
+    """What a finished turn means for the process: the answer and the exit status."""
+
+    stop_reason: str = ""
+    final_text: str = ""
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+@dataclass
+class PrintRenderer:
+    """Print mode: tool activity on ``err`` (one line per call), the final answer kept for stdout.
+
+    Errors are red only when ``color`` is true (stderr is a terminal); otherwise plain text, so a
+    log file or a pipe never receives escape codes.
+    """
+
+    err: IO[str]
+    color: bool = False
+    outcome: TurnOutcome = field(default_factory=TurnOutcome)
+    _calls: dict[str, ToolCallStarted] = field(default_factory=dict)
+
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, ToolCallStarted):
+            self._calls[event.id] = event
+        elif isinstance(event, ToolCallFinished):
+            self._tool_line(event)
+        elif isinstance(event, Notice):
+            self._write(f"memagent: {event.text}", error=event.level == "error")
+        elif isinstance(event, TurnEnded):
+            self.outcome = TurnOutcome(event.stop_reason, event.final_text, event.error)
+
+    def _tool_line(self, event: ToolCallFinished) -> None:
+        started = self._calls.pop(event.id, None)
+        label = call_label(event.name, started.summary if started else "")
+        marker = "✗" if event.is_error else "→"
+        self._write(f"• {label} {marker} {result_preview(event.content)}", error=event.is_error)
+
+    def _write(self, line: str, error: bool = False) -> None:
+        if self.color and error:
+            line = f"{RED}{line}{RESET}"
+        self.err.write(line + "\n")
+        self.err.flush()
+
+
+# ------------------------------------------------------------------------------------ REPL
+
+
+class TailView:
+    """A renderable showing only the last lines of another one that fit on the screen.
+
+    While an answer streams, a long Markdown text would overflow the live area; showing its
+    tail keeps the newest text visible. The whole answer is printed once it is complete.
+    """
+
+    def __init__(self, renderable: Any, reserve: int = 2):
+        self.renderable = renderable
+        self.reserve = reserve
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        from rich.segment import Segment
+
+        lines = console.render_lines(self.renderable, options, pad=False)
+        keep = max(1, console.size.height - self.reserve)
+        for line in lines[-keep:]:
+            yield from line
+            yield Segment.line()
+
+
+class StreamingMarkdown:
+    """Text that grows as deltas arrive, parsed as Markdown only when it is drawn.
+
+    Rich parses Markdown when a ``Markdown`` object is built, so building one per delta would
+    cost O(n²) over an answer; here appending is O(1) and parsing happens at most at the live
+    display's refresh rate.
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def append(self, text: str) -> None:
+        self.parts.append(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        from rich.markdown import Markdown
+
+        yield TailView(Markdown(self.text))
+
+
+@dataclass
+class ReplRenderer:
+    """Rich rendering of one turn at a time; ``pause()`` clears any live area (before a prompt)."""
+
+    console: "Console"
+    refresh_per_second: int = 12
+    _answer: StreamingMarkdown = field(default_factory=StreamingMarkdown)
+    _live: "Live | None" = None
+    _live_kind: str = ""  # "spinner" | "stream"
+    _spinner_text: str = ""
+    _paused_spinner: str = ""
+    outcome: TurnOutcome = field(default_factory=TurnOutcome)
+
+    # -------------------------------------------------------------- event dispatch
+
+    def handle(self, event: AgentEvent) -> None:
+        if isinstance(event, WaitingForModel):
+            self._flush_text()
+            self._spinner("Thinking…")
+        elif isinstance(event, AssistantText):
+            self._stream(event.text)
+        elif isinstance(event, ToolCallStarted):
+            self._flush_text()
+            self._tool_header(event)
+            self._spinner(f"Running {event.name}…")
+        elif isinstance(event, ToolCallFinished):
+            self._stop_live()
+            self._tool_result(event)
+        elif isinstance(event, Notice):
+            self._flush_text()
+            style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
+            self._print_line(event.text, style)
+        elif isinstance(event, TurnEnded):
+            self._flush_text()
+            self.outcome = TurnOutcome(event.stop_reason, event.final_text, event.error)
+            if event.stop_reason == "cancelled":
+                self.show_cancelled()
+            elif event.error:
+                self._print_line(f"error: {event.error}", "bold red")
+
+    def pause(self) -> None:
+        """Stop the spinner or live stream (streamed text so far is printed, not lost)."""
+        self._paused_spinner = self._spinner_text if self._live_kind == "spinner" else ""
+        if self._live_kind == "stream":
+            self._flush_text()
+        else:
+            self._stop_live()
+
+    def resume(self) -> None:
+        """Bring back the spinner that :meth:`pause` stopped (after an approval prompt)."""
+        message, self._paused_spinner = self._paused_spinner, ""
+        if message and self._live is None:
+            self._spinner(message)
+
+    def finish(self) -> None:
+        """End of a turn, however it ended: leave the terminal in a clean state."""
+        self._paused_spinner = ""
+        self._flush_text()
+        self._stop_live()
+
+    def show_cancelled(self) -> None:
+        self._print_line("cancelled", "yellow")
+
+    # ----------------------------------------------------------------- internals
+
+    def _spinner(self, message: str) -> None:
+        from rich.spinner import Spinner
+
+        self._stop_live()
+        self._spinner_text = message
+        self._start_live(Spinner("dots", text=message, style="cyan"), "spinner")
+
+    def _stream(self, piece: str) -> None:
+        self._answer.append(piece)
+        if self._live_kind != "stream":
+            self._stop_live()
+            self._start_live(self._answer, "stream")
+
+    def _start_live(self, renderable: Any, kind: str) -> None:
+        from rich.live import Live
+
+        self._live = Live(
+            renderable,
+            console=self.console,
+            refresh_per_second=self.refresh_per_second,
+            transient=True,
+        )
+        self._live_kind = kind
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        live, self._live, self._live_kind, self._spinner_text = self._live, None, "", ""
+        if live is not None:
+            live.stop()
+
+    def _flush_text(self) -> None:
+        """Replace the live tail with the complete Markdown answer in the scrollback."""
+        from rich.markdown import Markdown
+
+        self._stop_live()
+        text = self._answer.text.strip()
+        self._answer = StreamingMarkdown()
+        if text:
+            self.console.print(Markdown(text))
+
+    def _tool_header(self, event: ToolCallStarted) -> None:
+        from rich.text import Text
+
+        line = Text("● ", style="cyan")
+        line.append(event.name, style="bold")
+        if event.summary:
+            line.append(f"({event.summary})")
+        self.console.print(line)
+
+    def _tool_result(self, event: ToolCallFinished) -> None:
+        from rich.text import Text
+
+        style = "red" if event.is_error else "dim"
+        width = max(20, min(PREVIEW_CHARS, self.console.width - 6))
+        line = Text(f"  ⎿ {result_preview(event.content, width)}", style=style, no_wrap=True, overflow="ellipsis")
+        self.console.print(line)
+
+    def _print_line(self, text: str, style: str) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style))
+
+
+__all__ = [
+    "PrintRenderer",
+    "ReplRenderer",
+    "StreamingMarkdown",
+    "TailView",
+    "TurnOutcome",
+    "call_label",
+    "one_line",
+    "result_preview",
+]

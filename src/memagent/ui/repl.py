@@ -1,0 +1,324 @@
+"""The interactive chat: prompt_toolkit input, rich output, slash commands, Ctrl-C handling.
+
+Start-up order matters for how fast the prompt appears: prompt_toolkit is imported and the
+banner printed first, then the session (the anthropic SDK, chromadb, the stores) is opened in a
+background thread while the user types. The first message or session command waits for it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from memagent import __version__
+from memagent.ui.commands import Reply, is_command, run_command
+from memagent.ui.printmode import consume_turn
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from memagent.config import ProjectPaths
+    from memagent.runtime import Session
+
+PROMPT = "❯ "
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+class SessionLoader:
+    """Runs ``factory()`` in a background thread; :meth:`get` waits for the session.
+
+    ``on_done(loader)`` is called in the background thread once the session is open (or failed).
+    """
+
+    def __init__(self, factory: Callable[[], "Session"], on_done: Callable[["SessionLoader"], None] | None = None):
+        self._factory = factory
+        self._on_done = on_done
+        self._thread = threading.Thread(target=self._run, name="memagent-session", daemon=True)
+        self.session: "Session | None" = None
+        self.error: BaseException | None = None
+        self.seconds: float | None = None
+        self.started = False
+
+    def start(self) -> "SessionLoader":
+        """Start the thread (once; later calls do nothing)."""
+        if not self.started:
+            self.started = True
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        started = time.perf_counter()
+        try:
+            self.session = self._factory()
+        except BaseException as exc:  # reported to the main thread by get()
+            self.error = exc
+        self.seconds = time.perf_counter() - started
+        if self._on_done is not None:
+            self._on_done(self)
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive() and (self.session is not None or self.error is not None)
+
+    def wait(self) -> None:
+        """Join with a timeout loop so Ctrl-C stays responsive while waiting."""
+        while self._thread.is_alive():
+            self._thread.join(0.05)
+
+    def get(self) -> "Session":
+        self.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.session is not None
+        return self.session
+
+
+class SessionFailed(Exception):
+    """The background session could not be opened; carries the exit code."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+def warm_up(session: "Session") -> "Session":
+    """Import the model SDK and build its client now, in the loader thread, not on the first turn."""
+    prepare = getattr(session.agent.model, "prepare", None)
+    if prepare is not None:
+        try:
+            prepare()
+        except Exception as exc:  # the first turn reports a real problem with the client
+            session.warnings.append(f"model client not ready: {exc}")
+    return session
+
+
+def session_status(session: "Session") -> str:
+    memory = "memory on" if session.memory is not None else (session.memory_off_reason or "memory off")
+    resumed = f" · resumed from {session.resumed_from}" if getattr(session, "resumed_from", None) else ""
+    return f"session {session.session_id}{resumed} · {memory}"
+
+
+def make_key_bindings():
+    """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline.
+
+    Ctrl-J is left as a second Enter: a line typed ahead while a turn runs reaches the prompt
+    with the terminal's CR→LF translation, so LF must submit, not insert a newline.
+    """
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def make_prompt_session(history_file: Path):
+    """A prompt_toolkit session whose history persists in ``history_file`` across sessions."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    try:
+        history_file.parent.mkdir(parents=True, exist_ok=True)
+        history: Any = FileHistory(str(history_file))
+    except OSError:
+        history = InMemoryHistory()
+    return PromptSession(
+        history=history,
+        key_bindings=make_key_bindings(),
+        multiline=False,
+        prompt_continuation="  ",
+        enable_open_in_editor=False,
+    )
+
+
+@dataclass
+class Repl:
+    """One interactive chat. ``session_factory(approver)`` opens the session (in a thread)."""
+
+    paths: "ProjectPaths"
+    model: str
+    session_factory: Callable[[Any], "Session"]
+    console: "Console | None" = None
+    read_line: Callable[[], str] | None = None  # replaces the prompt in tests
+    _prompt: Any = None
+    _loader: SessionLoader | None = None
+    _warnings_seen: int = 0
+    _announced: bool = False
+    _announce_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self) -> int:
+        from rich.console import Console
+
+        from memagent.ui.approval import TerminalApprover
+        from memagent.ui.render import ReplRenderer
+
+        console = self.console = self.console or Console(highlight=False)
+        renderer = ReplRenderer(console)
+        approver = TerminalApprover(console, before_prompt=renderer.pause, after_prompt=renderer.resume)
+        if self.read_line is None:
+            self._prompt = make_prompt_session(self.paths.history_file)
+        self._print_banner()
+        self._loader = SessionLoader(lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done)
+        if self.read_line is not None:
+            self._loader.start()
+        try:
+            return self._loop(renderer)
+        except SessionFailed as exc:
+            sys.stderr.write(f"memagent: {exc}\n")
+            return exc.code
+        finally:
+            self._close()
+
+    # ------------------------------------------------------------------ the loop
+
+    def _loop(self, renderer) -> int:
+        while True:
+            self._stop_if_session_failed()
+            try:
+                line = self._read()
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                return EXIT_OK
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                if is_command(text):
+                    if self._command(text):
+                        return EXIT_OK
+                else:
+                    self._turn(text, renderer)
+            except KeyboardInterrupt:
+                renderer.finish()
+                self._repair()
+                renderer.show_cancelled()
+
+    def _stop_if_session_failed(self) -> None:
+        loader = self._loader
+        if loader is not None and loader.done and loader.error is not None:
+            self._session()  # raises SessionFailed with the reason and exit code
+
+    def _read(self) -> str:
+        if self.read_line is not None:
+            return self.read_line()
+        from prompt_toolkit.formatted_text import FormattedText
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        loader = self._loader
+        if loader is not None and not loader.started:
+            # Start the heavy imports once the first prompt is on screen: before that they would
+            # compete with drawing it for the GIL.
+            app = self._prompt.app
+            app.after_render += self._start_after_first_render
+        with patch_stdout(raw=True):
+            return self._prompt.prompt(FormattedText([("bold ansicyan", PROMPT)]))
+
+    def _start_after_first_render(self, app) -> None:
+        app.after_render -= self._start_after_first_render
+        if self._loader is not None:
+            self._loader.start()
+
+    def _session(self) -> "Session":
+        loader = self._loader
+        assert loader is not None and self.console is not None
+        try:
+            if not loader.start().done:
+                with self.console.status("Starting the session (loading the model client and memory)…"):
+                    loader.wait()
+            session = loader.get()
+        except SessionFailed:
+            raise
+        except Exception as exc:
+            raise SessionFailed(str(exc), getattr(exc, "code", EXIT_FAILURE)) from None
+        self._announce(session)
+        return session
+
+    def _command(self, text: str) -> bool:
+        """Run a slash command; True when the REPL should quit."""
+        assert self.console is not None
+        reply: Reply = run_command(text, self._session, busy=self.console.status)
+        if reply.text:
+            self.console.print(reply.text, style=reply.style or None, markup=False, highlight=False)
+        return reply.exit
+
+    def _turn(self, text: str, renderer) -> None:
+        session = self._session()
+        events = session.agent.run_turn(text)
+        try:
+            interrupted = consume_turn(session.agent, events, renderer.handle)
+        except Exception as exc:  # a bug below must not end the chat or corrupt the history
+            renderer.finish()
+            session.agent.repair_after_interrupt()
+            assert self.console is not None
+            self.console.print(f"error: {type(exc).__name__}: {exc}", style="bold red", markup=False)
+            return
+        finally:
+            renderer.finish()
+        if interrupted:
+            renderer.show_cancelled()
+        self._show_warnings(session)
+
+    def _repair(self) -> None:
+        loader = self._loader
+        if loader is not None and loader.session is not None:
+            loader.session.agent.repair_after_interrupt()
+
+    # ------------------------------------------------------------------ output
+
+    def _print_banner(self) -> None:
+        assert self.console is not None
+        self.console.print(f"memagent {__version__} · {self.model} · {self.paths.root}", style="bold", markup=False)
+        self.console.print(
+            "/help for commands · Esc Enter for a newline · Ctrl-C cancels a turn · Ctrl-D quits",
+            style="dim",
+            markup=False,
+        )
+
+    def _on_session_done(self, loader: SessionLoader) -> None:
+        """Background thread: announce the session, or stop the prompt when it failed."""
+        if loader.session is not None:
+            self._announce(loader.session)
+            return
+        app = getattr(self._prompt, "app", None)
+        if app is not None and app.is_running and app.loop is not None:
+            error = loader.error
+            failed = SessionFailed(str(error), getattr(error, "code", EXIT_FAILURE))
+            app.loop.call_soon_threadsafe(lambda: app.exit(exception=failed) if app.is_running else None)
+
+    def _announce(self, session: "Session") -> None:
+        with self._announce_lock:
+            if self._announced:
+                return
+            self._announced = True
+        dim = "\x1b[2m{}\x1b[0m" if sys.stdout.isatty() else "{}"
+        sys.stdout.write(dim.format(session_status(session)) + "\n")
+        for warning in session.warnings:
+            sys.stdout.write(f"warning: {warning}\n")
+        self._warnings_seen = len(session.warnings)
+        sys.stdout.flush()
+
+    def _show_warnings(self, session: "Session") -> None:
+        assert self.console is not None
+        for warning in session.warnings[self._warnings_seen :]:
+            self.console.print(f"warning: {warning}", style="yellow", markup=False)
+        self._warnings_seen = len(session.warnings)
+
+    def _close(self) -> None:
+        loader = self._loader
+        if loader is None:
+            return
+        loader.wait()
+        if loader.session is not None:
+            loader.session.close()
+
+
+__all__ = ["PROMPT", "Repl", "SessionLoader", "make_key_bindings", "make_prompt_session", "session_status"]

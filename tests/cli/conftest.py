@@ -1,0 +1,45 @@
+"""Run the real ``memagent`` CLI in a subprocess against the loopback fake Anthropic API."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+FAKE_KEY = "test-key"
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def cli_env(isolated_env) -> dict[str, str]:
+    """The environment of the child: the suite's temp MEMAGENT_HOME, no real credentials."""
+    env = dict(os.environ)
+    env["ANTHROPIC_API_KEY"] = FAKE_KEY
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("NO_COLOR", None)
+    return env
+
+
+@pytest.fixture
+def run_cli(cli_env) -> Callable[..., subprocess.CompletedProcess]:
+    def run(*args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):
+        return subprocess.run(
+            [sys.executable, "-m", "memagent", *args],
+            env={**cli_env, **(env or {})},
+            input=input if input is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run

@@ -1,0 +1,134 @@
+"""The interactive REPL in a real pseudo-terminal (pexpect), against the fake API server."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+import time
+
+import pexpect
+import pytest
+from fakeapi import FakeAnthropic, delay, text, tool
+
+PROMPT = "❯"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def expect_text(child: pexpect.spawn, text: str) -> str:
+    """Wait for ``text`` as shown on screen (styles may put escape codes between its characters);
+    returns, without escape codes, what was printed before it."""
+    styled = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
+    child.expect(styled.join(re.escape(char) for char in text))
+    return ANSI.sub("", child.before)
+
+
+@pytest.fixture
+def fake():
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def spawn(cli_env, project, fake):
+    children = []
+
+    def start(*flags: str) -> pexpect.spawn:
+        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "memagent", "-C", str(project), "--no-memory", *flags],
+            env=env,
+            encoding="utf-8",
+            dimensions=(40, 120),
+            timeout=30,
+        )
+        child.logfile_read = io.StringIO()  # printed at teardown: pytest shows it when a test fails
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+        print(ANSI.sub("", child.logfile_read.getvalue())[-4000:])
+
+
+def _submit(child: pexpect.spawn, line: str) -> None:
+    """Type a line and Enter, and wait for the terminal to echo it (so later matches start after it)."""
+    child.send(line)
+    child.expect_exact(line)
+    child.send("\r")
+
+
+def test_prompt_streamed_answer_commands_and_exit(spawn, fake, isolated_env):
+    fake.add(delay(1.0, text("# Plan\n\nFirst **read** the code, then `run` the tests.")))
+    child = spawn()
+    child.expect(PROMPT)
+    child.expect(r"session \d{8}-\d{6}-[0-9a-f]{4} · memory is off")
+    _submit(child, "what is the plan?")
+    child.expect("Thinking")  # the spinner before the first token
+    child.send("/help\r")  # typed ahead while the turn runs: runs once the prompt is back
+    expect_text(child, "First read the code, then run the tests.")  # rendered Markdown: no ** or `
+    child.expect("/compact \\[focus\\]")
+    child.expect("Esc then Enter")
+    child.expect(PROMPT)
+    child.send("half a line")
+    child.sendintr()  # Ctrl-C at the prompt clears the line, the program goes on
+    child.expect(PROMPT)
+    _submit(child, "/frobnicate")
+    child.expect("Unknown command /frobnicate — type /help")
+    child.expect(PROMPT)
+    _submit(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake.errors == [] and len(fake.requests) == 1
+    history = (isolated_env / "history").read_text()
+    assert "what is the plan?" in history and "/frobnicate" in history
+
+
+def test_ctrl_c_cancels_a_long_tool_call_and_the_next_turn_works(spawn, fake):
+    fake.add(
+        tool("bash", {"command": "sleep 30"}, id="toolu_sleep"),
+        text("Back after the cancel."),
+        delay(30, text("This answer comes too late.")),
+        text("Answer after the second cancel."),
+    )
+    child = spawn()
+    child.expect(PROMPT)
+    _submit(child, "sleep for a while")
+    child.expect("bash wants to run: sleep 30")
+    child.expect("Allow\\?")
+    child.send("a")
+    child.expect("allowed bash for this session")
+    time.sleep(0.5)  # let the command start
+    started = time.monotonic()
+    child.sendintr()
+    child.expect("cancelled")
+    assert time.monotonic() - started < 10
+    child.expect(PROMPT)
+    _submit(child, "are you there?")
+    expect_text(child, "Back after the cancel.")
+    child.expect(PROMPT)
+    # Ctrl-C while waiting for the model (the spinner is up, no token yet)
+    _submit(child, "think slowly")
+    child.expect("Thinking")
+    child.sendintr()
+    child.expect("cancelled")
+    child.expect(PROMPT)
+    _submit(child, "and now?")
+    expect_text(child, "Answer after the second cancel.")
+    child.expect(PROMPT)
+    child.sendeof()  # Ctrl-D quits cleanly
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake.errors == []  # every request after each cancel was valid
+    assert len(fake.requests) == 4
+    second = fake.requests[1]["messages"]
+    result = next(b for m in second for b in m["content"] if b.get("type") == "tool_result")
+    assert result["tool_use_id"] == "toolu_sleep" and result["is_error"] is True
+    last = fake.requests[3]["messages"][-1]
+    assert last["role"] == "user"
+    assert any("and now?" in b.get("text", "") for b in last["content"])
