@@ -7,7 +7,7 @@ the CLI passes in an approver and renders the agent's events.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -15,8 +15,10 @@ from memagent import __version__
 from memagent.agent.loop import Agent, AgentConfig, Approver, TurnHooks, deny_all
 from memagent.agent.prompt import build_system
 from memagent.config import ProjectPaths, Settings, credentials_from_env, load_settings, project_paths
+from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
-from memagent.context.transcript import TranscriptWriter, new_session_id
+from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
+from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, read_records
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import ModelResponse
 from memagent.todo import TodoManager
@@ -63,8 +65,22 @@ class Session:
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
     closers: list[Callable[[], None]] = field(default_factory=list)
+    learner: Any = None  # BackgroundLearner when memory is on
+    end_of_session_wait: float = 30.0  # bound on waiting for the last memory extraction
 
     def close(self) -> None:
+        """End the session: learn from what was not mined yet (bounded wait), then close stores.
+
+        Safe to call twice."""
+        learner, self.learner = self.learner, None
+        if learner is not None:
+            conversation = self.agent.conversation
+            try:
+                if any(m["role"] == "assistant" for m in conversation.messages):
+                    learner.submit(conversation.messages, conversation.ids, "session_end")
+                learner.close(timeout=self.end_of_session_wait)
+            except Exception as exc:  # learning must never block the exit
+                self.warnings.append(f"memory extraction at session end failed: {exc}")
         for closer in reversed(self.closers):
             try:
                 closer()
@@ -97,13 +113,17 @@ def _open_memory(paths: ProjectPaths, settings: Settings, session_id: str) -> tu
         return None, f"memory is off: {exc}"
 
 
-def _tools(session: Session, settings: Settings) -> list[Tool]:
+def _tools(session: Session, policy: Callable[[], CompactingContext]) -> list[Tool]:
+    """Every tool, in a fixed order so the cached prompt prefix stays byte-stable."""
     from memagent.tasks import TaskStore
     from memagent.tools.builtin import builtin_tools
+    from memagent.tools.context_tools import context_tools
     from memagent.tools.task_tools import task_tools
     from memagent.tools.todo_tools import todo_tools
 
-    tools = builtin_tools() + todo_tools(session.todo) + task_tools(lambda: TaskStore(session.paths.tasks))
+    paths = session.paths
+    tools = builtin_tools() + todo_tools(session.todo) + task_tools(lambda: TaskStore(paths.tasks))
+    tools += context_tools(policy, paths.transcripts, lambda: session.session_id)
     if session.memory is not None:
         from memagent.tools.memory_tools import memory_tools
 
@@ -164,13 +184,131 @@ def _current_task(session: Session) -> str | None:
     return None
 
 
+def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
+    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
+    earlier session starts a new one with a warning."""
+    if not (options.resume_id or options.continue_latest):
+        return None, []
+    session_id = options.resume_id or latest_session_id(paths.transcripts)
+    if session_id is None:
+        return None, ["no earlier session in this project to continue; starting a new one"]
+    try:
+        resumed = load_session(paths.transcripts, session_id)
+    except ResumeError as exc:
+        raise SetupError(str(exc), code=1) from None
+    return resumed, list(resumed.warnings)
+
+
+def _restore_todo(session: Session, resumed: Resumed) -> None:
+    from memagent.todo import TodoError
+
+    if resumed.todo is None:
+        return
+    try:
+        session.todo.update(resumed.todo.get("items", []))
+    except TodoError as exc:
+        session.warnings.append(f"the saved todo list could not be restored: {exc}")
+
+
+def _reinjectors(session: Session) -> list[Callable[[], str | None]]:
+    """State re-injected verbatim from its stores after a compaction (not from the summary)."""
+
+    def todos() -> str | None:
+        return "Your todo list (restored from the session):\n" + session.todo.render() if session.todo.items else None
+
+    def tasks() -> str | None:
+        from memagent.tasks import TaskStore
+
+        if not session.paths.tasks.is_dir():
+            return None
+        try:
+            snapshot = TaskStore(session.paths.tasks).context_snapshot()
+        except Exception as exc:  # a broken task store must not stop a compaction
+            return f"(the task graph could not be read: {exc})"
+        return "The project's task graph (from .tasks/):\n" + snapshot if snapshot else None
+
+    def profile() -> str | None:
+        return _profile(session)
+
+    return [todos, tasks, profile]
+
+
+def _profile(session: Session) -> str | None:
+    if session.memory is None:
+        return None
+    try:
+        from memagent.memory.profiles import render_profile
+
+        return render_profile(session.memory, session.paths)
+    except Exception as exc:
+        session.warnings.append(f"memory profile unavailable: {exc}")
+        return None
+
+
+def _start_learning(
+    session: Session, chat_model: ChatModel, conversation: Conversation, hooks: TurnHooks, processed: set[str]
+) -> list[Callable[[list, list], None]]:
+    """Background memory extraction: every N user turns, before a compaction drops messages,
+    and at session end. Returns the compaction hooks."""
+    if session.memory is None:
+        return []
+    from memagent.memory.learning import BackgroundLearner, LearningPipeline, before_drop_hook, should_extract
+
+    pipeline = LearningPipeline(
+        chat_model,
+        session.memory,
+        session_id=session.session_id,
+        settings=session.settings,
+        record=conversation.record,
+        processed_ids=processed,
+        task_hint=lambda: _current_task(session),
+    )
+    learner = BackgroundLearner(pipeline)
+    session.learner = learner
+    turns = {"since": 0}
+
+    def periodic(conv: Conversation) -> None:
+        turns["since"] += 1
+        if should_extract(turns["since"], session.settings):
+            learner.submit(conv.messages, conv.ids, "periodic")
+            turns["since"] = 0
+
+    hooks.after_turn.append(periodic)
+    return [before_drop_hook(learner)]
+
+
+def _processed_ids(paths: ProjectPaths, resumed: Resumed | None, conversation: Conversation, seeded: int) -> set[str]:
+    """Messages already mined for memories, carried across a resume."""
+    if resumed is None or resumed.path is None:
+        return set()
+    from memagent.memory.learning import processed_ids_after_resume
+
+    try:
+        old_records = read_records(resumed.path).records
+    except TranscriptError:
+        return set()
+    return processed_ids_after_resume(old_records, resumed.ids, conversation.ids[:seeded])
+
+
+def _decay_memory(session: Session) -> None:
+    """Confidence decay for never-used cards; runs at most once a day, bounded work."""
+    if session.memory is None:
+        return
+    try:
+        from memagent.memory.history import LearningHistory
+        from memagent.memory.hygiene import apply_decay
+
+        apply_decay(session.memory, LearningHistory.for_paths(session.paths))
+    except Exception as exc:
+        session.warnings.append(f"memory decay skipped: {exc}")
+
+
 def open_session(
     options: SessionOptions,
     *,
     model: ChatModel | None = None,
     approver: Approver = deny_all,
     env: Mapping[str, str] | None = None,
-    context_factory: Callable[[Session, ChatModel], Any] | None = None,
 ) -> Session:
     """Build a session; raises SetupError for anything the user must fix."""
     env = os.environ if env is None else env
@@ -178,22 +316,27 @@ def open_session(
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
     try:
-        settings = load_settings(paths, env, {"model": options.model, "memory_enabled": options.memory or None})
+        settings = load_settings(paths, env, {"model": options.model})
     except Exception as exc:
         raise SetupError(str(exc)) from None
     if not options.memory:
-        settings = Settings(**{**settings.__dict__, "memory_enabled": False})
+        settings = replace(settings, memory_enabled=False)
+    resumed, warnings = _find_resume(paths, options)
     chat_model = model or make_model(settings, env)
 
     session_id = new_session_id()
-    transcript = TranscriptWriter.open(paths.transcripts, session_id)
-    transcript.append(
+    try:
+        transcript = TranscriptWriter.open(paths.transcripts, session_id)
+    except TranscriptError as exc:
+        raise SetupError(str(exc), code=1) from None
+    transcript.set_header(
         {
             "type": "session_start",
             "session_id": session_id,
             "model": settings.model,
             "cwd": str(paths.root),
             "version": __version__,
+            **({"resumed_from": resumed.session_id} if resumed else {}),
         }
     )
     conversation = Conversation(recorder=transcript, session_id=session_id)
@@ -204,16 +347,38 @@ def open_session(
         session_id=session_id,
         transcript=transcript,
         todo=TodoManager(),
+        warnings=warnings,
     )
     session.closers.append(transcript.close)
+    if resumed is not None:
+        seed_conversation(conversation, resumed)
+        _restore_todo(session, resumed)
+        session.resumed_from = resumed.session_id
     session.memory, session.memory_off_reason = _open_memory(paths, settings, session_id)
     if session.memory is not None:
         session.closers.append(session.memory.close)
+        _decay_memory(session)
 
-    profile = session.memory.profile_text() if session.memory is not None else None
     hooks = TurnHooks()
     hooks.reminders.append(_todo_hook(session, conversation))
     _memory_hooks(session, hooks)
+    processed = _processed_ids(paths, resumed, conversation, len(conversation.ids))
+    before_drop = _start_learning(session, chat_model, conversation, hooks, processed)
+
+    system = build_system(paths.root, profile=_profile(session))
+    policy_box: dict[str, CompactingContext] = {}
+    registry = ToolRegistry.of(_tools(session, lambda: policy_box["policy"]))
+    policy = CompactingContext(
+        model=chat_model,
+        settings=settings,
+        session_id=session_id,
+        transcript_name=f"{paths.transcripts.name}/{session_id}.jsonl",
+        system=system,
+        tools=registry.schemas(),
+        reinject=_reinjectors(session),
+        before_drop=before_drop,
+    )
+    policy_box["policy"] = policy
     tool_context = ToolContext(
         root=paths.root,
         session_id=session_id,
@@ -223,16 +388,15 @@ def open_session(
     )
     session.agent = Agent(
         model=chat_model,
-        tools=ToolRegistry.of(_tools(session, settings)),
+        tools=registry,
         tool_context=tool_context,
-        system=build_system(paths.root, profile=profile),
+        system=system,
         conversation=conversation,
+        context=policy,
         approver=approver,
         auto_approve=options.auto_approve or settings.auto_approve,
         non_interactive=options.non_interactive,
         hooks=hooks,
         config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
     )
-    if context_factory is not None:
-        session.agent.context = context_factory(session, chat_model)
     return session

@@ -157,6 +157,25 @@ def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": f"req_{uuid.uuid4().hex[:24]}"}
 
 
+def system_text(body: dict[str, Any]) -> str:
+    system = body.get("system") or ""
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return str(system)
+
+
+def is_memory_extraction(body: dict[str, Any]) -> bool:
+    """The extraction contract (issue 6): its prompt contains the word "extract"; the agent's
+    own system prompt never does."""
+    text = system_text(body).lower()
+    return "extract" in text and "you are memagent" not in text
+
+
+def quiet_memory_chores(body: dict[str, Any]) -> Any:
+    """Answer memory extraction with "nothing worth keeping"; everything else goes on."""
+    return '{"memories": []}' if is_memory_extraction(body) else None
+
+
 class FakeAnthropic:
     """A scripted fake of ``POST /v1/messages`` (JSON and SSE) and ``/v1/messages/count_tokens``.
 
@@ -164,6 +183,10 @@ class FakeAnthropic:
     to /v1/messages, ``.errors`` every invariant violation or script problem the server saw.
     Scripted steps answer first; when they run out, ``responder(request_json)`` (if given) is
     asked for a step; without one the server answers 500 "fake server: script exhausted".
+    ``chores(request_json)`` is asked *before* the script: a step it returns answers the request
+    without consuming a scripted step. By default (no responder given) it answers memory
+    extraction requests with ``{"memories": []}``, so the agent's background extraction never
+    races a test's scripted conversation; pass ``chores=None`` to script extraction yourself.
     ``api_key``: when set, requests must carry it (``x-api-key`` or ``Authorization: Bearer``)
     or get a 401 like the real API.
     """
@@ -175,6 +198,7 @@ class FakeAnthropic:
         responder: Responder | None = None,
         api_key: str | None = None,
         port: int = 0,
+        chores: Responder | None | str = "default",
     ) -> None:
         self._steps: list[Step] = []
         self._lock = threading.Lock()
@@ -184,6 +208,10 @@ class FakeAnthropic:
         self._httpd: ThreadingHTTPServer | None = None
         self._port = port
         self.responder = responder
+        if chores == "default":
+            chores = quiet_memory_chores if responder is None else None
+        self.chores: Responder | None = chores  # type: ignore[assignment]
+        self.chore_requests: list[dict[str, Any]] = []
         self.api_key = api_key
         self.cache = PromptCache()
         self.requests: list[dict[str, Any]] = []
@@ -209,6 +237,11 @@ class FakeAnthropic:
             return len(self._steps)
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
+        chore = self.chores(body) if self.chores is not None else None
+        if chore is not None:
+            with self._lock:
+                self.chore_requests.append(body)
+            return normalize_step(chore)
         with self._lock:
             step = self._steps.pop(0) if self._steps else None
         if step is not None:

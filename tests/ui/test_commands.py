@@ -99,8 +99,19 @@ def test_sessions_lists_transcripts_and_marks_the_current_one(session):
 
 
 def test_context_and_compact_not_available_without_a_context_policy(session):
+    from memagent.context.policy import PassThroughContext
+
+    session.agent.context = PassThroughContext()
     assert run_command("/context", lambda: session).text == "/context: not available yet"
     assert run_command("/compact", lambda: session).text == "/compact: not available yet"
+
+
+def test_context_reports_the_real_breakdown(session):
+    text = run_command("/context", lambda: session).text
+    assert "compaction at" in text
+    for part in ("system", "tools", "messages", "tool results", "memory"):
+        assert part in text
+    assert f".transcripts/{session.session_id}.jsonl" in text
 
 
 def test_context_and_compact_use_the_policy_when_present(session):

@@ -44,6 +44,10 @@ class TranscriptWriter:
     path: Path
     _fh: IO[str] | None = field(default=None, repr=False)
     _next_id: int = 1
+    # written just before the first other record, so a session that never says anything
+    # leaves no file behind
+    _header: dict[str, Any] | None = field(default=None, repr=False)
+    _closed: bool = False
     # background memory extraction records from another thread: one line at a time
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -51,27 +55,46 @@ class TranscriptWriter:
     def open(cls, directory: Path, session_id: str, start_id: int = 1) -> "TranscriptWriter":
         directory.mkdir(parents=True, exist_ok=True)
         writer = cls(path=directory / f"{session_id}.jsonl", _next_id=start_id)
-        try:
-            writer._fh = writer.path.open("a", encoding="utf-8")
-        except OSError as exc:
-            raise TranscriptError(f"cannot open transcript {writer.path}: {exc.strerror or exc}") from None
+        if not os.access(directory, os.W_OK):
+            raise TranscriptError(f"cannot write transcripts in {directory}: permission denied")
         return writer
+
+    def set_header(self, record: dict[str, Any]) -> None:
+        """The ``session_start`` record, written lazily with the first real record."""
+        self._header = record
+
+    def _ensure_open(self) -> IO[str]:
+        if self._closed:
+            raise TranscriptError(f"transcript {self.path} is closed")
+        if self._fh is None:
+            try:
+                self._fh = self.path.open("a", encoding="utf-8")
+            except OSError as exc:
+                raise TranscriptError(f"cannot open transcript {self.path}: {exc.strerror or exc}") from None
+            if self._header is not None:
+                header, self._header = self._header, None
+                self._write_line(self._fh, self._stamp(header))
+        return self._fh
+
+    @staticmethod
+    def _stamp(record: dict[str, Any]) -> dict[str, Any]:
+        return {"type": record["type"], "time": utc_now(), **{k: v for k, v in record.items() if k not in ("type", "time")}}
+
+    def _write_line(self, fh: IO[str], record: dict[str, Any]) -> None:
+        try:
+            fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            fh.flush()
+        except OSError as exc:
+            raise TranscriptError(f"cannot write transcript {self.path}: {exc.strerror or exc}") from None
 
     @property
     def session_id(self) -> str:
         return self.path.stem
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
-        record = {"type": record["type"], "time": utc_now(), **{k: v for k, v in record.items() if k != "type"}}
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        record = self._stamp(record)
         with self._lock:
-            if self._fh is None:
-                raise TranscriptError(f"transcript {self.path} is closed")
-            try:
-                self._fh.write(line + "\n")
-                self._fh.flush()
-            except OSError as exc:
-                raise TranscriptError(f"cannot write transcript {self.path}: {exc.strerror or exc}") from None
+            self._write_line(self._ensure_open(), record)
         return record
 
     def message(self, message: dict[str, Any], usage: dict[str, int] | None = None) -> str:
@@ -90,6 +113,7 @@ class TranscriptWriter:
             self._close_locked()
 
     def _close_locked(self) -> None:
+        self._closed = True
         if self._fh is not None:
             try:
                 self._fh.flush()
