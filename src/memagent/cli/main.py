@@ -22,8 +22,10 @@ app = typer.Typer(
 
 
 def _register_subapps() -> None:
-    from memagent.cli import doctor, memory, sessions, tasks
+    from memagent.cli import doctor, memory, memory_learn, sessions, tasks
 
+    memory.app.command("profile")(memory_learn.profile_command)
+    memory.app.command("review")(memory_learn.review_command)
     app.add_typer(tasks.app, name="tasks")
     app.add_typer(memory.app, name="memory")
     app.add_typer(sessions.app, name="sessions")
@@ -77,8 +79,17 @@ _register_subapps()
 
 
 def run() -> None:
+    """Console entry point: usage errors become one line on stderr and exit code 2."""
     try:
-        app()
-    except KeyboardInterrupt:
+        code = app(standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("\nmemagent: interrupted\n")
         sys.exit(130)
+    except typer.TyperException as exc:  # typer's (vendored click) usage and parameter errors
+        ctx = getattr(exc, "ctx", None)
+        hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
+        sys.stderr.write(f"memagent: {exc.format_message().rstrip('.')}{hint}\n")
+        sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
+    sys.exit(code if isinstance(code, int) else 0)
