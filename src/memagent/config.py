@@ -37,7 +37,7 @@ class Settings:
     max_tokens: int = 8192
     compact_tokens: int | None = None  # None: derived from the model's context window
     keep_tool_results: int = 3  # micro-compaction keeps the newest N tool results verbatim
-    micro_compact_batch: int = 6  # elide old results in batches of this size (cache-friendly)
+    micro_compact_batch: int = 12  # elide old results in batches of this size (cache-friendly; see BENCHMARKS.md)
     bash_timeout: float = 120.0
     output_cap_chars: int = 30_000
     auto_approve: bool = False

@@ -1,7 +1,223 @@
-"""`memagent sessions` commands."""
+"""`memagent sessions`: list the project's sessions and show one transcript.
+
+``memagent sessions`` / ``sessions list`` — a table, newest first: id, start, last activity, turns,
+compactions, first user line (``--json`` for the same rows as objects).
+``memagent sessions show ID`` — the transcript rendered: roles, tool calls and results, compaction
+markers (``--full`` for untruncated tool output; ``--json`` for the raw records). ID may be a
+unique prefix. An unknown id exits 1 with one line on stderr. rich is imported only to render.
+"""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
 import typer
 
-app = typer.Typer(help="sessions", no_args_is_help=False, add_completion=False, pretty_exceptions_enable=False)
+from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json, resolve_paths
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from memagent.context.sessions import SessionInfo
+
+app = typer.Typer(
+    help="Inspect past sessions (.transcripts/).",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+PREVIEW_LINES = 8
+SUMMARY_LINES = 25
+LINE_CHARS = 200
+MIN_LINE_WIDTH = 30
+
+
+def _when(stamp: Optional[str]) -> str:
+    """``2026-11-21 09:42`` in local time; the raw value when it is not a timestamp."""
+    if not stamp:
+        return "-"
+    try:
+        return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return stamp
+
+
+def _console() -> "Console":
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _list(ctx: typer.Context, root: Optional[Path], as_json: bool) -> None:
+    from memagent.context.sessions import list_sessions
+
+    paths = resolve_paths(ctx, root)
+    sessions = list(reversed(list_sessions(paths.transcripts)))
+    if as_json:
+        print_json([s.to_dict() for s in sessions])
+        return
+    if not sessions:
+        typer.echo(f"No sessions in {paths.transcripts}.")
+        return
+    _print_table(sessions)
+    for info in sessions:
+        for warning in info.warnings:
+            sys.stderr.write(f"memagent: warning: {warning}\n")
+
+
+def _print_table(sessions: "list[SessionInfo]") -> None:
+    """Plain aligned columns; on a terminal the first user line gets what is left of its width
+    (piped output is never cut, so scripts see whole lines)."""
+    headers = ("id", "start", "last activity", "turns", "compactions", "first user line")
+    rows = [
+        (info.id, _when(info.started), _when(info.last_activity), str(info.turns), str(info.compactions),
+         info.first_user_line or "-")
+        for info in sessions
+    ]
+    widths = [max(len(headers[c]), *(len(r[c]) for r in rows)) for c in range(5)]
+    room = max(MIN_LINE_WIDTH, shutil.get_terminal_size((120, 24)).columns - sum(widths) - 2 * 5)
+    if not sys.stdout.isatty():
+        room = max(len(r[5]) for r in [headers, *rows])
+    for row in [headers, *rows]:
+        cells = [row[c].rjust(widths[c]) if c in (3, 4) else row[c].ljust(widths[c]) for c in range(5)]
+        last = row[5] if len(row[5]) <= room else row[5][: room - 1] + "…"
+        typer.echo("  ".join(cells + [last]).rstrip())
+
+
+@app.callback(invoke_without_command=True)
+def sessions(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List this project's sessions (the same as `sessions list`)."""
+    if root is not None:  # `sessions -C DIR show ID`: the sub-command finds it on the root context
+        ctx.find_root().ensure_object(dict)["root"] = root
+    if ctx.invoked_subcommand is None:
+        _list(ctx, root, as_json)
+
+
+@app.command("list")
+def list_command(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List sessions, newest first: id, start, last activity, turns, compactions, first user line."""
+    _list(ctx, root, as_json)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique prefix)."),
+    root: Optional[Path] = RootOption,
+    as_json: bool = JsonOption,
+    full: bool = typer.Option(False, "--full", help="Show tool outputs and summaries in full."),
+) -> None:
+    """Show one session's transcript: messages, tool calls, compaction markers."""
+    from memagent.context.resume import ResumeError
+    from memagent.context.sessions import load_transcript, summarize_records
+
+    paths = resolve_paths(ctx, root)
+    try:
+        loaded = load_transcript(paths.transcripts, session_id)
+    except ResumeError as exc:
+        fail(str(exc), EXIT_FAILURE)
+    if as_json:
+        print_json({"id": loaded.path.stem, "path": str(loaded.path), "records": loaded.records, "warnings": loaded.warnings})
+        return
+    info = summarize_records(loaded.path, loaded)
+    render_transcript(_console(), info, loaded.records, full=full)
+    for warning in loaded.warnings:
+        sys.stderr.write(f"memagent: warning: {warning}\n")
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def render_transcript(console: "Console", info: "SessionInfo", records: list[dict[str, Any]], *, full: bool) -> None:
+    from rich.rule import Rule
+    from rich.text import Text
+
+    header = Text(f"session {info.id}", style="bold")
+    header.append(f"  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
+                  f"  compactions {info.compactions}", style="dim")
+    console.print(header)
+    names: dict[str, str] = {}
+    for record in records:
+        kind = record.get("type")
+        if kind == "message":
+            _render_message(console, record, names, full)
+        elif kind == "compaction":
+            console.print(Rule(_compaction_title(record), style="yellow"))
+            console.print(Text(_clip(str(record.get("summary", "")), None if full else SUMMARY_LINES), style="dim"))
+            console.print(Rule(style="yellow"))
+        elif kind == "todo":
+            items = record.get("items") or []
+            done = sum(1 for i in items if isinstance(i, dict) and i.get("status") == "completed")
+            console.print(Text(f"· todo list: {len(items)} items, {done} done", style="dim"))
+        elif kind == "resume":
+            console.print(Text(f"· resumed from session {record.get('resumed_from')}", style="dim"))
+        elif kind == "session_end":
+            console.print(Text("· session ended", style="dim"))
+
+
+def _compaction_title(record: dict[str, Any]) -> str:
+    before, after = record.get("tokens_before"), record.get("tokens_after")
+    size = f"{before:,} → {after:,} tokens" if isinstance(before, int) and isinstance(after, int) else "tokens ?"
+    focus = f", focus: {record['focus']}" if record.get("focus") else ""
+    fallback = ", summary by rule (model failed)" if record.get("fallback") else ""
+    return f"compacted: {size}, kept from message {record.get('kept_from')}{focus}{fallback}"
+
+
+def _render_message(console: "Console", record: dict[str, Any], names: dict[str, str], full: bool) -> None:
+    from rich.text import Text
+
+    role = record.get("role")
+    label = "you" if role == "user" else "memagent"
+    console.print(Text(f"{label} #{record.get('id')}", style="bold cyan" if role == "user" else "bold green"))
+    limit = None if full else PREVIEW_LINES
+    for block in record.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            console.print(Text(str(block.get("text", "")) if full or role == "assistant" else _clip(str(block.get("text", "")), 40, 2_000)))
+        elif kind == "tool_use":
+            names[str(block.get("id"))] = str(block.get("name"))
+            args = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            console.print(Text(f"  ⚙ {block.get('name')} {args if full else _one_line(args, 160)}", style="magenta"))
+        elif kind == "tool_result":
+            from memagent.context.compaction import result_text
+
+            tool_id = str(block.get("tool_use_id"))
+            error = " error" if block.get("is_error") else ""
+            console.print(Text(f"  ↳ {names.get(tool_id, 'tool')} result{error} ({tool_id})",
+                               style="red" if error else "dim"))
+            console.print(Text(_indent(_clip(result_text(block.get("content")), limit)), style="dim"))
+
+
+def _clip(text: str, lines: Optional[int], width: int = LINE_CHARS) -> str:
+    """At most ``lines`` lines of at most ``width`` characters (None: everything)."""
+    if lines is None:
+        return text
+    rows = text.splitlines() or [""]
+    shown = [row if len(row) <= width else row[: width - 1] + "…" for row in rows[:lines]]
+    more = f"\n… ({len(rows) - lines} more lines; --full shows everything)" if len(rows) > lines else ""
+    return "\n".join(shown) + more
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

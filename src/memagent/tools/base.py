@@ -118,6 +118,7 @@ def format_validation_error(tool_name: str, exc: ValidationError) -> str:
 @dataclass
 class ToolRegistry:
     tools: dict[str, Tool] = field(default_factory=dict)
+    _schemas: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> "ToolRegistry":
@@ -130,6 +131,7 @@ class ToolRegistry:
         if t.name in self.tools:
             raise ValueError(f"duplicate tool name {t.name!r}")
         self.tools[t.name] = t
+        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)
@@ -138,8 +140,12 @@ class ToolRegistry:
         return list(self.tools)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """Stable order (registration order) keeps the cached prompt prefix byte-identical."""
-        return [t.schema() for t in self.tools.values()]
+        """Stable order (registration order) keeps the cached prompt prefix byte-identical.
+
+        Built once: pydantic schema generation costs milliseconds per tool on every request."""
+        if self._schemas is None:
+            self._schemas = [t.schema() for t in self.tools.values()]
+        return self._schemas
 
     def parse(self, name: str, raw: Any) -> tuple[Tool, BaseModel] | ToolOutcome:
         """Look up and validate; an error outcome when either fails."""

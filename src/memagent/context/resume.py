@@ -1,0 +1,245 @@
+"""Rebuild a session's working context from its transcript (``memagent -c`` / ``-r ID``).
+
+The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
+that time) followed by every message from its ``kept_from`` id onward, in file order. Then the
+history is repaired (DESIGN §3): empty blocks dropped, neighbours with the same role merged
+(the first id is kept, as :class:`~memagent.context.conversation.Conversation` does live), a
+``tool_use`` left without a result by a ``kill -9`` answered with an error result, orphan results
+dropped. The last ``todo`` record gives the todo list back.
+
+A truncated last line (killed mid-write) or a garbage line costs only that line, with a warning;
+a missing or unreadable transcript is a :class:`ResumeError` naming the file.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from memagent.context.compaction import assemble, summary_head
+from memagent.context.conversation import Conversation
+from memagent.context.history import ensure_starts_with_user, repair_tool_pairs
+from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
+from memagent.llm.invariants import request_problems
+from memagent.llm.types import Block, Message
+
+MESSAGE_MARKERS = (b'"type":"message"', b'"type": "message"')
+
+
+class ResumeError(Exception):
+    """The session cannot be resumed; ``str()`` is one line naming the file or id."""
+
+
+@dataclass
+class Resumed:
+    session_id: str
+    messages: list[Message]
+    ids: list[str]
+    todo: dict | None
+    warnings: list[str]
+    compactions: int
+    summary: str | None = None  # the last compaction's summary, when there was one
+    model: str | None = None  # the model the session started with
+    path: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def session_path(transcripts_dir: Path, session_id: str) -> Path:
+    """The transcript of ``session_id`` (an exact id or a unique prefix)."""
+    session_id = session_id.strip()
+    if not session_id or "/" in session_id or "\\" in session_id or session_id.startswith("."):
+        raise ResumeError(f"invalid session id {session_id!r}")
+    exact = transcripts_dir / f"{session_id}.jsonl"
+    if exact.is_file():
+        return exact
+    matches = [p for p in iter_transcripts(transcripts_dir) if p.stem.startswith(session_id)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        shown = ", ".join(p.stem for p in matches[:5])
+        raise ResumeError(f"session id {session_id!r} is ambiguous: {shown}")
+    raise ResumeError(f"no session {session_id!r}: {exact} does not exist")
+
+
+def _has_messages(path: Path) -> bool:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    return any(marker in raw for marker in MESSAGE_MARKERS)
+
+
+def latest_session_id(transcripts_dir: Path) -> str | None:
+    """The newest session in this project that holds at least one message."""
+    for path in reversed(list(iter_transcripts(transcripts_dir))):
+        if _has_messages(path):
+            return path.stem
+    return None
+
+
+def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
+    path = session_path(Path(transcripts_dir), session_id)
+    try:
+        loaded = read_records(path)
+    except TranscriptError as exc:
+        raise ResumeError(str(exc)) from None
+    records, warnings = loaded.records, list(loaded.warnings)
+    start = next((r for r in records if r.get("type") == "session_start"), {})
+    compactions = [i for i, r in enumerate(records) if r.get("type") == "compaction"]
+    head: list[Block] | None = None
+    summary: str | None = None
+    first = 0
+    if compactions:
+        marker = records[compactions[-1]]
+        summary = str(marker.get("summary") or "")
+        head = summary_head(
+            summary,
+            [str(s) for s in marker.get("reinjected") or []],
+            str(marker.get("transcript_name") or f"{path.parent.name}/{path.name}"),
+            marker.get("current_request") or None,
+        )
+        first = _kept_position(records, compactions[-1], str(marker.get("kept_from")), path, warnings)
+    messages, ids = _message_records(records[first:], path, warnings)
+    if head is not None:
+        messages, ids = assemble(head, messages, ids, "compaction")
+    messages, ids = normalize_history(messages, ids)
+    problems = request_problems(messages) if messages else []
+    if problems:
+        raise ResumeError(f"cannot rebuild a valid conversation from {path}: {problems[0]}")
+    return Resumed(
+        session_id=path.stem,
+        messages=messages,
+        ids=ids,
+        todo=_last_todo(records),
+        warnings=warnings,
+        compactions=len(compactions),
+        summary=summary,
+        model=start.get("model"),
+        path=path,
+    )
+
+
+def _kept_position(records: list[dict], marker_index: int, kept_from: str, path: Path, warnings: list[str]) -> int:
+    """Where the kept messages start: the record of ``kept_from`` (searched back from the marker)."""
+    for index in range(marker_index - 1, -1, -1):
+        record = records[index]
+        if record.get("type") == "message" and str(record.get("id")) == kept_from:
+            return index
+    warnings.append(
+        f"{path.name}: the message where the last compaction kept the history ({kept_from}) is missing; "
+        "resuming from the compaction summary and the messages after it"
+    )
+    return marker_index + 1
+
+
+def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -> tuple[list[Message], list[str]]:
+    messages: list[Message] = []
+    ids: list[str] = []
+    for record in records:
+        if record.get("type") != "message":
+            continue
+        role, content = record.get("role"), record.get("content")
+        if role not in ("user", "assistant") or not isinstance(content, list):
+            warnings.append(f"{path.name}: skipped a malformed message record (id {record.get('id')})")
+            continue
+        blocks = [copy.deepcopy(b) for b in content if isinstance(b, dict) and "type" in b]
+        messages.append({"role": role, "content": blocks})
+        ids.append(str(record.get("id", "")))
+    return messages, ids
+
+
+def _last_todo(records: Sequence[dict]) -> dict | None:
+    for record in reversed(records):
+        if record.get("type") == "todo" and isinstance(record.get("items"), list):
+            return {"items": copy.deepcopy(record["items"])}
+    return None
+
+
+# ------------------------------------------------------------- repair with ids
+
+
+def _blank(block: Block) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+def _drop_empty(messages: list[Message], ids: list[str]) -> tuple[list[Message], list[str]]:
+    kept_messages, kept_ids = [], []
+    for message, message_id in zip(messages, ids):
+        content = [b for b in message.get("content", []) if not _blank(b)]
+        if content:
+            kept_messages.append({"role": message["role"], "content": content})
+            kept_ids.append(message_id)
+    return kept_messages, kept_ids
+
+
+def _merge_roles(messages: list[Message], ids: list[str]) -> tuple[list[Message], list[str]]:
+    """Join neighbours with the same role (the first id stays); tool results first in user messages."""
+    merged: list[Message] = []
+    merged_ids: list[str] = []
+    for message, message_id in zip(messages, ids):
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1] = {"role": message["role"], "content": merged[-1]["content"] + list(message["content"])}
+        else:
+            merged.append({"role": message["role"], "content": list(message["content"])})
+            merged_ids.append(message_id)
+    for message in merged:
+        if message["role"] == "user":
+            results = [b for b in message["content"] if b.get("type") == "tool_result"]
+            message["content"] = results + [b for b in message["content"] if b.get("type") != "tool_result"]
+    return merged, merged_ids
+
+
+def normalize_history(messages: Sequence[Message], ids: Sequence[str]) -> tuple[list[Message], list[str]]:
+    """Repair ``messages`` (DESIGN §3) keeping ``ids`` aligned; "repair"/"resume" for added messages."""
+    current, current_ids = list(messages), list(ids)
+    for _ in range(6):  # each pass can only remove content, so this settles quickly
+        current, current_ids = _drop_empty(current, current_ids)
+        current, current_ids = _merge_roles(current, current_ids)
+        repaired = repair_tool_pairs(current)
+        current_ids += ["repair"] * (len(repaired) - len(current))
+        if repaired == current:
+            break
+        current = repaired
+    started = ensure_starts_with_user(current)
+    if len(started) > len(current):
+        current_ids = ["resume"] + current_ids
+    return started, current_ids
+
+
+# ------------------------------------------------------------ continuing
+
+
+def seed_conversation(conversation: Conversation, resumed: Resumed) -> None:
+    """Start a new session's conversation from a resumed one.
+
+    The messages are recorded in the new transcript (after a ``resume`` record naming the old
+    session), so the new transcript alone rebuilds the context on the next resume, and the
+    restored todo list is recorded too.
+    """
+    conversation.record(
+        {
+            "type": "resume",
+            "resumed_from": resumed.session_id,
+            "seeded_messages": len(resumed.messages),
+            "warnings": list(resumed.warnings),
+        }
+    )
+    for message in resumed.messages:
+        conversation.append(message["role"], message["content"])
+    if conversation.ids:
+        conversation.record({"type": "resume_end", "seeded_through": conversation.ids[-1]})
+    if resumed.todo is not None:
+        conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
+
+
+__all__ = [
+    "ResumeError",
+    "Resumed",
+    "latest_session_id",
+    "load_session",
+    "normalize_history",
+    "seed_conversation",
+    "session_path",
+]
