@@ -5,7 +5,9 @@ Usage: python bench/bench_loop.py [--turns 200]
 The model answers instantly (a FunctionModel returning a canned reply), so what is timed is the
 loop's own work per turn: building the request (including the context policy's view), appending
 and recording messages to a real transcript on disk, running hooks, and one cheap tool call.
-Both history sizes run in the same process, interleaved; medians and p95 are reported.
+Two context policies side by side: pass-through (the bare loop) and memagent's real
+``CompactingContext`` (micro-compaction view + token accounting; threshold high enough that no
+summary is triggered). Everything runs in one process, interleaved; medians and p95 are reported.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import time
 from pathlib import Path
 
 from memagent.agent.loop import Agent
+from memagent.config import Settings
+from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptWriter
 from memagent.llm.scripted import FunctionModel, reply, tool_call
@@ -34,7 +38,7 @@ def note(inp: NoteIn, ctx: ToolContext) -> str:
     return inp.text
 
 
-def make_agent(directory: Path, history_messages: int) -> Agent:
+def make_agent(directory: Path, history_messages: int, compacting: bool) -> Agent:
     state = {"calls": 0}
 
     def answer(request):
@@ -43,18 +47,22 @@ def make_agent(directory: Path, history_messages: int) -> Agent:
             return reply(tool_call("note", {"text": "x" * 200}))
         return reply("done " * 40)
 
-    writer = TranscriptWriter.open(directory, f"bench-{history_messages}")
+    writer = TranscriptWriter.open(directory, f"bench-{history_messages}-{compacting}")
     conversation = Conversation(recorder=writer, session_id="bench")
     for i in range(history_messages // 2):
         conversation.append("user", [text_block(f"question {i} " + "lorem ipsum " * 40)])
         conversation.append("assistant", [text_block(f"answer {i} " + "dolor sit amet " * 60)])
-    return Agent(
-        model=FunctionModel(answer),
-        tools=ToolRegistry.of([note]),
-        tool_context=ToolContext(root=directory),
-        system=[text_block("You are a benchmark.")],
-        conversation=conversation,
-    )
+    model = FunctionModel(answer)
+    tools = ToolRegistry.of([note])
+    system = [text_block("You are a benchmark.")]
+    agent = Agent(model=model, tools=tools, tool_context=ToolContext(root=directory), system=system,
+                  conversation=conversation)
+    if compacting:
+        agent.context = CompactingContext(
+            model=model, settings=Settings(compact_tokens=10**9), session_id="bench",
+            transcript_name="bench.jsonl", system=system, tools=tools.schemas(),
+        )
+    return agent
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -67,23 +75,26 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        sizes = (10, 200)
-        agents = {n: make_agent(Path(tmp), n) for n in sizes}
-        samples: dict[int, list[float]] = {n: [] for n in sizes}
+        sizes = [(n, c) for n in (10, 200) for c in (False, True)]
+        agents = {key: make_agent(Path(tmp), *key) for key in sizes}
+        samples: dict[tuple[int, bool], list[float]] = {key: [] for key in sizes}
         for _ in range(args.turns):
-            for n in sizes:
-                agent = agents[n]
+            for key in sizes:
+                n = key[0]
+                agent = agents[key]
                 # keep the history at the target size: drop the turn added last time
                 del agent.conversation.messages[n:]
                 del agent.conversation.ids[n:]
                 start = time.perf_counter()
                 for _event in agent.run_turn("next step please"):
                     pass
-                samples[n].append((time.perf_counter() - start) * 1000)
+                samples[key].append((time.perf_counter() - start) * 1000)
         print(f"turns timed per size: {args.turns} (interleaved); each turn = 2 model calls + 1 tool call")
-        for n in sizes:
-            values = samples[n]
-            print(f"history {n:4d} messages: median {statistics.median(values):.2f} ms, p95 {percentile(values, 0.95):.2f} ms per turn")
+        for n, compacting in sizes:
+            values = samples[(n, compacting)]
+            policy = "CompactingContext" if compacting else "pass-through     "
+            print(f"history {n:4d} messages, {policy}: median {statistics.median(values):.2f} ms, "
+                  f"p95 {percentile(values, 0.95):.2f} ms per turn")
 
 
 if __name__ == "__main__":

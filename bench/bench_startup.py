@@ -36,10 +36,18 @@ app.add_typer(sessions, name="sessions")
 def main(ctx: typer.Context, prompt: str = typer.Option(None, "-p"), yes: bool = typer.Option(False, "--yes")):
     """Chat."""
 
+@tasks.callback(invoke_without_command=True)
+def tasks_main(ctx: typer.Context, root: str = typer.Option(None, "-C"), json_out: bool = typer.Option(False, "--json")):
+    """Tasks."""
+
 @tasks.command("list")
-def tasks_list(json_out: bool = typer.Option(False, "--json")):
+def tasks_list(root: str = typer.Option(None, "-C"), json_out: bool = typer.Option(False, "--json")):
     """List tasks."""
     print("[]")
+
+@tasks.command("show")
+def tasks_show(task_id: int, json_out: bool = typer.Option(False, "--json")):
+    """Show a task."""
 
 @app.command()
 def doctor():
@@ -87,6 +95,7 @@ def main() -> None:
             "python -c pass": [sys.executable, "-c", "pass"],
             "bare typer app tasks list": [sys.executable, str(work / "bare_typer.py"), "tasks", "list"],
             "bare typer app --help": [sys.executable, str(work / "bare_typer.py"), "--help"],
+            "bare typer app tasks --help": [sys.executable, str(work / "bare_typer.py"), "tasks", "--help"],
             "memagent --help": memagent + ["--help"],
             "memagent tasks --help": memagent + ["tasks", "--help"],
             "memagent tasks list": memagent + ["tasks", "list"],
@@ -102,7 +111,12 @@ def main() -> None:
         print(f"runs per command: {args.runs} (interleaved); python {sys.version.split()[0]}")
         print(f"{'command':32} {'median ms':>10} {'vs python':>10} {'vs bare typer':>14}")
         for name in commands:
-            bare = med["bare typer app --help"] if "help" in name else med["bare typer app tasks list"]
+            if "tasks --help" in name:
+                bare = med["bare typer app tasks --help"]
+            elif "help" in name:
+                bare = med["bare typer app --help"]
+            else:
+                bare = med["bare typer app tasks list"]
             print(f"{name:32} {med[name] * 1000:10.0f} {med[name] / floor:9.1f}x {med[name] / bare:13.2f}x")
         for label, argv in (("--help", ["--help"]), ("tasks --help", ["tasks", "--help"]), ("tasks list", ["tasks", "list"])):
             print(f"heavy modules imported by `memagent {label}`: {heavy_imports(argv, work, env)}")

@@ -38,3 +38,19 @@ def test_help_and_version_exit_0(tmp_path):
     assert memagent("--help", cwd=tmp_path).returncode == 0
     version = memagent("--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout.startswith("memagent ")
+
+
+def test_console_script_mounts_only_the_named_subapp():
+    from memagent.cli.main import invoked_subcommand
+
+    assert invoked_subcommand(["tasks", "list"]) == "tasks"
+    assert invoked_subcommand(["-C", "tasks", "memory", "list"]) == "memory"  # "tasks" is -C's value
+    assert invoked_subcommand(["-p", "tasks"]) is None  # a prompt, not a sub-command
+    assert invoked_subcommand(["--yes", "doctor"]) == "doctor"
+    assert invoked_subcommand(["taks"]) is None
+
+
+def test_every_subcommand_runs_through_the_console_script(tmp_path):
+    for args in (["tasks", "list", "--json"], ["sessions", "list", "--json"], ["memory", "--help"], ["doctor", "--help"]):
+        result = memagent(*args, cwd=tmp_path)
+        assert result.returncode == 0, (args, result.stderr)
