@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from memagent.fsutil import atomic_write
 
 HISTORY_NAME = "history.jsonl"
 # Fields that may carry card text; ``erase`` drops them.
@@ -192,19 +193,7 @@ def _scrub_file(path: Path, ids: set[str]) -> int:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, data, durable=True)
 
 
 # -- module-level helpers for the CLI and other areas ----------------------------------------

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from memagent.fsutil import atomic_write
 from memagent.memory.cards import MemoryCard, iso_utc
 
 PROFILE_TOKENS = 400  # per profile
@@ -201,16 +201,8 @@ def _write_cache(path: Path | None, key: str, text: str | None) -> None:
     if path is None or not path.parent.is_dir():
         return  # never create a store directory just for a cache
     payload = json.dumps({"fingerprint": key, "text": text}, ensure_ascii=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(payload)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    with suppress(OSError):  # a cache that cannot be written is rebuilt next time
+        atomic_write(path, payload, durable=False)
 
 
 def _cached(path: Path | None, cards: Sequence[MemoryCard], max_tokens: int, build) -> str | None:

@@ -10,28 +10,21 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from memagent import fsutil
 
 LOCK_NAME = ".lock"
 
 
 def atomic_write(path: Path, data: bytes) -> os.stat_result:
-    """Write ``data`` to ``path`` atomically; return the stat of the new file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write ``data`` to ``path`` atomically; return the stat of the new file.
+
+    Not fsynced: completing a task rewrites dozens of files, and a crashed process is safe
+    without it (only a power cut could lose the last writes)."""
+    fsutil.atomic_write(path, data, durable=False)
     return os.stat(path)  # after the rename: renaming changes the ctime
 
 

@@ -25,8 +25,6 @@ import codecs
 import difflib
 import os
 import re
-import stat
-import tempfile
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
@@ -34,6 +32,7 @@ from typing import Any, BinaryIO, Iterable
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memagent.fsutil import atomic_write
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 from memagent.tools.paths import (
     IgnoreRules,
@@ -91,30 +90,9 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def _new_file_mode() -> int:
-    """0o666 minus the process umask, read without changing it (Linux), else 0o644."""
-    with suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    return 0o644
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``."""
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else _new_file_mode()
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
+    """Write ``data`` to ``path`` atomically and durably, keeping an existing file's mode."""
+    atomic_write(path, data, durable=True)
 
 
 def _require_file(path: Path, shown: str) -> None:
