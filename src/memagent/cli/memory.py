@@ -1,7 +1,534 @@
-"""`memagent memory` commands."""
+"""`memagent memory`: review, search, add, correct, forget, export and import memory cards.
+
+Every command takes ``-C/--root DIR``; listings take ``--json``. Exit codes: 0 ok, 1 a refused
+write or an unusable store (the reason is one line on stderr), 2 a usage error. chromadb and the
+embedder are imported inside the commands, so ``memagent --help`` stays light; nothing here
+imports anthropic.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
+
 import typer
 
-app = typer.Typer(help="memory", no_args_is_help=False, add_completion=False, pretty_exceptions_enable=False)
+from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+
+if TYPE_CHECKING:
+    from memagent.memory.cards import MemoryCard
+    from memagent.memory.service import Hit, MemoryService
+
+app = typer.Typer(
+    help="Long-term memory cards (.memory/ and $MEMAGENT_HOME/memory/).",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+CONTENT_WIDTH = 90
+_ROOT_KEY = "memagent.memory.root"
+
+
+class TypeChoice(str, Enum):
+    preference = "preference"
+    fact = "fact"
+    skill = "skill"
+    habit = "habit"
+    event = "event"
+    context = "context"
+    constraint = "constraint"
+    decision = "decision"
+    procedure = "procedure"
+
+
+class ScopeChoice(str, Enum):
+    user = "user"
+    project = "project"
+    session = "session"
+
+
+class StatusChoice(str, Enum):
+    active = "active"
+    superseded = "superseded"
+    contradicted = "contradicted"
+    archived = "archived"
+
+
+class ExportFormat(str, Enum):
+    json = "json"
+    md = "md"
+
+
+TypeOption = typer.Option(None, "--type", "-t", help="Only this memory type.", show_default=False)
+ScopeOption = typer.Option(None, "--scope", "-s", help="Only this scope.", show_default=False)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _value(choice: Optional[Enum]) -> Optional[str]:
+    return None if choice is None else str(choice.value)
+
+
+def _open(ctx: typer.Context, root: Optional[Path], *, embeds: bool = True) -> "MemoryService":
+    """Open the memory service, or exit 1 with the one-line reason.
+
+    ``embeds=False`` (list, show, stats, forget, export) skips the embedder mismatch check, so
+    cards can still be reviewed and erased when the store needs a reindex.
+    """
+    from memagent.config import ConfigError, load_settings
+    from memagent.memory.service import MemoryService, MemoryUnavailable
+
+    paths = resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY))
+    try:
+        settings = load_settings(paths)
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+    try:
+        return MemoryService.open(paths, settings, check_embedder=embeds)
+    except MemoryUnavailable as exc:
+        fail(f"memory unavailable: {exc}", EXIT_FAILURE)
+
+
+def _run(action: Callable[[], Any]) -> Any:
+    from memagent.memory.service import MemoryUnavailable
+
+    try:
+        return action()
+    except MemoryUnavailable as exc:
+        fail(f"memory unavailable: {exc}", EXIT_FAILURE)
+
+
+def _card_json(card: "MemoryCard") -> dict[str, Any]:
+    return card.model_dump(mode="json")
+
+
+def _short(text: str, width: int = CONTENT_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _card_line(card: "MemoryCard") -> str:
+    return (
+        f"{card.id}  {card.memory_type:<10} {card.scope:<7} {card.status:<12} "
+        f"{card.confidence:.2f}  {card.created_at.date().isoformat()}  {_short(card.content)}"
+    )
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path = path.expanduser()
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class _StderrProgress:
+    """A rich progress bar on stderr; a no-op callback when stderr is not a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "_StderrProgress":
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not console.is_terminal,
+        )
+        self._progress.__enter__()
+        self._task = self._progress.add_task(self.label, total=None)
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        self._progress.update(self._task, completed=done, total=total or None)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._progress.__exit__(*exc)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@app.callback(invoke_without_command=True)
+def memory_main(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
+    """Long-term memory cards. Alone, `memagent memory` lists the active cards."""
+    if root is not None:
+        ctx.meta[_ROOT_KEY] = root
+    if ctx.invoked_subcommand is None:
+        list_cards(ctx, None, None, None, False, 50, 0, False, None)
+
+
+@app.command("list")
+def list_cards(
+    ctx: typer.Context,
+    memory_type: Optional[TypeChoice] = TypeOption,
+    scope: Optional[ScopeChoice] = ScopeOption,
+    status: Optional[StatusChoice] = typer.Option(None, "--status", help="Only this status (default: active)."),
+    show_all: bool = typer.Option(False, "--all", "-a", help="Every status, superseded cards included."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many cards to show."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """List memory cards, newest first (active ones unless --status or --all)."""
+    service = _open(ctx, root, embeds=False)
+    cards = _run(
+        lambda: service.list(
+            memory_type=_value(memory_type),
+            scope=_value(scope),
+            status=_value(status),
+            include_all=show_all,
+            limit=limit,
+            offset=offset,
+        )
+    )
+    if as_json:
+        print_json([_card_json(c) for c in cards])
+        return
+    if not cards:
+        _out("No memories." if offset == 0 else "No more memories.")
+        return
+    for card in cards:
+        _out(_card_line(card))
+    if len(cards) == limit:
+        _out(f"(showing {offset + 1}-{offset + len(cards)}; --offset {offset + limit} for more)")
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    memory_id: str = typer.Argument(..., help="The card id (m_…)."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Show every field of one card, its provenance and its supersede chain."""
+    service = _open(ctx, root, embeds=False)
+    card = _run(lambda: service.get(memory_id))
+    if card is None:
+        fail(f"no memory {memory_id}", EXIT_FAILURE)
+    chain = _run(lambda: service.chain(memory_id))
+    if as_json:
+        print_json({"card": _card_json(card), "chain": [_chain_entry(c) for c in chain]})
+        return
+    data = _card_json(card)
+    content = data.pop("content")
+    provenance = data.pop("provenance")
+    for key, value in data.items():
+        if value not in (None, [], ""):
+            _out(f"{key:>13}: {value if not isinstance(value, list) else ', '.join(value)}")
+    shown = {k: v for k, v in provenance.items() if v is not None}
+    if shown:
+        _out(f"{'provenance':>13}: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+    _out("")
+    _out(content)
+    if len(chain) > 1:
+        _out("")
+        _out("Supersede chain (oldest first):")
+        for link in chain:
+            marker = "*" if link.id == card.id else " "
+            _out(f" {marker} {link.id}  {link.status:<12} {link.created_at.date().isoformat()}  {_short(link.content, 70)}")
+
+
+def _chain_entry(card: "MemoryCard") -> dict[str, Any]:
+    return {
+        "id": card.id,
+        "status": card.status,
+        "created_at": _card_json(card)["created_at"],
+        "content": card.content,
+    }
+
+
+@app.command("search")
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What to look for."),
+    k: int = typer.Option(5, "-k", min=1, max=100, help="How many results."),
+    memory_type: Optional[TypeChoice] = TypeOption,
+    scope: Optional[ScopeChoice] = ScopeOption,
+    show_all: bool = typer.Option(False, "--all", "-a", help="Include superseded and archived cards."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Search memory (dense + lexical ranking), best first, with scores."""
+    service = _open(ctx, root)
+    hits: list[Hit] = _run(
+        lambda: service.search(
+            query, k, memory_type=_value(memory_type), scope=_value(scope), include_inactive=show_all
+        )
+    )
+    if as_json:
+        print_json(
+            [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card)} for h in hits]
+        )
+        return
+    if not hits:
+        _out("No matching memories.")
+        return
+    for hit in hits:
+        _out(f"{hit.score:.3f}  {_card_line(hit.card)}")
+
+
+@app.command("add")
+def add(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="The memory, one self-contained statement."),
+    memory_type: TypeChoice = typer.Option(TypeChoice.fact, "--type", "-t", help="Memory type."),
+    scope: ScopeChoice = typer.Option(ScopeChoice.project, "--scope", "-s", help="project (this repo) or user (everywhere)."),
+    confidence: float = typer.Option(0.9, "--confidence", min=0.0, max=1.0, help="How sure (0-1)."),
+    importance: float = typer.Option(0.5, "--importance", min=0.0, max=1.0, help="How important (0-1)."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Add a memory through the write gate (secrets, duplicates, length, confidence)."""
+    service = _open(ctx, root)
+    result = _run(
+        lambda: service.save(
+            text, memory_type.value, scope.value, confidence=confidence, importance=importance, source="user"
+        )
+    )
+    _report_save(result, as_json)
+
+
+def _report_save(result: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "status": result.status,
+                "reason": result.reason,
+                "card": _card_json(result.card) if result.card is not None else None,
+            }
+        )
+    if result.status == "refused" or result.card is None:
+        fail(f"not saved: {result.reason}", EXIT_FAILURE)
+    if as_json:
+        return
+    if result.status == "duplicate":
+        _out(f"Already remembered as {result.card.id} ({result.reason}).")
+    elif result.status == "superseded":
+        _out(f"Saved {result.card.id}, superseding {result.card.supersedes}.")
+    else:
+        _out(f"Saved {result.card.id}.")
+
+
+@app.command("edit")
+def edit(
+    ctx: typer.Context,
+    memory_id: str = typer.Argument(..., help="The card to correct."),
+    text: str = typer.Argument(..., help="The corrected memory."),
+    memory_type: Optional[TypeChoice] = TypeOption,
+    confidence: Optional[float] = typer.Option(None, "--confidence", min=0.0, max=1.0, help="New confidence."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Correct a memory: a new card supersedes it (the old one is kept, hidden from retrieval)."""
+    service = _open(ctx, root)
+    fields: dict[str, Any] = {"source": "user"}
+    if memory_type is not None:
+        fields["memory_type"] = memory_type.value
+    if confidence is not None:
+        fields["confidence"] = confidence
+    result = _run(lambda: service.correct(memory_id, text, **fields))
+    _report_save(result, as_json)
+
+
+@app.command("forget")
+def forget(
+    ctx: typer.Context,
+    memory_ids: Optional[List[str]] = typer.Argument(None, help="Card ids to erase.", show_default=False),
+    scope: Optional[ScopeChoice] = typer.Option(None, "--scope", help="Erase every card of this scope."),
+    session: Optional[str] = typer.Option(None, "--session", help="With --scope session: only this session."),
+    erase_all: bool = typer.Option(False, "--all", help="Erase every memory, project and user."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Erase memories from disk for good (ids, a whole scope, or everything)."""
+    chosen = sum(bool(x) for x in (memory_ids, scope, erase_all))
+    if chosen != 1:
+        fail("give card ids, or --scope, or --all (exactly one of them)", EXIT_USAGE)
+    if session and scope != ScopeChoice.session:
+        fail("--session goes with --scope session", EXIT_USAGE)
+    if erase_all:
+        what = "every memory (project and user)"
+    elif scope is not None:
+        what = f"every {scope.value}-scope memory" + (f" of session {session}" if session else "")
+    else:
+        what = f"{len(memory_ids or [])} memor{'y' if len(memory_ids or []) == 1 else 'ies'} ({', '.join(memory_ids or [])})"
+    if not yes and not _confirm(f"Erase {what}? This cannot be undone"):
+        fail("nothing erased", EXIT_FAILURE)
+    service = _open(ctx, root, embeds=False)
+    if erase_all:
+        erased = _run(service.forget_all)
+    elif scope is not None:
+        erased = _run(lambda: service.forget_scope(scope.value, session))
+    else:
+        erased = _run(lambda: service.forget(memory_ids or []))
+        if erased == 0:
+            fail(f"no memory with id {', '.join(memory_ids or [])}", EXIT_FAILURE)
+    if as_json:
+        print_json({"erased": erased})
+    else:
+        _out(f"Erased {erased} memor{'y' if erased == 1 else 'ies'}.")
+
+
+def _confirm(question: str) -> bool:
+    """Ask on stderr; no answer (end of input) means no."""
+    try:
+        return typer.confirm(question, default=False, err=True)
+    except typer.Abort:
+        sys.stderr.write("\n")
+        return False
+
+
+@app.command("stats")
+def stats(
+    ctx: typer.Context,
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Counts by status, type and scope, and where the stores are."""
+    service = _open(ctx, root, embeds=False)
+    data = _run(service.stats)
+    if as_json:
+        print_json(data)
+        return
+    _out(f"{data['active']} active memories, {data['total']} in all.")
+    for title, key in (("status", "by_status"), ("type", "by_type"), ("scope", "by_scope")):
+        shown = ", ".join(f"{k} {v}" for k, v in data[key].items() if v) or "none"
+        _out(f"  by {title}: {shown}")
+    for label, info in data["stores"].items():
+        _out(f"  {label} store: {info['location']} ({info['active']} active, {info['inactive']} inactive)")
+    _out(f"  embedder: {data['embedder']['name']} (dim {data['embedder']['dim']})")
+
+
+def _markdown(records: list[dict[str, Any]]) -> str:
+    lines = ["# memagent memories", ""]
+    for rec in records:
+        lines.append(f"## {rec['id']} — {rec['memory_type']}, {rec['scope']}, {rec['status']}")
+        lines.append("")
+        lines.append(rec["content"])
+        lines.append("")
+        meta = [f"confidence {rec['confidence']}", f"importance {rec['importance']}", f"created {rec['created_at']}"]
+        if rec.get("supersedes"):
+            meta.append(f"supersedes {rec['supersedes']}")
+        if rec.get("superseded_by"):
+            meta.append(f"superseded by {rec['superseded_by']}")
+        lines.append("*" + "; ".join(meta) + "*")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    fmt: ExportFormat = typer.Option(ExportFormat.json, "--format", "-f", help="json (re-importable) or md."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Export every card (all statuses) as JSON or Markdown."""
+    service = _open(ctx, root, embeds=False)
+    records = _run(service.export)
+    text = json.dumps(records, indent=2, ensure_ascii=False) + "\n" if fmt == ExportFormat.json else _markdown(records)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        _atomic_write(output, text)
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_FAILURE)
+    sys.stderr.write(f"Exported {len(records)} memories to {output}\n")
+
+
+def _read_records(path: Path) -> list[Any]:
+    """A JSON array, a single JSON object, or JSON Lines."""
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}", EXIT_FAILURE)
+    except UnicodeDecodeError:
+        fail(f"{path} is not UTF-8 text", EXIT_FAILURE)
+    stripped = text.strip()
+    if not stripped:
+        return []
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError:
+        return list(_json_lines(path, stripped))
+    if isinstance(data, dict):
+        return [data]
+    if isinstance(data, list):
+        return data
+    fail(f"{path}: expected a JSON array of cards or JSON Lines", EXIT_FAILURE)
+
+
+def _json_lines(path: Path, text: str) -> Iterator[Any]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as exc:
+            fail(f"{path}:{number}: not JSON ({exc.msg})", EXIT_FAILURE)
+
+
+@app.command("import")
+def import_cards(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="JSON array or JSON Lines; each card needs at least `content`."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Import cards through the write gate, in batches; reports added, duplicates and refusals."""
+    records = _read_records(file)
+    service = _open(ctx, root)
+    with _StderrProgress("importing") as progress:
+        report = _run(lambda: service.import_cards(records, progress=progress))
+    if as_json:
+        print_json(report.as_dict())
+        return
+    _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, {len(report.refused)} refused.")
+    for index, reason in report.refused[:20]:
+        _out(f"  record {index + 1}: {reason}")
+    if len(report.refused) > 20:
+        _out(f"  … and {len(report.refused) - 20} more refusals")
+
+
+@app.command("reindex")
+def reindex(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Re-embed every card with the current embedder (after a model change or a mismatch)."""
+    service = _open(ctx, root, embeds=False)
+    with _StderrProgress("re-embedding") as progress:
+        count = _run(lambda: service.reindex(progress=progress))
+    info = _run(service.backend_info)
+    _out(f"Re-embedded {count} memories with {info['embedder']['name']} (dim {info['embedder']['dim']}).")

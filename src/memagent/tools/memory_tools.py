@@ -1,0 +1,160 @@
+"""``memory_save``, ``memory_search``, ``memory_delete``, ``memory_stats`` (DESIGN §4).
+
+The service comes from ``service_factory`` on every call; when memory cannot be used the factory
+raises :class:`~memagent.memory.service.MemoryUnavailable` and the model gets a one-line error
+it can act on (carry on without memory). Gate refusals are errors too, with the gate's reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Literal, Optional
+
+from pydantic import Field
+
+from memagent.memory.cards import CARD_ID_PATTERN, MemoryType
+from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+
+if TYPE_CHECKING:
+    from memagent.memory.service import MemoryService
+
+ScopeName = Literal["project", "user", "session"]
+
+
+class MemorySaveInput(ToolInput):
+    content: str = Field(
+        description="One self-contained fact, preference, decision or procedure, understandable without the chat."
+    )
+    memory_type: MemoryType = Field(description="What kind of memory this is.")
+    scope: ScopeName = Field(
+        "project",
+        description="project: about this codebase (default); user: about the user, in every project; "
+        "session: only for this session.",
+    )
+    confidence: float = Field(0.8, ge=0.0, le=1.0, description="How sure you are that it is true (0-1).")
+    supersedes: Optional[str] = Field(
+        None,
+        pattern=CARD_ID_PATTERN,
+        description="Id of an existing memory this one corrects (it is kept as superseded).",
+    )
+
+
+class MemorySearchInput(ToolInput):
+    query: str = Field(description="What to look for, in words.")
+    k: int = Field(5, ge=1, le=20, description="How many memories to return.")
+    memory_type: Optional[MemoryType] = Field(None, description="Only memories of this type.")
+    scope: Optional[ScopeName] = Field(None, description="Only memories of this scope.")
+
+
+class MemoryDeleteInput(ToolInput):
+    memory_id: str = Field(pattern=CARD_ID_PATTERN, description="The id to forget, e.g. m_3fa2c1d4e5f6.")
+
+
+class MemoryStatsInput(ToolInput):
+    pass
+
+
+def _service(factory: Callable[[], "MemoryService"]) -> "MemoryService":
+    from memagent.memory.service import MemoryUnavailable
+
+    try:
+        return factory()
+    except MemoryUnavailable as exc:
+        raise ToolError(f"long-term memory is off: {exc}. Carry on without it.") from None
+
+
+def _call(action: Callable[[], object]):
+    from memagent.memory.service import MemoryUnavailable
+
+    try:
+        return action()
+    except MemoryUnavailable as exc:
+        raise ToolError(f"long-term memory failed: {exc}") from None
+
+
+def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
+    """The four memory tools bound to a service (obtained lazily, on each call)."""
+
+    @tool("memory_save", MemorySaveInput, key_argument="content")
+    def memory_save(args: MemorySaveInput, ctx: ToolContext) -> str:
+        """Save one durable memory (a fact, preference, decision, procedure...) for later sessions.
+        It goes through a gate: secrets, near-duplicates, low confidence and very short or long
+        texts are refused with a reason. To correct a memory, pass its id as `supersedes`."""
+        service = _service(service_factory)
+        result = _call(
+            lambda: service.save(
+                args.content,
+                args.memory_type,
+                args.scope,
+                confidence=args.confidence,
+                source="assistant",
+                provenance={"session_id": ctx.session_id} if ctx.session_id else None,
+                supersedes=args.supersedes,
+            )
+        )
+        if result.status == "refused" or result.card is None:
+            raise ToolError(f"memory not saved: {result.reason}")
+        card = result.card
+        if result.status == "duplicate":
+            return f"Already remembered as [Memory#{card.id}] ({result.reason}); nothing new was saved."
+        if result.status == "superseded":
+            return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}); it supersedes [Memory#{card.supersedes}]."
+        return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope})."
+
+    @tool("memory_search", MemorySearchInput, key_argument="query")
+    def memory_search(args: MemorySearchInput, ctx: ToolContext) -> str:
+        """Search long-term memory; returns ranked memories with ids and scores, best first.
+        Cite a memory you rely on as [Memory#id]."""
+        service = _service(service_factory)
+        hits = _call(lambda: service.search(args.query, args.k, memory_type=args.memory_type, scope=args.scope))
+        if not hits:
+            return "No matching memories."
+        lines = []
+        for hit in hits:
+            card = hit.card
+            content = " ".join(card.content.split())
+            lines.append(
+                f"[Memory#{card.id}] score {hit.score:.3f} ({card.memory_type}, {card.scope}, "
+                f"conf {card.confidence:.2f}, {card.created_at.date().isoformat()}) {content}"
+            )
+        return "\n".join(lines)
+
+    @tool("memory_delete", MemoryDeleteInput, key_argument="memory_id")
+    def memory_delete(args: MemoryDeleteInput, ctx: ToolContext) -> str:
+        """Forget one memory by id: its text is erased from disk (with any older versions it superseded)."""
+        service = _service(service_factory)
+        erased = _call(lambda: service.forget([args.memory_id]))
+        if not erased:
+            raise ToolError(f"no memory with id {args.memory_id}; use memory_search to find the id")
+        older = f" and {erased - 1} older version(s)" if erased > 1 else ""
+        return f"Forgot [Memory#{args.memory_id}]{older}."
+
+    @tool("memory_stats", MemoryStatsInput)
+    def memory_stats(args: MemoryStatsInput, ctx: ToolContext) -> str:
+        """Counts of long-term memories by type, scope and status."""
+        service = _service(service_factory)
+        stats = _call(service.stats)
+
+        def nonzero(counts: dict) -> str:
+            shown = [f"{k} {v}" for k, v in counts.items() if v]
+            return ", ".join(shown) or "none"
+
+        return "\n".join(
+            [
+                f"{stats['active']} active memories ({stats['total']} including superseded/archived).",
+                f"By type: {nonzero(stats['by_type'])}.",
+                f"By scope: {nonzero(stats['by_scope'])}.",
+                f"By status: {nonzero(stats['by_status'])}.",
+                f"Embedder: {stats['embedder']['name']} (dim {stats['embedder']['dim']}).",
+            ]
+        )
+
+    return [memory_save, memory_search, memory_delete, memory_stats]
+
+
+__all__ = [
+    "MemoryDeleteInput",
+    "MemorySaveInput",
+    "MemorySearchInput",
+    "MemoryStatsInput",
+    "memory_tools",
+]
