@@ -7,6 +7,7 @@ the CLI passes in an approver and renders the agent's events.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -108,9 +109,20 @@ def _open_memory(paths: ProjectPaths, settings: Settings, session_id: str) -> tu
     except ImportError as exc:  # a broken install must not stop the agent
         return None, f"memory is off: {exc}"
     try:
-        return MemoryService.open(paths, settings, session_id), None
+        service = MemoryService.open(paths, settings, session_id)
     except MemoryUnavailable as exc:
         return None, f"memory is off: {exc}"
+    # Build the lexical index off the critical path: the first search would otherwise pay
+    # for it (about 1 s at 10k cards).
+    threading.Thread(target=_warm_up, args=(service,), name="memagent-memory-warm-up", daemon=True).start()
+    return service, None
+
+
+def _warm_up(service: Any) -> None:
+    try:
+        service.warm_up()
+    except Exception:  # a failure shows up again, with its reason, on first real use
+        pass
 
 
 def _tools(session: Session, policy: Callable[[], CompactingContext]) -> list[Tool]:

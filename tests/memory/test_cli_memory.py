@@ -51,7 +51,7 @@ def test_add_list_show_search_stats_json(cli):
     edited = _json(cli("edit", card_id, "The CI pipeline runs on GitHub Actions and Buildkite", "--json"))
     assert edited["status"] == "superseded" and edited["card"]["supersedes"] == card_id
     shown = _json(cli("show", card_id, "--json"))
-    assert set(shown) == {"card", "chain"} and shown["card"]["status"] == "superseded"
+    assert set(shown) == {"card", "chain", "history"} and shown["card"]["status"] == "superseded"
     assert [link["id"] for link in shown["chain"]] == [card_id, edited["card"]["id"]]
     assert set(shown["chain"][0]) == {"id", "status", "created_at", "content"}
     assert [c["status"] for c in _json(cli("list", "--json", "--status", "superseded"))] == ["superseded"]

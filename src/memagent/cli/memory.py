@@ -9,9 +9,7 @@ imports anthropic.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
@@ -126,19 +124,9 @@ def _out(text: str) -> None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path = path.expanduser()
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from memagent.fsutil import atomic_write
+
+    atomic_write(path.expanduser().absolute(), text, durable=True)
 
 
 class _StderrProgress:
@@ -235,8 +223,11 @@ def show(
     if card is None:
         fail(f"no memory {memory_id}", EXIT_FAILURE)
     chain = _run(lambda: service.chain(memory_id))
+    from memagent.memory.history import describe_record, history_for
+
+    history = history_for(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)), card.id)
     if as_json:
-        print_json({"card": _card_json(card), "chain": [_chain_entry(c) for c in chain]})
+        print_json({"card": _card_json(card), "chain": [_chain_entry(c) for c in chain], "history": history})
         return
     data = _card_json(card)
     content = data.pop("content")
@@ -255,6 +246,11 @@ def show(
         for link in chain:
             marker = "*" if link.id == card.id else " "
             _out(f" {marker} {link.id}  {link.status:<12} {link.created_at.date().isoformat()}  {_short(link.content, 70)}")
+    if history:
+        _out("")
+        _out("History:")
+        for record in history:
+            _out("  " + describe_record(record, card.id))
 
 
 def _chain_entry(card: "MemoryCard") -> dict[str, Any]:
@@ -415,18 +411,31 @@ def stats(
     root: Optional[Path] = RootOption,
 ) -> None:
     """Counts by status, type and scope, and where the stores are."""
+    from memagent.memory.history import learning_stats
+
     service = _open(ctx, root, embeds=False)
     data = _run(service.stats)
+    data["learning"] = learning_stats(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)))
     if as_json:
         print_json(data)
         return
     _out(f"{data['active']} active memories, {data['total']} in all.")
-    for title, key in (("status", "by_status"), ("type", "by_type"), ("scope", "by_scope")):
+    for title, key in (("status", "by_status"), ("type", "by_type"), ("scope", "by_scope"), ("source", "by_source")):
         shown = ", ".join(f"{k} {v}" for k, v in data[key].items() if v) or "none"
         _out(f"  by {title}: {shown}")
     for label, info in data["stores"].items():
-        _out(f"  {label} store: {info['location']} ({info['active']} active, {info['inactive']} inactive)")
+        size = info.get("size_bytes")
+        on_disk = f", {size / 1_048_576:.1f} MiB on disk" if size else ""
+        _out(f"  {label} store: {info['location']} ({info['active']} active, {info['inactive']} inactive{on_disk})")
     _out(f"  embedder: {data['embedder']['name']} (dim {data['embedder']['dim']})")
+    learning = data["learning"]
+    _out(
+        f"  learning: {learning['extraction_runs']} extraction runs ({learning['failed_runs']} failed), "
+        f"{learning['candidates']} candidates, {learning['pending_review']} pending review"
+    )
+    for title, key in (("decisions", "decisions"), ("gate refusals", "gate_refusals"), ("dropped", "dropped")):
+        shown = ", ".join(f"{k} {v}" for k, v in learning[key].items()) or "none"
+        _out(f"    {title}: {shown}")
 
 
 def _markdown(records: list[dict[str, Any]]) -> str:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 
 from pydantic import ValidationError
 
+from memagent.fsutil import atomic_write
 from memagent.memory.cards import (
     MEMORY_TYPES,
     SCOPES,
@@ -246,12 +245,14 @@ class MemoryService:
         project_root: Path | None = None,
         gate: GateConfig | None = None,
         check_embedder: bool = True,
+        paths: "ProjectPaths | None" = None,
     ) -> None:
         self._stores = dict(stores)  # "project" and "user"
         self._check_embedder = check_embedder
         self._embedder = embedder
         self.session_id = session_id
         self._project_root = project_root
+        self._paths = paths  # for erasing forgotten cards from the learning history
         self.gate = gate or GateConfig()
         self._rate = RateLimiter(self.gate.max_auto_writes_per_session)
         self._lock = threading.RLock()
@@ -301,7 +302,8 @@ class MemoryService:
                 store.close()
             raise MemoryUnavailable(str(exc)) from None
         return cls(
-            stores, embedder, session_id=session_id, project_root=paths.root, gate=gate, check_embedder=check_embedder
+            stores, embedder, session_id=session_id, project_root=paths.root, gate=gate, check_embedder=check_embedder,
+            paths=paths,
         )
 
     def close(self) -> None:
@@ -745,16 +747,23 @@ class MemoryService:
                 by_status["active"] += 1
                 by_type[memory_type] = by_type.get(memory_type, 0) + 1
                 by_scope[scope] = by_scope.get(scope, 0) + 1
+            by_source: dict[str, int] = {}
             for store in self._opened_stores().values():
                 for _, _, meta in store.iter_records(active=False, inactive=True, documents=False):
                     key = str(meta.get("status", "archived"))
                     by_status[key] = by_status.get(key, 0) + 1
+                for _, _, meta in store.iter_records(active=True, inactive=False, documents=False):
+                    source = str(meta.get("source", "assistant"))
+                    by_source[source] = by_source.get(source, 0) + 1
+            for label, store in self._stores.items():
+                stores[label]["size_bytes"] = _directory_size(store.location.path)
             return {
                 "total": sum(by_status.values()),
                 "active": by_status["active"],
                 "by_status": by_status,
                 "by_type": by_type,
                 "by_scope": by_scope,
+                "by_source": dict(sorted(by_source.items())),
                 "stores": stores,
                 "embedder": {"name": getattr(self._embedder, "name", "unknown"), "dim": self.dim},
             }
@@ -789,9 +798,20 @@ class MemoryService:
         if not hits:
             return None
         lines = ["Relevant long-term memories:"]
-        lines.extend(format_block(hit.card) for hit in hits)
+        lines.extend(self._block_with_staleness(hit.card) for hit in hits)
         lines.append(CITE_INSTRUCTION)
         return "\n".join(lines)
+
+    def _block_with_staleness(self, card: MemoryCard) -> str:
+        """A card about files that are gone or changed since it was written says so."""
+        block = format_block(card)
+        if card.files and self._project_root is not None:
+            from memagent.memory.hygiene import stale_note
+
+            note = stale_note(card, self._project_root)
+            if note:
+                block += f" [{note}]"
+        return block
 
     def profile_text(self, max_tokens: int = PROFILE_MAX_TOKENS) -> str | None:
         """A short user + project profile from active, important cards (stable if unchanged)."""
@@ -921,10 +941,19 @@ class MemoryService:
                     catalog.drop(card_id)
             store.purge(removed)
             self._write_tombstones(store, removed)
+            self._erase_from_history(removed)
             erased += len(removed)
         if erased:
             self._after_write()
         return erased
+
+    def _erase_from_history(self, ids: Sequence[str]) -> None:
+        """Forget means everywhere: the learning history and cached profiles quote cards too."""
+        if self._paths is None or not ids:
+            return
+        from memagent.memory.learning import on_forget
+
+        on_forget(self._paths, list(ids))
 
     def _write_tombstones(self, store: CardStore, ids: Sequence[str]) -> None:
         if store.is_remote or not ids or store.location.path is None:
@@ -1122,17 +1151,16 @@ def format_block(card: MemoryCard) -> str:
     return f"{card.citation()} ({meta}) {content}"
 
 
+def _directory_size(path: Path | None) -> int | None:
+    """Bytes on disk under a local store; None for a server store."""
+    if path is None or not path.exists():
+        return None if path is None else 0
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, text, durable=True)
 
 
 def _load_embedder() -> Any:
