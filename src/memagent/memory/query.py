@@ -1,0 +1,164 @@
+"""Turning a user message into a memory query, or deciding there is nothing to look up.
+
+``is_trivial`` skips turns that carry no information need (greetings, thanks, "ok", emoji), so
+they neither cost a search nor inject stale cards. ``build_query`` appends recent context to
+vague follow-ups ("how much?", "and that one?") whose meaning lives in earlier turns.
+``query_time_range`` reads the period a query names ("in July 2022", "last week"); the ranker
+uses it to prefer cards created then.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime, timedelta, timezone
+from typing import Sequence
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+# Whole messages (after normalisation) that only acknowledge, greet or thank.
+_TRIVIAL_PHRASES = frozenset(
+    """
+    hi hello hey hiya yo howdy greetings morning evening afternoon
+    thanks thank thx ty cheers tysm appreciated
+    ok okay k kk okie alright right sure fine cool nice great good perfect awesome excellent
+    yes yeah yep yup no nope nah
+    got it gotcha understood noted roger ack done lgtm wow lol haha hmm ah oh
+    bye goodbye later cya
+    """.split()
+)
+_FILLER = frozenset(
+    """
+    you u so much very a lot lots the that this for it is was all again good great
+    thank thanks ok okay sounds looks works fine nice there man mate buddy guys everyone
+    please pls just really indeed now then well done got makes sense see will do
+    go ahead continue proceed carry on keep going yes yeah
+    """.split()
+)
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how can could should would is are does do did "
+    "will shall may might".split()
+)
+# Words whose referent is somewhere earlier in the conversation.
+_ANAPHORA = frozenset(
+    "it its it's that this those these they them their there he she him her one ones same "
+    "former latter above previous last such".split()
+)
+_VAGUE_MAX_WORDS = 6
+_CONTEXT_TURNS = 2
+_CONTEXT_CHARS = 600
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _is_symbolic(text: str) -> bool:
+    """Only emoji, punctuation, symbols and spaces."""
+    return all(unicodedata.category(ch)[0] in "PSZC" for ch in text)
+
+
+def is_trivial(text: str) -> bool:
+    """True for turns that need no memory lookup: greetings, thanks, acknowledgements,
+    emoji-only, and very short statements that are not questions."""
+    stripped = text.strip()
+    if not stripped or _is_symbolic(stripped):
+        return True
+    words = _words(stripped)
+    if not words:
+        return True
+    if all(w in _TRIVIAL_PHRASES or w in _FILLER for w in words):
+        return True
+    is_question = stripped.endswith("?") or words[0] in _QUESTION_WORDS
+    if is_question or _looks_like_identifier(stripped) or len(words) > 2:
+        return False
+    # One bare word, or two where one is filler ("fix it", "go on"); "deploy staging" is a lookup.
+    return len(words) == 1 or any(w in _FILLER or w in _ANAPHORA or w in _TRIVIAL_PHRASES for w in words)
+
+
+def _looks_like_identifier(text: str) -> bool:
+    """Short inputs such as a file name, a flag or an error code are real lookups."""
+    return bool(re.search(r"[./_\-:#@]|\d", text))
+
+
+def is_vague(text: str) -> bool:
+    """A follow-up that cannot be understood alone: very short, or leaning on a pronoun."""
+    words = _words(text)
+    if not words:
+        return False
+    content = [w for w in words if w not in _QUESTION_WORDS and w not in _ANAPHORA
+               and w not in _FILLER and w not in ("and", "or", "but", "about", "much", "many")]
+    anaphoric = any(w in _ANAPHORA for w in words)
+    return len(content) <= 1 or (len(words) <= _VAGUE_MAX_WORDS and anaphoric)
+
+
+def build_query(user_text: str, recent_context: Sequence[str]) -> str:
+    """The memory query for ``user_text``: the message itself, plus the last turns of
+    ``recent_context`` (oldest first, as given) when the message is vague on its own."""
+    message = " ".join(user_text.split())
+    if not recent_context or not is_vague(message):
+        return message
+    context: list[str] = []
+    budget = _CONTEXT_CHARS
+    for turn in reversed(list(recent_context)[-_CONTEXT_TURNS:]):
+        turn = " ".join(turn.split())
+        if not turn or budget <= 0:
+            continue
+        context.insert(0, turn[-budget:])
+        budget -= len(turn)
+    return " ".join([*context, message]) if context else message
+
+
+# --------------------------------------------------------------------------- time references
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_MONTH_ALIASES = {name[:3]: i + 1 for i, name in enumerate(_MONTHS)} | {
+    name: i + 1 for i, name in enumerate(_MONTHS)} | {"sept": 9}
+_MONTH_YEAR = re.compile(
+    r"\b(?:(" + "|".join(_MONTHS) + r")|"  # a full name alone is a month ...
+    r"(" + "|".join(["sept"] + [name[:3] for name in _MONTHS]) + r")\.?(?=\s+\d))"  # ... "jun" only before a number
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+(\d{4}))?\b", re.IGNORECASE)
+_DAY_MONTH_YEAR = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+(" + "|".join(_MONTHS) + r"),?\s+(\d{4})\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+_RELATIVE_DAYS = {"today": (0, 1), "yesterday": (1, 1), "this week": (7, 7), "last week": (14, 14),
+                  "this month": (31, 31), "last month": (62, 62), "this year": (366, 366),
+                  "last year": (731, 731)}
+# A statement about a month is usually made during that month or some weeks after it.
+_BEFORE_SLACK = timedelta(days=7)
+_AFTER_SLACK = timedelta(days=45)
+
+
+def _month_range(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=timezone.utc)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+    return start, end
+
+
+def query_time_range(text: str, now: datetime) -> tuple[datetime, datetime] | None:
+    """The period a query asks about ("in July 2022", "in June", "2023", "last week"), widened
+    by the slack with which such things are mentioned; None when it names no time.
+
+    A month without a year means its latest occurrence not after ``now``.
+    """
+    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    lowered = text.lower()
+    ranges: list[tuple[datetime, datetime]] = []
+    for match in _DAY_MONTH_YEAR.finditer(lowered):
+        ranges.append(_month_range(int(match.group(2)), _MONTH_ALIASES[match.group(1)]))
+    for match in _MONTH_YEAR.finditer(lowered):
+        name, year = match.group(1) or match.group(2), match.group(3)
+        if name == "may" and not year:
+            continue  # "may" alone is almost always the verb
+        month = _MONTH_ALIASES[name]
+        ranges.append(_month_range(int(year) if year else now.year - (month > now.month), month))
+    if not ranges:
+        years = [int(y) for y in _YEAR.findall(lowered)]
+        ranges = [(datetime(y, 1, 1, tzinfo=timezone.utc), datetime(y + 1, 1, 1, tzinfo=timezone.utc))
+                  for y in years]
+    for phrase, (back, span) in _RELATIVE_DAYS.items():
+        if re.search(r"\b" + phrase + r"\b", lowered):
+            ranges.append((now - timedelta(days=back), now - timedelta(days=back) + timedelta(days=span)))
+    if not ranges:
+        return None
+    return min(r[0] for r in ranges) - _BEFORE_SLACK, max(r[1] for r in ranges) + _AFTER_SLACK

@@ -1,0 +1,321 @@
+"""Hybrid ranking: fuse dense and lexical relevance, then blend in what we know about each card.
+
+Inputs: ``dense`` = (id, cosine) from the vector store and ``lexical`` = (id, coverage 0..1)
+from :meth:`memagent.memory.lexical.LexicalIndex.search`, both over-fetched
+(:func:`candidate_pool`). Two stages, so that card metadata can reorder relevant cards but never
+make an irrelevant one relevant:
+
+1. **Fusion** (``fused``, 0..1) orders candidates. The default, ``"adaptive"``, combines each
+   card's dense z-score among the query's candidates with its lexical score relative to the
+   best lexical match, the lexical side gated by how much of the query that best match covers
+   (see :func:`_adaptive_scores`). ``"weighted"`` sums absolute calibrated scores and
+   ``"rrf"`` is reciprocal-rank fusion; both were measured and lose (memory_quality.md).
+   **Relevance** (``relevance``, 0..1) is the stronger of the two absolutely calibrated
+   scores (cosine mapped from ``dense_floor``..``dense_ceiling``, lexical coverage squashed by
+   ``lexical_half``); ``min_score`` is compared with it, because relative scores say nothing
+   about whether the best candidate is any good.
+2. **Blend**: ``score = fused * (1 + Σ w_i * (signal_i - 0.5) + w_task * task)``, signals in
+   0..1: confidence, importance, scope priority (session 1, project 0.5, user 0), recency
+   (half-life decay from last use or creation), person (the query names the card's ``person``:
+   1, names someone else: 0, names nobody: 0.5), time (the query names a period and the card
+   was created in it: 1, outside it: 0, no period: 0.5) and current-task match (1 or 0).
+
+The defaults were tuned on LoCoMo and memagent's own paraphrase set (bench/bench_locomo.py;
+figures and the trade-off in bench/results/memory_quality.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+FUSIONS = ("adaptive", "weighted", "rrf")
+SCOPE_PRIORITY = {"session": 1.0, "project": 0.5, "user": 0.0}
+
+
+@dataclass
+class CardSignals:
+    """What the ranker needs to know about a card besides its relevance to the query."""
+
+    id: str
+    confidence: float = 1.0
+    importance: float = 0.5
+    scope: str = "project"
+    created_at: datetime | None = None
+    last_used_at: datetime | None = None
+    task_hint: str | None = None
+    status: str = "active"
+    person: str | None = None  # who the card is about (DESIGN §7 "person"), matched against the query
+
+
+@dataclass
+class RankedHit:
+    id: str
+    score: float
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RankingWeights:
+    """Tunable knobs of :func:`rank`; the defaults are the tuned ones (see module docstring)."""
+
+    fusion: str = "adaptive"  # "adaptive", "weighted" or "rrf" (see fuse())
+    dense_weight: float = 0.4
+    lexical_weight: float = 0.6
+    # adaptive fusion
+    dense_center: float = 0.0  # z-score of a cosine that counts as half dense evidence
+    dense_spread: float = 0.7
+    lexical_gate_low: float = 0.15  # best lexical coverage below which BM25 is ignored
+    lexical_gate_high: float = 0.35  # ... and above which it counts fully
+    # absolute calibration: the "relevance" threshold and the "weighted" fusion
+    dense_floor: float = 0.10  # cosine at or below this is no evidence at all
+    dense_ceiling: float = 0.60  # cosine at or above this is full relevance
+    lexical_half: float = 0.15  # lexical coverage (LexicalIndex score) that counts as half relevance
+    rrf_k: float = 60.0
+    confidence: float = 0.10
+    importance: float = 0.10
+    scope: float = 0.10
+    recency: float = 0.05
+    recency_half_life_days: float = 30.0
+    task: float = 0.20
+    person: float = 0.50  # query names a person: their cards up, other people's down
+    time: float = 0.60  # query names a period ("in July 2022", "last week"): cards from it up
+    min_score: float = 0.10  # default relevance threshold: below this a card is junk
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {self.fusion!r}")
+
+
+# --------------------------------------------------------------------------- relevance
+
+
+def calibrate_dense(cosine: float, weights: RankingWeights) -> float:
+    span = max(weights.dense_ceiling - weights.dense_floor, 1e-9)
+    return min(max((cosine - weights.dense_floor) / span, 0.0), 1.0)
+
+
+def calibrate_lexical(bm25: float, weights: RankingWeights) -> float:
+    return bm25 / (bm25 + weights.lexical_half) if bm25 > 0 else 0.0
+
+
+def _rrf_scores(ranked: Sequence[tuple[str, float]], rrf_k: float) -> dict[str, float]:
+    ordered = sorted(ranked, key=lambda item: -item[1])
+    return {doc_id: 1.0 / (rrf_k + position + 1) for position, (doc_id, _) in enumerate(ordered)}
+
+
+def _standardise(values: Sequence[float]) -> list[float]:
+    """z-scores; all zero when the values do not spread (one candidate, or all equal)."""
+    if len(values) < 2:
+        return [0.0] * len(values)
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return [(v - mean) / std if std > 1e-12 else 0.0 for v in values]
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(min(x, 50.0), -50.0)))
+
+
+def _adaptive_scores(ids, dense_map, lexical_map, floor_cosine, weights, total):
+    """Relative dense evidence plus lexical evidence weighted by how well the query matched at all.
+
+    Dense: the cosine's z-score among this query's candidates, squashed by a logistic. Absolute
+    cosines say little (in one long conversation every turn is 0.4-0.6 similar to a question
+    about it); standing out from the other candidates does.
+    Lexical: each card's share of the best card's score, times a gate that rises from 0 to 1 as
+    the best card's coverage of the query goes from ``lexical_gate_low`` to
+    ``lexical_gate_high``. A question that shares one incidental word with some card (a
+    paraphrase) leaves the dense side in charge; a question whose rare terms a card covers
+    lets BM25 lead. Without any dense candidates the gate stays open.
+    """
+    z_dense = _standardise([dense_map.get(i, floor_cosine) for i in ids])
+    best_lexical = max(lexical_map.values(), default=0.0)
+    span = max(weights.lexical_gate_high - weights.lexical_gate_low, 1e-9)
+    gate = min(max((best_lexical - weights.lexical_gate_low) / span, 0.0), 1.0)
+    if not dense_map:
+        gate = 1.0  # lexical-only mode (or no vectors yet): BM25 is all there is
+    scores = {}
+    for doc_id, z in zip(ids, z_dense):
+        dense_part = _logistic(weights.dense_spread * (z - weights.dense_center))
+        lexical_part = gate * lexical_map.get(doc_id, 0.0) / best_lexical if best_lexical > 0 else 0.0
+        scores[doc_id] = (weights.dense_weight * dense_part + weights.lexical_weight * lexical_part) / total
+    return scores
+
+
+def fuse(
+    dense: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    weights: RankingWeights,
+) -> dict[str, dict[str, float]]:
+    """Per candidate id: raw ``dense``/``lexical`` scores, the absolute ``relevance`` (0..1, the
+    stronger of the two calibrated scores; what ``min_score`` is compared with) and the ``fused``
+    score (0..1) that orders candidates.
+
+    A candidate missing from the lexical list has BM25 0; one missing from the dense list is
+    given the lowest cosine seen (it ranked below every listed one).
+    """
+    dense_map = dict(dense)
+    lexical_map = dict(lexical)
+    ids = sorted(dense_map.keys() | lexical_map.keys())
+    floor_cosine = min(dense_map.values(), default=0.0)
+    total = weights.dense_weight + weights.lexical_weight or 1.0
+    fused = _fused_scores(ids, dense, lexical, dense_map, lexical_map, floor_cosine, weights, total)
+    out: dict[str, dict[str, float]] = {}
+    for doc_id in ids:
+        d = dense_map.get(doc_id, 0.0)
+        l = lexical_map.get(doc_id, 0.0)
+        dense_cal = calibrate_dense(d, weights) if doc_id in dense_map else 0.0
+        lexical_cal = calibrate_lexical(l, weights)
+        out[doc_id] = {"dense": d, "lexical": l, "relevance": max(dense_cal, lexical_cal),
+                       "fused": fused[doc_id]}
+    return out
+
+
+def _fused_scores(ids, dense, lexical, dense_map, lexical_map, floor_cosine, weights, total):
+    if weights.fusion == "rrf":
+        rrf_dense = _rrf_scores(dense, weights.rrf_k)
+        rrf_lexical = _rrf_scores(lexical, weights.rrf_k)
+        best = total / (weights.rrf_k + 1)
+        return {i: (weights.dense_weight * rrf_dense.get(i, 0.0)
+                    + weights.lexical_weight * rrf_lexical.get(i, 0.0)) / best for i in ids}
+    if weights.fusion == "adaptive":
+        return _adaptive_scores(ids, dense_map, lexical_map, floor_cosine, weights, total)
+    return {i: (weights.dense_weight * (calibrate_dense(dense_map[i], weights) if i in dense_map else 0.0)
+                + weights.lexical_weight * calibrate_lexical(lexical_map.get(i, 0.0), weights)) / total
+            for i in ids}
+
+
+# --------------------------------------------------------------------------- blend
+
+
+def _as_utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def recency(card: CardSignals, now: datetime, half_life_days: float) -> float:
+    """1.0 for a card used or created now, halving every ``half_life_days``; 0.5 if undated."""
+    moment = card.last_used_at or card.created_at
+    if moment is None:
+        return 0.5
+    age_days = max((_as_utc(now) - _as_utc(moment)).total_seconds() / 86400.0, 0.0)
+    return math.pow(0.5, age_days / max(half_life_days, 1e-9))
+
+
+def signals_of(card: CardSignals, *, now: datetime, current_task: str | None,
+               weights: RankingWeights, context: "QueryContext | None" = None) -> dict[str, float]:
+    clamp = lambda value: min(max(float(value), 0.0), 1.0)  # noqa: E731
+    context = context or QueryContext()
+    return {
+        "confidence": clamp(card.confidence),
+        "importance": clamp(card.importance),
+        "scope": SCOPE_PRIORITY.get(card.scope, 0.0),
+        "recency": recency(card, now, weights.recency_half_life_days),
+        "task": 1.0 if current_task and card.task_hint == current_task else 0.0,
+        "person": context.person_signal(card),
+        "time": context.time_signal(card),
+    }
+
+
+@dataclass
+class QueryContext:
+    """What the query text says about people and time; neutral (0.5 signals) when nothing."""
+
+    words: frozenset[str] = frozenset()
+    named_people: frozenset[str] = frozenset()
+    time_range: tuple[datetime, datetime] | None = None
+
+    @classmethod
+    def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime) -> "QueryContext":
+        if not query:
+            return cls()
+        from memagent.memory.query import query_time_range
+
+        words = frozenset(_name_words(query))
+        people = frozenset(c.person for c in cards if c.person and _mentions(words, c.person))
+        return cls(words, people, query_time_range(query, now))
+
+    def person_signal(self, card: CardSignals) -> float:
+        if not self.named_people:
+            return 0.5
+        return 1.0 if card.person in self.named_people else 0.0
+
+    def time_signal(self, card: CardSignals) -> float:
+        if self.time_range is None or card.created_at is None:
+            return 0.5
+        start, end = self.time_range
+        return 1.0 if start <= _as_utc(card.created_at) < end else 0.0
+
+
+def _name_words(text: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[^\W\d_]+", text)]
+
+
+def _mentions(query_words: frozenset[str], person: str) -> bool:
+    """The query names the person: any of their name's words (of 3+ letters) appears in it."""
+    return any(len(w) >= 3 and w in query_words for w in _name_words(person))
+
+
+def blend_factor(signals: Mapping[str, float], weights: RankingWeights) -> float:
+    """Multiplier around 1.0: each signal above 0.5 lifts the score, below 0.5 lowers it.
+
+    The task signal only lifts (a card from another task is not penalised).
+    """
+    factor = 1.0
+    for name in ("confidence", "importance", "scope", "recency", "person", "time"):
+        factor += getattr(weights, name) * (signals[name] - 0.5)
+    factor += weights.task * signals["task"]
+    return max(factor, 0.0)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def rank(
+    dense: list[tuple[str, float]],
+    lexical: list[tuple[str, float]],
+    signals: Mapping[str, CardSignals],
+    *,
+    now: datetime,
+    current_task: str | None = None,
+    k: int = 5,
+    weights: RankingWeights | None = None,
+    min_score: float | None = None,
+    active_only: bool = True,
+    query: str | None = None,
+) -> list[RankedHit]:
+    """The ``k`` best cards, best first, each with a ``parts`` breakdown of its score.
+
+    ``dense`` holds (id, cosine) from the vector store, ``lexical`` (id, BM25) from
+    :class:`~memagent.memory.lexical.LexicalIndex`; over-fetch both (see :func:`candidate_pool`).
+    Ids without an entry in ``signals`` are skipped (the card is gone); with ``active_only``,
+    so are cards whose status is not ``active``. ``min_score`` (default
+    ``weights.min_score``; pass 0 to keep everything) drops cards whose calibrated relevance is
+    below it. ``query`` (the query text, optional) enables the person and time signals.
+    """
+    weights = weights or RankingWeights()
+    threshold = weights.min_score if min_score is None else min_score
+    candidates = []
+    for doc_id, relevance in fuse(dense, lexical, weights).items():
+        card = signals.get(doc_id)
+        if card is None or (active_only and card.status != "active"):
+            continue
+        if relevance["relevance"] >= threshold:
+            candidates.append((doc_id, card, relevance))
+    context = QueryContext.from_query(query, [card for _, card, _ in candidates], now)
+    hits: list[RankedHit] = []
+    for doc_id, card, relevance in candidates:
+        card_signals = signals_of(card, now=now, current_task=current_task, weights=weights,
+                                  context=context)
+        score = relevance["fused"] * blend_factor(card_signals, weights)
+        hits.append(RankedHit(id=doc_id, score=score, parts={**relevance, **card_signals}))
+    hits.sort(key=lambda hit: (-hit.score, hit.id))
+    return hits[: max(k, 0)]
+
+
+def candidate_pool(k: int) -> int:
+    """How many candidates to fetch from each retriever for a final top-``k``."""
+    return max(50, 5 * k)

