@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["fakeapi.fixtures"]
+pytest_plugins = ["fakeapi.fixtures", "memory_fixtures"]
 
 
 @pytest.fixture(autouse=True)

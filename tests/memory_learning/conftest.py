@@ -6,45 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from memagent.config import ProjectPaths, Settings, project_paths
+from memagent.config import Settings
 from memory_learning.learnkit import Brain
-
-
-@pytest.fixture(scope="session")
-def embedder(tmp_path_factory):
-    from memagent.memory.embeddings import load_embedder
-
-    loaded = load_embedder("onnx", cache_dir=tmp_path_factory.mktemp("onnx-graph"))
-    assert loaded.dim == 384, f"MiniLM weights are not usable here: {loaded.fallback_reasons}"
-    return loaded
-
-
-@pytest.fixture
-def paths(tmp_path, isolated_env) -> ProjectPaths:
-    root = tmp_path / "project"
-    root.mkdir()
-    return project_paths(root)
-
-
-@pytest.fixture
-def open_service(paths, embedder):
-    from memagent.memory.service import MemoryService
-
-    opened = []
-
-    def factory(session_id: str = "s1"):
-        service = MemoryService.open(paths, Settings(), session_id, embedder=embedder)
-        opened.append(service)
-        return service
-
-    yield factory
-    for service in opened:
-        service.close()
-
-
-@pytest.fixture
-def service(open_service):
-    return open_service()
 
 
 @pytest.fixture
