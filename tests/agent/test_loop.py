@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memagent.agent.events import AssistantText, Notice, ToolCallFinished, ToolCallStarted, TurnEnded
+from memagent.events import AssistantText, Notice, ToolCallFinished, ToolCallStarted, TurnEnded
 from memagent.agent.loop import Agent, Approval, TurnHooks
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptWriter, read_records

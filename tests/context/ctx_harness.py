@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from memagent.agent.events import Notice, TurnEnded
+from memagent.events import Notice, TurnEnded
 from memagent.agent.loop import Agent, TurnHooks
 from memagent.config import Settings
 from memagent.context.compaction import SUMMARY_SYSTEM, CompactingContext

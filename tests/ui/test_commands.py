@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from memagent.agent.events import Notice
+from memagent.events import Notice
 from memagent.llm.scripted import ScriptedModel, reply
 from memagent.runtime import SessionOptions, open_session
 from memagent.tasks import IN_PROGRESS, TaskStore

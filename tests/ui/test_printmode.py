@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from types import SimpleNamespace
 
-from memagent.agent.events import ToolCallFinished
+from memagent.events import ToolCallFinished
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import reply, tool_call
 from memagent.llm.types import ModelError

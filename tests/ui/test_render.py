@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from memagent.agent.events import (
+from memagent.events import (
     AssistantText,
     Notice,
     ToolCallFinished,

@@ -1,6 +1,6 @@
 """The agent loop: a generator of events over (conversation, model, tools).
 
-``Agent.run_turn(text)`` yields :mod:`memagent.agent.events` until the model ends the turn. It
+``Agent.run_turn(text)`` yields :mod:`memagent.events` until the model ends the turn. It
 never prints and never imports a terminal or SDK library; renderers consume the events. Every
 request it sends satisfies DESIGN §3: a cancelled turn (KeyboardInterrupt anywhere inside),
 a tool crash, or a model error all leave a history the API accepts.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterator, Protocol
 
-from memagent.agent.events import (
+from memagent.events import (
     AgentEvent,
     AssistantText,
     Notice,

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from memagent.agent.events import AgentEvent, Notice
+from memagent.events import AgentEvent, Notice
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
 from memagent.context.history import INTERRUPTED_REQUEST

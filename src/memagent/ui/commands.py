@@ -195,7 +195,7 @@ def format_context_report(report: Any) -> str:
 
 
 def cmd_compact(session: "Session", arg: str) -> Reply:
-    from memagent.agent.events import Notice
+    from memagent.events import Notice
 
     context = _context_policy(session)
     if context is None or not hasattr(context, "force_compact"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING, Iterator
 
-from memagent.agent.events import AgentEvent
+from memagent.events import AgentEvent
 from memagent.ui.render import PrintRenderer
 
 if TYPE_CHECKING:

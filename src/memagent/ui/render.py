@@ -1,6 +1,6 @@
 """Renderers of the agent's event stream: one for print mode, one for the interactive REPL.
 
-Both consume the same :mod:`memagent.agent.events`. Print mode writes only the final answer to
+Both consume the same :mod:`memagent.events`. Print mode writes only the final answer to
 stdout and one compact line per tool call to stderr; the REPL shows a spinner until the first
 token, streams the answer as Markdown, and shows each tool call as a header plus a preview.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from memagent.agent.events import (
+from memagent.events import (
     AgentEvent,
     AssistantText,
     Notice,

@@ -1,4 +1,5 @@
-"""Events the agent loop yields. The REPL and print mode are two renderers of this stream."""
+"""Events a turn yields (from the loop and the context policy). The REPL and print mode are two
+renderers of this stream. A leaf module: it imports nothing of memagent."""
 
 from __future__ import annotations
 
