@@ -69,10 +69,12 @@ class Session:
     learner: Any = None  # BackgroundLearner when memory is on
     end_of_session_wait: float = 30.0  # bound on waiting for the last memory extraction
 
-    def close(self) -> None:
+    def close(self) -> list[str]:
         """End the session: learn from what was not mined yet (bounded wait), then close stores.
 
-        Safe to call twice."""
+        Returns the warnings raised while closing (e.g. transcript records that could not be
+        written), for the caller to show. Safe to call twice."""
+        already = len(self.warnings)
         learner, self.learner = self.learner, None
         if learner is not None:
             conversation = self.agent.conversation
@@ -85,9 +87,13 @@ class Session:
         for closer in reversed(self.closers):
             try:
                 closer()
-            except Exception:  # closing must never mask the real exit
-                pass
+            except Exception as exc:  # closing must never mask the real exit
+                self.warnings.append(f"while closing: {exc}")
         self.closers.clear()
+        if self.transcript.failure:
+            self.warnings.append(self.transcript.failure)
+            self.transcript.failure = None
+        return self.warnings[already:]
 
 
 def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel:

@@ -304,3 +304,43 @@ def test_transcript_is_flushed_after_each_message(tmp_path):
     assert seen == [1, 3]
     lines = (tmp_path / ".transcripts" / "s1.jsonl").read_text().splitlines()
     assert all(json.loads(line)["type"] == "message" for line in lines)
+
+
+class FlakyFile:
+    """A transcript file whose writes fail (a full disk) until ``healed``."""
+
+    def __init__(self, real):
+        self.real = real
+        self.healed = False
+
+    def write(self, data):
+        if not self.healed:
+            raise OSError(28, "No space left on device")
+        return self.real.write(data)
+
+    def fileno(self):
+        return self.real.fileno()
+
+    def close(self):
+        self.real.close()
+
+
+def test_a_full_disk_loses_nothing_and_is_reported_once(tmp_path):
+    model = ScriptedModel([reply("one"), reply("two"), reply("three")])
+    agent, _ = make_agent(tmp_path, model)
+    run(agent, "first")  # opens the file
+    writer = agent.conversation.recorder
+    flaky = FlakyFile(writer._fh)
+    writer._fh = flaky
+    events = run(agent, "second")
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and "No space left" in notices[0].text and notices[0].level == "error"
+    assert events[-1].final_text == "two"  # the turn itself went on
+    assert writer.pending == 2
+    flaky.healed = True
+    events = run(agent, "third")
+    assert any(isinstance(e, Notice) and "nothing was lost" in e.text for e in events)
+    writer.close()
+    loaded = read_records(tmp_path / ".transcripts" / "s1.jsonl")
+    texts = [r["content"][0]["text"] for r in loaded.records if r["type"] == "message"]
+    assert texts == ["first", "one", "second", "two", "third", "three"]

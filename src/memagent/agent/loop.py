@@ -107,6 +107,7 @@ class Agent:
     turns: int = 0
     _always_allowed: set[str] = field(default_factory=set)
     _partial_text: list[str] = field(default_factory=list)
+    _storage_problem: str | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -170,6 +171,7 @@ class Agent:
         pauses = 0
         retried_too_long = False
         for _ in range(self.config.max_rounds):
+            yield from self._storage_notice()
             yield from self.context.before_request(self.conversation)
             request = self.build_request()
             yield WaitingForModel()
@@ -211,6 +213,7 @@ class Agent:
         if not content and self.conversation.last_role == "user":
             # Keep alternation valid for the next turn: an empty answer is still an answer.
             self.conversation.append("assistant", [text_block("(no answer)")])
+        yield from self._storage_notice()
         yield TurnEnded(stop, final_text=response.text(), usage=response.usage.to_dict())
 
     def _stream(self, request: ModelRequest) -> Iterator[AgentEvent]:
@@ -279,6 +282,17 @@ class Agent:
         if decision is Approval.ALLOW:
             return None
         return ToolOutcome(DENIED_MESSAGE.format(name=tool.name), is_error=True)
+
+    def _storage_notice(self) -> Iterator[AgentEvent]:
+        """Say once when the transcript stops being written, and once when it recovers."""
+        recorder = self.conversation.recorder
+        problem = getattr(recorder, "failure", None)
+        if problem and problem != self._storage_problem:
+            self._storage_problem = problem
+            yield Notice(f"{problem}. The conversation is kept in memory and written as soon as possible.", "error")
+        elif problem is None and self._storage_problem is not None:
+            self._storage_problem = None
+            yield Notice("The transcript is being written again; nothing was lost.", "info")
 
     def _pending_tool_ids(self) -> list[str]:
         """tool_use ids of the last assistant message that have no result yet."""

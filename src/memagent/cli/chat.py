@@ -81,7 +81,8 @@ def run_print_mode(options: ChatOptions) -> int:
         color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
         return run_print(session, prompt, sys.stdout, sys.stderr, color=color)
     finally:
-        session.close()
+        for warning in session.close():
+            sys.stderr.write(f"memagent: warning: {warning}\n")
 
 
 def run_interactive(options: ChatOptions) -> int:

@@ -41,8 +41,15 @@ class TranscriptError(Exception):
 
 @dataclass
 class TranscriptWriter:
+    """Appends records, one JSON line each, flushed as they come.
+
+    A failed write (a full disk, a vanished directory) never loses a record and never ends the
+    session: unwritten lines stay in memory, in order, and go out before the next record once
+    writing works again. ``failure`` says why writing is failing (None when all is on disk).
+    """
+
     path: Path
-    _fh: IO[str] | None = field(default=None, repr=False)
+    _fh: IO[bytes] | None = field(default=None, repr=False)
     _next_id: int = 1
     # written just before the first other record, so a session that never says anything
     # leaves no file behind
@@ -50,6 +57,9 @@ class TranscriptWriter:
     _closed: bool = False
     # background memory extraction records from another thread: one line at a time
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _backlog: list[bytes] = field(default_factory=list, repr=False)
+    _torn: bool = False  # a failed write may have left half a line on disk
+    failure: str | None = None
 
     @classmethod
     def open(cls, directory: Path, session_id: str, start_id: int = 1) -> "TranscriptWriter":
@@ -63,39 +73,59 @@ class TranscriptWriter:
         """The ``session_start`` record, written lazily with the first real record."""
         self._header = record
 
-    def _ensure_open(self) -> IO[str]:
-        if self._closed:
-            raise TranscriptError(f"transcript {self.path} is closed")
-        if self._fh is None:
-            try:
-                self._fh = self.path.open("a", encoding="utf-8")
-            except OSError as exc:
-                raise TranscriptError(f"cannot open transcript {self.path}: {exc.strerror or exc}") from None
-            if self._header is not None:
-                header, self._header = self._header, None
-                self._write_line(self._fh, self._stamp(header))
-        return self._fh
-
     @staticmethod
     def _stamp(record: dict[str, Any]) -> dict[str, Any]:
         return {"type": record["type"], "time": utc_now(), **{k: v for k, v in record.items() if k not in ("type", "time")}}
 
-    def _write_line(self, fh: IO[str], record: dict[str, Any]) -> None:
-        try:
-            fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-            fh.flush()
-        except OSError as exc:
-            raise TranscriptError(f"cannot write transcript {self.path}: {exc.strerror or exc}") from None
+    @staticmethod
+    def _line(record: dict[str, Any]) -> bytes:
+        return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
     @property
     def session_id(self) -> str:
         return self.path.stem
 
+    @property
+    def pending(self) -> int:
+        """Records kept in memory because they could not be written yet."""
+        return len(self._backlog)
+
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         record = self._stamp(record)
         with self._lock:
-            self._write_line(self._ensure_open(), record)
+            if self._closed:
+                raise TranscriptError(f"transcript {self.path} is closed")
+            if self._header is not None:
+                header, self._header = self._header, None
+                self._backlog.append(self._line(self._stamp(header)))
+            self._backlog.append(self._line(record))
+            self._drain_locked()
         return record
+
+    def _drain_locked(self) -> None:
+        """Write every pending line in order; on failure keep the rest for the next try."""
+        try:
+            if self._fh is None:
+                self._fh = self.path.open("ab", buffering=0)
+            if self._torn:
+                self._write_all(b"\n")  # end a half-written line; readers skip blank lines
+                self._torn = False
+            while self._backlog:
+                self._write_all(self._backlog[0])
+                self._backlog.pop(0)
+            self.failure = None
+        except OSError as exc:
+            self._torn = self._fh is not None
+            self.failure = f"cannot write transcript {self.path}: {exc.strerror or exc}"
+
+    def _write_all(self, data: bytes) -> None:
+        assert self._fh is not None
+        view = memoryview(data)
+        while view:
+            written = self._fh.write(view)
+            view = view[written or 0 :]
+            if not written:
+                raise OSError(28, "no space left on device")
 
     def message(self, message: dict[str, Any], usage: dict[str, int] | None = None) -> str:
         """Record one message; returns its id."""
@@ -109,19 +139,20 @@ class TranscriptWriter:
         return message_id
 
     def close(self) -> None:
+        """Write what is pending (one last try), then close; ``failure`` tells what was lost."""
         with self._lock:
-            self._close_locked()
-
-    def _close_locked(self) -> None:
-        self._closed = True
-        if self._fh is not None:
-            try:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-            except OSError:
-                pass
-            self._fh.close()
-            self._fh = None
+            if self._backlog:
+                self._drain_locked()
+            if self._backlog:
+                self.failure = f"{len(self._backlog)} transcript records could not be written to {self.path}: {self.failure}"
+            self._closed = True
+            if self._fh is not None:
+                try:
+                    os.fsync(self._fh.fileno())
+                except OSError:
+                    pass
+                self._fh.close()
+                self._fh = None
 
 
 @dataclass

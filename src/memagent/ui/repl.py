@@ -318,7 +318,8 @@ class Repl:
             return
         loader.wait()
         if loader.session is not None:
-            loader.session.close()
+            for warning in loader.session.close():
+                sys.stderr.write(f"memagent: warning: {warning}\n")
 
 
 __all__ = ["PROMPT", "Repl", "SessionLoader", "make_key_bindings", "make_prompt_session", "session_status"]
