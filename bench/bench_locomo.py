@@ -161,14 +161,25 @@ def lexical_overlap(corpus: Corpus) -> list[tuple[str, str, set[str]]]:
 # --------------------------------------------------------------------------- vectors
 
 
-def with_previous_turn(corpus: Corpus) -> list[str]:
-    """Index text of each turn card with the turn before it (same session) as its backstory."""
-    texts = []
-    for i, text in enumerate(corpus.card_texts):
+BACKSTORY_TURNS = 2
+
+
+def previous_turns(corpus: Corpus, turns: int = BACKSTORY_TURNS) -> list[str]:
+    """Each turn card's backstory: the ``turns`` turns before it in the same session (DESIGN §7
+    ``backstory``, "how and why it came up"), oldest first; empty for a session's first turn."""
+    backstories = []
+    for i in range(len(corpus.card_texts)):
         session = corpus.card_ids[i].split(":")[0]
-        previous = corpus.card_texts[i - 1] if i and corpus.card_ids[i - 1].split(":")[0] == session else ""
-        texts.append(f"{text} {previous}".strip())
-    return texts
+        earlier = [j for j in range(max(i - turns, 0), i) if corpus.card_ids[j].split(":")[0] == session]
+        backstories.append(" ".join(corpus.card_texts[j] for j in earlier))
+    return backstories
+
+
+def turn_place(card_id: str) -> tuple[str | None, int | None]:
+    """``"D3:7"`` → (``"D3"``, 7): the card's thread (session) and position, as provenance
+    session id and turn would give them; (None, None) for ids of another shape."""
+    match = re.fullmatch(r"(D\d+):(\d+)", card_id)
+    return (match.group(1), int(match.group(2))) if match else (None, None)
 
 
 def cached_vectors(embedder, texts: list[str], cache_dir: Path, label: str) -> np.ndarray:
@@ -194,19 +205,20 @@ class PreparedCorpus:
     now: datetime
 
 
-def prepare(corpus: Corpus, embedder, cache_dir: Path, lexical_texts: list[str] | None = None,
+def prepare(corpus: Corpus, embedder, cache_dir: Path, backstories: list[str] | None = None,
             **bm25_params: float) -> PreparedCorpus:
-    """Index a corpus: BM25 over ``lexical_texts`` (default: the card texts), vectors of the
-    card texts themselves."""
+    """Index a corpus as MemoryService does: BM25 over each card's text with its backstory as
+    the (down-weighted) context field, vectors of the card texts alone."""
     index = LexicalIndex(**bm25_params)
-    for card_id, text in zip(corpus.card_ids, lexical_texts or corpus.card_texts):
-        index.add(card_id, text)
-    signals = {
-        card_id: CardSignals(id=card_id, confidence=0.9, importance=0.5, scope="project",
-                             created_at=when, last_used_at=None, task_hint=None, status="active",
-                             person=person)
-        for card_id, when, person in zip(corpus.card_ids, corpus.created_at, corpus.people)
-    }
+    for card_id, text, backstory in zip(corpus.card_ids, corpus.card_texts,
+                                        backstories or [""] * len(corpus.card_ids)):
+        index.add(card_id, text, context=backstory)
+    signals = {}
+    for card_id, when, person in zip(corpus.card_ids, corpus.created_at, corpus.people):
+        thread, position = turn_place(card_id)
+        signals[card_id] = CardSignals(id=card_id, confidence=0.9, importance=0.5, scope="project",
+                                       created_at=when, last_used_at=None, task_hint=None,
+                                       status="active", person=person, thread=thread, position=position)
     return PreparedCorpus(
         corpus=corpus,
         lexical=index,
@@ -229,7 +241,9 @@ def dense_candidates(prepared: PreparedCorpus, qi: int, n: int) -> list[tuple[st
 
 
 def bm25_only(prepared: PreparedCorpus, qi: int) -> list[str]:
-    return [d for d, _ in prepared.lexical.search(prepared.corpus.queries[qi].text, RANK_DEPTH)]
+    """Plain Okapi BM25 order (``raw``: without the partial-match discount of memagent's
+    normalised scores) over the same index text as the hybrid."""
+    return [d for d, _ in prepared.lexical.search(prepared.corpus.queries[qi].text, RANK_DEPTH, raw=True)]
 
 
 def dense_only(prepared: PreparedCorpus, qi: int) -> list[str]:
@@ -310,9 +324,9 @@ def grid_search(locomo: list[PreparedCorpus], paraphrase: list[PreparedCorpus]) 
     the paraphrase NDCG within 0.05 of the best seen."""
     base = RankingWeights()
     rows = []
-    for dense_weight in (0.3, 0.4, 0.5):
-        for spread in (0.7, 1.0, 1.5):
-            for low, high in ((0.1, 0.25), (0.15, 0.25), (0.15, 0.35), (0.2, 0.35)):
+    for dense_weight in (0.3, 0.4):
+        for spread in (0.7, 1.0):
+            for low, high in ((0.05, 0.25), (0.1, 0.25), (0.1, 0.3), (0.15, 0.35)):
                 w = replace(base, dense_weight=dense_weight, lexical_weight=1 - dense_weight,
                             dense_spread=spread, lexical_gate_low=low, lexical_gate_high=high)
                 lo = evaluate(locomo, hybrid(w))["overall"]
@@ -330,6 +344,7 @@ def fusion_table(sets: dict[str, list[PreparedCorpus]]) -> str:
     variants = {
         "adaptive (default)": base,
         "adaptive, no person/time signals": replace(base, person=0.0, time=0.0),
+        "adaptive, no neighbour sharing": replace(base, neighbour=0.0),
         "weighted sum of calibrated scores": replace(base, fusion="weighted"),
         "reciprocal-rank fusion": replace(base, fusion="rrf"),
     }
@@ -393,8 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     started = time.perf_counter()
     raw_locomo = load_locomo(args.data)
+    locomo_backstory = [prepare(c, embedder, args.cache_dir, previous_turns(c)) for c in raw_locomo]
     locomo = [prepare(c, embedder, args.cache_dir) for c in raw_locomo]
-    locomo_backstory = [prepare(c, embedder, args.cache_dir, with_previous_turn(c)) for c in raw_locomo]
     paraphrase_corpora = load_paraphrase(args.paraphrase) if args.paraphrase.is_dir() else []
     for corpus in paraphrase_corpora:
         for question, card, shared in lexical_overlap(corpus):
@@ -404,11 +419,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     methods = {"memagent hybrid": hybrid(), "BM25 only": bm25_only, "dense only": dense_only}
     sections = [
-        format_table(f"LoCoMo ({args.data.name}, categories 1-4), turn cards", run_methods(locomo, methods)),
-        format_table("LoCoMo, turn cards with the previous turn as backstory in the lexical index",
+        format_table(f"LoCoMo ({args.data.name}, categories 1-4), turn cards with the "
+                     f"{BACKSTORY_TURNS} previous turns as backstory (headline)",
                      run_methods(locomo_backstory, methods)),
+        format_table("LoCoMo, plain turn cards (no backstory)", run_methods(locomo, methods)),
     ]
-    sets = {"LoCoMo": locomo, "LoCoMo+backstory": locomo_backstory}
+    sets = {"LoCoMo+backstory": locomo_backstory, "LoCoMo plain": locomo}
     if paraphrase:
         cards = sum(len(p.corpus.card_ids) for p in paraphrase)
         queries = sum(len(p.corpus.queries) for p in paraphrase)
@@ -426,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(report + "\n", encoding="utf-8")
     if args.grid and paraphrase:
-        grid_search(locomo, paraphrase)
+        grid_search(locomo_backstory, paraphrase)
     return 0
 
 

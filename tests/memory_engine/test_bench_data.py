@@ -54,3 +54,12 @@ def test_paraphrase_files_are_well_formed():
         data = json.loads(path.read_text(encoding="utf-8"))
         ids = {card["id"] for card in data["cards"]}
         assert all(set(q["evidence"]) <= ids and q["question"].strip() for q in data["queries"])
+
+
+def test_backstory_is_the_previous_turns_of_the_same_session_only(bench):
+    corpus = bench.Corpus("c", ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"],
+                          ["A: one", "B: two", "A: three", "B: four", "A: five"], [], [])
+    assert bench.previous_turns(corpus, 2) == ["", "A: one", "A: one B: two", "", "B: four"]
+    assert bench.previous_turns(corpus, 1)[2] == "B: two"
+    assert bench.turn_place("D12:7") == ("D12", 7)
+    assert bench.turn_place("c03") == (None, None)

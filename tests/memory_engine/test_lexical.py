@@ -113,6 +113,40 @@ def test_scores_are_normalised_coverage_of_the_query():
     assert set(hits) == {"full", "half"}
     assert all(0 < score <= 1 for score in hits.values())
     assert hits["full"] > 2 * hits["half"]
-    ratio = raw["full"] / hits["full"]
-    assert raw["half"] / hits["half"] == pytest.approx(ratio)
-    assert ratio == pytest.approx(index.max_score("docker compose"))
+    assert raw["full"] / hits["full"] == pytest.approx(index.max_score("docker compose"))
+    # "half" shares one of the query's two terms: its coverage is discounted by (1/2) ** 2
+    assert raw["half"] / hits["half"] == pytest.approx(index.max_score("docker compose") / 0.25)
+
+
+def test_a_card_sharing_few_query_terms_is_discounted_but_keeps_its_place_alone():
+    index = _index({
+        "rare-pair": "quokka zebra",
+        "three": "deploy staging server quickly",
+        "filler": "lunch menu today",
+        "ops": "deploy staging server note",
+    })
+    query = "deploy quokka zebra staging server"
+    hits = dict(index.search(query, 5))
+    raw = dict(index.search(query, 5, raw=True))
+    assert raw["rare-pair"] > raw["three"]  # plain BM25: two rare words win
+    assert hits["three"] > hits["rare-pair"]  # three shared terms count fully, two do not
+    assert hits["rare-pair"] == pytest.approx(raw["rare-pair"] / index.max_score(query) * (2 / 3) ** 2)
+    # a one-word query needs one shared word: no discount
+    single = index.search("quokka", 1)
+    assert single[0][0] == "rare-pair"
+    assert single[0][1] == pytest.approx(index.search("quokka", 1, raw=True)[0][1] / index.max_score("quokka"))
+
+
+def test_context_terms_find_a_card_but_count_less_than_its_own_words():
+    index = LexicalIndex(context_weight=0.5)
+    index.add("answer", "Tomorrow is going to be an awesome night", context="the grand opening of my bakery")
+    index.add("opening", "The grand opening of the bakery is on Friday")
+    index.add("other", "I painted a sunset last week")
+    hits = [doc_id for doc_id, _ in index.search("bakery grand opening", 3)]
+    assert hits[:2] == ["opening", "answer"]
+    assert "other" not in hits
+    index.add("answer", "Tomorrow is going to be an awesome night")  # re-adding replaces the context
+    assert "answer" not in [doc_id for doc_id, _ in index.search("bakery grand opening", 3)]
+    without_context = LexicalIndex(context_weight=0.0)
+    without_context.add("answer", "an awesome night", context="grand opening")
+    assert without_context.search("grand opening", 3) == []

@@ -183,3 +183,40 @@ def test_lexical_only_mode_still_orders_weak_matches():
     hits = rank([], [("a_weak", 0.03), ("b_better", 0.08)], cards, now=NOW, weights=weights)
     assert [h.id for h in hits] == ["b_better", "a_weak"]
     assert hits[0].score > hits[1].score > 0
+
+
+def _placed(places: dict[str, tuple[str | None, int | None]]) -> dict[str, CardSignals]:
+    cards = _cards(*places)
+    for doc_id, (thread, position) in places.items():
+        cards[doc_id].thread, cards[doc_id].position = thread, position
+    return cards
+
+
+def test_a_turn_next_to_a_strong_hit_gains_a_share_of_its_score():
+    """An answer ("Tomorrow's gonna be awesome") often only makes sense beside the turn that
+    asked: the candidate adjacent to the best hit of the same thread overtakes an equal one."""
+    cards = _placed({"asked": ("s1", 4), "answer": ("s1", 5), "elsewhere": ("s2", 9),
+                     **{f"bg{i}": (None, None) for i in range(30)}})
+    dense = [("asked", 0.60), ("answer", 0.40), ("elsewhere", 0.40), *_background()]
+    plain = rank(dense, [], cards, now=NOW, k=3, weights=RankingWeights(neighbour=0.0))
+    assert [h.id for h in plain][0] == "asked"
+    assert plain[1].score == pytest.approx(plain[2].score)  # answer and elsewhere tie
+    hits = rank(dense, [], cards, now=NOW, k=3)
+    assert [h.id for h in hits] == ["asked", "answer", "elsewhere"]
+    by_id, before = {h.id: h for h in hits}, {h.id: h for h in plain}
+    share = RankingWeights().neighbour
+    assert by_id["answer"].parts["neighbour"] == pytest.approx(share * before["asked"].score)
+    assert by_id["answer"].score == pytest.approx(before["answer"].score + share * before["asked"].score)
+    assert by_id["asked"].score == pytest.approx(before["asked"].score + share * before["answer"].score)
+    assert by_id["elsewhere"].parts["neighbour"] == 0.0
+
+
+def test_neighbours_must_share_the_thread_and_be_one_turn_apart():
+    cards = _placed({"hit": ("s1", 4), "other_thread": ("s2", 5), "two_away": ("s1", 6),
+                     "unplaced": (None, None), **{f"bg{i}": (None, None) for i in range(30)}})
+    dense = [("hit", 0.60), ("other_thread", 0.40), ("two_away", 0.40), ("unplaced", 0.40), *_background()]
+    hits = {h.id: h for h in rank(dense, [], cards, now=NOW, k=4)}
+    assert hits["other_thread"].parts["neighbour"] == 0.0
+    assert hits["two_away"].parts["neighbour"] == 0.0
+    assert "neighbour" not in hits["unplaced"].parts
+    assert hits["hit"].score > hits["other_thread"].score == pytest.approx(hits["two_away"].score)

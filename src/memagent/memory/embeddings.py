@@ -475,6 +475,9 @@ class OnnxEmbedder(_TransformerEmbedder):
         graph = load_or_build_graph(files, cache_dir)
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        # Idle worker threads spin-waiting for work steal the CPU the caller (Chroma's query,
+        # the rest of the agent) needs; measured on 2 cores, not spinning halves embed + query.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":

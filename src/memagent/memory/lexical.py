@@ -1,6 +1,8 @@
 """BM25 over memory cards: an incremental inverted index in pure Python.
 
-Scores are normalised to 0..1 by the query's best attainable BM25 (see ``LexicalIndex.search``).
+Scores are normalised to 0..1 by the query's best attainable BM25 and discounted for cards that
+share only one or two of a longer query's terms (see ``LexicalIndex.search``). A card's context
+(its backstory) is a second, down-weighted field (``LexicalIndex.add``).
 Search touches only the postings of the query's terms, so its cost grows with how common those
 terms are, not with the number of cards. Adding or removing a card updates the postings in place.
 
@@ -13,11 +15,14 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Mapping
 
 _WORD = re.compile(r"[^\W_]+")
+_BY_SCORE_THEN_ID = operator.itemgetter(1, 0)  # (doc_id, score) pairs: score, then id for ties
 
 STOPWORDS = frozenset(
     """
@@ -98,10 +103,13 @@ class LexicalIndex:
 
     k1: float = 0.8  # tuned on LoCoMo turns (short texts): less tf saturation headroom
     b: float = 0.4  # ... and milder length normalisation than the textbook 0.75
-    _postings: dict[str, dict[str, int]] = field(default_factory=dict, init=False, repr=False)
+    context_weight: float = 0.5  # a term of a card's context (backstory) vs one of its own text
+    full_match_terms: int = 3  # distinct shared query terms from which a match counts fully ...
+    partial_match_power: float = 2.0  # ... and how steeply fewer shared terms are discounted
+    _postings: dict[str, dict[str, float]] = field(default_factory=dict, init=False, repr=False)
     _doc_terms: dict[str, Counter] = field(default_factory=dict, init=False, repr=False)
-    _doc_len: dict[str, int] = field(default_factory=dict, init=False, repr=False)
-    _total_len: int = field(default=0, init=False, repr=False)
+    _doc_len: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+    _total_len: float = field(default=0.0, init=False, repr=False)
 
     def __len__(self) -> int:
         return len(self._doc_len)
@@ -109,10 +117,17 @@ class LexicalIndex:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._doc_len
 
-    def add(self, doc_id: str, text: str) -> None:
+    def add(self, doc_id: str, text: str, context: str = "") -> None:
+        """Index ``text`` under ``doc_id``; ``context`` (a card's backstory: the talk around it)
+        is indexed too, each of its terms counting ``context_weight`` of a term of ``text``
+        (a BM25F-style field weight), so that a card is found by words of the exchange it came
+        from without outranking a card that says those words itself."""
         if doc_id in self._doc_len:
             self.remove(doc_id)
-        counts = Counter(tokenize(text))
+        counts: Counter = Counter(tokenize(text))
+        if context and self.context_weight > 0:
+            for term, tf in Counter(tokenize(context)).items():
+                counts[term] += self.context_weight * tf
         for term, tf in counts.items():
             self._postings.setdefault(term, {})[doc_id] = tf
         self._doc_terms[doc_id] = counts
@@ -147,26 +162,46 @@ class LexicalIndex:
     def search(self, query: str, k: int, *, raw: bool = False) -> list[tuple[str, float]]:
         """The ``k`` best (doc_id, score) pairs, best first; only documents sharing a term.
 
-        The score is BM25 divided by :meth:`max_score` (0..1: how much of the query, weighted
-        by rarity, the document covers), which is comparable across queries and is what
-        :func:`memagent.memory.ranking.rank` expects. ``raw=True`` returns plain BM25.
+        The score (what :func:`memagent.memory.ranking.rank` expects) is BM25 divided by
+        :meth:`max_score` (0..1: how much of the query, weighted by rarity, the document
+        covers), times the partial-match factor ``(shared / min(full_match_terms,
+        query terms)) ** partial_match_power`` (1 once a document shares ``full_match_terms``
+        distinct query terms, or all of a shorter query's). One or two shared words are weak
+        evidence, however rare: a paraphrased question that happens to share them with some
+        other card must not let BM25 outvote the dense side. ``raw=True`` returns plain BM25,
+        ranked as Okapi BM25 ranks.
         """
         if k <= 0 or not self._doc_len:
             return []
+        query_tf = Counter(tokenize(query))
+        scores, shared = self._bm25(query_tf)
+        if raw:
+            return heapq.nlargest(k, scores.items(), key=_BY_SCORE_THEN_ID)
+        needed = min(self.full_match_terms, len(query_tf)) or 1
+        factor = [min(shared_terms / needed, 1.0) ** self.partial_match_power
+                  for shared_terms in range(len(query_tf) + 1)]
+        top = heapq.nlargest(k, ((doc_id, score * factor[shared[doc_id]]) for doc_id, score in scores.items()),
+                             key=_BY_SCORE_THEN_ID)
+        scale = 1.0 / (self.max_score(query) or 1.0)
+        return [(doc_id, score * scale) for doc_id, score in top]
+
+    def _bm25(self, query_tf: Mapping[str, int]) -> tuple[dict[str, float], Counter]:
+        """BM25 of every document sharing a term with the query, and how many distinct query
+        terms each shares."""
         scores: dict[str, float] = {}
+        shared: Counter = Counter()
         avg_len = self._total_len / len(self._doc_len) or 1.0
         k1, b = self.k1, self.b
         doc_len = self._doc_len
-        for term, query_tf in Counter(tokenize(query)).items():
+        norm = k1 * (1.0 - b)
+        slope = k1 * b / avg_len
+        for term, tf_in_query in query_tf.items():
             posting = self._postings.get(term)
             if not posting:
                 continue
-            weight = self.idf(term) * query_tf
-            norm = k1 * (1.0 - b)
-            slope = k1 * b / avg_len
+            weight = self.idf(term) * tf_in_query
             for doc_id, tf in posting.items():
                 gain = weight * tf * (k1 + 1.0) / (tf + norm + slope * doc_len[doc_id])
                 scores[doc_id] = scores.get(doc_id, 0.0) + gain
-        best = heapq.nlargest(k, scores.items(), key=lambda item: (item[1], item[0]))
-        scale = 1.0 if raw else 1.0 / (self.max_score(query) or 1.0)
-        return [(doc_id, score * scale) for doc_id, score in best]
+            shared.update(posting.keys())  # counted in C: +1 per document of this term
+        return scores, shared

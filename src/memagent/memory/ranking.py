@@ -19,6 +19,10 @@ make an irrelevant one relevant:
    (half-life decay from last use or creation), person (the query names the card's ``person``:
    1, names someone else: 0, names nobody: 0.5), time (the query names a period and the card
    was created in it: 1, outside it: 0, no period: 0.5) and current-task match (1 or 0).
+3. **Neighbours**: a card from the turn just before or after a high-scoring candidate of the
+   same thread (provenance session) gains ``neighbour`` times that candidate's score. An
+   answer often only makes sense next to the turn that asked for it ("Tomorrow's gonna be an
+   awesome night" answers a question about a grand opening). Only candidates are touched.
 
 The defaults were tuned on LoCoMo and memagent's own paraphrase set (bench/bench_locomo.py;
 figures and the trade-off in bench/results/memory_quality.md).
@@ -49,6 +53,8 @@ class CardSignals:
     task_hint: str | None = None
     status: str = "active"
     person: str | None = None  # who the card is about (DESIGN §7 "person"), matched against the query
+    thread: str | None = None  # the conversation it came from (provenance session id) ...
+    position: int | None = None  # ... and its turn there: cards one turn apart are neighbours
 
 
 @dataclass
@@ -63,13 +69,13 @@ class RankingWeights:
     """Tunable knobs of :func:`rank`; the defaults are the tuned ones (see module docstring)."""
 
     fusion: str = "adaptive"  # "adaptive", "weighted" or "rrf" (see fuse())
-    dense_weight: float = 0.4
-    lexical_weight: float = 0.6
+    dense_weight: float = 0.3
+    lexical_weight: float = 0.7
     # adaptive fusion
     dense_center: float = 0.0  # z-score of a cosine that counts as half dense evidence
     dense_spread: float = 0.7
-    lexical_gate_low: float = 0.15  # best lexical coverage below which BM25 is ignored
-    lexical_gate_high: float = 0.35  # ... and above which it counts fully
+    lexical_gate_low: float = 0.10  # best lexical coverage below which BM25 is ignored
+    lexical_gate_high: float = 0.25  # ... and above which it counts fully
     # absolute calibration: the "relevance" threshold and the "weighted" fusion
     dense_floor: float = 0.10  # cosine at or below this is no evidence at all
     dense_ceiling: float = 0.60  # cosine at or above this is full relevance
@@ -81,8 +87,9 @@ class RankingWeights:
     recency: float = 0.05
     recency_half_life_days: float = 30.0
     task: float = 0.20
-    person: float = 0.50  # query names a person: their cards up, other people's down
-    time: float = 0.60  # query names a period ("in July 2022", "last week"): cards from it up
+    person: float = 0.80  # query names a person: their cards up, other people's down
+    time: float = 1.00  # query names a period ("in July 2022", "last week"): cards from it up
+    neighbour: float = 0.30  # share of the better neighbouring candidate's score a card gains
     min_score: float = 0.10  # default relevance threshold: below this a card is junk
 
     def __post_init__(self) -> None:
@@ -312,8 +319,30 @@ def rank(
                                   context=context)
         score = relevance["fused"] * blend_factor(card_signals, weights)
         hits.append(RankedHit(id=doc_id, score=score, parts={**relevance, **card_signals}))
+    _share_with_neighbours(hits, signals, weights.neighbour)
     hits.sort(key=lambda hit: (-hit.score, hit.id))
     return hits[: max(k, 0)]
+
+
+def _share_with_neighbours(hits: list[RankedHit], signals: Mapping[str, CardSignals], share: float) -> None:
+    """Add ``share`` of the better adjacent candidate's score (same thread, position ±1) to
+    each hit, in place; scores are read before any is changed. ``parts["neighbour"]`` records
+    the gain."""
+    if share <= 0:
+        return
+    by_place: dict[tuple[str, int], float] = {}
+    for hit in hits:
+        card = signals[hit.id]
+        if card.thread is not None and card.position is not None:
+            place = (card.thread, card.position)
+            by_place[place] = max(by_place.get(place, 0.0), hit.score)
+    for hit in hits:
+        card = signals[hit.id]
+        if card.thread is None or card.position is None:
+            continue
+        best = max(by_place.get((card.thread, card.position + step), 0.0) for step in (-1, 1))
+        hit.parts["neighbour"] = share * best
+        hit.score += share * best
 
 
 def candidate_pool(k: int) -> int:

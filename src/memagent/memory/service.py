@@ -111,6 +111,8 @@ class _Entry:
     last_used_at: datetime | None
     task_hint: str | None
     person: str | None = None
+    thread: str | None = None  # provenance session id and turn: neighbours for the ranker
+    position: int | None = None
 
     @classmethod
     def of_card(cls, card: MemoryCard, store: str) -> "_Entry":
@@ -127,6 +129,8 @@ class _Entry:
             last_used_at=card.last_used_at,
             task_hint=card.task_hint,
             person=card.person,
+            thread=card.provenance.session_id,
+            position=card.provenance.turn,
         )
 
     @classmethod
@@ -144,6 +148,7 @@ class _Entry:
             last_used_at=_parse_time(meta.get("last_used_at")),
             task_hint=meta.get("task_hint"),
             person=meta.get("person"),
+            **_place_of(meta.get("provenance")),
         )
 
     def signals(self):
@@ -159,7 +164,25 @@ class _Entry:
             task_hint=self.task_hint,
             status=self.status,
             person=self.person,
+            thread=self.thread,
+            position=self.position,
         )
+
+
+def _place_of(raw_provenance: Any) -> dict[str, Any]:
+    """``thread``/``position`` from a record's provenance JSON (session id, turn); None when
+    absent or malformed."""
+    try:
+        provenance = json.loads(raw_provenance) if isinstance(raw_provenance, str) else {}
+    except json.JSONDecodeError:
+        provenance = {}
+    if not isinstance(provenance, dict):
+        provenance = {}
+    session, turn = provenance.get("session_id"), provenance.get("turn")
+    return {
+        "thread": session if isinstance(session, str) else None,
+        "position": turn if isinstance(turn, int) and not isinstance(turn, bool) else None,
+    }
 
 
 def _parse_time(raw: Any) -> datetime | None:
@@ -193,7 +216,7 @@ class _Catalog:
         self.entries = {}
         for label, store in stores.items():
             for card_id, doc, meta in store.iter_records(active=self.active, inactive=not self.active):
-                self.lexical.add(card_id, doc or "")
+                self.lexical.add(card_id, doc or "", context=str(meta.get("backstory") or ""))
                 self.entries[card_id] = _Entry.of_metadata(card_id, meta, label)
         self.tokens = {label: store.version_token() for label, store in stores.items()}
 
@@ -205,7 +228,7 @@ class _Catalog:
     def put(self, card: MemoryCard, store: str) -> None:
         if self.tokens is None:
             return
-        self.lexical.add(card.id, card.content)
+        self.lexical.add(card.id, card.content, context=card.backstory or "")
         self.entries[card.id] = _Entry.of_card(card, store)
 
     def drop(self, card_id: str) -> None:
