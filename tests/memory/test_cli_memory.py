@@ -135,7 +135,7 @@ def test_export_import_jsonl_and_md(cli, tmp_path):
 def test_reindex_command(cli):
     cli("add", "Benchmarks run with pytest-benchmark")
     result = cli("reindex")
-    assert result.exit_code == 0 and "Re-embedded 1 memories with all-MiniLM-L6-v2/onnx (dim 384)" in result.stdout
+    assert result.exit_code == 0 and "Re-embedded 1 memory with all-MiniLM-L6-v2/onnx (dim 384)" in result.stdout
 
 
 def test_help_does_not_import_chromadb_or_anthropic():

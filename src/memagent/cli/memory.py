@@ -123,6 +123,10 @@ def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _atomic_write(path: Path, text: str) -> None:
     from memagent.fsutil import atomic_write
 
@@ -419,7 +423,7 @@ def stats(
     if as_json:
         print_json(data)
         return
-    _out(f"{data['active']} active memories, {data['total']} in all.")
+    _out(f"{_count(data['active'], 'active memory', 'active memories')}, {data['total']} in all.")
     for title, key in (("status", "by_status"), ("type", "by_type"), ("scope", "by_scope"), ("source", "by_source")):
         shown = ", ".join(f"{k} {v}" for k, v in data[key].items() if v) or "none"
         _out(f"  by {title}: {shown}")
@@ -473,7 +477,7 @@ def export(
         _atomic_write(output, text)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_FAILURE)
-    sys.stderr.write(f"Exported {len(records)} memories to {output}\n")
+    sys.stderr.write(f"Exported {_count(len(records), 'memory', 'memories')} to {output}\n")
 
 
 def _read_records(path: Path) -> list[Any]:
@@ -540,4 +544,4 @@ def reindex(
     with _StderrProgress("re-embedding") as progress:
         count = _run(lambda: service.reindex(progress=progress))
     info = _run(service.backend_info)
-    _out(f"Re-embedded {count} memories with {info['embedder']['name']} (dim {info['embedder']['dim']}).")
+    _out(f"Re-embedded {_count(count, 'memory', 'memories')} with {info['embedder']['name']} (dim {info['embedder']['dim']}).")

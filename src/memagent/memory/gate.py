@@ -47,7 +47,8 @@ def check_card(card: MemoryCard, config: GateConfig) -> str | None:
     """
     length = len(card.content)
     if length < config.min_chars:
-        return f"too short: {length} characters (minimum {config.min_chars}); say what is worth remembering"
+        unit = "character" if length == 1 else "characters"
+        return f"too short: {length} {unit} (minimum {config.min_chars}); say what is worth remembering"
     if length > config.max_chars:
         return (
             f"too long: {length} characters (maximum {config.max_chars}); "
