@@ -82,6 +82,8 @@ class Session:
                 if any(m["role"] == "assistant" for m in conversation.messages):
                     learner.submit(conversation.messages, conversation.ids, "session_end")
                 learner.close(timeout=self.end_of_session_wait)
+            except KeyboardInterrupt:  # the user chose not to wait; the rest still closes
+                self.warnings.append("memory extraction at session end skipped (interrupted)")
             except Exception as exc:  # learning must never block the exit
                 self.warnings.append(f"memory extraction at session end failed: {exc}")
         for closer in reversed(self.closers):

@@ -317,9 +317,14 @@ class Repl:
         if loader is None:
             return
         loader.wait()
-        if loader.session is not None:
-            for warning in loader.session.close():
-                sys.stderr.write(f"memagent: warning: {warning}\n")
+        session = loader.session
+        if session is None:
+            return
+        if session.learner is not None and session.agent.turns:
+            sys.stdout.write("Saving what this session taught to memory… (Ctrl-C skips)\n")
+            sys.stdout.flush()
+        for warning in session.close():
+            sys.stderr.write(f"memagent: warning: {warning}\n")
 
 
 __all__ = ["PROMPT", "Repl", "SessionLoader", "make_key_bindings", "make_prompt_session", "session_status"]

@@ -1,0 +1,32 @@
+"""Closing a session: the last memory extraction may be skipped, nothing else is."""
+
+from __future__ import annotations
+
+from memagent.llm.scripted import ScriptedModel, reply
+from memagent.runtime import SessionOptions, open_session
+
+
+class ImpatientLearner:
+    """A learner whose final wait is interrupted by Ctrl-C."""
+
+    def __init__(self):
+        self.submitted = []
+
+    def submit(self, messages, ids, reason):
+        self.submitted.append(reason)
+        return True
+
+    def close(self, timeout):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_waiting_for_extraction_still_closes_everything(tmp_path):
+    session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel([reply("hi")]))
+    list(session.agent.run_turn("hello"))
+    learner = ImpatientLearner()
+    session.learner = learner
+    warnings = session.close()
+    assert learner.submitted == ["session_end"]
+    assert warnings == ["memory extraction at session end skipped (interrupted)"]
+    assert session.transcript._closed  # the transcript was still flushed and closed
+    assert session.close() == []  # a second close is a no-op
