@@ -154,10 +154,10 @@ def test_profile_is_stable_and_budgeted(service):
     assert profile is not None
     assert "British spelling" in profile and "Never push directly to main" in profile
     assert "Ran the linter" not in profile and "two blank lines" not in profile
-    assert profile.index("About the user:") < profile.index("About this project:")
+    assert profile.index("User profile") < profile.index("Project profile")
     assert service.profile_text() == profile
-    small = service.profile_text(max_tokens=40)
-    assert small is None or len(small.encode()) <= 160
+    small = service.profile_text(max_tokens=40)  # a budget per profile (user, project)
+    assert small is None or all(len(part.encode()) <= 160 for part in small.split("\n\n"))
 
 
 def test_list_pages_newest_first(service):

@@ -32,6 +32,7 @@ PROFILE_TOKENS = 400  # per profile
 PROFILE_FILE = "profile.json"
 PROFILE_VERSION = 1
 MIN_CONFIDENCE = 0.5  # decayed or doubtful cards stay out of the profile
+MIN_IMPORTANCE = 0.3  # minor details are retrieved per turn when relevant, not profiled
 MAX_CARDS = 500  # newest active cards considered
 
 USER_SECTIONS = ("Communication style", "Languages", "Tools", "Expertise", "Preferences")
@@ -95,13 +96,13 @@ def project_section(card: MemoryCard) -> str:
         return "Key decisions"
     if kind in ("preference", "habit", "procedure"):
         return "Conventions and procedures"
-    if kind in ("context", "event") and _PHASE.search(text):
+    if kind == "event" or (kind == "context" and _PHASE.search(text)):
         return "Current phase"
     if _GOAL.search(text):
         return "Goal"
     if kind == "fact" and (_STACK.search(text) or _LANGUAGES.search(text)):
         return "Stack"
-    if kind in ("event", "context"):
+    if kind == "context":
         return "Current phase"
     return "Other facts"
 
@@ -222,7 +223,14 @@ def cache_files(paths: Any) -> tuple[Path, Path]:
 
 
 def active_cards(service: Any, scope: str) -> list[MemoryCard]:
-    return [c for c in service.list(scope=scope, limit=MAX_CARDS) if c.active]
+    return [c for c in service.list(scope=scope, limit=MAX_CARDS) if c.active and _profiled(c)]
+
+
+def _profiled(card: MemoryCard) -> bool:
+    """Profiles hold what is stable: one-off events only when they mark a phase."""
+    if card.importance < MIN_IMPORTANCE:
+        return False
+    return card.memory_type != "event" or bool(_PHASE.search(card.content))
 
 
 def load_profiles(service: Any, paths: Any = None, max_tokens: int = PROFILE_TOKENS) -> Profiles:

@@ -49,9 +49,7 @@ CITE_INSTRUCTION = (
     "When you rely on one of these memories, cite it as [Memory#id]; if they do not answer the "
     "question, say that memory holds no answer rather than guessing."
 )
-PROFILE_TYPES = ("preference", "constraint", "decision", "procedure", "habit")
-PROFILE_MIN_IMPORTANCE = 0.5
-PROFILE_MAX_TOKENS = 500
+PROFILE_MAX_TOKENS = 400  # per profile (user, project)
 EMBED_BATCH = 64
 IMPORT_BATCH = 256
 TOMBSTONE_FILE = "tombstones.jsonl"
@@ -281,7 +279,6 @@ class MemoryService:
         self._lock = threading.RLock()
         self._catalogs = {True: _Catalog(True), False: _Catalog(False)}
         self._seen_tokens: dict[str, tuple] = {}
-        self._profile_cache: tuple[tuple, str | None] | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -410,7 +407,6 @@ class MemoryService:
                 catalog.tokens = None  # a store was created: rebuild on next use
             else:
                 catalog.acknowledge(stores)
-        self._profile_cache = None
 
     def _visible(self, entry: _Entry) -> bool:
         """Session cards of other sessions are not shown to this session."""
@@ -837,49 +833,10 @@ class MemoryService:
         return block
 
     def profile_text(self, max_tokens: int = PROFILE_MAX_TOKENS) -> str | None:
-        """A short user + project profile from active, important cards (stable if unchanged)."""
-        with self._lock, self._guard("profile"):
-            catalog = self._catalog(True)
-            key = (tuple(sorted((catalog.tokens or {}).items())), max_tokens)
-            if self._profile_cache is not None and self._profile_cache[0] == key:
-                return self._profile_cache[1]
-            text = self._build_profile(catalog, max_tokens)
-            self._profile_cache = (key, text)
-            return text
+        """The user + project profile injected at session start (see ``memory.profiles``)."""
+        from memagent.memory.profiles import render_profile
 
-    def _build_profile(self, catalog: _Catalog, max_tokens: int) -> str | None:
-        chosen = [
-            e
-            for e in catalog.entries.values()
-            if e.memory_type in PROFILE_TYPES and e.scope in ("user", "project") and e.importance >= PROFILE_MIN_IMPORTANCE
-        ]
-        if not chosen:
-            return None
-        chosen.sort(key=lambda e: (-e.importance, -e.confidence, e.created_at or utc_now(), e.id))
-        chosen = chosen[:60]
-        cards = self._get_many([e.id for e in chosen])
-        budget = max_tokens * 4  # bytes/4 approximates tokens (DESIGN §11)
-        header = "Profile from long-term memory (cite [Memory#id] when you rely on one):"
-        used = len(header.encode())
-        sections: dict[str, list[str]] = {"user": [], "project": []}
-        for entry in chosen:
-            card = cards.get(entry.id)
-            if card is None:
-                continue
-            line = f"- {card.citation()} ({card.memory_type}) {card.content}"
-            cost = len(line.encode()) + 1
-            if used + cost > budget:
-                continue
-            used += cost
-            sections[card.scope].append(line)
-        if not sections["user"] and not sections["project"]:
-            return None
-        out = [header]
-        for label, title in (("user", "About the user:"), ("project", "About this project:")):
-            if sections[label]:
-                out.append(title)
-                out.extend(sections[label])
-        return "\n".join(out)
+        return render_profile(self, self._paths, max_tokens)
 
     def note_citations(self, assistant_text: str) -> list[str]:
         """Mark every cited ``[Memory#id]`` as used; returns the ids of cards that exist."""
@@ -1006,7 +963,6 @@ class MemoryService:
                 self._stores[label].replace_all(cards, vectors)
             for catalog in self._catalogs.values():
                 catalog.tokens = None
-            self._profile_cache = None
             return total
 
     def export(self) -> list[dict[str, Any]]:
