@@ -632,26 +632,23 @@ class MemoryService:
             start = self.get(memory_id)
             if start is None:
                 return []
-            older: list[MemoryCard] = []
             seen = {start.id}
-            cursor = start
-            while cursor.supersedes and cursor.supersedes not in seen:
-                previous = self.get(cursor.supersedes)
-                if previous is None:
-                    break
-                older.append(previous)
-                seen.add(previous.id)
-                cursor = previous
-            newer: list[MemoryCard] = []
-            cursor = start
-            while cursor.superseded_by and cursor.superseded_by not in seen:
-                following = self.get(cursor.superseded_by)
-                if following is None:
-                    break
-                newer.append(following)
-                seen.add(following.id)
-                cursor = following
+            older = self._follow(start, "supersedes", seen)
+            newer = self._follow(start, "superseded_by", seen)
             return [*reversed(older), start, *newer]
+
+    def _follow(self, start: MemoryCard, link: str, seen: set[str]) -> list[MemoryCard]:
+        """Cards reached by following ``link`` from ``start`` (cycle-safe via ``seen``)."""
+        found: list[MemoryCard] = []
+        cursor = start
+        while getattr(cursor, link) and getattr(cursor, link) not in seen:
+            following = self.get(getattr(cursor, link))
+            if following is None:
+                break
+            found.append(following)
+            seen.add(following.id)
+            cursor = following
+        return found
 
     def search(
         self,
