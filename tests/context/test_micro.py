@@ -104,3 +104,17 @@ def test_recall_by_query_and_unknown_id(make_session):
     assert "(read_file output)" in by_query.content and "20261121-100000-aaaa" in by_query.content
     assert unknown.is_error and "toolu_nope" in unknown.content
     assert neither.is_error and "exactly one" in neither.content
+
+
+def test_view_is_computed_once_per_conversation_state(make_session):
+    brain = PlannedBrain()
+    harness = make_session(brain, settings=settings_for(10**9, micro_compact_batch=6))
+    brain.add(reply(tool_call("read_file", {"path": "src/m0.py"})), reply("read m0"))
+    harness.turn("read module 0")
+    first = harness.policy.view(harness.conversation)
+    assert harness.policy.view(harness.conversation) is first  # same state: no second pass
+    harness.conversation.append("user", [text_block("one more")])
+    second = harness.policy.view(harness.conversation)
+    assert second is not first and second[-1]["content"][0]["text"] == "one more"
+    harness.conversation.replace(list(harness.conversation.messages), list(harness.conversation.ids))
+    assert harness.policy.view(harness.conversation) is not second  # a replaced list is a new state

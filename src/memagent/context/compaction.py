@@ -483,6 +483,9 @@ class CompactingContext:
         self.counter = TokenCounter()
         self.compactions = 0
         self._requested = False  # the compact tool asked for a compaction before the next call
+        # (messages list, its length, its last message, elided view): messages are appended or
+        # replaced, never edited in place
+        self._view_memo: tuple[list[Message], int, Message | None, list[Message]] | None = None
         self._requested_focus: str | None = None
         self._conversation: Conversation | None = None
         self._compacted_at: tuple[Any, ...] | None = None  # conversation marker after the last compaction
@@ -498,8 +501,16 @@ class CompactingContext:
         return self.settings.compaction_threshold
 
     def view(self, conversation: Conversation) -> list[Message]:
+        """The elided history. Memoised on the conversation's state: token counting before a
+        request and building the request itself both need it, and it is a full pass."""
         self._conversation = conversation
-        return self._elide(conversation.messages)
+        messages = conversation.messages
+        last = messages[-1] if messages else None
+        memo = self._view_memo
+        # identity, with references held, so a replaced list cannot alias a new one
+        if memo is None or memo[0] is not messages or memo[1] != len(messages) or memo[2] is not last:
+            memo = self._view_memo = (messages, len(messages), last, self._elide(messages))
+        return memo[3]
 
     def observe(self, usage: Usage, sent: list[Message]) -> None:
         self.counter.observe(usage, sent, self.system, self.tools)
