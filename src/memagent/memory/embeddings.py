@@ -26,10 +26,11 @@ import hashlib
 import importlib.util
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+
+from memagent.fsutil import atomic_write
 
 if TYPE_CHECKING:
     import numpy as np
@@ -414,16 +415,7 @@ def graph_cache_path(weights_sha256: str, cache_dir: Path | None = None) -> Path
 
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data, durable=True)
 
 
 def _read_cached_graph(path: Path) -> bytes | None:
