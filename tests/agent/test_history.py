@@ -91,3 +91,50 @@ def test_any_history_repairs_to_a_valid_request(history):
     fixed = repair_history(history)
     if fixed:
         assert request_problems(fixed) == []
+
+
+def test_ids_stay_with_their_messages_when_a_repair_removes_one():
+    from memagent.context.history import repair_history_with_ids
+
+    messages = [
+        user(text("go")),
+        assistant(text("ok")),
+        user(result("orphan")),  # only an orphan result: the message disappears
+        assistant(text("later")),
+        user(text("next")),
+    ]
+    fixed, ids = repair_history_with_ids(messages, ["1", "2", "3", "4", "5"])
+    assert request_problems(fixed) == []
+    by_id = dict(zip(ids, fixed))
+    assert len(ids) == len(fixed)
+    assert by_id["1"]["content"] == [text("go")]
+    assert by_id["2"]["content"] == [text("ok"), text("later")]  # merged; the first id stays
+    assert by_id["5"]["content"] == [text("next")]
+    assert "3" not in ids and "4" not in ids
+
+
+def test_ids_for_added_repairs_are_marked():
+    from memagent.context.history import repair_history_with_ids
+
+    fixed, ids = repair_history_with_ids([assistant(text("hi")), user(text("q")), assistant(use("a"))], ["1", "2", "3"])
+    assert ids == ["resume", "1", "2", "3", "repair"]
+    assert fixed[-1]["content"][0]["tool_use_id"] == "a" and request_problems(fixed) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages)
+def test_repair_with_ids_matches_repair_and_keeps_alignment(history):
+    from memagent.context.history import repair_history_with_ids
+
+    seen: dict[str, int] = {}
+    for message in history:
+        for block in message["content"]:
+            if block["type"] == "tool_use":
+                seen[block["id"]] = seen.get(block["id"], 0) + 1
+                block["id"] = f"{block['id']}{seen[block['id']]}"
+    ids = [str(i) for i in range(len(history))]
+    fixed, fixed_ids = repair_history_with_ids(history, ids)
+    assert fixed == repair_history(history)
+    assert len(fixed_ids) == len(fixed)
+    kept = [i for i in fixed_ids if i.isdigit()]
+    assert kept == sorted(kept, key=int)  # original ids keep their order

@@ -1,19 +1,31 @@
-"""Pure history processors: ``list[Message] -> list[Message]``.
+"""Pure history processors: they restore the Messages-API invariants (DESIGN §3).
 
-They restore the Messages-API invariants (DESIGN §3) after anything that can break them: a
-cancelled turn, a crash mid tool call, a resumed transcript, a compaction cut. None of them
+Anything can break them: a cancelled turn, a crash mid tool call, a hand-edited or truncated
+transcript, a compaction cut. :func:`repair_history_with_ids` repairs a history while keeping
+each message's transcript id attached to it (resume needs that to know which messages were
+already mined for memories); :func:`repair_history` is the same without ids. None of them
 mutates its input.
+
+Ids: a merged message keeps the id of its first part; a message added by a repair gets
+``"repair"`` (missing tool results) or ``"resume"`` (an opening user message).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Iterable
+from typing import Sequence
 
 from memagent.llm.types import Block, Message, text_block, tool_result_block
 
 INTERRUPTED_TOOL = "Tool call interrupted before it finished (cancelled by the user or the session stopped)."
 INTERRUPTED_REQUEST = "[The previous request got no answer: it was interrupted or failed.]"
+REPAIR_ID = "repair"
+RESUME_ID = "resume"
+
+# blocks a role may not carry (only a damaged transcript has them)
+_MISPLACED = {"user": {"tool_use"}, "assistant": {"tool_result"}}
+
+Entry = tuple[Message, str]
 
 
 def tool_use_ids(message: Message) -> list[str]:
@@ -24,90 +36,88 @@ def tool_result_ids(message: Message) -> list[str]:
     return [b["tool_use_id"] for b in message.get("content", []) if b.get("type") == "tool_result"]
 
 
-def _drop_empty_text(blocks: Iterable[Block]) -> list[Block]:
-    return [b for b in blocks if not (b.get("type") == "text" and not str(b.get("text", "")).strip())]
+def _blank(block: Block) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
 
 
 def _results_first(blocks: list[Block]) -> list[Block]:
     results = [b for b in blocks if b.get("type") == "tool_result"]
-    others = [b for b in blocks if b.get("type") != "tool_result"]
-    return results + others
-
-
-def merge_consecutive_roles(messages: list[Message]) -> list[Message]:
-    """Join neighbours with the same role, keeping tool_results at the front of user messages."""
-    merged: list[Message] = []
-    for message in messages:
-        if merged and merged[-1]["role"] == message["role"]:
-            blocks = merged[-1]["content"] + copy.deepcopy(message["content"])
-            merged[-1] = {"role": message["role"], "content": blocks}
-        else:
-            merged.append({"role": message["role"], "content": copy.deepcopy(message["content"])})
-    for message in merged:
-        if message["role"] == "user":
-            message["content"] = _results_first(message["content"])
-    return merged
-
-
-def repair_tool_pairs(messages: list[Message]) -> list[Message]:
-    """Give every tool_use a result in the next user message; drop results with no tool_use.
-
-    A missing result (the turn was interrupted, the process was killed) becomes an error result
-    so the model learns what happened instead of the API rejecting the request.
-    """
-    repaired: list[Message] = []
-    pending: list[str] = []
-    for message in messages:
-        message = {"role": message["role"], "content": copy.deepcopy(message["content"])}
-        if message["role"] == "assistant":
-            if pending:
-                repaired.append({"role": "user", "content": _error_results(pending)})
-            pending = tool_use_ids(message)
-            repaired.append(message)
-            continue
-        present = set(tool_result_ids(message))
-        kept = [
-            b for b in message["content"]
-            if b.get("type") != "tool_result" or b["tool_use_id"] in pending
-        ]
-        missing = [tid for tid in pending if tid not in present]
-        message["content"] = _results_first(kept + _error_results(missing))
-        pending = []
-        if message["content"]:  # a message of only orphan results disappears
-            repaired.append(message)
-    if pending:
-        repaired.append({"role": "user", "content": _error_results(pending)})
-    return repaired
+    return results + [b for b in blocks if b.get("type") != "tool_result"]
 
 
 def _error_results(ids: list[str]) -> list[Block]:
     return [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in ids]
 
 
-_MISPLACED = {"user": {"tool_use"}, "assistant": {"tool_result"}}
-
-
-def drop_empty_messages(messages: list[Message]) -> list[Message]:
-    """Drop empty text, blocks in the wrong role (a hand-edited transcript), and empty messages."""
-    cleaned = []
-    for message in messages:
+def _drop_empty(entries: list[Entry]) -> list[Entry]:
+    """Drop blank text, blocks in the wrong role, and messages left with nothing."""
+    kept: list[Entry] = []
+    for message, message_id in entries:
         wrong = _MISPLACED.get(message.get("role", ""), set())
-        content = [b for b in _drop_empty_text(message.get("content", [])) if b.get("type") not in wrong]
+        content = [b for b in message.get("content", []) if not _blank(b) and b.get("type") not in wrong]
         if content:
-            cleaned.append({"role": message["role"], "content": content})
-    return cleaned
+            kept.append(({"role": message["role"], "content": content}, message_id))
+    return kept
 
 
-def ensure_starts_with_user(messages: list[Message]) -> list[Message]:
-    if messages and messages[0]["role"] != "user":
-        return [{"role": "user", "content": [text_block("(conversation resumed)")]}] + messages
-    return messages
+def _merge_roles(entries: list[Entry]) -> list[Entry]:
+    """Join neighbours with the same role (the first id stays); tool results first for users."""
+    merged: list[Entry] = []
+    for message, message_id in entries:
+        if merged and merged[-1][0]["role"] == message["role"]:
+            previous, first_id = merged[-1]
+            merged[-1] = ({"role": message["role"], "content": previous["content"] + message["content"]}, first_id)
+        else:
+            merged.append(({"role": message["role"], "content": list(message["content"])}, message_id))
+    return [
+        ({"role": m["role"], "content": _results_first(m["content"]) if m["role"] == "user" else m["content"]}, i)
+        for m, i in merged
+    ]
 
 
-def repair_history(messages: list[Message]) -> list[Message]:
-    """Everything at once, in an order where each step's output is valid input for the next."""
-    messages = drop_empty_messages(messages)
-    messages = merge_consecutive_roles(messages)
-    messages = repair_tool_pairs(messages)
-    messages = merge_consecutive_roles(messages)
-    return ensure_starts_with_user(messages)
+def _pair_tools(entries: list[Entry]) -> list[Entry]:
+    """Give every tool_use a result in the next user message; drop results with no tool_use.
+
+    A missing result (the turn was interrupted, the process was killed) becomes an error result
+    so the model learns what happened instead of the API rejecting the request.
+    """
+    repaired: list[Entry] = []
+    pending: list[str] = []
+    for message, message_id in entries:
+        if message["role"] == "assistant":
+            if pending:
+                repaired.append(({"role": "user", "content": _error_results(pending)}, REPAIR_ID))
+            pending = tool_use_ids(message)
+            repaired.append((message, message_id))
+            continue
+        present = set(tool_result_ids(message))
+        kept = [b for b in message["content"] if b.get("type") != "tool_result" or b["tool_use_id"] in pending]
+        content = _results_first(kept + _error_results([t for t in pending if t not in present]))
+        pending = []
+        if content:  # a message of only orphan results disappears, with its id
+            repaired.append(({"role": "user", "content": content}, message_id))
+    if pending:
+        repaired.append(({"role": "user", "content": _error_results(pending)}, REPAIR_ID))
+    return repaired
+
+
+def _start_with_user(entries: list[Entry]) -> list[Entry]:
+    if entries and entries[0][0]["role"] != "user":
+        return [({"role": "user", "content": [text_block("(conversation resumed)")]}, RESUME_ID)] + entries
+    return entries
+
+
+def repair_history_with_ids(messages: Sequence[Message], ids: Sequence[str]) -> tuple[list[Message], list[str]]:
+    """Repair ``messages`` keeping ``ids`` aligned with them (see the module docstring)."""
+    if len(messages) != len(ids):
+        raise ValueError(f"{len(messages)} messages but {len(ids)} ids")
+    entries: list[Entry] = [(copy.deepcopy(m), i) for m, i in zip(messages, ids)]
+    # each step's output is valid input for the next; merging twice joins what pairing split
+    for step in (_drop_empty, _merge_roles, _pair_tools, _merge_roles, _start_with_user):
+        entries = step(entries)
+    return [m for m, _ in entries], [i for _, i in entries]
+
+
+def repair_history(messages: Sequence[Message]) -> list[Message]:
+    """:func:`repair_history_with_ids` for a history without ids."""
+    return repair_history_with_ids(messages, [""] * len(messages))[0]

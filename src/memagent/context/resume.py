@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from memagent.context.compaction import assemble, summary_head
 from memagent.context.conversation import Conversation
-from memagent.context.history import ensure_starts_with_user, repair_tool_pairs
+from memagent.context.history import repair_history_with_ids
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
 from memagent.llm.types import Block, Message
@@ -104,7 +104,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
     messages, ids = _message_records(records[first:], path, warnings)
     if head is not None:
         messages, ids = assemble(head, messages, ids, "compaction")
-    messages, ids = normalize_history(messages, ids)
+    messages, ids = repair_history_with_ids(messages, ids)
     problems = request_problems(messages) if messages else []
     if problems:
         raise ResumeError(f"cannot rebuild a valid conversation from {path}: {problems[0]}")
@@ -157,57 +157,6 @@ def _last_todo(records: Sequence[dict]) -> dict | None:
     return None
 
 
-# ------------------------------------------------------------- repair with ids
-
-
-def _blank(block: Block) -> bool:
-    return block.get("type") == "text" and not str(block.get("text", "")).strip()
-
-
-def _drop_empty(messages: list[Message], ids: list[str]) -> tuple[list[Message], list[str]]:
-    kept_messages, kept_ids = [], []
-    for message, message_id in zip(messages, ids):
-        content = [b for b in message.get("content", []) if not _blank(b)]
-        if content:
-            kept_messages.append({"role": message["role"], "content": content})
-            kept_ids.append(message_id)
-    return kept_messages, kept_ids
-
-
-def _merge_roles(messages: list[Message], ids: list[str]) -> tuple[list[Message], list[str]]:
-    """Join neighbours with the same role (the first id stays); tool results first in user messages."""
-    merged: list[Message] = []
-    merged_ids: list[str] = []
-    for message, message_id in zip(messages, ids):
-        if merged and merged[-1]["role"] == message["role"]:
-            merged[-1] = {"role": message["role"], "content": merged[-1]["content"] + list(message["content"])}
-        else:
-            merged.append({"role": message["role"], "content": list(message["content"])})
-            merged_ids.append(message_id)
-    for message in merged:
-        if message["role"] == "user":
-            results = [b for b in message["content"] if b.get("type") == "tool_result"]
-            message["content"] = results + [b for b in message["content"] if b.get("type") != "tool_result"]
-    return merged, merged_ids
-
-
-def normalize_history(messages: Sequence[Message], ids: Sequence[str]) -> tuple[list[Message], list[str]]:
-    """Repair ``messages`` (DESIGN §3) keeping ``ids`` aligned; "repair"/"resume" for added messages."""
-    current, current_ids = list(messages), list(ids)
-    for _ in range(6):  # each pass can only remove content, so this settles quickly
-        current, current_ids = _drop_empty(current, current_ids)
-        current, current_ids = _merge_roles(current, current_ids)
-        repaired = repair_tool_pairs(current)
-        current_ids += ["repair"] * (len(repaired) - len(current))
-        if repaired == current:
-            break
-        current = repaired
-    started = ensure_starts_with_user(current)
-    if len(started) > len(current):
-        current_ids = ["resume"] + current_ids
-    return started, current_ids
-
-
 # ------------------------------------------------------------ continuing
 
 
@@ -239,7 +188,6 @@ __all__ = [
     "Resumed",
     "latest_session_id",
     "load_session",
-    "normalize_history",
     "seed_conversation",
     "session_path",
 ]
