@@ -198,10 +198,9 @@ def _recent_texts(messages: list, limit: int = 4) -> list[str]:
 
 
 def _current_task(session: Session) -> str | None:
-    for item in session.todo.items:
-        if item.get("status") == "in_progress":
-            return str(item.get("text"))
-    return None
+    """The task memories are learned and ranked under: the todo item in progress."""
+    item = session.todo.in_progress()
+    return str(item["text"]) if item else None
 
 
 def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
