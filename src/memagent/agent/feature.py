@@ -1,0 +1,129 @@
+"""The shape every capability plugs into: a :class:`Feature`.
+
+A feature is one module that brings its own tools, its stable system-prompt text, its per-turn
+context and its reactions to the session's lifecycle. The loop and the context policy call the
+hooks below in a fixed order over the session's feature list; they never know what a feature
+does. Adding a capability is one new feature module plus one line in the runtime's composition.
+
+Hooks, in the order a session meets them:
+
+- ``tools()``: the tools it adds (asked once, at composition; order is kept so the cached
+  prompt prefix stays byte-stable).
+- ``system_text()``: stable text for the system prompt (instructions, skill index, profile).
+  Asked once per session; it must not change between turns.
+- ``check_prompt(text)``: before a user message joins the conversation; a returned string
+  refuses the prompt with that reason (a ``UserPromptSubmit`` hook that blocks).
+- ``turn_context(turn)``: text for the newest user message (relevant memories, continuity).
+- ``check_tool(call)``: before a tool runs (after validation, before approval); a returned
+  string refuses the call with that reason (``PreToolUse``).
+- ``after_tool(call, outcome)``: a tool has run (``PostToolUse``).
+- ``after_tools(names)``: after a round of tool calls; text is appended after the tool results
+  (the todo nudge).
+- ``after_response(response)``: each model response (citation tracking).
+- ``after_turn(conversation)``: a user turn is over (periodic memory extraction, ``Stop``).
+- ``reinject()``: state re-injected verbatim after a compaction, from the feature's own store.
+- ``before_drop(messages, ids)``: a compaction is about to drop these messages.
+- ``close()``: the session ends.
+
+:class:`BaseFeature` implements every hook as a no-op, so a feature overrides only what it uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from memagent.context.conversation import Conversation
+from memagent.llm.types import Message, ModelResponse
+from memagent.tools.base import Tool, ToolOutcome
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """What a feature sees when it adds context to a new user message."""
+
+    text: str
+    messages: Sequence[Message] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A validated tool call about to run, or that has run."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@runtime_checkable
+class Feature(Protocol):
+    name: str
+
+    def tools(self) -> list[Tool]: ...
+
+    def system_text(self) -> str | None: ...
+
+    def check_prompt(self, text: str) -> str | None: ...
+
+    def turn_context(self, turn: TurnInput) -> str | None: ...
+
+    def check_tool(self, call: ToolCall) -> str | None: ...
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None: ...
+
+    def after_tools(self, names: list[str]) -> str | None: ...
+
+    def after_response(self, response: ModelResponse) -> None: ...
+
+    def after_turn(self, conversation: Conversation) -> None: ...
+
+    def reinject(self) -> str | None: ...
+
+    def before_drop(self, messages: list[Message], ids: list[str]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class BaseFeature:
+    """No-op defaults for every hook of :class:`Feature`."""
+
+    name = "feature"
+
+    def tools(self) -> list[Tool]:
+        return []
+
+    def system_text(self) -> str | None:
+        return None
+
+    def check_prompt(self, text: str) -> str | None:
+        return None
+
+    def turn_context(self, turn: TurnInput) -> str | None:
+        return None
+
+    def check_tool(self, call: ToolCall) -> str | None:
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        return None
+
+    def after_tools(self, names: list[str]) -> str | None:
+        return None
+
+    def after_response(self, response: ModelResponse) -> None:
+        return None
+
+    def after_turn(self, conversation: Conversation) -> None:
+        return None
+
+    def reinject(self) -> str | None:
+        return None
+
+    def before_drop(self, messages: list[Message], ids: list[str]) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+__all__ = ["BaseFeature", "Feature", "ToolCall", "TurnInput"]
