@@ -115,6 +115,16 @@ def user_message(text: str) -> Message:
     return {"role": "user", "content": [text_block(text)]}
 
 
+def tool_result_text(content: Any) -> str:
+    """The text of a tool_result's content: a string, or the text blocks of a list joined by
+    newlines (images and other blocks contribute nothing). The one reader of tool-result text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
 def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> Block:
     block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content or "(no output)"}
     if is_error:
