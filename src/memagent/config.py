@@ -1,18 +1,30 @@
-"""Settings and paths.
+"""Settings, paths and credentials: the only module that reads the environment.
 
-Precedence, lowest to highest: built-in defaults < config file < environment < command-line flags.
+Precedence, lowest to highest: built-in defaults < ``$MEMAGENT_HOME/config.toml`` (user) <
+``<project>/.memagent.toml`` (project) < ``MEMAGENT_*`` environment variables < command-line
+flags. Keys in the TOML files are the field names of :class:`Settings`; the environment variable
+of a field is ``MEMAGENT_`` + its name in capitals (``MEMAGENT_COMPACT_TOKENS``). Lists in the
+environment are JSON (``MEMAGENT_ALLOW='["Bash(git status:*)"]'``).
 
-Config files are TOML: ``$MEMAGENT_HOME/config.toml`` (user) then ``<project>/.memagent.toml``
-(project), the project file winning. Keys are the field names of :class:`Settings`.
+A project file is untrusted input (a cloned repository may carry one): the settings that widen
+what memagent may do (:data:`WIDENING_SETTINGS`) are taken from it only when the user has trusted
+the project; otherwise they are ignored and the loader returns a one-line notice saying so.
+
+The project root is the nearest folder, from the working directory up, that holds ``.git`` or
+``.memagent.toml`` (as git finds its repository); ``-C DIR`` names it explicitly.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Literal, Mapping
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 # A current Claude Sonnet id; checked against the installed SDK's model list in tests.
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -25,26 +37,88 @@ CONTEXT_WINDOWS = {
 }
 DEFAULT_CONTEXT_WINDOW = 200_000
 
+ENV_PREFIX = "MEMAGENT_"
+PROJECT_MARKERS = (".git", ".memagent.toml")
+
+# Settings a project file may only set once the user trusts the project: each widens what the
+# agent may do without asking, or sends data somewhere the repository chooses.
+WIDENING_SETTINGS = (
+    "auto_approve",
+    "permission_mode",
+    "allow",
+    "ask",
+    "deny",
+    "hooks",
+    "mcp_servers",
+    "chroma_url",
+    "sandbox",
+    "sandbox_network",
+    "sandbox_writable",
+)
+
 
 class ConfigError(Exception):
     """A config file or value the user must fix; shown as one line."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    model: str = DEFAULT_MODEL
-    small_model: str = DEFAULT_SMALL_MODEL
-    max_tokens: int = 8192
-    compact_tokens: int | None = None  # None: derived from the model's context window
-    keep_tool_results: int = 3  # micro-compaction keeps the newest N tool results verbatim
-    micro_compact_batch: int = 12  # elide old results in batches of this size (cache-friendly; see BENCHMARKS.md)
-    bash_timeout: float = 120.0
-    output_cap_chars: int = 30_000
+class Settings(BaseSettings):
+    """Every knob of memagent, typed. Build one with :func:`load_settings`; ``Settings()`` is the
+    defaults alone (it reads no file and no environment)."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid",
+        frozen=True,
+        validate_default=True,
+        use_attribute_docstrings=True,
+        env_prefix=ENV_PREFIX,
+    )
+
+    model: str = Field(DEFAULT_MODEL, min_length=1)
+    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``)."""
+    small_model: str = Field(DEFAULT_SMALL_MODEL, min_length=1)
+    """A cheaper model for compaction summaries and memory extraction."""
+    max_tokens: int = Field(8192, ge=1)
+    """Output-token limit of one model response."""
+    compact_tokens: int | None = Field(None, ge=1)
+    """Auto-compaction threshold in tokens; unset: a quarter of the window, at most 50,000."""
+    keep_tool_results: int = Field(3, ge=0)
+    """Micro-compaction keeps the newest N tool results verbatim in the request."""
+    micro_compact_batch: int = Field(12, ge=1)
+    """Old tool results are elided in batches of this size, so the cached prefix stays stable."""
+    bash_timeout: float = Field(120.0, gt=0)
+    """Default timeout of one ``bash`` call, in seconds."""
+    output_cap_chars: int = Field(30_000, ge=100)
+    """Tool output longer than this is cut (head and tail kept); the full text is saved."""
     auto_approve: bool = False
+    """Run every tool without asking (as ``--yes``)."""
     memory_enabled: bool = True
-    extract_every_turns: int = 10
-    require_review: bool = False  # automatic memory cards wait for `memagent memory review`
+    """Long-term memory on or off (``--no-memory`` turns it off)."""
+    extract_every_turns: int = Field(10, ge=0)
+    """Background memory extraction runs every N user turns (0: never periodically)."""
+    require_review: bool = False
+    """Automatically learned memory cards stay inactive until ``memagent memory review``."""
     chroma_url: str | None = None
+    """A Chroma server for the project's memory index (team mode) instead of the local folder."""
+    embedder: Literal["auto", "onnx", "numpy", "lexical"] = "auto"
+    """Where the embedding fallback chain starts: onnx → numpy → lexical (auto: onnx)."""
+
+    @field_validator("chroma_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the values passed in: :func:`load_settings` layers files and environment itself,
+        so that a test or a caller can hand it an explicit environment mapping."""
+        return (init_settings,)
 
     @property
     def context_window(self) -> int:
@@ -61,13 +135,11 @@ class Settings:
         return min(self.context_window // 4, 50_000)
 
 
-ENV_KEYS = {
-    "MEMAGENT_MODEL": "model",
-    "MEMAGENT_SMALL_MODEL": "small_model",
-    "MEMAGENT_COMPACT_TOKENS": "compact_tokens",
-    "MEMAGENT_CHROMA_URL": "chroma_url",
-    "MEMAGENT_MAX_TOKENS": "max_tokens",
-}
+def setting_names() -> list[str]:
+    return list(Settings.model_fields)
+
+
+# ------------------------------------------------------------------------------------ paths
 
 
 def memagent_home(env: Mapping[str, str] | None = None) -> Path:
@@ -113,57 +185,160 @@ class ProjectPaths:
         return self.root / ".memagent.toml"
 
 
+def find_project_root(start: Path) -> Path:
+    """The nearest folder from ``start`` up holding ``.git`` or ``.memagent.toml``; else ``start``."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return start
+
+
 def project_paths(root: str | Path | None = None, env: Mapping[str, str] | None = None) -> ProjectPaths:
-    base = Path(root).expanduser() if root else Path.cwd()
-    return ProjectPaths(root=base.resolve(), home=memagent_home(env))
+    """Paths of the project at ``root`` (taken as given), or found from the working directory."""
+    base = Path(root).expanduser().resolve() if root else find_project_root(Path.cwd())
+    return ProjectPaths(root=base, home=memagent_home(env))
 
 
-def _coerce(name: str, value: Any) -> Any:
-    kinds = {f.name: f.type for f in fields(Settings)}
-    if name not in kinds:
-        raise ConfigError(f"unknown setting {name!r}")
-    kind = str(kinds[name])
-    try:
-        if "bool" in kind:
-            if isinstance(value, str):
-                return value.strip().lower() in {"1", "true", "yes", "on"}
-            return bool(value)
-        if "int" in kind:
-            return None if value in ("", None) else int(value)
-        if "float" in kind:
-            return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"setting {name!r}: {value!r} is not a valid {kind}") from None
-    return None if value == "" else value
+# ---------------------------------------------------------------------------------- loading
+
+
+@dataclass
+class _Layer:
+    """Values from one source, and how to name that source in an error."""
+
+    label: str
+    values: dict[str, Any]
+    key_label: Callable[[str], str] = lambda key: f"setting {key!r}"
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment parsing (prefix, case, JSON lists) over a given mapping."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self._mapping = dict(env)
+        super().__init__(Settings, env_prefix=ENV_PREFIX, case_sensitive=False, env_ignore_empty=True)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {key.lower(): value for key, value in self._mapping.items() if value != ""}
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            data = tomllib.load(fh)
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    known = set(Settings.model_fields)
+    for key in data:
+        if key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; known settings: {', '.join(sorted(known))}"
+            raise ConfigError(f"{path}: unknown setting {key!r}{hint}")
+    return data
+
+
+def _env_layer(env: Mapping[str, str]) -> _Layer:
+    try:
+        values = _MappingEnvSource(env)()
+    except Exception as exc:  # pydantic-settings' SettingsError: a malformed JSON list etc.
+        raise ConfigError(f"environment: {str(exc).splitlines()[0]}") from None
+    return _Layer("the environment", values, lambda key: f"{ENV_PREFIX}{key.upper()}")
+
+
+def _flag_name(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _layers(
+    paths: ProjectPaths, env: Mapping[str, str], overrides: Mapping[str, Any], trusted: bool
+) -> tuple[list[_Layer], list[str]]:
+    notices: list[str] = []
+    user = _Layer(str(paths.user_config), _read_toml(paths.user_config))
+    project_values = _read_toml(paths.project_config)
+    widening = sorted(k for k in project_values if k in WIDENING_SETTINGS)
+    if widening and not trusted:
+        for key in widening:
+            project_values.pop(key)
+        notices.append(
+            f"{paths.project_config} asks for {', '.join(widening)}; ignored because this project is not "
+            "trusted (run `memagent trust` in it to allow its settings)"
+        )
+    project = _Layer(str(paths.project_config), project_values)
+    flags = _Layer("the command line", {k: v for k, v in overrides.items() if v is not None}, _flag_name)
+    return [user, project, _env_layer(env), flags], notices
+
+
+def load_settings_with_notices(
+    paths: ProjectPaths,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    trusted: bool = False,
+) -> tuple[Settings, list[str]]:
+    """Settings from every source, and one-line notices about what was ignored.
+
+    ``trusted``: the user trusts this project, so its file may widen permissions.
+    Raises :class:`ConfigError` with one line naming the source, the key and the problem."""
+    env = os.environ if env is None else env
+    layers, notices = _layers(paths, env, overrides or {}, trusted)
+    merged: dict[str, Any] = {}
+    origin: dict[str, _Layer] = {}
+    for layer in layers:
+        for key, value in layer.values.items():
+            merged[key] = value
+            origin[key] = layer
+    try:
+        return Settings(**merged), notices
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, merged, origin)) from None
 
 
 def load_settings(
     paths: ProjectPaths,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    trusted: bool = False,
 ) -> Settings:
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    for path in (paths.user_config, paths.project_config):
-        for key, value in _read_toml(path).items():
-            values[key] = _coerce(key, value)
-    for env_key, name in ENV_KEYS.items():
-        if env.get(env_key):
-            values[name] = _coerce(name, env[env_key])
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            values[key] = _coerce(key, value)
-    return replace(Settings(), **values)
+    return load_settings_with_notices(paths, env, overrides, trusted=trusted)[0]
+
+
+_PLAIN_PROBLEMS = {
+    "int_parsing": "is not a whole number",
+    "int_from_float": "is not a whole number",
+    "float_parsing": "is not a number",
+    "bool_parsing": "is not true or false",
+    "string_too_short": "must not be empty",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+}
+
+
+def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[str, _Layer]) -> str:
+    """The first problem of a validation error as one plain line: where, which key, what."""
+    error = exc.errors()[0]
+    key = str(error["loc"][0]) if error.get("loc") else "settings"
+    layer = origin.get(key)
+    where = f"{layer.label}: {layer.key_label(key)}" if layer else f"setting {key!r}"
+    kind = error.get("type", "")
+    ctx = error.get("ctx") or {}
+    if kind in _PLAIN_PROBLEMS:
+        problem = _PLAIN_PROBLEMS[kind]
+    elif kind == "literal_error":
+        problem = f"must be one of {ctx.get('expected', '')}".replace("'", "")
+    elif kind in ("greater_than_equal", "greater_than"):
+        problem = f"must be at least {ctx.get('ge', ctx.get('gt'))}"
+    else:
+        problem = str(error.get("msg", "is not valid")).lower()
+    value = merged.get(key)
+    shown = f" {value!r}" if value is not None and not isinstance(value, (list, dict)) else ""
+    return f"{where}:{shown} {problem}"
+
+
+# ------------------------------------------------------------------------------ credentials
 
 
 @dataclass(frozen=True)
@@ -191,9 +366,12 @@ __all__ = [
     "Credentials",
     "ProjectPaths",
     "Settings",
+    "WIDENING_SETTINGS",
     "credentials_from_env",
+    "find_project_root",
     "load_settings",
+    "load_settings_with_notices",
     "memagent_home",
     "project_paths",
-    "field",
+    "setting_names",
 ]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from memagent.events import AssistantText, Notice, ToolCallFinished, ToolCallStarted, TurnEnded
-from memagent.agent.loop import Agent, Approval, TurnHooks
+from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
+from memagent.agent.loop import Agent, Approval
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
@@ -272,13 +273,19 @@ def test_prompt_too_long_compacts_and_retries_once(tmp_path):
     assert events2[-1].stop_reason == "error"
 
 
-def test_hooks_inject_into_newest_user_message_and_after_results(tmp_path):
+class InjectingFeature(BaseFeature):
+    name = "injecting"
+
+    def turn_context(self, turn: TurnInput) -> str | None:
+        return "[Memory#m_1] the build uses make"
+
+    def after_tools(self, names: list[str]) -> str | None:
+        return "<reminder>update your todos</reminder>" if "echo" in names else None
+
+
+def test_features_inject_into_newest_user_message_and_after_results(tmp_path):
     model = ScriptedModel([reply(tool_call("echo", {"text": "1"}, id="e")), reply("ok")])
-    hooks = TurnHooks(
-        user_context=[lambda text, msgs: "[Memory#m_1] the build uses make"],
-        reminders=[lambda names: "<reminder>update your todos</reminder>" if "echo" in names else None],
-    )
-    agent, _ = make_agent(tmp_path, model, hooks=hooks)
+    agent, _ = make_agent(tmp_path, model, features=[InjectingFeature()])
     run(agent, "build it")
     first = model.requests[0]
     assert all("Memory#" not in b["text"] for b in first.system)
@@ -344,3 +351,45 @@ def test_a_full_disk_loses_nothing_and_is_reported_once(tmp_path):
     loaded = read_records(tmp_path / ".transcripts" / "s1.jsonl")
     texts = [r["content"][0]["text"] for r in loaded.records if r["type"] == "message"]
     assert texts == ["first", "one", "second", "two", "third", "three"]
+
+
+class GuardFeature(BaseFeature):
+    """Refuses prompts mentioning 'secret' and echo calls with text 'rm'; records what ran."""
+
+    name = "guard"
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, str]] = []
+
+    def check_prompt(self, text: str) -> str | None:
+        return "prompts about secrets are blocked" if "secret" in text else None
+
+    def check_tool(self, call: ToolCall) -> str | None:
+        return "no rm here" if call.input.get("text") == "rm" else None
+
+    def after_tool(self, call: ToolCall, outcome) -> None:
+        self.ran.append((call.name, outcome.content))
+
+
+def test_a_feature_can_block_a_prompt_before_it_reaches_the_model(tmp_path):
+    model = ScriptedModel([reply("never")])
+    guard = GuardFeature()
+    agent, _ = make_agent(tmp_path, model, features=[guard])
+    events = run(agent, "tell me the secret")
+    assert events[-1].stop_reason == "refused" and "secrets are blocked" in events[-1].error
+    assert model.requests == [] and agent.conversation.messages == []
+
+
+def test_a_feature_can_block_a_tool_call_and_sees_the_calls_that_ran(tmp_path):
+    model = ScriptedModel([
+        reply(tool_call("echo", {"text": "rm"}, id="a"), tool_call("echo", {"text": "ok"}, id="b")),
+        reply("done"),
+    ])
+    guard = GuardFeature()
+    agent, calls = make_agent(tmp_path, model, features=[guard], auto_approve=True)
+    run(agent, "go")
+    results = {b["tool_use_id"]: b for b in model.requests[1].messages[-1]["content"] if b["type"] == "tool_result"}
+    assert results["a"]["is_error"] and "no rm here" in str(results["a"]["content"])
+    assert not results["b"].get("is_error")
+    assert [name for name, _ in guard.ran] == ["echo"]
+    assert_valid(model)

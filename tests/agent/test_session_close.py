@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from memagent.config import Settings
+from memagent.features.memory import MemoryFeature
 from memagent.llm.scripted import ScriptedModel, reply
 from memagent.runtime import SessionOptions, open_session
 
@@ -20,13 +22,26 @@ class ImpatientLearner:
         raise KeyboardInterrupt
 
 
+class ClosableService:
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
 def test_ctrl_c_while_waiting_for_extraction_still_closes_everything(tmp_path):
     session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel([reply("hi")]))
     list(session.agent.run_turn("hello"))
-    learner = ImpatientLearner()
-    session.learner = learner
+    learner, service = ImpatientLearner(), ClosableService()
+    memory = MemoryFeature(
+        service, learner, settings=Settings(), profile=lambda: None, current_task=lambda: None,
+        warn=session.warnings.append,
+    )
+    memory.after_turn(session.agent.conversation)
+    session.features.append(memory)
     warnings = session.close()
     assert learner.submitted == ["session_end"]
+    assert service.closed  # the store was closed although the wait was cut short
     assert warnings == ["memory extraction at session end skipped (interrupted)"]
     assert session.transcript._closed  # the transcript was still flushed and closed
     assert session.close() == []  # a second close is a no-op

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memagent.events import Notice, TurnEnded
-from memagent.agent.loop import Agent, TurnHooks
+from memagent.agent.feature import BaseFeature
+from memagent.agent.loop import Agent
 from memagent.config import Settings
 from memagent.context.compaction import SUMMARY_SYSTEM, CompactingContext
 from memagent.context.conversation import Conversation
+from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import FunctionModel, reply
@@ -25,6 +27,16 @@ from memagent.tools.context_tools import context_tools
 
 SMALL = "small-model"
 SYSTEM = [text_block("You are a test agent.")]
+
+
+class ReminderFeature(BaseFeature):
+    """A test feature whose only hook is a reminder after each tool round."""
+
+    def __init__(self, reminder: Callable[[list[str]], str | None]) -> None:
+        self.reminder = reminder
+
+    def after_tools(self, names: list[str]) -> str | None:
+        return self.reminder(names)
 
 
 class RecordingConversation(Conversation):
@@ -93,7 +105,8 @@ class Harness:
         self.writer.append({"type": "session_start", "session_id": self.session_id, "model": "main-model"})
         self.conversation = RecordingConversation(recorder=self.writer, session_id=self.session_id)
         tools = fake_tools(self.sizes)
-        tools += context_tools(lambda: self.policy, self.transcripts, lambda: self.session_id)
+        requests = CompactionRequest()
+        tools += context_tools(requests, self.transcripts, self.session_id)
         registry = ToolRegistry.of(tools)
         self.policy = CompactingContext(
             model=self.model,
@@ -104,6 +117,7 @@ class Harness:
             tools=registry.schemas(),
             reinject=self.reinject,
             before_drop=self.before_drop,
+            requests=requests,
         )
         self.agent = Agent(
             model=self.model,
@@ -113,7 +127,7 @@ class Harness:
             conversation=self.conversation,
             context=self.policy,
             auto_approve=True,
-            hooks=TurnHooks(reminders=list(self.reminders)),
+            features=[ReminderFeature(reminder) for reminder in self.reminders],
         )
         self.events: list[Any] = []
 

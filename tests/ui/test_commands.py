@@ -85,7 +85,15 @@ def test_memory_search_and_stats_with_a_memory_service(session):
         def stats(self):
             return {"total": 1, "by_type": {"decision": 1}}
 
-    session.memory = FakeMemory()
+        def close(self):
+            pass
+
+    from memagent.config import Settings
+    from memagent.features.memory import MemoryFeature
+
+    session.features.append(MemoryFeature(
+        FakeMemory(), None, settings=Settings(), profile=lambda: None, current_task=lambda: None, warn=print
+    ))
     assert run_command("/memory test runner", lambda: session).text == "[m_1] (0.87) We use pytest for tests"
     assert calls == ["test runner"]
     assert run_command("/memory", lambda: session).text == "total: 1\nby_type:\n  decision: 1"

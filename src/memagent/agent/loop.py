@@ -2,15 +2,20 @@
 
 ``Agent.run_turn(text)`` yields :mod:`memagent.events` until the model ends the turn. It
 never prints and never imports a terminal or SDK library; renderers consume the events. Every
-request it sends satisfies DESIGN §3: a cancelled turn (KeyboardInterrupt anywhere inside),
-a tool crash, or a model error all leave a history the API accepts.
+request it sends keeps the Messages API's invariants (roles alternate starting with the user;
+each ``tool_use`` is answered by a ``tool_result`` first thing in the next message; no empty
+content): a cancelled turn (KeyboardInterrupt anywhere inside), a tool crash, or a model error
+all leave a history the API accepts.
+
+Capabilities plug in as :class:`~memagent.agent.feature.Feature` objects; the loop calls their
+hooks in order and knows nothing of what they do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Iterator, Protocol, Sequence
 
 from memagent.events import (
     AgentEvent,
@@ -22,6 +27,7 @@ from memagent.events import (
     TurnStarted,
     WaitingForModel,
 )
+from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.context.conversation import Conversation
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
@@ -65,25 +71,6 @@ NON_INTERACTIVE_DENIED = (
 
 
 @dataclass
-class TurnHooks:
-    """Extension points, each a plain callable so the loop knows nothing of their stores.
-
-    - ``user_context(text, messages) -> str | None``: extra text for the new user message
-      (relevant memories). Goes into the newest message, never the system prompt, so the
-      cached prefix stays byte-stable.
-    - ``reminders(tool_names) -> str | None``: called after each round of tool calls with the
-      names called; text is appended *after* the tool_result blocks (the todo nudge).
-    - ``after_response(response)``: observe each model response (citation tracking).
-    - ``after_turn(conversation)``: the turn is over (periodic memory extraction).
-    """
-
-    user_context: list[Callable[[str, list], str | None]] = field(default_factory=list)
-    reminders: list[Callable[[list[str]], str | None]] = field(default_factory=list)
-    after_response: list[Callable[[ModelResponse], None]] = field(default_factory=list)
-    after_turn: list[Callable[[Conversation], None]] = field(default_factory=list)
-
-
-@dataclass
 class AgentConfig:
     model: str | None = None
     max_tokens: int = 8192
@@ -102,7 +89,7 @@ class Agent:
     approver: Approver = deny_all
     auto_approve: bool = False
     non_interactive: bool = False
-    hooks: TurnHooks = field(default_factory=TurnHooks)
+    features: Sequence[Feature] = ()
     config: AgentConfig = field(default_factory=AgentConfig)
     turns: int = 0
     _always_allowed: set[str] = field(default_factory=set)
@@ -115,6 +102,10 @@ class Agent:
         """Run one user turn to its end. KeyboardInterrupt inside ends it as ``cancelled``."""
         self.turns += 1
         yield TurnStarted(self.turns)
+        refused = self._refused_prompt(user_text)
+        if refused:
+            yield TurnEnded("refused", error=f"prompt blocked: {refused}")
+            return
         try:
             self._add_user_message(user_text)
             yield from self._rounds()
@@ -122,8 +113,8 @@ class Agent:
             self.repair_after_interrupt()
             yield TurnEnded("cancelled", error="cancelled by the user")
         finally:
-            for hook in self.hooks.after_turn:
-                hook(self.conversation)
+            for feature in self.features:
+                feature.after_turn(self.conversation)
 
     def repair_after_interrupt(self) -> None:
         """Make the history valid again after a cancel that happened anywhere in a turn.
@@ -156,13 +147,24 @@ class Agent:
 
     # ----------------------------------------------------------------- rounds
 
+    def _refused_prompt(self, user_text: str) -> str | None:
+        """The first feature's reason to refuse this prompt (a blocking prompt hook), else None."""
+        for feature in self.features:
+            reason = feature.check_prompt(user_text)
+            if reason:
+                return reason
+        return None
+
     def _add_user_message(self, user_text: str) -> None:
+        """The user's words, then each feature's per-turn context (memories, continuity): in the
+        newest message, never the system prompt, so the cached prefix stays byte-stable."""
         blocks: list[Block] = []
         if self.conversation.last_role == "user" and not self._pending_tool_ids():
             blocks.append(text_block(INTERRUPTED_REQUEST))
         blocks.append(text_block(user_text))
-        for provider in self.hooks.user_context:
-            extra = provider(user_text, self.conversation.messages)
+        turn = TurnInput(user_text, tuple(self.conversation.messages))
+        for feature in self.features:
+            extra = feature.turn_context(turn)
             if extra:
                 blocks.append(text_block(extra))
         self.conversation.append("user", blocks)
@@ -189,8 +191,8 @@ class Agent:
                 yield TurnEnded("error", error=str(exc))
                 return
             self.context.observe(response.usage, request.messages)
-            for hook in self.hooks.after_response:
-                hook(response)
+            for feature in self.features:
+                feature.after_response(response)
             content = _clean_content(response.content)
             if content:
                 self.conversation.append("assistant", content, usage=response.usage.to_dict())
@@ -249,8 +251,8 @@ class Agent:
             self.conversation.append("user", results)
             raise
         blocks = list(results)
-        for reminder in self.hooks.reminders:
-            text = reminder(names)
+        for feature in self.features:
+            text = feature.after_tools(names)
             if text:
                 blocks.append(text_block(text))
         self.conversation.append("user", blocks)
@@ -265,8 +267,23 @@ class Agent:
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = self._approve(tool, raw, summary, value) or self.tools.execute(tool, value, self.tool_context)
+            outcome = self._guarded_run(ToolCall(call["id"], name, raw), tool, summary, value)
         yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
+        return outcome
+
+    def _guarded_run(self, call: ToolCall, tool: Tool, summary: str, value: Any) -> ToolOutcome:
+        """Features may refuse the call (a blocking pre-tool hook); then approval; then the tool.
+        Features see every outcome that ran."""
+        for feature in self.features:
+            reason = feature.check_tool(call)
+            if reason:
+                return ToolOutcome(f"The call was blocked before it ran: {reason}", is_error=True)
+        refusal = self._approve(tool, call.input, summary, value)
+        if refusal is not None:
+            return refusal
+        outcome = self.tools.execute(tool, value, self.tool_context)
+        for feature in self.features:
+            feature.after_tool(call, outcome)
         return outcome
 
     def _approve(self, tool: Tool, raw: dict[str, Any], summary: str, value: Any) -> ToolOutcome | None:
@@ -312,6 +329,5 @@ __all__ = [
     "AgentConfig",
     "Approval",
     "Approver",
-    "TurnHooks",
     "deny_all",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
+from typing import Sequence
 
 from memagent.llm.types import Block, text_block
 
@@ -40,11 +41,9 @@ def environment_block(root: Path) -> str:
     )
 
 
-def build_system(root: Path, profile: str | None = None, extra: str | None = None) -> list[Block]:
-    """Blocks in a fixed order; nothing here may change between turns of one session."""
+def build_system(root: Path, texts: Sequence[str | None] = ()) -> list[Block]:
+    """The base prompt, then each feature's stable text (instructions, skills, the memory
+    profile), in the order given; nothing here may change between turns of one session."""
     blocks = [text_block(BASE_PROMPT + "\n" + environment_block(root))]
-    if profile:
-        blocks.append(text_block("What you know about this user and project (from memory):\n" + profile))
-    if extra:
-        blocks.append(text_block(extra))
+    blocks.extend(text_block(text) for text in texts if text)
     return blocks

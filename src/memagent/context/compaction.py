@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator, Sequence
 from memagent.events import AgentEvent, Notice
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
+from memagent.context.policy import CompactionRequest
 from memagent.context.history import INTERRUPTED_REQUEST
 from memagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name
 from memagent.llm.invariants import request_problems
@@ -470,6 +471,7 @@ class CompactingContext:
         reinject: Sequence[Callable[[], str | None]] = (),
         before_drop: Sequence[Callable[[list[Message], list[str]], None]] = (),
         tail_fraction: float = 0.3,
+        requests: CompactionRequest | None = None,
     ) -> None:
         self.model = model
         self.settings = settings
@@ -482,11 +484,10 @@ class CompactingContext:
         self.tail_fraction = tail_fraction
         self.counter = TokenCounter()
         self.compactions = 0
-        self._requested = False  # the compact tool asked for a compaction before the next call
+        self.requests = requests or CompactionRequest()  # the compact tool's asks
         # (messages list, its length, its last message, elided view): messages are appended or
         # replaced, never edited in place
         self._view_memo: tuple[list[Message], int, Message | None, list[Message]] | None = None
-        self._requested_focus: str | None = None
         self._conversation: Conversation | None = None
         self._compacted_at: tuple[Any, ...] | None = None  # conversation marker after the last compaction
         self._turns_seen = 0
@@ -521,8 +522,8 @@ class CompactingContext:
     def before_request(self, conversation: Conversation) -> Iterator[AgentEvent]:
         self._conversation = conversation
         self._note_turn(conversation)
-        if self._requested:
-            focus, self._requested, self._requested_focus = self._requested_focus, False, None
+        asked, focus = self.requests.take()
+        if asked:
             yield from self._compact(conversation, focus, manual=True)
             return
         tokens = self.current_tokens(conversation)
@@ -547,11 +548,11 @@ class CompactingContext:
 
     def request_compaction(self, focus: str | None = None) -> None:
         """Compact before the next model call (the ``compact`` tool: never mid tool round)."""
-        self._requested, self._requested_focus = True, focus or None
+        self.requests.ask(focus)
 
     @property
     def compaction_requested(self) -> bool:
-        return self._requested
+        return self.requests.pending
 
     # ------------------------------------------------------------ /context
 

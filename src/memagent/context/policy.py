@@ -6,6 +6,7 @@ The loop only knows this protocol; ``context.compaction`` provides the real poli
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
 from memagent.context.conversation import Conversation
@@ -28,6 +29,25 @@ class ContextPolicy(Protocol):
     def observe(self, usage: Usage, sent: list[Message]) -> None:
         """Learn the exact size of the request that was just answered."""
         ...
+
+
+@dataclass
+class CompactionRequest:
+    """The channel from the ``compact`` tool to the policy: asked during a tool round, run by
+    the policy before the next model call (never mid round). Both sides get the same object at
+    composition, so neither needs the other."""
+
+    pending: bool = False
+    focus: str | None = None
+
+    def ask(self, focus: str | None = None) -> None:
+        self.pending, self.focus = True, focus or None
+
+    def take(self) -> tuple[bool, str | None]:
+        """Whether a compaction was asked for (and its focus); clears the request."""
+        asked, focus = self.pending, self.focus
+        self.pending, self.focus = False, None
+        return asked, focus
 
 
 class PassThroughContext:

@@ -10,16 +10,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 from pydantic import Field
 
 from memagent.context.compaction import result_text
+from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
-
-if TYPE_CHECKING:
-    from memagent.context.compaction import CompactingContext
 
 MAX_HITS = 20
 HIT_CHARS = 240
@@ -133,12 +131,9 @@ def _around(line: str, needle: str) -> str:
     return ("…" if at else "") + snippet + ("…" if at + HIT_CHARS < len(line) else "")
 
 
-def context_tools(
-    policy_getter: Callable[[], "CompactingContext"],
-    transcripts_dir: Path,
-    session_id_getter: Callable[[], str],
-) -> list[Tool]:
-    """``compact`` and ``recall`` bound to a session's policy and its project's transcripts."""
+def context_tools(requests: CompactionRequest, transcripts_dir: Path, session_id: str) -> list[Tool]:
+    """``compact`` (asks the session's policy through ``requests``) and ``recall`` (reads the
+    project's transcripts, this session's first)."""
 
     @tool("compact", CompactInput, key_argument="focus")
     def compact(args: CompactInput, ctx: ToolContext) -> str:
@@ -147,10 +142,10 @@ def context_tools(
         when you finish a phase of work and the earlier details are no longer needed, with a focus
         naming what the summary must keep. It runs before your next step; the full transcript
         stays on disk and recall can bring anything back."""
-        policy = policy_getter()
-        policy.request_compaction(args.focus)
+        requests.ask(args.focus)
         focus = f" focusing on: {args.focus}" if args.focus else ""
-        return f"Compaction scheduled{focus}. It runs before your next step; the full transcript stays in {policy.transcript_name}."
+        where = f"{transcripts_dir.name}/{session_id}.jsonl"
+        return f"Compaction scheduled{focus}. It runs before your next step; the full transcript stays in {where}."
 
     @tool("recall", RecallInput, key_argument="tool_use_id")
     def recall(args: RecallInput, ctx: ToolContext) -> str:
@@ -160,7 +155,7 @@ def context_tools(
         by a compaction summary, each with the tool_use_id to recall in full."""
         if bool(args.tool_use_id) == bool(args.query):
             raise ToolError("give exactly one of tool_use_id (an id from a placeholder) or query (text to search for)")
-        sessions = [args.session] if args.session else [session_id_getter()]
+        sessions = [args.session] if args.session else [session_id]
         if args.tool_use_id:
             found = find_tool_output(transcripts_dir, args.tool_use_id.strip(), sessions)
             if found is None:
