@@ -49,7 +49,8 @@ from memagent.llm.scripted import FunctionModel, reply
 from memagent.llm.types import ModelRequest, ModelResponse, Usage
 from memagent.tools.base import Tool, ToolContext, ToolOutcome, ToolRegistry
 from memagent.tools.builtin import builtin_tools
-from memagent.tools.context_tools import context_tools, search_transcripts
+from memagent.context.policy import CompactionRequest
+from memagent.features.context import context_tools, search_transcripts
 
 SMALL = "bench-small-model"
 CACHE_READ = 0.1
@@ -304,14 +305,16 @@ def replay(name: str, session: Session, threshold: int, root: Path, batch: int |
         naive = name == "naive"
         settings = Settings(compact_tokens=threshold, small_model=SMALL, keep_tool_results=3,
                             micro_compact_batch=1 if naive else (batch or Settings().micro_compact_batch))
+        requests = CompactionRequest()
         policy = CompactingContext(
+            requests=requests,
             model=model, settings=settings, session_id=session_id, transcript_name=f".transcripts/{session_id}.jsonl",
             system=system, tools=[], tail_fraction=0.0 if naive else tail_fraction,
             reinject=[] if naive else [lambda: "Todo list:\n[>] #1 keep the test suite green\n[ ] #2 review open bugs"],
             before_drop=[lambda messages, ids: dropped.append(messages)],
         )
         if not naive:
-            for extra in context_tools(lambda: policy, transcripts, lambda: session_id):
+            for extra in context_tools(requests, transcripts, session_id):
                 registry.add(extra)
             run.has_recall = True
         policy.tools = registry.schemas()

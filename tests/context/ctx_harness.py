@@ -23,7 +23,7 @@ from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import FunctionModel, reply
 from memagent.llm.types import ModelError, ModelRequest, ModelResponse, text_block
 from memagent.tools.base import ToolContext, ToolError, ToolInput, ToolRegistry, tool
-from memagent.tools.context_tools import context_tools
+from memagent.features.context import context_tools
 
 SMALL = "small-model"
 SYSTEM = [text_block("You are a test agent.")]

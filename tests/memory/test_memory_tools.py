@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memagent.memory.service import MemoryUnavailable
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.tools.memory_tools import memory_tools
+from memagent.features.memory_tools import memory_tools
 
 
 def _registry(factory) -> ToolRegistry:

@@ -319,7 +319,7 @@ def test_importtime_of_tasks_list_shows_no_sdk_or_vector_store(project):
 
 def test_core_modules_import_no_ui_or_sdk(project):
     code = (
-        "import sys, memagent.tasks, memagent.todo, memagent.tools.task_tools, memagent.tools.todo_tools\n"
+        "import sys, memagent.tasks, memagent.todo, memagent.features.tasks, memagent.features.todos\n"
         "print(sorted(m for m in ('typer', 'rich', 'anthropic', 'chromadb') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

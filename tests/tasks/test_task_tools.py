@@ -9,7 +9,7 @@ import pytest
 
 from memagent.tasks import TaskStore
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.tools.task_tools import task_tools
+from memagent.features.tasks import task_tools
 
 
 @pytest.fixture

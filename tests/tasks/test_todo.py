@@ -9,7 +9,7 @@ import pytest
 
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.tools.todo_tools import todo_tools
+from memagent.features.todos import todo_tools
 
 
 def items(*specs: tuple) -> list[dict]:

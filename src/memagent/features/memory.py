@@ -79,7 +79,7 @@ class MemoryFeature(BaseFeature):
             return None
 
     def tools(self) -> list[Tool]:
-        from memagent.tools.memory_tools import memory_tools
+        from memagent.features.memory_tools import memory_tools
 
         service = self.service
         return memory_tools(lambda: service)

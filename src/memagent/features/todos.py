@@ -3,14 +3,52 @@ in the transcript after each change and re-injected after a compaction."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature
-from memagent.todo import TodoManager
-from memagent.tools.base import Tool
-from memagent.tools.todo_tools import todo_tools
+from memagent.todo import TodoError, TodoManager
+from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 TODO_RECORD = "todo"
+
+
+class TodoItemInput(BaseModel):
+    # Extra keys are tolerated inside an item: they are dropped, not an error worth a round trip.
+    model_config = ConfigDict(extra="ignore")
+
+    id: Union[int, str] = Field(description="A short stable id, e.g. 1, 2, 3.")
+    text: str = Field(description="What to do, in one line.")
+    status: Literal["pending", "in_progress", "completed"] = Field(
+        description="Exactly one item may be in_progress at a time."
+    )
+
+
+class TodoInput(ToolInput):
+    items: list[TodoItemInput] = Field(
+        description=f"The complete list (it replaces the previous one); at most {TodoManager.MAX_ITEMS} items."
+    )
+
+
+def todo_tools(manager: TodoManager) -> list[Tool]:
+    """The ``todo`` tool bound to one session's manager."""
+
+    @tool("todo", TodoInput)
+    def todo(args: TodoInput, ctx: ToolContext) -> str:
+        """Keep a short checklist for the current piece of work and update it as you go.
+
+        Send the whole list every time (it replaces the previous one): at most 20 items, each
+        {id, text, status} with status pending, in_progress or completed, and at most one item
+        in_progress. Use it for work with several steps; mark an item in_progress before starting
+        it and completed as soon as it is done. Returns the rendered list.
+        """
+        try:
+            return manager.update([item.model_dump() for item in args.items])
+        except TodoError as exc:
+            raise ToolError(str(exc)) from None
+
+    return [todo]
 
 
 class TodoFeature(BaseFeature):
