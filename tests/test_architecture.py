@@ -1,56 +1,172 @@
-"""The rooms keep their doors one-way (DESIGN §2): checked on the source, not by convention."""
+"""The rooms keep their doors one-way: checked on the source, table-driven, and shown to bite.
+
+Every top-level module or package of ``memagent`` is a room with a row in :data:`ALLOWED`: the
+rooms it may import. Imports are resolved to module names first (``from memagent import x`` is
+``memagent.x``; relative imports are made absolute), so no spelling slips past. Terminal
+libraries are allowed only in ``cli`` and ``ui``, the SDK only in ``llm/anthropic.py``, Chroma
+only in ``memory``. ``test_the_check_bites`` copies the source to a temporary folder, adds each
+forbidden edge in turn, and sees the check fail.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
+import shutil
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
-CORE = ["agent", "context", "tasks", "memory", "tools", "llm", "todo.py", "events.py", "config.py", "fsutil.py"]
-TERMINAL_OR_CLI = {"typer", "rich", "prompt_toolkit", "click"}
-OUTER_ROOMS = ("memagent.cli", "memagent.ui", "memagent.runtime")
+
+LEAVES = ("events", "markers", "errors", "fsutil", "redact", "pricing", "config")
+CORE_BASE = {*LEAVES}
+ALLOWED: dict[str, set[str]] = {
+    # leaves: shared vocabulary, importing nothing of memagent
+    **{leaf: set() for leaf in LEAVES},
+    "__init__": set(),
+    "__main__": {"cli"},
+    "trust": {"config", "errors", "fsutil"},
+    "permissions": {"config", "errors", "markers", "trust"},
+    "todo": {"markers", "errors"},
+    "commands_md": {"config", "errors", "fsutil"},
+    # the model adapter and the stores know nothing of the loop
+    "llm": CORE_BASE,
+    "tasks": CORE_BASE,
+    "memory": CORE_BASE | {"llm", "tasks"},
+    "tools": CORE_BASE,
+    "context": CORE_BASE | {"llm"},
+    # the loop: context, model and tool protocols, no store
+    "agent": CORE_BASE | {"context", "llm", "tools"},
+    # capabilities: each plugs stores and tools into the loop's Feature protocol
+    "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust"},
+    "features": CORE_BASE
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md"},
+    "runtime": CORE_BASE
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md"},
+    # the outside: rendering and the command line
+    "ui": CORE_BASE
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime"},
+    "cli": None,  # the entry point may import any room
+}
+TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}
+TERMINAL_ROOMS = {"cli", "ui"}
+SDK_ONLY_IN = {"llm/anthropic.py"}
+CHROMA_ROOMS = {"memory"}
 
 
-def imports_of(path: Path) -> set[str]:
+def room_of(path: Path, src: Path) -> str:
+    rel = path.relative_to(src)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def module_name(path: Path, src: Path) -> str:
+    rel = path.relative_to(src).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["memagent", *parts])
+
+
+def resolved_imports(path: Path, src: Path) -> set[str]:
+    """Absolute names of everything a file imports (``from memagent import x`` → ``memagent.x``)."""
+    package = module_name(path, src) if path.name == "__init__.py" else module_name(path, src).rpartition(".")[0]
+    return _imports_of_text(path.read_text(), package)
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_of_text(text: str, package: str) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names if base in ("memagent",) or base.count(".") == 0)
+    # the bare package is its __init__ (the version only): every room may import it
+    return frozenset(n for n in names if n and n != "memagent")
 
 
-def files_of(room: str) -> list[Path]:
-    target = SRC / room
-    return [target] if target.is_file() else sorted(target.rglob("*.py"))
+def target_room(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "memagent":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
-@pytest.mark.parametrize("room", CORE)
-def test_core_rooms_import_no_terminal_library_and_no_outer_room(room):
-    for path in files_of(room):
-        for name in imports_of(path):
-            top = name.split(".")[0]
-            assert top not in TERMINAL_OR_CLI, f"{path.relative_to(SRC)} imports {name}"
-            assert not name.startswith(OUTER_ROOMS), f"{path.relative_to(SRC)} imports {name}"
+def violations(src: Path) -> list[str]:
+    found: list[str] = []
+    rooms = {room_of(p, src) for p in src.rglob("*.py")}
+    for missing in sorted(rooms - set(ALLOWED) - {"__version__"}):
+        found.append(f"room {missing!r} has no row in ALLOWED")
+    for path in sorted(src.rglob("*.py")):
+        room, rel = room_of(path, src), path.relative_to(src).as_posix()
+        allowed = ALLOWED.get(room, set())
+        for name in resolved_imports(path, src):
+            top, target = name.split(".")[0], target_room(name)
+            if top in TERMINAL and room not in TERMINAL_ROOMS:
+                found.append(f"{rel} imports the terminal library {name}")
+            if top == "anthropic" and rel not in SDK_ONLY_IN:
+                found.append(f"{rel} imports the SDK ({name}); only llm/anthropic.py may")
+            if top == "chromadb" and room not in CHROMA_ROOMS:
+                found.append(f"{rel} imports chromadb; only memory/ may")
+            if target and target not in (room, "__version__") and allowed is not None and target not in allowed:
+                found.append(f"{rel} ({room}) imports {name}: {room} may import only {sorted(allowed)}")
+    return found
 
 
-def test_only_the_adapter_imports_the_sdk():
-    importers = [p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if any(
-        n.split(".")[0] == "anthropic" for n in imports_of(p))]
-    assert importers == ["llm/anthropic.py"]
+def test_every_room_keeps_its_doors():
+    assert violations(SRC) == []
 
 
-def test_the_loop_knows_nothing_of_stores():
-    for path in files_of("agent"):
-        for name in imports_of(path):
-            assert not name.startswith(("memagent.tasks", "memagent.memory", "memagent.todo", "chromadb")), (path, name)
+def test_the_console_script_path_stays_light():
+    """`memagent --help` and `memagent tasks …` go through cli/main.py: no SDK or Chroma at top level."""
+    tree = ast.parse((SRC / "cli" / "main.py").read_text())
+    top_level = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names
+    }
+    assert not any(str(name).split(".")[0] in ("anthropic", "chromadb") for name in top_level)
 
 
-def test_stores_know_nothing_of_the_loop():
-    for room in ("tasks", "memory", "todo.py"):
-        for path in files_of(room):
-            for name in imports_of(path):
-                assert not name.startswith(("memagent.agent", "memagent.context")), (path, name)
+FORBIDDEN_EDGES = [
+    ("agent/loop.py", "from memagent import runtime"),
+    ("agent/loop.py", "from memagent.memory import cards"),
+    ("agent/loop.py", "import memagent.cli.main"),
+    ("context/history.py", "from memagent.agent import loop"),
+    ("llm/types.py", "from memagent.context import conversation"),
+    ("tools/base.py", "from memagent.agent.loop import Agent"),
+    ("tools/base.py", "from memagent.context import history"),
+    ("memory/cards.py", "from memagent.tools import base"),
+    ("memory/cards.py", "from memagent.features import memory"),
+    ("tasks/graph.py", "from memagent.memory import cards"),
+    ("ui/render.py", "from memagent.cli import main"),
+    ("events.py", "from memagent import markers"),
+    ("features/todos.py", "from memagent import runtime"),
+    ("runtime.py", "from memagent.ui import render"),
+    ("agent/loop.py", "import rich"),
+    ("memory/cards.py", "from prompt_toolkit import prompt"),
+    ("context/history.py", "import anthropic"),
+    ("tasks/graph.py", "import chromadb"),
+    ("agent/loop.py", "from . import feature\nfrom ..memory import cards"),
+]
+
+
+@pytest.mark.parametrize("file, line", FORBIDDEN_EDGES, ids=[f"{f}:{l.splitlines()[-1]}" for f, l in FORBIDDEN_EDGES])
+def test_the_check_bites(tmp_path, file, line):
+    copy = tmp_path / "memagent"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert violations(copy) == []
+    target = copy / file
+    target.write_text(line + "\n" + target.read_text())
+    assert violations(copy), f"adding {line!r} to {file} went unnoticed"
+
+
+def test_a_new_room_without_a_row_is_caught(tmp_path):
+    copy = tmp_path / "memagent"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "newroom.py").write_text("X = 1\n")
+    assert any("newroom" in v for v in violations(copy))
