@@ -32,6 +32,7 @@ from memagent.context.resume import ResumeError, Resumed, latest_session_id, loa
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
+from memagent.features.continuity import ContinuityFeature
 from memagent.features.memory import MemoryFeature, open_memory
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
@@ -158,6 +159,19 @@ def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed 
     return resumed, list(resumed.warnings)
 
 
+def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
+    """One logical session across ``-c``/``-r``: the id of the first session of the chain, so
+    session-scope memories stay visible after a resume."""
+    if resumed is None or resumed.path is None:
+        return session_id
+    try:
+        records = read_records(resumed.path).records
+    except TranscriptError:
+        return resumed.session_id
+    header = next((r for r in records if r.get("type") == "session_start"), {})
+    return str(header.get("logical_session") or resumed.session_id)
+
+
 def _open_transcript(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> TranscriptWriter:
     try:
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
@@ -170,6 +184,7 @@ def _open_transcript(paths: ProjectPaths, settings: Settings, session_id: str, r
             "model": settings.model,
             "cwd": str(paths.root),
             "version": __version__,
+            "logical_session": logical_session_id(resumed, session_id),
             **({"resumed_from": resumed.session_id} if resumed else {}),
         }
     )
@@ -222,15 +237,21 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         item = parts.todo.in_progress()
         return str(item["text"]) if item else None
 
+    task_graph = TaskGraphFeature(parts.paths.tasks)
+    resumed = parts.resumed
     features: list[Feature] = [
         TodoFeature(parts.todo, parts.conversation.record),
-        TaskGraphFeature(parts.paths.tasks),
+        task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
+        ContinuityFeature(
+            parts.paths.transcripts, task_graph.snapshot, parts.todo, record=parts.conversation.record,
+            exclude={parts.session_id} | ({resumed.session_id} if resumed else set()), resuming=resumed is not None,
+        ),
     ]
     memory = open_memory(
         parts.paths,
         parts.settings,
-        parts.session_id,
+        logical_session_id(resumed, parts.session_id),
         model=parts.model,
         record=parts.conversation.record,
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
