@@ -246,10 +246,17 @@ def test_api_key_wins_when_both_credentials_are_given():
 
 
 def test_environment_variables_are_honoured(monkeypatch):
+    """The credentials and base URL come from the environment through config (the one reader of
+    it); the adapter itself never looks at the environment."""
+    from memagent.config import Settings
+    from memagent.runtime import make_model
+
     with FakeAnthropic([text("from env")], api_key="env-token") as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "env-token")
-        _, response = run(AnthropicModel(MODEL, max_retries=0))
+        model = make_model(Settings(model=MODEL))
+        model.max_retries = 0
+        _, response = run(model)
         assert response.text() == "from env"
         assert fake.headers[0].get("authorization") == "Bearer env-token"
 

@@ -12,12 +12,12 @@ become the :mod:`memagent.llm.types` errors, each with a one-line message.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import typing
 from typing import Any, Iterator
 
+from memagent.errors import one_line
 from memagent.llm.types import (
     AuthenticationError,
     Block,
@@ -39,6 +39,7 @@ MAX_CACHE_BREAKPOINTS = 4
 UNCACHEABLE_BLOCKS = {"thinking", "redacted_thinking"}
 PROMPT_TOO_LONG = re.compile(r"prompt is too long|context (length|window|limit)|too many (input )?tokens", re.I)
 MESSAGE_LIMIT = 300
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 def _sdk() -> Any:
@@ -243,8 +244,8 @@ class _Accumulator:
 
 
 def _one_line(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+    """API messages may span lines (JSON bodies): collapse them, then cap."""
+    return one_line(" ".join(str(text).split()), MESSAGE_LIMIT)
 
 
 def _api_message(err: Any) -> str:
@@ -357,7 +358,7 @@ class AnthropicModel:
     def base_url(self) -> str:
         if self._client is not None:
             return str(self._client.base_url).rstrip("/")
-        return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        return self._base_url or DEFAULT_BASE_URL
 
     def prepare(self) -> None:
         """Import the SDK and build the client now (safe to call from a background thread)."""
@@ -375,9 +376,9 @@ class AnthropicModel:
                 credentials["api_key"] = self._api_key
             elif self._auth_token:
                 credentials["auth_token"] = self._auth_token
-            base_url = self._base_url
-            if base_url is None and os.environ.get("ANTHROPIC_BASE_URL") == "":
-                base_url = "https://api.anthropic.com"  # an empty variable means "unset", not ""
+            # Always explicit: the SDK would otherwise read ANTHROPIC_BASE_URL itself, and only
+            # config.py reads the environment (an empty variable there already means "unset").
+            base_url = self._base_url or DEFAULT_BASE_URL
             self._client = sdk.Anthropic(
                 **credentials, base_url=base_url, max_retries=self.max_retries, timeout=self.timeout
             )
