@@ -8,7 +8,6 @@ renders the agent's events.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -130,7 +129,7 @@ def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> Chat
     )
 
 
-def _settings(paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str]) -> tuple[Settings, list[str]]:
+def _settings(paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None) -> tuple[Settings, list[str]]:
     from memagent.trust import is_trusted
 
     try:
@@ -285,7 +284,6 @@ def open_session(
     env: Mapping[str, str] | None = None,
 ) -> Session:
     """Build a session; raises SetupError for anything the user must fix."""
-    env = os.environ if env is None else env
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
