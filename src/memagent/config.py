@@ -1,4 +1,7 @@
-"""Settings, paths and credentials: the only module that reads the environment.
+"""Settings: every knob of memagent, typed, from files, the environment and flags.
+
+With :mod:`memagent.paths` (where data lives, the credentials), the only code that reads the
+environment.
 
 Precedence, lowest to highest: built-in defaults < ``$MEMAGENT_HOME/config.toml`` (user) <
 ``<project>/.memagent.toml`` (project) < ``MEMAGENT_*`` environment variables < command-line
@@ -9,9 +12,6 @@ environment are JSON (``MEMAGENT_ALLOW='["Bash(git status:*)"]'``).
 A project file is untrusted input (a cloned repository may carry one): the settings that widen
 what memagent may do (:data:`WIDENING_SETTINGS`) are taken from it only when the user has trusted
 the project; otherwise they are ignored and the loader returns a one-line notice saying so.
-
-The project root is the nearest folder, from the working directory up, that holds ``.git`` or
-``.memagent.toml`` (as git finds its repository); ``-C DIR`` names it explicitly.
 """
 
 from __future__ import annotations
@@ -19,12 +19,21 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from memagent.paths import (  # re-exported: settings and paths are usually needed together
+    Credentials,
+    ProjectPaths,
+    credentials_from_env,
+    find_project_root,
+    memagent_home,
+    project_paths,
+)
 
 # A current Claude Sonnet id; checked against the installed SDK's model list in tests.
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -38,7 +47,6 @@ CONTEXT_WINDOWS = {
 DEFAULT_CONTEXT_WINDOW = 200_000
 
 ENV_PREFIX = "MEMAGENT_"
-PROJECT_MARKERS = (".git", ".memagent.toml")
 
 # Settings a project file may only set once the user trusts the project: each widens what the
 # agent may do without asking, or sends data somewhere the repository chooses.
@@ -137,67 +145,6 @@ class Settings(BaseSettings):
 
 def setting_names() -> list[str]:
     return list(Settings.model_fields)
-
-
-# ------------------------------------------------------------------------------------ paths
-
-
-def memagent_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    raw = env.get("MEMAGENT_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".memagent"
-
-
-@dataclass(frozen=True)
-class ProjectPaths:
-    """Where a project's data lives. Nothing is created until a writer needs it."""
-
-    root: Path
-    home: Path
-
-    @property
-    def tasks(self) -> Path:
-        return self.root / ".tasks"
-
-    @property
-    def transcripts(self) -> Path:
-        return self.root / ".transcripts"
-
-    @property
-    def memory(self) -> Path:
-        return self.root / ".memory"
-
-    @property
-    def user_memory(self) -> Path:
-        return self.home / "memory"
-
-    @property
-    def history_file(self) -> Path:
-        """REPL input history, shared across sessions and projects."""
-        return self.home / "history"
-
-    @property
-    def user_config(self) -> Path:
-        return self.home / "config.toml"
-
-    @property
-    def project_config(self) -> Path:
-        return self.root / ".memagent.toml"
-
-
-def find_project_root(start: Path) -> Path:
-    """The nearest folder from ``start`` up holding ``.git`` or ``.memagent.toml``; else ``start``."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
-            return folder
-    return start
-
-
-def project_paths(root: str | Path | None = None, env: Mapping[str, str] | None = None) -> ProjectPaths:
-    """Paths of the project at ``root`` (taken as given), or found from the working directory."""
-    base = Path(root).expanduser().resolve() if root else find_project_root(Path.cwd())
-    return ProjectPaths(root=base, home=memagent_home(env))
 
 
 # ---------------------------------------------------------------------------------- loading
@@ -336,29 +283,6 @@ def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[st
     value = merged.get(key)
     shown = f" {value!r}" if value is not None and not isinstance(value, (list, dict)) else ""
     return f"{where}:{shown} {problem}"
-
-
-# ------------------------------------------------------------------------------ credentials
-
-
-@dataclass(frozen=True)
-class Credentials:
-    api_key: str | None = None
-    auth_token: str | None = None
-    base_url: str | None = None
-
-    @property
-    def present(self) -> bool:
-        return bool(self.api_key or self.auth_token)
-
-
-def credentials_from_env(env: Mapping[str, str] | None = None) -> Credentials:
-    env = os.environ if env is None else env
-    return Credentials(
-        api_key=env.get("ANTHROPIC_API_KEY") or None,
-        auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
-        base_url=env.get("ANTHROPIC_BASE_URL") or None,
-    )
 
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any, NoReturn, Optional
 
 import typer
 
-from memagent.config import ProjectPaths, project_paths
+from memagent.paths import ProjectPaths, project_paths
 
 # Exit codes (DESIGN §8).
 EXIT_OK = 0

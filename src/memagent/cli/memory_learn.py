@@ -17,7 +17,7 @@ import typer
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
 
 if TYPE_CHECKING:
-    from memagent.config import ProjectPaths
+    from memagent.paths import ProjectPaths
     from memagent.memory.hygiene import ReviewItem
     from memagent.memory.service import MemoryService
 

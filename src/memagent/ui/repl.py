@@ -21,7 +21,7 @@ from memagent.ui.printmode import consume_turn
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from memagent.config import ProjectPaths
+    from memagent.paths import ProjectPaths
     from memagent.runtime import Session
 
 PROMPT = "❯ "

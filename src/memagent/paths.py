@@ -1,0 +1,105 @@
+"""Where memagent's data lives, and the API credentials: light, so that commands that only
+need paths (``memagent tasks``, ``--help``) never import the settings machinery.
+
+The project root is the nearest folder, from the working directory up, that holds ``.git`` or
+``.memagent.toml`` (as git finds its repository); ``-C DIR`` names it explicitly. User-level
+data lives in ``$MEMAGENT_HOME`` (default ``~/.memagent``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+PROJECT_MARKERS = (".git", ".memagent.toml")
+
+
+def memagent_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    raw = env.get("MEMAGENT_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".memagent"
+
+
+@dataclass(frozen=True)
+class ProjectPaths:
+    """Where a project's data lives. Nothing is created until a writer needs it."""
+
+    root: Path
+    home: Path
+
+    @property
+    def tasks(self) -> Path:
+        return self.root / ".tasks"
+
+    @property
+    def transcripts(self) -> Path:
+        return self.root / ".transcripts"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / ".memory"
+
+    @property
+    def user_memory(self) -> Path:
+        return self.home / "memory"
+
+    @property
+    def history_file(self) -> Path:
+        """REPL input history, shared across sessions and projects."""
+        return self.home / "history"
+
+    @property
+    def user_config(self) -> Path:
+        return self.home / "config.toml"
+
+    @property
+    def project_config(self) -> Path:
+        return self.root / ".memagent.toml"
+
+
+def find_project_root(start: Path) -> Path:
+    """The nearest folder from ``start`` up holding ``.git`` or ``.memagent.toml``; else ``start``."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return start
+
+
+def project_paths(root: str | Path | None = None, env: Mapping[str, str] | None = None) -> ProjectPaths:
+    """Paths of the project at ``root`` (taken as given), or found from the working directory."""
+    base = Path(root).expanduser().resolve() if root else find_project_root(Path.cwd())
+    return ProjectPaths(root=base, home=memagent_home(env))
+
+
+@dataclass(frozen=True)
+class Credentials:
+    api_key: str | None = None
+    auth_token: str | None = None
+    base_url: str | None = None
+
+    @property
+    def present(self) -> bool:
+        return bool(self.api_key or self.auth_token)
+
+
+def credentials_from_env(env: Mapping[str, str] | None = None) -> Credentials:
+    env = os.environ if env is None else env
+    return Credentials(
+        api_key=env.get("ANTHROPIC_API_KEY") or None,
+        auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
+        base_url=env.get("ANTHROPIC_BASE_URL") or None,
+    )
+
+
+__all__ = [
+    "Credentials",
+    "PROJECT_MARKERS",
+    "ProjectPaths",
+    "credentials_from_env",
+    "find_project_root",
+    "memagent_home",
+    "project_paths",
+]
