@@ -98,7 +98,7 @@ class CompactingContext:
         # replaced, never edited in place
         self._view_memo: tuple[list[Message], int, Message | None, list[Message]] | None = None
         self._conversation: Conversation | None = None
-        self._compacted_at: tuple[Any, ...] | None = None  # conversation marker after the last compaction
+        self._compacted_at: tuple[Any, ...] | None = None  # conversation position after the last compaction
         # the conversation's user_turns when a compaction did not get below the threshold
         self._wait_for_turn_after: int | None = None
         self._warned_waiting = False
@@ -209,7 +209,8 @@ class CompactingContext:
         )
 
     @staticmethod
-    def _marker(conversation: Conversation) -> tuple[Any, ...]:
+    def _position(conversation: Conversation) -> tuple[Any, ...]:
+        """(messages, last id, blocks of the last message): changes with every append or merge."""
         messages = conversation.messages
         if not messages:
             return (0, None, 0)
@@ -217,7 +218,7 @@ class CompactingContext:
         return (len(messages), last_id, len(messages[-1].get("content", [])))
 
     def _has_new_messages(self, conversation: Conversation) -> bool:
-        return self._compacted_at is None or self._marker(conversation) != self._compacted_at
+        return self._compacted_at is None or self._position(conversation) != self._compacted_at
 
     def _tail_budget(self) -> int:
         fixed = self.counter.estimate_fixed(self.system, self.tools)
@@ -234,7 +235,7 @@ class CompactingContext:
         tokens_before = tokens_before if tokens_before is not None else self.current_tokens(conversation)
         cut = self._choose_cut(messages, ids)
         if cut is None:
-            self._compacted_at = self._marker(conversation)
+            self._compacted_at = self._position(conversation)
             yield Notice("Nothing to compact: the conversation is a single message.", "info" if manual else "warning")
             return
         yield from self._run_before_drop(messages[:cut], ids[:cut])
@@ -249,7 +250,7 @@ class CompactingContext:
         new_messages, new_ids = assemble(head, messages[cut:], ids[cut:], f"compaction-{self.compactions + 1}")
         problem = self._refusal(new_messages, tokens_before)
         if problem:
-            self._compacted_at = self._marker(conversation)
+            self._compacted_at = self._position(conversation)
             self._wait_for_turn_after, self._warned_waiting = conversation.user_turns, False
             yield Notice(problem, "warning")
             return
@@ -294,7 +295,7 @@ class CompactingContext:
     def _after_compaction(self, conversation: Conversation, tokens_after: int) -> None:
         """Arm the circuit breaker: new messages needed; still above the threshold → next turn."""
         self.compactions += 1
-        self._compacted_at = self._marker(conversation)
+        self._compacted_at = self._position(conversation)
         still_over = tokens_after >= self.threshold
         self._wait_for_turn_after = conversation.user_turns if still_over else None
         self._warned_waiting = False
