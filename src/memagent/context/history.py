@@ -1,9 +1,8 @@
 """Pure history processors: they restore the Messages-API invariants.
 
-The invariants (checked by :func:`memagent.llm.invariants.request_problems`): the history starts
-with a user message, roles alternate, every ``tool_use`` of an assistant message is answered by a
-``tool_result`` in the very next user message (results first), no result answers an unknown call,
-and no text block is empty.
+The invariants are listed in :mod:`memagent.llm.invariants`: in short, the history starts with a
+user message, roles alternate, every ``tool_use`` is answered once in the very next user message
+(results first), no result answers an unknown call, and no text block is empty.
 
 Anything can break them: a cancelled turn, a crash mid tool call, a hand-edited or truncated
 transcript, a compaction cut. :func:`repair_history_with_ids` repairs a history while keeping

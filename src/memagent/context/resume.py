@@ -2,11 +2,10 @@
 
 The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
 that time) followed by every message from its ``kept_from`` id onward, in file order. Then the
-history is repaired so the Messages-API invariants hold (:mod:`memagent.context.history`): empty
-blocks dropped, neighbours with the same role merged
-(the first id is kept, as :class:`~memagent.context.conversation.Conversation` does live), a
-``tool_use`` left without a result by a ``kill -9`` answered with an error result, orphan results
-dropped. The last ``todo`` record gives the todo list back.
+history is repaired so the Messages-API invariants hold (:mod:`memagent.context.history`):
+empty blocks dropped, neighbours with the same role merged (the first id is kept, as
+:class:`~memagent.context.conversation.Conversation` does live), a ``tool_use`` left without a
+result by a ``kill -9`` answered with an error result, orphan results dropped. The last ``todo`` record gives the todo list back.
 
 A truncated last line (killed mid-write) or a garbage line costs only that line, with a warning;
 a missing or unreadable transcript is a :class:`ResumeError` naming the file.
