@@ -40,8 +40,9 @@ from typing import Any
 from memagent.agent.loop import Agent
 from memagent.agent.prompt import build_system
 from memagent.config import Settings
-from memagent.context.compaction import CompactingContext, deterministic_digest
+from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
+from memagent.context.digest import deterministic_digest
 from memagent.context.policy import PassThroughContext
 from memagent.context.tokens import estimate_text
 from memagent.context.transcript import TranscriptWriter

@@ -1,4 +1,4 @@
-"""The session todo list the model keeps with the ``todo`` tool (DESIGN §6).
+"""The session todo list the model keeps with the ``todo`` tool.
 
 The model always sends the whole list; the manager validates it (at most 20 items, statuses
 ``pending``/``in_progress``/``completed``, at most one ``in_progress``) and answers with the
@@ -6,15 +6,17 @@ rendered list, or with a :class:`TodoError` whose message says exactly what to f
 
 Nudging: the loop calls :meth:`TodoManager.note_round` once per model round. After three rounds
 in a row without a ``todo`` call, while open items remain, :meth:`TodoManager.reminder` returns a
-``<reminder>`` block to append after the tool results. It fires on the 3rd quiet round and again
-every 3 quiet rounds after that (6th, 9th, …) rather than on every round, so it stays a nudge and
-does not drown the conversation. The state (items and the quiet-round counter) round-trips
+reminder block (:func:`memagent.markers.reminder`) to append after the tool results. It fires on
+the 3rd quiet round and again every 3 quiet rounds after that (6th, 9th, …) rather than on every
+round, so it stays a nudge and does not drown the conversation. The state (items and the quiet-round counter) round-trips
 through :meth:`to_dict`/:meth:`from_dict` so it survives compaction and resume.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from memagent import markers
 
 PENDING = "pending"
 IN_PROGRESS = "in_progress"
@@ -73,10 +75,10 @@ class TodoManager:
         quiet = self._quiet_rounds
         if quiet < self.REMIND_AFTER_ROUNDS or quiet % self.REMIND_AFTER_ROUNDS or not self.open_items():
             return None
-        return (
-            f"<reminder>You have not updated your todo list for {quiet} rounds and "
+        return markers.reminder(
+            f"You have not updated your todo list for {quiet} rounds and "
             f"{len(self.open_items())} item(s) are still open. If your progress changed, call the "
-            f"todo tool with the full updated list.\n{self.render()}</reminder>"
+            f"todo tool with the full updated list.\n{self.render()}"
         )
 
     # ------------------------------------------------------------ persistence

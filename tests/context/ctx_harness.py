@@ -15,7 +15,8 @@ from memagent.events import Notice, TurnEnded
 from memagent.agent.feature import BaseFeature
 from memagent.agent.loop import Agent
 from memagent.config import Settings
-from memagent.context.compaction import SUMMARY_SYSTEM, CompactingContext
+from memagent.context.compaction import CompactingContext
+from memagent.context.summary import SUMMARY_SYSTEM
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptWriter, read_records

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from fakeapi import FakeAnthropic, text, tool
-from memagent.context.compaction import SUMMARY_OPEN
 from memagent.context.history import INTERRUPTED_TOOL
 from memagent.context.resume import latest_session_id, load_session
 from memagent.llm.invariants import request_problems
+from memagent.markers import Marker
+
+SUMMARY_OPEN = Marker.SUMMARY.value
 
 SMALL = "claude-haiku-4-5"
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 from context.ctx_harness import SMALL, PlannedBrain, failing_summary
-from memagent.context.compaction import STATE_HEADER, SUMMARY_OPEN
 from memagent.context.tokens import TokenCounter, estimate_message
 from memagent.llm.scripted import reply, tool_call
 from memagent.llm.types import ModelError, PromptTooLongError
+from memagent.markers import Marker
+
+SUMMARY_OPEN, STATE_HEADER = Marker.SUMMARY.value, Marker.STATE.value
 
 NOTICE = re.compile(r"^Compacted: ([\d,]+) → ([\d,]+) tokens; full transcript: \.transcripts/20261121-100000-aaaa\.jsonl$")
 
@@ -189,15 +191,17 @@ def test_report_breaks_the_context_down(make_session):
     assert report["total"] == request_tokens(harness.agent.build_request())
 
 
-def test_render_report_is_readable(make_session):
-    from memagent.context.compaction import render_report
+def test_the_report_renders_as_the_context_command_shows_it(make_session):
+    """The REPL's ``/context`` renders the policy's report itself."""
+    from memagent.ui.commands import format_context_report
 
     brain = PlannedBrain()
     harness = make_session(brain, threshold=50_000)
     coding_turns(brain, harness, 1)
-    text = render_report(harness.policy.report())
-    assert text.splitlines()[0].startswith("Context: ") and "tool results" in text
-    assert "until auto-compaction" in text and ".transcripts/20261121-100000-aaaa.jsonl" in text
+    report = harness.policy.report()
+    text = format_context_report(report)
+    assert text.splitlines()[0].startswith(f"context: {report['total']:,} tokens") and "tool results" in text
+    assert "compaction at 50,000" in text and ".transcripts/20261121-100000-aaaa.jsonl" in text
 
 
 def test_an_unknown_small_model_falls_back_to_the_session_model(make_session):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from context.ctx_harness import PlannedBrain, file_text, settings_for
-from memagent.context.compaction import elide_old_tool_results, elision_boundary
+from memagent.context.elision import elide_old_tool_results, elision_boundary
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import reply, tool_call
 from memagent.llm.types import text_block, tool_result_block

@@ -9,7 +9,6 @@ import random
 import pytest
 
 from context.ctx_harness import PlannedBrain, new_harness
-from memagent.context.compaction import SUMMARY_OPEN
 from memagent.context.conversation import Conversation
 from memagent.context.history import INTERRUPTED_TOOL
 from memagent.context.resume import ResumeError, latest_session_id, load_session, seed_conversation
@@ -18,6 +17,9 @@ from memagent.context.transcript import TranscriptWriter
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import reply, tool_call
 from memagent.llm.types import text_block, tool_result_block
+from memagent.markers import Marker
+
+SUMMARY_OPEN = Marker.SUMMARY.value
 
 
 def write_transcript(directory, session_id, records) -> None:

@@ -1,5 +1,6 @@
-"""System prompt assembly. The result is byte-stable for a session: per-turn material
-(retrieved memories, reminders) goes into the newest user message instead (DESIGN §3)."""
+"""System prompt assembly. The result is byte-stable for a session, so the provider's prompt cache
+keeps hitting: per-turn material (retrieved memories, reminders) goes into the newest user message
+instead."""
 
 from __future__ import annotations
 

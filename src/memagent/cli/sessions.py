@@ -195,7 +195,7 @@ def _render_message(console: "Console", record: dict[str, Any], names: dict[str,
             args = json.dumps(block.get("input") or {}, ensure_ascii=False)
             console.print(Text(f"  ⚙ {block.get('name')} {args if full else _one_line(args, 160)}", style="magenta"))
         elif kind == "tool_result":
-            from memagent.context.compaction import result_text
+            from memagent.llm.types import tool_result_text as result_text
 
             tool_id = str(block.get("tool_use_id"))
             error = " error" if block.get("is_error") else ""

@@ -1,13 +1,33 @@
-"""The live message list of a session, mirrored to its transcript as it grows."""
+"""The live message list of a session, mirrored to its transcript as it grows.
+
+:class:`Conversation` is the one writer of a session's transcript (every record type is listed
+in :mod:`memagent.context.transcript`) and the one counter of its user turns.
+"""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
-from memagent.context.transcript import TranscriptWriter
+from memagent.context.history import has_tool_results
+from memagent.context.transcript import RECORD_TYPES, TranscriptWriter
 from memagent.llm.types import Block, Message
+from memagent.markers import kind_of
+
+
+def opens_user_turn(message: Message) -> bool:
+    """Does this message, as appended (one transcript record), open a user turn?
+
+    A user message that answers no tool call and carries words of the user's own: text that is
+    not injected (:func:`~memagent.markers.kind_of`). The note that the previous request got no
+    answer does not open a turn by itself, but the request merged after it does.
+    """
+    if message.get("role") != "user" or has_tool_results(message):
+        return False
+    return any(
+        isinstance(b, dict) and b.get("type") == "text" and kind_of(b) is None for b in message.get("content", [])
+    )
 
 
 @dataclass
@@ -17,6 +37,10 @@ class Conversation:
     ``append`` records each message in the transcript before it joins the list, so what the
     model saw is always on disk first. Two user messages in a row (after a cancelled turn) are
     merged in memory; the transcript keeps both records and resume merges them the same way.
+
+    ``user_turns`` counts the turns the user opened in this session (:func:`opens_user_turn`,
+    counted as messages are appended, so a compaction that drops them does not change it);
+    the messages a resumed session is seeded with (:meth:`seed`) open none.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -24,10 +48,13 @@ class Conversation:
     session_id: str = ""
     # transcript message id of each entry in ``messages`` (merged messages keep the first id)
     ids: list[str] = field(default_factory=list)
+    user_turns: int = 0
 
     def append(self, role: str, content: list[Block], usage: dict[str, int] | None = None) -> str:
         message = {"role": role, "content": copy.deepcopy(content)}
         message_id = self.recorder.message(message, usage=usage) if self.recorder else str(len(self.ids) + 1)
+        if opens_user_turn(message):
+            self.user_turns += 1
         if self.messages and self.messages[-1]["role"] == role:
             self.messages[-1] = {"role": role, "content": self.messages[-1]["content"] + message["content"]}
         else:
@@ -35,10 +62,39 @@ class Conversation:
             self.ids.append(message_id)
         return message_id
 
+    def start(self, **fields: Any) -> None:
+        """The ``session_start`` record (session_id, model, cwd, version, resumed_from).
+
+        Written lazily, just before the first other record: a session that never says anything
+        leaves no transcript behind."""
+        if self.recorder:
+            self.recorder.set_header({"type": "session_start", "session_id": self.session_id, **fields})
+
     def record(self, record: dict[str, Any]) -> None:
-        """A non-message record (todo, compaction, extraction) — transcript only."""
+        """A non-message record (todo, compaction, extraction, …) — transcript only.
+
+        Messages are recorded by :meth:`append` and :meth:`seed` alone; an unknown record type is
+        a programming error (ValueError), so every type stays listed in one place."""
+        kind = record.get("type")
+        if kind not in RECORD_TYPES or kind in ("message", "session_start"):
+            raise ValueError(f"not a non-message transcript record type: {kind!r}")
         if self.recorder:
             self.recorder.append(record)
+
+    def seed(self, messages: Sequence[Message], *, resumed_from: str, warnings: Sequence[str] = ()) -> None:
+        """Start from the messages of a resumed session, between ``resume`` and ``resume_end`` records.
+
+        They are recorded again, so this session's transcript alone rebuilds the context on the
+        next resume; they open no user turn."""
+        self.record(
+            {"type": "resume", "resumed_from": resumed_from, "seeded_messages": len(messages), "warnings": list(warnings)}
+        )
+        turns = self.user_turns
+        for message in messages:
+            self.append(message["role"], message["content"])
+        self.user_turns = turns
+        if self.ids:
+            self.record({"type": "resume_end", "seeded_through": self.ids[-1]})
 
     def replace(self, messages: list[Message], ids: list[str]) -> None:
         """Swap in a compacted history. The transcript is never touched."""
@@ -48,3 +104,6 @@ class Conversation:
     @property
     def last_role(self) -> str | None:
         return self.messages[-1]["role"] if self.messages else None
+
+
+__all__ = ["Conversation", "opens_user_turn"]

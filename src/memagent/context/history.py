@@ -1,4 +1,8 @@
-"""Pure history processors: they restore the Messages-API invariants (DESIGN §3).
+"""Pure history processors: they restore the Messages-API invariants.
+
+The invariants are listed in :mod:`memagent.llm.invariants`: in short, the history starts with a
+user message, roles alternate, every ``tool_use`` is answered once in the very next user message
+(results first), no result answers an unknown call, and no text block is empty.
 
 Anything can break them: a cancelled turn, a crash mid tool call, a hand-edited or truncated
 transcript, a compaction cut. :func:`repair_history_with_ids` repairs a history while keeping
@@ -16,9 +20,10 @@ import copy
 from typing import Sequence
 
 from memagent.llm.types import Block, Message, text_block, tool_result_block
+from memagent.markers import INTERRUPTED_TOOL, Marker
 
-INTERRUPTED_TOOL = "Tool call interrupted before it finished (cancelled by the user or the session stopped)."
-INTERRUPTED_REQUEST = "[The previous request got no answer: it was interrupted or failed.]"
+# Re-exported for the loop: the texts themselves are owned by :mod:`memagent.markers`.
+INTERRUPTED_REQUEST = Marker.INTERRUPTED_REQUEST.value
 REPAIR_ID = "repair"
 RESUME_ID = "resume"
 
@@ -34,6 +39,26 @@ def tool_use_ids(message: Message) -> list[str]:
 
 def tool_result_ids(message: Message) -> list[str]:
     return [b["tool_use_id"] for b in message.get("content", []) if b.get("type") == "tool_result"]
+
+
+def has_tool_results(message: Message) -> bool:
+    return any(b.get("type") == "tool_result" for b in message.get("content", []))
+
+
+def is_turn_start(message: Message) -> bool:
+    """A user message that opens a turn: it answers no tool call, so a cut before it is safe."""
+    return message.get("role") == "user" and not has_tool_results(message)
+
+
+def tool_names_by_id(messages: Sequence[Message]) -> dict[str, str]:
+    """The tool name of every ``tool_use`` id in the assistant messages."""
+    return {
+        b["id"]: str(b.get("name", "tool"))
+        for m in messages
+        if m.get("role") == "assistant"
+        for b in m.get("content", [])
+        if b.get("type") == "tool_use" and "id" in b
+    }
 
 
 def _blank(block: Block) -> bool:
@@ -121,3 +146,16 @@ def repair_history_with_ids(messages: Sequence[Message], ids: Sequence[str]) -> 
 def repair_history(messages: Sequence[Message]) -> list[Message]:
     """:func:`repair_history_with_ids` for a history without ids."""
     return repair_history_with_ids(messages, [""] * len(messages))[0]
+
+
+__all__ = [
+    "INTERRUPTED_REQUEST",
+    "INTERRUPTED_TOOL",
+    "has_tool_results",
+    "is_turn_start",
+    "repair_history",
+    "repair_history_with_ids",
+    "tool_names_by_id",
+    "tool_result_ids",
+    "tool_use_ids",
+]

@@ -2,10 +2,10 @@
 
 The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
 that time) followed by every message from its ``kept_from`` id onward, in file order. Then the
-history is repaired (DESIGN §3): empty blocks dropped, neighbours with the same role merged
-(the first id is kept, as :class:`~memagent.context.conversation.Conversation` does live), a
-``tool_use`` left without a result by a ``kill -9`` answered with an error result, orphan results
-dropped. The last ``todo`` record gives the todo list back.
+history is repaired so the Messages-API invariants hold (:mod:`memagent.context.history`):
+empty blocks dropped, neighbours with the same role merged (the first id is kept, as
+:class:`~memagent.context.conversation.Conversation` does live), a ``tool_use`` left without a
+result by a ``kill -9`` answered with an error result, orphan results dropped. The last ``todo`` record gives the todo list back.
 
 A truncated last line (killed mid-write) or a garbage line costs only that line, with a warning;
 a missing or unreadable transcript is a :class:`ResumeError` naming the file.
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from memagent.context.compaction import assemble, summary_head
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
+from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
 from memagent.llm.types import Block, Message
@@ -164,21 +164,10 @@ def seed_conversation(conversation: Conversation, resumed: Resumed) -> None:
     """Start a new session's conversation from a resumed one.
 
     The messages are recorded in the new transcript (after a ``resume`` record naming the old
-    session), so the new transcript alone rebuilds the context on the next resume, and the
-    restored todo list is recorded too.
+    session), so the new transcript alone rebuilds the context on the next resume; they open no
+    user turn. The restored todo list is recorded too.
     """
-    conversation.record(
-        {
-            "type": "resume",
-            "resumed_from": resumed.session_id,
-            "seeded_messages": len(resumed.messages),
-            "warnings": list(resumed.warnings),
-        }
-    )
-    for message in resumed.messages:
-        conversation.append(message["role"], message["content"])
-    if conversation.ids:
-        conversation.record({"type": "resume_end", "seeded_through": conversation.ids[-1]})
+    conversation.seed(resumed.messages, resumed_from=resumed.session_id, warnings=resumed.warnings)
     if resumed.todo is not None:
         conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
 

@@ -7,13 +7,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from memagent.context.compaction import CURRENT_REQUEST_HEADER, STATE_HEADER, SUMMARY_OPEN, is_turn_start
-from memagent.context.history import INTERRUPTED_REQUEST
+from memagent.context.conversation import opens_user_turn
 from memagent.context.resume import ResumeError, session_path
 from memagent.context.transcript import LoadedTranscript, TranscriptError, iter_transcripts, read_records
+from memagent.markers import kind_of
 
 FIRST_LINE_CHARS = 80
-OUR_HEADERS = (SUMMARY_OPEN, STATE_HEADER, CURRENT_REQUEST_HEADER, "Relevant long-term memories")
 
 
 @dataclass
@@ -43,12 +42,12 @@ def _mtime(path: Path) -> str | None:
 
 
 def _user_words(content: list[Any]) -> str:
-    """The first line the user typed in a message (no summaries, markers or memory blocks)."""
+    """The first line the user typed in a message (no injected text: :func:`~memagent.markers.kind_of`)."""
     for block in content:
         if not isinstance(block, dict) or block.get("type") != "text":
             continue
         text = str(block.get("text", "")).strip()
-        if not text or text == INTERRUPTED_REQUEST or text.startswith(OUR_HEADERS):
+        if not text or kind_of(block) is not None:
             continue
         line = text.splitlines()[0].strip()
         return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 1] + "…"
@@ -75,11 +74,10 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
         elif kind == "message":
             messages += 1
             message = {"role": record.get("role"), "content": record.get("content") or []}
-            if seeding or not isinstance(message["content"], list) or not is_turn_start(message):
+            if seeding or not isinstance(message["content"], list) or not opens_user_turn(message):
                 continue
-            if any(isinstance(b, dict) and b.get("type") == "text" for b in message["content"]):
-                turns += 1
-                first_line = first_line or _user_words(message["content"])
+            turns += 1  # as Conversation.user_turns counts them live
+            first_line = first_line or _user_words(message["content"])
     times = [str(r["time"]) for r in records if r.get("time")]
     return SessionInfo(
         id=path.stem,

@@ -1,15 +1,21 @@
 """Append-only JSONL transcripts: ``.transcripts/<session_id>.jsonl``.
 
 One JSON object per line, written and flushed as each message is produced, so a ``kill -9``
-loses at most the message in flight. Nothing here ever rewrites or deletes a line.
+loses at most the message in flight. Nothing here ever rewrites or deletes a line. The session's
+:class:`~memagent.context.conversation.Conversation` is the one writer of its records.
 
-Record types:
-- ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional)
+Record types (:data:`RECORD_TYPES`):
+- ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional); written
+  lazily, just before the first other record
 - ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only)
-- ``compaction``: summary, kept_from (message id where the kept tail starts), tokens before/after
+- ``compaction``: summary, reinjected (state texts), current_request, transcript_name, kept_from
+  (message id where the kept tail starts), dropped_from, dropped_messages, tokens_before/after,
+  focus, summary_model (None for the rule-based digest), fallback (why no model wrote it)
 - ``todo``: items (the whole list after each change)
-- ``extraction``: message ids already mined for memories
-- ``session_end``
+- ``extraction``: ids (the messages just mined for memories), reason, stored (the cards saved)
+- ``resume`` (resumed_from, seeded_messages, warnings) and ``resume_end`` (seeded_through): the
+  messages between them were copied from the resumed session and open no user turn
+- ``session_end``: read when present; this version does not write it
 Every record carries ``type`` and ``time`` (UTC ISO 8601).
 """
 
@@ -23,6 +29,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterator
+
+
+RECORD_TYPES = frozenset(
+    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_end"}
+)
 
 
 def utc_now() -> str:

@@ -1,4 +1,10 @@
-"""The Messages API's conversation invariants (DESIGN §3), checked before a request goes out.
+"""The Messages API's conversation invariants, checked before a request goes out.
+
+The API refuses (HTTP 400) a conversation that breaks them: it starts with a user message and
+roles alternate; ``tool_use`` blocks appear only in assistant messages and ``tool_result`` blocks
+only in user ones; every ``tool_use`` id is unique and is answered exactly once, in the very next
+user message, results before any other block; no result answers an unknown call; no message and
+no text block is empty.
 
 ``request_problems(messages)`` returns human-readable problems, ``[]`` when the list is valid.
 Compaction, resume and cancellation use it to prove they left a sendable conversation.

@@ -25,7 +25,8 @@ class Usage:
 
     @property
     def context_tokens(self) -> int:
-        """Everything the request put in front of the model (DESIGN §5)."""
+        """Everything the request put in front of the model: uncached input plus the prompt-cache
+        reads and writes, which the API reports apart. The context size compaction is measured by."""
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
     def to_dict(self) -> dict[str, int]:

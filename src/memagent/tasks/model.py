@@ -70,7 +70,7 @@ class Task:
 
     @property
     def is_ready(self) -> bool:
-        """Ready = pending with nothing left blocking it (DESIGN §6)."""
+        """Ready: pending, with an empty ``blockedBy`` (finishing or cancelling a blocker releases it)."""
         return self.status == PENDING and not self.blockedBy
 
     @property

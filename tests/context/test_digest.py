@@ -1,0 +1,80 @@
+"""The rule-based digest and the summary head: the user's words are told from injected text by kind_of."""
+
+from __future__ import annotations
+
+from memagent.context.digest import deterministic_digest
+from memagent.context.resume import load_session
+from memagent.context.summary import request_texts, summary_head, turn_request_text
+from memagent.context.transcript import TranscriptWriter
+from memagent.llm.scripted import tool_call
+from memagent.llm.types import text_block, tool_result_block
+from memagent.markers import INTERRUPTED_TOOL, Marker, block, reminder
+
+
+def user(*texts: str) -> dict:
+    return {"role": "user", "content": [text_block(t) for t in texts]}
+
+
+def test_user_words_in_brackets_are_requests_and_injected_blocks_are_not():
+    messages = [
+        user(
+            Marker.INTERRUPTED_REQUEST.value,
+            "[WIP] fix the bug in <parser>; we must never touch the public API.",
+            block(Marker.MEMORIES, "[Memory#m1] the parser lives in src/parse.py"),
+            reminder("update your todo list"),
+        ),
+        {"role": "assistant", "content": [tool_call("read_file", {"path": "src/parse.py"}, id="toolu_1")]},
+        {"role": "user", "content": [tool_result_block("toolu_1", "ValueError: bad token", is_error=True)]},
+        {"role": "assistant", "content": [text_block("The tokenizer rejects '<'.")]},
+    ]
+    digest = deterministic_digest(messages, "HTTP 500")
+    requests = digest.split("User requests:\n")[1].split("\n\n")[0].splitlines()
+    assert requests == ["- [WIP] fix the bug in <parser>; we must never touch the public API."]
+    assert "- [WIP] fix the bug in <parser>; we must never touch the public API." in digest.split("Decisions")[1]
+    assert "[Memory#m1]" not in digest and "update your todo list" not in digest
+    assert "- src/parse.py" in digest and "- ValueError: bad token" in digest
+    assert digest.startswith("(Summary model unavailable: HTTP 500.")
+    assert digest.endswith("Last assistant message:\nThe tokenizer rejects '<'.")
+
+
+def test_an_earlier_digest_is_merged_not_nested():
+    first = deterministic_digest([user("[WIP] first request"), {"role": "assistant", "content": [text_block("ok")]}])
+    head = summary_head(first, [], ".transcripts/s.jsonl", None)
+    second = deterministic_digest([{"role": "user", "content": head + [text_block("<b>second</b> request")]}])
+    assert second.count("(A digest of the earlier conversation") == 1
+    assert "- [WIP] first request\n- <b>second</b> request" in second
+
+
+def test_the_request_carried_over_a_mid_turn_cut_keeps_bracketed_user_text():
+    opening = user(Marker.INTERRUPTED_REQUEST.value, "[WIP] fix the bug", block(Marker.MEMORIES, "[Memory#m1] x"))
+    assert request_texts(opening) == ["[WIP] fix the bug"]
+    messages = [
+        opening,
+        {"role": "assistant", "content": [tool_call("bash", {"command": "pytest"}, id="toolu_1")]},
+        {"role": "user", "content": [tool_result_block("toolu_1", INTERRUPTED_TOOL, is_error=True)]},
+        {"role": "assistant", "content": [text_block("Retrying.")]},
+    ]
+    assert turn_request_text(messages, 3) == "[WIP] fix the bug"
+    carried = {"role": "user", "content": summary_head("s", [], "w", "[WIP] fix the bug")}
+    assert request_texts(carried) == ["[WIP] fix the bug"]
+
+
+def test_the_head_is_byte_identical_to_what_earlier_versions_wrote(tmp_path):
+    head = summary_head(" the summary \n", ["todo: 1 item ", "tasks: none"], ".transcripts/s1.jsonl", "do it")
+    assert [b["text"] for b in head] == [
+        "[This session was compacted to save context. Summary of the earlier conversation:]\n"
+        "<summary>\nthe summary\n</summary>\n"
+        "[Full transcript: .transcripts/s1.jsonl. The recall tool searches it and returns any earlier tool output exactly.]",
+        "[Current state, re-injected from its stores (authoritative over the summary):]\n\ntodo: 1 item\n\ntasks: none",
+        "[The user's request for the turn in progress, verbatim:]\ndo it",
+    ]
+    # a transcript with a compaction record resumes to exactly that head
+    writer = TranscriptWriter.open(tmp_path, "s1")
+    writer.message({"role": "user", "content": [text_block("old")]})
+    writer.message({"role": "assistant", "content": [text_block("old answer")]})
+    kept = writer.message({"role": "user", "content": [text_block("new")]})
+    writer.append({"type": "compaction", "summary": " the summary \n", "reinjected": ["todo: 1 item ", "tasks: none"],
+                   "current_request": "do it", "transcript_name": ".transcripts/s1.jsonl", "kept_from": kept})
+    writer.close()
+    resumed = load_session(tmp_path, "s1")
+    assert resumed.messages == [{"role": "user", "content": head + [text_block("new")]}]
