@@ -171,23 +171,23 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return str(header.get("logical_session") or resumed.session_id)
 
 
-def _open_transcript(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> TranscriptWriter:
+def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> Conversation:
+    """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
     except TranscriptError as exc:
         raise SetupError(str(exc), code=1) from None
-    transcript.set_header(
-        {
-            "type": "session_start",
-            "session_id": session_id,
-            "model": settings.model,
-            "cwd": str(paths.root),
-            "version": __version__,
-            "logical_session": logical_session_id(resumed, session_id),
-            **({"resumed_from": resumed.session_id} if resumed else {}),
-        }
+    conversation = Conversation(recorder=transcript, session_id=session_id)
+    conversation.start(
+        model=settings.model,
+        cwd=str(paths.root),
+        version=__version__,
+        logical_session=logical_session_id(resumed, session_id),
+        **({"resumed_from": resumed.session_id} if resumed else {}),
     )
-    return transcript
+    if resumed is not None:
+        seed_conversation(conversation, resumed)
+    return conversation
 
 
 def _restored_todo(resumed: Resumed | None, warnings: list[str]) -> TodoManager:
@@ -292,10 +292,9 @@ def open_session(
     warnings += resume_warnings
     chat_model = model or make_model(settings, env)
     session_id = new_session_id()
-    transcript = _open_transcript(paths, settings, session_id, resumed)
-    conversation = Conversation(recorder=transcript, session_id=session_id)
-    if resumed is not None:
-        seed_conversation(conversation, resumed)
+    conversation = _open_conversation(paths, settings, session_id, resumed)
+    transcript = conversation.recorder
+    assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings,

@@ -99,8 +99,8 @@ def test_a_killed_session_is_still_summarised_from_its_messages(project):
     transcripts.mkdir()
     lines = [
         {"type": "session_start", "session_id": "20260101-000000-abcd", "time": "2026-01-01T00:00:00Z"},
-        {"type": "message", "id": "1", "message": {"role": "user", "content": [{"type": "text", "text": "migrate the db to postgres"}]}},
-        {"type": "message", "id": "2", "message": {"role": "assistant", "content": [{"type": "text", "text": "Half done: schema copied."}]}},
+        {"type": "message", "id": "1", "role": "user", "content": [{"type": "text", "text": "migrate the db to postgres"}]},
+        {"type": "message", "id": "2", "role": "assistant", "content": [{"type": "text", "text": "Half done: schema copied."}]},
     ]
     (transcripts / "20260101-000000-abcd.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
     fake = run_session(project, [text("ok")], ["continue"])

@@ -91,17 +91,20 @@ class Agent:
     non_interactive: bool = False
     features: Sequence[Feature] = ()
     config: AgentConfig = field(default_factory=AgentConfig)
-    turns: int = 0
     _always_allowed: set[str] = field(default_factory=set)
     _partial_text: list[str] = field(default_factory=list)
     _storage_problem: str | None = None
 
     # ------------------------------------------------------------------ public
 
+    @property
+    def turns(self) -> int:
+        """User turns opened in this session (counted by the conversation, the one owner)."""
+        return self.conversation.user_turns
+
     def run_turn(self, user_text: str) -> Iterator[AgentEvent]:
         """Run one user turn to its end. KeyboardInterrupt inside ends it as ``cancelled``."""
-        self.turns += 1
-        yield TurnStarted(self.turns)
+        yield TurnStarted(self.conversation.user_turns + 1)
         refused = self._refused_prompt(user_text)
         if refused:
             yield TurnEnded("refused", error=f"prompt blocked: {refused}")

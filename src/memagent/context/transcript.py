@@ -15,6 +15,8 @@ Record types (:data:`RECORD_TYPES`):
 - ``extraction``: ids (the messages just mined for memories), reason, stored (the cards saved)
 - ``resume`` (resumed_from, seeded_messages, warnings) and ``resume_end`` (seeded_through): the
   messages between them were copied from the resumed session and open no user turn
+- ``session_summary``: summary (a rule-made digest of the session), open_todos, ended_at; written
+  at session end for the next session's continuity note
 - ``session_end``: read when present; this version does not write it
 Every record carries ``type`` and ``time`` (UTC ISO 8601).
 """
@@ -32,7 +34,7 @@ from typing import IO, Any, Iterator
 
 
 RECORD_TYPES = frozenset(
-    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_end"}
+    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary", "session_end"}
 )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from memagent.agent.feature import BaseFeature, TurnInput
-from memagent.context.compaction import deterministic_digest
+from memagent.context.digest import deterministic_digest
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.markers import Marker, block
@@ -33,7 +33,11 @@ def _cap(text: str, limit: int) -> str:
 
 
 def _messages(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r["message"] for r in records if r.get("type") == "message" and isinstance(r.get("message"), dict)]
+    return [
+        {"role": r["role"], "content": r["content"]}
+        for r in records
+        if r.get("type") == "message" and r.get("role") in ("user", "assistant") and isinstance(r.get("content"), list)
+    ]
 
 
 def summary_of_records(records: list[dict[str, Any]]) -> str | None:

@@ -68,7 +68,7 @@ class MemoryFeature(BaseFeature):
         self.warn = warn
         self.end_of_session_wait = end_of_session_wait
         self._profile: str | None = self._render_profile()
-        self._turns_since_extraction = 0
+        self._extracted_at_turn = 0  # conversation.user_turns at the last periodic extraction
         self._conversation: Conversation | None = None
 
     def _render_profile(self) -> str | None:
@@ -104,11 +104,11 @@ class MemoryFeature(BaseFeature):
 
     def after_turn(self, conversation: Conversation) -> None:
         self._conversation = conversation
-        self._turns_since_extraction += 1
         every = self.settings.extract_every_turns
-        if self.learner is not None and every > 0 and self._turns_since_extraction >= every:
+        due = every > 0 and conversation.user_turns - self._extracted_at_turn >= every
+        if self.learner is not None and due:
             self.learner.submit(conversation.messages, conversation.ids, "periodic")
-            self._turns_since_extraction = 0
+            self._extracted_at_turn = conversation.user_turns
 
     def reinject(self) -> str | None:
         """The profile as it is now (cards may have been learned since the session started)."""
