@@ -229,6 +229,8 @@ class Consolidator:
             task_hint=self.task_hint,
             supersedes=supersedes,
             auto=True,
+            person=candidate.person,
+            backstory=candidate.backstory,
         )
         if result.status == "refused" or result.card is None:
             return self._log(Decision(candidate, "REFUSED", reason=result.reason or "refused by the write gate"))
@@ -236,7 +238,7 @@ class Consolidator:
             return self._log(Decision(candidate, "DUPLICATE", card_id=result.card.id, target_id=result.card.id, reason=result.reason))
         card = result.card
         target_id = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
-        if self.hold_for_review:
+        if self.hold_for_review or candidate.hold:
             # Held back: the new card waits archived and its target stays in force until the
             # user keeps the correction (hygiene.approve re-links them).
             self.service.update_card(card.id, status="archived", supersedes=None)
@@ -255,6 +257,16 @@ class Consolidator:
         if self.record is not None:
             self.record(decision)
         return decision
+
+
+TRUST_LABELS = {"user": "stated by the user", "system": "stated by the user", "assistant": "inferred by the agent",
+                "tool": "from tool output, unverified"}
+
+
+def trust_label(source: str) -> str:
+    """How far to trust a card, by where it was learned, for the injected ``[Memory#id]`` block:
+    ``stated by the user``, ``inferred by the agent`` or ``from tool output, unverified``."""
+    return TRUST_LABELS.get(source, "unverified")
 
 
 def _describe(card: MemoryCard) -> str:
@@ -280,4 +292,5 @@ __all__ = [
     "consolidation_prompt",
     "parse_actions",
     "similar_cards",
+    "trust_label",
 ]
