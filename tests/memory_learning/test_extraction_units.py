@@ -233,6 +233,6 @@ def test_split_slice_cuts_only_before_user_turns():
         assistant("b" * 200),
     ]
     ids = [str(i) for i in range(1, 7)]
-    parts = split_slice(messages, ids, max_chars=500)
+    parts = split_slice(messages, ids, max_tokens=125, count=lambda text: -(-len(text) // 4))
     assert [p_ids for _, p_ids in parts] == [["1", "2", "3", "4"], ["5", "6"]]
     assert split_slice(messages, ids) == [(messages, ids)]

@@ -40,17 +40,15 @@ MIN_RELEVANCE = 0.5
 NEIGHBOUR_SPREAD = 0.2
 
 CONSOLIDATION_SYSTEM = """\
-You keep a coding agent's long-term memory consistent. Each new candidate memory is listed \
-with the most similar existing memories (E1, E2, ...). Choose one action per candidate:
+You keep a coding agent's long-term memory consistent. Each candidate memory is listed with the \
+most similar existing memories (E1, E2, ...). One action per candidate:
 - ADD: new information no existing memory covers.
-- UPDATE: it changes or refines an existing memory about the same thing (new value, version, \
-date, amount, name, or an added qualifier) and replaces it (target).
-- CONTRADICT: it says an existing memory is wrong or no longer true; that one is marked \
-contradicted (target).
-- NOOP: an existing memory already says the same, with the same numbers, dates and qualifiers.
-Numbers, dates and qualifiers matter: "the trip budget is $10k" vs "the trip budget is $15k" \
-is an UPDATE, never a NOOP. Memories about different things are not duplicates.
-Answer with only a JSON object, one action per candidate, target = the E-number (null for ADD):
+- UPDATE: changes or refines an existing memory about the same thing (new value, version, date, \
+amount, name, added qualifier); replaces it (target).
+- CONTRADICT: says an existing memory is wrong or no longer true (target).
+- NOOP: an existing memory already says the same, same numbers, dates and qualifiers.
+"budget is $10k" vs "budget is $15k" is an UPDATE, never a NOOP; different subjects are not \
+duplicates. Answer with only JSON, target = the E-number (null for ADD):
 {"actions": [{"candidate": 1, "action": "UPDATE", "target": 2}]}"""
 
 

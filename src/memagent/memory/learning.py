@@ -39,7 +39,7 @@ from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_
 from memagent.memory.consolidation import Consolidator, Decision
 from memagent.memory.extraction import (
     EXTRACTION_SYSTEM,
-    SLICE_CHARS,
+    SLICE_TOKENS,
     Candidate,
     extraction_prompt,
     parse_extraction,
@@ -160,7 +160,7 @@ class LearningPipeline:
         processed_ids: Iterable[str] = (),
         task_hint: Callable[[], str | None] | None = None,
         require_review: bool | None = None,
-        slice_chars: int = SLICE_CHARS,
+        slice_tokens: int = SLICE_TOKENS,
     ) -> None:
         self.model = model
         self._service = service if callable(service) and not hasattr(service, "save") else (lambda: service)
@@ -173,7 +173,7 @@ class LearningPipeline:
         if require_review is None:
             require_review = bool(getattr(settings, "require_review", False))
         self.require_review = require_review
-        self.slice_chars = slice_chars
+        self.slice_tokens = slice_tokens
         self._processed: set[str] = {str(i) for i in processed_ids}
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
@@ -220,7 +220,7 @@ class LearningPipeline:
             return report
         remaining = list(chosen_ids)
         try:
-            for part, part_ids in split_slice(chosen, chosen_ids, self.slice_chars):
+            for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens):
                 before = len(report.stored)
                 self._run(part, part_ids, report)
                 self._release(part_ids, done=True)
