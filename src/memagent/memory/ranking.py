@@ -47,6 +47,7 @@ from typing import Mapping, Sequence
 
 FUSIONS = ("adaptive", "weighted", "rrf")
 SCOPE_PRIORITY = {"session": 1.0, "project": 0.5, "user": 0.0}
+CURRENT_CANDIDATES = 5  # a present-tense question orders this many leading candidates by age
 TIME_EVIDENCE_CANDIDATES = 20  # a period the query names counts if one of this many leading candidates is from it
 
 
@@ -103,7 +104,7 @@ class RankingWeights:
     time: float = 1.00  # query names a period ("in July 2022", "last week"): cards from it up
     time_outside: float = 0.0  # time signal of a card from outside that period (0: down as far as up)
     neighbour: float = 0.30  # share of the better neighbouring candidate's score a card gains
-    current: float = 0.60  # query asks about the present ("now", "these days"): newer candidates up
+    current: float = 0.30  # query asks about the present ("now", "these days"): newer candidates up
     superseded: float = 0.50  # a candidate corrected by another candidate keeps this share of its score
     min_score: float = 0.10  # default relevance threshold: below this a card is junk
 
@@ -252,8 +253,9 @@ class QueryContext:
     the ``TIME_EVIDENCE_CANDIDATES`` most relevant candidates was created in it: a question about
     a period none of them comes from ("the talk in December", said of a card written in
     August) is about the content, not about when it was said. ``age_span`` (oldest and newest
-    candidate creation time) is set when the query asks about the present ("now", "these days",
-    "currently"): the newer of two candidates then describes the current state.
+    creation time among the ``CURRENT_CANDIDATES`` most relevant candidates, the ``rivals``) is
+    set when the query asks about the present ("now", "these days", "still"): of two close
+    rivals the newer one describes the current state; cards further down are left alone.
     """
 
     words: frozenset[str] = frozenset()
@@ -261,6 +263,7 @@ class QueryContext:
     time_range: tuple[datetime, datetime] | None = None
     age_span: tuple[datetime, datetime] | None = None
     outside_period: float = 0.0  # the time signal of a card created outside the named period
+    rivals: frozenset[str] = frozenset()  # the leading candidates the present-tense preference orders
 
     @classmethod
     def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime,
@@ -276,12 +279,14 @@ class QueryContext:
         leading = dated[:TIME_EVIDENCE_CANDIDATES]
         if period is not None and not any(period[0] <= moment < period[1] for moment in leading):
             period = None
-        span = (min(dated), max(dated)) if dated and asks_about_present(query) else None
-        return cls(words, people, period, span, outside_period)
+        rivals = frozenset(c.id for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None)
+        rival_times = [_as_utc(c.created_at) for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None]
+        span = (min(rival_times), max(rival_times)) if rival_times and asks_about_present(query) else None
+        return cls(words, people, period, span, outside_period, rivals)
 
     def current_signal(self, card: CardSignals) -> float:
         """0..1 by creation time among the candidates when the query asks about the present."""
-        if self.age_span is None or card.created_at is None:
+        if self.age_span is None or card.created_at is None or card.id not in self.rivals:
             return 0.5
         oldest, newest = self.age_span
         spread = (newest - oldest).total_seconds()
