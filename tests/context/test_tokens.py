@@ -50,6 +50,12 @@ def test_tiktoken_is_the_default_and_counts_cl100k_pieces(monkeypatch):
     assert "cl100k" in tokens.estimator_name()
 
 
+def test_preload_warms_the_counter_off_the_calling_thread():
+    thread = tokens.preload("tiktoken")
+    thread.join(30)
+    assert not thread.is_alive() and text_counter("tiktoken")("hello world") == 2
+
+
 def test_tiktoken_loads_from_the_package_in_a_fresh_process_with_no_cache_and_no_network(tmp_path):
     """Run where a download would fail loudly: sockets refused, an empty cache folder."""
     code = (

@@ -29,6 +29,7 @@ import functools
 import json
 import math
 import os
+import threading
 from typing import Any, Callable, Literal, Sequence
 
 from memagent.llm.types import Block, Message, Usage
@@ -104,6 +105,15 @@ def text_counter(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None =
     if tokenizer == "tiktoken":
         return load_tiktoken() or ratio_count
     return ratio_count
+
+
+def preload(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> threading.Thread:
+    """Load the counter for these settings on a daemon thread (loading cl100k takes 0.3-2 s), so
+    the first estimate of a session does not wait for it; returns the thread."""
+    thread = threading.Thread(target=text_counter, args=(tokenizer, tokenizer_json),
+                              name="memagent-tokenizer-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 def estimator_name(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> str:
@@ -282,6 +292,7 @@ __all__ = [
     "estimator_name",
     "load_tiktoken",
     "load_tokenizer_file",
+    "preload",
     "ratio_count",
     "text_counter",
 ]
