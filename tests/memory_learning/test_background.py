@@ -93,7 +93,7 @@ def test_report_counts_tokens_and_summarises(brain, make_pipeline):
 
 def test_a_long_slice_is_sent_in_parts_and_a_failed_part_stays_unprocessed(brain, fake, make_pipeline, service):
     records = []
-    pipeline = make_pipeline(record=records.append, slice_chars=200)
+    pipeline = make_pipeline(record=records.append, slice_tokens=50)
     session = _session()
     session.add(user("second part: " + "p" * 150), assistant("ok"))
     session.add(user("third part: " + "t" * 150), assistant("ok"))

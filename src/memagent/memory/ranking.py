@@ -18,14 +18,23 @@ make an irrelevant one relevant:
    0..1: confidence, importance, scope priority (session 1, project 0.5, user 0), recency
    (half-life decay from last use or creation), person (the query names the card's ``person``:
    1, names someone else: 0, names nobody: 0.5), time (the query names a period and the card
-   was created in it: 1, outside it: 0, no period: 0.5) and current-task match (1 or 0).
+   was created in it: 1, outside it: 0, no period or no leading candidate from it: 0.5),
+   current (the query asks how things stand now — "now", "these days", "still" — : the
+   candidate's creation time scaled from the oldest candidate, 0, to the newest, 1; else 0.5)
+   and current-task match (1 or 0).
 3. **Neighbours**: a card from the turn just before or after a high-scoring candidate of the
    same thread (provenance session) gains ``neighbour`` times that candidate's score. An
    answer often only makes sense next to the turn that asked for it ("Tomorrow's gonna be an
    awesome night" answers a question about a grand opening). Only candidates are touched.
+4. **Corrections and trust**: a candidate that ``supersedes`` another candidate takes at least
+   its score and the older card keeps ``superseded`` of its own (query-time preference for the
+   correction when both are still active, e.g. imported, or listed with inactive cards); a card
+   learned from tool output (``source == "tool"``) never ranks above a card the user stated.
 
-The defaults were tuned on LoCoMo and memagent's own paraphrase set (bench/bench_locomo.py;
-figures and the trade-off in bench/results/memory_quality.md).
+The LoCoMo-era defaults (fusion, person, time, neighbours) were tuned on LoCoMo
+(bench/bench_locomo.py, bench/results/memory_quality.md); ``current``, ``superseded`` and the
+time-evidence rule were chosen on the dev split of bench/data/coding_memory.json only
+(bench/bench_retrieval.py), with LoCoMo checked not to fall.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from typing import Mapping, Sequence
 
 FUSIONS = ("adaptive", "weighted", "rrf")
 SCOPE_PRIORITY = {"session": 1.0, "project": 0.5, "user": 0.0}
+CURRENT_CANDIDATES = 5  # a present-tense question orders this many leading candidates by age
+TIME_EVIDENCE_CANDIDATES = 20  # a period the query names counts if one of this many leading candidates is from it
 
 
 @dataclass
@@ -55,6 +66,8 @@ class CardSignals:
     person: str | None = None  # who the card is about (DESIGN §7 "person"), matched against the query
     thread: str | None = None  # the conversation it came from (provenance session id) ...
     position: int | None = None  # ... and its turn there: cards one turn apart are neighbours
+    supersedes: str | None = None  # the card this one corrects (both may be candidates)
+    source: str = "assistant"  # user, assistant, tool or system: cards from tool output rank below user cards
 
 
 @dataclass
@@ -89,7 +102,10 @@ class RankingWeights:
     task: float = 0.20
     person: float = 0.80  # query names a person: their cards up, other people's down
     time: float = 1.00  # query names a period ("in July 2022", "last week"): cards from it up
+    time_outside: float = 0.0  # time signal of a card from outside that period (0: down as far as up)
     neighbour: float = 0.30  # share of the better neighbouring candidate's score a card gains
+    current: float = 0.30  # query asks about the present ("now", "these days"): newer candidates up
+    superseded: float = 0.50  # a candidate corrected by another candidate keeps this share of its score
     min_score: float = 0.10  # default relevance threshold: below this a card is junk
 
     def __post_init__(self) -> None:
@@ -224,26 +240,57 @@ def signals_of(card: CardSignals, *, now: datetime, current_task: str | None,
         "task": 1.0 if current_task and card.task_hint == current_task else 0.0,
         "person": context.person_signal(card),
         "time": context.time_signal(card),
+        "current": context.current_signal(card),
     }
 
 
 @dataclass
 class QueryContext:
-    """What the query text says about people and time; neutral (0.5 signals) when nothing."""
+    """What the query text says about people, time and the present; neutral (0.5 signals) when
+    it says nothing.
+
+    ``cards`` are the candidates, most relevant first. ``time_range`` is kept only when one of
+    the ``TIME_EVIDENCE_CANDIDATES`` most relevant candidates was created in it: a question about
+    a period none of them comes from ("the talk in December", said of a card written in
+    August) is about the content, not about when it was said. ``age_span`` (oldest and newest
+    creation time among the ``CURRENT_CANDIDATES`` most relevant candidates, the ``rivals``) is
+    set when the query asks about the present ("now", "these days", "still"): of two close
+    rivals the newer one describes the current state; cards further down are left alone.
+    """
 
     words: frozenset[str] = frozenset()
     named_people: frozenset[str] = frozenset()
     time_range: tuple[datetime, datetime] | None = None
+    age_span: tuple[datetime, datetime] | None = None
+    outside_period: float = 0.0  # the time signal of a card created outside the named period
+    rivals: frozenset[str] = frozenset()  # the leading candidates the present-tense preference orders
 
     @classmethod
-    def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime) -> "QueryContext":
+    def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime,
+                   outside_period: float = 0.0) -> "QueryContext":
         if not query:
             return cls()
-        from memagent.memory.query import query_time_range
+        from memagent.memory.query import asks_about_present, query_time_range
 
         words = frozenset(_name_words(query))
         people = frozenset(c.person for c in cards if c.person and _mentions(words, c.person))
-        return cls(words, people, query_time_range(query, now))
+        period = query_time_range(query, now)
+        dated = [_as_utc(c.created_at) for c in cards if c.created_at is not None]
+        leading = dated[:TIME_EVIDENCE_CANDIDATES]
+        if period is not None and not any(period[0] <= moment < period[1] for moment in leading):
+            period = None
+        rivals = frozenset(c.id for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None)
+        rival_times = [_as_utc(c.created_at) for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None]
+        span = (min(rival_times), max(rival_times)) if rival_times and asks_about_present(query) else None
+        return cls(words, people, period, span, outside_period, rivals)
+
+    def current_signal(self, card: CardSignals) -> float:
+        """0..1 by creation time among the candidates when the query asks about the present."""
+        if self.age_span is None or card.created_at is None or card.id not in self.rivals:
+            return 0.5
+        oldest, newest = self.age_span
+        spread = (newest - oldest).total_seconds()
+        return 0.5 if spread <= 0 else (_as_utc(card.created_at) - oldest).total_seconds() / spread
 
     def person_signal(self, card: CardSignals) -> float:
         if not self.named_people:
@@ -254,7 +301,7 @@ class QueryContext:
         if self.time_range is None or card.created_at is None:
             return 0.5
         start, end = self.time_range
-        return 1.0 if start <= _as_utc(card.created_at) < end else 0.0
+        return 1.0 if start <= _as_utc(card.created_at) < end else self.outside_period
 
 
 def _name_words(text: str) -> list[str]:
@@ -272,7 +319,7 @@ def blend_factor(signals: Mapping[str, float], weights: RankingWeights) -> float
     The task signal only lifts (a card from another task is not penalised).
     """
     factor = 1.0
-    for name in ("confidence", "importance", "scope", "recency", "person", "time"):
+    for name in ("confidence", "importance", "scope", "recency", "person", "time", "current"):
         factor += getattr(weights, name) * (signals[name] - 0.5)
     factor += weights.task * signals["task"]
     return max(factor, 0.0)
@@ -312,7 +359,8 @@ def rank(
             continue
         if relevance["relevance"] >= threshold:
             candidates.append((doc_id, card, relevance))
-    context = QueryContext.from_query(query, [card for _, card, _ in candidates], now)
+    by_relevance = sorted(candidates, key=lambda item: -item[2]["fused"])
+    context = QueryContext.from_query(query, [card for _, card, _ in by_relevance], now, weights.time_outside)
     hits: list[RankedHit] = []
     for doc_id, card, relevance in candidates:
         card_signals = signals_of(card, now=now, current_task=current_task, weights=weights,
@@ -320,6 +368,8 @@ def rank(
         score = relevance["fused"] * blend_factor(card_signals, weights)
         hits.append(RankedHit(id=doc_id, score=score, parts={**relevance, **card_signals}))
     _share_with_neighbours(hits, signals, weights.neighbour)
+    _prefer_corrections(hits, signals, weights.superseded)
+    _tool_cards_below_user_cards(hits, signals)
     hits.sort(key=lambda hit: (-hit.score, hit.id))
     return hits[: max(k, 0)]
 
@@ -343,6 +393,35 @@ def _share_with_neighbours(hits: list[RankedHit], signals: Mapping[str, CardSign
         best = max(by_place.get((card.thread, card.position + step), 0.0) for step in (-1, 1))
         hit.parts["neighbour"] = share * best
         hit.score += share * best
+
+
+def _prefer_corrections(hits: list[RankedHit], signals: Mapping[str, CardSignals], keep: float) -> None:
+    """A candidate that corrects another candidate (``supersedes`` it) answers whatever the
+    older one answers: it gets at least the older one's score, and the older one keeps only
+    ``keep`` of its own, in place. ``parts["superseded"]`` marks the demoted card."""
+    by_id = {hit.id: hit for hit in hits}
+    for hit in hits:
+        older = by_id.get(signals[hit.id].supersedes or "")
+        if older is None or older is hit:
+            continue
+        hit.score = max(hit.score, older.score)
+        older.parts["superseded"] = 1.0
+    for hit in hits:
+        if hit.parts.get("superseded"):
+            hit.score *= keep
+
+
+def _tool_cards_below_user_cards(hits: list[RankedHit], signals: Mapping[str, CardSignals]) -> None:
+    """What tool output taught (a README, a command's output) never outranks what the user said:
+    a ``source == "tool"`` hit scoring above the lowest user-stated hit is lowered just below it."""
+    user_scores = [hit.score for hit in hits if signals[hit.id].source == "user"]
+    if not user_scores:
+        return
+    ceiling = min(user_scores) * 0.999
+    for hit in hits:
+        if signals[hit.id].source == "tool" and hit.score > ceiling:
+            hit.parts["capped"] = hit.score
+            hit.score = ceiling
 
 
 def candidate_pool(k: int) -> int:
