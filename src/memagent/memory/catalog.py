@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS cards (
     active INTEGER NOT NULL, status TEXT, memory_type TEXT, scope TEXT, scope_id TEXT,
     source TEXT, session TEXT, turn INTEGER, sessions TEXT, confidence REAL, importance REAL,
     created_at TEXT, last_used_at TEXT, task_hint TEXT, person TEXT,
-    vec_digest TEXT, vec_active INTEGER
+    vec_digest TEXT, vec_active INTEGER, uses INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS cards_by_time ON cards (active, created_at);
 CREATE TABLE IF NOT EXISTS postings (
@@ -215,12 +215,18 @@ class Catalog:
 
     def put(self, db: sqlite3.Connection, card: MemoryCard, path: Path, stamp: Stamp | None, private: bool) -> None:
         """Insert or replace a card's row and postings (inside ``transaction``)."""
-        old = db.execute("SELECT active, length, vec_digest, vec_active FROM cards WHERE id = ?",
+        old = db.execute("SELECT active, length, vec_digest, vec_active, last_used_at, uses FROM cards WHERE id = ?",
                          (card.id,)).fetchone()
         counts = term_counts(card.content, card.backstory or "", self.params.context_weight)
         length = float(sum(counts.values()))
         digest = digest_of(card.content)
         vec_digest, vec_active = (old[2], old[3]) if old else (None, None)
+        # Usage lives here, not in the (committed) file: keep the later of the two.
+        last_used = iso_utc(card.last_used_at) if card.last_used_at else None
+        uses = card.access_count
+        if old is not None:
+            last_used = max(filter(None, (last_used, old[4])), default=None)
+            uses = max(uses, int(old[5] or 0))
         if old is not None:
             self._adjust_totals(db, bool(old[0]), -1, -old[1])
             db.execute("DELETE FROM postings WHERE id = ?", (card.id,))
@@ -231,13 +237,12 @@ class Catalog:
         self._adjust_totals(db, card.active, 1, length)
         sessions = " ".join(sorted({p.session_id for p in (card.provenance, *card.merged_from) if p.session_id}))
         db.execute(
-            "INSERT OR REPLACE INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 card.id, str(path), *(stamp or (None, None, None)), int(private), card.content, digest, length,
                 int(card.active), card.status, card.memory_type, card.scope, card.scope_id, card.source,
                 card.provenance.session_id, card.provenance.turn, sessions, card.confidence, card.importance,
-                iso_utc(card.created_at), iso_utc(card.last_used_at) if card.last_used_at else None,
-                card.task_hint, card.person, vec_digest, vec_active,
+                iso_utc(card.created_at), last_used, card.task_hint, card.person, vec_digest, vec_active, uses,
             ),
         )
 
@@ -285,6 +290,27 @@ class Catalog:
                 found[row[0]] = _entry(row)
         return found
 
+    def note_use(self, db: sqlite3.Connection, ids: Sequence[str], when: datetime) -> list[str]:
+        """Record that cards were used (cited); returns the ids known here."""
+        stamp = iso_utc(when)
+        done = []
+        for card_id in ids:
+            cursor = db.execute("UPDATE cards SET last_used_at = ?, uses = uses + 1 WHERE id = ?", (stamp, card_id))
+            if cursor.rowcount:
+                done.append(card_id)
+        return done
+
+    def usage(self, ids: Sequence[str]) -> dict[str, tuple[datetime | None, int]]:
+        """(last used, times used) per known id."""
+        found: dict[str, tuple[datetime | None, int]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for row in self.db().execute(f"SELECT id, last_used_at, uses FROM cards WHERE id IN ({marks})", batch):
+                found[row[0]] = (_parse_time(row[1]), int(row[2] or 0))
+        return found
+
     def path_of(self, card_id: str) -> str | None:
         row = self.db().execute("SELECT path FROM cards WHERE id = ?", (card_id,)).fetchone()
         return row[0] if row else None
@@ -303,7 +329,7 @@ class Catalog:
     def newest(
         self, *, active: bool | None, where: str = "", args: Sequence = (), limit: int, offset: int = 0
     ) -> list[tuple[str, str]]:
-        """(id, path) newest first; ``where`` is extra SQL over the cards table's columns."""
+        """(created_at, id) newest first; ``where`` is extra SQL over the cards table's columns."""
         clauses = []
         params: list = []
         if active is not None:
@@ -312,7 +338,7 @@ class Catalog:
         if where:
             clauses.append(where)
             params.extend(args)
-        sql = "SELECT id, path FROM cards"
+        sql = "SELECT created_at, id FROM cards"
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
         sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"

