@@ -58,6 +58,17 @@ def _loader() -> type:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _handler():
+    """python-frontmatter's YAML handler, parsing with libyaml when it is available."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    class FastYAMLHandler(YAMLHandler):
+        def load(self, fm: str, **kwargs: object) -> Any:
+            return yaml.load(fm, Loader=_loader())
+
+    return FastYAMLHandler()
+
+
 def _dumper() -> type:
     return getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -86,7 +97,7 @@ def parse(text: str, where: str) -> MemoryCard:
     import frontmatter
 
     try:
-        post = frontmatter.loads(text, Loader=_loader())
+        post = frontmatter.loads(text, handler=_handler())
     except yaml.YAMLError as exc:
         problem = str(exc).strip().splitlines()
         raise CardFileError(f"{where}: bad front matter: {problem[0] if problem else 'invalid YAML'}") from None
