@@ -15,6 +15,8 @@ def embedder(tmp_path_factory):
 
     loaded = load_embedder("onnx", cache_dir=tmp_path_factory.mktemp("onnx-graph"))
     assert loaded.dim == 384, f"MiniLM weights are not usable here: {loaded.fallback_reasons}"
+    import chromadb  # noqa: F401  (imported once here: its import takes seconds on a busy machine)
+
     return loaded
 
 

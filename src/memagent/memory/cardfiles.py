@@ -149,17 +149,26 @@ class CardFiles:
                 return path
         return None
 
-    def ensure_layout(self) -> None:
-        """Create the folders and the ``.gitignore`` that keeps the index and private cards out of git."""
+    def ensure_layout(self, identity: str | None = None) -> None:
+        """Create the folders, the ``.gitignore`` that keeps the index and private cards out of
+        git and, given one, the project's identity file (see ``memory.identity``)."""
         self.shared.mkdir(parents=True, exist_ok=True)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             atomic_write(ignore, GITIGNORE, durable=False)
+        if identity is not None:
+            from memagent.memory.identity import IDENTITY_FILE
+
+            marker = self.root / IDENTITY_FILE
+            if not marker.exists():
+                atomic_write(marker, identity + "\n", durable=False)
+
+    identity: str | None = None  # the project's identity, recorded with its first card
 
     def write(self, card: MemoryCard, private: bool, *, durable: bool = True) -> Path:
         """Write (or rewrite) the card's file atomically; a card moving between shared and private
         loses its old file."""
-        self.ensure_layout()
+        self.ensure_layout(self.identity)
         path = self.path_for(card.id, private)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, render(card), durable=durable)

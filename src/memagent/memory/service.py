@@ -79,13 +79,13 @@ class MemoryService(Transfer):
         if embedder is not None and check_embedder:
             _probe_embedder(embedder)
         wait = settings.memory_lock_wait
+        identity = project_identity(paths.memory, paths.root, record=False)
         if settings.chroma_url:
-            identity = project_identity(paths.memory, paths.root, record=False)
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
         else:
             where = StoreLocation.local("project", paths.memory / "index")
         stores = {
-            "project": Store("project", paths.memory, where, lock_wait=wait),
+            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity),
             "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / "index"),
                           lock_wait=wait),
         }
@@ -116,9 +116,7 @@ class MemoryService(Transfer):
                 migrate_legacy_store(store)
         if settings.chroma_url:
             with self._guard("open"):
-                project = self._stores["project"]
-                project.vector_index(None, create=False)
-                project_identity(project.root, self.project_root or project.root, record=project.exists)
+                self._stores["project"].vector_index(None, create=False)  # an unreachable server fails here
 
     def _check_indexes(self, info: EmbedderInfo) -> None:
         with self._guard("open"):

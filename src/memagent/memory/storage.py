@@ -44,11 +44,12 @@ TOMBSTONE_FILE = "tombstones.jsonl"
 class Store:
     """See the module docstring."""
 
-    def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0) -> None:
+    def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
+                 identity: str | None = None) -> None:
         from filelock import FileLock
 
         self.label = label
-        self.files = CardFiles(root)
+        self.files = CardFiles(root, identity)
         self.catalog = Catalog(self.files.index / CATALOG_FILE)
         self.location = location
         self.vectors: VectorIndex | None = None
@@ -173,14 +174,16 @@ class Store:
             with self.locked(), self.catalog.transaction() as db:
                 self.catalog.forget_vectors(db)  # the index folder was deleted: embed everything again
         try:
-            self.vectors.open(create=create, check_embedder=False)
+            opened = self.vectors.open(create=create, check_embedder=False)
         except EmbedderMismatch:
             raise
         except StoreError as exc:
             if self.is_remote:
                 raise
             self._rebuild_damaged_index(str(exc))
-            self.vectors.open(create=True, check_embedder=False)
+            opened = self.vectors.open(create=True, check_embedder=False)
+        if not opened:
+            return None
         self._seen_generation = self.catalog.generation() if self.catalog.exists else 0
         return self.vectors
 

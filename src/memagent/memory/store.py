@@ -242,14 +242,17 @@ class VectorIndex:
             self._check_sqlite_file()
         try:
             self._client = self._make_client(create)
-            self._active = self._collection("active")
-            self._inactive = self._collection("inactive")
+            self._active = self._collection("active", create)
+            self._inactive = self._collection("inactive", create) if self._active is not None else None
         except StoreError:
             self._reset()
             raise
         except Exception as exc:  # chromadb raises many kinds; all mean "unusable"
             self._reset()
             raise StoreError(f"memory index at {self.location.describe()} cannot be opened: {_one_line(exc)}") from None
+        if self._active is None or self._inactive is None:
+            self._active = self._inactive = None  # reachable, but no collections yet: nothing to open
+            return False
         if check_embedder:
             self.check_embedder()
         return True
@@ -284,8 +287,9 @@ class VectorIndex:
                 raise StoreError(f"cannot create memory index {path}: {exc.strerror or exc}") from None
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
 
-    def _collection(self, kind: str):
-        """Get the collection, creating it (with this embedder recorded) only when missing.
+    def _collection(self, kind: str, create: bool = True):
+        """Get the collection, creating it (with this embedder recorded) only when missing and
+        ``create`` (else ``None``).
 
         Never ``get_or_create`` with metadata on an existing collection: the recorded embedder
         must stay what the vectors were made with.
@@ -296,6 +300,8 @@ class VectorIndex:
         except Exception as exc:
             if type(exc).__name__ != "NotFoundError" and "does not exist" not in str(exc):
                 raise
+        if not create:
+            return None
         return self._client.get_or_create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
 
     def stored_embedder(self) -> EmbedderInfo | None:

@@ -2,8 +2,8 @@
 
 Imported records may come from another tool: an id that is not a memagent id is replaced by a
 new one and kept as ``provenance.original_id``. Links (``supersedes``/``superseded_by``) to cards
-that are not in this store, or that were forgotten, are dropped, and a record whose id was
-forgotten here is refused: re-importing an old export never brings an erased card back.
+that are neither in this store nor in the same import are dropped: re-importing an old export
+after a ``forget`` never links a card to the erased one.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class ImportReport:
 
 @dataclass(frozen=True)
 class _Known:
-    forgotten: set[str]  # ids erased here (tombstones)
     incoming: set[str]  # ids of the records being imported
 
 
@@ -62,10 +61,9 @@ class Transfer(Saving, Erasure):
         report = ImportReport()
         with self._lock, self._guard("import"):
             self._sync(vectors=True)
-            forgotten = {i for s in self._stores.values() for i in s.tombstoned()}
-            incoming = {str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id")} - forgotten
+            incoming = {str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id")}
             for start in range(0, len(items), IMPORT_BATCH):
-                self._import_batch(items[start : start + IMPORT_BATCH], start, report, _Known(forgotten, incoming))
+                self._import_batch(items[start : start + IMPORT_BATCH], start, report, _Known(incoming))
                 if progress:
                     progress(min(start + IMPORT_BATCH, len(items)), len(items))
             if not items and progress:
@@ -130,8 +128,6 @@ class Transfer(Saving, Erasure):
         if not isinstance(data.get("content"), str) or not data["content"].strip():
             return None, "missing content"
         raw_id = data.get("id")
-        if raw_id is not None and str(raw_id) in known.forgotten:
-            return None, f"{raw_id} was forgotten here; it is not imported again"
         if raw_id is not None and not (isinstance(raw_id, str) and CARD_ID_RE.match(raw_id)):
             data.pop("id")
             provenance = dict(data.get("provenance") or {}) if isinstance(data.get("provenance"), Mapping) else {}
@@ -149,7 +145,9 @@ class Transfer(Saving, Erasure):
             return None, validation_reason(exc)
 
     def _linkable(self, target: Any, known: _Known) -> bool:
-        if not isinstance(target, str) or target in known.forgotten:
+        """A link survives only to a card that is here or comes with this import: never to a
+        card forgotten since the export."""
+        if not isinstance(target, str):
             return False
         return target in known.incoming or self._locate(target) is not None
 
