@@ -58,6 +58,8 @@ class Store:
         self._lock = FileLock(str(self.files.index / ".lock"), timeout=lock_wait)
         self._seen_generation: int | None = None
         self._last_full_scan = 0.0
+        self.full_scan_interval = FULL_SCAN_INTERVAL_S
+        self.reloads = 0  # how often Chroma was reconnected to follow another process
 
     @property
     def root(self) -> Path:
@@ -119,7 +121,7 @@ class Store:
         catalog = self.open_catalog()
         folders = repr(self.files.folder_stamps())
         now = time.monotonic()
-        due = now - self._last_full_scan >= FULL_SCAN_INTERVAL_S and catalog.count() <= FULL_SCAN_MAX
+        due = now - self._last_full_scan >= self.full_scan_interval and catalog.count() <= FULL_SCAN_MAX
         if not force and not due and catalog.get_meta("folders") == folders:
             return 0
         self._last_full_scan = now
@@ -205,6 +207,7 @@ class Store:
         current = self.catalog.generation()
         if self._seen_generation is not None and current != self._seen_generation:
             self.vectors.reload()
+            self.reloads += 1
         self._seen_generation = current
 
     def check_embedder(self, embedder: EmbedderInfo) -> None:
