@@ -202,3 +202,18 @@ def test_forget_leaves_no_byte_under_the_store_or_home(service, paths, files_con
     assert files_containing(b"quetzal", paths.memory, paths.home) == []  # nor its index terms
     tombstones = [json.loads(x) for x in (paths.memory / "tombstones.jsonl").read_text().splitlines()]
     assert [t["id"] for t in tombstones] == [card.id]
+
+
+def test_a_merge_that_leaves_two_cards_saying_the_same_is_offered_for_merging(service, paths):
+    _every_scan(service)
+    mine = service.save("Integration tests need a running Postgres container", "procedure").card
+    theirs = mine.model_copy(update={"id": "m_00000000beef", "content": "Integration tests need a Postgres container running"})
+    from memagent.memory.cardfiles import render
+
+    (paths.memory / "cards" / "m_00000000beef.md").write_text(render(theirs))  # as a git merge brings it
+    service.search("what do integration tests need?")
+    pairs = service.near_duplicates()
+    assert [(a, b) for a, b, _ in pairs] == [tuple(sorted((mine.id, theirs.id)))]
+    assert service.merge_near_duplicate(mine.id, theirs.id)
+    assert service.get(theirs.id).status == "superseded" and service.near_duplicates() == []
+    assert [h.card.id for h in service.search("what do integration tests need?")] == [mine.id]

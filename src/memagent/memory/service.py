@@ -193,6 +193,24 @@ class MemoryService(Transfer):
                 entries.update(s.catalog.entries([i for pair in pairs for i in pair[:2]]))
             return [p for p in pairs if all(i in entries and entries[i].status == "active" for i in p[:2])]
 
+    def merge_near_duplicate(self, keep_id: str, drop_id: str) -> bool:
+        """Resolve a near-duplicate pair: ``drop_id`` becomes superseded by ``keep_id``, whose
+        card keeps the other's provenance. Returns whether both cards were there."""
+        with self._lock, self._guard("merge"):
+            cards = self._get_many([keep_id, drop_id])
+            if len(cards) != 2:
+                return False
+            keep, drop = cards[keep_id], cards[drop_id]
+            provenance = [*keep.merged_from, drop.provenance, *drop.merged_from]
+        self.update_card(keep_id, merged_from=[p for i, p in enumerate(provenance) if p not in provenance[:i]],
+                         confidence=max(keep.confidence, drop.confidence))
+        self.update_card(drop_id, status="superseded", superseded_by=keep_id)
+        with self._lock, self._guard("merge"):
+            for store in self._stores_in_use():
+                with store.locked(), store.open_catalog().transaction() as db:
+                    store.catalog.drop_near_duplicate(db, keep_id, drop_id)
+        return True
+
     def backend_info(self) -> dict[str, Any]:
         """For `memagent doctor`: where the stores are, the embedder, and card counts."""
         with self._lock, self._guard("status"):
