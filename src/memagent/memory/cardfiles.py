@@ -5,7 +5,7 @@ Layout of a local store directory (``<project>/.memory/`` or ``$MEMAGENT_HOME/me
     cards/<id>.md        one card per file, meant to be committed and reviewed like code
     private/<id>.md      cards that never leave this machine (session cards, ``--private``)
     tombstones.jsonl     ids of forgotten cards and when (no text)
-    learning.jsonl       the learning decisions (see ``memory.history``)
+    history.jsonl        the learning decisions (see ``memory.history``)
     project-id           the stable identity of the project (see ``memory.identity``)
     index/               the Chroma index and the catalog, rebuilt from the files at will
     .gitignore           written by memagent: ``index/`` and ``private/``
