@@ -104,7 +104,8 @@ words = ("parser cache router deploy worker queue index auth billing search invo
          "helm terraform ansible postgres sqlite rust golang kotlin swift piano garden river mountain coffee "
          "violin harbor lantern meadow glacier canyon orchard falcon otter heron maple cedar").split()
 rng = random.Random(tag)
-service = MemoryService.open(project_paths(root), Settings(), tag, embedder=load_embedder("onnx", cache_dir=cache))
+service = MemoryService.open(project_paths(root), Settings(memory_lock_wait=120), tag,
+                             embedder=load_embedder("onnx", cache_dir=cache))
 for i in range(count):
     text = f"Note {tag}{i}: " + " ".join(rng.sample(words, 7))
     result = service.save(text, "fact")

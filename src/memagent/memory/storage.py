@@ -285,6 +285,8 @@ class Store:
                    embedder: EmbedderInfo | None, *, durable: bool = True) -> list[Path]:
         catalog = self.open_catalog()
         paths = []
+        if embedder is not None and embedder.dim > 0:
+            import chromadb  # noqa: F401  (seconds on a busy machine: not while holding the lock)
         with self.locked():
             before = repr(self.files.folder_stamps())
             index = None
