@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from memagent.cli.main import app
 from memagent.memory.corrections import correction_kind
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.tools.memory_tools import memory_tools
+from memagent.features.memory_tools import memory_tools
 
 UPDATES = [
     ("The API request timeout is 30 seconds", "The API request timeout is 90 seconds", "value"),
