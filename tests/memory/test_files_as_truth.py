@@ -218,3 +218,24 @@ def test_a_merge_that_leaves_two_cards_saying_the_same_is_offered_for_merging(se
     assert service.merge_near_duplicate(mine.id, theirs.id)
     assert service.get(theirs.id).status == "superseded" and service.near_duplicates() == []
     assert [h.card.id for h in service.search("what do integration tests need?")] == [mine.id]
+
+
+def test_a_store_of_an_earlier_version_is_migrated_to_card_files(paths, open_service, embedder):
+    import chromadb
+
+    from memagent.memory.cards import MemoryCard
+
+    old = MemoryCard(content="The legacy store kept this card inside Chroma", memory_type="fact")
+    client = chromadb.PersistentClient(path=str(paths.memory), settings=chromadb.Settings(anonymized_telemetry=False))
+    for kind in ("active", "inactive"):
+        collection = client.get_or_create_collection(f"memagent_{kind}", embedding_function=None)
+    client.get_collection("memagent_active", embedding_function=None).add(
+        ids=[old.id], documents=[old.content], metadatas=[old.to_metadata()],
+        embeddings=[embedder.embed([old.content])[0].tolist()],
+    )
+    del client, collection
+    service = open_service()
+    assert (paths.memory / "cards" / f"{old.id}.md").is_file()
+    assert not (paths.memory / "chroma.sqlite3").exists()
+    assert [h.card.id for h in service.search("what did the legacy store keep?", k=1)] == [old.id]
+    assert any("migrated 1 memory cards" in n for n in service.notices())

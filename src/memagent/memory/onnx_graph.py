@@ -47,7 +47,7 @@ class _GraphBuilder:
         return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=LAYER_NORM_EPS)
 
 
-def build_onnx_graph(weights: dict) -> bytes:
+def build_onnx_graph(weights: dict) -> bytes:  # one linear graph description, kept in one piece
     """Serialize MiniLM as an ONNX model: (input_ids, attention_mask) -> last hidden state."""
     import numpy as np
     from onnx import TensorProto, checker, helper
