@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS cards (
     vec_digest TEXT, vec_active INTEGER, uses INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS cards_by_time ON cards (active, created_at);
+CREATE INDEX IF NOT EXISTS cards_needing_vectors ON cards (id)
+    WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active;
 CREATE TABLE IF NOT EXISTS postings (
     term TEXT NOT NULL, id TEXT NOT NULL, tf REAL NOT NULL, length REAL NOT NULL, active INTEGER NOT NULL,
     PRIMARY KEY (term, id)

@@ -75,7 +75,8 @@ class MemoryService(Transfer):
         Given an ``embedder`` and ``check_embedder``, the embedder is probed and compared with
         the one the stores' indexes were built with now rather than on first use.
         """
-        handle = EmbedderHandle.of(embedder) if embedder is not None else EmbedderHandle(settings.embedder)
+        handle = (EmbedderHandle.of(embedder) if embedder is not None
+                  else EmbedderHandle(settings.embedder, cache_dir=paths.home / "cache"))
         if embedder is not None and check_embedder:
             _probe_embedder(embedder)
         wait = settings.memory_lock_wait
