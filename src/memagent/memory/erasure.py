@@ -32,12 +32,12 @@ def git_tracked(paths: list[Path]) -> list[Path]:
     root = paths[0].parent
     try:
         result = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "--full-name", "--error-unmatch", "--", *[str(p) for p in paths]],
+            ["git", "-C", str(root), "ls-files", "--full-name", "--", *[str(p) for p in paths]],
             capture_output=True, text=True, timeout=10, check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return []
-    if result.returncode not in (0, 1):
+    if result.returncode != 0:
         return []
     names = {line.strip() for line in result.stdout.splitlines() if line.strip()}
     return [p for p in paths if any(str(p).endswith(n) for n in names)]
