@@ -172,9 +172,10 @@ class Store:
             return self.vectors
         if not self.vectors.exists and not create:
             return None
-        if not self.vectors.exists and self.catalog.exists:
+        if not self.vectors.exists and self._vectors_recorded():
             with self.locked(), self.catalog.transaction() as db:
                 self.catalog.forget_vectors(db)  # the index folder was deleted: embed everything again
+                db.execute("DELETE FROM meta WHERE key = 'embedder'")
         try:
             opened = self.vectors.open(create=create, check_embedder=False)
         except EmbedderMismatch:
@@ -188,6 +189,13 @@ class Store:
             return None
         self._seen_generation = self.catalog.generation() if self.catalog.exists else 0
         return self.vectors
+
+    def _vectors_recorded(self) -> bool:
+        """The catalog says the vector index holds vectors (of a real embedder)."""
+        if not self.catalog.exists:
+            return False
+        recorded = self.catalog.get_meta("embedder")
+        return recorded is not None and not recorded.endswith(":0")
 
     def _rebuild_damaged_index(self, reason: str) -> None:
         index_dir = self.location.path
