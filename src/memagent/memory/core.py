@@ -21,9 +21,6 @@ from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.storage import Progress, Store
 from memagent.memory.store import EmbedderInfo
 
-LABELS = ("project", "user")
-
-
 @dataclass(frozen=True)
 class MemoryKnobs:
     """The memory settings the service uses (built from ``config.Settings``)."""
@@ -204,4 +201,4 @@ class MemoryCore:
         return None
 
 
-__all__ = ["LABELS", "MemoryCore", "MemoryKnobs", "MemoryUnavailable"]
+__all__ = ["MemoryCore", "MemoryKnobs", "MemoryUnavailable"]

@@ -12,7 +12,6 @@ from memagent.memory.cards import MemoryCard, Provenance, utc_now
 from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import correction_kind
 from memagent.memory.gate import check_card, term_overlap
-from memagent.memory.storage import Store
 
 
 @dataclass
@@ -224,9 +223,6 @@ class Saving(MemoryCore):
             with self._guard("update"):
                 store.write(updated, self._is_private(store, card_id), None, None)
             return updated
-
-    def _store_of(self, card_id: str) -> Store | None:
-        return self._locate(card_id)
 
 
 __all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]
