@@ -1,26 +1,29 @@
-"""Memory speed: search latency at 1k / 10k / 100k cards and bulk import throughput.
+"""Memory speed at 1k / 10k / 100k cards: warm search, cold CLI commands against plain chromadb,
+`memagent -p` start with memory on and off, peak RSS, and bulk import throughput.
 
 Run by hand (not in CI):
 
-    /work/venv/bin/python bench/bench_memory_speed.py            # 1k, 10k, 100k
-    /work/venv/bin/python bench/bench_memory_speed.py --sizes 1000 10000 --queries 200
+    python bench/bench_memory_speed.py                         # 10k and 100k
+    python bench/bench_memory_speed.py --sizes 10000 --runs 5 --queries 200
 
-What is measured
-- search: ``MemoryService.search(query, k=5)`` end to end — query embedding (ONNX MiniLM),
-  unfiltered Chroma query of the active collection in both stores, BM25 over the catalog,
-  ranking, and fetching the winning cards. p50/p95 over ``--queries`` varied queries, after one
-  warm-up search (the first search builds the in-memory lexical catalog; its time is reported
-  separately as "cold").
-- bulk import: ``MemoryService.import_cards`` of ``--import-n`` synthetic cards, i.e. the gate,
-  real ONNX embedding of every card, the near-duplicate query and the Chroma writes (cards/s).
-- store fill: raw ``CardStore.add`` throughput of the synthetic bulk.
+What is measured (medians of side-by-side runs in one process run, interleaved so machine noise
+hits both sides alike):
+- warm search: ``MemoryService.search(query, k=5)`` end to end in a warmed-up process — query
+  embedding (ONNX MiniLM), Chroma query of the active collections, BM25 over the persisted
+  catalog, ranking, reading the winning card files. p50/p95 over ``--queries`` queries.
+- cold CLI search: ``memagent memory search Q`` as a fresh process, against a plain-chromadb
+  script on the same index (import chromadb, open the collection, load the same embedder, embed
+  the query, query top-5): the ratio is what memagent's files, catalog and ranking cost on top.
+- cold ``memagent memory list`` / ``show`` (they never load the embedder or Chroma).
+- ``memagent -p`` against a local fake Messages API, memory on vs ``--no-memory``; and the peak
+  RSS (ru_maxrss) of both.
+- bulk import: ``MemoryService.import_cards`` of ``--import-n`` cards (gate, ONNX embedding,
+  duplicate checks, card files, catalog, index).
 
-Data: card texts are LoCoMo's conversation turns (``../shared/bench/locomo10.json``, 5,882
-real turns with a natural vocabulary, cycled with a numbered suffix to reach the store size) and
-queries are LoCoMo questions; ``--texts templates`` uses generated texts instead. To keep a 100k
-store buildable in minutes on 2 cores, the bulk cards get *random unit vectors* instead of
-embeddings; only the queries are embedded. Retrieval quality is not measured here (see
-bench/bench_locomo.py).
+Data: card texts are LoCoMo's conversation turns (``../shared/bench/locomo10.json``), cycled with
+a numbered suffix to reach the store size; queries are LoCoMo questions. To keep a 100k store
+buildable in minutes on 2 cores, the bulk cards get *random unit vectors* instead of embeddings
+(written as card files, catalog rows and index vectors in one pass); only queries are embedded.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -81,7 +85,11 @@ def fill(template: str, rng: random.Random) -> str:
     )
 
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo10.json"
+LOCOMO = next(
+    (p / "shared" / "bench" / "locomo10.json" for p in Path(__file__).resolve().parents[1:4]
+     if (p / "shared" / "bench" / "locomo10.json").exists()),
+    Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo10.json",
+)
 
 
 def locomo_texts() -> tuple[list[str], list[str]]:
@@ -134,57 +142,125 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def bench_size(n: int, embedder, queries: list[str], rng: random.Random, texts: list[str] | None) -> dict:
+PLAIN_CHROMA = """
+import sys, chromadb
+from memagent.memory.embeddings import load_embedder
+client = chromadb.PersistentClient(path=sys.argv[1], settings=chromadb.Settings(anonymized_telemetry=False))
+collection = client.get_collection("memagent_active", embedding_function=None)
+vector = load_embedder("onnx").embed([sys.argv[2]])[0].tolist()
+result = collection.query(query_embeddings=[vector], n_results=5, include=["distances"])
+print(len(result["ids"][0]))
+"""
+
+PEAK_RSS = """
+import resource, runpy, sys
+sys.argv = ["memagent", *sys.argv[1:]]
+try:
+    runpy.run_module("memagent", run_name="__main__")
+except SystemExit:
+    pass
+sys.stderr.write(f"\\nPEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
+"""
+
+
+def build_store(root: Path, n: int, embedder, rng: random.Random, texts: list[str] | None) -> float:
+    """A store of ``n`` cards (files + catalog + index, random vectors); returns cards/s."""
+    from memagent.config import Settings, project_paths
+    from memagent.memory.service import MemoryService
+    from memagent.memory.store import EmbedderInfo
+
+    service = MemoryService.open(project_paths(root), Settings(), "bench", embedder=embedder)
+    store = service._stores["project"]  # the bulk bypasses the gate on purpose (see docstring)
+    info = EmbedderInfo.of(embedder)
+    cards = synthetic_cards(n, rng, texts)
+    vectors = random_unit_vectors(n, embedder.dim, seed=n)
+    started = time.perf_counter()
+    for start in range(0, n, 2000):
+        chunk = [(c, False, v) for c, v in zip(cards[start : start + 2000], vectors[start : start + 2000])]
+        store.write_many(chunk, info, durable=False)
+    seconds = time.perf_counter() - started
+    service.close()
+    return n / seconds
+
+
+def warm_search(root: Path, embedder, queries: list[str]) -> dict:
     from memagent.config import Settings, project_paths
     from memagent.memory.service import MemoryService
 
+    service = MemoryService.open(project_paths(root), Settings(), "bench", embedder=embedder)
+    started = time.perf_counter()
+    service.warm_up()
+    warm_up_s = time.perf_counter() - started
+    service.search(queries[0], k=5)
+    timings = []
+    for query in queries:
+        started = time.perf_counter()
+        service.search(query, k=5)
+        timings.append((time.perf_counter() - started) * 1000)
+    store = service._stores["project"]
+    lexical = []
+    for query in queries:
+        started = time.perf_counter()
+        store.catalog.lexical(query, 50, True)
+        lexical.append((time.perf_counter() - started) * 1000)
+    service.close()
+    return {"p50": statistics.median(timings), "p95": percentile(timings, 95), "warm_up_s": warm_up_s,
+            "lexical_p50": statistics.median(lexical), "lexical_p95": percentile(lexical, 95)}
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    out = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+    seconds = time.perf_counter() - started
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])}… failed ({out.returncode}): {out.stderr.strip()[-400:]}")
+    return seconds
+
+
+def peak_rss_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    out = subprocess.run([sys.executable, "-c", PEAK_RSS, *args], env=env, cwd=cwd, capture_output=True,
+                         text=True, timeout=900)
+    for line in out.stderr.splitlines():
+        if line.startswith("PEAK_RSS_KB "):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no RSS figure: {out.stderr.strip()[-400:]}")
+
+
+def cold_commands(root: Path, home: Path, queries: list[str], runs: int) -> dict:
+    """Fresh processes, interleaved: memagent's cold search vs plain chromadb, list, -p on/off."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from fakeapi import FakeAnthropic, text
+
+    memagent = str(Path(sys.executable).parent / "memagent")
+    results: dict[str, list[float]] = {k: [] for k in ("search", "plain", "list", "show", "p_on", "p_off")}
+    with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
+        env = {**os.environ, "MEMAGENT_HOME": str(home), "ANTHROPIC_API_KEY": "bench",
+               "ANTHROPIC_BASE_URL": fake.url, "ANONYMIZED_TELEMETRY": "False"}
+        some_id = next((root / ".memory" / "cards").iterdir()).stem
+        for run in range(runs):
+            query = queries[run % len(queries)]
+            results["plain"].append(timed([sys.executable, "-c", PLAIN_CHROMA, str(root / ".memory" / "index"), query], env, root))
+            results["search"].append(timed([memagent, "memory", "search", query, "-C", str(root)], env, root))
+            results["list"].append(timed([memagent, "memory", "list", "-C", str(root)], env, root))
+            results["show"].append(timed([memagent, "memory", "show", some_id, "-C", str(root)], env, root))
+            results["p_off"].append(timed([memagent, "-p", query, "--no-memory", "-C", str(root)], env, root))
+            results["p_on"].append(timed([memagent, "-p", query, "-C", str(root)], env, root))
+        rss_on = peak_rss_mb(["-p", queries[0], "-C", str(root)], env, root)
+        rss_off = peak_rss_mb(["-p", queries[0], "--no-memory", "-C", str(root)], env, root)
+    medians = {k: statistics.median(v) for k, v in results.items()}
+    return {**medians, "rss_on": rss_on, "rss_off": rss_off}
+
+
+def bench_size(n: int, embedder, queries: list[str], rng: random.Random, texts: list[str] | None, runs: int) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"memspeed-{n}-") as tmp:
         root = Path(tmp) / "project"
         root.mkdir()
-        os.environ["MEMAGENT_HOME"] = str(Path(tmp) / "home")
-        paths = project_paths(root)
-        service = MemoryService.open(paths, Settings(), "bench", embedder=embedder)
-        cards = synthetic_cards(n, rng, texts)
-        vectors = random_unit_vectors(n, embedder.dim, seed=n)
-        store = service._stores["project"]  # the bulk bypasses the gate on purpose (see docstring)
-        started = time.perf_counter()
-        for start in range(0, n, 5000):
-            store.add(cards[start : start + 5000], list(vectors[start : start + 5000]))
-        fill_seconds = time.perf_counter() - started
-
-        started = time.perf_counter()
-        service.search(queries[0], k=5)
-        cold_ms = (time.perf_counter() - started) * 1000
-
-        timings = []
-        for query in queries:
-            started = time.perf_counter()
-            service.search(query, k=5)
-            timings.append((time.perf_counter() - started) * 1000)
-        parts: dict[str, list[float]] = {"embed": [], "dense": [], "lexical": []}
-        catalog = service._catalog(True)
-        for query in queries:
-            started = time.perf_counter()
-            vector = embedder.embed([query])[0]
-            parts["embed"].append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            store.nearest_ids(vector, 50)
-            parts["dense"].append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            catalog.lexical.search(query, 50)
-            parts["lexical"].append((time.perf_counter() - started) * 1000)
-        service.close()
-    return {
-        "n": n,
-        "fill_cards_per_s": n / fill_seconds,
-        "cold_ms": cold_ms,
-        "p50": statistics.median(timings),
-        "p95": percentile(timings, 95),
-        "embed_p50": statistics.median(parts["embed"]),
-        "dense_p50": statistics.median(parts["dense"]),
-        "lexical_p50": statistics.median(parts["lexical"]),
-        "lexical_p95": percentile(parts["lexical"], 95),
-    }
+        home = Path(tmp) / "home"
+        os.environ["MEMAGENT_HOME"] = str(home)
+        fill = build_store(root, n, embedder, rng, texts)
+        warm = warm_search(root, embedder, queries)
+        cold = cold_commands(root, home, queries, runs)
+    return {"n": n, "fill": fill, **warm, **cold}
 
 
 def bench_import(count: int, embedder, rng: random.Random, texts: list[str] | None) -> dict:
@@ -207,8 +283,9 @@ def bench_import(count: int, embedder, rng: random.Random, texts: list[str] | No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=5, help="cold runs of each command (median)")
     parser.add_argument("--import-n", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--texts", choices=["locomo", "templates"], default="locomo")
@@ -228,17 +305,16 @@ def main(argv: list[str] | None = None) -> int:
         queries = [fill(rng.choice(QUERIES), rng) for _ in range(args.queries)]
     print(f"texts: {args.texts}; {len(queries)} queries", flush=True)
 
-    print(
-        "| cards | search p50 (ms) | search p95 (ms) | parts p50: embed / Chroma top-50 / BM25 (ms) "
-        "| BM25 p95 (ms) | first (cold) search (ms) | store fill (cards/s, random vectors) |"
-    )
-    print("|---:|---:|---:|---|---:|---:|---:|")
+    print("| cards | warm search p50 / p95 (ms) | BM25 p50 / p95 (ms) | cold search: memagent / plain chromadb (s, ratio) "
+          "| cold list / show (s) | -p memory on / off (s, ratio) | peak RSS on / off (MB) | fill (cards/s) |")
+    print("|---:|---|---|---|---|---|---|---:|")
     for n in args.sizes:
-        row = bench_size(n, embedder, queries, rng, texts)
+        r = bench_size(n, embedder, queries, rng, texts, args.runs)
         print(
-            f"| {row['n']:,} | {row['p50']:.1f} | {row['p95']:.1f} | {row['embed_p50']:.1f} / "
-            f"{row['dense_p50']:.1f} / {row['lexical_p50']:.1f} | {row['lexical_p95']:.1f} | "
-            f"{row['cold_ms']:.0f} | {row['fill_cards_per_s']:,.0f} |",
+            f"| {r['n']:,} | {r['p50']:.1f} / {r['p95']:.1f} | {r['lexical_p50']:.1f} / {r['lexical_p95']:.1f} "
+            f"| {r['search']:.2f} / {r['plain']:.2f} ({r['search'] / r['plain']:.2f}×) | {r['list']:.2f} / {r['show']:.2f} "
+            f"| {r['p_on']:.2f} / {r['p_off']:.2f} ({r['p_on'] / r['p_off']:.2f}×) | {r['rss_on']:.0f} / {r['rss_off']:.0f} "
+            f"| {r['fill']:,.0f} |",
             flush=True,
         )
     if args.import_n:

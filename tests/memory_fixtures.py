@@ -9,12 +9,20 @@ from memagent.config import ProjectPaths, Settings, project_paths
 
 
 @pytest.fixture(scope="session")
-def embedder(tmp_path_factory):
+def onnx_cache(tmp_path_factory):
+    """Where the ONNX graph is cached for this test session (subprocesses may reuse it)."""
+    return tmp_path_factory.mktemp("onnx-graph")
+
+
+@pytest.fixture(scope="session")
+def embedder(onnx_cache):
     """The real MiniLM embedder (ONNX), loaded once; its graph cache lives in a temp dir."""
     from memagent.memory.embeddings import load_embedder
 
-    loaded = load_embedder("onnx", cache_dir=tmp_path_factory.mktemp("onnx-graph"))
+    loaded = load_embedder("onnx", cache_dir=onnx_cache)
     assert loaded.dim == 384, f"MiniLM weights are not usable here: {loaded.fallback_reasons}"
+    import chromadb  # noqa: F401  (imported once here: its import takes seconds on a busy machine)
+
     return loaded
 
 

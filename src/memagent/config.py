@@ -120,6 +120,29 @@ class Settings(BaseSettings):
     tokenizer_json: str | None = None
     """A local Hugging Face ``tokenizer.json`` to estimate tokens with instead (takes precedence)."""
 
+    # --- mem: memory settings ---
+    memory_min_confidence: float = Field(0.7, ge=0.0, le=1.0)
+    """Write gate: the lowest confidence a memory card may have."""
+    memory_duplicate_cosine: float = Field(0.85, gt=0.0, le=1.0)
+    """A new card at least this similar (cosine) to an active card is a restatement (merged) or,
+    when it changes a value, a date or a negation, a correction (it supersedes the old card)."""
+    memory_duplicate_overlap: float = Field(0.8, gt=0.0, le=1.0)
+    """The same threshold in lexical-only mode (share of shared terms)."""
+    memory_auto_writes_per_session: int = Field(20, ge=0)
+    """Automatically learned cards allowed per session (explicit saves are not limited)."""
+    memory_k: int = Field(5, ge=1, le=50)
+    """Memories injected per turn."""
+    memory_min_relevance: float | None = Field(None, ge=0.0, le=1.0)
+    """Relevance (0..1) under which a memory is not injected; unset: the ranking's default."""
+    memory_session_card_days: float = Field(7.0, gt=0)
+    """Session cards of other sessions are erased this many days after their last use."""
+    memory_archive_after_days: float = Field(180.0, gt=0)
+    """Active cards unused this many days whose confidence is below the next setting are archived."""
+    memory_archive_below_confidence: float = Field(0.5, ge=0.0, le=1.0)
+    """See ``memory_archive_after_days``."""
+    memory_lock_wait: float = Field(10.0, gt=0)
+    """Seconds to wait for a memory store another process is writing before giving up."""
+
     @field_validator("chroma_url", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:

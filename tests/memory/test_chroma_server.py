@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,15 +66,18 @@ def test_project_memory_on_a_server(chroma_url, paths, embedder):
     first = MemoryService.open(paths, settings, "laptop-1", embedder=embedder)
     card = first.save("The team deploys with Argo CD", "decision", confidence=0.9).card
     first.save("The user likes emoji-free answers", "preference", "user")
-    assert not paths.memory.exists(), "project cards go to the server, not .memory/"
-    assert (paths.user_memory / "chroma.sqlite3").exists(), "user cards stay local"
+    assert (paths.memory / "cards" / f"{card.id}.md").is_file(), "the card file is the truth"
+    assert not (paths.memory / "index" / "chroma.sqlite3").exists(), "the project index is on the server"
+    assert (paths.user_memory / "index" / "chroma.sqlite3").exists(), "user cards stay local"
+    identity = (paths.memory / "project-id").read_text().strip()
     info = first.backend_info()
-    assert info["stores"]["project"]["remote"] is True and info["stores"]["project"]["location"] == chroma_url
+    assert info["stores"]["project"]["remote"] is True and info["stores"]["project"]["index"] == chroma_url
     first.close()
 
-    # A teammate's checkout of the same project (same directory name) on another machine.
-    teammate_root = paths.root.parent / "elsewhere" / paths.root.name
-    teammate_root.mkdir(parents=True)
+    # A teammate's clone elsewhere: the committed cards and project-id come with it.
+    teammate_root = paths.root.parent / "elsewhere" / "renamed-checkout"
+    shutil.copytree(paths.memory / "cards", teammate_root / ".memory" / "cards")
+    shutil.copy(paths.memory / "project-id", teammate_root / ".memory" / "project-id")
     teammate = MemoryService.open(project_paths(teammate_root), settings, "laptop-2", embedder=embedder)
     hits = teammate.search("how do we deploy?")
     assert [h.card.id for h in hits][:1] == [card.id]
@@ -83,7 +87,24 @@ def test_project_memory_on_a_server(chroma_url, paths, embedder):
     assert teammate.save("The team deploys with Argo CD and Helm charts!", "decision").status == "duplicate"
     assert teammate.forget([fixed.card.id]) == 2
     assert teammate.get(card.id) is None and teammate.search("how do we deploy?") == []
+    assert (teammate_root / ".memory" / "project-id").read_text().strip() == identity
     teammate.close()
+
+
+def test_same_directory_name_elsewhere_never_shares_server_memory(chroma_url, tmp_path, embedder):
+    settings = Settings(chroma_url=chroma_url)
+    a_root, b_root = tmp_path / "a" / "app", tmp_path / "b" / "app"
+    a_root.mkdir(parents=True)
+    b_root.mkdir(parents=True)
+    a = MemoryService.open(project_paths(a_root), settings, "s", embedder=embedder)
+    a.save("The app in folder a talks to the billing service", "fact")
+    a.close()
+    b = MemoryService.open(project_paths(b_root), settings, "s", embedder=embedder)
+    b._stores["project"].files.ensure_layout()  # a project with (empty) memory of its own
+    assert b.search("which service does the app talk to?") == []
+    a_id = (a_root / ".memory" / "project-id").read_text()
+    assert b._stores["project"].location.prefix != a._stores["project"].location.prefix and a_id
+    b.close()
 
 
 def test_unreachable_server_is_one_line(paths, embedder):

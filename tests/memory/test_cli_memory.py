@@ -14,14 +14,14 @@ from memagent.cli.main import app
 CARD_KEYS = {
     "id", "content", "memory_type", "scope", "scope_id", "source", "provenance", "confidence", "importance",
     "status", "supersedes", "superseded_by", "task_hint", "files", "created_at", "updated_at", "last_used_at",
-    "access_count", "backstory", "person", "relationship",
+    "access_count", "backstory", "person", "relationship", "merged_from",
 }
 
 
 @pytest.fixture
 def cli(paths, embedder, monkeypatch):
     """Run ``memagent memory ARGS -C <project>``; the shared embedder replaces a fresh load."""
-    monkeypatch.setattr("memagent.memory.service._load_embedder", lambda: embedder)
+    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
     runner = CliRunner()
 
     def run(*args: str, input: str | None = None):
@@ -51,7 +51,8 @@ def test_add_list_show_search_stats_json(cli):
     edited = _json(cli("edit", card_id, "The CI pipeline runs on GitHub Actions and Buildkite", "--json"))
     assert edited["status"] == "superseded" and edited["card"]["supersedes"] == card_id
     shown = _json(cli("show", card_id, "--json"))
-    assert set(shown) == {"card", "chain", "history"} and shown["card"]["status"] == "superseded"
+    assert set(shown) == {"card", "chain", "history", "file"} and shown["card"]["status"] == "superseded"
+    assert shown["file"].startswith("project: ") and shown["file"].endswith(f".memory/cards/{card_id}.md")
     assert [link["id"] for link in shown["chain"]] == [card_id, edited["card"]["id"]]
     assert set(shown["chain"][0]) == {"id", "status", "created_at", "content"}
     assert [c["status"] for c in _json(cli("list", "--json", "--status", "superseded"))] == ["superseded"]
@@ -79,10 +80,61 @@ def test_refusals_and_errors_exit_1_with_one_line(cli, paths):
     assert missing.exit_code == 1 and "no memory m_000000000000" in missing.stderr
     assert cli("forget", "--yes").exit_code == 2
     paths.memory.mkdir()
-    (paths.memory / "chroma.sqlite3").write_bytes(b"garbage" * 100)
+    (paths.memory / "chroma.sqlite3").write_bytes(b"garbage" * 100)  # an old-style store, damaged
     broken = cli("list")
     assert broken.exit_code == 1 and broken.stderr.startswith("memagent: memory unavailable:")
     assert "Traceback" not in broken.output
+
+
+def test_damaged_index_is_reported_and_rebuilt_from_the_files(cli, paths):
+    card_id = _json(cli("add", "The nightly build publishes wheels to the internal index", "--json"))["card"]["id"]
+    (paths.memory / "index" / "chroma.sqlite3").write_bytes(b"")  # a 0-byte database
+    found = cli("search", "where do nightly wheels go", "--json")
+    assert found.exit_code == 0, found.output
+    assert [h["card"]["id"] for h in json.loads(found.stdout)] == [card_id]
+    assert "is empty; rebuilding the index from the card files" in found.stderr
+
+
+def test_ids_prefixes_and_bad_ids(cli):
+    card_id = _json(cli("add", "Staging deploys happen at 4pm", "--json"))["card"]["id"]
+    assert _json(cli("show", card_id[:6], "--json"))["card"]["id"] == card_id
+    nope = cli("forget", "m_nope", input="y\n")
+    assert nope.exit_code == 1 and "no memory m_nope" in nope.stderr and "Erase" not in nope.output
+    mixed = cli("forget", card_id, "m_0000000000ff", "--yes")
+    assert mixed.exit_code == 1 and "no memory m_0000000000ff" in mixed.stderr
+    assert _json(cli("list", "--json"))[0]["id"] == card_id  # nothing was erased
+    edited = _json(cli("edit", card_id[:7], "Staging deploys happen at 5pm", "--json"))
+    assert edited["card"]["supersedes"] == card_id
+    stats = cli("stats")
+    assert stats.stdout.startswith("1 active memory, 2 in all.")
+
+
+def test_import_with_every_record_refused_exits_1(cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"content": "x"}, {"nothing": "here"}]))
+    result = cli("import", str(bad))
+    assert result.exit_code == 1 and "Imported 0 of 2: 0 duplicates, 2 refused." in result.stdout
+
+
+def test_list_show_forget_never_load_the_embedder(cli, paths, monkeypatch):
+    card_id = _json(cli("add", "Logs are shipped to Loki", "--json"))["card"]["id"]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the embedder was loaded")
+
+    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", refuse)
+    assert _json(cli("list", "--json"))[0]["id"] == card_id
+    assert _json(cli("show", card_id, "--json"))["card"]["content"] == "Logs are shipped to Loki"
+    assert _json(cli("stats", "--json"))["active"] == 1
+    assert _json(cli("forget", card_id, "--yes", "--json"))["erased"] == 1
+
+
+def test_help_texts_name_every_choice(cli):
+    runner = CliRunner()
+    add_help = runner.invoke(app, ["memory", "add", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "session" in add_help and "--private" in add_help
+    edit_help = runner.invoke(app, ["memory", "edit", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "Memory type of the corrected card" in edit_help
 
 
 def test_forget_asks_for_confirmation(cli):
@@ -90,11 +142,11 @@ def test_forget_asks_for_confirmation(cli):
     declined = cli("forget", card_id, input="n\n")
     assert declined.exit_code == 1 and "nothing erased" in declined.stderr
     assert _json(cli("list", "--json"))[0]["id"] == card_id
-    assert _json(cli("forget", card_id, "--yes", "--json")) == {"erased": 1}
+    assert _json(cli("forget", card_id, "--yes", "--json"))["erased"] == 1
     assert _json(cli("list", "--json")) == []
     cli("add", "Prefers small pull requests", "--scope", "user")
     assert cli("forget", "--scope", "user").exit_code == 1  # no terminal to confirm on: nothing erased
-    assert _json(cli("forget", "--scope", "user", "--yes", "--json")) == {"erased": 1}
+    assert _json(cli("forget", "--scope", "user", "--yes", "--json"))["erased"] == 1
     cli("add", "Release notes are written by hand")
     assert cli("forget", "--all", input="y\n").exit_code == 0
     assert _json(cli("stats", "--json"))["total"] == 0

@@ -81,7 +81,8 @@ def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing)
     from memagent.memory.store import scrub_hnsw_segments
 
     card = service.save("The on-call rotation changes every Monday", "fact").card
-    data_files = list(paths.memory.glob("*/data_level0.bin"))
+    index = paths.memory / "index"
+    data_files = list(index.glob("*/data_level0.bin"))
     assert data_files
     for data in data_files:
         size = data.stat().st_size
@@ -90,9 +91,9 @@ def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing)
             fh.seek(max(size - len(garbage), 0))
             fh.write(garbage[: size])
     assert files_containing(MARKER.encode(), paths.memory)
-    assert scrub_hnsw_segments(paths.memory) >= 1
+    assert scrub_hnsw_segments(index) >= 1
     assert files_containing(MARKER.encode(), paths.memory) == []
-    assert scrub_hnsw_segments(paths.memory) == 0  # already clean: nothing rewritten
+    assert scrub_hnsw_segments(index) == 0  # already clean: nothing rewritten
     service.close()
     assert [h.card.id for h in service.search("on-call rotation")] == [card.id]
 
@@ -103,15 +104,18 @@ def test_forget_after_the_index_flushed_to_disk(open_service, paths, files_conta
     import numpy as np
 
     from memagent.memory.cards import MemoryCard
+    from memagent.memory.store import EmbedderInfo
 
     service = open_service()
     rng = np.random.default_rng(5)
     filler = [MemoryCard(content=f"Filler card number {i} about nothing in particular") for i in range(1100)]
     vectors = rng.standard_normal((len(filler), 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    service._stores["project"].add(filler[:600], list(vectors[:600]))
+    store = service._stores["project"]
+    info = EmbedderInfo.of(service.embedder)
+    store.write_many([(c, False, v) for c, v in zip(filler[:600], vectors[:600])], info, durable=False)
     marked = _save_marked(service)
-    service._stores["project"].add(filler[600:], list(vectors[600:]))
+    store.write_many([(c, False, v) for c, v in zip(filler[600:], vectors[600:])], info, durable=False)
     assert files_containing(MARKER.encode(), paths.memory)
     assert service.forget([marked.id]) == 1
     service.close()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from memagent.memory.service import CITE_INSTRUCTION, format_block
 from memagent.memory.cards import MemoryCard
+from memagent.memory.profiles import render_profile
+from memagent.memory.service import CITE_INSTRUCTION, format_block
 
 BLOCK_RE = re.compile(
     r"^\[Memory#(m_[0-9a-f]{12})\] \((\w+), (\w+), conf (\d\.\d\d), (session \S+(?: turn \d+)?|from \w+), "
@@ -17,7 +18,7 @@ BLOCK_RE = re.compile(
 def test_nothing_is_created_until_the_first_write(service, paths):
     assert service.search("anything at all") == []
     assert service.context_for_turn("what do we use for tests?") is None
-    assert service.profile_text() is None
+    assert render_profile(service) is None
     assert service.stats()["total"] == 0
     assert not paths.memory.exists() and not paths.user_memory.exists()
 
@@ -25,8 +26,10 @@ def test_nothing_is_created_until_the_first_write(service, paths):
 def test_cards_go_to_their_store(service, paths):
     service.save("The user prefers short answers", "preference", "user")
     service.save("This repo uses tabs in Makefiles", "fact", "project")
-    assert (paths.user_memory / "chroma.sqlite3").exists()
-    assert (paths.memory / "chroma.sqlite3").exists()
+    assert len(list((paths.user_memory / "cards").glob("m_*.md"))) == 1
+    assert len(list((paths.memory / "cards").glob("m_*.md"))) == 1
+    assert (paths.memory / "index" / "chroma.sqlite3").exists()
+    assert (paths.memory / ".gitignore").read_text().count("index/") == 1
     stats = service.stats()
     assert stats["stores"]["user"]["active"] == 1 and stats["stores"]["project"]["active"] == 1
     assert stats["by_scope"] == {"user": 1, "project": 1, "session": 0}
@@ -144,19 +147,19 @@ def test_note_citations_updates_usage(service):
     assert service.note_citations("no citations here") == []
 
 
-def test_profile_is_stable_and_budgeted(service):
-    assert service.profile_text() is None
+def test_profile_is_stable_and_budgeted(service, paths):
+    assert render_profile(service, paths) is None
     service.save("The user prefers British spelling", "preference", "user", importance=0.9)
     service.save("Never push directly to main", "constraint", "project", importance=0.8)
     service.save("Ran the linter once on Monday", "event", "project")
     service.save("Minor preference for two blank lines", "preference", "project", importance=0.2)
-    profile = service.profile_text()
+    profile = render_profile(service, paths)
     assert profile is not None
     assert "British spelling" in profile and "Never push directly to main" in profile
     assert "Ran the linter" not in profile and "two blank lines" not in profile
     assert profile.index("User profile") < profile.index("Project profile")
-    assert service.profile_text() == profile
-    small = service.profile_text(max_tokens=40)  # a budget per profile (user, project)
+    assert render_profile(service, paths) == profile
+    small = render_profile(service, paths, max_tokens=40)  # a budget per profile (user, project)
     assert small is None or all(len(part.encode()) <= 160 for part in small.split("\n\n"))
 
 

@@ -83,6 +83,7 @@ def test_backend_info(service, paths):
     assert info["embedder"]["dim"] == 384 and info["embedder"]["model_id"] == "all-MiniLM-L6-v2"
     assert info["stores"]["project"] == {
         "location": str(paths.memory),
+        "index": str(paths.memory / "index"),
         "remote": False,
         "exists": False,
         "active": 0,
@@ -90,7 +91,7 @@ def test_backend_info(service, paths):
         "recorded_embedder": None,
     }
     assert info["stores"]["user"]["active"] == 1
-    assert info["stores"]["user"]["recorded_embedder"].startswith("all-MiniLM-L6-v2/")
+    assert info["stores"]["user"]["recorded_embedder"] == "all-MiniLM-L6-v2:384"
 
 
 def test_reindex_leaves_no_orphan_segments(open_service, paths):
@@ -99,10 +100,11 @@ def test_reindex_leaves_no_orphan_segments(open_service, paths):
     service = open_service()
     service.save("Feature branches are squashed on merge", "decision")
     service.save("Old decision kept for history", "decision", importance=0.2)
-    before = {p.name for p in paths.memory.iterdir() if p.is_dir()}
+    index = paths.memory / "index"
+    before = {p.name for p in index.iterdir() if p.is_dir()}
     assert service.reindex() == 2
-    after = {p.name for p in paths.memory.iterdir() if p.is_dir()}
-    db = sqlite3.connect(paths.memory / "chroma.sqlite3")
+    after = {p.name for p in index.iterdir() if p.is_dir()}
+    db = sqlite3.connect(index / "chroma.sqlite3")
     live = {row[0] for row in db.execute("SELECT id FROM segments")}
     db.close()
     assert after <= live and not (before & after)

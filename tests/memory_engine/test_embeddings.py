@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from pathlib import Path
@@ -117,14 +118,34 @@ def test_broken_onnxruntime_falls_back_to_numpy(monkeypatch, graph_cache):
     assert embedder.fallback_reasons and embedder.fallback_reasons[0].startswith("onnx:")
 
 
-def test_env_var_forces_backend(monkeypatch):
-    monkeypatch.setenv("MEMAGENT_EMBEDDER", "lexical")
-    assert load_embedder().name == "lexical-only"
-    monkeypatch.setenv("MEMAGENT_EMBEDDER", "bogus")
-    embedder = load_embedder(find_spec=_missing_package)
-    assert any("bogus" in reason for reason in embedder.fallback_reasons)
+def test_embedder_setting_picks_the_backend_and_refuses_unknown_ones(tmp_path):
+    from memagent.config import ConfigError, Settings, load_settings, project_paths
+
+    assert load_embedder("lexical").name == "lexical-only"
+    paths = project_paths(tmp_path)
+    assert load_settings(paths, env={"MEMAGENT_EMBEDDER": "lexical"}).embedder == "lexical"
+    with pytest.raises(ConfigError, match="bogus"):
+        load_settings(paths, env={"MEMAGENT_EMBEDDER": "bogus"})
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        Settings(embedder="tensorflow")
     with pytest.raises(ValueError):
         load_embedder("tensorflow")
+
+
+def test_weights_are_hashed_again_only_when_they_change(tmp_path, monkeypatch):
+    calls = []
+    real = emb.sha256_file
+    monkeypatch.setattr(emb, "sha256_file", lambda path: calls.append(path.name) or real(path))
+    first = verified_model_files(cache_dir=tmp_path)
+    assert sorted(calls) == ["model.safetensors", "tokenizer.json"]
+    calls.clear()
+    assert verified_model_files(cache_dir=tmp_path) == first and calls == []
+    record = json.loads((tmp_path / emb.VERIFIED_FILE).read_text())
+    record[str(first.weights)]["mtime_ns"] += 1  # as if the file changed since
+    (tmp_path / emb.VERIFIED_FILE).write_text(json.dumps(record))
+    assert verified_model_files(cache_dir=tmp_path) == first and calls == ["model.safetensors"]
 
 
 def test_handle_loads_once(monkeypatch):

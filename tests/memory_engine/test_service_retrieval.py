@@ -29,11 +29,14 @@ def test_backstory_and_places_survive_a_catalog_rebuild(open_service):
     writer = open_service()
     card = _backstory_card(writer)
     writer.close()
-    reader = open_service()  # a new process: the catalog is built from the store's records
-    catalog = reader._catalog(True)
-    entry = catalog.entries[card.id]
+    catalog_file = writer._stores["project"].catalog.path
+    catalog_file.unlink()  # the catalog is rebuilt from the card files
+    reader = open_service()
+    reader.sync()
+    catalog = reader._stores["project"].catalog
+    entry = catalog.entries([card.id])[card.id]
     assert (entry.thread, entry.position) == ("conv-1", 5)
-    assert card.id in dict(catalog.lexical.search("pottery studio", 5))
+    assert card.id in dict(catalog.lexical("pottery studio", 5, True))
     hits = reader.search("grand opening of the pottery studio", k=1)
     assert hits[0].card.id == card.id
 

@@ -18,7 +18,7 @@ from memory_learning.learnkit import Fact, Session, assistant, user
 def cli(monkeypatch, embedder):
     import memagent.memory.service as service_module
 
-    monkeypatch.setattr(service_module, "_load_embedder", lambda: embedder)
+    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
     app = typer.Typer(add_completion=False)
     app.command("profile")(memory_learn.profile_command)
     app.command("review")(memory_learn.review_command)

@@ -8,7 +8,7 @@ imports anthropic.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import sys
 from enum import Enum
 from pathlib import Path
@@ -30,6 +30,7 @@ app = typer.Typer(
 )
 
 CONTENT_WIDTH = 90
+INDEX_PROGRESS_FROM = 200  # cards to embed before a progress bar is worth showing
 _ROOT_KEY = "memagent.memory.root"
 
 
@@ -58,12 +59,7 @@ class StatusChoice(str, Enum):
     archived = "archived"
 
 
-class ExportFormat(str, Enum):
-    json = "json"
-    md = "md"
-
-
-TypeOption = typer.Option(None, "--type", "-t", help="Only this memory type.", show_default=False)
+TypeOption = typer.Option(None, "--type", "-t", help="Only cards of this memory type.", show_default=False)
 ScopeOption = typer.Option(None, "--scope", "-s", help="Only this scope.", show_default=False)
 
 
@@ -74,11 +70,12 @@ def _value(choice: Optional[Enum]) -> Optional[str]:
     return None if choice is None else str(choice.value)
 
 
-def _open(ctx: typer.Context, root: Optional[Path], *, embeds: bool = True) -> "MemoryService":
+def _open(ctx: typer.Context, root: Optional[Path]) -> "MemoryService":
     """Open the memory service, or exit 1 with the one-line reason.
 
-    ``embeds=False`` (list, show, stats, forget, export) skips the embedder mismatch check, so
-    cards can still be reviewed and erased when the store needs a reindex.
+    Opening is cheap: the embedder and the vector index load only when a command needs them
+    (list, show, stats, forget and export never do). What the user should know about the stores
+    (a damaged index rebuilt, a card file skipped) is printed on stderr when the command ends.
     """
     from memagent.config import ConfigError, load_settings
     from memagent.memory.service import MemoryService, MemoryUnavailable
@@ -89,9 +86,44 @@ def _open(ctx: typer.Context, root: Optional[Path], *, embeds: bool = True) -> "
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     try:
-        return MemoryService.open(paths, settings, check_embedder=embeds)
+        service = MemoryService.open(paths, settings)
     except MemoryUnavailable as exc:
         fail(f"memory unavailable: {exc}", EXIT_FAILURE)
+    ctx.call_on_close(lambda: _print_notices(service))
+    return service
+
+
+def _print_notices(service: "MemoryService") -> None:
+    try:
+        notices = service.notices()
+    except Exception:  # the command's own outcome is what matters; notices are a courtesy
+        notices = []
+    for notice in notices:
+        sys.stderr.write(f"memagent: {notice}\n")
+    service.close()
+
+
+def _resolve(service: "MemoryService", memory_id: str) -> str:
+    """The full id of a card from an id or a unique prefix, or exit 1 saying why."""
+    try:
+        return _run(lambda: service.resolve(memory_id))
+    except LookupError as exc:
+        fail(str(exc), EXIT_FAILURE)
+
+
+@contextlib.contextmanager
+def _indexing(service: "MemoryService") -> Iterator[None]:
+    """A progress bar while the index catches up with many card files (a clone, a rebuild)."""
+    pending = _run(service.pending_index_work)
+    if pending < INDEX_PROGRESS_FROM:
+        yield
+        return
+    with _StderrProgress(f"indexing {pending} memory cards") as progress:
+        service.progress = progress
+        try:
+            yield
+        finally:
+            service.progress = None
 
 
 def _run(action: Callable[[], Any]) -> Any:
@@ -112,11 +144,21 @@ def _short(text: str, width: int = CONTENT_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _card_line(card: "MemoryCard") -> str:
+def _card_line(card: "MemoryCard", where: str = "") -> str:
+    place = f"{where:<8} " if where else ""
     return (
-        f"{card.id}  {card.memory_type:<10} {card.scope:<7} {card.status:<12} "
+        f"{card.id}  {card.memory_type:<10} {place}{card.status:<12} "
         f"{card.confidence:.2f}  {card.created_at.date().isoformat()}  {_short(card.content)}"
     )
+
+
+def _place(service: "MemoryService", card: "MemoryCard") -> str:
+    """Where the card's file lives: ``repo`` (.memory/cards, committed), ``private``
+    (.memory/private, git-ignored) or ``user`` ($MEMAGENT_HOME/memory)."""
+    where = service.where(card.id) or ""
+    if where.startswith("user"):
+        return "user"
+    return "private" if "private" in where.split(":")[0] else "repo"
 
 
 def _out(text: str) -> None:
@@ -125,12 +167,6 @@ def _out(text: str) -> None:
 
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    from memagent.fsutil import atomic_write
-
-    atomic_write(path.expanduser().absolute(), text, durable=True)
 
 
 class _StderrProgress:
@@ -191,7 +227,7 @@ def list_cards(
     root: Optional[Path] = RootOption,
 ) -> None:
     """List memory cards, newest first (active ones unless --status or --all)."""
-    service = _open(ctx, root, embeds=False)
+    service = _open(ctx, root)
     cards = _run(
         lambda: service.list(
             memory_type=_value(memory_type),
@@ -208,8 +244,9 @@ def list_cards(
     if not cards:
         _out("No memories." if offset == 0 else "No more memories.")
         return
+    _out(f"{'id':<14}  {'type':<10} {'where':<8} {'status':<12} conf  created     content")
     for card in cards:
-        _out(_card_line(card))
+        _out(_card_line(card, _place(service, card)))
     if len(cards) == limit:
         _out(f"(showing {offset + 1}-{offset + len(cards)}; --offset {offset + limit} for more)")
 
@@ -217,22 +254,26 @@ def list_cards(
 @app.command("show")
 def show(
     ctx: typer.Context,
-    memory_id: str = typer.Argument(..., help="The card id (m_…)."),
+    memory_id: str = typer.Argument(..., help="The card id (m_…) or a unique prefix of it."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
 ) -> None:
     """Show every field of one card, its provenance and its supersede chain."""
-    service = _open(ctx, root, embeds=False)
+    service = _open(ctx, root)
+    memory_id = _resolve(service, memory_id)
     card = _run(lambda: service.get(memory_id))
     if card is None:
         fail(f"no memory {memory_id}", EXIT_FAILURE)
     chain = _run(lambda: service.chain(memory_id))
+    where = service.where(memory_id)
     from memagent.memory.history import describe_record, history_for
 
     history = history_for(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)), card.id)
     if as_json:
-        print_json({"card": _card_json(card), "chain": [_chain_entry(c) for c in chain], "history": history})
+        print_json({"card": _card_json(card), "chain": [_chain_entry(c) for c in chain], "history": history,
+                    "file": where})
         return
+    _out(f"{'file':>13}: {where}")
     data = _card_json(card)
     content = data.pop("content")
     provenance = data.pop("provenance")
@@ -279,11 +320,12 @@ def search(
 ) -> None:
     """Search memory (dense + lexical ranking), best first, with scores."""
     service = _open(ctx, root)
-    hits: list[Hit] = _run(
-        lambda: service.search(
-            query, k, memory_type=_value(memory_type), scope=_value(scope), include_inactive=show_all
+    with _indexing(service):
+        hits: list[Hit] = _run(
+            lambda: service.search(
+                query, k, memory_type=_value(memory_type), scope=_value(scope), include_inactive=show_all
+            )
         )
-    )
     if as_json:
         print_json(
             [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card)} for h in hits]
@@ -293,7 +335,7 @@ def search(
         _out("No matching memories.")
         return
     for hit in hits:
-        _out(f"{hit.score:.3f}  {_card_line(hit.card)}")
+        _out(f"{hit.score:.3f}  {_card_line(hit.card, _place(service, hit.card))}")
 
 
 @app.command("add")
@@ -301,19 +343,28 @@ def add(
     ctx: typer.Context,
     text: str = typer.Argument(..., help="The memory, one self-contained statement."),
     memory_type: TypeChoice = typer.Option(TypeChoice.fact, "--type", "-t", help="Memory type."),
-    scope: ScopeChoice = typer.Option(ScopeChoice.project, "--scope", "-s", help="project (this repo) or user (everywhere)."),
+    scope: ScopeChoice = typer.Option(
+        ScopeChoice.project, "--scope", "-s",
+        help="project (this repo, committed with it), user (every project) or session (this session only).",
+    ),
+    private: bool = typer.Option(False, "--private", help="Keep a project card out of git (.memory/private/)."),
     confidence: float = typer.Option(0.9, "--confidence", min=0.0, max=1.0, help="How sure (0-1)."),
     importance: float = typer.Option(0.5, "--importance", min=0.0, max=1.0, help="How important (0-1)."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
 ) -> None:
-    """Add a memory through the write gate (secrets, duplicates, length, confidence)."""
+    """Add a memory through the write gate (secrets, duplicates, length, confidence).
+
+    A near-duplicate that changes a value, a date or a negation updates (supersedes) the card it
+    corrects; a restatement is not added twice."""
     service = _open(ctx, root)
-    result = _run(
-        lambda: service.save(
-            text, memory_type.value, scope.value, confidence=confidence, importance=importance, source="user"
+    with _indexing(service):
+        result = _run(
+            lambda: service.save(
+                text, memory_type.value, scope.value, confidence=confidence, importance=importance, source="user",
+                private=private,
+            )
         )
-    )
     _report_save(result, as_json)
 
 
@@ -341,15 +392,18 @@ def _report_save(result: Any, as_json: bool) -> None:
 @app.command("edit")
 def edit(
     ctx: typer.Context,
-    memory_id: str = typer.Argument(..., help="The card to correct."),
+    memory_id: str = typer.Argument(..., help="The card to correct (id or unique prefix)."),
     text: str = typer.Argument(..., help="The corrected memory."),
-    memory_type: Optional[TypeChoice] = TypeOption,
+    memory_type: Optional[TypeChoice] = typer.Option(
+        None, "--type", "-t", help="Memory type of the corrected card (default: the old card's).", show_default=False
+    ),
     confidence: Optional[float] = typer.Option(None, "--confidence", min=0.0, max=1.0, help="New confidence."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
 ) -> None:
     """Correct a memory: a new card supersedes it (the old one is kept, hidden from retrieval)."""
     service = _open(ctx, root)
+    memory_id = _resolve(service, memory_id)
     fields: dict[str, Any] = {"source": "user"}
     if memory_type is not None:
         fields["memory_type"] = memory_type.value
@@ -359,44 +413,80 @@ def edit(
     _report_save(result, as_json)
 
 
+class SourceChoice(str, Enum):
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+    system = "system"
+
+
 @app.command("forget")
 def forget(
     ctx: typer.Context,
-    memory_ids: Optional[List[str]] = typer.Argument(None, help="Card ids to erase.", show_default=False),
+    memory_ids: Optional[List[str]] = typer.Argument(None, help="Card ids (or unique prefixes) to erase.", show_default=False),
     scope: Optional[ScopeChoice] = typer.Option(None, "--scope", help="Erase every card of this scope."),
-    session: Optional[str] = typer.Option(None, "--session", help="With --scope session: only this session."),
+    session: Optional[str] = typer.Option(
+        None, "--session", help="Erase what this session taught (with --scope session: its session cards)."
+    ),
+    source: Optional[SourceChoice] = typer.Option(None, "--source", help="Erase every card from this source."),
     erase_all: bool = typer.Option(False, "--all", help="Erase every memory, project and user."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
 ) -> None:
-    """Erase memories from disk for good (ids, a whole scope, or everything)."""
-    chosen = sum(bool(x) for x in (memory_ids, scope, erase_all))
+    """Erase memories from disk for good: ids, a scope, a session's or a source's cards, or all."""
+    chosen = sum(bool(x) for x in (memory_ids, scope, erase_all, source, session and scope is None))
     if chosen != 1:
-        fail("give card ids, or --scope, or --all (exactly one of them)", EXIT_USAGE)
-    if session and scope != ScopeChoice.session:
-        fail("--session goes with --scope session", EXIT_USAGE)
-    if erase_all:
-        what = "every memory (project and user)"
-    elif scope is not None:
-        what = f"every {scope.value}-scope memory" + (f" of session {session}" if session else "")
-    else:
-        what = f"{len(memory_ids or [])} memor{'y' if len(memory_ids or []) == 1 else 'ies'} ({', '.join(memory_ids or [])})"
+        fail("give card ids, or --scope, --session, --source or --all (exactly one of them)", EXIT_USAGE)
+    service = _open(ctx, root)
+    ids = [_resolve(service, i) for i in memory_ids or []]  # a bad id fails before anything is asked
+    what = _forget_target(ids, scope, session, source, erase_all)
     if not yes and not _confirm(f"Erase {what}? This cannot be undone"):
         fail("nothing erased", EXIT_FAILURE)
-    service = _open(ctx, root, embeds=False)
     if erase_all:
-        erased = _run(service.forget_all)
+        report = _run(lambda: service.forget_where("1 = 1", []))
     elif scope is not None:
-        erased = _run(lambda: service.forget_scope(scope.value, session))
+        where, args = "scope = ?", [scope.value]
+        if session:
+            where, args = where + " AND scope_id = ?", args + [session]
+        report = _run(lambda: service.forget_where(where, args))
+    elif source is not None:
+        report = _run(lambda: service.forget_source(source.value))
+    elif session:
+        report = _run(lambda: service.forget_session(session))
     else:
-        erased = _run(lambda: service.forget(memory_ids or []))
-        if erased == 0:
-            fail(f"no memory with id {', '.join(memory_ids or [])}", EXIT_FAILURE)
+        report = _run(lambda: service.forget_report(ids))
+    erased = len(report.erased)
     if as_json:
-        print_json({"erased": erased})
+        print_json({"erased": erased, "ids": report.erased, "tracked_by_git": [str(p) for p in report.tracked]})
     else:
-        _out(f"Erased {erased} memor{'y' if erased == 1 else 'ies'}.")
+        _out(f"Erased {_count(erased, 'memory', 'memories')}.")
+    if report.tracked:
+        _warn_git_history(report.tracked)
+
+
+def _forget_target(ids: list[str], scope: Optional[ScopeChoice], session: Optional[str],
+                   source: Optional[SourceChoice], erase_all: bool) -> str:
+    if erase_all:
+        return "every memory (project and user)"
+    if scope is not None:
+        return f"every {scope.value}-scope memory" + (f" of session {session}" if session else "")
+    if source is not None:
+        return f"every memory from source {source.value}"
+    if session:
+        return f"every memory learned in session {session}"
+    return f"{_count(len(ids), 'memory', 'memories')} ({', '.join(ids)})"
+
+
+def _warn_git_history(tracked: list[Path]) -> None:
+    """Erasing the file does not erase git's copies: say so, and how to purge them."""
+    names = " ".join(str(p) for p in tracked[:5]) + (" …" if len(tracked) > 5 else "")
+    sys.stderr.write(
+        f"memagent: {_count(len(tracked), 'erased card file is', 'erased card files are')} still in this "
+        f"repository's git history: {names}\n"
+        "  Commit the deletion; to purge the text from history too, rewrite it, e.g. "
+        "`git filter-repo --invert-paths --path <file>` (then force-push and ask clones to re-clone).\n"
+    )
 
 
 def _confirm(question: str) -> bool:
@@ -417,7 +507,7 @@ def stats(
     """Counts by status, type and scope, and where the stores are."""
     from memagent.memory.history import learning_stats
 
-    service = _open(ctx, root, embeds=False)
+    service = _open(ctx, root)
     data = _run(service.stats)
     data["learning"] = learning_stats(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)))
     if as_json:
@@ -442,106 +532,26 @@ def stats(
         _out(f"    {title}: {shown}")
 
 
-def _markdown(records: list[dict[str, Any]]) -> str:
-    lines = ["# memagent memories", ""]
-    for rec in records:
-        lines.append(f"## {rec['id']} — {rec['memory_type']}, {rec['scope']}, {rec['status']}")
-        lines.append("")
-        lines.append(rec["content"])
-        lines.append("")
-        meta = [f"confidence {rec['confidence']}", f"importance {rec['importance']}", f"created {rec['created_at']}"]
-        if rec.get("supersedes"):
-            meta.append(f"supersedes {rec['supersedes']}")
-        if rec.get("superseded_by"):
-            meta.append(f"superseded by {rec['superseded_by']}")
-        lines.append("*" + "; ".join(meta) + "*")
-        lines.append("")
-    return "\n".join(lines)
-
-
-@app.command("export")
-def export(
-    ctx: typer.Context,
-    fmt: ExportFormat = typer.Option(ExportFormat.json, "--format", "-f", help="json (re-importable) or md."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    root: Optional[Path] = RootOption,
-) -> None:
-    """Export every card (all statuses) as JSON or Markdown."""
-    service = _open(ctx, root, embeds=False)
-    records = _run(service.export)
-    text = json.dumps(records, indent=2, ensure_ascii=False) + "\n" if fmt == ExportFormat.json else _markdown(records)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        _atomic_write(output, text)
-    except OSError as exc:
-        fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_FAILURE)
-    sys.stderr.write(f"Exported {_count(len(records), 'memory', 'memories')} to {output}\n")
-
-
-def _read_records(path: Path) -> list[Any]:
-    """A JSON array, a single JSON object, or JSON Lines."""
-    try:
-        text = path.expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}", EXIT_FAILURE)
-    except UnicodeDecodeError:
-        fail(f"{path} is not UTF-8 text", EXIT_FAILURE)
-    stripped = text.strip()
-    if not stripped:
-        return []
-    try:
-        data = json.loads(stripped)
-    except json.JSONDecodeError:
-        return list(_json_lines(path, stripped))
-    if isinstance(data, dict):
-        return [data]
-    if isinstance(data, list):
-        return data
-    fail(f"{path}: expected a JSON array of cards or JSON Lines", EXIT_FAILURE)
-
-
-def _json_lines(path: Path, text: str) -> Iterator[Any]:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as exc:
-            fail(f"{path}:{number}: not JSON ({exc.msg})", EXIT_FAILURE)
-
-
-@app.command("import")
-def import_cards(
-    ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSON array or JSON Lines; each card needs at least `content`."),
-    as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
-) -> None:
-    """Import cards through the write gate, in batches; reports added, duplicates and refusals."""
-    records = _read_records(file)
-    service = _open(ctx, root)
-    with _StderrProgress("importing") as progress:
-        report = _run(lambda: service.import_cards(records, progress=progress))
-    if as_json:
-        print_json(report.as_dict())
-        return
-    _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, {len(report.refused)} refused.")
-    for index, reason in report.refused[:20]:
-        _out(f"  record {index + 1}: {reason}")
-    if len(report.refused) > 20:
-        _out(f"  … and {len(report.refused) - 20} more refusals")
-
-
 @app.command("reindex")
 def reindex(
     ctx: typer.Context,
     root: Optional[Path] = RootOption,
 ) -> None:
-    """Re-embed every card with the current embedder (after a model change or a mismatch)."""
-    service = _open(ctx, root, embeds=False)
+    """Rebuild the index from the card files with the current embedder.
+
+    After a model change or a mismatch, or to pick up in-place hand edits of a big store at once."""
+    service = _open(ctx, root)
     with _StderrProgress("re-embedding") as progress:
         count = _run(lambda: service.reindex(progress=progress))
     info = _run(service.backend_info)
     _out(f"Re-embedded {_count(count, 'memory', 'memories')} with {info['embedder']['name']} (dim {info['embedder']['dim']}).")
+
+
+def _register_transfer_commands() -> None:
+    from memagent.cli.memory_transfer import export_command, import_command
+
+    app.command("export")(export_command)
+    app.command("import")(import_command)
+
+
+_register_transfer_commands()

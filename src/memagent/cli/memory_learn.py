@@ -34,7 +34,7 @@ def _open_service(ctx: typer.Context, root: Optional[Path]) -> tuple["MemoryServ
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     try:
-        return MemoryService.open(paths, settings, check_embedder=False), paths
+        return MemoryService.open(paths, settings), paths
     except MemoryUnavailable as exc:
         fail(f"memory unavailable: {exc}", EXIT_FAILURE)
 
@@ -117,6 +117,9 @@ def review_command(
             ]
         )
         return
+    pairs = _guarded(service.near_duplicates)
+    if pairs:
+        _review_duplicates(service, pairs, _interactive_terminal())
     if not items:
         typer.echo("Nothing to review: no automatic memories are waiting.")
         return
@@ -129,6 +132,26 @@ def review_command(
         )
         return
     _interactive(service, history, paths, items)
+
+
+def _review_duplicates(service: "MemoryService", pairs: list[tuple[str, str, float]], interactive: bool) -> None:
+    """Cards that say the same thing (typically after merging two branches' memories)."""
+    typer.echo(f"{len(pairs)} pair{'' if len(pairs) == 1 else 's'} of memories say the same thing:")
+    for first, second, similarity in pairs:
+        cards = _guarded(lambda: [service.get(first), service.get(second)])
+        if None in cards:
+            continue
+        typer.echo(f"  ({similarity:.2f}) [1] {first}  {_short(cards[0].content, 80)}")
+        typer.echo(f"         [2] {second}  {_short(cards[1].content, 80)}")
+        if not interactive:
+            continue
+        choice = typer.prompt("  keep [1], keep [2], or [s]kip", default="s").strip().lower()[:1]
+        if choice in ("1", "2"):
+            keep, drop = (first, second) if choice == "1" else (second, first)
+            _guarded(lambda: service.merge_near_duplicate(keep, drop))
+            typer.echo(f"    kept {keep}; {drop} is now superseded by it")
+    if not interactive:
+        typer.echo("Run `memagent memory review` in a terminal to merge them.")
 
 
 def _interactive_terminal() -> bool:

@@ -1,8 +1,8 @@
-"""Memory cards (DESIGN §7): the validated model and its Chroma record form.
+"""Memory cards: the validated model, and its flat record form (for import/export and old stores).
 
-A card is stored as one Chroma record: the document is the card's content, the metadata holds
-every other field. Chroma metadata values must be flat scalars and cannot be ``None``, so lists
-and dicts are JSON-encoded strings and absent optional fields are simply left out.
+A card lives in its own Markdown file (see ``memory.cardfiles``). The flat record form (content +
+scalar metadata; lists and dicts JSON-encoded, absent fields left out) is how stores written by
+earlier memagent versions held cards in Chroma; it is read when such a store is migrated.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ MAX_CONTENT_CHARS = 20_000  # a hard sanity bound; the write gate's limit is muc
 MAX_QUOTE_CHARS = 300
 
 # Metadata keys holding JSON-encoded values, and those holding ISO timestamps.
-_JSON_KEYS = ("provenance", "files")
+_JSON_KEYS = ("provenance", "files", "merged_from")
 _TIME_KEYS = ("created_at", "updated_at", "last_used_at")
 
 
@@ -67,6 +67,7 @@ class Provenance(BaseModel):
     turn: int | None = Field(default=None, ge=0)
     message_id: str | None = None
     quote: str | None = Field(default=None, max_length=MAX_QUOTE_CHARS)
+    original_id: str | None = None  # the id an imported card had in the tool it came from
 
 
 class MemoryCard(BaseModel):
@@ -93,6 +94,8 @@ class MemoryCard(BaseModel):
     backstory: str | None = None
     person: str | None = None
     relationship: str | None = None
+    # Where restatements merged into this card came from (a merge keeps every provenance).
+    merged_from: list[Provenance] = Field(default_factory=list)
 
     @field_validator("content")
     @classmethod
@@ -123,7 +126,7 @@ class MemoryCard(BaseModel):
                 prov = {k: v for k, v in value.items() if v is not None}
                 if prov:
                     meta[key] = json.dumps(prov, ensure_ascii=False, sort_keys=True)
-            elif key == "files":
+            elif key in ("files", "merged_from"):
                 if value:
                     meta[key] = json.dumps(value, ensure_ascii=False)
             elif key in _TIME_KEYS:

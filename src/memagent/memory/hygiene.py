@@ -24,10 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
 from memagent.memory.history import LearningHistory
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths
+    from memagent.memory.service import MemoryService
+
 
 GRACE_DAYS = 30.0
 HALF_LIFE_DAYS = 180.0
@@ -70,7 +75,7 @@ def _bases(history: LearningHistory) -> tuple[dict[str, float], datetime | None]
 
 
 def apply_decay(
-    service: Any,
+    service: "MemoryService",
     history: LearningHistory,
     now: datetime | None = None,
     *,
@@ -135,7 +140,7 @@ class ReviewItem:
     target_id: str | None = None
 
 
-def review_queue(service: Any, history: LearningHistory, limit: int = 20) -> list[ReviewItem]:
+def review_queue(service: "MemoryService", history: LearningHistory, limit: int = 20) -> list[ReviewItem]:
     """Pending cards first, then the newest active automatic cards not yet reviewed."""
     records = history.records()
     reviewed = {str(r["card_id"]) for r in records if r.get("kind") == "review" and r.get("card_id")}
@@ -168,7 +173,7 @@ def _log_review(history: LearningHistory, card: MemoryCard, verdict: str, **extr
     history.append({"kind": "review", "card_id": card.id, "verdict": verdict, **extra}, scope=card.scope)
 
 
-def approve(service: Any, history: LearningHistory, item: ReviewItem) -> MemoryCard | None:
+def approve(service: "MemoryService", history: LearningHistory, item: ReviewItem) -> MemoryCard | None:
     """Keep a card: a pending one becomes active and, if it was a correction, replaces its target."""
     card = item.card
     if item.pending:
@@ -182,7 +187,7 @@ def approve(service: Any, history: LearningHistory, item: ReviewItem) -> MemoryC
     return card
 
 
-def amend(service: Any, history: LearningHistory, item: ReviewItem, new_content: str) -> Any:
+def amend(service: "MemoryService", history: LearningHistory, item: ReviewItem, new_content: str) -> Any:
     """Edit a card: a pending one is activated first, then corrected by a superseding card."""
     if item.pending:
         approve(service, history, item)
@@ -191,7 +196,7 @@ def amend(service: Any, history: LearningHistory, item: ReviewItem, new_content:
     return result
 
 
-def reject(service: Any, history: LearningHistory, item: ReviewItem, paths: Any = None) -> int:
+def reject(service: "MemoryService", history: LearningHistory, item: ReviewItem, paths: "ProjectPaths | None" = None) -> int:
     """Forget a card (erased everywhere, its history text included)."""
     erased = service.forget([item.card.id])
     _log_review(history, item.card, "forget")
@@ -203,7 +208,7 @@ def reject(service: Any, history: LearningHistory, item: ReviewItem, paths: Any 
     return erased
 
 
-def stale_cards(service: Any, root: Path | str, limit: int = SCAN_LIMIT) -> list[tuple[MemoryCard, str]]:
+def stale_cards(service: "MemoryService", root: Path | str, limit: int = SCAN_LIMIT) -> list[tuple[MemoryCard, str]]:
     """Active cards with a stale note (for review and doctor-style listings)."""
     out = []
     for card in service.list(limit=limit):

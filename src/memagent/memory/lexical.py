@@ -93,6 +93,15 @@ def tokenize(text: str) -> list[str]:
     return terms
 
 
+def term_counts(text: str, context: str = "", context_weight: float = 0.5) -> Counter:
+    """A document's term frequencies: its text's terms, plus its context's at ``context_weight``."""
+    counts: Counter = Counter(tokenize(text))
+    if context and context_weight > 0:
+        for term, tf in Counter(tokenize(context)).items():
+            counts[term] += context_weight * tf
+    return counts
+
+
 @dataclass
 class LexicalIndex:
     """Okapi BM25 with incremental ``add``/``remove``.
@@ -124,10 +133,7 @@ class LexicalIndex:
         from without outranking a card that says those words itself."""
         if doc_id in self._doc_len:
             self.remove(doc_id)
-        counts: Counter = Counter(tokenize(text))
-        if context and self.context_weight > 0:
-            for term, tf in Counter(tokenize(context)).items():
-                counts[term] += self.context_weight * tf
+        counts = term_counts(text, context, self.context_weight)
         for term, tf in counts.items():
             self._postings.setdefault(term, {})[doc_id] = tf
         self._doc_terms[doc_id] = counts
@@ -163,8 +169,8 @@ class LexicalIndex:
         """The ``k`` best (doc_id, score) pairs, best first; only documents sharing a term.
 
         The score (what :func:`memagent.memory.ranking.rank` expects) is BM25 divided by
-        :meth:`max_score` (0..1: how much of the query, weighted by rarity, the document
-        covers), times the partial-match factor ``(shared / min(full_match_terms,
+        the query's best attainable BM25 (0..1: how much of the query, weighted by rarity, the
+        document covers), times the partial-match factor ``(shared / min(full_match_terms,
         query terms)) ** partial_match_power`` (1 once a document shares ``full_match_terms``
         distinct query terms, or all of a shorter query's). One or two shared words are weak
         evidence, however rare: a paraphrased question that happens to share them with some
@@ -173,35 +179,63 @@ class LexicalIndex:
         """
         if k <= 0 or not self._doc_len:
             return []
-        query_tf = Counter(tokenize(query))
-        scores, shared = self._bm25(query_tf)
-        if raw:
-            return heapq.nlargest(k, scores.items(), key=_BY_SCORE_THEN_ID)
-        needed = min(self.full_match_terms, len(query_tf)) or 1
-        factor = [min(shared_terms / needed, 1.0) ** self.partial_match_power
-                  for shared_terms in range(len(query_tf) + 1)]
-        top = heapq.nlargest(k, ((doc_id, score * factor[shared[doc_id]]) for doc_id, score in scores.items()),
-                             key=_BY_SCORE_THEN_ID)
-        scale = 1.0 / (self.max_score(query) or 1.0)
-        return [(doc_id, score * scale) for doc_id, score in top]
+        postings = {term: self._postings.get(term, {}) for term in set(tokenize(query))}
+        corpus = Corpus(len(self._doc_len), self._total_len, postings, self._doc_len)
+        return score_query(self, corpus, query, k, raw=raw)
 
-    def _bm25(self, query_tf: Mapping[str, int]) -> tuple[dict[str, float], Counter]:
-        """BM25 of every document sharing a term with the query, and how many distinct query
-        terms each shares."""
-        scores: dict[str, float] = {}
-        shared: Counter = Counter()
-        avg_len = self._total_len / len(self._doc_len) or 1.0
-        k1, b = self.k1, self.b
-        doc_len = self._doc_len
-        norm = k1 * (1.0 - b)
-        slope = k1 * b / avg_len
-        for term, tf_in_query in query_tf.items():
-            posting = self._postings.get(term)
-            if not posting:
-                continue
-            weight = self.idf(term) * tf_in_query
-            for doc_id, tf in posting.items():
-                gain = weight * tf * (k1 + 1.0) / (tf + norm + slope * doc_len[doc_id])
-                scores[doc_id] = scores.get(doc_id, 0.0) + gain
-            shared.update(posting.keys())  # counted in C: +1 per document of this term
-        return scores, shared
+
+@dataclass
+class Corpus:
+    """What BM25 needs about a corpus for one query: its size and total length, and the
+    postings (doc id -> term frequency) and lengths of the documents sharing a query term.
+    The in-memory index and the persisted catalog both hand one to :func:`score_query`."""
+
+    n_docs: int
+    total_len: float
+    postings: Mapping[str, Mapping[str, float]]  # only the query's terms are needed
+    doc_len: Mapping[str, float]  # only the documents in ``postings`` are needed
+
+    def idf(self, term: str) -> float:
+        """BM25 idf with the +1 inside the log, so it is never negative."""
+        df = len(self.postings.get(term, ()))
+        return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+
+
+def score_query(params: LexicalIndex, corpus: Corpus, query: str, k: int, *, raw: bool = False) -> list[tuple[str, float]]:
+    """:meth:`LexicalIndex.search` over any :class:`Corpus`, with ``params``' BM25 settings."""
+    if k <= 0 or not corpus.n_docs:
+        return []
+    query_tf = Counter(tokenize(query))
+    scores, shared = _bm25(params, corpus, query_tf)
+    if raw:
+        return heapq.nlargest(k, scores.items(), key=_BY_SCORE_THEN_ID)
+    needed = min(params.full_match_terms, len(query_tf)) or 1
+    factor = [min(shared_terms / needed, 1.0) ** params.partial_match_power
+              for shared_terms in range(len(query_tf) + 1)]
+    top = heapq.nlargest(k, ((doc_id, score * factor[shared[doc_id]]) for doc_id, score in scores.items()),
+                         key=_BY_SCORE_THEN_ID)
+    best = sum(corpus.idf(term) * tf * (params.k1 + 1.0) for term, tf in query_tf.items())
+    scale = 1.0 / (best or 1.0)
+    return [(doc_id, score * scale) for doc_id, score in top]
+
+
+def _bm25(params: LexicalIndex, corpus: Corpus, query_tf: Mapping[str, int]) -> tuple[dict[str, float], Counter]:
+    """BM25 of every document sharing a term with the query, and how many distinct query
+    terms each shares."""
+    scores: dict[str, float] = {}
+    shared: Counter = Counter()
+    avg_len = corpus.total_len / corpus.n_docs or 1.0
+    k1, b = params.k1, params.b
+    doc_len = corpus.doc_len
+    norm = k1 * (1.0 - b)
+    slope = k1 * b / avg_len
+    for term, tf_in_query in query_tf.items():
+        posting = corpus.postings.get(term)
+        if not posting:
+            continue
+        weight = corpus.idf(term) * tf_in_query
+        for doc_id, tf in posting.items():
+            gain = weight * tf * (k1 + 1.0) / (tf + norm + slope * doc_len[doc_id])
+            scores[doc_id] = scores.get(doc_id, 0.0) + gain
+        shared.update(posting.keys())  # counted in C: +1 per document of this term
+    return scores, shared

@@ -23,10 +23,15 @@ import re
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from memagent.fsutil import atomic_write
 from memagent.memory.cards import MemoryCard, iso_utc
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths
+    from memagent.memory.service import MemoryService
+
 
 PROFILE_TOKENS = 400  # per profile
 PROFILE_FILE = "profile.json"
@@ -217,12 +222,12 @@ def _cached(path: Path | None, cards: Sequence[MemoryCard], max_tokens: int, bui
     return text
 
 
-def cache_files(paths: Any) -> tuple[Path, Path]:
+def cache_files(paths: "ProjectPaths") -> tuple[Path, Path]:
     """(user cache, project cache)."""
     return Path(paths.user_memory) / PROFILE_FILE, Path(paths.memory) / PROFILE_FILE
 
 
-def active_cards(service: Any, scope: str) -> list[MemoryCard]:
+def active_cards(service: "MemoryService", scope: str) -> list[MemoryCard]:
     return [c for c in service.list(scope=scope, limit=MAX_CARDS) if c.active and _profiled(c)]
 
 
@@ -234,7 +239,7 @@ def _profiled(card: MemoryCard) -> bool:
     return card.memory_type != "event" or bool(_PHASE.search(card.content))
 
 
-def load_profiles(service: Any, paths: Any = None, max_tokens: int = PROFILE_TOKENS) -> Profiles:
+def load_profiles(service: "MemoryService", paths: "ProjectPaths | None" = None, max_tokens: int = PROFILE_TOKENS) -> Profiles:
     """Both profiles, from the cache when their cards have not changed."""
     user_cache, project_cache = cache_files(paths) if paths is not None else (None, None)
     users = active_cards(service, "user")
@@ -256,12 +261,12 @@ def load_profiles(service: Any, paths: Any = None, max_tokens: int = PROFILE_TOK
     return Profiles(user=user, project=project, user_cards=len(users), project_cards=len(projects))
 
 
-def render_profile(service: Any, paths: Any = None, max_tokens: int = PROFILE_TOKENS) -> str | None:
+def render_profile(service: "MemoryService", paths: "ProjectPaths | None" = None, max_tokens: int = PROFILE_TOKENS) -> str | None:
     """The text injected at session start (and after compaction), or ``None`` with no cards."""
     return load_profiles(service, paths, max_tokens).render()
 
 
-def invalidate_profiles(paths: Any) -> None:
+def invalidate_profiles(paths: "ProjectPaths") -> None:
     """Delete the cached profiles (forget calls this: a cache may quote a forgotten card)."""
     for path in cache_files(paths):
         try:

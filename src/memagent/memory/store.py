@@ -1,59 +1,50 @@
-"""Card storage in Chroma: one embedded database per store (project, user), or a Chroma server.
+"""The vector index of a store: Chroma, holding only ids and vectors (the card files hold the rest).
 
-Layout of a store
-    Two collections: ``<prefix>active`` holds the active cards and is the only one searched on
-    the hot path; ``<prefix>inactive`` holds superseded, contradicted and archived cards. So a
-    search never needs a ``where`` filter (DESIGN §11: filtered queries cost 16 ms at 10k cards and
-    ~215 ms at 100k, unfiltered ones 2-5 ms). A status change moves the record across, vector
-    included.
+Layout
+    Two collections: ``<prefix>active`` holds the vectors of active cards and is the only one
+    searched on the hot path; ``<prefix>inactive`` those of superseded, contradicted and archived
+    cards. So a search never needs a ``where`` filter (filtered queries cost 16 ms at 10k cards and
+    ~215 ms at 100k, unfiltered ones 2-5 ms). A status change moves the vector across. No
+    document and no metadata is stored: the card files are the truth and the catalog
+    (``memory.catalog``) holds what search needs, so no card text ever reaches Chroma's files.
 
 Vectors
     Always precomputed by memagent's embedder and passed as ``embeddings=``/``query_embeddings=``;
     no Chroma embedding function is ever attached (Chroma's default one downloads a model). The
     embedder's model id, name and dimension are recorded in each collection's metadata and a
-    mismatch refuses to open (run ``memagent memory reindex``). Lexical-only mode (dimension 0)
-    still needs a vector per record for Chroma: each card gets a fixed 4-d vector derived from its
-    id, which is never queried.
+    mismatch refuses to open (run ``memagent memory reindex``).
 
 Erasure
-    Chroma keeps deleted text in its SQLite file: the write-ahead ``embeddings_queue`` table keeps
-    the document and metadata of every add/update until its segments are flushed, FTS5 index pages
-    keep tokens until merged, and freed pages keep bytes until vacuumed. :meth:`CardStore.purge`
-    removes the queue rows of erased ids (keeping their delete markers so segments still replay
-    correctly), merges the FTS index, vacuums and checkpoints. A Chroma *server* is purged only as
-    far as its API allows (delete); erasing its disk is the server operator's job.
+    Chroma keeps rows of deleted records in its SQLite write-ahead queue and freed pages until
+    vacuumed; :meth:`VectorIndex.purge` removes the queue rows of erased ids (keeping their delete
+    markers so segments still replay correctly), vacuums and checkpoints. Chroma's HNSW segment
+    files are written from a buffer allocated for the index's full capacity but only initialised
+    for the elements in use, so the unused tail holds whatever the process heap held (seen in
+    tests: card texts). It is zeroed (:func:`scrub_hnsw_segments`) after every local write, every
+    erasure and on close. A Chroma *server* is purged only as far as its API allows (delete).
 
-    Chroma's HNSW segment files carry a second leak: ``data_level0.bin`` is written from a buffer
-    allocated for the index's full capacity but only initialised for the elements in use, so the
-    unused tail holds whatever the process heap held (seen in tests: card texts, metadata). It is
-    zeroed (:func:`scrub_hnsw_segments`) after every local write, every erasure and on close.
-    Vectors of deleted cards stay in the graph (marked deleted) until ``memagent memory reindex``
-    rebuilds it; they are numbers, not text. Segment directories of deleted collections (Chroma
-    leaves them behind) are removed after a reindex or an erasure.
-
-Nothing is created on disk until the first write: opening a project that never saved a memory
-leaves no ``.memory/`` behind.
+Nothing is created on disk until the first write.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sqlite3
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 from urllib.parse import urlparse
 
-from memagent.memory.cards import MemoryCard
+from memagent.errors import one_line as _one_line
+from memagent.memory.errors import StoreError
+
 
 SCHEMA_VERSION = 1
 PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections
 ID_BATCH = 500  # ids per get()/delete() call
 WRITE_BATCH = 1000  # records per add()
-PLACEHOLDER_DIM = 4  # lexical-only mode: each record still needs a vector for Chroma
 SQLITE_FILE = "chroma.sqlite3"
 _DELETE_OPERATION = 3  # embeddings_queue.operation for a delete (0 add, 1 update, 2 upsert)
 _HNSW_HEADER = struct.Struct("<IQQQQ")
@@ -133,10 +124,6 @@ def scrub_hnsw_segments(directory: Path) -> int:
     return sum(scrub_hnsw_segment(header.parent) for header in directory.glob("*/header.bin"))
 
 
-class StoreError(Exception):
-    """The store cannot be used; ``str()`` is a one-line reason."""
-
-
 class EmbedderMismatch(StoreError):
     """The store's vectors come from another embedding model or dimension."""
 
@@ -168,14 +155,6 @@ class EmbedderInfo:
         return f"{self.name} (dim {self.dim})"
 
 
-def placeholder_vector(card_id: str) -> list[float]:
-    """A fixed unit vector per id, for lexical-only stores (never used for ranking)."""
-    digest = hashlib.sha256(card_id.encode()).digest()
-    values = [v / 2**31 - 1.0 for v in struct.unpack("<4I", digest[:16])]
-    norm = sum(v * v for v in values) ** 0.5 or 1.0
-    return [v / norm for v in values]
-
-
 def _slug(text: str) -> str:
     slug = re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower()
     return slug[:60] or "project"
@@ -195,9 +174,10 @@ class StoreLocation:
         return cls(label=label, path=path)
 
     @classmethod
-    def remote(cls, label: str, url: str, project_root: Path) -> "StoreLocation":
-        """On a shared server each project gets collections named after its directory."""
-        return cls(label=label, url=url, prefix=f"memagent-{_slug(project_root.name)}_")
+    def remote(cls, label: str, url: str, project_root: Path, identity: str) -> "StoreLocation":
+        """On a shared server each project gets collections named after its directory and its
+        stable identity (see ``memory.identity``), so two projects never share memory."""
+        return cls(label=label, url=url, prefix=f"memagent-{_slug(project_root.name)[:40]}-{identity[:12]}_")
 
     def describe(self) -> str:
         return self.url if self.url else str(self.path)
@@ -222,13 +202,8 @@ def _http_client(url: str):
     return client
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-class CardStore:
-    """One store: an active and an inactive collection of cards with precomputed vectors."""
+class VectorIndex:
+    """One store's vectors: an active and an inactive Chroma collection (see the module doc)."""
 
     def __init__(self, location: StoreLocation, embedder: EmbedderInfo) -> None:
         self.location = location
@@ -237,15 +212,13 @@ class CardStore:
         self._active: Any = None
         self._inactive: Any = None
 
-    # -- opening -------------------------------------------------------------------------
-
     @property
     def is_remote(self) -> bool:
         return self.location.url is not None
 
     @property
     def exists(self) -> bool:
-        """A remote store always "exists"; a local one once its directory holds a database."""
+        """A remote index always "exists"; a local one once its directory holds a database."""
         if self.is_remote:
             return True
         assert self.location.path is not None
@@ -256,41 +229,48 @@ class CardStore:
         return self._active is not None
 
     def open(self, *, create: bool = False, check_embedder: bool = True) -> bool:
-        """Connect if the store exists (or ``create``); ``False`` when there is nothing to open.
+        """Connect if the index exists (or ``create``); ``False`` when there is nothing to open.
 
-        Raises :class:`StoreError` with a one-line reason for an unusable store and
+        Raises :class:`StoreError` with a one-line reason for an unusable index and
         :class:`EmbedderMismatch` when the stored vectors are from another model.
         """
         if self.opened:
             return True
         if not self.exists and not create:
-            self._check_local_path()
             return False
+        if not self.is_remote:
+            self._check_sqlite_file()
         try:
             self._client = self._make_client(create)
-            self._active = self._collection("active")
-            self._inactive = self._collection("inactive")
+            self._active = self._collection("active", create)
+            self._inactive = self._collection("inactive", create) if self._active is not None else None
         except StoreError:
             self._reset()
             raise
         except Exception as exc:  # chromadb raises many kinds; all mean "unusable"
             self._reset()
-            raise StoreError(f"memory store at {self.location.describe()} cannot be opened: {_one_line(exc)}") from None
+            raise StoreError(f"memory index at {self.location.describe()} cannot be opened: {_one_line(exc)}") from None
+        if self._active is None or self._inactive is None:
+            self._active = self._inactive = None  # reachable, but no collections yet: nothing to open
+            return False
         if check_embedder:
             self.check_embedder()
         return True
 
-    def _check_local_path(self) -> None:
-        path = self.location.path
-        if path is None:
+    def _check_sqlite_file(self) -> None:
+        """A zero-byte or foreign file is damage (Chroma would silently start afresh on it)."""
+        assert self.location.path is not None
+        db_path = self.location.path / SQLITE_FILE
+        if not db_path.exists():
             return
-        for candidate in (path, *path.parents):
-            if candidate.exists():
-                if not candidate.is_dir():
-                    raise StoreError(f"memory store path {path} is blocked: {candidate} is not a directory")
-                if not os.access(candidate, os.W_OK | os.X_OK):
-                    raise StoreError(f"memory store directory {candidate} is not writable")
-                return
+        try:
+            with db_path.open("rb") as fh:
+                header = fh.read(16)
+        except OSError as exc:
+            raise StoreError(f"memory index file {db_path} cannot be read: {exc.strerror or exc}") from None
+        if header != b"SQLite format 3\x00":
+            what = "is empty" if not header else "is not a database"
+            raise StoreError(f"memory index file {db_path} {what}")
 
     def _make_client(self, create: bool):
         if self.is_remote:
@@ -300,16 +280,16 @@ class CardStore:
 
         path = self.location.path
         assert path is not None
-        self._check_local_path()
         if create:
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise StoreError(f"cannot create memory store {path}: {exc.strerror or exc}") from None
+                raise StoreError(f"cannot create memory index {path}: {exc.strerror or exc}") from None
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
 
-    def _collection(self, kind: str):
-        """Get the collection, creating it (with this embedder recorded) only when missing.
+    def _collection(self, kind: str, create: bool = True):
+        """Get the collection, creating it (with this embedder recorded) only when missing and
+        ``create`` (else ``None``).
 
         Never ``get_or_create`` with metadata on an existing collection: the recorded embedder
         must stay what the vectors were made with.
@@ -320,6 +300,8 @@ class CardStore:
         except Exception as exc:
             if type(exc).__name__ != "NotFoundError" and "does not exist" not in str(exc):
                 raise
+        if not create:
+            return None
         return self._client.get_or_create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
 
     def stored_embedder(self) -> EmbedderInfo | None:
@@ -338,7 +320,7 @@ class CardStore:
             return
         if stored.model_id != self.embedder.model_id or stored.dim != self.embedder.dim:
             raise EmbedderMismatch(
-                f"the {self.location.label} memory store was built with {stored.describe()} but the active "
+                f"the {self.location.label} memory index was built with {stored.describe()} but the active "
                 f"embedder is {self.embedder.describe()}; run `memagent memory reindex`"
             )
 
@@ -346,7 +328,7 @@ class CardStore:
         self._client = self._active = self._inactive = None
 
     def scrub(self) -> None:
-        """Zero uninitialised bytes Chroma wrote into HNSW files (local stores only)."""
+        """Zero uninitialised bytes Chroma wrote into HNSW files (local indexes only)."""
         if not self.is_remote and self.location.path is not None and self.location.path.is_dir():
             scrub_hnsw_segments(self.location.path)
 
@@ -354,8 +336,7 @@ class CardStore:
         """Reconnect so that writes made by another process reach this process's vector index.
 
         Chroma's embedded HNSW index lives in each process's memory and does not follow other
-        processes' writes; a fresh client replays them from the SQLite log. (When another
-        client in this process shares the database, Chroma keeps the shared one alive.)
+        processes' writes; a fresh client replays them from the SQLite log.
         """
         if self.is_remote or not self.opened:
             return
@@ -377,70 +358,15 @@ class CardStore:
 
     # -- reading -------------------------------------------------------------------------
 
-    def _collections(self, active: bool, inactive: bool) -> list[Any]:
-        if not self.opened:
-            return []
-        return [c for c, wanted in ((self._active, active), (self._inactive, inactive)) if wanted]
-
     def counts(self) -> tuple[int, int]:
         if not self.opened:
             return 0, 0
         return self._active.count(), self._inactive.count()
 
-    def get(self, ids: Sequence[str]) -> dict[str, MemoryCard]:
-        """The cards among ``ids`` that exist here, active or not."""
-        found: dict[str, MemoryCard] = {}
-        wanted = list(dict.fromkeys(ids))
-        for collection in self._collections(True, True):
-            missing = [i for i in wanted if i not in found]
-            for start in range(0, len(missing), ID_BATCH):
-                batch = missing[start : start + ID_BATCH]
-                result = collection.get(ids=batch, include=["documents", "metadatas"])
-                for card in _cards_of(result):
-                    found[card.id] = card
-        return found
-
-    def iter_records(
-        self, *, active: bool = True, inactive: bool = True, documents: bool = True
-    ) -> Iterator[tuple[str, str | None, dict[str, Any]]]:
-        """Every (id, document, metadata), page by page."""
-        include = ["metadatas", "documents"] if documents else ["metadatas"]
-        for collection in self._collections(active, inactive):
-            offset = 0
-            while True:
-                page = collection.get(limit=PAGE_SIZE, offset=offset, include=include)
-                ids = page.get("ids") or []
-                docs = page.get("documents") or [None] * len(ids)
-                metas = page.get("metadatas") or [{}] * len(ids)
-                for card_id, doc, meta in zip(ids, docs, metas):
-                    yield card_id, doc, dict(meta or {})
-                if len(ids) < PAGE_SIZE:
-                    break
-                offset += PAGE_SIZE
-
-    def iter_cards(self, *, active: bool = True, inactive: bool = True) -> Iterator[MemoryCard]:
-        for card_id, doc, meta in self.iter_records(active=active, inactive=inactive):
-            try:
-                yield MemoryCard.from_record(card_id, doc, meta)
-            except ValueError:
-                continue  # a record another tool wrote badly is skipped, never fatal
-
-    def query(self, vectors: Sequence[Sequence[float]], n: int) -> list[list[tuple[MemoryCard, float]]]:
-        """Nearest active cards per query vector as (card, cosine similarity), best first."""
-        return self._query(self._active, vectors, n)
-
-    def query_inactive(self, vectors: Sequence[Sequence[float]], n: int) -> list[list[tuple[MemoryCard, float]]]:
-        """Like :meth:`query` over superseded, contradicted and archived cards."""
-        return self._query(self._inactive, vectors, n)
-
     def nearest_ids(self, vector: Sequence[float], n: int, *, inactive: bool = False) -> list[tuple[str, float]]:
-        """(id, cosine similarity) of the nearest cards, best first: the search hot path.
-
-        Only ids and distances come back (hydrating documents and metadata triples the cost of
-        a query); the caller knows the cards' signals already and fetches just its winners.
-        """
+        """(id, cosine similarity) of the nearest cards, best first: the search hot path."""
         collection = self._inactive if inactive else self._active
-        if not self.opened or self.embedder.dim == 0:
+        if not self.opened or self.embedder.dim == 0 or n <= 0:
             return []
         tolist = getattr(vector, "tolist", None)
         result = collection.query(
@@ -450,31 +376,10 @@ class CardStore:
         )
         return [(card_id, 1.0 - float(dist)) for card_id, dist in zip(result["ids"][0], result["distances"][0])]
 
-    def _query(self, collection: Any, vectors: Sequence[Sequence[float]], n: int) -> list[list[tuple[MemoryCard, float]]]:
-        if not self.opened or self.embedder.dim == 0 or not len(vectors):
-            return [[] for _ in vectors]
-        result = collection.query(
-            query_embeddings=[list(map(float, v)) for v in vectors],
-            n_results=n,
-            include=["documents", "metadatas", "distances"],
-        )
-        out: list[list[tuple[MemoryCard, float]]] = []
-        for ids, docs, metas, dists in zip(
-            result["ids"], result["documents"], result["metadatas"], result["distances"]
-        ):
-            row = []
-            for card_id, doc, meta, dist in zip(ids, docs, metas, dists):
-                try:
-                    row.append((MemoryCard.from_record(card_id, doc, meta), 1.0 - float(dist)))
-                except ValueError:
-                    continue
-            out.append(row)
-        return out
-
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors by id (active or inactive)."""
         found: dict[str, list[float]] = {}
-        for collection in self._collections(True, True):
+        for collection in (self._active, self._inactive) if self.opened else ():
             missing = [i for i in ids if i not in found]
             for start in range(0, len(missing), ID_BATCH):
                 result = collection.get(ids=missing[start : start + ID_BATCH], include=["embeddings"])
@@ -485,70 +390,47 @@ class CardStore:
                     found[card_id] = [float(x) for x in vector]
         return found
 
-    def version_token(self) -> tuple:
-        """Changes whenever another writer changed the store (cheap: a stat, or two counts)."""
-        if self.is_remote:
-            return self.counts() if self.opened else (0, 0)
-        assert self.location.path is not None
-        try:
-            st = (self.location.path / SQLITE_FILE).stat()
-        except OSError:
-            return (0, 0)
-        return (st.st_mtime_ns, st.st_size)
-
     # -- writing -------------------------------------------------------------------------
 
-    def _vector_for(self, card: MemoryCard, vector: Sequence[float] | None) -> list[float]:
-        if self.embedder.dim == 0:
-            return placeholder_vector(card.id)
+    def _as_list(self, card_id: str, vector: Sequence[float] | None) -> list[float]:
         if vector is None or len(vector) != self.embedder.dim:
-            raise StoreError(f"card {card.id} has no {self.embedder.dim}-d vector")
+            raise StoreError(f"card {card_id} has no {self.embedder.dim}-d vector")
         tolist = getattr(vector, "tolist", None)  # numpy rows convert in C
         return tolist() if tolist is not None else [float(x) for x in vector]
 
-    def add(self, cards: Sequence[MemoryCard], vectors: Sequence[Sequence[float] | None]) -> None:
-        """Add cards (each to the collection matching its status)."""
-        self.open(create=True)
+    def upsert(self, items: Sequence[tuple[str, Sequence[float], bool]]) -> None:
+        """Write (id, vector, active) triples, each into the collection matching its status
+        (and out of the other one)."""
+        if self.embedder.dim == 0 or not items:
+            return
+        self.open(create=True, check_embedder=False)
         for active in (True, False):
-            chosen = [(c, v) for c, v in zip(cards, vectors) if c.active == active]
-            collection = self._active if active else self._inactive
+            chosen = [(i, v) for i, v, a in items if a == active]
+            target = self._active if active else self._inactive
+            other = self._inactive if active else self._active
             for start in range(0, len(chosen), WRITE_BATCH):
                 batch = chosen[start : start + WRITE_BATCH]
-                collection.add(
-                    ids=[c.id for c, _ in batch],
-                    documents=[c.content for c, _ in batch],
-                    metadatas=[c.to_metadata() for c, _ in batch],
-                    embeddings=[self._vector_for(c, v) for c, v in batch],
-                )
+                ids = [i for i, _ in batch]
+                target.upsert(ids=ids, embeddings=[self._as_list(i, v) for i, v in batch])
+                present = other.get(ids=ids, include=[])["ids"]
+                if present:
+                    other.delete(ids=list(present))
         self.scrub()
 
-    def update(self, card: MemoryCard, previous_status: str) -> None:
-        """Write a changed card; a change between active and inactive moves the record."""
-        was_active = previous_status == "active"
-        if card.active == was_active:
-            target = self._active if card.active else self._inactive
-            target.update(ids=[card.id], metadatas=[card.to_metadata()])
-            return
-        source = self._active if was_active else self._inactive
-        target = self._active if card.active else self._inactive
-        stored = source.get(ids=[card.id], include=["embeddings"])
-        embeddings = stored.get("embeddings")
-        if embeddings is None or not len(embeddings):
-            raise StoreError(f"card {card.id} is missing from the {self.location.label} store")
-        target.add(
-            ids=[card.id],
-            documents=[card.content],
-            metadatas=[card.to_metadata()],
-            embeddings=[[float(x) for x in embeddings[0]]],
-        )
-        source.delete(ids=[card.id])
-        self.scrub()
+    def move(self, moves: Sequence[tuple[str, bool]]) -> list[str]:
+        """Move vectors between the collections without re-embedding; returns ids not found."""
+        if self.embedder.dim == 0 or not moves:
+            return []
+        self.open(create=True, check_embedder=False)
+        stored = self.vectors([i for i, _ in moves])
+        self.upsert([(i, stored[i], active) for i, active in moves if i in stored])
+        return [i for i, _ in moves if i not in stored]
 
     def delete(self, ids: Iterable[str]) -> list[str]:
         """Delete these ids from both collections; returns the ids that existed."""
         wanted = list(dict.fromkeys(ids))
         removed: list[str] = []
-        for collection in self._collections(True, True):
+        for collection in (self._active, self._inactive) if self.opened else ():
             for start in range(0, len(wanted), ID_BATCH):
                 batch = wanted[start : start + ID_BATCH]
                 present = collection.get(ids=batch, include=[])["ids"]
@@ -579,8 +461,6 @@ class CardStore:
                     f"DELETE FROM embeddings_queue WHERE id IN ({marks}) AND operation != ?",
                     (*batch, _DELETE_OPERATION),
                 )
-            if _has_table(db, "embedding_fulltext_search"):
-                db.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
             db.execute("VACUUM")
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:
@@ -590,10 +470,8 @@ class CardStore:
         remove_orphan_segments(self.location.path)
         self.scrub()
 
-    # -- reindexing ----------------------------------------------------------------------
-
-    def replace_all(self, cards: Sequence[MemoryCard], vectors: Sequence[Sequence[float] | None]) -> None:
-        """Rebuild both collections with new vectors (and this store's embedder recorded).
+    def replace_all(self, items: Sequence[tuple[str, Sequence[float], bool]]) -> None:
+        """Rebuild both collections (with this index's embedder recorded) from (id, vector, active).
 
         The new collections are filled first under temporary names and swapped in afterwards,
         so a failure half-way leaves the old ones intact.
@@ -607,16 +485,12 @@ class CardStore:
             kind: client.create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
             for kind, name in temp.items()
         }
-        for active, kind in ((True, "active"), (False, "inactive")):
-            chosen = [(c, v) for c, v in zip(cards, vectors) if c.active == active]
-            for start in range(0, len(chosen), WRITE_BATCH):
-                batch = chosen[start : start + WRITE_BATCH]
-                fresh[kind].add(
-                    ids=[c.id for c, _ in batch],
-                    documents=[c.content for c, _ in batch],
-                    metadatas=[c.to_metadata() for c, _ in batch],
-                    embeddings=[self._vector_for(c, v) for c, v in batch],
-                )
+        if self.embedder.dim > 0:
+            for active, kind in ((True, "active"), (False, "inactive")):
+                chosen = [(i, v) for i, v, a in items if a == active]
+                for start in range(0, len(chosen), WRITE_BATCH):
+                    batch = chosen[start : start + WRITE_BATCH]
+                    fresh[kind].add(ids=[i for i, _ in batch], embeddings=[self._as_list(i, v) for i, v in batch])
         for kind, collection in fresh.items():
             final = f"{self.location.prefix}{kind}"
             _drop_collection(client, final)
@@ -636,27 +510,10 @@ def _drop_collection(client: Any, name: str) -> None:
             raise
 
 
-def _has_table(db: sqlite3.Connection, name: str) -> bool:
-    row = db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
-    return row is not None
-
-
-def _cards_of(result: dict[str, Any]) -> Iterator[MemoryCard]:
-    ids = result.get("ids") or []
-    docs = result.get("documents") or [None] * len(ids)
-    metas = result.get("metadatas") or [{}] * len(ids)
-    for card_id, doc, meta in zip(ids, docs, metas):
-        try:
-            yield MemoryCard.from_record(card_id, doc, meta)
-        except ValueError:
-            continue
-
-
 __all__ = [
-    "CardStore",
+    "VectorIndex",
     "EmbedderInfo",
     "EmbedderMismatch",
     "StoreError",
     "StoreLocation",
-    "placeholder_vector",
 ]

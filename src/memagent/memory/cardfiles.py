@@ -1,0 +1,246 @@
+"""Memory cards as files: the source of truth of a store.
+
+Layout of a local store directory (``<project>/.memory/`` or ``$MEMAGENT_HOME/memory/``)::
+
+    cards/<id>.md        one card per file, meant to be committed and reviewed like code
+    private/<id>.md      cards that never leave this machine (session cards, ``--private``)
+    tombstones.jsonl     ids of forgotten cards and when (no text)
+    history.jsonl        the learning decisions (see ``memory.history``)
+    project-id           the stable identity of the project (see ``memory.identity``)
+    index/               the Chroma index and the catalog, rebuilt from the files at will
+    .gitignore           written by memagent: ``index/`` and ``private/``
+
+A card file is Markdown with YAML front matter holding every field but the content, which is the
+body::
+
+    ---
+    id: m_3fa2c01d9e4b
+    memory_type: decision
+    scope: project
+    confidence: 0.9
+    ...
+    ---
+    Use pytest-xdist for the test suite.
+
+Files are written atomically. A file that cannot be read (bad YAML, a field out of range, an id
+that does not match its file name) is reported by name by :meth:`CardFiles.read` and skipped by
+every scan; it never takes memory down.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+from pydantic import ValidationError
+
+from memagent.fsutil import atomic_write
+from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
+
+SHARED_DIR = "cards"
+PRIVATE_DIR = "private"
+INDEX_DIR = "index"
+SUFFIX = ".md"
+GITIGNORE = f"# Written by memagent: the index is rebuilt from the card files; private cards stay here.\n{INDEX_DIR}/\n{PRIVATE_DIR}/\n"
+
+Stamp = tuple[int, int, int]  # (mtime_ns, size, inode): changes whenever the file does
+
+
+class CardFileError(Exception):
+    """A card file that cannot be used; ``str()`` names the file and the problem in one line."""
+
+
+def _loader() -> type:
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _handler():
+    """python-frontmatter's YAML handler, parsing with libyaml when it is available."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    class FastYAMLHandler(YAMLHandler):
+        def load(self, fm: str, **kwargs: object) -> Any:
+            return yaml.load(fm, Loader=_loader())
+
+    return FastYAMLHandler()
+
+
+def _dumper() -> type:
+    return getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def render(card: MemoryCard) -> str:
+    """The file text of ``card``: YAML front matter (every field but content) and the body."""
+    data: dict[str, Any] = {}
+    for key, value in card.model_dump(exclude={"content"}).items():
+        if value is None or value == [] or value == {}:
+            continue
+        if isinstance(value, datetime):
+            value = iso_utc(value)
+        elif key == "provenance":
+            value = {k: v for k, v in value.items() if v is not None}
+            if not value:
+                continue
+        elif key == "merged_from":
+            value = [{k: v for k, v in p.items() if v is not None} for p in value]
+        data[key] = value
+    head = yaml.dump(data, Dumper=_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return f"---\n{head}---\n{card.content}\n"
+
+
+def parse(text: str, where: str) -> MemoryCard:
+    """The card in a file's text; raises :class:`CardFileError` naming ``where``."""
+    import frontmatter
+
+    try:
+        post = frontmatter.loads(text, handler=_handler())
+    except yaml.YAMLError as exc:
+        problem = str(exc).strip().splitlines()
+        raise CardFileError(f"{where}: bad front matter: {problem[0] if problem else 'invalid YAML'}") from None
+    except Exception as exc:  # python-frontmatter raises plain errors for odd input
+        raise CardFileError(f"{where}: bad front matter: {type(exc).__name__}: {exc}") from None
+    meta = dict(post.metadata or {})
+    if not meta:
+        raise CardFileError(f"{where}: no front matter (a card file starts with '---' and its fields)")
+    meta["content"] = post.content
+    try:
+        return MemoryCard.model_validate(meta)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "card"
+        raise CardFileError(f"{where}: {loc}: {err.get('msg', 'invalid')}") from None
+
+
+@dataclass(frozen=True)
+class CardFiles:
+    """The card files of one local store directory (see the module docstring)."""
+
+    root: Path
+
+    @property
+    def shared(self) -> Path:
+        return self.root / SHARED_DIR
+
+    @property
+    def private(self) -> Path:
+        return self.root / PRIVATE_DIR
+
+    @property
+    def index(self) -> Path:
+        return self.root / INDEX_DIR
+
+    def folders(self) -> tuple[Path, Path]:
+        return self.shared, self.private
+
+    def path_for(self, card_id: str, private: bool) -> Path:
+        return (self.private if private else self.shared) / f"{card_id}{SUFFIX}"
+
+    def locate(self, card_id: str) -> Path | None:
+        """The file of ``card_id``, shared or private, or ``None``."""
+        if not CARD_ID_RE.match(card_id):
+            return None
+        for folder in self.folders():
+            path = folder / f"{card_id}{SUFFIX}"
+            if path.is_file():
+                return path
+        return None
+
+    def ensure_layout(self, identity: str | None = None) -> None:
+        """Create the folders, the ``.gitignore`` that keeps the index and private cards out of
+        git and, given one, the project's identity file (see ``memory.identity``)."""
+        self.shared.mkdir(parents=True, exist_ok=True)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            atomic_write(ignore, GITIGNORE, durable=False)
+        if identity is not None:
+            from memagent.memory.identity import IDENTITY_FILE
+
+            marker = self.root / IDENTITY_FILE
+            if not marker.exists():
+                atomic_write(marker, identity + "\n", durable=False)
+
+    identity: str | None = None  # the project's identity, recorded with its first card
+
+    def write(self, card: MemoryCard, private: bool, *, durable: bool = True) -> Path:
+        """Write (or rewrite) the card's file atomically; a card moving between shared and private
+        loses its old file."""
+        self.ensure_layout(self.identity)
+        path = self.path_for(card.id, private)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, render(card), durable=durable)
+        other = self.path_for(card.id, not private)
+        if other.exists():
+            other.unlink()
+        return path
+
+    def read(self, path: Path) -> MemoryCard:
+        """The card in ``path``; raises :class:`CardFileError` naming the file."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise CardFileError(f"{path}: not UTF-8 text") from None
+        except OSError as exc:
+            raise CardFileError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        card = parse(text, str(path))
+        if card.id != path.stem:
+            raise CardFileError(f"{path}: its id {card.id} does not match the file name")
+        return card
+
+    def delete(self, card_id: str) -> Path | None:
+        """Remove the card's file; returns the path removed, if any."""
+        path = self.locate(card_id)
+        if path is not None:
+            path.unlink()
+        return path
+
+    def folder_stamps(self) -> tuple[int, int]:
+        """Modification times of the two folders: they move when a file is added, removed or
+        replaced (an atomic save, ``git pull``), not when a file is edited in place."""
+        stamps = []
+        for folder in self.folders():
+            try:
+                stamps.append(folder.stat().st_mtime_ns)
+            except OSError:
+                stamps.append(0)
+        return stamps[0], stamps[1]
+
+    def scan(self) -> dict[str, tuple[Path, Stamp]]:
+        """Every card file by id with its stamp (one ``stat`` per file, no reads)."""
+        found: dict[str, tuple[Path, Stamp]] = {}
+        for folder in self.folders():
+            for entry in _entries(folder):
+                name = entry.name
+                if not name.endswith(SUFFIX) or name.startswith("."):
+                    continue
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue  # removed while we looked
+                found[name[: -len(SUFFIX)]] = (Path(entry.path), (st.st_mtime_ns, st.st_size, st.st_ino))
+        return found
+
+    def is_private(self, path: Path) -> bool:
+        return path.parent == self.private
+
+
+def _entries(folder: Path) -> Iterator[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            yield from it
+    except (FileNotFoundError, NotADirectoryError):
+        return
+
+
+def stamp_of(path: Path) -> Stamp | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+__all__ = ["CardFileError", "CardFiles", "INDEX_DIR", "Stamp", "parse", "render", "stamp_of"]

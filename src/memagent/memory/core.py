@@ -1,0 +1,204 @@
+"""What every part of the memory service shares: the two stores, the embedder, the lock.
+
+:class:`MemoryCore` is the base of :class:`memagent.memory.service.MemoryService`; the parts
+(saving, reading, injection, erasure, transfer) are mixins over it, each in its own module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
+
+from memagent.errors import one_line
+from memagent.memory.cardfiles import CardFileError
+from memagent.memory.cards import CARD_ID_RE, MemoryCard
+from memagent.memory.catalog import CatalogError, Entry
+from memagent.memory.embeddings import Embedder, EmbedderHandle
+from memagent.memory.errors import MemoryUnavailable, StoreError
+from memagent.memory.gate import GateConfig, RateLimiter
+from memagent.memory.storage import Progress, Store
+from memagent.memory.store import EmbedderInfo
+
+@dataclass(frozen=True)
+class MemoryKnobs:
+    """The memory settings the service uses (built from ``config.Settings``)."""
+
+    k: int = 5
+    min_relevance: float | None = None  # None: the ranking's default threshold
+    session_card_days: float = 7.0
+    archive_after_days: float = 180.0
+    archive_below_confidence: float = 0.5
+
+
+class MemoryCore:
+    """Stores, embedder and lock; see the module docstring. Thread-safe: one lock serialises."""
+
+    def __init__(
+        self,
+        stores: Mapping[str, Store],
+        embedder: EmbedderHandle,
+        *,
+        session_id: str = "",
+        project_root_id: str | None = None,
+        gate: GateConfig | None = None,
+        knobs: MemoryKnobs | None = None,
+        on_forget: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        self._stores = dict(stores)
+        self._embedder = embedder
+        self.session_id = session_id
+        self._project_scope_id = project_root_id
+        self.gate = gate or GateConfig()
+        self.knobs = knobs or MemoryKnobs()
+        self._rate = RateLimiter(self.gate.max_auto_writes_per_session)
+        self._lock = threading.RLock()
+        self._on_forget = on_forget
+        self.progress: Progress | None = None  # set by the CLI to show index rebuilds
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """Turn any store failure into :class:`MemoryUnavailable` with a one-line reason."""
+        try:
+            yield
+        except MemoryUnavailable:
+            raise
+        except (StoreError, CatalogError) as exc:
+            raise MemoryUnavailable(str(exc)) from None
+        except Exception as exc:
+            raise MemoryUnavailable(f"memory {action} failed: {one_line(exc)}") from None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, loaded on first use (list, show and forget never need it)."""
+        return self._embedder.get()
+
+    @property
+    def dim(self) -> int:
+        return int(self.embedder.dim)
+
+    def _embedder_info(self) -> EmbedderInfo:
+        return EmbedderInfo.of(self.embedder)
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float] | None]:
+        if self.dim == 0:
+            return [None] * len(texts)
+        try:
+            vectors = self.embedder.embed(list(texts))
+        except Exception as exc:
+            raise MemoryUnavailable(f"embedding failed ({self.embedder.name}): {one_line(exc)}") from None
+        tolist = getattr(vectors, "tolist", None)
+        return tolist() if tolist is not None else [[float(x) for x in row] for row in vectors]
+
+    def _embed_all(self, texts: Sequence[str]) -> list[list[float]]:
+        return [v for v in self._embed(texts) if v is not None]
+
+    def _store_for_scope(self, scope: str) -> Store:
+        return self._stores["user" if scope == "user" else "project"]
+
+    def _stores_in_use(self) -> list[Store]:
+        return [s for s in self._stores.values() if s.exists or s.catalog.exists]
+
+    def notices(self) -> list[str]:
+        """One line per thing the user should know: damaged indexes rebuilt, unreadable card files
+        skipped. Each is reported once."""
+        found: list[str] = []
+        for store in self._stores.values():
+            found.extend(store.notices)
+            store.notices.clear()
+            found.extend(f"skipped {problem}" for problem in store.problems())
+        return found
+
+    # -- keeping the index in step with the files ----------------------------------------
+
+    def _sync(self, *, vectors: bool, force: bool = False) -> None:
+        """Catalog from files (always); vector index from catalog when ``vectors``."""
+        for store in self._stores_in_use():
+            store.sync_files(force=force)
+            if vectors:
+                store.sync_vectors(self._embedder_info(), self._embed_all, progress=self.progress,
+                                   duplicate_cosine=self.gate.duplicate_cosine)
+
+    # -- finding cards -------------------------------------------------------------------
+
+    def _read_file(self, store: Store, card_id: str) -> MemoryCard | None:
+        path = store.files.locate(card_id)
+        if path is None:
+            return None
+        try:
+            return store.files.read(path)
+        except CardFileError:
+            return None
+
+    def _locate(self, memory_id: str) -> Store | None:
+        for store in self._stores.values():
+            if store.files.locate(memory_id) is not None:
+                return store
+        return None
+
+    def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryCard]:
+        """Cards from their files, with the usage the catalog records (kept out of the files,
+        so citing a card does not change a committed file)."""
+        found: dict[str, MemoryCard] = {}
+        for card_id in dict.fromkeys(ids):
+            for store in self._stores.values():
+                card = self._read_file(store, card_id)
+                if card is not None:
+                    found[card_id] = card
+                    break
+        for store in self._stores_in_use():
+            if not store.catalog.exists or not found:
+                continue
+            for card_id, (last_used, uses) in store.catalog.usage(list(found)).items():
+                card = found[card_id]
+                if last_used is not None and (card.last_used_at is None or last_used > card.last_used_at):
+                    card.last_used_at = last_used
+                card.access_count = max(card.access_count, uses)
+        return found
+
+    def _is_private(self, store: Store, card_id: str) -> bool:
+        path = store.files.locate(card_id)
+        return path is not None and store.files.is_private(path)
+
+    def get(self, memory_id: str) -> MemoryCard | None:
+        """The card (read from its file), or ``None``."""
+        with self._lock, self._guard("read"):
+            return self._get_many([memory_id]).get(memory_id)
+
+    def resolve(self, memory_id: str) -> str:
+        """A full card id from an id or a unique prefix (``m_929b``); raises ``LookupError``
+        with a one-line reason when there is no such card or the prefix is ambiguous."""
+        text = memory_id.strip()
+        if CARD_ID_RE.match(text):
+            if self._locate(text) is None:
+                raise LookupError(f"no memory {text}")
+            return text
+        if not text.startswith("m_") or len(text) < 4:
+            raise LookupError(f"no memory {text} (ids look like m_3fa2c01d9e4b; a unique prefix such as m_3fa2 works)")
+        with self._lock, self._guard("read"):
+            self._sync(vectors=False)
+            matches = sorted({i for s in self._stores_in_use() for i in s.open_catalog().ids_with_prefix(text)})
+        if not matches:
+            raise LookupError(f"no memory {text}")
+        if len(matches) > 1:
+            raise LookupError(f"{text} is ambiguous: {', '.join(matches[:3])}…")
+        return matches[0]
+
+    def _visible(self, entry: Entry) -> bool:
+        """Session cards of other sessions are not shown to this session."""
+        if entry.scope != "session" or not self.session_id:
+            return True
+        return entry.scope_id == self.session_id
+
+    def _scope_id(self, scope: str) -> str | None:
+        if scope == "session":
+            return self.session_id or None
+        if scope == "project":
+            return self._project_scope_id
+        return None
+
+
+__all__ = ["MemoryCore", "MemoryKnobs", "MemoryUnavailable"]

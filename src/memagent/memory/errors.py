@@ -1,0 +1,14 @@
+"""The errors every memory module shares."""
+
+from __future__ import annotations
+
+
+class MemoryUnavailable(Exception):
+    """Memory cannot be used right now; ``str()`` is a one-line reason for the user."""
+
+
+class StoreError(Exception):
+    """A store (its files, catalog or vector index) cannot be used; ``str()`` is one line."""
+
+
+__all__ = ["MemoryUnavailable", "StoreError"]

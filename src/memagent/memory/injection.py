@@ -1,0 +1,88 @@
+"""What memory puts into the conversation: citable blocks for a turn, and citations noted back."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+from memagent.markers import Marker
+from memagent.memory.cards import MemoryCard, utc_now
+from memagent.memory.reading import Reading
+
+CITATION_RE = re.compile(r"\[Memory#(m_[0-9a-f]{12})\]")
+CITE_INSTRUCTION = (
+    "When you rely on one of these memories, cite it as [Memory#id]; if they do not answer the "
+    "question, say that memory holds no answer rather than guessing."
+)
+
+
+def format_block(card: MemoryCard) -> str:
+    """``[Memory#m_…] (decision, project, conf 0.90, session S turn 4, 2026-11-20) content``."""
+    origin = []
+    if card.provenance.session_id:
+        origin.append(f"session {card.provenance.session_id}")
+        if card.provenance.turn is not None:
+            origin.append(f"turn {card.provenance.turn}")
+    else:
+        origin.append(f"from {card.source}")
+    meta = ", ".join(
+        [card.memory_type, card.scope, f"conf {card.confidence:.2f}", " ".join(origin), card.created_at.date().isoformat()]
+    )
+    content = " ".join(card.content.split())
+    return f"{card.citation()} ({meta}) {content}"
+
+
+class Injection(Reading):
+    """Per-turn memory context and citation bookkeeping."""
+
+    project_root: Path | None = None
+
+    def context_for_turn(
+        self,
+        user_text: str,
+        recent: Sequence[str] = (),
+        current_task: str | None = None,
+        k: int | None = None,
+    ) -> str | None:
+        """Citable memory blocks for this turn, or ``None`` (trivial turn, or nothing relevant)."""
+        from memagent.memory.query import build_query, is_trivial
+
+        if is_trivial(user_text):
+            return None
+        query = build_query(user_text, list(recent))
+        hits = self.search(query, k or self.knobs.k, current_task=current_task)
+        if not hits:
+            return None
+        lines = [Marker.MEMORIES.value]
+        lines.extend(self._block_with_staleness(hit.card) for hit in hits)
+        lines.append(CITE_INSTRUCTION)
+        return "\n".join(lines)
+
+    def _block_with_staleness(self, card: MemoryCard) -> str:
+        """A card about files that are gone or changed since it was written says so."""
+        block = format_block(card)
+        if card.files and self.project_root is not None:
+            from memagent.memory.hygiene import stale_note
+
+            note = stale_note(card, self.project_root)
+            if note:
+                block += f" [{note}]"
+        return block
+
+    def note_citations(self, assistant_text: str) -> list[str]:
+        """Mark every cited ``[Memory#id]`` as used; returns the ids of cards that exist."""
+        ids = list(dict.fromkeys(CITATION_RE.findall(assistant_text or "")))
+        if not ids:
+            return []
+        with self._lock, self._guard("update"):
+            noted: set[str] = set()
+            now = utc_now()
+            for store in self._stores_in_use():
+                catalog = store.open_catalog()
+                with store.locked(), catalog.transaction() as db:
+                    noted.update(catalog.note_use(db, [i for i in ids if i not in noted], now))
+            return [i for i in ids if i in noted]
+
+
+__all__ = ["CITATION_RE", "CITE_INSTRUCTION", "Injection", "format_block"]

@@ -1,0 +1,228 @@
+"""Saving cards: the write gate, near-duplicates (restatements merge, corrections supersede),
+explicit corrections and metadata updates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from pydantic import ValidationError
+
+from memagent.memory.cards import MemoryCard, Provenance, utc_now
+from memagent.memory.core import MemoryCore
+from memagent.memory.corrections import correction_kind
+from memagent.memory.gate import check_card, term_overlap
+
+
+@dataclass
+class SaveResult:
+    status: str  # "added" | "duplicate" | "superseded" | "refused"
+    card: MemoryCard | None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "refused"
+
+
+def validation_reason(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "card"
+        problems.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "invalid memory: " + "; ".join(problems)
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    """A card to save and how: ``private`` keeps a project card out of git, ``auto`` counts
+    against the rate limit of automatic writes."""
+
+    card: MemoryCard
+    private: bool = False
+    auto: bool = False
+
+
+class Saving(MemoryCore):
+    """The saving part of the service (see the module docstring)."""
+
+    def save(
+        self,
+        content: str,
+        memory_type: str = "fact",
+        scope: str = "project",
+        *,
+        confidence: float = 0.8,
+        importance: float = 0.5,
+        source: str = "assistant",
+        provenance: Mapping[str, Any] | None = None,
+        files: Sequence[str] = (),
+        task_hint: str | None = None,
+        supersedes: str | None = None,
+        auto: bool = False,
+        backstory: str | None = None,
+        person: str | None = None,
+        relationship: str | None = None,
+        private: bool = False,
+    ) -> SaveResult:
+        """Run the gate and store a card; ``supersedes`` makes it a correction of that card.
+
+        A near-duplicate of an active card that only restates it strengthens that card (a
+        no-op for the text); one that changes a value, a date, a negation or an opposite word
+        supersedes it. Session cards are always private (they never reach git).
+        """
+        if scope == "session" and not self.session_id:
+            return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
+        prov = dict(provenance or {})
+        if self.session_id:
+            prov.setdefault("session_id", self.session_id)
+        try:
+            card = MemoryCard(
+                content=content, memory_type=memory_type, scope=scope, scope_id=self._scope_id(scope),
+                source=source, provenance=prov, confidence=confidence, importance=importance, files=list(files),
+                task_hint=task_hint, supersedes=supersedes, backstory=backstory, person=person,
+                relationship=relationship,
+            )
+        except ValidationError as exc:
+            return SaveResult("refused", None, validation_reason(exc))
+        return self.save_card(SaveRequest(card, private=private or scope == "session", auto=auto))
+
+    def save_card(self, request: SaveRequest) -> SaveResult:
+        card = request.card
+        reason = check_card(card, self.gate)
+        if reason is None and request.auto:
+            reason = self._rate.refusal(self.session_id)
+        if reason is not None:
+            return SaveResult("refused", None, reason)
+        with self._lock, self._guard("save"):
+            self._sync(vectors=True)  # before the duplicate check: see what others wrote
+            old = None
+            if card.supersedes is not None:
+                old = self._get_many([card.supersedes]).get(card.supersedes)
+                if old is None:
+                    return SaveResult("refused", None, f"no memory {card.supersedes} to supersede")
+                if not old.active:
+                    newer = f" by {old.superseded_by}" if old.superseded_by else ""
+                    return SaveResult("refused", None, f"{old.id} is already {old.status}{newer}; correct the current card")
+            vector = self._embed([card.content])[0]
+            excluded = {card.supersedes} if card.supersedes else set()
+            duplicate = self._find_duplicate(card, vector, excluded)
+            if duplicate is not None and old is None:
+                existing, similarity = duplicate
+                kind = correction_kind(existing.content, card.content)
+                if kind is None:
+                    merged = self._merge_into(existing, card)
+                    return SaveResult("duplicate", merged,
+                                      f"near-duplicate of {existing.id} (similarity {similarity:.2f}); kept the existing memory")
+                card = card.model_copy(update={"supersedes": existing.id})
+                old = existing
+            self._write_new(card, vector, old, request.private)
+            if request.auto:
+                self._rate.record(self.session_id)
+        if old is not None:
+            return SaveResult("superseded", card, f"supersedes {old.id}")
+        return SaveResult("added", card, "")
+
+    def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> None:
+        store = self._store_for_scope(card.scope)
+        info = self._embedder_info()
+        store.write(card, private, vector, info)
+        if old is not None:
+            old_store = self._locate(old.id) or store
+            replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
+            old_store.write(replaced, self._is_private(old_store, old.id), None, None)
+
+    def _find_duplicate(self, card: MemoryCard, vector: list[float] | None, exclude: set[str]) -> tuple[MemoryCard, float] | None:
+        store = self._store_for_scope(card.scope)
+        candidates: list[tuple[str, float]] = []
+        if vector is not None:
+            index = store.vector_index(self._embedder_info(), create=False)
+            if index is not None:
+                candidates = [(i, s) for i, s in index.nearest_ids(vector, 5) if s >= self.gate.duplicate_cosine]
+        elif store.catalog.exists:
+            from memagent.memory.lexical import tokenize
+
+            terms = tokenize(card.content)
+            for card_id, _ in store.catalog.lexical(card.content, 5, True):
+                other = self._read_file(store, card_id)
+                if other is not None:
+                    overlap = term_overlap(terms, tokenize(other.content))
+                    if overlap >= self.gate.duplicate_overlap:
+                        candidates.append((card_id, overlap))
+        if not candidates or not store.catalog.exists:
+            return None
+        entries = store.catalog.entries([i for i, _ in candidates])
+        for card_id, similarity in sorted(candidates, key=lambda c: -c[1]):
+            entry = entries.get(card_id)
+            if card_id in exclude or entry is None or not self._visible(entry) or entry.status != "active":
+                continue
+            found = self._read_file(store, card_id)
+            if found is not None:
+                return found, similarity
+        return None
+
+    def _merge_into(self, existing: MemoryCard, new: MemoryCard) -> MemoryCard:
+        """A restatement strengthens the existing card and keeps the new provenance beside it."""
+        provenance = list(existing.merged_from)
+        if new.provenance != Provenance() and new.provenance != existing.provenance and new.provenance not in provenance:
+            provenance.append(new.provenance)
+        merged = existing.model_copy(
+            update={
+                "confidence": max(existing.confidence, new.confidence),
+                "importance": max(existing.importance, new.importance),
+                "files": list(dict.fromkeys([*existing.files, *new.files])),
+                "merged_from": provenance,
+            }
+        )
+        if merged != existing:
+            merged.updated_at = utc_now()
+            store = self._locate(existing.id) or self._store_for_scope(existing.scope)
+            store.write(merged, self._is_private(store, existing.id), None, None)
+        return merged
+
+    def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
+        """A new card superseding ``memory_id``; unspecified fields are carried over."""
+        old = self.get(memory_id)
+        if old is None:
+            return SaveResult("refused", None, f"no memory {memory_id}")
+        carried: dict[str, Any] = {
+            "memory_type": old.memory_type, "scope": old.scope, "confidence": old.confidence,
+            "importance": old.importance, "files": list(old.files), "task_hint": old.task_hint,
+            "source": old.source, "person": old.person, "relationship": old.relationship,
+        }
+        carried.update(fields)
+        if carried["scope"] == "session" and old.scope_id and not self.session_id:
+            carried["scope"] = "project"
+        store = self._locate(memory_id)
+        if store is not None and "private" not in carried:
+            carried["private"] = self._is_private(store, memory_id)
+        return self.save(new_content, supersedes=memory_id, **carried)
+
+    def update_card(self, card_id: str, *, touch: bool = True, **changes: Any) -> MemoryCard | None:
+        """Change metadata fields of a stored card in place (status, links, confidence, ...).
+
+        ``content`` and ``id`` cannot change here: new content is a correction (:meth:`correct`),
+        which keeps the old card. Returns the updated card, or ``None`` if there is no such card;
+        raises ``ValueError`` for an invalid value.
+        """
+        fixed = {"id", "content"} & set(changes)
+        if fixed:
+            raise ValueError(f"cannot change {', '.join(sorted(fixed))} of a card; correct it instead")
+        with self._lock:
+            with self._guard("update"):
+                store = self._locate(card_id)
+                card = self._read_file(store, card_id) if store is not None else None
+                if store is None or card is None:
+                    return None
+            try:
+                updated = MemoryCard.model_validate({**card.model_dump(), **changes})
+            except ValidationError as exc:
+                raise ValueError(validation_reason(exc)) from None
+            if touch:
+                updated.updated_at = utc_now()
+            with self._guard("update"):
+                store.write(updated, self._is_private(store, card_id), None, None)
+            return updated
+
+
+__all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]
