@@ -11,7 +11,31 @@ import pytest
 
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools import shell
-from memagent.tools.shell import BashInput, bash, dangerous_reason, split_head_tail
+from memagent.tools.shell import BashInput, bash_tool, dangerous_reason, split_head_tail
+
+
+def pids_running(token: str) -> list[int]:
+    """Host pids of live processes whose command line holds ``token`` (works across PID namespaces)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if token in cmdline and process_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_gone(token: str, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not pids_running(token):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def process_alive(pid: int) -> bool:
@@ -21,15 +45,6 @@ def process_alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def wait_dead(pid: int, within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not process_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_runs_in_project_root_with_exit_code(call, project: Path) -> None:
@@ -81,12 +96,12 @@ def test_outputs_dir_from_context_is_used(registry: ToolRegistry, project: Path)
 
 def test_timeout_kills_the_whole_process_group(call, project: Path) -> None:
     started = time.monotonic()
-    out = call("bash", command="echo started; sleep 30 & echo $! > child.pid; sleep 30", timeout=1)
+    out = call("bash", command="echo started; sleep 30.0101 & echo $! > child.pid; sleep 30", timeout=1)
     assert time.monotonic() - started < 5
     assert out.is_error
     assert "timed out after 1 s" in out.content and "started" in out.content
-    child = int((project / "child.pid").read_text())
-    assert wait_dead(child), "background child survived the timeout"
+    assert (project / "child.pid").exists()
+    assert wait_gone("sleep 30.0101"), "background child survived the timeout"
 
 
 def test_keyboard_interrupt_kills_group_and_reraises(ctx: ToolContext, project: Path, monkeypatch) -> None:
@@ -103,9 +118,9 @@ def test_keyboard_interrupt_kills_group_and_reraises(ctx: ToolContext, project: 
     monkeypatch.setattr(subprocess.Popen, "wait", interrupted_wait)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        bash.handler(BashInput(command="sleep 30 & echo $! > child.pid; wait"), ctx)
+        bash_tool().handler(BashInput(command="sleep 30.0202 & echo $! > child.pid; wait"), ctx)
     assert time.monotonic() - started < 5
-    assert wait_dead(int((project / "child.pid").read_text()))
+    assert wait_gone("sleep 30.0202")
 
 
 def test_background_child_holding_output_does_not_hang(call) -> None:
@@ -217,6 +232,7 @@ def test_refusal_is_an_error_result_and_nothing_runs(call, project: Path) -> Non
 
 
 def test_approval_is_asked_except_for_refused_commands() -> None:
+    bash = bash_tool()
     assert bash.approval_required(BashInput(command="ls")) is True
     assert bash.approval_required(BashInput(command="sudo ls")) is False
 
