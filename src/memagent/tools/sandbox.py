@@ -100,7 +100,8 @@ def bwrap_candidates() -> list[str]:
 
 @dataclass(frozen=True)
 class SandboxConfig:
-    """What the settings ask for. ``binaries`` overrides the search for ``bwrap`` (tests)."""
+    """What the settings ask for. ``binaries`` overrides the search for ``bwrap`` and
+    ``private_folders`` the folders replaced by an empty tmpfs (both for tests)."""
 
     enabled: bool = True
     network: bool = False
@@ -109,6 +110,7 @@ class SandboxConfig:
     memagent_home: Path | None = None
     home: Path | None = None  # default: the user's home folder
     binaries: tuple[str, ...] | None = None
+    private_folders: tuple[str, ...] = PRIVATE_SCRATCH
 
     @classmethod
     def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "SandboxConfig":
@@ -151,7 +153,7 @@ def bwrap_arguments(binary: str, config: SandboxConfig, root: Path) -> list[str]
     """The ``bwrap`` command line (up to and including ``--``) for a command run in ``root``."""
     root = _real(root)
     args = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for scratch in PRIVATE_SCRATCH:
+    for scratch in config.private_folders:
         if os.path.isdir(scratch):
             args += ["--tmpfs", scratch]
     home = config.home_dir()
