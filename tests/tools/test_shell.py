@@ -246,3 +246,20 @@ def test_split_head_tail_prefers_line_boundaries() -> None:
 
 def test_environment_disables_pagers(call) -> None:
     assert call("bash", command="echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT").content == "cat cat 0\n[exit code: 0]"
+
+
+def test_saved_full_output_is_capped_keeping_head_and_tail(project: Path) -> None:
+    from memagent.tools.shell import ShellConfig
+
+    registry = ToolRegistry.of([bash_tool(ShellConfig(saved_output_max_bytes=10_000))])
+    ctx = ToolContext(root=project, output_cap_chars=1_000)
+    out = registry.run("bash", {"command": "seq 1 100000"}, ctx).content  # 588,895 bytes
+    marker = re.search(r"full output \((\d+) bytes\) saved to (\S+), its middle cut to keep 10000 bytes\]", out)
+    assert marker and int(marker.group(1)) == 588_895
+    saved = (project / marker.group(2)).read_text()
+    assert saved.startswith("1\n2\n3\n") and saved.endswith("99999\n100000\n")
+    assert "bytes omitted here; the command wrote 588895 bytes in all" in saved
+    assert len(saved) < 10_200
+    small = registry.run("bash", {"command": "seq 1 500"}, ctx).content
+    path = re.search(r"full output saved to (\S+)\]", small).group(1)
+    assert (project / path).read_text() == "".join(f"{i}\n" for i in range(1, 501))  # under the cap: whole

@@ -71,7 +71,7 @@ def output_tail(text: str, lines: int = LIVE_OUTPUT_LINES) -> list[str]:
     A carriage return overwrites its line (progress bars), so only what follows the last one
     is kept; control characters are escaped."""
     shown = []
-    for line in text.splitlines()[-lines * 4 :]:
+    for line in text.split("\n")[-lines * 4 :]:  # not splitlines(): a lone \r is no line break here
         line = line.rsplit("\r", 1)[-1]
         if line.strip():
             shown.append(printable(line.expandtabs(4), newlines=False))

@@ -28,4 +28,15 @@ def printable(text: str, *, newlines: bool = True) -> str:
     return safe if newlines else safe.replace("\n", "\\n")
 
 
-__all__ = ["printable"]
+def printable_data(value: object) -> object:
+    """``value`` (JSON-like: dicts, lists, strings) with :func:`printable` applied to every string."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: printable_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [printable_data(item) for item in value]
+    return value
+
+
+__all__ = ["printable", "printable_data"]
