@@ -211,6 +211,8 @@ EXPAND_USAGE = "usage: /expand [N] (1 = the newest tool result, 2 = the one befo
 
 def tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
     """Every tool result of the conversation, oldest first: (call label, full text, is_error)."""
+    from memagent.llm.types import tool_result_text
+
     calls: dict[str, str] = {}
     found: list[tuple[str, str, bool]] = []
     for message in messages:
@@ -222,11 +224,8 @@ def tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
                 label = f"{block.get('name')}({' '.join(str(key).split())[:80]})" if key else str(block.get("name"))
                 calls[str(block.get("id"))] = label
             elif block.get("type") == "tool_result":
-                content = block.get("content")
-                if isinstance(content, list):
-                    content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
                 label = calls.get(str(block.get("tool_use_id")), "tool")
-                found.append((label, str(content or ""), bool(block.get("is_error"))))
+                found.append((label, tool_result_text(block.get("content")), bool(block.get("is_error"))))
     return found
 
 
