@@ -186,6 +186,11 @@ DANGEROUS = [
     "ls\nsudo id",
     "find / -name '*.log' -delete",
     "find ~ -type f -exec rm -f {} +",
+    "kill -9 -1",
+    "kill -s KILL -1",
+    "kill -- -1",
+    "kill -1 -1",
+    "sleep 1; kill -TERM -1",
 ]
 
 HARMLESS = [
@@ -212,6 +217,10 @@ HARMLESS = [
     "find . -name '*.pyc' -delete",
     "find / -name '*.conf' -exec grep -l x {} +",
     "find ~ -maxdepth 1 -name '.bashrc'",
+    "kill -9 1234",
+    "kill -1 1234",
+    "kill %1",
+    "pkill -f 'sleep 30'",
 ]
 
 
