@@ -59,7 +59,7 @@ def test_print_mode_sigterm_kills_the_running_command(cli_env, project, fake):
         text=True,
     )
     try:
-        assert wait_for(lambda: len(pids_running(token)) == 2, 60), "the command never started"
+        assert wait_for(lambda: len(pids_running(token)) == 2, 120), "the command never started"
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -85,7 +85,7 @@ def test_repl_sighup_kills_the_running_command(cli_env, project, fake):
     try:
         child.expect("❯")
         child.send("start it\r")
-        assert wait_for(lambda: len(pids_running(token)) == 2, 60), child.logfile_read.getvalue()[-2000:]
+        assert wait_for(lambda: len(pids_running(token)) == 2, 120), child.logfile_read.getvalue()[-2000:]
         child.kill(signal.SIGHUP)
         child.expect(pexpect.EOF, timeout=30)
         child.close()
