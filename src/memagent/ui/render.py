@@ -272,7 +272,8 @@ class ReplRenderer:
         """Bring back the spinner that :meth:`pause` stopped (after an approval prompt)."""
         message, self._paused_spinner = self._paused_spinner, ""
         if message and self._live is None:
-            if self._activity is not None:
+            if self._activity is not None:  # the tool starts after the approval prompt: time it from now
+                self._activity.started = time.monotonic()
                 self._start_live(self._activity, "spinner")
                 self._spinner_text = message
             else:
