@@ -203,7 +203,7 @@ def _segment_reason(argv: list[str], depth: int) -> str | None:
         return f"recursive {name} on the root, home or a system directory is not allowed"
     if name == "find" and args and is_critical_path(args[0]) and _find_deletes(args):
         return "deleting from the root, home or a system directory with find is not allowed"
-    if name in ("kill", "pkill", "killall") and _kills_everything(name, args):
+    if name == "kill" and _kills_everything(args):
         return "signalling every process (kill -1) is not allowed"
     if name in SHELLS and depth < _MAX_NESTING:
         script = _inline_script(args)
@@ -214,11 +214,8 @@ def _segment_reason(argv: list[str], depth: int) -> str | None:
     return None
 
 
-def _kills_everything(name: str, args: list[str]) -> bool:
-    """``kill -9 -1`` / ``kill -s KILL -1`` / ``kill -- -1`` (pid -1: every process we may signal),
-    or ``pkill``/``killall`` with no pattern but a user filter (``killall -u me``)."""
-    if name != "kill":
-        return not [a for a in args if not a.startswith("-")] and any(a in ("-u", "-U") for a in args)
+def _kills_everything(args: list[str]) -> bool:
+    """``kill -9 -1`` / ``kill -s KILL -1`` / ``kill -- -1``: pid -1 is every process we may signal."""
     rest = list(args)
     if rest and rest[0] in ("-s", "-n") and len(rest) > 1:
         rest = rest[2:]
