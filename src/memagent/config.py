@@ -161,6 +161,18 @@ class Settings(BaseSettings):
         so that a test or a caller can hand it an explicit environment mapping."""
         return (init_settings,)
 
+    # --- safety: the bash tool's sandbox and saved outputs ---
+    sandbox: bool = True
+    """Run bash commands inside a bubblewrap sandbox (Linux) when it can start."""
+    sandbox_network: bool = False
+    """Let sandboxed commands reach the network."""
+    sandbox_writable: tuple[str, ...] = ()
+    """Folders besides the project root that sandboxed commands may write."""
+    sandbox_hidden: tuple[str, ...] = ()
+    """Files or folders hidden from sandboxed commands, besides the usual secrets in the home folder."""
+    saved_output_max_bytes: int = 8 * 1024 * 1024
+    """Cap on a long command's full output saved under .transcripts (head and tail kept)."""
+
     @property
     def context_window(self) -> int:
         for prefix, size in CONTEXT_WINDOWS.items():

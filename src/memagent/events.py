@@ -33,6 +33,19 @@ class ToolCallStarted:
 
 
 @dataclass(frozen=True)
+class ToolProgress:
+    """New output of a tool that is still running (bash), as it comes.
+
+    ``text`` is the new piece (not the whole output so far); ``elapsed`` the seconds since the
+    call started."""
+
+    id: str
+    name: str
+    text: str
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True)
 class ToolCallFinished:
     id: str
     name: str
@@ -56,4 +69,6 @@ class TurnEnded:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-AgentEvent = Union[TurnStarted, WaitingForModel, AssistantText, ToolCallStarted, ToolCallFinished, Notice, TurnEnded]
+AgentEvent = Union[
+    TurnStarted, WaitingForModel, AssistantText, ToolCallStarted, ToolProgress, ToolCallFinished, Notice, TurnEnded
+]

@@ -39,6 +39,7 @@ from memagent.llm.protocol import ChatModel
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.shell import ShellConfig
 
 
 class SetupError(Exception):
@@ -301,7 +302,8 @@ def open_session(
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])
-    registry = ToolRegistry.of(builtin_tools() + [t for feature in features for t in feature.tools()])
+    shell = ShellConfig.from_settings(settings, paths.home)
+    registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,
         tools=registry,

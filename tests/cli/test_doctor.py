@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from memagent.cli import doctor
 from memagent.config import project_paths
@@ -75,3 +76,13 @@ def test_config_error_is_reported_with_defaults(tmp_path, isolated_env):
     assert report["settings_error"].startswith("cannot read config file")
     assert report["model"]["model"] == doctor.Settings().model
     assert "config error: cannot read config file" in doctor.render_text(report)
+
+
+def test_the_sandbox_in_use_is_reported(run_cli, cli_env, project):
+    on = run_cli("doctor", "--no-memory", "-C", str(project))
+    assert on.returncode == 0, on.stderr
+    line = next(line for line in on.stdout.splitlines() if line.strip().startswith("sandbox "))
+    assert "bubblewrap (" in line and "no network" in line
+    (Path(cli_env["MEMAGENT_HOME"]) / "config.toml").write_text("sandbox = false\n")  # the user's config
+    off = run_cli("doctor", "--no-memory", "--json", "-C", str(project))
+    assert json.loads(off.stdout)["sandbox"].startswith("off: disabled by the setting sandbox = false")

@@ -320,9 +320,29 @@ def test_grep_skips_binary_and_reports_no_matches(call, project: Path) -> None:
     (project / "blob.bin").write_bytes(b"needle\x00\x01\x02")
     write(project, "t.txt", "hay\n")
     out = call("grep", pattern="needle")
-    assert not out.is_error and out.content.startswith("No matches for 'needle'")
+    assert not out.is_error
+    assert out.content == "No matches in the files searched for 'needle' in the project. Not searched: 1 binary file (blob.bin)."
     single = call("grep", pattern="needle", path="blob.bin")
     assert single.is_error and "binary" in single.content
+
+
+def test_grep_names_files_it_skipped_as_too_large(call, project: Path, monkeypatch) -> None:
+    from memagent.tools import fs
+
+    monkeypatch.setattr(fs, "GREP_MAX_FILE_BYTES", 1000)
+    write(project, "big.log", "needle\n" * 500)
+    write(project, "small.txt", "hay\n")
+    out = call("grep", pattern="needle")
+    assert out.content == (
+        "No matches in the files searched for 'needle' in the project. "
+        "Not searched: 1 file larger than 1000 bytes (big.log)."
+    )
+    write(project, "other.txt", "needle here\n")
+    found = call("grep", pattern="needle").content.splitlines()
+    assert found == ["other.txt:1: needle here", "[Not searched: 1 file larger than 1000 bytes (big.log).]"]
+    assert call("grep", pattern="hay").content.endswith("(big.log).]")
+    write(project, "clean/only.txt", "needle\n")
+    assert call("grep", pattern="needle", path="clean").content == "clean/only.txt:1: needle"
 
 
 def test_grep_invalid_regex_is_a_clear_error(call, project: Path) -> None:

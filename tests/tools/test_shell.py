@@ -11,7 +11,31 @@ import pytest
 
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools import shell
-from memagent.tools.shell import BashInput, bash, dangerous_reason, split_head_tail
+from memagent.tools.shell import BashInput, bash_tool, dangerous_reason, split_head_tail
+
+
+def pids_running(token: str) -> list[int]:
+    """Host pids of live processes whose command line holds ``token`` (works across PID namespaces)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if token in cmdline and process_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_gone(token: str, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not pids_running(token):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def process_alive(pid: int) -> bool:
@@ -21,15 +45,6 @@ def process_alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def wait_dead(pid: int, within: float = 3.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not process_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_runs_in_project_root_with_exit_code(call, project: Path) -> None:
@@ -81,12 +96,12 @@ def test_outputs_dir_from_context_is_used(registry: ToolRegistry, project: Path)
 
 def test_timeout_kills_the_whole_process_group(call, project: Path) -> None:
     started = time.monotonic()
-    out = call("bash", command="echo started; sleep 30 & echo $! > child.pid; sleep 30", timeout=1)
+    out = call("bash", command="echo started; sleep 30.0101 & echo $! > child.pid; sleep 30", timeout=1)
     assert time.monotonic() - started < 5
     assert out.is_error
     assert "timed out after 1 s" in out.content and "started" in out.content
-    child = int((project / "child.pid").read_text())
-    assert wait_dead(child), "background child survived the timeout"
+    assert (project / "child.pid").exists()
+    assert wait_gone("sleep 30.0101"), "background child survived the timeout"
 
 
 def test_keyboard_interrupt_kills_group_and_reraises(ctx: ToolContext, project: Path, monkeypatch) -> None:
@@ -103,9 +118,9 @@ def test_keyboard_interrupt_kills_group_and_reraises(ctx: ToolContext, project: 
     monkeypatch.setattr(subprocess.Popen, "wait", interrupted_wait)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        bash.handler(BashInput(command="sleep 30 & echo $! > child.pid; wait"), ctx)
+        bash_tool().handler(BashInput(command="sleep 30.0202 & echo $! > child.pid; wait"), ctx)
     assert time.monotonic() - started < 5
-    assert wait_dead(int((project / "child.pid").read_text()))
+    assert wait_gone("sleep 30.0202")
 
 
 def test_background_child_holding_output_does_not_hang(call) -> None:
@@ -171,6 +186,11 @@ DANGEROUS = [
     "ls\nsudo id",
     "find / -name '*.log' -delete",
     "find ~ -type f -exec rm -f {} +",
+    "kill -9 -1",
+    "kill -s KILL -1",
+    "kill -- -1",
+    "kill -1 -1",
+    "sleep 1; kill -TERM -1",
 ]
 
 HARMLESS = [
@@ -197,6 +217,10 @@ HARMLESS = [
     "find . -name '*.pyc' -delete",
     "find / -name '*.conf' -exec grep -l x {} +",
     "find ~ -maxdepth 1 -name '.bashrc'",
+    "kill -9 1234",
+    "kill -1 1234",
+    "kill %1",
+    "pkill -f 'sleep 30'",
 ]
 
 
@@ -217,6 +241,7 @@ def test_refusal_is_an_error_result_and_nothing_runs(call, project: Path) -> Non
 
 
 def test_approval_is_asked_except_for_refused_commands() -> None:
+    bash = bash_tool()
     assert bash.approval_required(BashInput(command="ls")) is True
     assert bash.approval_required(BashInput(command="sudo ls")) is False
 
@@ -230,3 +255,20 @@ def test_split_head_tail_prefers_line_boundaries() -> None:
 
 def test_environment_disables_pagers(call) -> None:
     assert call("bash", command="echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT").content == "cat cat 0\n[exit code: 0]"
+
+
+def test_saved_full_output_is_capped_keeping_head_and_tail(project: Path) -> None:
+    from memagent.tools.shell import ShellConfig
+
+    registry = ToolRegistry.of([bash_tool(ShellConfig(saved_output_max_bytes=10_000))])
+    ctx = ToolContext(root=project, output_cap_chars=1_000)
+    out = registry.run("bash", {"command": "seq 1 100000"}, ctx).content  # 588,895 bytes
+    marker = re.search(r"full output \((\d+) bytes\) saved to (\S+), its middle cut to keep 10000 bytes\]", out)
+    assert marker and int(marker.group(1)) == 588_895
+    saved = (project / marker.group(2)).read_text()
+    assert saved.startswith("1\n2\n3\n") and saved.endswith("99999\n100000\n")
+    assert "bytes omitted here; the command wrote 588895 bytes in all" in saved
+    assert len(saved) < 10_200
+    small = registry.run("bash", {"command": "seq 1 500"}, ctx).content
+    path = re.search(r"full output saved to (\S+)\]", small).group(1)
+    assert (project / path).read_text() == "".join(f"{i}\n" for i in range(1, 501))  # under the cap: whole

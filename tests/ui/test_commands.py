@@ -186,3 +186,27 @@ def test_memory_stats_leave_out_zero_counts():
         "  project store: /p/.memory (4 active)",
         "  embedder: all-MiniLM-L6-v2/onnx (dim 384)",
     ]
+
+
+def test_expand_shows_a_collapsed_tool_result_in_full(tmp_path):
+    from memagent.llm.scripted import tool_call
+
+    script = [
+        reply(tool_call("bash", {"command": "seq 1 30"}, id="t1")),
+        reply(tool_call("read_file", {"path": "missing.txt"}, id="t2")),
+        reply("done"),
+    ]
+    opened = open_session(SessionOptions(root=tmp_path, memory=False, auto_approve=True), model=ScriptedModel(script))
+    try:
+        assert run_command("/expand", lambda: opened).text == "No tool results in this session yet."
+        list(opened.agent.run_turn("count then read"))
+        newest = run_command("/expand", lambda: opened).text
+        assert newest.startswith("── read_file(missing.txt) (error), result 2 of 2 ──\n")
+        older = run_command("/expand 2", lambda: opened).text
+        assert older.startswith("── bash(seq 1 30), result 1 of 2 ──\n1\n2\n")
+        assert older.endswith("29\n30\n[exit code: 0]")
+        too_far = run_command("/expand 3", lambda: opened)
+        assert too_far.style == "red" and "has 2 tool results" in too_far.text
+        assert run_command("/expand x", lambda: opened).text.startswith("usage: /expand [N]")
+    finally:
+        opened.close()

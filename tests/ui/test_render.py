@@ -95,7 +95,7 @@ def test_repl_renderer_shows_answer_tools_and_errors(console):
     assert "Let me look at the files." in out  # rendered Markdown: no ** markers
     assert "**" not in out
     assert "● bash(ls)" in out
-    assert "⎿ a.txt (+1 lines)" in out
+    assert "⎿ a.txt (+1 lines, /expand)" in out
     assert "Result" in out and "• two files" in out
     # the streamed text comes before the tool call, the final answer after its result
     assert out.index("Let me look") < out.index("● bash(ls)") < out.index("⎿ a.txt") < out.index("Result")

@@ -28,6 +28,7 @@ from memagent.events import (
     WaitingForModel,
 )
 from memagent.agent.feature import Feature, ToolCall, TurnInput
+from memagent.agent.live_tools import run_with_progress
 from memagent.context.conversation import Conversation
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
@@ -270,13 +271,13 @@ class Agent:
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = self._guarded_run(ToolCall(call["id"], name, raw), tool, summary, value)
+            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw), tool, summary, value)
         yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
         return outcome
 
-    def _guarded_run(self, call: ToolCall, tool: Tool, summary: str, value: Any) -> ToolOutcome:
-        """Features may refuse the call (a blocking pre-tool hook); then approval; then the tool.
-        Features see every outcome that ran."""
+    def _guarded_run(self, call: ToolCall, tool: Tool, summary: str, value: Any) -> Iterator[AgentEvent]:
+        """Features may refuse the call (a blocking pre-tool hook); then approval; then the tool,
+        whose live output is yielded as ToolProgress. Features see every outcome that ran."""
         for feature in self.features:
             reason = feature.check_tool(call)
             if reason:
@@ -284,7 +285,7 @@ class Agent:
         refusal = self._approve(tool, call.input, summary, value)
         if refusal is not None:
             return refusal
-        outcome = self.tools.execute(tool, value, self.tool_context)
+        outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id)
         for feature in self.features:
             feature.after_tool(call, outcome)
         return outcome

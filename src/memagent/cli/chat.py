@@ -8,10 +8,12 @@ the prompt appears before those imports finish.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, Iterator, Optional
 
 import typer
 
@@ -111,12 +113,42 @@ def run_interactive(options: ChatOptions) -> int:
     return Repl(paths=paths, model=settings.model, session_factory=factory).run()
 
 
+class Terminated(SystemExit):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C (tool process groups are killed, the
+    transcript stays valid) and exits with 128 + the signal number."""
+
+
+@contextmanager
+def exit_on_termination_signals() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
+
+    The exception travels through the running tool (bash kills its process group), the loop and
+    the session's ``close``; a second signal during that clean-up gets the default action."""
+
+    def handler(signum: int, frame: object) -> None:
+        for name in ("SIGTERM", "SIGHUP"):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        raise Terminated(128 + signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, handler)
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
 def run_chat(options: ChatOptions) -> None:
     """Entry from ``cli.main``: run the chosen mode and exit with its code."""
-    if options.prompt is not None:
-        code = run_print_mode(options)
-    else:
-        code = run_interactive(options)
+    with exit_on_termination_signals():
+        if options.prompt is not None:
+            code = run_print_mode(options)
+        else:
+            code = run_interactive(options)
     if code:
         raise typer.Exit(code)
 

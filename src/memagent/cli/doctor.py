@@ -112,6 +112,16 @@ def store_report(paths: ProjectPaths, settings: Settings, embedder: Any = None) 
             service.close()
 
 
+def sandbox_report(paths: ProjectPaths, settings: Settings) -> str:
+    """Which sandbox the bash tool uses here (bubblewrap, or why none)."""
+    from memagent.tools.sandbox import describe
+
+    try:
+        return describe(settings, paths.root, paths.home)
+    except Exception as exc:
+        return _reason(exc)
+
+
 def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory: bool = True) -> dict[str, Any]:
     report: dict[str, Any] = {"paths": path_report(paths)}
     try:
@@ -122,6 +132,7 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
         report["settings_error"] = str(exc)
     report["model"] = {"model": settings.model, "small_model": settings.small_model}
     report["credentials"] = credential_report(env)
+    report["sandbox"] = sandbox_report(paths, settings)
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
@@ -151,6 +162,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {key.ljust(20)}  {creds[key]}")
     if not creds["ready"]:
         lines.append("  no key: chat and -p need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); tasks and memory do not")
+    if "sandbox" in report:
+        lines += ["Shell", f"  sandbox  {report['sandbox']}"]
     lines.append("Versions")
     for name, version in report["versions"].items():
         lines.append(f"  {name.ljust(14)}  {version}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from memagent.memory.cards import MemoryCard
@@ -162,7 +163,8 @@ def _place(service: "MemoryService", card: "MemoryCard") -> str:
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
+    """Write a line of the report; card text is user data, so control characters are escaped."""
+    sys.stdout.write(printable(text) + "\n")
 
 
 def _count(n: int, one: str, many: str) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from memagent.paths import ProjectPaths
@@ -66,7 +67,7 @@ def profile_command(
     if text is None:
         typer.echo("No profile yet: there are no active user or project memories.")
         return
-    typer.echo(text)
+    typer.echo(printable(text))
 
 
 def _short(text: str, width: int = WIDTH) -> str:
@@ -125,7 +126,7 @@ def review_command(
         return
     if not _interactive_terminal():
         for item in items:
-            typer.echo(_describe(item, paths.root))
+            typer.echo(printable(_describe(item, paths.root)))
         typer.echo(
             f"{len(items)} automatic memor{'y' if len(items) == 1 else 'ies'} listed; "
             "run `memagent memory review` in a terminal to keep, edit or forget them."
@@ -163,7 +164,7 @@ def _interactive(service: Any, history: Any, paths: Any, items: list["ReviewItem
 
     counts = {"keep": 0, "edit": 0, "forget": 0, "skip": 0}
     for number, item in enumerate(items, start=1):
-        typer.echo(f"\n({number}/{len(items)}) " + _describe(item, paths.root))
+        typer.echo(f"\n({number}/{len(items)}) " + printable(_describe(item, paths.root)))
         choice = typer.prompt("[k]eep, [e]dit, [f]orget, [s]kip, [q]uit", default="s").strip().lower()[:1]
         if choice == "q":
             break

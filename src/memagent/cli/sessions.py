@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.ui.safe_text import printable, printable_data
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -77,7 +78,7 @@ def _print_table(sessions: "list[SessionInfo]") -> None:
     headers = ("id", "start", "last activity", "turns", "compactions", "first user line")
     rows = [
         (info.id, _when(info.started), _when(info.last_activity), str(info.turns), str(info.compactions),
-         info.first_user_line or "-")
+         printable(info.first_user_line or "-", newlines=False))
         for info in sessions
     ]
     widths = [max(len(headers[c]), *(len(r[c]) for r in rows)) for c in range(5)]
@@ -146,6 +147,7 @@ def render_transcript(console: "Console", info: "SessionInfo", records: list[dic
     from rich.rule import Rule
     from rich.text import Text
 
+    records = [printable_data(record) for record in records]  # user data: no control characters
     header = Text(f"session {info.id}", style="bold")
     header.append(f"  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
                   f"  compactions {info.compactions}", style="dim")

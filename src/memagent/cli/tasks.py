@@ -19,6 +19,7 @@ import typer
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
 from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
 from memagent.tasks.graph import TreeLine, tree_lines
+from memagent.ui.safe_text import printable
 
 app = typer.Typer(
     help="The project's persistent task graph (.tasks/).",
@@ -169,12 +170,13 @@ def _print_table(tasks: list[Task], title: str) -> None:
     rows = []
     for task in tasks:
         status, style = ("ready", "bold green") if task.is_ready else (task.status, STATUS_STYLE[task.status])
-        rows.append((task, f"#{task.id}", status, style, task.owner, _ids_text(task.blockedBy), _ids_text(task.blocks)))
+        owner = printable(task.owner, newlines=False)
+        rows.append((task, f"#{task.id}", status, style, owner, _ids_text(task.blockedBy), _ids_text(task.blocks)))
     headers = ("ID", "Status", "Owner", "Blocked by", "Blocks")
     caps = (8, 11, 16, 24, 24)
     widths = [min(cap, max([len(h)] + [len(str(r[i])) for r in rows])) for h, cap, i in zip(headers, caps, (1, 2, 4, 5, 6))]
     fixed = 2 + sum(w + 2 for w in widths)
-    subject_width = max(12, min(max(len(r[0].subject) for r in rows), console.width - fixed - 1))
+    subject_width = max(12, min(max(len(printable(r[0].subject, newlines=False)) for r in rows), console.width - fixed - 1))
     id_w, status_w, owner_w, by_w, blocks_w = widths
 
     def line(mark: str, ident: str, subject: str, status: str, owner: str, by: str, blocks: str) -> str:
@@ -186,7 +188,7 @@ def _print_table(tasks: list[Task], title: str) -> None:
             line(
                 paint("▶", "bold green") if task.is_ready else " ",
                 ident,
-                task.subject,
+                printable(task.subject, newlines=False),
                 paint(status.ljust(status_w), style),
                 owner,
                 paint(_fit(by, by_w), "red" if task.is_blocked else "dim"),
@@ -202,7 +204,7 @@ def _report(task: Task, as_json: bool, verb: str, released: list[Task] = ()) -> 
     if as_json:
         print_json(_summary(task))
         return
-    sys.stdout.write(f"{verb} #{task.id}: {task.subject} [{task.status}]\n")
+    sys.stdout.write(f"{verb} #{task.id}: {printable(task.subject, newlines=False)} [{task.status}]\n")
     ready = [t for t in released if t.is_ready]
     if ready:
         shown = ", ".join(f"#{t.id}" for t in ready[:10]) + (" …" if len(ready) > 10 else "")
@@ -270,10 +272,10 @@ def show(
     from rich.text import Text
 
     console = _console()
-    console.print(Text(f"#{task.id} {task.subject}", style="bold"))
+    console.print(Text(f"#{task.id} {printable(task.subject, newlines=False)}", style="bold"))
     status = Text("ready" if task.is_ready else task.status, style="bold green" if task.is_ready else STATUS_STYLE[task.status])
     console.print(Text("status:     ") + status)
-    console.print(Text(f"owner:      {task.owner or '—'}"))
+    console.print(Text(f"owner:      {printable(task.owner, newlines=False) or '—'}"))
     console.print(Text(f"blocked by: {_describe_edges(store, task.blockedBy)}"))
     console.print(Text(f"blocks:     {_describe_edges(store, task.blocks)}"))
     console.print(Text(f"created:    {task.created_at or '—'}"))
@@ -282,7 +284,7 @@ def show(
         console.print(Text(f"{key}: {value!r}", style="dim"))
     if task.description:
         console.print()
-        console.print(Text(task.description))
+        console.print(Text(printable(task.description)))
 
 
 def _describe_edges(store: TaskStore, ids: list[int]) -> str:
@@ -290,7 +292,7 @@ def _describe_edges(store: TaskStore, ids: list[int]) -> str:
     for i in ids:
         try:
             other = store.get(i)
-            parts.append(f"#{i} {other.subject} ({other.status})")
+            parts.append(f"#{i} {printable(other.subject, newlines=False)} ({other.status})")
         except TaskError:
             parts.append(f"#{i} (missing or unreadable)")
     return "; ".join(parts) if parts else "—"
@@ -370,7 +372,7 @@ def _tree_label(line: TreeLine, tasks: dict[int, Task], max_depth: int, paint: C
         return paint(f"#{line.id} (missing task)", "red")
     task = tasks[line.id]
     status, style = ("ready", "bold green") if task.is_ready else (task.status, STATUS_STYLE[task.status])
-    label = f"#{task.id} {task.subject} " + paint(f"[{status}]", style)
+    label = f"#{task.id} {printable(task.subject, newlines=False)} " + paint(f"[{status}]", style)
     if line.repeat:
         label += paint(" (shown above)", "dim")
     if line.depth > max_depth:

@@ -26,6 +26,16 @@ class ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ToolCancelled(BaseException):
+    """Raised by :attr:`ToolContext.progress` once the user cancelled the running call.
+
+    A BaseException, like KeyboardInterrupt, so a tool's ``except Exception`` does not swallow
+    it; a tool cleans up (kills what it started) and lets it propagate."""
+
+
+ProgressCallback = Callable[[str], None]
+
+
 @dataclass
 class ToolContext:
     """What every tool may know about where it runs. Services are bound by closures instead."""
@@ -35,6 +45,10 @@ class ToolContext:
     outputs_dir: Path | None = None  # where capped outputs are saved in full
     bash_timeout: float = 120.0
     output_cap_chars: int = 30_000
+    # Set by the loop for the duration of one call: a long-running tool passes output chunks as
+    # they come (an empty string is a heartbeat) and must call it regularly; it raises
+    # ToolCancelled when the call was cancelled. None when nobody listens.
+    progress: ProgressCallback | None = None
 
 
 @dataclass

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from memagent.tools.base import Tool
 from memagent.tools.fs import edit_file, glob, grep, read_file, write_file
-from memagent.tools.shell import bash
+from memagent.tools.shell import ShellConfig, bash_tool
 
 
-def builtin_tools() -> list[Tool]:
-    """bash, read_file, write_file, edit_file, glob, grep (a stable order keeps the cache warm)."""
-    return [bash, read_file, write_file, edit_file, glob, grep]
+def builtin_tools(shell: ShellConfig | None = None) -> list[Tool]:
+    """bash, read_file, write_file, edit_file, glob, grep (a stable order keeps the cache warm).
+
+    ``shell`` says how bash runs commands (the sandbox, the saved-output cap); by default
+    sandboxed when bubblewrap can start."""
+    return [bash_tool(shell), read_file, write_file, edit_file, glob, grep]

@@ -480,17 +480,40 @@ def _filter_accepts(file_filter: "re.Pattern[str] | None", glob_pattern: str | N
     return bool(file_filter.match(subject))
 
 
-def _grep_text(path: Path) -> str | None:
-    """The file's text, or None when it is binary, too large or unreadable."""
+SKIP_LARGE, SKIP_BINARY, SKIP_UNREADABLE = "large", "binary", "unreadable"
+SKIPPED_NAMES_SHOWN = 5
+
+
+def _grep_text(path: Path) -> tuple[str | None, str]:
+    """The file's text and "", or None and why it was skipped (large, binary, unreadable)."""
     try:
         if path.stat().st_size > GREP_MAX_FILE_BYTES:
-            return None
+            return None, SKIP_LARGE
         data = path.read_bytes()
     except OSError:
-        return None
+        return None, SKIP_UNREADABLE
     if b"\x00" in data[:SNIFF_BYTES]:
-        return None
-    return data.decode("utf-8", errors="replace")
+        return None, SKIP_BINARY
+    return data.decode("utf-8", errors="replace"), ""
+
+
+def describe_skipped(skipped: dict[str, list[str]]) -> str:
+    """``Not searched: 2 files larger than 20.0 MB (a.log, b.log), 1 binary file (x.bin).``"""
+    labels = {
+        SKIP_LARGE: f"larger than {human_size(GREP_MAX_FILE_BYTES)}",
+        SKIP_BINARY: "binary",
+        SKIP_UNREADABLE: "unreadable",
+    }
+    parts = []
+    for reason in (SKIP_LARGE, SKIP_UNREADABLE, SKIP_BINARY):
+        names = skipped.get(reason) or []
+        if not names:
+            continue
+        shown = ", ".join(names[:SKIPPED_NAMES_SHOWN]) + (", …" if len(names) > SKIPPED_NAMES_SHOWN else "")
+        noun = "file" if len(names) == 1 else "files"
+        parts.append(f"{len(names)} {noun} {labels[reason]} ({shown})" if reason == SKIP_LARGE
+                     else f"{len(names)} {labels[reason]} {noun} ({shown})")
+    return "Not searched: " + ", ".join(parts) + "." if parts else ""
 
 
 @tool("grep", GrepInput, key_argument="pattern")
@@ -498,8 +521,9 @@ def grep(inp: GrepInput, ctx: ToolContext) -> str:
     """Search file contents with a Python regular expression; prints `file:line: text`.
 
     Searches the whole project (or `path`, a file or directory), optionally only files matching
-    `glob`. Binary files and ignored directories (.git, node_modules, .venv, .memory, ...) are
-    skipped. At most 200 matches are shown. Use `(?i)` for case-insensitive search.
+    `glob`. Ignored directories (.git, node_modules, .venv, .memory, ...) are skipped; binary
+    files and files over 20 MB are not searched and are named in the result. At most 200
+    matches are shown. Use `(?i)` for case-insensitive search.
     """
     try:
         regex = re.compile(inp.pattern)
@@ -520,7 +544,7 @@ def grep(inp: GrepInput, ctx: ToolContext) -> str:
     file_filter = compile_glob(glob_pattern) if glob_pattern else None
     files: Iterable[tuple[Path, str]]
     if target.is_file():
-        if _grep_text(target) is None:
+        if _grep_text(target)[0] is None:
             limit = human_size(GREP_MAX_FILE_BYTES)
             raise ToolError(f"{shown_target} is binary, unreadable or larger than {limit}; not searched.")
         files = [(target, shown_target)]
@@ -532,11 +556,15 @@ def grep(inp: GrepInput, ctx: ToolContext) -> str:
         )
 
     results: list[str] = []
+    skipped: dict[str, list[str]] = {}
     used = 0
     more = False
     for path, rel in files:
-        text = _grep_text(path)
-        if text is None or not regex.search(text):
+        text, reason = _grep_text(path)
+        if text is None:
+            skipped.setdefault(reason, []).append(rel)
+            continue
+        if not regex.search(text):
             continue
         for number, line in enumerate(text.splitlines(), 1):
             if not regex.search(line):
@@ -552,13 +580,17 @@ def grep(inp: GrepInput, ctx: ToolContext) -> str:
         if more:
             break
 
+    not_searched = describe_skipped(skipped)
     if not results:
         where = "the project" if shown_target == "." else shown_target
         extra = f" (files matching {inp.glob!r})" if inp.glob else ""
-        return f"No matches for {inp.pattern!r} in {where}{extra}."
+        searched = "No matches" if not not_searched else "No matches in the files searched"
+        return f"{searched} for {inp.pattern!r} in {where}{extra}." + (f" {not_searched}" if not_searched else "")
     body = "\n".join(results)
     if more:
         body += f"\n[Stopped after {len(results)} matches; there are more. Narrow the search with path= or glob=.]"
+    elif not_searched:
+        body += f"\n[{not_searched}]"
     return body
 
 

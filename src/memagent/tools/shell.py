@@ -9,11 +9,19 @@
 * A non-zero exit code is reported in the result but is not a tool error: the tool worked, the
   command failed, and the model reads the code. Timeouts and refusals are errors.
 * A small blocklist refuses catastrophic commands before they run (see :func:`dangerous_reason`).
-  It is a seat belt against accidents, not a sandbox; normal commands still need approval.
+  It is a seat belt against accidents, the first line only; normal commands still need approval.
+* The command runs inside the bubblewrap sandbox of :mod:`memagent.tools.sandbox` when it can
+  start (project writable, rest read-only, secrets hidden, no network), and never with the
+  agent's credentials in its environment.
+* While it runs, new output is passed to ``ctx.progress`` (the REPL shows the last lines live);
+  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group.
+* The saved full output is itself capped (``saved_output_max_bytes``): head and tail are kept
+  and the total size is noted in the middle.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import secrets
@@ -24,15 +32,20 @@ import subprocess
 import tempfile
 import time
 from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Mapping
 
 from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from memagent.tools.base import ToolContext, ToolError, ToolInput, ToolOutcome, tool
+from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
+from memagent.tools.sandbox import Sandbox, SandboxConfig, scrubbed_environment
+
+if TYPE_CHECKING:
+    from memagent.config import Settings
 
 MAX_TIMEOUT_SECONDS = 600.0
 # Above this much output only the head and tail bytes are decoded.
@@ -190,6 +203,8 @@ def _segment_reason(argv: list[str], depth: int) -> str | None:
         return f"recursive {name} on the root, home or a system directory is not allowed"
     if name == "find" and args and is_critical_path(args[0]) and _find_deletes(args):
         return "deleting from the root, home or a system directory with find is not allowed"
+    if name == "kill" and _kills_everything(args):
+        return "signalling every process (kill -1) is not allowed"
     if name in SHELLS and depth < _MAX_NESTING:
         script = _inline_script(args)
         if script is not None:
@@ -197,6 +212,18 @@ def _segment_reason(argv: list[str], depth: int) -> str | None:
     if name == "eval" and args and depth < _MAX_NESTING:
         return dangerous_reason(" ".join(args), _depth=depth + 1)
     return None
+
+
+def _kills_everything(args: list[str]) -> bool:
+    """``kill -9 -1`` / ``kill -s KILL -1`` / ``kill -- -1``: pid -1 is every process we may signal."""
+    rest = list(args)
+    if rest and rest[0] in ("-s", "-n") and len(rest) > 1:
+        rest = rest[2:]
+    elif len(rest) > 1 and rest[0].startswith("-") and rest[0] != "--":
+        rest = rest[1:]  # the signal (-9, -KILL, -SIGTERM, and -1 for SIGHUP)
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    return "-1" in rest
 
 
 def _find_deletes(args: list[str]) -> bool:
@@ -234,6 +261,11 @@ def dangerous_reason(command: str, *, _depth: int = 0) -> str | None:
 
 # --- running -------------------------------------------------------------------------------
 
+POLL_SECONDS = 0.1
+# While streaming, at most this much new output is decoded per poll (the REPL shows a tail).
+PROGRESS_CHUNK_BYTES = 16 * 1024
+DEFAULT_SAVED_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
+
 
 class BashInput(ToolInput):
     command: str = Field(description="The shell command to run (bash -c) in the project root.")
@@ -251,9 +283,24 @@ class BashInput(ToolInput):
         return value
 
 
-def _child_env() -> dict[str, str]:
-    """The user's environment, minus anything that would wait for a human."""
-    env = dict(os.environ)
+@dataclass
+class ShellConfig:
+    """How the bash tool runs commands: the sandbox (probed once) and the saved-output cap."""
+
+    sandbox: Sandbox = field(default_factory=Sandbox)
+    saved_output_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
+
+    @classmethod
+    def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "ShellConfig":
+        return cls(
+            sandbox=Sandbox(SandboxConfig.from_settings(settings, memagent_home)),
+            saved_output_max_bytes=settings.saved_output_max_bytes,
+        )
+
+
+def child_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` minus secrets and anything that would wait for a human."""
+    env = scrubbed_environment(base)
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     return env
 
@@ -264,28 +311,63 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def run_command(command: str, cwd: Path, timeout: float, sink: IO[bytes]) -> int | None:
-    """Run ``command``; the exit code, or None when it timed out (its group is then killed).
+def run_command(
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    sink: IO[bytes],
+    *,
+    env: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> int | None:
+    """Run ``argv``; the exit code, or None when it timed out (its group is then killed).
 
-    On KeyboardInterrupt the whole process group is killed and the interrupt re-raised.
+    With ``progress``, new output is passed to it while the command runs. On any exception
+    (KeyboardInterrupt, ToolCancelled, SystemExit from a signal) the whole process group is
+    killed and the exception re-raised.
     """
     proc = subprocess.Popen(
-        ["bash", "-c", command],
+        argv,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=sink,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env=_child_env(),
+        env=dict(env) if env is not None else child_environment(os.environ),
     )
     try:
-        return proc.wait(timeout=timeout)
+        if progress is None:
+            return proc.wait(timeout=timeout)
+        return _wait_streaming(proc, sink, timeout, progress)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return None
     except BaseException:
         _kill_group(proc)
         raise
+
+
+def _wait_streaming(proc: subprocess.Popen[bytes], sink: IO[bytes], timeout: float, progress: ProgressCallback) -> int:
+    """Wait for ``proc``, passing the output written to ``sink`` so far to ``progress``."""
+    deadline = time.monotonic() + timeout
+    offset = 0
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while True:
+        try:
+            code: int | None = proc.wait(timeout=min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            code = None
+        size = os.fstat(sink.fileno()).st_size
+        if size - offset > PROGRESS_CHUNK_BYTES:  # skip ahead: only the newest lines are shown
+            offset = size - PROGRESS_CHUNK_BYTES
+            decoder.reset()
+        data = os.pread(sink.fileno(), size - offset, offset) if size > offset else b""
+        offset += len(data)
+        progress(decoder.decode(data, final=code is not None))
+        if code is not None:
+            return code
+        if time.monotonic() >= deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
 
 
 def split_head_tail(text: str, cap: int) -> tuple[str, str, int]:
@@ -303,25 +385,46 @@ def split_head_tail(text: str, cap: int) -> tuple[str, str, int]:
     return head, tail, len(text) - len(head) - len(tail)
 
 
-def _save_full_output(sink: IO[bytes], ctx: ToolContext) -> str:
-    """Copy the whole output into the outputs directory (atomically); its display path."""
+def _copy_capped(sink: IO[bytes], out: IO[bytes], max_bytes: int) -> int:
+    """Copy ``sink`` into ``out``, keeping only its head and tail past ``max_bytes``; its size."""
+    size = sink.seek(0, os.SEEK_END)
+    sink.seek(0)
+    if size <= max_bytes:
+        shutil.copyfileobj(sink, out)
+        return size
+    head_bytes = int(max_bytes * HEAD_SHARE)
+    tail_bytes = max_bytes - head_bytes
+    out.write(sink.read(head_bytes))
+    omitted = size - head_bytes - tail_bytes
+    out.write(f"\n[… {omitted} bytes omitted here; the command wrote {size} bytes in all …]\n".encode())
+    sink.seek(size - tail_bytes)
+    shutil.copyfileobj(sink, out)
+    return size
+
+
+def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
+    """Save the output (capped at ``max_bytes``) in the outputs directory, atomically.
+
+    Returns how the result should name it: its display path, and the cap when it applied."""
     directory = outputs_dir(ctx)
     directory.mkdir(parents=True, exist_ok=True)
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
-            sink.seek(0)
-            shutil.copyfileobj(sink, out)
+            size = _copy_capped(sink, out, max(max_bytes, 1024))
         os.replace(tmp_name, directory / name)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    return display_path(ctx, directory / name)
+    shown = display_path(ctx, directory / name)
+    if size > max(max_bytes, 1024):
+        return f"full output ({size} bytes) saved to {shown}, its middle cut to keep {max_bytes} bytes"
+    return f"full output saved to {shown}"
 
 
-def render_output(sink: IO[bytes], ctx: ToolContext) -> str:
+def render_output(sink: IO[bytes], ctx: ToolContext, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES) -> str:
     """The command's output for the model: whole when short, else head + marker + tail."""
     cap = max(ctx.output_cap_chars, 100)
     size = sink.seek(0, os.SEEK_END)
@@ -339,7 +442,7 @@ def render_output(sink: IO[bytes], ctx: ToolContext) -> str:
         _, tail, _ = split_head_tail(tail_bytes.decode("utf-8", errors="replace"), cap)
         omitted = size - len(head.encode()) - len(tail.encode())
     try:
-        where = f"full output saved to {_save_full_output(sink, ctx)}"
+        where = _save_full_output(sink, ctx, saved_max_bytes)
     except OSError as exc:
         where = f"full output could not be saved: {exc}"
     if head and not head.endswith("\n"):
@@ -360,37 +463,58 @@ def _not_dangerous(inp: BashInput) -> bool:
     return dangerous_reason(inp.command) is None
 
 
-@tool("bash", BashInput, needs_approval=_not_dangerous, key_argument="command")
-def bash(inp: BashInput, ctx: ToolContext) -> str | ToolOutcome:
-    """Run a shell command with bash in the project root and return its combined stdout/stderr.
+BASH_DESCRIPTION = """\
+Run a shell command with bash in the project root and return its combined stdout/stderr.
 
-    Each call starts a fresh shell in the project root (`cd` does not carry over; chain with
-    `&&`). Non-interactive (stdin is empty): never start editors, pagers or prompts. The result ends
-    with the exit code. Long output keeps the head and tail; the full text is saved to a file
-    you can open with read_file. Default timeout 120 s (`timeout` up to 600). Prefer read_file,
-    glob, grep, edit_file and write_file over cat, find, grep, sed and echo redirection.
-    Catastrophic commands (sudo, rm -rf /, mkfs, …) are refused.
-    """
-    command = inp.command
-    if not command.strip():
-        raise ToolError("command is empty.")
-    reason = dangerous_reason(command)
-    if reason:
-        raise ToolError(f"Refused: {reason}. The command was not run; if it is really needed, ask the user to run it.")
-    timeout = inp.timeout or ctx.bash_timeout
-    root = project_root(ctx)
-    with tempfile.TemporaryFile() as sink:
-        code = run_command(command, root, timeout, sink)
-        output = render_output(sink, ctx)
-    if code is None:
-        body = output.rstrip("\n") or "(no output)"
-        return ToolOutcome(
-            f"Command timed out after {timeout:g} s; it and its child processes were killed.\n"
-            f"Partial output:\n{body}",
-            is_error=True,
-        )
-    if not output:
-        output = "(no output)\n"
-    elif not output.endswith("\n"):
-        output += "\n"
-    return output + _describe_exit(code)
+Each call starts a fresh shell in the project root (`cd` does not carry over; chain with
+`&&`). Non-interactive (stdin is empty): never start editors, pagers or prompts. The result ends
+with the exit code. Long output keeps the head and tail; the full text is saved to a file
+you can open with read_file. Default timeout 120 s (`timeout` up to 600). Prefer read_file,
+glob, grep, edit_file and write_file over cat, find, grep, sed and echo redirection.
+Commands usually run in a sandbox: only the project folder is writable, /tmp is private,
+secrets in the home folder are hidden and there is no network. Catastrophic commands
+(sudo, rm -rf /, mkfs, …) are refused."""
+
+
+def bash_tool(config: ShellConfig | None = None) -> Tool:
+    """The ``bash`` tool, running commands as ``config`` says (default: sandboxed when possible)."""
+    shell = config or ShellConfig()
+
+    def bash(inp: BashInput, ctx: ToolContext) -> str | ToolOutcome:
+        command = inp.command
+        if not command.strip():
+            raise ToolError("command is empty.")
+        reason = dangerous_reason(command)
+        if reason:
+            raise ToolError(
+                f"Refused: {reason}. The command was not run; if it is really needed, ask the user to run it."
+            )
+        timeout = inp.timeout or ctx.bash_timeout
+        root = project_root(ctx)
+        argv, notice = shell.sandbox.command(command, root)
+        env = child_environment(shell.sandbox.environment(os.environ, root))
+        with tempfile.TemporaryFile() as sink:
+            code = run_command(argv, root, timeout, sink, env=env, progress=ctx.progress)
+            output = render_output(sink, ctx, shell.saved_output_max_bytes)
+        prefix = notice + "\n" if notice else ""
+        if code is None:
+            body = output.rstrip("\n") or "(no output)"
+            return ToolOutcome(
+                f"{prefix}Command timed out after {timeout:g} s; it and its child processes were killed.\n"
+                f"Partial output:\n{body}",
+                is_error=True,
+            )
+        if not output:
+            output = "(no output)\n"
+        elif not output.endswith("\n"):
+            output += "\n"
+        return prefix + output + _describe_exit(code)
+
+    return Tool(
+        name="bash",
+        description=BASH_DESCRIPTION,
+        input_model=BashInput,
+        handler=bash,
+        needs_approval=_not_dangerous,
+        key_argument="command",
+    )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from memagent.agent.loop import Approval
+from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,7 +118,7 @@ class TerminalApprover:
 
         self.before_prompt()
         for index, line in enumerate(describe_call(tool.name, tool_input, summary)):
-            self.console.print(Text(line, style="bold yellow" if index == 0 else ""))
+            self.console.print(Text(printable(line), style="bold yellow" if index == 0 else ""))
         decision = self.ask(QUESTION.format(name=tool.name))
         self.decisions.append((tool.name, decision))
         label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: f"allowed {tool.name} for this session",

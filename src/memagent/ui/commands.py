@@ -207,6 +207,47 @@ def cmd_compact(session: "Session", arg: str) -> Reply:
     return Reply("\n".join(notes) or "Compacted.")
 
 
+EXPAND_USAGE = "usage: /expand [N] (1 = the newest tool result, 2 = the one before, …)"
+
+
+def tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """Every tool result of the conversation, oldest first: (call label, full text, is_error)."""
+    from memagent.llm.types import tool_result_text
+
+    calls: dict[str, str] = {}
+    found: list[tuple[str, str, bool]] = []
+    for message in messages:
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                key = next(iter((block.get("input") or {}).values()), "")
+                label = f"{block.get('name')}({' '.join(str(key).split())[:80]})" if key else str(block.get("name"))
+                calls[str(block.get("id"))] = label
+            elif block.get("type") == "tool_result":
+                label = calls.get(str(block.get("tool_use_id")), "tool")
+                found.append((label, tool_result_text(block.get("content")), bool(block.get("is_error"))))
+    return found
+
+
+def cmd_expand(session: "Session", arg: str) -> Reply:
+    """Show a tool result in full (the REPL shows only its first line)."""
+    try:
+        back = int(arg or "1")
+    except ValueError:
+        return Reply(EXPAND_USAGE, "red")
+    if back < 1:
+        return Reply(EXPAND_USAGE, "red")
+    results = tool_results(session.agent.conversation.messages)
+    if not results:
+        return Reply("No tool results in this session yet.")
+    if back > len(results):
+        return Reply(f"This session has {len(results)} tool result{'s' if len(results) != 1 else ''}; {EXPAND_USAGE}", "red")
+    label, content, is_error = results[-back]
+    status = " (error)" if is_error else ""
+    return Reply(f"── {label}{status}, result {len(results) - back + 1} of {len(results)} ──\n{content.rstrip()}")
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "/help", "show this help", cmd_help, needs_session=False),
     Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
@@ -215,6 +256,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
     Command("context", "/context", "how full the context window is", cmd_context),
+    Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
 )

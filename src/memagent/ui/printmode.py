@@ -6,6 +6,7 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from memagent.events import AgentEvent
 from memagent.ui.render import PrintRenderer
+from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from memagent.agent.loop import Agent
@@ -56,6 +57,8 @@ def run_print(session, prompt: str, out: IO[str], err: IO[str], *, color: bool =
         err.write(f"memagent: {' '.join(str(outcome.error).split())}\n")
         return EXIT_FAILURE
     answer = outcome.final_text.strip()
+    if answer and out.isatty():  # a terminal must not receive raw control sequences; a pipe gets the text as is
+        answer = printable(answer)
     if answer:
         out.write(answer + "\n")
         out.flush()

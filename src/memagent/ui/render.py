@@ -2,11 +2,16 @@
 
 Both consume the same :mod:`memagent.events`. Print mode writes only the final answer to
 stdout and one compact line per tool call to stderr; the REPL shows a spinner until the first
-token, streams the answer as Markdown, and shows each tool call as a header plus a preview.
+token, streams the answer as Markdown, and shows each tool call as a header plus a preview;
+while a tool runs, its newest output lines and the elapsed time are shown live. Every piece of
+text that comes from the model, a tool or a file passes through :func:`printable` first, so no
+control sequence reaches the terminal.
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -16,15 +21,20 @@ from memagent.events import (
     Notice,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
     TurnEnded,
     WaitingForModel,
 )
+from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
     from rich.live import Live
 
 PREVIEW_CHARS = 100
+LIVE_OUTPUT_LINES = 5  # newest lines of a running tool's output shown in the REPL
+LIVE_OUTPUT_KEEP_CHARS = 8_192
+EXPAND_HINT = "/expand"
 RED = "\x1b[31m"
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -34,25 +44,38 @@ RESET = "\x1b[0m"
 
 
 def one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
-    """Collapse whitespace runs and cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
+    """Collapse whitespace runs, escape control characters, cut to ``limit`` with an ellipsis."""
+    flat = printable(" ".join(text.split()), newlines=False)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def result_preview(content: str, limit: int = PREVIEW_CHARS) -> str:
+def result_preview(content: str, limit: int = PREVIEW_CHARS, more_hint: str = "") -> str:
     """The first non-blank line of a tool result, cut short, plus how many lines were left out."""
     lines = [line for line in content.splitlines() if line.strip()]
     if not lines:
         return "(no output)"
     preview = one_line(lines[0], limit)
     if len(lines) > 1:
-        preview += f" (+{len(lines) - 1} lines)"
+        preview += f" (+{len(lines) - 1} lines{more_hint})"
     return preview
 
 
 def call_label(name: str, summary: str) -> str:
     """``bash(pytest -q)`` — the tool name and its key argument, as shown to the user."""
-    return f"{name}({summary})" if summary else name
+    return printable(f"{name}({summary})" if summary else name, newlines=False)
+
+
+def output_tail(text: str, lines: int = LIVE_OUTPUT_LINES) -> list[str]:
+    """The last ``lines`` non-blank lines of a running command's output, as the screen shows it.
+
+    A carriage return overwrites its line (progress bars), so only what follows the last one
+    is kept; control characters are escaped."""
+    shown = []
+    for line in text.split("\n")[-lines * 4 :]:  # not splitlines(): a lone \r is no line break here
+        line = line.rsplit("\r", 1)[-1]
+        if line.strip():
+            shown.append(printable(line.expandtabs(4), newlines=False))
+    return shown[-lines:]
 
 
 # ------------------------------------------------------------------------------- print mode
@@ -101,6 +124,7 @@ class PrintRenderer:
         self._write(f"• {label} {marker} {result_preview(event.content)}", error=event.is_error)
 
     def _write(self, line: str, error: bool = False) -> None:
+        line = printable(line)
         if self.color and error:
             line = f"{RED}{line}{RESET}"
         self.err.write(line + "\n")
@@ -131,6 +155,43 @@ class TailView:
             yield Segment.line()
 
 
+class ToolActivity:
+    """A running tool: a spinner, its label, the elapsed time and its newest output lines.
+
+    Output arrives in pieces (:class:`ToolProgress`); only the last few KiB are kept. The
+    elapsed time is computed when drawn, so the live display's refresh keeps it moving."""
+
+    def __init__(self, label: str, started: float | None = None):
+        from rich.spinner import Spinner
+
+        self.label = label
+        self.started = time.monotonic() if started is None else started
+        self.spinner = Spinner("dots", style="cyan")
+        self._pieces: deque[str] = deque()
+        self._size = 0
+
+    def append(self, text: str) -> None:
+        self._pieces.append(text)
+        self._size += len(text)
+        while self._size > LIVE_OUTPUT_KEEP_CHARS and len(self._pieces) > 1:
+            self._size -= len(self._pieces.popleft())
+
+    @property
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        from rich.table import Table
+        from rich.text import Text
+
+        elapsed = time.monotonic() - self.started
+        head = Table.grid(padding=(0, 1))
+        head.add_row(self.spinner, Text(f"Running {self.label}… {elapsed:.0f}s", style="cyan"))
+        yield head
+        for line in output_tail(self.text):
+            yield Text(f"  {line}", style="dim", no_wrap=True, overflow="ellipsis")
+
+
 class StreamingMarkdown:
     """Text that grows as deltas arrive, parsed as Markdown only when it is drawn.
 
@@ -152,7 +213,7 @@ class StreamingMarkdown:
     def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
         from rich.markdown import Markdown
 
-        yield TailView(Markdown(self.text))
+        yield TailView(Markdown(printable(self.text)))
 
 
 @dataclass
@@ -166,6 +227,7 @@ class ReplRenderer:
     _live_kind: str = ""  # "spinner" | "stream"
     _spinner_text: str = ""
     _paused_spinner: str = ""
+    _activity: ToolActivity | None = None
     outcome: TurnOutcome = field(default_factory=TurnOutcome)
 
     # -------------------------------------------------------------- event dispatch
@@ -179,9 +241,12 @@ class ReplRenderer:
         elif isinstance(event, ToolCallStarted):
             self._flush_text()
             self._tool_header(event)
-            self._spinner(f"Running {event.name}…")
+            self._tool_activity(event.name)
+        elif isinstance(event, ToolProgress):
+            self._tool_output(event)
         elif isinstance(event, ToolCallFinished):
             self._stop_live()
+            self._activity = None
             self._tool_result(event)
         elif isinstance(event, Notice):
             self._flush_text()
@@ -207,7 +272,12 @@ class ReplRenderer:
         """Bring back the spinner that :meth:`pause` stopped (after an approval prompt)."""
         message, self._paused_spinner = self._paused_spinner, ""
         if message and self._live is None:
-            self._spinner(message)
+            if self._activity is not None:  # the tool starts after the approval prompt: time it from now
+                self._activity.started = time.monotonic()
+                self._start_live(self._activity, "spinner")
+                self._spinner_text = message
+            else:
+                self._spinner(message)
 
     def finish(self) -> None:
         """End of a turn, however it ended: leave the terminal in a clean state."""
@@ -226,6 +296,19 @@ class ReplRenderer:
         self._stop_live()
         self._spinner_text = message
         self._start_live(Spinner("dots", text=message, style="cyan"), "spinner")
+
+    def _tool_activity(self, name: str) -> None:
+        self._stop_live()
+        self._activity = ToolActivity(name)
+        self._start_live(self._activity, "spinner")
+        self._spinner_text = f"Running {name}…"
+
+    def _tool_output(self, event: ToolProgress) -> None:
+        if self._activity is None:  # e.g. after an approval prompt paused the display
+            self._activity = ToolActivity(event.name, time.monotonic() - event.elapsed)
+        self._activity.append(event.text)
+        if self._live is None:
+            self._start_live(self._activity, "spinner")
 
     def _stream(self, piece: str) -> None:
         self._answer.append(piece)
@@ -258,15 +341,15 @@ class ReplRenderer:
         text = self._answer.text.strip()
         self._answer = StreamingMarkdown()
         if text:
-            self.console.print(Markdown(text))
+            self.console.print(Markdown(printable(text)))
 
     def _tool_header(self, event: ToolCallStarted) -> None:
         from rich.text import Text
 
         line = Text("● ", style="cyan")
-        line.append(event.name, style="bold")
+        line.append(printable(event.name, newlines=False), style="bold")
         if event.summary:
-            line.append(f"({event.summary})")
+            line.append(f"({printable(event.summary, newlines=False)})")
         self.console.print(line)
 
     def _tool_result(self, event: ToolCallFinished) -> None:
@@ -274,13 +357,14 @@ class ReplRenderer:
 
         style = "red" if event.is_error else "dim"
         width = max(20, min(PREVIEW_CHARS, self.console.width - 6))
-        line = Text(f"  ⎿ {result_preview(event.content, width)}", style=style, no_wrap=True, overflow="ellipsis")
+        preview = result_preview(event.content, width, more_hint=f", {EXPAND_HINT}")
+        line = Text(f"  ⎿ {preview}", style=style, no_wrap=True, overflow="ellipsis")
         self.console.print(line)
 
     def _print_line(self, text: str, style: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text(text, style=style))
+        self.console.print(Text(printable(text), style=style))
 
 
 __all__ = [
@@ -288,8 +372,10 @@ __all__ = [
     "ReplRenderer",
     "StreamingMarkdown",
     "TailView",
+    "ToolActivity",
     "TurnOutcome",
     "call_label",
     "one_line",
+    "output_tail",
     "result_preview",
 ]

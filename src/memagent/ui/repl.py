@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from memagent import __version__
 from memagent.ui.commands import Reply, is_command, run_command
 from memagent.ui.printmode import consume_turn
+from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -246,8 +247,8 @@ class Repl:
         """Run a slash command; True when the REPL should quit."""
         assert self.console is not None
         reply: Reply = run_command(text, self._session, busy=self.console.status)
-        if reply.text:
-            self.console.print(reply.text, style=reply.style or None, markup=False, highlight=False)
+        if reply.text:  # replies quote tasks, memories and tool output: escape control characters
+            self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
         return reply.exit
 
     def _turn(self, text: str, renderer) -> None:

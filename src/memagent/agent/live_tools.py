@@ -1,0 +1,90 @@
+"""Running one tool call so that the loop can report its output while it runs.
+
+The handler runs in a worker thread; the loop's generator waits on a queue and yields a
+:class:`ToolProgress` for the output the tool passes to ``ctx.progress``. Cancelling (Ctrl-C,
+closing the turn, a termination signal) makes that callback raise ``ToolCancelled`` in the
+worker, so a tool like ``bash`` kills its process group and returns.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import replace
+from typing import Any, Iterator
+
+from memagent.context.history import INTERRUPTED_TOOL
+from memagent.events import AgentEvent, ToolProgress
+from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolOutcome, ToolRegistry
+
+CANCEL_WAIT_SECONDS = 3.0  # how long a cancelled tool gets to stop before it is left behind
+_TOOL_DONE = object()
+
+
+def run_with_progress(
+    tools: ToolRegistry, tool: Tool, value: Any, context: ToolContext, call_id: str
+) -> Iterator[AgentEvent]:
+    """Run one tool call in a worker thread, yielding :class:`ToolProgress` while it runs.
+
+    The tool gets a copy of ``context`` whose ``progress`` callback feeds the events. Returns
+    the outcome (via StopIteration). When this generator is interrupted (KeyboardInterrupt,
+    closed, a termination signal), the callback starts raising ``ToolCancelled`` so the tool
+    stops and kills what it started (bash kills its process group), we wait for it a few
+    seconds, and the interruption propagates; a tool that never calls back is left to finish
+    on its own and its result is dropped. A KeyboardInterrupt raised by the tool itself is
+    re-raised here, as if it had run in this thread.
+    """
+    updates: queue.SimpleQueue[object] = queue.SimpleQueue()
+    cancelled = threading.Event()
+    finished: dict[str, Any] = {}
+
+    def progress(text: str) -> None:
+        if cancelled.is_set():
+            raise ToolCancelled()
+        if text:
+            updates.put(text)
+
+    def work() -> None:
+        try:
+            finished["outcome"] = tools.execute(tool, value, replace(context, progress=progress))
+        except ToolCancelled:
+            pass
+        except BaseException as exc:  # KeyboardInterrupt/SystemExit: re-raised in the loop's thread
+            finished["raised"] = exc
+        finally:
+            updates.put(_TOOL_DONE)
+
+    started = time.monotonic()
+    worker = threading.Thread(target=work, name=f"memagent-tool-{tool.name}", daemon=True)
+    worker.start()
+    try:
+        done = False
+        while not done:
+            try:
+                item = updates.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            pieces: list[str] = []
+            while True:  # everything queued so far goes into one event
+                if item is _TOOL_DONE:
+                    done = True
+                    break
+                pieces.append(str(item))
+                try:
+                    item = updates.get_nowait()
+                except queue.Empty:
+                    break
+            if pieces:
+                yield ToolProgress(call_id, tool.name, "".join(pieces), time.monotonic() - started)
+    except BaseException:
+        cancelled.set()
+        worker.join(CANCEL_WAIT_SECONDS)
+        raise
+    worker.join()
+    if "raised" in finished:
+        raise finished["raised"]
+    return finished.get("outcome") or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
+
+
+__all__ = ["CANCEL_WAIT_SECONDS", "run_with_progress"]

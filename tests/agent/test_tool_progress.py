@@ -1,0 +1,79 @@
+"""Live tool output: the loop yields ToolProgress while the real bash tool runs, and a cancel
+while it runs kills the command's processes and leaves a history the API accepts."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from memagent.agent.loop import Agent
+from memagent.context.conversation import Conversation
+from memagent.events import ToolCallFinished, ToolProgress, TurnEnded
+from memagent.llm.invariants import request_problems
+from memagent.llm.scripted import ScriptedModel, reply, tool_call
+from memagent.llm.types import text_block
+from memagent.tools.base import ToolContext, ToolRegistry
+from memagent.tools.builtin import builtin_tools
+from memagent.ui.printmode import consume_turn
+
+
+def make_agent(root: Path, model: ScriptedModel) -> Agent:
+    return Agent(
+        model=model,
+        tools=ToolRegistry.of(builtin_tools()),
+        tool_context=ToolContext(root=root, bash_timeout=30),
+        system=[text_block("system prompt")],
+        conversation=Conversation(session_id="s1"),
+        auto_approve=True,
+    )
+
+
+def pids_running(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_bash_output_arrives_as_progress_before_the_command_ends(tmp_path: Path) -> None:
+    command = "for i in 1 2 3; do echo line-$i; sleep 0.3; done"
+    model = ScriptedModel([reply(tool_call("bash", {"command": command}, id="b")), reply("done")])
+    agent = make_agent(tmp_path, model)
+    seen: list[tuple[float, object]] = []
+    for event in agent.run_turn("run it"):
+        seen.append((time.monotonic(), event))
+    progress = [(t, e) for t, e in seen if isinstance(e, ToolProgress)]
+    finished_at = next(t for t, e in seen if isinstance(e, ToolCallFinished))
+    assert "".join(e.text for _, e in progress) == "line-1\nline-2\nline-3\n"
+    first_line_at = next(t for t, e in progress if "line-1" in e.text)
+    assert finished_at - first_line_at > 0.4  # line 1 was shown while the command still ran
+    assert all(e.id == "b" and e.name == "bash" and e.elapsed >= 0 for _, e in progress)
+    assert isinstance(seen[-1][1], TurnEnded) and seen[-1][1].final_text == "done"
+
+
+def test_cancel_while_bash_streams_kills_it_and_keeps_history_valid(tmp_path: Path) -> None:
+    command = "sleep 60.0303 & echo started; while true; do echo tick; sleep 0.1; done"
+    model = ScriptedModel([reply(tool_call("bash", {"command": command}, id="b")), reply("after")])
+    agent = make_agent(tmp_path, model)
+
+    def handle(event: object) -> None:  # the user presses Ctrl-C once output is on screen
+        if isinstance(event, ToolProgress) and "started" in event.text:
+            raise KeyboardInterrupt
+
+    started = time.monotonic()
+    assert consume_turn(agent, agent.run_turn("run forever"), handle) is True
+    assert time.monotonic() - started < 10
+    deadline = time.monotonic() + 5
+    while pids_running("sleep 60.0303") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_running("sleep 60.0303") == []
+    results = agent.conversation.messages[-1]["content"]
+    assert results[0]["tool_use_id"] == "b" and results[0]["is_error"]
+    list(agent.run_turn("go on"))
+    assert all(request_problems(r.messages) == [] for r in model.requests)
+    assert model.requests[-1].messages[-1]["content"][-1]["text"] == "go on"
