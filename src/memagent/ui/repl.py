@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from memagent import __version__
 from memagent.ui.commands import Reply, is_command, run_command
 from memagent.ui.printmode import consume_turn
+from memagent.ui.status import StatusLine
+from memagent.ui.words import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,6 +29,24 @@ if TYPE_CHECKING:
 PROMPT = "❯ "
 EXIT_OK = 0
 EXIT_FAILURE = 1
+PASTE_LINES = 8  # a message longer than this is echoed as "[pasted N lines]"
+PASTE_CHARS = 1500
+EXIT_HINT = "(Ctrl-C again to exit, or Ctrl-D)"
+
+
+class EmptyPromptInterrupt(KeyboardInterrupt):
+    """Ctrl-C on an empty prompt (a second one in a row quits)."""
+
+
+def echo_text(text: str) -> str:
+    """How a sent message is echoed: in full, or collapsed when it is a large paste."""
+    lines = text.splitlines() or [""]
+    if len(lines) <= PASTE_LINES and len(text) <= PASTE_CHARS:
+        return PROMPT + "\n  ".join(lines)
+    first = lines[0].strip()
+    head = first if len(first) <= 60 else first[:59] + "…"
+    label = f"[pasted {plural(len(lines), 'line')}]" if len(lines) > 1 else f"[pasted {plural(len(text), 'character')}]"
+    return PROMPT + (f"{head} {label}" if head else label)
 
 
 class SessionLoader:
@@ -104,7 +124,8 @@ def session_status(session: "Session") -> str:
 
 
 def make_key_bindings():
-    """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline.
+    """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline; Ctrl-C on an empty
+    prompt raises :class:`EmptyPromptInterrupt` (a second one quits), otherwise clears the line.
 
     Ctrl-J is left as a second Enter: a line typed ahead while a turn runs reaches the prompt
     with the terminal's CR→LF translation, so LF must submit, not insert a newline.
@@ -117,11 +138,19 @@ def make_key_bindings():
     def _newline(event) -> None:
         event.current_buffer.insert_text("\n")
 
+    @bindings.add("c-c")
+    def _interrupt(event) -> None:
+        empty = not event.current_buffer.text
+        event.app.exit(exception=EmptyPromptInterrupt() if empty else KeyboardInterrupt())
+
     return bindings
 
 
-def make_prompt_session(history_file: Path):
-    """A prompt_toolkit session whose history persists in ``history_file`` across sessions."""
+def make_prompt_session(history_file: Path, toolbar: Callable[[], str] | None = None):
+    """A prompt_toolkit session whose history persists in ``history_file`` across sessions.
+
+    The typed text is erased when sent (the REPL echoes it, collapsing large pastes), and
+    ``toolbar()`` is shown under the prompt as the status line."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
@@ -136,6 +165,8 @@ def make_prompt_session(history_file: Path):
         multiline=False,
         prompt_continuation="  ",
         enable_open_in_editor=False,
+        erase_when_done=True,
+        bottom_toolbar=toolbar,
     )
 
 
@@ -148,11 +179,20 @@ class Repl:
     session_factory: Callable[[Any], "Session"]
     console: "Console | None" = None
     read_line: Callable[[], str] | None = None  # replaces the prompt in tests
+    auto_approve: bool = False
+    first_message: str | None = None  # sent as soon as the REPL starts
+    resuming: bool = False  # -c / -r: show a recap of the session once it is open
     _prompt: Any = None
     _loader: SessionLoader | None = None
     _warnings_seen: int = 0
     _announced: bool = False
     _announce_lock: threading.Lock = field(default_factory=threading.Lock)
+    _status: StatusLine | None = None
+    _queued: list[str] = field(default_factory=list)  # lines typed ahead during a turn
+    _prefill: str = ""
+    _keys: Any = None  # the TurnKeys reader while a turn runs
+    _exit_armed: bool = False
+    records_lost: bool = False  # set at close: part of the transcript could not be written
 
     def run(self) -> int:
         from rich.console import Console
@@ -162,20 +202,27 @@ class Repl:
 
         console = self.console = self.console or Console(highlight=False)
         renderer = ReplRenderer(console)
-        approver = TerminalApprover(console, before_prompt=renderer.pause, after_prompt=renderer.resume)
+        approver = TerminalApprover(
+            console, before_prompt=self._before_approval(renderer), after_prompt=renderer.resume,
+            after_answer=self._after_approval,
+        )
+        self._status = StatusLine(self.model, self.auto_approve)
         if self.read_line is None:
-            self._prompt = make_prompt_session(self.paths.history_file)
+            self._prompt = make_prompt_session(self.paths.history_file, toolbar=self._status.text)
         self._print_banner()
+        if self.first_message:
+            self._queued.append(self.first_message)
         self._loader = SessionLoader(lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done)
         if self.read_line is not None:
             self._loader.start()
         try:
-            return self._loop(renderer)
+            code = self._loop(renderer)
         except SessionFailed as exc:
             sys.stderr.write(f"memagent: {exc}\n")
-            return exc.code
+            code = exc.code
         finally:
             self._close()
+        return code or (EXIT_FAILURE if self.records_lost else EXIT_OK)
 
     # ------------------------------------------------------------------ the loop
 
@@ -183,11 +230,19 @@ class Repl:
         while True:
             self._stop_if_session_failed()
             try:
-                line = self._read()
+                line = self._next_line()
+            except EmptyPromptInterrupt:
+                if self._exit_armed:
+                    return EXIT_OK
+                self._exit_armed = True
+                self._print_dim(EXIT_HINT)
+                continue
             except KeyboardInterrupt:
+                self._exit_armed = False
                 continue  # Ctrl-C at the prompt clears the line
             except EOFError:
                 return EXIT_OK
+            self._exit_armed = False
             text = line.strip()
             if not text:
                 continue
@@ -207,6 +262,18 @@ class Repl:
         if loader is not None and loader.done and loader.error is not None:
             self._session()  # raises SessionFailed with the reason and exit code
 
+    def _next_line(self) -> str:
+        """A line typed ahead (or the first message), else one read from the prompt; echoed."""
+        if self._queued:
+            line = self._queued.pop(0)
+            if self.read_line is None and line.strip():
+                self._echo(line)
+            return line
+        line = self._read()
+        if self.read_line is None and line.strip():
+            self._echo(line)
+        return line
+
     def _read(self) -> str:
         if self.read_line is not None:
             return self.read_line()
@@ -219,8 +286,17 @@ class Repl:
             # compete with drawing it for the GIL.
             app = self._prompt.app
             app.after_render += self._start_after_first_render
+        prefill, self._prefill = self._prefill, ""
         with patch_stdout(raw=True):
-            return self._prompt.prompt(FormattedText([("bold ansicyan", PROMPT)]))
+            return self._prompt.prompt(FormattedText([("bold ansicyan", PROMPT)]), default=prefill)
+
+    def _echo(self, line: str) -> None:
+        assert self.console is not None
+        from rich.text import Text
+
+        echoed = Text(echo_text(line.strip("\n")))
+        echoed.stylize("bold cyan", 0, len(PROMPT))
+        self.console.print(echoed)
 
     def _start_after_first_render(self, app) -> None:
         app.after_render -= self._start_after_first_render
@@ -254,7 +330,8 @@ class Repl:
         session = self._session()
         events = session.agent.run_turn(text)
         try:
-            interrupted = consume_turn(session.agent, events, renderer.handle)
+            with self._turn_keys():
+                interrupted = consume_turn(session.agent, events, renderer.handle)
         except Exception as exc:  # a bug below must not end the chat or corrupt the history
             renderer.finish()
             session.agent.repair_after_interrupt()
@@ -267,6 +344,42 @@ class Repl:
             renderer.show_cancelled()
         self._show_warnings(session)
 
+    def _turn_keys(self):
+        """While a turn runs: Esc interrupts it; keys typed ahead are kept for the prompt."""
+        import contextlib
+
+        if self.read_line is not None or not sys.stdin.isatty():
+            return contextlib.nullcontext()
+        from memagent.ui.keys import TurnKeys
+
+        keys = TurnKeys(sys.stdin.fileno())
+
+        @contextlib.contextmanager
+        def running():
+            self._keys = keys
+            try:
+                with keys:
+                    yield keys
+            finally:
+                self._keys = None
+                lines, rest = keys.typeahead.take_lines()
+                self._queued += lines
+                self._prefill = rest
+
+        return running()
+
+    def _before_approval(self, renderer) -> Callable[[], None]:
+        def before() -> None:
+            if self._keys is not None:
+                self._keys.pause()
+            renderer.pause()
+
+        return before
+
+    def _after_approval(self) -> None:
+        if self._keys is not None:
+            self._keys.resume()
+
     def _repair(self) -> None:
         loader = self._loader
         if loader is not None and loader.session is not None:
@@ -278,10 +391,16 @@ class Repl:
         assert self.console is not None
         self.console.print(f"memagent {__version__} · {self.model} · {self.paths.root}", style="bold", markup=False)
         self.console.print(
-            "/help for commands · Esc Enter for a newline · Ctrl-C cancels a turn · Ctrl-D quits",
+            "/help for commands · Esc Enter for a newline · Esc or Ctrl-C cancels a turn · Ctrl-D quits",
             style="dim",
             markup=False,
         )
+        if self.auto_approve:
+            self.console.print("--yes: every tool call runs without asking", style="yellow", markup=False)
+
+    def _print_dim(self, text: str) -> None:
+        assert self.console is not None
+        self.console.print(text, style="dim", markup=False)
 
     def _on_session_done(self, loader: SessionLoader) -> None:
         """Background thread: announce the session, or stop the prompt when it failed."""
@@ -299,8 +418,15 @@ class Repl:
             if self._announced:
                 return
             self._announced = True
+        if self._status is not None:
+            self._status.attach(session)
         dim = "\x1b[2m{}\x1b[0m" if sys.stdout.isatty() else "{}"
         sys.stdout.write(dim.format(session_status(session)) + "\n")
+        if self.resuming:
+            from memagent.ui.recap import recap_lines
+
+            for line in recap_lines(session.agent.conversation.messages):
+                sys.stdout.write(dim.format(line) + "\n")
         for warning in session.warnings:
             sys.stdout.write(f"warning: {warning}\n")
         self._warnings_seen = len(session.warnings)
@@ -320,11 +446,21 @@ class Repl:
         session = loader.session
         if session is None:
             return
-        if session.learner is not None and session.agent.turns:
+        learner = getattr(session, "learner", None)
+        if learner is not None and session.agent.turns:
             sys.stdout.write("Saving what this session taught to memory… (Ctrl-C skips)\n")
             sys.stdout.flush()
         for warning in session.close():
             sys.stderr.write(f"memagent: warning: {warning}\n")
+        if learner is not None:
+            from memagent.ui.recap import learned_counts, learned_summary
+
+            summary = learned_summary(learned_counts(getattr(learner, "reports", ())))
+            if summary:
+                sys.stdout.write(summary + "\n")
+        transcript = getattr(session, "transcript", None)
+        if getattr(transcript, "pending", 0):
+            self.records_lost = True
 
 
 __all__ = ["PROMPT", "Repl", "SessionLoader", "make_key_bindings", "make_prompt_session", "session_status"]
