@@ -37,9 +37,13 @@ class TypeAhead:
     """Keys typed during a turn: complete lines, and the unfinished rest."""
 
     pending: str = ""
+    eof: bool = False  # Ctrl-D was pressed: quit once the turn is over
 
     def feed(self, text: str) -> None:
-        self.pending += text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\x04" in text:
+            self.eof = True
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self.pending += "".join(ch for ch in text if ch in "\n\t" or ch >= " ")
 
     def take_lines(self) -> tuple[list[str], str]:
         """The complete lines typed so far, and the unfinished rest; empties the buffer."""

@@ -32,10 +32,14 @@ EXIT_FAILURE = 1
 PASTE_LINES = 8  # a message longer than this is echoed as "[pasted N lines]"
 PASTE_CHARS = 1500
 EXIT_HINT = "(Ctrl-C again to exit, or Ctrl-D)"
+EOF_KEY = "\x04"  # Ctrl-D typed while a turn ran: quit once it is over
 
 
-class EmptyPromptInterrupt(KeyboardInterrupt):
-    """Ctrl-C on an empty prompt (a second one in a row quits)."""
+class ClearLineInterrupt(KeyboardInterrupt):
+    """Ctrl-C at a prompt holding text: the line is dropped, nothing else happens.
+
+    Any other KeyboardInterrupt at the prompt (an empty line, or a Ctrl-C that arrives between
+    two prompts) counts toward the two-Ctrl-C exit."""
 
 
 def echo_text(text: str) -> str:
@@ -125,7 +129,8 @@ def session_status(session: "Session") -> str:
 
 def make_key_bindings():
     """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline; Ctrl-C on an empty
-    prompt raises :class:`EmptyPromptInterrupt` (a second one quits), otherwise clears the line.
+    prompt raises KeyboardInterrupt (a second one in a row quits), otherwise
+    :class:`ClearLineInterrupt` (the line is dropped).
 
     Ctrl-J is left as a second Enter: a line typed ahead while a turn runs reaches the prompt
     with the terminal's CR→LF translation, so LF must submit, not insert a newline.
@@ -141,16 +146,16 @@ def make_key_bindings():
     @bindings.add("c-c")
     def _interrupt(event) -> None:
         empty = not event.current_buffer.text
-        event.app.exit(exception=EmptyPromptInterrupt() if empty else KeyboardInterrupt())
+        event.app.exit(exception=KeyboardInterrupt() if empty else ClearLineInterrupt())
 
     return bindings
 
 
-def make_prompt_session(history_file: Path, toolbar: Callable[[], str] | None = None):
+def make_prompt_session(history_file: Path):
     """A prompt_toolkit session whose history persists in ``history_file`` across sessions.
 
-    The typed text is erased when sent (the REPL echoes it, collapsing large pastes), and
-    ``toolbar()`` is shown under the prompt as the status line."""
+    The prompt (with its status line) and the typed text are erased when sent: the REPL echoes
+    the message itself, collapsing large pastes."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
@@ -166,7 +171,6 @@ def make_prompt_session(history_file: Path, toolbar: Callable[[], str] | None = 
         prompt_continuation="  ",
         enable_open_in_editor=False,
         erase_when_done=True,
-        bottom_toolbar=toolbar,
     )
 
 
@@ -208,7 +212,7 @@ class Repl:
         )
         self._status = StatusLine(self.model, self.auto_approve)
         if self.read_line is None:
-            self._prompt = make_prompt_session(self.paths.history_file, toolbar=self._status.text)
+            self._prompt = make_prompt_session(self.paths.history_file)
         self._print_banner()
         if self.first_message:
             self._queued.append(self.first_message)
@@ -231,15 +235,15 @@ class Repl:
             self._stop_if_session_failed()
             try:
                 line = self._next_line()
-            except EmptyPromptInterrupt:
+            except ClearLineInterrupt:
+                self._exit_armed = False
+                continue
+            except KeyboardInterrupt:
                 if self._exit_armed:
                     return EXIT_OK
                 self._exit_armed = True
                 self._print_dim(EXIT_HINT)
                 continue
-            except KeyboardInterrupt:
-                self._exit_armed = False
-                continue  # Ctrl-C at the prompt clears the line
             except EOFError:
                 return EXIT_OK
             self._exit_armed = False
@@ -266,6 +270,8 @@ class Repl:
         """A line typed ahead (or the first message), else one read from the prompt; echoed."""
         if self._queued:
             line = self._queued.pop(0)
+            if line == EOF_KEY:
+                raise EOFError
             if self.read_line is None and line.strip():
                 self._echo(line)
             return line
@@ -287,8 +293,10 @@ class Repl:
             app = self._prompt.app
             app.after_render += self._start_after_first_render
         prefill, self._prefill = self._prefill, ""
+        status = self._status.text() if self._status is not None else self.model
+        message = FormattedText([("ansibrightblack", status + "\n"), ("bold ansicyan", PROMPT)])
         with patch_stdout(raw=True):
-            return self._prompt.prompt(FormattedText([("bold ansicyan", PROMPT)]), default=prefill)
+            return self._prompt.prompt(message, default=prefill)
 
     def _echo(self, line: str) -> None:
         assert self.console is not None
@@ -363,7 +371,7 @@ class Repl:
             finally:
                 self._keys = None
                 lines, rest = keys.typeahead.take_lines()
-                self._queued += lines
+                self._queued += lines + ([EOF_KEY] if keys.typeahead.eof else [])
                 self._prefill = rest
 
         return running()
@@ -463,4 +471,4 @@ class Repl:
             self.records_lost = True
 
 
-__all__ = ["PROMPT", "Repl", "SessionLoader", "make_key_bindings", "make_prompt_session", "session_status"]
+__all__ = ["PROMPT", "Repl", "SessionLoader", "ClearLineInterrupt", "echo_text", "make_key_bindings", "make_prompt_session", "session_status"]
