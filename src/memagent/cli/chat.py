@@ -94,6 +94,9 @@ def run_print_mode(options: ChatOptions) -> int:
         fail("-r needs a session id with -p (there is no one to pick one); `memagent sessions list` shows them",
              EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
+    import threading
+
+    threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
     session = open_or_fail(options, non_interactive=not options.auto_approve)
     code = EXIT_FAILURE
     try:
@@ -167,10 +170,26 @@ def run_interactive(options: ChatOptions) -> int:
         paths=paths,
         model=settings.model,
         session_factory=factory,
+        preload=preload_model_sdk,
         auto_approve=options.auto_approve or bool(getattr(settings, "auto_approve", False)),
         first_message=options.first_message,
         resuming=bool(options.resume_id or options.continue_latest),
     ).run()
+
+
+def _quietly(action) -> None:
+    try:
+        action()
+    except Exception:  # a head start only; the real use reports any problem
+        pass
+
+
+def preload_model_sdk() -> None:
+    """Import the model SDK (the slowest import) on a thread of its own, so that it overlaps
+    with opening the memory store instead of following it."""
+    from memagent.llm import anthropic as adapter
+
+    adapter._sdk()
 
 
 def list_has_sessions(paths) -> bool:

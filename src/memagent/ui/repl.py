@@ -59,9 +59,15 @@ class SessionLoader:
     ``on_done(loader)`` is called in the background thread once the session is open (or failed).
     """
 
-    def __init__(self, factory: Callable[[], "Session"], on_done: Callable[["SessionLoader"], None] | None = None):
+    def __init__(
+        self,
+        factory: Callable[[], "Session"],
+        on_done: Callable[["SessionLoader"], None] | None = None,
+        preload: Callable[[], None] | None = None,
+    ):
         self._factory = factory
         self._on_done = on_done
+        self._preload = preload  # runs on its own thread, in parallel with factory()
         self._thread = threading.Thread(target=self._run, name="memagent-session", daemon=True)
         self.session: "Session | None" = None
         self.error: BaseException | None = None
@@ -72,8 +78,17 @@ class SessionLoader:
         """Start the thread (once; later calls do nothing)."""
         if not self.started:
             self.started = True
+            if self._preload is not None:
+                threading.Thread(target=self._run_preload, name="memagent-preload", daemon=True).start()
             self._thread.start()
         return self
+
+    def _run_preload(self) -> None:
+        try:
+            assert self._preload is not None
+            self._preload()
+        except Exception:  # only a head start: the session opens (and reports) on its own
+            pass
 
     def _run(self) -> None:
         started = time.perf_counter()
@@ -181,6 +196,7 @@ class Repl:
     paths: "ProjectPaths"
     model: str
     session_factory: Callable[[Any], "Session"]
+    preload: Callable[[], None] | None = None  # e.g. import the model SDK while memory opens
     console: "Console | None" = None
     read_line: Callable[[], str] | None = None  # replaces the prompt in tests
     auto_approve: bool = False
@@ -216,7 +232,9 @@ class Repl:
         self._print_banner()
         if self.first_message:
             self._queued.append(self.first_message)
-        self._loader = SessionLoader(lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done)
+        self._loader = SessionLoader(
+            lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done, preload=self.preload
+        )
         if self.read_line is not None:
             self._loader.start()
         try:
