@@ -66,8 +66,9 @@ def test_the_meter_sums_every_response_of_a_turn(tmp_path):
     session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel([reply("a")]))
     try:
         meter = session_meter(session)
-        for hook in session.agent.hooks.after_response:
-            hook(ModelResponse([text_block("x")], "end_turn", Usage(input_tokens=1000, output_tokens=10), "claude-haiku-4-5"))
+        for feature in session.agent.features:
+            feature.after_response(
+                ModelResponse([text_block("x")], "end_turn", Usage(input_tokens=1000, output_tokens=10), "claude-haiku-4-5"))
         assert meter.calls == 1 and meter.context_tokens == 1000
         assert meter.cost is not None and meter.cost > 0
     finally:

@@ -30,17 +30,17 @@ def short_tokens(count: int) -> str:
 def session_meter(session: "Session") -> UsageMeter:
     """The session's usage meter, fed with every model response.
 
-    A session that keeps its own (``session.usage``) is used as is; otherwise the REPL hooks a
-    new meter onto the loop's per-response hook."""
+    A session that keeps its own (``session.usage``) is used as is; otherwise a
+    :class:`~memagent.features.usage.UsageFeature` is added to the agent's features."""
     own = getattr(session, "usage", None)
     if isinstance(own, UsageMeter):
         return own
+    from memagent.features.usage import UsageFeature
+
     meter = UsageMeter()
-    model = str(getattr(session.settings, "model", ""))
-    hooks = getattr(session.agent, "hooks", None)
-    after_response = getattr(hooks, "after_response", None)
-    if isinstance(after_response, list):
-        after_response.append(lambda response: meter.add(response.model or model, response.usage))
+    features = getattr(session.agent, "features", None)
+    if isinstance(features, list):
+        features.append(UsageFeature(meter, str(getattr(session.settings, "model", ""))))
     return meter
 
 
