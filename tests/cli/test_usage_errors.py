@@ -22,7 +22,7 @@ def memagent(*args: str, cwd) -> subprocess.CompletedProcess:
     [
         (["--bogus"], "No such option: --bogus"),
         (["tasks", "show"], "missing argument ID"),
-        (["tasks", "show", "abc"], "ID: 'abc' is not a whole number"),
+        (["tasks", "show", "abc"], "ID: 'abc' is not a task id"),
         (["tasks", "update", "1", "--status", "bogus"], "--status: 'bogus' is not one of 'pending'"),
         (["memory", "list", "--limit", "abc"], "--limit: 'abc' is not a whole number"),
         (["-p", "hi", "-m", ""], "--model: the model id is empty"),
@@ -81,13 +81,22 @@ def test_help_has_no_type_placeholders_and_lists_completion(tmp_path):
         [sys.executable, "-c", "from memagent.cli.main import run; run()", "memory", "forget", "--help"],
         cwd=tmp_path, capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "60"},
     ).stdout
-    words = " ".join(line.strip("│ ") for line in forget.splitlines())
-    assert "SCOPE" in forget and "user, project, session" in words.replace("  ", " ") or "session." in words
+    assert "--scope" in forget and "SCOPE" in forget and "<user|" not in forget
+    words = " ".join(" ".join(line.strip("│ ").split()) for line in forget.splitlines())
+    assert "One of: user, project, session." in words  # wrapped between words, never inside one
+
+
+def _in_bash(*args: str, cwd, env=None) -> subprocess.CompletedProcess:
+    """Run memagent from a bash process, as a user would (the shell is detected from the parent)."""
+    command = " ".join([sys.executable, "-c", "'from memagent.cli.main import run; run()'", *args])
+    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env=env or dict(os.environ))
 
 
 def test_shell_completion_script_and_completion_of_subcommands(tmp_path):
-    script = memagent("--show-completion", "bash", cwd=tmp_path)
-    assert script.returncode == 0 and "_MEMAGENT_COMPLETE" in script.stdout
+    script = _in_bash("--show-completion", cwd=tmp_path)
+    assert script.returncode == 0, script.stderr
+    assert "_MEMAGENT_COMPLETE" in script.stdout
     env = {**os.environ, "_MEMAGENT_COMPLETE": "complete_bash", "COMP_WORDS": "memagent ta", "COMP_CWORD": "1"}
     done = subprocess.run([sys.executable, "-c", "from memagent.cli.main import run; run()"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
@@ -99,10 +108,11 @@ def test_shell_completion_script_and_completion_of_subcommands(tmp_path):
 
 
 def test_install_completion_writes_into_the_temp_home(tmp_path, isolated_env):
-    home = os.environ["HOME"]
-    result = memagent("--install-completion", "bash", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "_MEMAGENT_COMPLETE" in (Path(home) / ".bashrc").read_text() or any(Path(home).rglob("memagent*"))
+    home = Path(os.environ["HOME"])
+    result = _in_bash("--install-completion", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "bash completion installed" in result.stdout
+    assert "memagent" in (home / ".bashrc").read_text()
 
 
 def test_bare_words_become_the_first_message_and_subcommands_keep_priority():

@@ -138,3 +138,9 @@ def test_session_picker_numbers_recent_sessions_and_reads_a_choice(tmp_path):
 
 def test_settings_threshold_is_what_the_status_line_shows():
     assert Settings().compaction_threshold == 50_000
+
+
+def test_memory_stats_say_card_in_the_singular():
+    from memagent.ui.commands import format_memory_stats
+
+    assert format_memory_stats({"active": 1, "total": 1}).startswith("memory: 1 active card (1 in all)")

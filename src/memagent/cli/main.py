@@ -28,6 +28,7 @@ SUBCOMMANDS = {
 COMPLETION_VAR = "_MEMAGENT_COMPLETE"
 FIRST_MESSAGE_OPTION = "--first-message"  # what a bare prompt (``memagent "fix the bug"``) becomes
 PICK_OPTION = "--pick-session"  # what ``-r`` without an id becomes
+COMPLETION_OPTIONS = frozenset({"--install-completion", "--show-completion"})
 
 
 def _new_app() -> typer.Typer:
@@ -165,7 +166,7 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
     A single word that looks like a mistyped sub-command is refused rather than sent.
     """
     args = list(argv)
-    if invoked_subcommand(args) is not None:
+    if invoked_subcommand(args) is not None or COMPLETION_OPTIONS & set(args):
         return args
     for flag in ("-r", "--resume"):
         if flag in args:

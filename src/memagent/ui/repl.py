@@ -468,7 +468,10 @@ class Repl:
         loader = self._loader
         if loader is None:
             return
-        loader.wait()
+        try:
+            loader.wait()  # quitting while the session still opens: let it finish, then close it
+        except KeyboardInterrupt:
+            return  # not waiting: nothing was written yet (the transcript starts with the first message)
         session = loader.session
         if session is None:
             return
