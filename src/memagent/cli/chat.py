@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Optional
@@ -94,8 +95,6 @@ def run_print_mode(options: ChatOptions) -> int:
         fail("-r needs a session id with -p (there is no one to pick one); `memagent sessions list` shows them",
              EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
-    import threading
-
     threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
     session = open_or_fail(options, non_interactive=not options.auto_approve)
     code = EXIT_FAILURE
