@@ -44,7 +44,7 @@ def test_multi_step_task_writes_runs_and_answers(run_cli, fake, project):
     assert (project / "hello.py").read_text() == "print('hello from hello.py')\n"
     tool_lines = [line for line in result.stderr.splitlines() if line.startswith("• ")]
     assert tool_lines[0].startswith("• write_file(hello.py) → ")
-    assert tool_lines[1] == "• bash(python3 hello.py) → hello from hello.py (+1 lines)"
+    assert tool_lines[1] == "• bash(python3 hello.py) → hello from hello.py (+1 line)"
     assert "Traceback" not in result.stderr
     assert fake.errors == [] and fake.remaining == 0
     assert _results(fake.requests[2])[0]["content"].startswith("hello from hello.py")

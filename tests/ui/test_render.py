@@ -51,7 +51,7 @@ def test_print_renderer_writes_one_plain_line_per_tool_call():
     for event in [TurnStarted(1), WaitingForModel(), AssistantText("ok"), *_tool_events()]:
         renderer.handle(event)
     renderer.handle(TurnEnded("end_turn", final_text="done"))
-    assert err.getvalue() == "• bash(ls) → a.txt (+1 lines)\n"
+    assert err.getvalue() == "• bash(ls) → a.txt (+1 line)\n"
     assert renderer.outcome.final_text == "done" and not renderer.outcome.failed
 
 
@@ -61,9 +61,9 @@ def test_print_renderer_colours_errors_only_on_a_terminal():
         renderer = PrintRenderer(err=buffer, color=color)
         for event in _tool_events(is_error=True):
             renderer.handle(event)
-    assert plain.getvalue() == "• bash(ls) ✗ Error: boom (+1 lines)\n"
+    assert plain.getvalue() == "• bash(ls) ✗ Error: boom (+1 line)\n"
     assert "\x1b[" not in plain.getvalue()
-    assert coloured.getvalue() == "\x1b[31m• bash(ls) ✗ Error: boom (+1 lines)\x1b[0m\n"
+    assert coloured.getvalue() == "\x1b[31m• bash(ls) ✗ Error: boom (+1 line)\x1b[0m\n"
 
 
 def test_print_renderer_keeps_notices_on_stderr_and_records_errors():
@@ -95,7 +95,7 @@ def test_repl_renderer_shows_answer_tools_and_errors(console):
     assert "Let me look at the files." in out  # rendered Markdown: no ** markers
     assert "**" not in out
     assert "● bash(ls)" in out
-    assert "⎿ a.txt (+1 lines, /expand)" in out
+    assert "⎿ a.txt (+1 line, /expand)" in out
     assert "Result" in out and "• two files" in out
     # the streamed text comes before the tool call, the final answer after its result
     assert out.index("Let me look") < out.index("● bash(ls)") < out.index("⎿ a.txt") < out.index("Result")

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 from contextlib import contextmanager
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator, Optional
@@ -29,6 +30,8 @@ class ChatOptions:
     auto_approve: bool
     model: Optional[str]
     memory: bool
+    first_message: Optional[str] = None  # ``memagent "fix the bug"``: sent once the REPL starts
+    pick_session: bool = False  # ``-r`` without an id: choose from the recent sessions
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
@@ -73,18 +76,67 @@ def open_or_fail(options: ChatOptions, *, non_interactive: bool):
         fail(str(exc), EXIT_FAILURE)
 
 
+def records_lost(session) -> int:
+    """Transcript records still unwritten after ``close()`` (a full disk): they are lost."""
+    transcript = getattr(session, "transcript", None)
+    return int(getattr(transcript, "pending", 0) or 0)
+
+
+def close_session(session) -> int:
+    """Close, show the closing warnings, and say whether history was lost (exit code 1)."""
+    for warning in session.close():
+        sys.stderr.write(f"memagent: warning: {warning}\n")
+    return EXIT_FAILURE if records_lost(session) else 0
+
+
 def run_print_mode(options: ChatOptions) -> int:
     from memagent.ui.printmode import run_print
 
     check_root(options.root)
+    if options.pick_session:
+        fail("-r needs a session id with -p (there is no one to pick one); `memagent sessions list` shows them",
+             EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
+    threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
     session = open_or_fail(options, non_interactive=not options.auto_approve)
+    code = EXIT_FAILURE
     try:
         color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-        return run_print(session, prompt, sys.stdout, sys.stderr, color=color)
+        code = run_print(session, prompt, sys.stdout, sys.stderr, color=color)
     finally:
-        for warning in session.close():
-            sys.stderr.write(f"memagent: warning: {warning}\n")
+        closed = close_session(session)
+    return code or closed
+
+
+def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | None:
+    """``-r`` alone: number the recent sessions and read a choice (Enter = the newest).
+
+    Returns the chosen id, or None when the user gives up (q, Ctrl-D) or there is none."""
+    from memagent.context.sessions import list_sessions
+    from memagent.ui.words import plural
+
+    sessions = list(reversed(list_sessions(paths.transcripts)))[:limit]
+    if not sessions:
+        out.write(f"No sessions in {paths.transcripts} yet; starting a new one.\n")
+        return None
+    out.write("Recent sessions:\n")
+    for number, info in enumerate(sessions, start=1):
+        started = (info.started or "")[:16].replace("T", " ")
+        line = (info.first_user_line or "(no messages)")[:60]
+        out.write(f"  {number:>2}. {info.id}  {started}  {plural(info.turns, 'turn'):>9}  {line}\n")
+    while True:
+        out.write(f"Resume which session? [1-{len(sessions)}, Enter = 1, q = cancel] ")
+        out.flush()
+        answer = stdin.readline()
+        if not answer or answer.strip().lower() in ("q", "quit"):
+            return None
+        choice = answer.strip() or "1"
+        if choice.isdigit() and 1 <= int(choice) <= len(sessions):
+            return sessions[int(choice) - 1].id
+        matches = [info.id for info in sessions if info.id.startswith(choice)]
+        if len(matches) == 1:
+            return matches[0]
+        out.write(f"  {choice!r} is not one of the numbers above.\n")
 
 
 def run_interactive(options: ChatOptions) -> int:
@@ -102,6 +154,11 @@ def run_interactive(options: ChatOptions) -> int:
         settings = load_settings(paths, overrides={"model": options.model})
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
+    if options.pick_session:
+        chosen = pick_session(paths, sys.stdin, sys.stdout)
+        if chosen is None and list_has_sessions(paths):
+            return 0
+        options.pick_session, options.resume_id = False, chosen
 
     from memagent.ui.repl import Repl
 
@@ -110,7 +167,35 @@ def run_interactive(options: ChatOptions) -> int:
 
         return open_session(session_options(options, non_interactive=False), approver=approver)
 
-    return Repl(paths=paths, model=settings.model, session_factory=factory).run()
+    return Repl(
+        paths=paths,
+        model=settings.model,
+        session_factory=factory,
+        preload=preload_model_sdk,
+        auto_approve=options.auto_approve or bool(getattr(settings, "auto_approve", False)),
+        first_message=options.first_message,
+        resuming=bool(options.resume_id or options.continue_latest),
+    ).run()
+
+
+def _quietly(action) -> None:
+    try:
+        action()
+    except Exception:  # a head start only; the real use reports any problem
+        pass
+
+
+def preload_model_sdk() -> None:
+    """Import the model SDK (the slowest import) on a thread of its own, so that it overlaps
+    with opening the memory store instead of following it."""
+    from memagent.llm import anthropic as adapter
+
+    adapter._sdk()
+
+
+def list_has_sessions(paths) -> bool:
+    directory = paths.transcripts
+    return directory.is_dir() and any(directory.glob("*.jsonl"))
 
 
 class Terminated(SystemExit):
@@ -144,6 +229,9 @@ def exit_on_termination_signals() -> Iterator[None]:
 
 def run_chat(options: ChatOptions) -> None:
     """Entry from ``cli.main``: run the chosen mode and exit with its code."""
+    if options.pick_session and options.prompt is None and not sys.stdin.isatty():
+        fail("-r needs a session id when there is no terminal to pick one in; `memagent sessions list` shows them",
+             EXIT_USAGE)
     with exit_on_termination_signals():
         if options.prompt is not None:
             code = run_print_mode(options)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
 from urllib.parse import urlsplit, urlunsplit
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import typer
 
 from memagent import __version__
-from memagent.cli.common import JsonOption, RootOption, print_json, resolve_paths
+from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, print_json, resolve_paths
 from memagent.config import ConfigError, ProjectPaths, Settings, credentials_from_env, load_settings
 
 PACKAGES = ("anthropic", "chromadb", "typer", "rich", "pydantic", "prompt_toolkit", "onnxruntime")
@@ -184,10 +185,15 @@ def doctor(
     as_json: bool = JsonOption,
     skip_memory: bool = typer.Option(False, "--no-memory", help="Skip the embedding and store checks."),
 ) -> None:
-    """Show paths in use, the model, whether a key is set, versions, and memory health."""
+    """Show paths in use, the model, whether a key is set, versions, and memory health.
+
+    Exits 1 when the configuration cannot be read (the reason is in the report and on stderr)."""
     paths = resolve_paths(ctx, root)
     report = collect_report(paths, os.environ, check_memory=not skip_memory)
     if as_json:
         print_json(report)
     else:
         typer.echo(render_text(report), nl=False)
+    if report.get("settings_error"):
+        sys.stderr.write(f"memagent: the configuration is broken: {report['settings_error']}\n")
+        raise typer.Exit(EXIT_FAILURE)

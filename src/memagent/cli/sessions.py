@@ -55,11 +55,21 @@ def _console() -> "Console":
     return Console(highlight=False, soft_wrap=False)
 
 
-def _list(ctx: typer.Context, root: Optional[Path], as_json: bool) -> None:
+DEFAULT_LIMIT = 20
+
+LimitOption = typer.Option(
+    DEFAULT_LIMIT, "--limit", "-n", metavar="N", min=0, help="Show the N newest sessions (0: all).", show_default=True
+)
+
+
+def _list(ctx: typer.Context, root: Optional[Path], as_json: bool, limit: int = DEFAULT_LIMIT) -> None:
     from memagent.context.sessions import list_sessions
+    from memagent.ui.words import plural
 
     paths = resolve_paths(ctx, root)
-    sessions = list(reversed(list_sessions(paths.transcripts)))
+    every = list(reversed(list_sessions(paths.transcripts)))
+    sessions = every[:limit] if limit else every
+    hidden = len(every) - len(sessions)
     if as_json:
         print_json([s.to_dict() for s in sessions])
         return
@@ -67,6 +77,8 @@ def _list(ctx: typer.Context, root: Optional[Path], as_json: bool) -> None:
         typer.echo(f"No sessions in {paths.transcripts}.")
         return
     _print_table(sessions)
+    if hidden:
+        typer.echo(f"… {plural(hidden, 'more older session')} (--limit 0 shows all)")
     for info in sessions:
         for warning in info.warnings:
             sys.stderr.write(f"memagent: warning: {warning}\n")
@@ -96,12 +108,13 @@ def sessions(
     ctx: typer.Context,
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
+    limit: int = LimitOption,
 ) -> None:
     """List this project's sessions (the same as `sessions list`)."""
     if root is not None:  # `sessions -C DIR show ID`: the sub-command finds it on the root context
         ctx.find_root().ensure_object(dict)["root"] = root
     if ctx.invoked_subcommand is None:
-        _list(ctx, root, as_json)
+        _list(ctx, root, as_json, limit)
 
 
 @app.command("list")
@@ -109,9 +122,10 @@ def list_command(
     ctx: typer.Context,
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
+    limit: int = LimitOption,
 ) -> None:
     """List sessions, newest first: id, start, last activity, turns, compactions, first user line."""
-    _list(ctx, root, as_json)
+    _list(ctx, root, as_json, limit)
 
 
 @app.command("show")
@@ -183,8 +197,9 @@ def _render_message(console: "Console", record: dict[str, Any], names: dict[str,
     from rich.text import Text
 
     role = record.get("role")
-    label = "you" if role == "user" else "memagent"
-    console.print(Text(f"{label} #{record.get('id')}", style="bold cyan" if role == "user" else "bold green"))
+    label = message_label(record)
+    style = {"you": "bold cyan", "memagent": "bold green"}.get(label, "bold magenta")
+    console.print(Text(f"{label} #{record.get('id')}", style=style))
     limit = None if full else PREVIEW_LINES
     for block in record.get("content") or []:
         if not isinstance(block, dict):
@@ -206,13 +221,26 @@ def _render_message(console: "Console", record: dict[str, Any], names: dict[str,
             console.print(Text(_indent(_clip(result_text(block.get("content")), limit)), style="dim"))
 
 
+def message_label(record: dict[str, Any]) -> str:
+    """``you`` for what the user typed, ``tool results`` for a user message carrying only the
+    results of the previous tool calls, ``memagent`` for the assistant."""
+    if record.get("role") != "user":
+        return "memagent"
+    blocks = [b for b in record.get("content") or [] if isinstance(b, dict)]
+    typed = any(b.get("type") == "text" and not str(b.get("text", "")).lstrip().startswith("<") for b in blocks)
+    if any(b.get("type") == "tool_result" for b in blocks) and not typed:
+        return "tool results"
+    return "you"
+
+
 def _clip(text: str, lines: Optional[int], width: int = LINE_CHARS) -> str:
     """At most ``lines`` lines of at most ``width`` characters (None: everything)."""
     if lines is None:
         return text
     rows = text.splitlines() or [""]
     shown = [row if len(row) <= width else row[: width - 1] + "…" for row in rows[:lines]]
-    more = f"\n… ({len(rows) - lines} more lines; --full shows everything)" if len(rows) > lines else ""
+    extra = len(rows) - lines
+    more = f"\n… ({extra} more {'line' if extra == 1 else 'lines'}; --full shows everything)" if extra > 0 else ""
     return "\n".join(shown) + more
 
 

@@ -76,6 +76,14 @@ def _parse_ids(values: Optional[List[str]], option: str) -> list[int]:
     return ids
 
 
+def parse_task_id(value: str) -> int:
+    """A task id as the user types it or the UI prints it: ``2`` or ``#2``."""
+    digits = value.strip().lstrip("#").strip()
+    if not re.fullmatch(r"[0-9]+", digits) or int(digits) < 1:
+        fail(f"ID: {value!r} is not a task id (ids look like 2 or #2)", EXIT_USAGE)
+    return int(digits)
+
+
 def _run(action: Callable[[], Any]) -> Any:
     """Turn store failures into one-line errors with exit code 1."""
     try:
@@ -259,13 +267,14 @@ def blocked(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool
 @app.command("show")
 def show(
     ctx: typer.Context,
-    task_id: int = typer.Argument(..., metavar="ID", help="Task id."),
+    task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """One task in full."""
     store = _store(ctx, root)
-    task = _run(lambda: store.get(task_id))
+    number = parse_task_id(task_id)
+    task = _run(lambda: store.get(number))
     if as_json:
         print_json(_summary(task))
         return
@@ -391,6 +400,8 @@ def add(
     as_json: bool = JsonOption,
 ) -> None:
     """Create a task (optionally blocked by others with --after)."""
+    if not subject.strip():
+        fail('the task subject is empty; usage: memagent tasks add "SUBJECT"', EXIT_USAGE)
     blockers = _parse_ids(after, "--after")
     store = _store(ctx, root)
     task = _run(lambda: store.create(subject, desc, blocked_by=blockers, owner=owner))
@@ -400,7 +411,7 @@ def add(
 @app.command("update")
 def update(
     ctx: typer.Context,
-    task_id: int = typer.Argument(..., metavar="ID", help="Task id."),
+    task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
     status: Optional[Status] = typer.Option(
         None, "--status", "-s", metavar="STATUS", help="New status: pending, in_progress, completed or cancelled."
     ),
@@ -421,7 +432,7 @@ def update(
     store = _store(ctx, root)
     task, released = _finish(
         store,
-        task_id,
+        parse_task_id(task_id),
         status.value if status else None,
         force,
         owner=owner,
@@ -434,26 +445,41 @@ def update(
 @app.command("done")
 def done(
     ctx: typer.Context,
-    task_id: int = typer.Argument(..., metavar="ID", help="Task id."),
+    task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
     force: bool = typer.Option(False, "--force", "-f", help="Complete it even though it is blocked."),
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Mark a task completed; the tasks waiting only for it become ready."""
-    task, released = _finish(_store(ctx, root), task_id, "completed", force)
+    task, released = _finish(_store(ctx, root), parse_task_id(task_id), "completed", force)
     _report(task, as_json, "Completed", released)
 
 
 @app.command("cancel")
 def cancel(
     ctx: typer.Context,
-    task_id: int = typer.Argument(..., metavar="ID", help="Task id."),
+    task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Mark a task cancelled; tasks waiting for it are released."""
-    task, released = _finish(_store(ctx, root), task_id, "cancelled")
+    task, released = _finish(_store(ctx, root), parse_task_id(task_id), "cancelled")
     _report(task, as_json, "Cancelled", released)
+
+
+def _check_advice(store: TaskStore, fixed: bool) -> str:
+    """What to do about what is left: --fix when it would repair something, else the files."""
+    from memagent.tasks import graph
+
+    state = _run(store.load)
+    repairable = bool(graph.plan_repairs(state.tasks, state.unreadable).actions)
+    if repairable and not fixed:
+        return "Run `memagent tasks check --fix` to repair the edges."
+    if state.unreadable:
+        names = ", ".join(str(store.root / graph.file_name(i)) for i in sorted(state.unreadable))
+        return (f"--fix cannot repair an unreadable file: correct it in an editor or delete it ({names}), "
+                "then run `memagent tasks check` again.")
+    return "These cannot be repaired automatically; edit the task files named above by hand."
 
 
 @app.command("check")
@@ -476,9 +502,7 @@ def check(
             out.write(f"fixed: {action}\n")
         for problem in result.remaining:
             out.write(f"problem: {problem}\n")
-        if result.remaining and not fix:
-            out.write("Run `memagent tasks check --fix` to repair the edges.\n")
-        elif result.remaining:
-            out.write("Files that cannot be read must be fixed or removed by hand.\n")
+        if result.remaining:
+            out.write(_check_advice(store, fix) + "\n")
     if not result.ok:
         raise typer.Exit(EXIT_FAILURE)

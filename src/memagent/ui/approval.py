@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from memagent.agent.loop import Approval
 from memagent.ui.safe_text import printable
+from memagent.ui.words import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,7 +40,7 @@ def preview_lines(text: str, limit: int = PREVIEW_LINES, prefix: str = "") -> li
     lines = str(text).splitlines() or [""]
     shown = [prefix + _clip(line) for line in lines[:limit]]
     if len(lines) > limit:
-        shown.append(f"{prefix}… {len(lines) - limit} more lines")
+        shown.append(f"{prefix}… {plural(len(lines) - limit, 'more line')}")
     return shown
 
 
@@ -54,7 +55,7 @@ def describe_call(name: str, tool_input: dict[str, Any], summary: str) -> list[s
     if name == "write_file":
         content = str(tool_input.get("content", ""))
         count = len(content.splitlines())
-        lines = [f"write_file wants to write {tool_input.get('path', '?')} ({count} lines):"]
+        lines = [f"write_file wants to write {tool_input.get('path', '?')} ({plural(count, 'line')}):"]
         return lines + preview_lines(content, prefix="  │ ")
     if name == "edit_file":
         lines = [f"edit_file wants to edit {tool_input.get('path', '?')}:"]
@@ -110,6 +111,7 @@ class TerminalApprover:
     console: "Console"
     before_prompt: Callable[[], None] = lambda: None
     after_prompt: Callable[[], None] = lambda: None
+    after_answer: Callable[[], None] = lambda: None  # always, even on deny or Ctrl-C
     ask: Callable[[str], Approval] = ask_key
     decisions: list[tuple[str, Approval]] = field(default_factory=list)
 
@@ -119,7 +121,10 @@ class TerminalApprover:
         self.before_prompt()
         for index, line in enumerate(describe_call(tool.name, tool_input, summary)):
             self.console.print(Text(printable(line), style="bold yellow" if index == 0 else ""))
-        decision = self.ask(QUESTION.format(name=tool.name))
+        try:
+            decision = self.ask(QUESTION.format(name=tool.name))
+        finally:
+            self.after_answer()
         self.decisions.append((tool.name, decision))
         label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: f"allowed {tool.name} for this session",
                  Approval.DENY: "denied"}[decision]

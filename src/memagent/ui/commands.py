@@ -108,8 +108,9 @@ def format_memory_stats(stats: Any) -> str:
         found = {name: n for name, n in (stats.get(key) or {}).items() if n}
         return ", ".join(f"{name} {n}" for name, n in found.items()) or "none"
 
-    active = stats["active"]
-    lines = [f"memory: {active} active {'card' if active == 1 else 'cards'} ({stats.get('total', active)} in all)"]
+    from memagent.ui.words import plural
+
+    lines = [f"memory: {plural(stats['active'], 'active card')} ({stats.get('total', stats['active'])} in all)"]
     lines.append(f"  by type: {counts('by_type')}")
     lines.append(f"  by scope: {counts('by_scope')}")
     for label, store in (stats.get("stores") or {}).items():

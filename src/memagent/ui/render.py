@@ -35,6 +35,7 @@ PREVIEW_CHARS = 100
 LIVE_OUTPUT_LINES = 5  # newest lines of a running tool's output shown in the REPL
 LIVE_OUTPUT_KEEP_CHARS = 8_192
 EXPAND_HINT = "/expand"
+ERROR_PREVIEW_CHARS = 400
 RED = "\x1b[31m"
 DIM = "\x1b[2m"
 RESET = "\x1b[0m"
@@ -56,7 +57,7 @@ def result_preview(content: str, limit: int = PREVIEW_CHARS, more_hint: str = ""
         return "(no output)"
     preview = one_line(lines[0], limit)
     if len(lines) > 1:
-        preview += f" (+{len(lines) - 1} lines{more_hint})"
+        preview += f" (+{len(lines) - 1} {'line' if len(lines) == 2 else 'lines'}{more_hint})"
     return preview
 
 
@@ -121,7 +122,9 @@ class PrintRenderer:
         started = self._calls.pop(event.id, None)
         label = call_label(event.name, started.summary if started else "")
         marker = "✗" if event.is_error else "→"
-        self._write(f"• {label} {marker} {result_preview(event.content)}", error=event.is_error)
+        # an error is the reason a tool did not run: shown whole (its first line), never cut
+        limit = ERROR_PREVIEW_CHARS if event.is_error else PREVIEW_CHARS
+        self._write(f"• {label} {marker} {result_preview(event.content, limit)}", error=event.is_error)
 
     def _write(self, line: str, error: bool = False) -> None:
         line = printable(line)

@@ -18,6 +18,8 @@ from memagent import __version__
 from memagent.ui.commands import Reply, is_command, run_command
 from memagent.ui.printmode import consume_turn
 from memagent.ui.safe_text import printable
+from memagent.ui.status import StatusLine
+from memagent.ui.words import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,6 +30,28 @@ if TYPE_CHECKING:
 PROMPT = "❯ "
 EXIT_OK = 0
 EXIT_FAILURE = 1
+PASTE_LINES = 8  # a message longer than this is echoed as "[pasted N lines]"
+PASTE_CHARS = 1500
+EXIT_HINT = "(Ctrl-C again to exit, or Ctrl-D)"
+EOF_KEY = "\x04"  # Ctrl-D typed while a turn ran: quit once it is over
+
+
+class ClearLineInterrupt(KeyboardInterrupt):
+    """Ctrl-C at a prompt holding text: the line is dropped, nothing else happens.
+
+    Any other KeyboardInterrupt at the prompt (an empty line, or a Ctrl-C that arrives between
+    two prompts) counts toward the two-Ctrl-C exit."""
+
+
+def echo_text(text: str) -> str:
+    """How a sent message is echoed: in full, or collapsed when it is a large paste."""
+    lines = text.splitlines() or [""]
+    if len(lines) <= PASTE_LINES and len(text) <= PASTE_CHARS:
+        return PROMPT + "\n  ".join(lines)
+    first = lines[0].strip()
+    head = first if len(first) <= 60 else first[:59] + "…"
+    label = f"[pasted {plural(len(lines), 'line')}]" if len(lines) > 1 else f"[pasted {plural(len(text), 'character')}]"
+    return PROMPT + (f"{head} {label}" if head else label)
 
 
 class SessionLoader:
@@ -36,9 +60,15 @@ class SessionLoader:
     ``on_done(loader)`` is called in the background thread once the session is open (or failed).
     """
 
-    def __init__(self, factory: Callable[[], "Session"], on_done: Callable[["SessionLoader"], None] | None = None):
+    def __init__(
+        self,
+        factory: Callable[[], "Session"],
+        on_done: Callable[["SessionLoader"], None] | None = None,
+        preload: Callable[[], None] | None = None,
+    ):
         self._factory = factory
         self._on_done = on_done
+        self._preload = preload  # runs on its own thread, in parallel with factory()
         self._thread = threading.Thread(target=self._run, name="memagent-session", daemon=True)
         self.session: "Session | None" = None
         self.error: BaseException | None = None
@@ -49,8 +79,17 @@ class SessionLoader:
         """Start the thread (once; later calls do nothing)."""
         if not self.started:
             self.started = True
+            if self._preload is not None:
+                threading.Thread(target=self._run_preload, name="memagent-preload", daemon=True).start()
             self._thread.start()
         return self
+
+    def _run_preload(self) -> None:
+        try:
+            assert self._preload is not None
+            self._preload()
+        except Exception:  # only a head start: the session opens (and reports) on its own
+            pass
 
     def _run(self) -> None:
         started = time.perf_counter()
@@ -105,7 +144,9 @@ def session_status(session: "Session") -> str:
 
 
 def make_key_bindings():
-    """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline.
+    """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline; Ctrl-C on an empty
+    prompt raises KeyboardInterrupt (a second one in a row quits), otherwise
+    :class:`ClearLineInterrupt` (the line is dropped).
 
     Ctrl-J is left as a second Enter: a line typed ahead while a turn runs reaches the prompt
     with the terminal's CR→LF translation, so LF must submit, not insert a newline.
@@ -118,11 +159,19 @@ def make_key_bindings():
     def _newline(event) -> None:
         event.current_buffer.insert_text("\n")
 
+    @bindings.add("c-c")
+    def _interrupt(event) -> None:
+        empty = not event.current_buffer.text
+        event.app.exit(exception=KeyboardInterrupt() if empty else ClearLineInterrupt())
+
     return bindings
 
 
 def make_prompt_session(history_file: Path):
-    """A prompt_toolkit session whose history persists in ``history_file`` across sessions."""
+    """A prompt_toolkit session whose history persists in ``history_file`` across sessions.
+
+    The prompt (with its status line) and the typed text are erased when sent: the REPL echoes
+    the message itself, collapsing large pastes."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
@@ -137,6 +186,7 @@ def make_prompt_session(history_file: Path):
         multiline=False,
         prompt_continuation="  ",
         enable_open_in_editor=False,
+        erase_when_done=True,
     )
 
 
@@ -147,13 +197,23 @@ class Repl:
     paths: "ProjectPaths"
     model: str
     session_factory: Callable[[Any], "Session"]
+    preload: Callable[[], None] | None = None  # e.g. import the model SDK while memory opens
     console: "Console | None" = None
     read_line: Callable[[], str] | None = None  # replaces the prompt in tests
+    auto_approve: bool = False
+    first_message: str | None = None  # sent as soon as the REPL starts
+    resuming: bool = False  # -c / -r: show a recap of the session once it is open
     _prompt: Any = None
     _loader: SessionLoader | None = None
     _warnings_seen: int = 0
     _announced: bool = False
     _announce_lock: threading.Lock = field(default_factory=threading.Lock)
+    _status: StatusLine | None = None
+    _queued: list[str] = field(default_factory=list)  # lines typed ahead during a turn
+    _prefill: str = ""
+    _keys: Any = None  # the TurnKeys reader while a turn runs
+    _exit_armed: bool = False
+    records_lost: bool = False  # set at close: part of the transcript could not be written
 
     def run(self) -> int:
         from rich.console import Console
@@ -163,20 +223,29 @@ class Repl:
 
         console = self.console = self.console or Console(highlight=False)
         renderer = ReplRenderer(console)
-        approver = TerminalApprover(console, before_prompt=renderer.pause, after_prompt=renderer.resume)
+        approver = TerminalApprover(
+            console, before_prompt=self._before_approval(renderer), after_prompt=renderer.resume,
+            after_answer=self._after_approval,
+        )
+        self._status = StatusLine(self.model, self.auto_approve)
         if self.read_line is None:
             self._prompt = make_prompt_session(self.paths.history_file)
         self._print_banner()
-        self._loader = SessionLoader(lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done)
+        if self.first_message:
+            self._queued.append(self.first_message)
+        self._loader = SessionLoader(
+            lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done, preload=self.preload
+        )
         if self.read_line is not None:
             self._loader.start()
         try:
-            return self._loop(renderer)
+            code = self._loop(renderer)
         except SessionFailed as exc:
             sys.stderr.write(f"memagent: {exc}\n")
-            return exc.code
+            code = exc.code
         finally:
             self._close()
+        return code or (EXIT_FAILURE if self.records_lost else EXIT_OK)
 
     # ------------------------------------------------------------------ the loop
 
@@ -184,11 +253,19 @@ class Repl:
         while True:
             self._stop_if_session_failed()
             try:
-                line = self._read()
+                line = self._next_line()
+            except ClearLineInterrupt:
+                self._exit_armed = False
+                continue
             except KeyboardInterrupt:
-                continue  # Ctrl-C at the prompt clears the line
+                if self._exit_armed:
+                    return EXIT_OK
+                self._exit_armed = True
+                self._print_dim(EXIT_HINT)
+                continue
             except EOFError:
                 return EXIT_OK
+            self._exit_armed = False
             text = line.strip()
             if not text:
                 continue
@@ -208,6 +285,20 @@ class Repl:
         if loader is not None and loader.done and loader.error is not None:
             self._session()  # raises SessionFailed with the reason and exit code
 
+    def _next_line(self) -> str:
+        """A line typed ahead (or the first message), else one read from the prompt; echoed."""
+        if self._queued:
+            line = self._queued.pop(0)
+            if line == EOF_KEY:
+                raise EOFError
+            if self.read_line is None and line.strip():
+                self._echo(line)
+            return line
+        line = self._read()
+        if self.read_line is None and line.strip():
+            self._echo(line)
+        return line
+
     def _read(self) -> str:
         if self.read_line is not None:
             return self.read_line()
@@ -220,8 +311,19 @@ class Repl:
             # compete with drawing it for the GIL.
             app = self._prompt.app
             app.after_render += self._start_after_first_render
+        prefill, self._prefill = self._prefill, ""
+        status = self._status.text() if self._status is not None else self.model
+        message = FormattedText([("ansibrightblack", status + "\n"), ("bold ansicyan", PROMPT)])
         with patch_stdout(raw=True):
-            return self._prompt.prompt(FormattedText([("bold ansicyan", PROMPT)]))
+            return self._prompt.prompt(message, default=prefill)
+
+    def _echo(self, line: str) -> None:
+        assert self.console is not None
+        from rich.text import Text
+
+        echoed = Text(echo_text(line.strip("\n")))
+        echoed.stylize("bold cyan", 0, len(PROMPT))
+        self.console.print(echoed)
 
     def _start_after_first_render(self, app) -> None:
         app.after_render -= self._start_after_first_render
@@ -255,7 +357,8 @@ class Repl:
         session = self._session()
         events = session.agent.run_turn(text)
         try:
-            interrupted = consume_turn(session.agent, events, renderer.handle)
+            with self._turn_keys():
+                interrupted = consume_turn(session.agent, events, renderer.handle)
         except Exception as exc:  # a bug below must not end the chat or corrupt the history
             renderer.finish()
             session.agent.repair_after_interrupt()
@@ -268,6 +371,42 @@ class Repl:
             renderer.show_cancelled()
         self._show_warnings(session)
 
+    def _turn_keys(self):
+        """While a turn runs: Esc interrupts it; keys typed ahead are kept for the prompt."""
+        import contextlib
+
+        if self.read_line is not None or not sys.stdin.isatty():
+            return contextlib.nullcontext()
+        from memagent.ui.keys import TurnKeys
+
+        keys = TurnKeys(sys.stdin.fileno())
+
+        @contextlib.contextmanager
+        def running():
+            self._keys = keys
+            try:
+                with keys:
+                    yield keys
+            finally:
+                self._keys = None
+                lines, rest = keys.typeahead.take_lines()
+                self._queued += lines + ([EOF_KEY] if keys.typeahead.eof else [])
+                self._prefill = rest
+
+        return running()
+
+    def _before_approval(self, renderer) -> Callable[[], None]:
+        def before() -> None:
+            if self._keys is not None:
+                self._keys.pause()
+            renderer.pause()
+
+        return before
+
+    def _after_approval(self) -> None:
+        if self._keys is not None:
+            self._keys.resume()
+
     def _repair(self) -> None:
         loader = self._loader
         if loader is not None and loader.session is not None:
@@ -279,10 +418,16 @@ class Repl:
         assert self.console is not None
         self.console.print(f"memagent {__version__} · {self.model} · {self.paths.root}", style="bold", markup=False)
         self.console.print(
-            "/help for commands · Esc Enter for a newline · Ctrl-C cancels a turn · Ctrl-D quits",
+            "/help for commands · Esc Enter for a newline · Esc or Ctrl-C cancels a turn · Ctrl-D quits",
             style="dim",
             markup=False,
         )
+        if self.auto_approve:
+            self.console.print("--yes: every tool call runs without asking", style="yellow", markup=False)
+
+    def _print_dim(self, text: str) -> None:
+        assert self.console is not None
+        self.console.print(text, style="dim", markup=False)
 
     def _on_session_done(self, loader: SessionLoader) -> None:
         """Background thread: announce the session, or stop the prompt when it failed."""
@@ -300,8 +445,15 @@ class Repl:
             if self._announced:
                 return
             self._announced = True
+        if self._status is not None:
+            self._status.attach(session)
         dim = "\x1b[2m{}\x1b[0m" if sys.stdout.isatty() else "{}"
         sys.stdout.write(dim.format(session_status(session)) + "\n")
+        if self.resuming:
+            from memagent.ui.recap import recap_lines
+
+            for line in recap_lines(session.agent.conversation.messages):
+                sys.stdout.write(dim.format(line) + "\n")
         for warning in session.warnings:
             sys.stdout.write(f"warning: {warning}\n")
         self._warnings_seen = len(session.warnings)
@@ -317,15 +469,28 @@ class Repl:
         loader = self._loader
         if loader is None:
             return
-        loader.wait()
+        try:
+            loader.wait()  # quitting while the session still opens: let it finish, then close it
+        except KeyboardInterrupt:
+            return  # not waiting: nothing was written yet (the transcript starts with the first message)
         session = loader.session
         if session is None:
             return
-        if session.learner is not None and session.agent.turns:
+        learner = getattr(session, "learner", None)
+        if learner is not None and session.agent.turns:
             sys.stdout.write("Saving what this session taught to memory… (Ctrl-C skips)\n")
             sys.stdout.flush()
         for warning in session.close():
             sys.stderr.write(f"memagent: warning: {warning}\n")
+        if learner is not None:
+            from memagent.ui.recap import learned_counts, learned_summary
+
+            summary = learned_summary(learned_counts(getattr(learner, "reports", ())))
+            if summary:
+                sys.stdout.write(summary + "\n")
+        transcript = getattr(session, "transcript", None)
+        if getattr(transcript, "pending", 0):
+            self.records_lost = True
 
 
-__all__ = ["PROMPT", "Repl", "SessionLoader", "make_key_bindings", "make_prompt_session", "session_status"]
+__all__ = ["PROMPT", "Repl", "SessionLoader", "ClearLineInterrupt", "echo_text", "make_key_bindings", "make_prompt_session", "session_status"]

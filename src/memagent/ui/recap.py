@@ -1,0 +1,108 @@
+"""What the REPL says around a session: the recap of a resumed one, and what was learned.
+
+``memagent -c`` shows the last few exchanges of the session it continues and where it stopped,
+so the user does not face a blank prompt. At exit, the REPL says what the session taught
+long-term memory ("2 memories saved, 1 updated; review them with `memagent memory review`").
+Pure functions over plain data, so they are tested without a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from memagent.ui.words import plural
+
+RECAP_EXCHANGES = 3
+RECAP_CHARS = 160
+
+
+def _one_line(text: str, limit: int = RECAP_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [str(b.get("text", "")) for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def _typed_text(message: dict[str, Any]) -> str:
+    """What the user typed: the first text block (later blocks are injected context)."""
+    texts = [t for t in _texts(message) if t.strip()]
+    return texts[0] if texts else ""
+
+
+def _tool_names(message: dict[str, Any]) -> list[str]:
+    return [str(b.get("name")) for b in message.get("content") or () if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def _is_typed(message: dict[str, Any]) -> bool:
+    text = _typed_text(message)
+    return message.get("role") == "user" and bool(text) and not text.startswith("<")
+
+
+def recap_lines(messages: Sequence[dict[str, Any]], exchanges: int = RECAP_EXCHANGES) -> list[str]:
+    """The last ``exchanges`` user turns with the answer each got, then where it stopped."""
+    starts = [i for i, m in enumerate(messages) if _is_typed(m)]
+    if not starts:
+        return []
+    lines: list[str] = []
+    if len(starts) > exchanges:
+        lines.append(f"… {plural(len(starts) - exchanges, 'earlier exchange')}")
+    shown = starts[-exchanges:]
+    for number, start in enumerate(shown):
+        end = shown[number + 1] if number + 1 < len(shown) else len(messages)
+        lines.append(f"you: {_one_line(_typed_text(messages[start]))}")
+        tools: list[str] = []
+        answer = ""
+        for message in messages[start + 1 : end]:
+            if message.get("role") == "assistant":
+                tools += _tool_names(message)
+                answer = " ".join(t for t in _texts(message) if t.strip()) or answer
+        if tools:
+            lines.append(f"  ({plural(len(tools), 'tool call')}: {', '.join(dict.fromkeys(tools))})")
+        if answer:
+            lines.append(f"memagent: {_one_line(answer)}")
+    lines.append(stopped_where(messages))
+    return lines
+
+
+def stopped_where(messages: Sequence[dict[str, Any]]) -> str:
+    last = messages[-1] if messages else {}
+    if last.get("role") == "assistant":
+        if _tool_names(last):
+            return "It stopped while a tool call was running; say how to go on."
+        return "It stopped after the answer above; carry on where you left off."
+    return "It stopped before the last message got an answer; send it again or say how to go on."
+
+
+def learned_counts(reports: Iterable[Any]) -> dict[str, int]:
+    """Totals over a learner's reports: saved (new cards), updated, contradicted, pending."""
+    totals = {"saved": 0, "updated": 0, "pending": 0}
+    for report in reports:
+        count = getattr(report, "count", None)
+        if count is None:
+            continue
+        totals["saved"] += count("ADD")
+        totals["updated"] += count("UPDATE") + count("CONTRADICT")
+        totals["pending"] += count("PENDING")
+    return totals
+
+
+def learned_summary(counts: dict[str, int]) -> str | None:
+    """``2 memories saved, 1 updated; review them with `memagent memory review``` (None: nothing)."""
+    parts = []
+    if counts.get("saved"):
+        parts.append(f"{plural(counts['saved'], 'memory', 'memories')} saved")
+    if counts.get("updated"):
+        parts.append(f"{counts['updated']} updated")
+    if counts.get("pending"):
+        parts.append(f"{counts['pending']} waiting for your review")
+    if not parts:
+        return None
+    return "Learned this session: " + ", ".join(parts) + "; review them with `memagent memory review`"
+
+
+__all__ = ["learned_counts", "learned_summary", "recap_lines", "stopped_where"]
