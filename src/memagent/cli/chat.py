@@ -27,6 +27,8 @@ class ChatOptions:
     auto_approve: bool
     model: Optional[str]
     memory: bool
+    output_format: str = "text"
+    max_turns: Optional[int] = None
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
@@ -58,13 +60,33 @@ def check_root(root: Optional[Path]) -> None:
         fail(f"project root {root} is not a directory", EXIT_USAGE)
 
 
+def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False):
+    """``runtime.open_session`` with a model whose every call is metered (for ``/cost`` and the
+    json outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
+    from memagent.config import ConfigError, load_settings, project_paths
+    from memagent.llm.metered import MeteredModel
+    from memagent.runtime import SetupError, make_model, open_session
+
+    check_root(options.root)
+    try:
+        settings = load_settings(project_paths(options.root), overrides={"model": options.model})
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
+    model = MeteredModel(make_model(settings))
+    wanted = session_options(options, non_interactive=non_interactive)
+    if fresh:
+        wanted.resume_id, wanted.continue_latest = None, False
+    extra = {"approver": approver} if approver is not None else {}
+    return open_session(wanted, model=model, **extra)
+
+
 def open_or_fail(options: ChatOptions, *, non_interactive: bool):
     """``runtime.open_session`` with every setup problem turned into a one-line exit."""
     from memagent.context.transcript import TranscriptError
-    from memagent.runtime import SetupError, open_session
+    from memagent.runtime import SetupError
 
     try:
-        return open_session(session_options(options, non_interactive=non_interactive))
+        return open_metered(options, non_interactive=non_interactive)
     except SetupError as exc:
         fail(str(exc), exc.code)
     except (TranscriptError, OSError) as exc:
@@ -72,14 +94,19 @@ def open_or_fail(options: ChatOptions, *, non_interactive: bool):
 
 
 def run_print_mode(options: ChatOptions) -> int:
-    from memagent.ui.printmode import run_print
+    from memagent.ui.printmode import OUTPUT_FORMATS, run_print
 
     check_root(options.root)
+    if options.output_format not in OUTPUT_FORMATS:
+        fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, not {options.output_format!r}", EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
     session = open_or_fail(options, non_interactive=not options.auto_approve)
     try:
         color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-        return run_print(session, prompt, sys.stdout, sys.stderr, color=color)
+        return run_print(
+            session, prompt, sys.stdout, sys.stderr, color=color,
+            output_format=options.output_format, max_turns=options.max_turns,
+        )
     finally:
         for warning in session.close():
             sys.stderr.write(f"memagent: warning: {warning}\n")
@@ -103,10 +130,8 @@ def run_interactive(options: ChatOptions) -> int:
 
     from memagent.ui.repl import Repl
 
-    def factory(approver):
-        from memagent.runtime import open_session
-
-        return open_session(session_options(options, non_interactive=False), approver=approver)
+    def factory(approver, fresh: bool = False):
+        return open_metered(options, non_interactive=False, approver=approver, fresh=fresh)
 
     return Repl(paths=paths, model=settings.model, session_factory=factory).run()
 

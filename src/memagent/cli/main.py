@@ -23,9 +23,10 @@ SUBCOMMANDS = {
     "memory": "Long-term memory: list, show, search, add, edit, forget, stats, export, import, reindex, profile, review.",
     "sessions": "Transcripts in .transcripts/: list sessions, show one.",
     "doctor": "Paths, model, key, versions, embedding backend and store health.",
+    "skills": "Skills (SKILL.md playbooks): list, new NAME, new --from CARD_ID.",
 }
 # chat options that take a value: the token after them is never a sub-command
-_VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model"}
+_VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model", "--output-format", "--max-turns"}
 
 
 def _new_app() -> typer.Typer:
@@ -56,6 +57,10 @@ def _mount(app: typer.Typer, name: str) -> None:
         from memagent.cli import tasks
 
         sub = tasks.app
+    elif name == "skills":
+        from memagent.cli import skills
+
+        sub = skills.app
     else:
         from memagent.cli import sessions
 
@@ -123,6 +128,10 @@ def main(
     yes: bool = typer.Option(False, "-y", "--yes", help="Approve every tool call without asking."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model id (default: $MEMAGENT_MODEL or Sonnet)."),
     no_memory: bool = typer.Option(False, "--no-memory", help="Run with long-term memory off."),
+    output_format: Optional[str] = typer.Option(
+        None, "--output-format", help="With -p: text (default), json (one result object) or stream-json (one event per line)."
+    ),
+    max_turns: Optional[int] = typer.Option(None, "--max-turns", help="With -p: stop after N model calls (exit 1).", min=1),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
 ) -> None:
     """Chat with the agent in this project (default), or run a sub-command."""
@@ -133,6 +142,8 @@ def main(
         return
     if continue_ and resume:
         fail("use either -c or -r, not both", EXIT_USAGE)
+    if (output_format is not None or max_turns is not None) and prompt is None:
+        fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
     from memagent.cli.chat import ChatOptions, run_chat
 
     run_chat(
@@ -144,6 +155,8 @@ def main(
             auto_approve=yes,
             model=model,
             memory=not no_memory,
+            output_format=output_format or "text",
+            max_turns=max_turns,
         )
     )
 

@@ -120,7 +120,7 @@ def make_key_bindings():
     return bindings
 
 
-def make_prompt_session(history_file: Path):
+def make_prompt_session(history_file: Path, completer: Any = None):
     """A prompt_toolkit session whose history persists in ``history_file`` across sessions."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -136,6 +136,8 @@ def make_prompt_session(history_file: Path):
         multiline=False,
         prompt_continuation="  ",
         enable_open_in_editor=False,
+        completer=completer,
+        complete_while_typing=False,
     )
 
 
@@ -153,6 +155,9 @@ class Repl:
     _warnings_seen: int = 0
     _announced: bool = False
     _announce_lock: threading.Lock = field(default_factory=threading.Lock)
+    _approver: Any = None
+    _custom: Any = None  # CommandSet, discovered on first use
+    _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
 
     def run(self) -> int:
         from rich.console import Console
@@ -162,9 +167,11 @@ class Repl:
 
         console = self.console = self.console or Console(highlight=False)
         renderer = ReplRenderer(console)
-        approver = TerminalApprover(console, before_prompt=renderer.pause, after_prompt=renderer.resume)
+        approver = self._approver = TerminalApprover(console, before_prompt=renderer.pause, after_prompt=renderer.resume)
         if self.read_line is None:
-            self._prompt = make_prompt_session(self.paths.history_file)
+            from memagent.ui.completion import ReplCompleter
+
+            self._prompt = make_prompt_session(self.paths.history_file, ReplCompleter(self.paths.root, self._command_names))
         self._print_banner()
         self._loader = SessionLoader(lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done)
         if self.read_line is not None:
@@ -193,8 +200,10 @@ class Repl:
                 continue
             try:
                 if is_command(text):
-                    if self._command(text):
+                    if self._command(text, renderer):
                         return EXIT_OK
+                elif text.startswith("!"):
+                    self._shell(text[1:].strip())
                 else:
                     self._turn(text, renderer)
             except KeyboardInterrupt:
@@ -242,17 +251,82 @@ class Repl:
         self._announce(session)
         return session
 
-    def _command(self, text: str) -> bool:
+    def _command(self, text: str, renderer=None) -> bool:
         """Run a slash command; True when the REPL should quit."""
         assert self.console is not None
-        reply: Reply = run_command(text, self._session, busy=self.console.status)
+        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=self._custom_commands())
         if reply.text:
             self.console.print(reply.text, style=reply.style or None, markup=False, highlight=False)
+        if reply.action == "clear":
+            self._clear()
+        if reply.send and renderer is not None:
+            self._turn(reply.send, renderer)
         return reply.exit
+
+    # ------------------------------------------------------------------ ecosystem: commands, context
+
+    def _custom_commands(self):
+        """The Markdown commands of the project and the user (discovered once)."""
+        if self._custom is None:
+            from memagent.custom_commands import discover_commands
+            from memagent.ui.commands import builtin_names
+
+            self._custom = discover_commands(self.paths.root, self.paths.home, builtin_names())
+            assert self.console is not None
+            for problem in self._custom.problems:
+                self.console.print(f"warning: {problem}", style="yellow", markup=False)
+        return self._custom
+
+    def _command_names(self) -> list[str]:
+        from memagent.ui.commands import COMMANDS
+
+        return [c.name for c in COMMANDS] + self._custom_commands().names()
+
+    def _shell(self, command: str) -> None:
+        """``!command``: run it now, show the output, keep it for the next message."""
+        from memagent.attachments import run_shell_escape
+
+        assert self.console is not None
+        if not command:
+            self.console.print("usage: !command (runs in the project root)", style="red", markup=False)
+            return
+        with self.console.status(f"Running {command}…"):
+            attachment = run_shell_escape(command, self.paths.root)
+        self.console.print(attachment.text, markup=False, highlight=False)
+        self.console.print(f"({attachment.source}; the output goes to the model with your next message)", style="dim",
+                           markup=False, highlight=False)
+        self._pending.append(attachment)
+
+    def _with_attachments(self, text: str) -> str:
+        """The message with its @path files and pending !command outputs attached."""
+        from memagent.attachments import attach_mentions, compose_message
+
+        attachments, notes = attach_mentions(text, self.paths.root)
+        assert self.console is not None
+        for note in notes:
+            self.console.print(note, style="dim", markup=False, highlight=False)
+        attachments = self._pending + attachments
+        self._pending = []
+        return compose_message(text, attachments)
+
+    def _clear(self) -> None:
+        """/clear: close this session (it stays resumable) and open a fresh one in the background."""
+        assert self.console is not None
+        old = self._loader
+        if old is not None and old.session is not None:
+            for warning in old.session.close():
+                self.console.print(f"warning: {warning}", style="yellow", markup=False)
+        self._pending = []
+        approver = self._approver
+        self._announced = False
+        self._loader = SessionLoader(
+            lambda: warm_up(self.session_factory(approver, fresh=True)), on_done=self._on_session_done
+        ).start()
+        self._session()
 
     def _turn(self, text: str, renderer) -> None:
         session = self._session()
-        events = session.agent.run_turn(text)
+        events = session.agent.run_turn(self._with_attachments(text))
         try:
             interrupted = consume_turn(session.agent, events, renderer.handle)
         except Exception as exc:  # a bug below must not end the chat or corrupt the history
