@@ -39,32 +39,29 @@ def test_instructions_with_an_import_are_in_the_system_prompt_and_come_back_afte
     (project / "CLAUDE.md").write_text("@AGENTS.md\n")
     for number in range(3):
         (project / f"mod{number}.py").write_text(f"# module {number}\n" + "x = 1\n" * 800)
-    fake.add(
-        tool("read_file", {"path": "mod0.py"}),
-        tool("read_file", {"path": "mod1.py"}),
-        turn("Compacting now.", tool("compact", {})),
-        tool("read_file", {"path": "mod2.py"}),
-        text("Done reading."),
-    )
-    result = _print(run_cli, fake, project, "read the modules")
+    fake.add(tool("read_file", {"path": "mod0.py"}), tool("read_file", {"path": "mod1.py"}), text("Read both."))
+    first_run = _print(run_cli, fake, project, "read the modules")
+    assert first_run.returncode == 0, first_run.stderr
+    fake.add(turn("Compacting now.", tool("compact", {})), tool("read_file", {"path": "mod2.py"}), text("Done reading."))
+    result = _print(run_cli, fake, project, "compact, then read mod2", "-c")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Done reading.\n"
     assert fake.errors == [] and fake.remaining == 0
 
-    first = system_text(fake.requests[0])
+    main = [r for r in fake.requests if r["model"] != SMALL]
+    assert len(main) == 6
+    first = system_text(main[0])
     assert "Project rule: always run `make check`." in first
     assert "## docs/style.md (imported by AGENTS.md)\n\nIMPORTED-STYLE-RULE: four-space indents." in first
     assert first.count("IMPORTED-STYLE-RULE") == 1  # CLAUDE.md's @AGENTS.md does not repeat it
-    assert all(system_text(r) == first for r in fake.requests)  # byte-stable system prompt
+    assert all(system_text(r) == first for r in main)  # byte-stable, and the same in the resumed session
 
-    assert len(fake.chore_requests) == 1  # one summary call: the compaction happened
-    after = fake.requests[3]["messages"]
-    joined = "\n".join(_texts(m) for m in after)
-    assert "Summary of the earlier conversation" in joined
-    assert "[Project instructions, re-injected verbatim after the compaction:]" in joined
-    assert "IMPORTED-STYLE-RULE: four-space indents." in joined
-    before = "\n".join(_texts(m) for m in fake.requests[2]["messages"])
-    assert "re-injected verbatim" not in before
+    assert len(fake.chore_requests) == 1, result.stderr  # one summary call: the compaction happened
+    after = "\n".join(_texts(m) for m in main[4]["messages"])
+    assert "Summary of the earlier conversation" in after, result.stderr
+    assert "[Project instructions, re-injected verbatim after the compaction:]" in after
+    assert "IMPORTED-STYLE-RULE: four-space indents." in after
+    assert "re-injected verbatim" not in "\n".join(_texts(m) for m in main[3]["messages"])
 
 
 def test_a_skill_body_is_loaded_only_when_the_skill_tool_is_called(run_cli, fake, project):
