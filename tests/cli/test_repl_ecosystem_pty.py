@@ -74,7 +74,7 @@ def test_custom_command_shell_escape_mentions_cost_and_clear(spawn, fake, projec
     child.expect(PROMPT)
     child.send("what about @src/ca")
     child.send("\t")  # Tab completes the path
-    child.expect_exact("calc.py")
+    child.expect_exact("lc.py")  # the completion adds the rest of the name
     child.send(" now?\r")
     child.expect("attached src/calc.py")
     expect_text(child, "Saw both.")
@@ -90,7 +90,7 @@ def test_custom_command_shell_escape_mentions_cost_and_clear(spawn, fake, projec
     child.expect(PROMPT)
     _submit(child, "/memory")
     child.expect("instruction files")
-    child.expect(r"AGENTS\.md \(10 chars\)")
+    child.expect(r"AGENTS\.md \(9 chars\)")
     child.expect(PROMPT)
     _submit(child, "/model claude-haiku-4-5")
     child.expect("→ claude-haiku-4-5")
