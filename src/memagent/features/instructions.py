@@ -32,15 +32,16 @@ from pathlib import Path
 from typing import Callable
 
 from memagent.agent.feature import BaseFeature
+from memagent.markers import Marker
 
 INSTRUCTION_NAMES = ("AGENTS.md", "CLAUDE.md")
 MAX_IMPORT_DEPTH = 5
 DEFAULT_MAX_CHARS = 40_000
 INSTRUCTIONS_HEADER = (
-    "Instructions from the project's and the user's instruction files (AGENTS.md, CLAUDE.md). "
-    "Follow them; the more specific (later) file wins when two disagree."
+    f"{Marker.INSTRUCTIONS.value} from the project's and the user's instruction files (AGENTS.md, "
+    "CLAUDE.md). Follow them; the more specific (later) file wins when two disagree.]"
 )
-REINJECT_HEADER = "[Project instructions, re-injected verbatim after the compaction:]"
+REINJECT_HEADER = f"{Marker.INSTRUCTIONS.value}, re-injected verbatim after the compaction:]"
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from pydantic import Field
 
 from memagent.agent.feature import BaseFeature
+from memagent.markers import Marker
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 SKILL_FILE = "SKILL.md"
@@ -35,8 +36,8 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MAX_LISTED_FILES = 50
 MAX_FILE_CHARS = 100_000
 SKILLS_HEADER = (
-    "Skills: playbooks for recurring tasks. When a task matches a skill's description, call the "
-    "skill tool with its name before starting, and follow what it says."
+    f"{Marker.SKILLS.value}: playbooks for recurring tasks. When a task matches a skill's description, "
+    "call the skill tool with its name before starting, and follow what it says.]"
 )
 
 
