@@ -245,7 +245,9 @@ def cmd_model(session: "Session", arg: str) -> Reply:
     if not arg:
         return Reply(f"model: {current} (summaries and memory extraction: {session.settings.small_model})\n"
                      "Switch with /model NAME.")
-    name = arg.split()[0]
+    if len(arg.split()) != 1:
+        return Reply("usage: /model [NAME] (one model id)", "red")
+    name = arg.strip()
     if not re.fullmatch(r"[A-Za-z0-9][\w.:/-]*", name):
         return Reply(f"not a model id: {name!r}", "red")
     session.agent.config.model = name
