@@ -162,3 +162,17 @@ def test_no_files_means_no_text(tmp_path):
     _, project, home = _repo(tmp_path)
     feature = InstructionsFeature(project, home)
     assert feature.system_text() is None and feature.reinject() is None and feature.files == []
+
+
+def test_files_down_to_a_working_directory_inside_the_project_and_warnings_reported(tmp_path):
+    repo, project, home = _repo(tmp_path)
+    (project / "pkg" / "sub").mkdir(parents=True)
+    (project / "AGENTS.md").write_text("api\n")
+    (project / "pkg" / "AGENTS.md").write_text("pkg rule @missing/file.md\n")
+    (project / "pkg" / "sub" / "CLAUDE.md").write_text("sub rule\n")
+    warned: list[str] = []
+    feature = InstructionsFeature(project, home, cwd=project / "pkg" / "sub", warn=warned.append)
+    assert [f.label for f in feature.files] == ["AGENTS.md", "pkg/AGENTS.md", "pkg/sub/CLAUDE.md"]
+    assert warned == ["pkg/AGENTS.md: @missing/file.md not found"]
+    elsewhere = InstructionsFeature(project, home, cwd=tmp_path)  # a working directory outside: root only
+    assert [f.label for f in elsewhere.files] == ["AGENTS.md"]
