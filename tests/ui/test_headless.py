@@ -50,7 +50,8 @@ def test_metered_model_sums_every_call_and_prices_it(make_agent):
     expected = (1010 * 1.0 + 55 * 5.0 + 4000 * 0.1 + 200 * 1.25) / 1e6  # Haiku 4.5 list prices
     assert result["total_cost_usd"] == round(expected, 6) == round(meter.cost, 6)
     cost = run_command("/cost", lambda: _session(agent)).text
-    assert "(2 model calls)" in cost and "estimated cost: $" in cost
+    assert cost.splitlines()[:2] == ["tokens: 1,010 in · 55 out (2 model calls)", "cache: 4,000 read · 200 written"]
+    assert cost.splitlines()[2].startswith("estimated cost: $0.002")
 
 
 def test_model_error_and_max_turns_are_errors_with_exit_1(make_agent):

@@ -67,7 +67,6 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
     from memagent.llm.metered import MeteredModel
     from memagent.runtime import SetupError, make_model, open_session
 
-    check_root(options.root)
     try:
         settings = load_settings(project_paths(options.root), overrides={"model": options.model})
     except ConfigError as exc:

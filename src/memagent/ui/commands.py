@@ -264,13 +264,13 @@ def cmd_cost(session: "Session", arg: str) -> Reply:
     meter = metered.snapshot()
     calls = f"{meter.calls} model call{'s' if meter.calls != 1 else ''}"
     lines = [
-        f"tokens: {meter.input_tokens:,} in · {meter.output_tokens:,} out · "
-        f"{meter.cache_read_tokens:,} cache reads · {meter.cache_write_tokens:,} cache writes ({calls})",
+        f"tokens: {meter.input_tokens:,} in · {meter.output_tokens:,} out ({calls})",
+        f"cache: {meter.cache_read_tokens:,} read · {meter.cache_write_tokens:,} written",
     ]
     if meter.cost is None:
         lines.append(f"estimated cost: unknown (no price for {', '.join(sorted(meter.unpriced_models))})")
     else:
-        lines.append(f"estimated cost: {format_cost(meter.cost)} at list prices (summaries and memory extraction included)")
+        lines.append(f"estimated cost: {format_cost(meter.cost)} (list prices; summaries and memory extraction included)")
     return Reply("\n".join(lines))
 
 

@@ -10,8 +10,6 @@ from typing import Callable, Iterable
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from memagent.tools.paths import IGNORED_DIR_NAMES
-
 MAX_PATH_COMPLETIONS = 200
 _AT_TOKEN = re.compile(r'(?:^|(?<=\s))@([^\s"]*)$')
 
@@ -21,6 +19,7 @@ def path_candidates(root: Path, fragment: str, limit: int = MAX_PATH_COMPLETIONS
 
     Completion goes one directory level at a time, never leaves the project, and skips the
     directories ``glob`` ignores (``.git``, ``node_modules``, memagent's own data, …)."""
+    from memagent.tools.paths import IGNORED_DIR_NAMES  # not at import: the prompt must not wait for pydantic
     root = root.resolve()
     head, _, prefix = fragment.rpartition("/")
     directory = (root / head).resolve() if head else root

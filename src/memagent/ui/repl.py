@@ -314,7 +314,9 @@ class Repl:
         assert self.console is not None
         old = self._loader
         if old is not None and old.session is not None:
-            for warning in old.session.close():
+            with self.console.status("Closing the session…"):
+                warnings = old.session.close()
+            for warning in warnings:
                 self.console.print(f"warning: {warning}", style="yellow", markup=False)
         self._pending = []
         approver = self._approver
