@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memagent.custom_commands import discover_commands
+from memagent.commands_md import discover_commands
 from memagent.ui.commands import builtin_names, run_command
 
 

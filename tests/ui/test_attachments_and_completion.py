@@ -5,7 +5,7 @@ from __future__ import annotations
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from memagent.attachments import Attachment, attach_mentions, cap, compose_message, mentioned_paths, run_shell_escape
+from memagent.ui.attachments import Attachment, attach_mentions, cap, compose_message, mentioned_paths, run_shell_escape
 from memagent.ui.completion import ReplCompleter, path_candidates
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 if TYPE_CHECKING:
-    from memagent.custom_commands import CommandSet
+    from memagent.commands_md import CommandSet
     from memagent.runtime import Session
 
 NOT_AVAILABLE = "not available yet"

@@ -268,7 +268,7 @@ class Repl:
     def _custom_commands(self):
         """The Markdown commands of the project and the user (discovered once)."""
         if self._custom is None:
-            from memagent.custom_commands import discover_commands
+            from memagent.commands_md import discover_commands
             from memagent.ui.commands import builtin_names
 
             self._custom = discover_commands(self.paths.root, self.paths.home, builtin_names())
@@ -284,7 +284,7 @@ class Repl:
 
     def _shell(self, command: str) -> None:
         """``!command``: run it now, show the output, keep it for the next message."""
-        from memagent.attachments import run_shell_escape
+        from memagent.ui.attachments import run_shell_escape
 
         assert self.console is not None
         if not command:
@@ -299,7 +299,7 @@ class Repl:
 
     def _with_attachments(self, text: str) -> str:
         """The message with its @path files and pending !command outputs attached."""
-        from memagent.attachments import attach_mentions, compose_message
+        from memagent.ui.attachments import attach_mentions, compose_message
 
         attachments, notes = attach_mentions(text, self.paths.root)
         assert self.console is not None
