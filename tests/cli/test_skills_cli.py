@@ -60,8 +60,6 @@ def test_a_procedure_card_becomes_a_skill(run_cli, paths, open_service):
     assert "tag vX.Y.Z and push the tag." in post.content
     assert [s.name for s in discover_skills(paths.root, paths.home).skills] == [name]
 
-    named = run_cli("-C", root, "skills", "new", "release", "--from", procedure.id)
-    assert named.returncode == 0 and (paths.root / ".agents" / "skills" / "release" / "SKILL.md").is_file()
     refused = run_cli("-C", root, "skills", "new", "--from", fact.id)
     assert refused.returncode == 1
     assert refused.stderr == f"memagent: memory {fact.id} is a fact card; only procedure cards become skills\n"

@@ -35,6 +35,16 @@ def test_stream_json_events_in_order_with_a_tool_error(make_agent, tmp_path):
     assert err.getvalue() == ""  # stdout carries everything; stderr only warnings and errors
 
 
+def test_session_warnings_are_notices_in_the_stream_and_lines_on_stderr(make_agent):
+    session = _session(make_agent([reply("ok")]))
+    session.warnings.append("skill skipped: x/SKILL.md: bad front matter")
+    out, err = io.StringIO(), io.StringIO()
+    assert run_print(session, "hi", out, err, output_format="stream-json") == 0
+    events = _lines(out)
+    assert events[1] == {"type": "notice", "level": "warning", "text": "skill skipped: x/SKILL.md: bad front matter"}
+    assert err.getvalue() == "memagent: warning: skill skipped: x/SKILL.md: bad front matter\n"
+
+
 def test_metered_model_sums_every_call_and_prices_it(make_agent):
     first, second = reply("a", tool_call("glob", {"pattern": "*"}), usage=Usage(1000, 50, 4000, 200)), reply("done", usage=Usage(10, 5))
     first.model = second.model = "claude-haiku-4-5"  # the model that answered is the one priced

@@ -78,11 +78,13 @@ def _from_card(paths, card_id: str, name: Optional[str], description: Optional[s
     """(name, SKILL.md text) for a procedure card; exits with one line when it cannot."""
     from memagent.config import ConfigError, load_settings
     from memagent.features.skills import first_sentence, skill_markdown, slugify
+    from memagent.memory.embeddings import LexicalOnlyEmbedder
     from memagent.memory.service import MemoryService, MemoryUnavailable
 
     try:
         settings = load_settings(paths)
-        service = MemoryService.open(paths, settings, check_embedder=False)
+        # reading one card by id needs no vectors: skip loading the embedding weights
+        service = MemoryService.open(paths, settings, check_embedder=False, embedder=LexicalOnlyEmbedder())
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     except MemoryUnavailable as exc:

@@ -7,7 +7,8 @@ object per line as the turn runs. Every object has a ``type``:
 - ``assistant``: ``text``, a piece of the answer, complete up to the next tool call;
 - ``tool_use``: ``id``, ``name``, ``input``;
 - ``tool_result``: ``tool_use_id``, ``name``, ``content``, ``is_error``;
-- ``notice``: ``level`` (info, warning, error) and ``text`` (compaction, retries, …);
+- ``notice``: ``level`` (info, warning, error) and ``text`` (session warnings, compaction,
+  retries, …);
 - ``result`` (last, and the only object of ``json``): ``subtype`` (``success``,
   ``error_max_turns``, ``error_during_execution``, ``error_interrupted``), ``is_error``,
   ``result`` (the final answer), ``error`` (one line, or null), ``stop_reason``,
@@ -139,6 +140,13 @@ def result_object(session: Any, recorder: HeadlessRecorder, interrupted: bool, d
     }
 
 
+def _warnings(warnings: list[str], start: int, err: IO[str], recorder: HeadlessRecorder) -> int:
+    """Session warnings go to stderr, and into the stream as ``notice`` events."""
+    for warning in warnings[start:]:
+        recorder.handle(Notice(warning, "warning"))
+    return report_warnings(warnings, start, err)
+
+
 def run_headless(session: Any, prompt: str, out: IO[str], err: IO[str], *, output_format: str, color: bool = False) -> int:
     """Run one turn, writing ``json`` or ``stream-json`` to ``out``; returns the exit code."""
     started = time.monotonic()
@@ -151,9 +159,9 @@ def run_headless(session: Any, prompt: str, out: IO[str], err: IO[str], *, outpu
     recorder = HeadlessRecorder(emit=emit if streaming else None)
     if streaming:
         emit(init_object(session))
-    seen = report_warnings(session.warnings, 0, err)
+    seen = _warnings(session.warnings, 0, err, recorder)
     interrupted = consume_turn(session.agent, session.agent.run_turn(prompt), recorder.handle)
-    report_warnings(session.warnings, seen, err)
+    _warnings(session.warnings, seen, err, recorder)
     result = result_object(session, recorder, interrupted, int((time.monotonic() - started) * 1000))
     emit(result)
     if result["subtype"] == "error_interrupted":
