@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     """A Chroma server for the project's memory index (team mode) instead of the local folder."""
     embedder: Literal["auto", "onnx", "numpy", "lexical"] = "auto"
     """Where the embedding fallback chain starts: onnx → numpy → lexical (auto: onnx)."""
+    # --- eco: project instructions ---
+    instructions_max_chars: int = Field(40_000, ge=0)
+    """Budget for the instruction files (AGENTS.md, CLAUDE.md and their imports) in the system
+    prompt, in characters; what does not fit is cut and the user is told what."""
 
     # --- recall: automatic learning and local token estimates
     auto_extract: bool = True

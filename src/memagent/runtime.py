@@ -32,7 +32,9 @@ from memagent.context.transcript import TranscriptError, TranscriptWriter, new_s
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
+from memagent.features.instructions import InstructionsFeature
 from memagent.features.memory import MemoryFeature, open_memory
+from memagent.features.skills import SkillsFeature
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.protocol import ChatModel
@@ -240,6 +242,10 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     task_graph = TaskGraphFeature(parts.paths.tasks)
     resumed = parts.resumed
     features: list[Feature] = [
+        InstructionsFeature(
+            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
+        ),
+        SkillsFeature(parts.paths.root, parts.paths.home, warn=parts.warnings.append),
         TodoFeature(parts.todo, parts.conversation.record),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),

@@ -70,7 +70,9 @@ def test_tasks_lists_in_progress_and_ready(session):
 
 
 def test_memory_off_says_why(session):
-    assert run_command("/memory", lambda: session).text == "memory is off (--no-memory)"
+    assert run_command("/memory", lambda: session).text == (
+        "memory is off (--no-memory)\ninstruction files: none (create AGENTS.md, or run /init to draft one)"
+    )
 
 
 def test_memory_search_and_stats_with_a_memory_service(session):
@@ -96,7 +98,9 @@ def test_memory_search_and_stats_with_a_memory_service(session):
     ))
     assert run_command("/memory test runner", lambda: session).text == "[m_1] (0.87) We use pytest for tests"
     assert calls == ["test runner"]
-    assert run_command("/memory", lambda: session).text == "total: 1\nby_type:\n  decision: 1"
+    assert run_command("/memory", lambda: session).text == (
+        "total: 1\nby_type:\n  decision: 1\ninstruction files: none (create AGENTS.md, or run /init to draft one)"
+    )
 
 
 def test_sessions_lists_transcripts_and_marks_the_current_one(session):

@@ -32,6 +32,8 @@ class ChatOptions:
     memory: bool
     first_message: Optional[str] = None  # ``memagent "fix the bug"``: sent once the REPL starts
     pick_session: bool = False  # ``-r`` without an id: choose from the recent sessions
+    output_format: str = "text"
+    max_turns: Optional[int] = None
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
@@ -63,13 +65,32 @@ def check_root(root: Optional[Path]) -> None:
         fail(f"project root {root} is not a directory", EXIT_USAGE)
 
 
+def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False):
+    """``runtime.open_session`` with a model whose every call is metered (for ``/cost`` and the
+    json outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
+    from memagent.config import ConfigError, load_settings, project_paths
+    from memagent.llm.metered import MeteredModel
+    from memagent.runtime import SetupError, make_model, open_session
+
+    try:
+        settings = load_settings(project_paths(options.root), overrides={"model": options.model})
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
+    model = MeteredModel(make_model(settings))
+    wanted = session_options(options, non_interactive=non_interactive)
+    if fresh:
+        wanted.resume_id, wanted.continue_latest = None, False
+    extra = {"approver": approver} if approver is not None else {}
+    return open_session(wanted, model=model, **extra)
+
+
 def open_or_fail(options: ChatOptions, *, non_interactive: bool):
     """``runtime.open_session`` with every setup problem turned into a one-line exit."""
     from memagent.context.transcript import TranscriptError
-    from memagent.runtime import SetupError, open_session
+    from memagent.runtime import SetupError
 
     try:
-        return open_session(session_options(options, non_interactive=non_interactive))
+        return open_metered(options, non_interactive=non_interactive)
     except SetupError as exc:
         fail(str(exc), exc.code)
     except (TranscriptError, OSError) as exc:
@@ -90,19 +111,24 @@ def close_session(session) -> int:
 
 
 def run_print_mode(options: ChatOptions) -> int:
-    from memagent.ui.printmode import run_print
+    from memagent.ui.printmode import OUTPUT_FORMATS, run_print
 
     check_root(options.root)
     if options.pick_session:
         fail("-r needs a session id with -p (there is no one to pick one); `memagent sessions list` shows them",
              EXIT_USAGE)
+    if options.output_format not in OUTPUT_FORMATS:
+        fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, not {options.output_format!r}", EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
     threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
     session = open_or_fail(options, non_interactive=not options.auto_approve)
     code = EXIT_FAILURE
     try:
         color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-        code = run_print(session, prompt, sys.stdout, sys.stderr, color=color)
+        return run_print(
+            session, prompt, sys.stdout, sys.stderr, color=color,
+            output_format=options.output_format, max_turns=options.max_turns,
+        )
     finally:
         closed = close_session(session)
     return code or closed
@@ -162,10 +188,8 @@ def run_interactive(options: ChatOptions) -> int:
 
     from memagent.ui.repl import Repl
 
-    def factory(approver):
-        from memagent.runtime import open_session
-
-        return open_session(session_options(options, non_interactive=False), approver=approver)
+    def factory(approver, fresh: bool = False):
+        return open_metered(options, non_interactive=False, approver=approver, fresh=fresh)
 
     return Repl(
         paths=paths,

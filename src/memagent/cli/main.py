@@ -23,12 +23,15 @@ SUBCOMMANDS = {
     "memory": "Long-term memory: list, show, search, add, edit, forget, stats, export, import, reindex, profile, review.",
     "sessions": "Transcripts in .transcripts/: list sessions, show one.",
     "doctor": "Paths, model, key, versions, embedding backend and store health.",
+    "skills": "Skills (SKILL.md playbooks): list, new NAME, new --from CARD_ID.",
 }
 # typer's shell completion runs the program with this variable set (it needs every sub-app)
 COMPLETION_VAR = "_MEMAGENT_COMPLETE"
 FIRST_MESSAGE_OPTION = "--first-message"  # what a bare prompt (``memagent "fix the bug"``) becomes
 PICK_OPTION = "--pick-session"  # what ``-r`` without an id becomes
 COMPLETION_OPTIONS = frozenset({"--install-completion", "--show-completion"})
+# chat options that take a value: the token after them is never a sub-command
+_VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model", "--output-format", "--max-turns"}
 
 
 def _new_app() -> typer.Typer:
@@ -62,6 +65,10 @@ def _mount(app: typer.Typer, name: str) -> None:
         from memagent.cli import tasks
 
         sub = tasks.app
+    elif name == "skills":
+        from memagent.cli import skills
+
+        sub = skills.app
     else:
         from memagent.cli import sessions
 
@@ -210,6 +217,10 @@ def main(
     version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True, help="Show the version."),
     first_message: Optional[str] = typer.Option(None, FIRST_MESSAGE_OPTION, hidden=True),
     pick_session: bool = typer.Option(False, PICK_OPTION, hidden=True),
+    output_format: Optional[str] = typer.Option(
+        None, "--output-format", help="With -p: text (default), json (one result object) or stream-json (one event per line)."
+    ),
+    max_turns: Optional[int] = typer.Option(None, "--max-turns", help="With -p: stop after N model calls (exit 1).", min=1),
 ) -> None:
     """Chat with the agent in this project (default), or run a sub-command."""
     ctx.obj = {"root": root}
@@ -223,6 +234,8 @@ def main(
         fail("--model: the model id is empty (leave the option out for the default)", EXIT_USAGE)
     if prompt is not None and first_message is not None:
         fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({first_message!r})", EXIT_USAGE)
+    if (output_format is not None or max_turns is not None) and prompt is None:
+        fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
     from memagent.cli.chat import ChatOptions, run_chat
 
     run_chat(
@@ -236,6 +249,8 @@ def main(
             memory=not no_memory,
             first_message=first_message,
             pick_session=pick_session,
+            output_format=output_format or "text",
+            max_turns=max_turns,
         )
     )
 

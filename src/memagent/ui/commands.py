@@ -7,10 +7,12 @@ every command is testable without a terminal. Commands that do not need the sess
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 if TYPE_CHECKING:
+    from memagent.commands_md import CommandSet
     from memagent.runtime import Session
 
 NOT_AVAILABLE = "not available yet"
@@ -21,6 +23,8 @@ class Reply:
     text: str = ""
     style: str = ""  # a rich style for the whole text ("red" for errors)
     exit: bool = False
+    send: str = ""  # a prompt the REPL sends as the user's next message (/init, custom commands)
+    action: str = ""  # something only the REPL can do: "clear" (a new session)
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,19 @@ running turn, or clears the line at the prompt · Ctrl-D or /exit quits.
 Approvals: y = allow once, a = always allow that tool this session, n or Esc = deny."""
 
 
-def cmd_help(session: Any, arg: str) -> Reply:
-    width = max(len(c.usage) for c in COMMANDS)
+def cmd_help(session: Any, arg: str, custom: "CommandSet | None" = None) -> Reply:
+    extra = custom.commands if custom is not None else []
+    width = max(len(c.usage) for c in (*COMMANDS, *extra))
     lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
-    return Reply("\n".join(lines) + "\n\n" + INPUT_HELP)
+    if extra:
+        lines += ["Custom commands (Markdown prompts):"]
+        lines += [f"  {c.usage.ljust(width)}  {c.description} [{c.source}]" for c in extra]
+    return Reply("\n".join(lines) + "\n\n" + INPUT_HELP + "\n" + CONTEXT_HELP)
+
+
+CONTEXT_HELP = """\
+Context: @path attaches a file (Tab completes paths) · !command runs a shell command now and
+gives its output to the model with your next message."""
 
 
 def cmd_exit(session: Any, arg: str) -> Reply:
@@ -78,13 +91,29 @@ def cmd_tasks(session: "Session", arg: str) -> Reply:
 
 def cmd_memory(session: "Session", arg: str) -> Reply:
     if session.memory is None:
-        return Reply(session.memory_off_reason or "memory is off")
+        text = session.memory_off_reason or "memory is off"
+        return Reply(text if arg else text + "\n" + instruction_files_text(session))
     try:
         if arg:
             return Reply(format_hits(session.memory.search(arg)) or f"No memories match {arg!r}.")
-        return Reply(format_memory_stats(session.memory.stats()))
+        return Reply(format_memory_stats(session.memory.stats()) + "\n" + instruction_files_text(session))
     except Exception as exc:  # a store problem is shown, never a crash of the REPL
         return Reply(f"memory error: {exc}", "red")
+
+
+def instruction_files_text(session: Any) -> str:
+    """Which instruction files (AGENTS.md, CLAUDE.md, imports) this session loaded."""
+    from memagent.features.instructions import InstructionsFeature, describe_files
+
+    feature = next((f for f in getattr(session, "features", []) if isinstance(f, InstructionsFeature)), None)
+    if feature is None:
+        return "instruction files: not loaded in this session"
+    if not feature.files:
+        return "instruction files: none (create AGENTS.md, or run /init to draft one)"
+    lines = ["instruction files (in the system prompt, re-injected after compaction):"]
+    lines += describe_files(feature.files)
+    lines += [f"  ! {warning}" for warning in feature.warnings]
+    return "\n".join(lines)
 
 
 def format_hits(hits: Any) -> str:
@@ -249,6 +278,61 @@ def cmd_expand(session: "Session", arg: str) -> Reply:
     return Reply(f"── {label}{status}, result {len(results) - back + 1} of {len(results)} ──\n{content.rstrip()}")
 
 
+def cmd_clear(session: Any, arg: str) -> Reply:
+    return Reply(action="clear")
+
+
+def cmd_model(session: "Session", arg: str) -> Reply:
+    """Show the model, or switch the main model for the rest of this session."""
+    current = session.agent.config.model or getattr(session.agent.model, "name", "")
+    if not arg:
+        return Reply(f"model: {current} (summaries and memory extraction: {session.settings.small_model})\n"
+                     "Switch with /model NAME.")
+    if len(arg.split()) != 1:
+        return Reply("usage: /model [NAME] (one model id)", "red")
+    name = arg.strip()
+    if not re.fullmatch(r"[A-Za-z0-9][\w.:/-]*", name):
+        return Reply(f"not a model id: {name!r}", "red")
+    session.agent.config.model = name
+    return Reply(f"model: {current} → {name} (from the next message on)")
+
+
+def cmd_cost(session: "Session", arg: str) -> Reply:
+    from memagent.llm.metered import meter_of
+    from memagent.pricing import format_cost
+
+    metered = meter_of(session.agent.model)
+    if metered is None:
+        return Reply(f"/cost: {NOT_AVAILABLE}")
+    meter = metered.snapshot()
+    calls = f"{meter.calls} model call{'s' if meter.calls != 1 else ''}"
+    lines = [
+        f"tokens: {meter.input_tokens:,} in · {meter.output_tokens:,} out ({calls})",
+        f"cache: {meter.cache_read_tokens:,} read · {meter.cache_write_tokens:,} written",
+    ]
+    if meter.cost is None:
+        lines.append(f"estimated cost: unknown (no price for {', '.join(sorted(meter.unpriced_models))})")
+    else:
+        lines.append(f"estimated cost: {format_cost(meter.cost)} (list prices; summaries and memory extraction included)")
+    return Reply("\n".join(lines))
+
+
+INIT_PROMPT = """\
+Please write an AGENTS.md file for this project: the instructions a coding agent (you, in a later \
+session, or another agent) needs to work here well. First look around: list the files, read the \
+README, the build and packaging files, the test set-up and a few central modules, and the \
+existing AGENTS.md or CLAUDE.md if there is one (improve it instead of starting over). Then write \
+AGENTS.md in the project root with write_file. Keep it short and concrete (under about 150 \
+lines): what the project is, how to build, run and test it (exact commands), the layout of the \
+code, conventions to follow (style, naming, error handling, tests), and pitfalls. Do not invent \
+anything you did not see in the project."""
+
+
+def cmd_init(session: Any, arg: str) -> Reply:
+    extra = f"\n\nAlso: {arg}" if arg else ""
+    return Reply("Asking the model to draft AGENTS.md…", "dim", send=INIT_PROMPT + extra)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "/help", "show this help", cmd_help, needs_session=False),
     Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
@@ -260,8 +344,17 @@ COMMANDS: tuple[Command, ...] = (
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
+    Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
+    Command("model", "/model [name]", "show the model, or switch to another one", cmd_model),
+    Command("cost", "/cost", "tokens used and the estimated price of this session", cmd_cost),
+    Command("init", "/init [notes]", "ask the model to draft AGENTS.md for this project", cmd_init),
 )
 ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
+
+
+def builtin_names() -> frozenset[str]:
+    """Every built-in command name and alias (custom commands cannot take these)."""
+    return frozenset({c.name for c in COMMANDS} | set(ALIASES))
 
 
 def is_command(line: str) -> bool:
@@ -279,13 +372,24 @@ def find_command(name: str) -> Command | None:
 
 
 def run_command(
-    line: str, get_session: Callable[[], Any], busy: Callable[[str], ContextManager[Any]] | None = None
+    line: str,
+    get_session: Callable[[], Any],
+    busy: Callable[[str], ContextManager[Any]] | None = None,
+    custom: "CommandSet | None" = None,
 ) -> Reply:
-    """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands."""
+    """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.
+
+    Built-in commands win; then the custom (Markdown) commands in ``custom``, whose expanded
+    prompt comes back as ``Reply.send``."""
     head, _, arg = line.strip().partition(" ")
     command = find_command(head[1:].lower())
     if command is None:
+        found = custom.get(head[1:]) if custom is not None else None
+        if found is not None:
+            return Reply(send=found.expand(arg))
         return Reply(f"Unknown command {head} — type /help", "red")
+    if command.name == "help":
+        return cmd_help(None, arg.strip(), custom)
     session = get_session() if command.needs_session else None
     if command.busy and busy is not None:
         with busy(command.busy):
@@ -293,4 +397,4 @@ def run_command(
     return command.handler(session, arg.strip())
 
 
-__all__ = ["COMMANDS", "Command", "Reply", "find_command", "is_command", "run_command"]
+__all__ = ["COMMANDS", "Command", "Reply", "builtin_names", "find_command", "is_command", "run_command"]

@@ -43,8 +43,30 @@ def report_warnings(warnings: list[str], start: int, err: IO[str]) -> int:
     return len(warnings)
 
 
-def run_print(session, prompt: str, out: IO[str], err: IO[str], *, color: bool = False) -> int:
-    """Run one turn to completion and return the exit code (0 ok, 1 error, 130 interrupted)."""
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+
+def run_print(
+    session,
+    prompt: str,
+    out: IO[str],
+    err: IO[str],
+    *,
+    color: bool = False,
+    output_format: str = "text",
+    max_turns: int | None = None,
+) -> int:
+    """Run one turn to completion and return the exit code (0 ok, 1 error, 130 interrupted).
+
+    ``text`` prints the answer; ``json`` one result object; ``stream-json`` one JSON object per
+    line, from ``init`` to ``result`` (see :mod:`memagent.ui.headless`). ``max_turns`` caps the
+    model calls of the turn; reaching it is an error (exit 1)."""
+    if max_turns is not None:
+        session.agent.config.max_rounds = max_turns
+    if output_format != "text":
+        from memagent.ui.headless import run_headless
+
+        return run_headless(session, prompt, out, err, output_format=output_format, color=color)
     renderer = PrintRenderer(err=err, color=color)
     seen = report_warnings(session.warnings, 0, err)
     interrupted = consume_turn(session.agent, session.agent.run_turn(prompt), renderer.handle)
@@ -65,4 +87,4 @@ def run_print(session, prompt: str, out: IO[str], err: IO[str], *, color: bool =
     return EXIT_OK
 
 
-__all__ = ["consume_turn", "report_warnings", "run_print"]
+__all__ = ["OUTPUT_FORMATS", "consume_turn", "report_warnings", "run_print"]

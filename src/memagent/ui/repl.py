@@ -167,7 +167,7 @@ def make_key_bindings():
     return bindings
 
 
-def make_prompt_session(history_file: Path):
+def make_prompt_session(history_file: Path, completer: Any = None):
     """A prompt_toolkit session whose history persists in ``history_file`` across sessions.
 
     The prompt (with its status line) and the typed text are erased when sent: the REPL echoes
@@ -187,6 +187,8 @@ def make_prompt_session(history_file: Path):
         prompt_continuation="  ",
         enable_open_in_editor=False,
         erase_when_done=True,
+        completer=completer,
+        complete_while_typing=False,
     )
 
 
@@ -214,6 +216,9 @@ class Repl:
     _keys: Any = None  # the TurnKeys reader while a turn runs
     _exit_armed: bool = False
     records_lost: bool = False  # set at close: part of the transcript could not be written
+    _approver: Any = None
+    _custom: Any = None  # CommandSet, discovered on first use
+    _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
 
     def run(self) -> int:
         from rich.console import Console
@@ -223,13 +228,15 @@ class Repl:
 
         console = self.console = self.console or Console(highlight=False)
         renderer = ReplRenderer(console)
-        approver = TerminalApprover(
+        approver = self._approver = TerminalApprover(
             console, before_prompt=self._before_approval(renderer), after_prompt=renderer.resume,
             after_answer=self._after_approval,
         )
         self._status = StatusLine(self.model, self.auto_approve)
         if self.read_line is None:
-            self._prompt = make_prompt_session(self.paths.history_file)
+            from memagent.ui.completion import ReplCompleter
+
+            self._prompt = make_prompt_session(self.paths.history_file, ReplCompleter(self.paths.root, self._command_names))
         self._print_banner()
         if self.first_message:
             self._queued.append(self.first_message)
@@ -271,8 +278,10 @@ class Repl:
                 continue
             try:
                 if is_command(text):
-                    if self._command(text):
+                    if self._command(text, renderer):
                         return EXIT_OK
+                elif text.startswith("!"):
+                    self._shell(text[1:].strip())
                 else:
                     self._turn(text, renderer)
             except KeyboardInterrupt:
@@ -345,17 +354,84 @@ class Repl:
         self._announce(session)
         return session
 
-    def _command(self, text: str) -> bool:
+    def _command(self, text: str, renderer=None) -> bool:
         """Run a slash command; True when the REPL should quit."""
         assert self.console is not None
-        reply: Reply = run_command(text, self._session, busy=self.console.status)
-        if reply.text:  # replies quote tasks, memories and tool output: escape control characters
+        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=self._custom_commands())
+        if reply.text:
             self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
+        if reply.action == "clear":
+            self._clear()
+        if reply.send and renderer is not None:
+            self._turn(reply.send, renderer)
         return reply.exit
+
+    # ------------------------------------------------------------------ ecosystem: commands, context
+
+    def _custom_commands(self):
+        """The Markdown commands of the project and the user (discovered once)."""
+        if self._custom is None:
+            from memagent.commands_md import discover_commands
+            from memagent.ui.commands import builtin_names
+
+            self._custom = discover_commands(self.paths.root, self.paths.home, builtin_names())
+            assert self.console is not None
+            for problem in self._custom.problems:
+                self.console.print(f"warning: {problem}", style="yellow", markup=False)
+        return self._custom
+
+    def _command_names(self) -> list[str]:
+        from memagent.ui.commands import COMMANDS
+
+        return [c.name for c in COMMANDS] + self._custom_commands().names()
+
+    def _shell(self, command: str) -> None:
+        """``!command``: run it now, show the output, keep it for the next message."""
+        from memagent.ui.attachments import run_shell_escape
+
+        assert self.console is not None
+        if not command:
+            self.console.print("usage: !command (runs in the project root)", style="red", markup=False)
+            return
+        with self.console.status(f"Running {command}…"):
+            attachment = run_shell_escape(command, self.paths.root)
+        self.console.print(attachment.text, markup=False, highlight=False)
+        self.console.print(f"({attachment.source}; the output goes to the model with your next message)", style="dim",
+                           markup=False, highlight=False)
+        self._pending.append(attachment)
+
+    def _with_attachments(self, text: str) -> str:
+        """The message with its @path files and pending !command outputs attached."""
+        from memagent.ui.attachments import attach_mentions, compose_message
+
+        attachments, notes = attach_mentions(text, self.paths.root)
+        assert self.console is not None
+        for note in notes:
+            self.console.print(note, style="dim", markup=False, highlight=False)
+        attachments = self._pending + attachments
+        self._pending = []
+        return compose_message(text, attachments)
+
+    def _clear(self) -> None:
+        """/clear: close this session (it stays resumable) and open a fresh one in the background."""
+        assert self.console is not None
+        old = self._loader
+        if old is not None and old.session is not None:
+            with self.console.status("Closing the session…"):
+                warnings = old.session.close()
+            for warning in warnings:
+                self.console.print(f"warning: {warning}", style="yellow", markup=False)
+        self._pending = []
+        approver = self._approver
+        self._announced = False
+        self._loader = SessionLoader(
+            lambda: warm_up(self.session_factory(approver, fresh=True)), on_done=self._on_session_done
+        ).start()
+        self._session()
 
     def _turn(self, text: str, renderer) -> None:
         session = self._session()
-        events = session.agent.run_turn(text)
+        events = session.agent.run_turn(self._with_attachments(text))
         try:
             with self._turn_keys():
                 interrupted = consume_turn(session.agent, events, renderer.handle)

@@ -1,0 +1,289 @@
+"""Skills: playbooks in ``SKILL.md`` files, loaded by the model on demand.
+
+A skill is a directory holding ``SKILL.md`` (YAML front matter with ``name`` and
+``description``, then a Markdown body) and any other files it needs (scripts, templates,
+references). Skills are discovered, in this order, in:
+
+- ``<project>/.agents/skills/<name>/SKILL.md``
+- ``<project>/.claude/skills/<name>/SKILL.md``
+- ``$MEMAGENT_HOME/skills/<name>/SKILL.md``
+
+The first skill of a given name wins; a later one of the same name is reported as shadowed.
+A file whose front matter cannot be parsed, or that lacks a ``description``, is named in a
+warning and skipped; ``name`` defaults to the directory name. Names are lowercase letters,
+digits and hyphens (at most 64 characters).
+
+Only names and descriptions go into the system prompt. The ``skill`` tool returns a skill's
+body and lists its other files on demand; ``skill`` with ``file`` returns one of those files
+(so a skill in ``$MEMAGENT_HOME`` works although ``read_file`` is confined to the project).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import Field
+
+from memagent.agent.feature import BaseFeature
+from memagent.markers import Marker
+from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+
+SKILL_FILE = "SKILL.md"
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+MAX_LISTED_FILES = 50
+MAX_FILE_CHARS = 100_000
+SKILLS_HEADER = (
+    f"{Marker.SKILLS.value}: playbooks for recurring tasks. When a task matches a skill's description, "
+    "call the skill tool with its name before starting, and follow what it says.]"
+)
+
+
+class SkillError(Exception):
+    """A SKILL.md that cannot be used; ``str()`` names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    path: Path  # the SKILL.md file
+    source: str  # project (.agents) | project (.claude) | user
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def body(self) -> str:
+        return parse_skill_file(self.path, self.source)[1]
+
+    def other_files(self) -> list[str]:
+        found = []
+        for path in sorted(self.directory.rglob("*")):
+            if path.is_file() and path != self.path and not any(p.startswith(".") for p in path.relative_to(self.directory).parts):
+                found.append(path.relative_to(self.directory).as_posix())
+        return found
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "path": str(self.path), "source": self.source}
+
+
+@dataclass
+class SkillIndex:
+    skills: list[Skill] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+
+def skill_dirs(root: Path, home: Path) -> list[tuple[Path, str]]:
+    return [
+        (root / ".agents" / "skills", "project (.agents)"),
+        (root / ".claude" / "skills", "project (.claude)"),
+        (home / "skills", "user"),
+    ]
+
+
+def parse_skill_file(path: Path, source: str = "") -> tuple[dict[str, Any], str]:
+    """(front matter, body) of a SKILL.md; raises :class:`SkillError` with a one-line reason."""
+    import frontmatter
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SkillError(f"{path}: cannot be read ({exc})") from None
+    try:
+        post = frontmatter.loads(text)
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split())[:160]
+        raise SkillError(f"{path}: bad front matter ({reason})") from None
+    if not isinstance(post.metadata, dict):
+        raise SkillError(f"{path}: the front matter is not a mapping")
+    return dict(post.metadata), post.content.strip()
+
+
+def read_skill(path: Path, source: str) -> Skill:
+    meta, _ = parse_skill_file(path, source)
+    name = str(meta.get("name") or path.parent.name).strip()
+    description = " ".join(str(meta.get("description") or "").split())
+    if not NAME_PATTERN.match(name):
+        raise SkillError(f"{path}: skill name {name!r} is not lowercase letters, digits and hyphens (≤64)")
+    if not description:
+        raise SkillError(f"{path}: the front matter has no description")
+    return Skill(name=name, description=description, path=path, source=source)
+
+
+def discover_skills(root: Path, home: Path) -> SkillIndex:
+    index = SkillIndex()
+    for base, source in skill_dirs(root, home):
+        if not base.is_dir():
+            continue
+        for path in sorted(base.glob(f"*/{SKILL_FILE}")):
+            try:
+                skill = read_skill(path, source)
+            except SkillError as exc:
+                index.problems.append(f"skill skipped: {exc}")
+                continue
+            earlier = index.get(skill.name)
+            if earlier is not None:
+                index.problems.append(f"skill {skill.name!r} in {path} is shadowed by {earlier.path}")
+                continue
+            index.skills.append(skill)
+    return index
+
+
+def skills_prompt(skills: list[Skill]) -> str | None:
+    if not skills:
+        return None
+    lines = [f"- {s.name}: {s.description}" for s in skills]
+    return SKILLS_HEADER + "\n" + "\n".join(lines)
+
+
+class SkillInput(ToolInput):
+    name: str = Field(description="The skill's name, as listed in the system prompt.")
+    file: str | None = Field(
+        default=None, description="Optional: one of the skill's other files (a path relative to the skill directory)."
+    )
+
+
+def _skill_file(skill: Skill, relative: str) -> str:
+    base = skill.directory.resolve()
+    target = (base / relative).resolve()
+    if base not in target.parents:
+        raise ToolError(f"{relative!r} is not inside the skill {skill.name!r}")
+    if not target.is_file():
+        raise ToolError(f"the skill {skill.name!r} has no file {relative!r}; it has: {', '.join(skill.other_files()) or 'none'}")
+    text = target.read_text(encoding="utf-8", errors="replace")
+    if len(text) > MAX_FILE_CHARS:
+        text = text[:MAX_FILE_CHARS] + f"\n[… cut at {MAX_FILE_CHARS:,} characters]"
+    return text
+
+
+def render_skill(skill: Skill) -> str:
+    try:
+        body = skill.body()
+    except SkillError as exc:
+        raise ToolError(str(exc)) from None
+    files = skill.other_files()
+    parts = [f"# Skill: {skill.name}\n\n{body}"]
+    if files:
+        shown = files[:MAX_LISTED_FILES]
+        more = f"\n(and {len(files) - len(shown)} more)" if len(files) > len(shown) else ""
+        parts.append(
+            "Other files of this skill (read one with the skill tool and `file`):\n"
+            + "\n".join(f"- {f}" for f in shown)
+            + more
+        )
+    return "\n\n".join(parts)
+
+
+def skill_tool(index: SkillIndex) -> Tool:
+    @tool("skill", SkillInput, key_argument="name")
+    def run_skill(args: SkillInput, ctx: ToolContext) -> str:
+        """Load a skill (a playbook listed under "Skills" in the system prompt): returns its
+        instructions and the list of its other files. Pass `file` to read one of those files."""
+        found = index.get(args.name.strip())
+        if found is None:
+            known = ", ".join(s.name for s in index.skills) or "none"
+            raise ToolError(f"no skill named {args.name!r}; available: {known}")
+        if args.file:
+            return _skill_file(found, args.file)
+        return render_skill(found)
+
+    return run_skill
+
+
+class SkillsFeature(BaseFeature):
+    """Skill names and descriptions in the system prompt; the ``skill`` tool loads one."""
+
+    name = "skills"
+
+    def __init__(self, root: Path, home: Path, *, warn: Callable[[str], None] | None = None):
+        self.index = discover_skills(root, home)
+        self._text = skills_prompt(self.index.skills)
+        for problem in self.index.problems if warn is not None else ():
+            warn(problem)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.index.problems)
+
+    def tools(self) -> list[Tool]:
+        return [skill_tool(self.index)] if self.index.skills else []
+
+    def system_text(self) -> str | None:
+        return self._text
+
+
+# ------------------------------------------------------------------ writing new skills
+
+NEW_SKILL_BODY = """\
+# {title}
+
+When to use: {description}
+
+Steps:
+1. …
+"""
+
+
+def slugify(text: str, limit: int = 40) -> str:
+    """A skill name from free text: lowercase words joined by hyphens."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > limit:
+            break
+        slug = candidate
+    return slug or "skill"
+
+
+def skill_markdown(name: str, description: str, body: str, extra: dict[str, Any] | None = None) -> str:
+    """A SKILL.md text: YAML front matter (name, description, extra keys), then the body."""
+    import yaml
+
+    meta = {"name": name, "description": description, **(extra or {})}
+    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).strip()
+    return f"---\n{head}\n---\n\n{body.strip()}\n"
+
+
+def write_new_skill(root: Path, name: str, text: str) -> Path:
+    """Create ``.agents/skills/<name>/SKILL.md``; refuses a bad name or an existing skill."""
+    from memagent.fsutil import atomic_write
+
+    if not NAME_PATTERN.match(name):
+        raise SkillError(f"skill name {name!r} must be lowercase letters, digits and hyphens (at most 64)")
+    path = root / ".agents" / "skills" / name / SKILL_FILE
+    if path.exists():
+        raise SkillError(f"{path} already exists")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, text)
+    return path
+
+
+def first_sentence(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    match = re.match(r"(.+?[.!?])(\s|$)", flat)
+    sentence = match.group(1) if match else flat
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
+
+
+__all__ = [
+    "Skill",
+    "SkillError",
+    "SkillIndex",
+    "SkillsFeature",
+    "discover_skills",
+    "parse_skill_file",
+    "read_skill",
+    "skill_tool",
+    "skills_prompt",
+    "skill_markdown",
+    "slugify",
+    "write_new_skill",
+]

@@ -1,0 +1,121 @@
+"""The REPL's ecosystem commands in a real pty: custom commands, !command, @path, /cost, /clear,
+/model, /memory's instruction files and Tab completion, against the loopback fake API."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pexpect
+import pytest
+from fakeapi import FakeAnthropic, text
+
+from cli.test_repl_pty import ANSI, PROMPT, _submit, expect_text
+
+
+@pytest.fixture
+def fake():
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def spawn(cli_env, project, fake):
+    children = []
+
+    def start() -> pexpect.spawn:
+        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "--no-memory"], env=env,
+                              encoding="utf-8", dimensions=(40, 160), timeout=30)
+        child.logfile_read = io.StringIO()
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+        print(ANSI.sub("", child.logfile_read.getvalue())[-4000:])
+
+
+def _user_texts(request) -> str:
+    return "\n".join(b.get("text", "") for b in request["messages"][-1]["content"] if b.get("type") == "text")
+
+
+def _sessions(project) -> list[str]:
+    return sorted(p.stem for p in (project / ".transcripts").glob("*.jsonl"))
+
+
+def test_custom_command_shell_escape_mentions_cost_and_clear(spawn, fake, project):
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "explain.md").write_text("---\ndescription: Explain some code\n---\nExplain $ARGUMENTS in one line.\n")
+    (project / "AGENTS.md").write_text("Use tabs.\n")
+    (project / "src").mkdir()
+    (project / "src" / "calc.py").write_text("def add(a, b):\n    return a + b  # CALC-MARKER\n")
+    fake.add(text("It explains."), text("Saw both."), text("Haiku here."), text("After clear."))
+    child = spawn()
+    child.expect(PROMPT)
+    child.expect("memory is off")
+
+    _submit(child, "/help")
+    child.expect("Custom commands")
+    child.expect("Explain some code")
+    child.expect(PROMPT)
+    _submit(child, "/explain the parser module")
+    expect_text(child, "It explains.")
+    child.expect(PROMPT)
+    assert "Explain the parser module in one line." in _user_texts(fake.requests[0])
+
+    _submit(child, "!echo SHELL-OUT-$((6*7))")
+    child.expect("SHELL-OUT-42")
+    child.expect(r"\(exit 0\)")
+    child.expect(PROMPT)
+    child.send("what about @src/ca")
+    child.send("\t")  # Tab completes the path
+    child.expect_exact("lc.py")  # the completion adds the rest of the name
+    child.send(" now?\r")
+    child.expect("attached src/calc.py")
+    expect_text(child, "Saw both.")
+    child.expect(PROMPT)
+    second = _user_texts(fake.requests[1])
+    assert second.startswith("what about @src/calc.py now?")
+    assert "(exit 0)" in second and "SHELL-OUT-42" in second
+    assert "CALC-MARKER" in second and '<attachment source="file src/calc.py">' in second
+
+    _submit(child, "/cost")
+    child.expect(r"tokens: [\d,]+ in · [\d,]+ out \(2 model calls\)")
+    child.expect(r"cache: [\d,]+ read · [\d,]+ written")
+    child.expect(r"estimated cost: \$\d+\.\d{3}")
+    child.expect(PROMPT)
+    _submit(child, "/memory")
+    child.expect("instruction files")
+    child.expect(r"AGENTS\.md \(9 chars\)")
+    child.expect(PROMPT)
+    _submit(child, "/model claude-haiku-4-5")
+    child.expect("→ claude-haiku-4-5")
+    child.expect(PROMPT)
+    _submit(child, "which model?")
+    expect_text(child, "Haiku here.")
+    child.expect(PROMPT)
+
+    first_session = _sessions(project)
+    _submit(child, "/clear")
+    child.expect(r"session \d{8}-\d{6}-[0-9a-f]{4}")
+    child.expect(PROMPT)
+    _submit(child, "fresh start")
+    expect_text(child, "After clear.")
+    child.expect(PROMPT)
+    _submit(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake.errors == [] and len(fake.requests) == 4
+    assert fake.requests[2]["model"] == "claude-haiku-4-5"
+    third = fake.requests[3]
+    assert [m["role"] for m in third["messages"]] == ["user"]  # a new session: no earlier history
+    assert third["model"] == "claude-sonnet-5-5"  # /clear starts from the configured model again
+    assert len(_sessions(project)) == 2 and set(first_session) < set(_sessions(project))
+    assert fake.requests[0]["model"] == "claude-sonnet-5-5"
+    assert json.dumps(fake.requests[1]).count("CALC-MARKER") == 1

@@ -1,0 +1,78 @@
+"""@path mentions, !command output and Tab completion: confinement, caps, what the model receives."""
+
+from __future__ import annotations
+
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+
+from memagent.ui.attachments import Attachment, attach_mentions, cap, compose_message, mentioned_paths, run_shell_escape
+from memagent.ui.completion import ReplCompleter, path_candidates
+
+
+def test_mentions_attach_project_files_and_refuse_the_rest(tmp_path):
+    root = tmp_path / "p"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('app')\n")
+    (root / "blob.bin").write_bytes(b"\x00\x01binary")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    (root / "escape.txt").symlink_to(tmp_path / "secret.txt")
+    message = 'see @src/app.py, @src and @../secret.txt; @escape.txt @blob.bin @alice @"missing file.txt" bob@mail.com'
+    attachments, notes = attach_mentions(message, root)
+    assert [a.source for a in attachments] == ["file src/app.py", "directory src"]
+    assert attachments[0].text == "print('app')\n" and attachments[1].text == "app.py"
+    assert "attached src/app.py" in notes
+    assert "@../secret.txt: no such file in the project (not attached)" in notes
+    assert "@escape.txt: no such file in the project (not attached)" in notes
+    assert "@blob.bin: a binary file (not attached)" in notes
+    assert "@missing file.txt: no such file in the project (not attached)" in notes
+    assert not any("alice" in n or "mail.com" in n for n in notes)
+
+
+def test_mentioned_paths_strip_punctuation_and_skip_emails():
+    assert mentioned_paths("@a.py, then (@b/c.md) and x@y.z @a.py") == ["a.py"]
+    assert mentioned_paths('@"with space.md".') == ["with space.md"]
+
+
+def test_compose_and_cap():
+    assert compose_message("hi", []) == "hi"
+    text = compose_message("look", [Attachment('command `echo "x"` (exit 0)', "x")])
+    assert text == "look\n\n<attachment source=\"command `echo 'x'` (exit 0)\">\nx\n</attachment>"
+    long = "a" * 100 + "b" * 100
+    capped = cap(long, 100)
+    assert capped.startswith("a" * 50) and capped.endswith("b" * 50) and "[… 100 characters left out …]" in capped
+
+
+def test_shell_escape_runs_in_the_root_with_both_streams(tmp_path):
+    (tmp_path / "marker.txt").write_text("here\n")
+    done = run_shell_escape("cat marker.txt; echo oops >&2; exit 3", tmp_path)
+    assert done.source == "command `cat marker.txt; echo oops >&2; exit 3` (exit 3)"
+    assert done.text == "here\noops"
+    slow = run_shell_escape("sleep 5", tmp_path, timeout=0.2)
+    assert "timed out after 0.2 s" in slow.source
+
+
+def test_path_completion_is_confined_and_skips_ignored_dirs(tmp_path):
+    root = tmp_path / "p"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("")
+    (root / "node_modules").mkdir()
+    (root / ".env").write_text("")
+    assert path_candidates(root, "") == ["src/"]
+    assert path_candidates(root, "src/") == ["src/app.py", "src/pkg/"]
+    assert path_candidates(root, "src/a") == ["src/app.py"]
+    assert path_candidates(root, ".e") == [".env"]
+    assert path_candidates(root, "../") == []
+
+
+def test_completer_completes_commands_at_the_start_and_paths_after_at(tmp_path):
+    (tmp_path / "readme.md").write_text("")
+    completer = ReplCompleter(tmp_path, lambda: ["help", "history-x", "clear", "review"])
+
+    def complete(text: str) -> list[str]:
+        return [c.text for c in completer.get_completions(Document(text), CompleteEvent(completion_requested=True))]
+
+    assert complete("/h") == ["/help", "/history-x"]
+    assert complete("/re") == ["/review"]
+    assert complete("please read @rea") == ["readme.md"]
+    assert complete("mail bob@rea") == []
+    assert complete("/review @rea") == ["readme.md"]
