@@ -35,6 +35,8 @@ from memagent.paths import (  # re-exported: settings and paths are usually need
     project_paths,
 )
 
+from memagent.hook_settings import HooksSettings
+
 # A current Claude Sonnet id; checked against the installed SDK's model list in tests.
 DEFAULT_MODEL = "claude-sonnet-5-5"
 # A cheaper model for summaries and memory extraction.
@@ -109,6 +111,19 @@ class Settings(BaseSettings):
     """A Chroma server for the project's memory index (team mode) instead of the local folder."""
     embedder: Literal["auto", "onnx", "numpy", "lexical"] = "auto"
     """Where the embedding fallback chain starts: onnx → numpy → lexical (auto: onnx)."""
+
+    # --- mcp: MCP client and hooks ---------------------------------------------------------
+    mcp_startup_wait: float = Field(10.0, ge=0)
+    """Seconds to wait, before the first model request only, for MCP servers still starting; a
+    server not ready by then adds no tools to this session (the tool list is then frozen so the
+    cached prompt prefix stays byte-stable)."""
+    mcp_connect_timeout: float = Field(30.0, gt=0)
+    """Seconds an MCP server may take to start and list its tools before it is given up."""
+    mcp_tool_timeout: float = Field(120.0, gt=0)
+    """Seconds an MCP tool call may take before it is answered with an error."""
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    """Shell commands run on session events: ``[[hooks.PreToolUse]]`` tables with ``command``,
+    optional ``matcher`` and ``timeout`` (see the README)."""
 
     @field_validator("chroma_url", mode="before")
     @classmethod
