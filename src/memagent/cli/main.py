@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "memory": "Long-term memory: list, show, search, add, edit, forget, stats, export, import, reindex, profile, review.",
     "sessions": "Transcripts in .transcripts/: list sessions, show one.",
     "doctor": "Paths, model, key, versions, embedding backend and store health.",
+    "mcp": "MCP: list the servers memagent uses (list); serve its memory and tasks to other agents (serve).",
 }
 # chat options that take a value: the token after them is never a sub-command
 _VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model"}
@@ -52,6 +53,10 @@ def _mount(app: typer.Typer, name: str) -> None:
             memory.app.command("profile")(memory_learn.profile_command)
             memory.app.command("review")(memory_learn.review_command)
         sub = memory.app
+    elif name == "mcp":
+        from memagent.cli import mcp
+
+        sub = mcp.app
     elif name == "tasks":
         from memagent.cli import tasks
 
