@@ -34,6 +34,7 @@ from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
 from memagent.context.conversation import Conversation
 from memagent.hook_settings import HookCommand, HooksSettings
 from memagent.llm.types import Message
+from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
 
 BLOCK_EXIT = 2
@@ -88,6 +89,11 @@ def _decision(stdout: str) -> str | None:
     if isinstance(specific, dict) and str(specific.get("permissionDecision", "")).lower() == "deny":
         return str(specific.get("permissionDecisionReason") or "blocked by a hook")
     return None
+
+
+def hook_context(event: str, text: str) -> str:
+    """The block that carries hooks' stdout to the model: ``[Context from the user's hooks, EVENT:]``."""
+    return f"{Marker.HOOK_CONTEXT.value}, {event}:]\n{text}"
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -198,7 +204,7 @@ class HooksFeature(BaseFeature):
             self._started = True
             _, outputs = self._run("SessionStart", source="startup")
             text = "\n".join(outputs)[:MAX_CONTEXT_CHARS]
-            self._session_context = f"Context from the SessionStart hooks:\n{text}" if text else None
+            self._session_context = hook_context("SessionStart", text) if text else None
         return self._session_context
 
     def check_prompt(self, text: str) -> str | None:
@@ -209,7 +215,7 @@ class HooksFeature(BaseFeature):
     def turn_context(self, turn: TurnInput) -> str | None:
         outputs, self._prompt_context = self._prompt_context, []
         text = "\n".join(outputs)[:MAX_CONTEXT_CHARS]
-        return f"Context from the UserPromptSubmit hooks:\n{text}" if text else None
+        return hook_context("UserPromptSubmit", text) if text else None
 
     def check_tool(self, call: ToolCall) -> str | None:
         reason, _ = self._run("PreToolUse", **self._tool_fields(call))

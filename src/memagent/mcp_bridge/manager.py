@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
 from memagent import __version__
+from memagent.errors import one_line
 from memagent.mcp_bridge.config import HttpServer, ServerSpec, StdioServer, server_environment
 from memagent.mcp_bridge.results import CallOutcome, convert_result
 
@@ -68,11 +69,10 @@ class ServerStatus:
 
 
 def _one_line(exc: BaseException) -> str:
-    """A readable one-line reason, unwrapping exception groups from task groups."""
+    """A readable one-line reason, unwrapping the exception groups of task groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "…"
+    return one_line(exc, 200)
 
 
 def _stderr_tail(log: IO[str] | None) -> str:
