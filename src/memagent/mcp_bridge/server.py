@@ -20,6 +20,7 @@ task tools keep working.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -76,10 +77,16 @@ class LazyMemory:
             pass
 
     def close(self) -> None:
-        with self._lock:
+        """Close the service; when it is still being opened, do not wait for it (the client has
+        gone; the opening thread is a daemon and writes nothing)."""
+        if not self._lock.acquire(timeout=0.5):
+            return
+        try:
             if self._service is not None:
                 self._service.close()
                 self._service = None
+        finally:
+            self._lock.release()
 
 def _memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
     from memagent.tools.memory_tools import _call, _service
@@ -171,6 +178,12 @@ def serve_stdio(paths: "ProjectPaths", settings: "Settings") -> None:
     registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks)))
     server = build_server(registry, paths.root)
     memory.warm_up()
+
+    if sys.stdin.isatty():
+        sys.stderr.write(
+            f"memagent MCP server for {paths.root} on stdin/stdout; it is meant to be started by an "
+            "MCP client (e.g. `claude mcp add memagent -- memagent mcp serve`). Ctrl-C stops it.\n"
+        )
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
