@@ -44,8 +44,11 @@ def test_stdio_and_http_entries_with_expansion(tmp_path):
     config = load_mcp_config(user, None, {"TOOLS": "/opt", "TOKEN": "t0k", "HOST": "example.com"}, project_trusted=False)
     assert config.broken == [] and config.problems == []
     files, search = config.servers
-    assert files == StdioServer("files", "/opt/server", ("--root", "."), {"TOKEN": "t0k"}, "user")
-    assert search == HttpServer("search", "https://example.com/mcp", {"Authorization": "Bearer t0k"}, "user")
+    assert (files.command, files.args, files.env, files.origin) == ("/opt/server", ("--root", "."), {"TOKEN": "t0k"}, "user")
+    assert (search.url, search.headers) == ("https://example.com/mcp", {"Authorization": "Bearer t0k"})
+    assert isinstance(files, StdioServer) and isinstance(search, HttpServer)
+    # what `mcp list` and /mcp show is the configuration as written: expanded secrets stay hidden
+    assert files.target == "${TOOLS}/server --root ${ROOT:-.}" and search.target == "https://${HOST}/mcp"
 
 
 def test_broken_entries_are_listed_with_their_reason_and_the_rest_still_load(tmp_path):

@@ -16,12 +16,15 @@ Every MCP tool needs the user's approval, like ``bash`` (it runs someone else's 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from memagent.agent.feature import BaseFeature
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemoteTool, ServerStatus
 from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolOutcome
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths, Settings
 
 Warn = Callable[[str], None]
 
@@ -165,4 +168,20 @@ class McpClientFeature(BaseFeature):
         )
 
 
-__all__ = ["McpClientFeature"]
+def mcp_client_feature(
+    paths: "ProjectPaths", settings: "Settings", env: Mapping[str, str], *, project_trusted: bool, warn: Warn
+) -> McpClientFeature:
+    """The feature as the runtime composes it: both config files, the ``mcp_*`` settings."""
+    return McpClientFeature.from_files(
+        paths.home,
+        paths.root,
+        env,
+        project_trusted=project_trusted,
+        startup_wait=settings.mcp_startup_wait,
+        connect_timeout=settings.mcp_connect_timeout,
+        call_timeout=settings.mcp_tool_timeout,
+        warn=warn,
+    )
+
+
+__all__ = ["McpClientFeature", "mcp_client_feature"]

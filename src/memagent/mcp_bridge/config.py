@@ -51,6 +51,7 @@ class StdioServer:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     origin: str = "user"  # "user" or "project"
+    display: str = ""  # the command line as configured, before expansion (no secrets shown)
 
     @property
     def transport(self) -> str:
@@ -58,7 +59,7 @@ class StdioServer:
 
     @property
     def target(self) -> str:
-        return " ".join([self.command, *self.args])
+        return self.display or " ".join([self.command, *self.args])
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class HttpServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     origin: str = "user"
+    display: str = ""  # the URL as configured, before expansion
 
     @property
     def transport(self) -> str:
@@ -74,7 +76,7 @@ class HttpServer:
 
     @property
     def target(self) -> str:
-        return self.url
+        return self.display or self.url
 
 
 ServerSpec = Union[StdioServer, HttpServer]
@@ -142,18 +144,20 @@ def parse_server(name: str, entry: Any, env: Mapping[str, str], origin: str) -> 
         if not isinstance(url, str) or not url.strip():
             raise McpConfigError('an http server needs a "url"')
         headers = {k: expand(v, env) for k, v in _mapping(entry.get("headers"), "headers").items()}
-        url = expand(url, env)
-        if not url.startswith(("http://", "https://")):
+        expanded = expand(url, env)
+        if not expanded.startswith(("http://", "https://")):
             raise McpConfigError(f"url must start with http:// or https://, not {url[:40]!r}")
-        return HttpServer(name, url, headers, origin)
+        return HttpServer(name, expanded, headers, origin, display=url)
     if kind != "stdio":
         raise McpConfigError(f'transport "{kind}" is not supported (use stdio or "type": "http")')
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
         raise McpConfigError('a stdio server needs a "command"')
-    args = tuple(expand(a, env) for a in _strings(entry.get("args"), "args"))
+    raw_args = _strings(entry.get("args"), "args")
+    args = tuple(expand(a, env) for a in raw_args)
     server_env = {k: expand(v, env) for k, v in _mapping(entry.get("env"), "env").items()}
-    return StdioServer(name, expand(command, env), args, server_env, origin)
+    display = " ".join([command, *raw_args])
+    return StdioServer(name, expand(command, env), args, server_env, origin, display=display)
 
 
 def read_servers_file(path: Path) -> dict[str, Any]:
