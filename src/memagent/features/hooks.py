@@ -210,7 +210,7 @@ class HooksFeature(BaseFeature):
     def check_prompt(self, text: str) -> str | None:
         reason, outputs = self._run("UserPromptSubmit", prompt=text)
         self._prompt_context = outputs if reason is None else []
-        return None if reason is None else f"Prompt blocked by a UserPromptSubmit hook: {reason}"
+        return None if reason is None else f"a UserPromptSubmit hook says: {reason}"
 
     def turn_context(self, turn: TurnInput) -> str | None:
         outputs, self._prompt_context = self._prompt_context, []
@@ -219,7 +219,7 @@ class HooksFeature(BaseFeature):
 
     def check_tool(self, call: ToolCall) -> str | None:
         reason, _ = self._run("PreToolUse", **self._tool_fields(call))
-        return None if reason is None else f"The call was blocked by a PreToolUse hook: {reason}"
+        return None if reason is None else f"a PreToolUse hook says: {reason}"
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
         response = {"content": outcome.content[:MAX_PAYLOAD_CHARS], "is_error": outcome.is_error}
