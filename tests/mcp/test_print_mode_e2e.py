@@ -89,3 +89,13 @@ def test_a_blocking_pre_tool_use_hook_stops_the_call_and_the_model_reads_why(iso
     event = json.loads((project / "hook-input.json").read_text())
     assert event["tool_name"] == "bash" and event["tool_input"] == {"command": "touch ran.txt"}
     assert event["hook_event_name"] == "PreToolUse" and event["cwd"] == str(project)
+
+
+def test_a_blocking_user_prompt_submit_hook_stops_the_turn_before_any_request(isolated_env, fake, project):
+    (isolated_env / "config.toml").write_text(
+        '[[hooks.UserPromptSubmit]]\ncommand = "grep -q deploy && { echo \'deploys need a ticket\' >&2; exit 2; }; exit 0"\n'
+    )
+    result = run_print(fake, project, "deploy to production")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == "memagent: Prompt blocked by a UserPromptSubmit hook: deploys need a ticket"
+    assert fake.requests == []
