@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memagent.paths import (  # re-exported: settings and paths are usually needed together
@@ -34,8 +34,6 @@ from memagent.paths import (  # re-exported: settings and paths are usually need
     memagent_home,
     project_paths,
 )
-
-from memagent.hook_settings import HooksSettings
 
 # A current Claude Sonnet id; checked against the installed SDK's model list in tests.
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -65,6 +63,74 @@ WIDENING_SETTINGS = (
     "sandbox_network",
     "sandbox_writable",
 )
+
+
+# --- mcp: hooks ----------------------------------------------------------------------------
+# The typed ``hooks`` setting: shell commands run at points of a session's life. In TOML:
+#
+#     [[hooks.PreToolUse]]
+#     matcher = "bash|write_file"        # optional regex on the tool name; empty or "*" = all
+#     command = "python3 .hooks/check.py"
+#     timeout = 30                       # seconds (default 60)
+#
+# Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, Stop. Claude
+# Code's nested shape ({"matcher": …, "hooks": [{"type": "command", "command": …}]}) is accepted
+# too. What a hook receives and how it blocks: memagent.features.hooks.
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop")
+
+
+class HookCommand(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(min_length=1, description="Run with the shell in the project root; JSON event on stdin.")
+    matcher: str = Field("", description="Tool-name regex for PreToolUse/PostToolUse; empty or '*' matches all.")
+    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds before the hook is stopped.")
+
+
+def _flatten(entries: Any) -> Any:
+    """Claude Code's ``{"matcher", "hooks": [{"type": "command", ...}]}`` into flat commands."""
+    if not isinstance(entries, list):
+        return entries
+    flat: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+            for inner in entry["hooks"]:
+                if isinstance(inner, dict):
+                    inner = {k: v for k, v in inner.items() if k != "type"}
+                    flat.append({"matcher": entry.get("matcher", ""), **inner})
+                else:
+                    flat.append(inner)
+        else:
+            flat.append(entry)
+    return flat
+
+
+class HooksSettings(BaseModel):
+    """Hook commands by event name, each list run in order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    SessionStart: tuple[HookCommand, ...] = ()
+    UserPromptSubmit: tuple[HookCommand, ...] = ()
+    PreToolUse: tuple[HookCommand, ...] = ()
+    PostToolUse: tuple[HookCommand, ...] = ()
+    PreCompact: tuple[HookCommand, ...] = ()
+    Stop: tuple[HookCommand, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_nested(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: _flatten(value) for key, value in data.items()}
+        return data
+
+    def for_event(self, event: str) -> tuple[HookCommand, ...]:
+        return tuple(getattr(self, event, ()))
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.for_event(event) for event in HOOK_EVENTS)
 
 
 class ConfigError(Exception):
@@ -302,6 +368,9 @@ def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[st
 
 __all__ = [
     "ConfigError",
+    "HOOK_EVENTS",
+    "HookCommand",
+    "HooksSettings",
     "Credentials",
     "ProjectPaths",
     "Settings",

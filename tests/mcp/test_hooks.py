@@ -9,9 +9,9 @@ import time
 import pytest
 
 from memagent.agent.feature import ToolCall, TurnInput
-from memagent.config import ConfigError, _coerce
+from memagent.config import ConfigError, Settings, load_settings, project_paths
 from memagent.features.hooks import HooksFeature, matches
-from memagent.hook_settings import HooksSettings
+from memagent.config import HooksSettings
 from memagent.markers import Marker, kind_of
 from memagent.tools.base import ToolOutcome
 
@@ -33,7 +33,7 @@ def feature(tmp_path, warnings=None, **events):
 def test_pre_tool_use_exit_2_blocks_with_stderr_and_gets_the_event_on_stdin(tmp_path):
     hook = {"matcher": "bash", "command": "cat > event.json; echo 'rm is not allowed here' >&2; exit 2"}
     reason = feature(tmp_path, PreToolUse=[hook]).check_tool(CALL)
-    assert reason == "The call was blocked by a PreToolUse hook: rm is not allowed here"
+    assert reason == "a PreToolUse hook says: rm is not allowed here"
     event = json.loads((tmp_path / "event.json").read_text())
     assert event == {
         "session_id": "s-123",
@@ -97,7 +97,7 @@ def test_post_tool_use_gets_the_response(tmp_path):
 
 def test_user_prompt_submit_blocks_or_adds_context(tmp_path):
     blocker = feature(tmp_path, UserPromptSubmit=[{"command": "grep -q password && { echo 'no secrets' >&2; exit 2; }; exit 0"}])
-    assert blocker.check_prompt("my password is hunter2") == "Prompt blocked by a UserPromptSubmit hook: no secrets"
+    assert blocker.check_prompt("my password is hunter2") == "a UserPromptSubmit hook says: no secrets"
     assert blocker.check_prompt("hello") is None
     adder = feature(tmp_path, UserPromptSubmit=[{"command": "echo 'branch: main'"}])
     assert adder.check_prompt("what branch?") is None
@@ -124,27 +124,28 @@ def test_stop_and_pre_compact_run(tmp_path):
     assert json.loads((tmp_path / "compact.json").read_text())["messages"] == 3
 
 
-def test_settings_accept_the_flat_toml_shape_and_claude_codes_nested_shape():
-    flat = _coerce("hooks", {"PreToolUse": [{"matcher": "bash", "command": "check"}]})
-    nested = _coerce(
-        "hooks", {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "check", "timeout": 5}]}]}
-    )
+def test_settings_accept_the_flat_toml_shape_and_claude_codes_nested_shape(tmp_path):
+    flat = Settings(hooks={"PreToolUse": [{"matcher": "bash", "command": "check"}]}).hooks
+    nested = Settings(
+        hooks={"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "check", "timeout": 5}]}]}
+    ).hooks
     assert flat.PreToolUse[0].command == nested.PreToolUse[0].command == "check"
     assert nested.PreToolUse[0].timeout == 5 and nested.PreToolUse[0].matcher == "Bash"
-    with pytest.raises(ConfigError, match="hooks.PreToolUs"):
-        _coerce("hooks", {"PreToolUs": [{"command": "x"}]})
+    root = tmp_path / "typo"
+    root.mkdir()
+    (root / ".memagent.toml").write_text('[[hooks.PreToolUs]]\ncommand = "x"\n')
+    with pytest.raises(ConfigError, match="hooks"):
+        load_settings(project_paths(root), env={"MEMAGENT_HOME": str(tmp_path / "home")}, trusted=True)
 
 
 def test_hooks_load_from_a_toml_settings_file(tmp_path):
-    from memagent.config import load_settings, project_paths
-
     root = tmp_path / "project"
     root.mkdir()
     (root / ".memagent.toml").write_text(
         '[[hooks.PreToolUse]]\nmatcher = "bash"\ncommand = "python3 .hooks/check.py"\ntimeout = 30\n\n'
         '[[hooks.Stop]]\ncommand = "echo done"\n'
     )
-    settings = load_settings(project_paths(root), env={"MEMAGENT_HOME": str(tmp_path / "home")})
+    settings = load_settings(project_paths(root), env={"MEMAGENT_HOME": str(tmp_path / "home")}, trusted=True)
     assert settings.hooks.PreToolUse[0].command == "python3 .hooks/check.py"
     assert settings.hooks.PreToolUse[0].timeout == 30
     assert [h.command for h in settings.hooks.Stop] == ["echo done"]

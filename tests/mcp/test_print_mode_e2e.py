@@ -85,7 +85,7 @@ def test_a_blocking_pre_tool_use_hook_stops_the_call_and_the_model_reads_why(iso
     assert not (project / "ran.txt").exists()
     blocked = results_of(fake.requests[1])[0]
     assert blocked["is_error"] is True
-    assert blocked["content"] == "The call was blocked by a PreToolUse hook: no shell today"
+    assert blocked["content"] == "The call was blocked before it ran: a PreToolUse hook says: no shell today"
     event = json.loads((project / "hook-input.json").read_text())
     assert event["tool_name"] == "bash" and event["tool_input"] == {"command": "touch ran.txt"}
     assert event["hook_event_name"] == "PreToolUse" and event["cwd"] == str(project)
@@ -97,5 +97,5 @@ def test_a_blocking_user_prompt_submit_hook_stops_the_turn_before_any_request(is
     )
     result = run_print(fake, project, "deploy to production")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == "memagent: Prompt blocked by a UserPromptSubmit hook: deploys need a ticket"
+    assert result.stderr.splitlines()[-1] == "memagent: prompt blocked: a UserPromptSubmit hook says: deploys need a ticket"
     assert fake.requests == []

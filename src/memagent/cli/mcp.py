@@ -27,20 +27,12 @@ app = typer.Typer(
 
 def _settings(paths):
     from memagent.config import ConfigError, load_settings
+    from memagent.trust import is_trusted
 
     try:
-        return load_settings(paths)
+        return load_settings(paths, trusted=is_trusted(paths.home, paths.root))
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
-
-
-def project_trusted(home: Path, root: Path) -> bool:
-    """Whether the project's own files may widen what memagent does (``memagent trust``)."""
-    try:
-        from memagent.trust import is_trusted  # type: ignore[import-not-found]
-    except ImportError:
-        return False
-    return bool(is_trusted(home, root))
 
 
 @app.command("list")
@@ -53,9 +45,10 @@ def list_servers(ctx: typer.Context, root: Optional[Path] = RootOption, as_json:
     paths = resolve_paths(ctx, root)
     settings = _settings(paths)
     env = dict(os.environ)
-    config = load_mcp_config(
-        paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=project_trusted(paths.home, paths.root)
-    )
+    from memagent.trust import is_trusted
+
+    trusted = is_trusted(paths.home, paths.root)
+    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=trusted)
     manager = McpManager(config.servers, env=env, cwd=paths.root, connect_timeout=settings.mcp_connect_timeout)
     try:
         manager.start()
@@ -77,7 +70,7 @@ def serve(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
 
     Claude Code: claude mcp add memagent -- memagent mcp serve
     """
-    from memagent.mcp_bridge.server import serve_stdio
+    from memagent.features.mcp_serve import serve_stdio
 
     paths = resolve_paths(ctx, root)
     serve_stdio(paths, _settings(paths))

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping
 
 from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
 from memagent.context.conversation import Conversation
-from memagent.hook_settings import HookCommand, HooksSettings
+from memagent.config import HookCommand, HooksSettings
 from memagent.llm.types import Message
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
