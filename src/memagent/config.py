@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memagent.paths import (  # re-exported: settings and paths are usually needed together
@@ -63,6 +63,74 @@ WIDENING_SETTINGS = (
     "sandbox_network",
     "sandbox_writable",
 )
+
+
+# --- mcp: hooks ----------------------------------------------------------------------------
+# The typed ``hooks`` setting: shell commands run at points of a session's life. In TOML:
+#
+#     [[hooks.PreToolUse]]
+#     matcher = "bash|write_file"        # optional regex on the tool name; empty or "*" = all
+#     command = "python3 .hooks/check.py"
+#     timeout = 30                       # seconds (default 60)
+#
+# Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, Stop. Claude
+# Code's nested shape ({"matcher": …, "hooks": [{"type": "command", "command": …}]}) is accepted
+# too. What a hook receives and how it blocks: memagent.features.hooks.
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop")
+
+
+class HookCommand(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: str = Field(min_length=1, description="Run with the shell in the project root; JSON event on stdin.")
+    matcher: str = Field("", description="Tool-name regex for PreToolUse/PostToolUse; empty or '*' matches all.")
+    timeout: float = Field(60.0, gt=0, le=3600, description="Seconds before the hook is stopped.")
+
+
+def _flatten(entries: Any) -> Any:
+    """Claude Code's ``{"matcher", "hooks": [{"type": "command", ...}]}`` into flat commands."""
+    if not isinstance(entries, list):
+        return entries
+    flat: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+            for inner in entry["hooks"]:
+                if isinstance(inner, dict):
+                    inner = {k: v for k, v in inner.items() if k != "type"}
+                    flat.append({"matcher": entry.get("matcher", ""), **inner})
+                else:
+                    flat.append(inner)
+        else:
+            flat.append(entry)
+    return flat
+
+
+class HooksSettings(BaseModel):
+    """Hook commands by event name, each list run in order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    SessionStart: tuple[HookCommand, ...] = ()
+    UserPromptSubmit: tuple[HookCommand, ...] = ()
+    PreToolUse: tuple[HookCommand, ...] = ()
+    PostToolUse: tuple[HookCommand, ...] = ()
+    PreCompact: tuple[HookCommand, ...] = ()
+    Stop: tuple[HookCommand, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_nested(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: _flatten(value) for key, value in data.items()}
+        return data
+
+    def for_event(self, event: str) -> tuple[HookCommand, ...]:
+        return tuple(getattr(self, event, ()))
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.for_event(event) for event in HOOK_EVENTS)
 
 
 class ConfigError(Exception):
@@ -146,6 +214,19 @@ class Settings(BaseSettings):
     """See ``memory_archive_after_days``."""
     memory_lock_wait: float = Field(10.0, gt=0)
     """Seconds to wait for a memory store another process is writing before giving up."""
+
+    # --- mcp: MCP client and hooks ---------------------------------------------------------
+    mcp_startup_wait: float = Field(10.0, ge=0)
+    """Seconds to wait, before the first model request only, for MCP servers still starting; a
+    server not ready by then adds no tools to this session (the tool list is then frozen so the
+    cached prompt prefix stays byte-stable)."""
+    mcp_connect_timeout: float = Field(30.0, gt=0)
+    """Seconds an MCP server may take to start and list its tools before it is given up."""
+    mcp_tool_timeout: float = Field(120.0, gt=0)
+    """Seconds an MCP tool call may take before it is answered with an error."""
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    """Shell commands run on session events: ``[[hooks.PreToolUse]]`` tables with ``command``,
+    optional ``matcher`` and ``timeout`` (see the README)."""
 
     @field_validator("chroma_url", mode="before")
     @classmethod
@@ -336,6 +417,9 @@ def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[st
 
 __all__ = [
     "ConfigError",
+    "HOOK_EVENTS",
+    "HookCommand",
+    "HooksSettings",
     "Credentials",
     "ProjectPaths",
     "Settings",

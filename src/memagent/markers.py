@@ -31,6 +31,7 @@ class Marker(enum.Enum):
     ELIDED_RESULT = "[Previous: used "
     REMINDER = "<reminder>"
     CONTEXT = "<context"
+    HOOK_CONTEXT = "[Context from the user's hooks"
 
 
 # Text a tool_result carries when its call never finished (not a block opener, but injected).

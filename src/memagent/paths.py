@@ -94,10 +94,17 @@ def credentials_from_env(env: Mapping[str, str] | None = None) -> Credentials:
     )
 
 
+def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment handed to the user's child processes (hooks, MCP servers): ``env``, or
+    this process's own. A copy, so a child's changes never reach us."""
+    return dict(os.environ if env is None else env)
+
+
 __all__ = [
     "Credentials",
     "PROJECT_MARKERS",
     "ProjectPaths",
+    "child_environment",
     "credentials_from_env",
     "find_project_root",
     "memagent_home",

@@ -33,11 +33,14 @@ from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
 from memagent.features.instructions import InstructionsFeature
+from memagent.features.hooks import HooksFeature
+from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
 from memagent.features.memory import MemoryFeature, open_memory
 from memagent.features.skills import SkillsFeature
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.protocol import ChatModel
+from memagent.paths import child_environment
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
@@ -229,6 +232,7 @@ class Parts:
     compaction_requests: CompactionRequest
     resumed: Resumed | None
     warnings: list[str]
+    env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -266,7 +270,26 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     )
     if memory.feature is not None:
         features.append(memory.feature)
+    features.append(_hooks(parts))
+    features.append(_mcp_client(parts))
     return features, memory.off_reason
+
+
+def _hooks(parts: Parts) -> HooksFeature:
+    transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    return HooksFeature(
+        parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
+        transcript_path=lambda: transcript, warn=parts.warnings.append,
+    )
+
+
+def _mcp_client(parts: Parts) -> McpClientFeature:
+    """MCP servers start in the background when the tools are first asked for (the REPL composes
+    its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
+    from memagent.trust import is_trusted
+
+    trusted = is_trusted(parts.paths.home, parts.paths.root)
+    return mcp_client_feature(parts.paths, parts.settings, parts.env, project_trusted=trusted, warn=parts.warnings.append)
 
 
 def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
@@ -304,7 +327,7 @@ def open_session(
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings,
+        CompactionRequest(), resumed, warnings, child_environment(env),
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])

@@ -246,7 +246,7 @@ class Agent:
             for call in calls:
                 names.append(call["name"])
                 outcome = yield from self._run_one(call)
-                results.append(tool_result_block(call["id"], outcome.content, outcome.is_error))
+                results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
         except KeyboardInterrupt:
             done = {b["tool_use_id"] for b in results}
             results += [

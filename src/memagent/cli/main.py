@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "sessions": "Transcripts in .transcripts/: list sessions, show one.",
     "doctor": "Paths, model, key, versions, embedding backend and store health.",
     "skills": "Skills (SKILL.md playbooks): list, new NAME, new --from CARD_ID.",
+    "mcp": "MCP: list the servers memagent uses (list); serve its memory and tasks to other agents (serve).",
 }
 # typer's shell completion runs the program with this variable set (it needs every sub-app)
 COMPLETION_VAR = "_MEMAGENT_COMPLETE"
@@ -61,6 +62,10 @@ def _mount(app: typer.Typer, name: str) -> None:
             memory.app.command("profile")(memory_learn.profile_command)
             memory.app.command("review")(memory_learn.review_command)
         sub = memory.app
+    elif name == "mcp":
+        from memagent.cli import mcp
+
+        sub = mcp.app
     elif name == "tasks":
         from memagent.cli import tasks
 

@@ -126,8 +126,12 @@ def tool_result_text(content: Any) -> str:
     return ""
 
 
-def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content or "(no output)"}
+def tool_result_block(tool_use_id: str, content: str, is_error: bool = False, images: list[Block] | None = None) -> Block:
+    """A tool_result; with ``images`` (image blocks) its content is a list: the text, then them."""
+    body: str | list[Block] = content or "(no output)"
+    if images:
+        body = ([text_block(content)] if content else []) + list(images)
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": body}
     if is_error:
         block["is_error"] = True
     return block

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Iterable, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
 
 class ToolError(Exception):
@@ -55,6 +55,9 @@ class ToolContext:
 class ToolOutcome:
     content: str
     is_error: bool = False
+    # Image blocks (Messages-API shape) sent with the text in the tool_result, e.g. a screenshot
+    # returned by an MCP server.
+    images: list[dict[str, Any]] = field(default_factory=list)
 
 
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -93,6 +96,28 @@ class Tool(Generic[InputT]):
             value = str(raw[self.key_argument]).replace("\n", " ⏎ ")
             return value if len(value) <= 80 else value[:77] + "…"
         return ""
+
+
+class RawArguments(RootModel[dict[str, Any]]):
+    """Any JSON object: the input of a :class:`RawSchemaTool`, validated by whoever runs it."""
+
+
+@dataclass
+class RawSchemaTool(Tool[Any]):
+    """A tool described by a ready-made JSON schema instead of a pydantic model.
+
+    For tools defined elsewhere (an MCP server's): the schema is sent to the model as given and
+    the input is passed through as a plain dict; only "it is a JSON object" is checked here, the
+    tool's owner validates the rest. ``input_model`` is ignored.
+    """
+
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+    def validate(self, raw: Any) -> Any:
+        return RawArguments.model_validate(raw if raw is not None else {}).root
 
 
 def tool(

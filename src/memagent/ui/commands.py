@@ -333,6 +333,16 @@ def cmd_init(session: Any, arg: str) -> Reply:
     return Reply("Asking the model to draft AGENTS.md…", "dim", send=INIT_PROMPT + extra)
 
 
+def cmd_mcp(session: "Session", arg: str) -> Reply:
+    """The MCP servers of this session: status (ready, failed and why, late) and tools."""
+    from memagent.mcp_bridge.report import render_rows, server_rows
+
+    client = next((f for f in getattr(session, "features", None) or [] if getattr(f, "name", "") == "mcp"), None)
+    if client is None:
+        return Reply("MCP is not enabled in this session.")
+    return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "/help", "show this help", cmd_help, needs_session=False),
     Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
@@ -340,6 +350,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("tasks", "/tasks", "in-progress and ready tasks of the project's task graph", cmd_tasks),
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
+    Command("mcp", "/mcp", "MCP servers: status and tools", cmd_mcp),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,

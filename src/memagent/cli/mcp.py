@@ -1,0 +1,76 @@
+"""`memagent mcp`: the MCP servers memagent uses (``list``) and memagent as a server (``serve``).
+
+``memagent mcp list`` starts every configured server, waits for them (bounded by
+``mcp_connect_timeout``), prints each one's status and tools (``--json`` for objects) and stops
+them again; exit 1 when a configured server failed. ``memagent mcp serve`` speaks MCP on
+stdin/stdout until the client hangs up: the project's memory and task graph for Claude Code,
+Codex, Cursor or any other MCP client.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+
+app = typer.Typer(
+    help="MCP: list the servers memagent uses; serve memagent's memory and tasks to other agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _settings(paths):
+    from memagent.config import ConfigError, load_settings
+    from memagent.trust import is_trusted
+
+    try:
+        return load_settings(paths, trusted=is_trusted(paths.home, paths.root))
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+@app.command("list")
+def list_servers(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+    """Start the configured MCP servers, show their status and tools, stop them."""
+    from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, load_mcp_config
+    from memagent.mcp_bridge.manager import FAILED, McpManager
+    from memagent.mcp_bridge.report import render_rows, server_rows
+
+    paths = resolve_paths(ctx, root)
+    settings = _settings(paths)
+    env = dict(os.environ)
+    from memagent.trust import is_trusted
+
+    trusted = is_trusted(paths.home, paths.root)
+    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=trusted)
+    manager = McpManager(config.servers, env=env, cwd=paths.root, connect_timeout=settings.mcp_connect_timeout)
+    try:
+        manager.start()
+        manager.wait_ready(settings.mcp_connect_timeout + 1)
+        rows = server_rows(config, manager.statuses())
+    finally:
+        manager.close()
+    if as_json:
+        print_json({"servers": rows, "problems": config.problems})
+    else:
+        typer.echo(render_rows(rows, config.problems))
+    if config.problems or any(row["status"] in (FAILED, "invalid") for row in rows):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command("serve")
+def serve(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
+    """Serve this project's memory and task graph over MCP on stdin/stdout.
+
+    Claude Code: claude mcp add memagent -- memagent mcp serve
+    """
+    from memagent.features.mcp_serve import serve_stdio
+
+    paths = resolve_paths(ctx, root)
+    serve_stdio(paths, _settings(paths))

@@ -1,0 +1,239 @@
+"""Hooks: the user's shell commands at points of a session's life (the ``hooks`` setting).
+
+Each hook runs with ``sh -c`` in the project root, gets one JSON object on stdin and has
+``timeout`` seconds (then its whole process group is killed). The object always holds
+``session_id``, ``transcript_path``, ``cwd`` and ``hook_event_name``, plus per event:
+
+- ``SessionStart``: ``source`` ("startup"). Its stdout is added to the system prompt as context.
+- ``UserPromptSubmit``: ``prompt``. It may block the prompt; its stdout is added to the message.
+- ``PreToolUse``: ``tool_name``, ``tool_input``. It may block the call; the model reads the reason.
+- ``PostToolUse``: ``tool_name``, ``tool_input``, ``tool_response`` (``content``, ``is_error``).
+- ``PreCompact``: ``trigger`` ("compaction") and ``messages`` (how many are about to be summarised).
+- ``Stop``: the turn is over.
+
+Blocking (``UserPromptSubmit`` and ``PreToolUse``): exit code 2 blocks with stderr as the reason,
+or stdout is a JSON object ``{"decision": "block", "reason": "…"}`` (Claude Code's
+``hookSpecificOutput.permissionDecision: "deny"`` with ``permissionDecisionReason`` is read
+too). Any other failure — a non-zero exit, a timeout, a command that cannot start — is reported
+in one warning line and never blocks or ends anything. The environment of a hook is ours plus
+``MEMAGENT_PROJECT_DIR`` (and ``CLAUDE_PROJECT_DIR``, so hooks written for Claude Code work).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
+from memagent.context.conversation import Conversation
+from memagent.config import HookCommand, HooksSettings
+from memagent.llm.types import Message
+from memagent.markers import Marker
+from memagent.tools.base import ToolOutcome
+
+BLOCK_EXIT = 2
+MAX_CONTEXT_CHARS = 10_000
+MAX_PAYLOAD_CHARS = 100_000
+# Claude Code's tool names, so a matcher written for it ("Bash", "Edit|Write") works here.
+CLAUDE_NAMES = {
+    "bash": "Bash",
+    "read_file": "Read",
+    "write_file": "Write",
+    "edit_file": "Edit",
+    "glob": "Glob",
+    "grep": "Grep",
+    "todo": "TodoWrite",
+}
+
+
+@dataclass(frozen=True)
+class HookResult:
+    block_reason: str | None = None
+    output: str = ""
+    problem: str | None = None  # one line when the hook itself failed
+
+
+def matches(matcher: str, tool_name: str) -> bool:
+    """Empty or ``*`` matches every tool; otherwise a regex matched against the whole name (or
+    Claude Code's name for the same tool), case-insensitively. A bad regex matches literally."""
+    if matcher.strip() in ("", "*"):
+        return True
+    names = [tool_name] + ([CLAUDE_NAMES[tool_name]] if tool_name in CLAUDE_NAMES else [])
+    try:
+        pattern = re.compile(matcher, re.IGNORECASE)
+    except re.error:
+        return matcher in names
+    return any(pattern.fullmatch(name) for name in names)
+
+
+def _decision(stdout: str) -> str | None:
+    """A block reason from a JSON answer on stdout, if it asks to block."""
+    text = stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if str(data.get("decision", "")).lower() in ("block", "deny"):
+        return str(data.get("reason") or "blocked by a hook")
+    specific = data.get("hookSpecificOutput")
+    if isinstance(specific, dict) and str(specific.get("permissionDecision", "")).lower() == "deny":
+        return str(specific.get("permissionDecisionReason") or "blocked by a hook")
+    return None
+
+
+def hook_context(event: str, text: str) -> str:
+    """The block that carries hooks' stdout to the model: ``[Context from the user's hooks, EVENT:]``."""
+    return f"{Marker.HOOK_CONTEXT.value}, {event}:]\n{text}"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def run_hook(hook: HookCommand, payload: dict[str, Any], cwd: Path, env: Mapping[str, str]) -> HookResult:
+    """Run one hook command; never raises."""
+    data = json.dumps(payload, ensure_ascii=False, default=str)
+    try:
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", hook.command],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return HookResult(problem=f"cannot start: {exc}")
+    try:
+        stdout, stderr = process.communicate(data, timeout=hook.timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return HookResult(problem=f"timed out after {hook.timeout:g}s")
+    except BaseException:
+        _kill_group(process)
+        raise
+    if process.returncode == BLOCK_EXIT:
+        return HookResult(block_reason=stderr.strip() or "blocked by a hook (exit code 2)", output=stdout)
+    if process.returncode != 0:
+        detail = _first_line(stderr) or _first_line(stdout)
+        return HookResult(output=stdout, problem=f"exit code {process.returncode}" + (f": {detail}" if detail else ""))
+    return HookResult(block_reason=_decision(stdout), output=stdout)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+class HooksFeature(BaseFeature):
+    name = "hooks"
+
+    def __init__(
+        self,
+        hooks: HooksSettings,
+        *,
+        root: Path,
+        session_id: Callable[[], str],
+        env: Mapping[str, str],
+        transcript_path: Callable[[], Path | None] = lambda: None,
+        warn: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.hooks = hooks
+        self.root = root
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.warn = warn
+        self.env = {**env, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
+        self._session_context: str | None = None
+        self._started = False
+        self._prompt_context: list[str] = []
+
+    # ------------------------------------------------------------------ running
+
+    def _payload(self, event: str, **fields: Any) -> dict[str, Any]:
+        transcript = self.transcript_path()
+        return {
+            "session_id": self.session_id(),
+            "transcript_path": str(transcript) if transcript else None,
+            "cwd": str(self.root),
+            "hook_event_name": event,
+            **fields,
+        }
+
+    def _run(self, event: str, **fields: Any) -> tuple[str | None, list[str]]:
+        """Run the event's matching hooks in order: (first block reason, outputs). Stops at a block.
+        A ``tool_name`` field selects the hooks whose matcher accepts it."""
+        outputs: list[str] = []
+        tool_name = fields.get("tool_name")
+        for hook in self.hooks.for_event(event):
+            if tool_name is not None and not matches(hook.matcher, tool_name):
+                continue
+            result = run_hook(hook, self._payload(event, **fields), self.root, self.env)
+            if result.problem:
+                self.warn(f"{event} hook `{_first_line(hook.command, 60)}` failed: {result.problem}")
+            if result.block_reason is not None:
+                return result.block_reason, outputs
+            if result.output.strip() and not result.problem:
+                outputs.append(result.output.strip())
+        return None, outputs
+
+    # ------------------------------------------------------------------ Feature hooks
+
+    def system_text(self) -> str | None:
+        if not self._started:
+            self._started = True
+            _, outputs = self._run("SessionStart", source="startup")
+            text = "\n".join(outputs)[:MAX_CONTEXT_CHARS]
+            self._session_context = hook_context("SessionStart", text) if text else None
+        return self._session_context
+
+    def check_prompt(self, text: str) -> str | None:
+        reason, outputs = self._run("UserPromptSubmit", prompt=text)
+        self._prompt_context = outputs if reason is None else []
+        return None if reason is None else f"a UserPromptSubmit hook says: {reason}"
+
+    def turn_context(self, turn: TurnInput) -> str | None:
+        outputs, self._prompt_context = self._prompt_context, []
+        text = "\n".join(outputs)[:MAX_CONTEXT_CHARS]
+        return hook_context("UserPromptSubmit", text) if text else None
+
+    def check_tool(self, call: ToolCall) -> str | None:
+        reason, _ = self._run("PreToolUse", **self._tool_fields(call))
+        return None if reason is None else f"a PreToolUse hook says: {reason}"
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        response = {"content": outcome.content[:MAX_PAYLOAD_CHARS], "is_error": outcome.is_error}
+        self._run("PostToolUse", tool_response=response, **self._tool_fields(call))
+
+    def before_drop(self, messages: list[Message], ids: list[str]) -> None:
+        self._run("PreCompact", trigger="compaction", messages=len(messages))
+
+    def after_turn(self, conversation: Conversation) -> None:
+        self._run("Stop", stop_hook_active=False)
+
+    @staticmethod
+    def _tool_fields(call: ToolCall) -> dict[str, Any]:
+        return {"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.input}
+
+
+__all__ = ["HookResult", "HooksFeature", "matches", "run_hook"]

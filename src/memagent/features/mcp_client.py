@@ -1,0 +1,187 @@
+"""MCP servers' tools as memagent tools (``mcp__<server>__<tool>``).
+
+Servers come from ``.mcp.json`` (project, used only when the project is trusted) and
+``$MEMAGENT_HOME/mcp.json`` (user); see :mod:`memagent.mcp_bridge.config` for the format.
+
+Timing: nothing starts when the feature is built. The first call to :meth:`tools` — made while
+the session is being composed, which the REPL does in the background after its prompt is shown —
+starts every server at once, waits at most ``mcp_startup_wait`` seconds for those still starting,
+and freezes the tool list: the tools of servers ready by then are offered for the whole session,
+in a fixed order, so the cached prompt prefix stays byte-stable. A server that is late, fails to
+start or crashes costs one warning line; calls to it return an error result.
+
+Every MCP tool needs the user's approval, like ``bash`` (it runs someone else's code).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from memagent.agent.feature import BaseFeature
+from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
+from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemoteTool, ServerStatus
+from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolOutcome
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths, Settings
+
+Warn = Callable[[str], None]
+
+
+def _key_argument(schema: dict[str, Any]) -> str | None:
+    """The first required string property: what a one-line summary of a call shows."""
+    properties = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
+            return str(name)
+    return None
+
+
+def _describe(remote: RemoteTool) -> str:
+    text = remote.description.strip() or f"The {remote.name} tool."
+    return f"{text}\n\n(MCP tool {remote.name!r} of the {remote.server!r} server.)"
+
+
+class McpClientFeature(BaseFeature):
+    name = "mcp"
+
+    def __init__(
+        self,
+        config: McpConfig,
+        *,
+        env: Mapping[str, str],
+        root: Path,
+        startup_wait: float = 10.0,
+        connect_timeout: float = 30.0,
+        call_timeout: float = 120.0,
+        warn: Warn = lambda line: None,
+    ) -> None:
+        self.config = config
+        self.startup_wait = startup_wait
+        self.call_timeout = call_timeout
+        self.warn = warn
+        self.manager = McpManager(config.servers, env=dict(env), cwd=root, connect_timeout=connect_timeout)
+        self._frozen: list[Tool] | None = None
+        self._said_config = False
+
+    @classmethod
+    def from_files(
+        cls,
+        home: Path,
+        root: Path,
+        env: Mapping[str, str],
+        *,
+        project_trusted: bool,
+        startup_wait: float = 10.0,
+        connect_timeout: float = 30.0,
+        call_timeout: float = 120.0,
+        warn: Warn = lambda line: None,
+    ) -> "McpClientFeature":
+        """Read ``home/mcp.json`` and ``root/.mcp.json`` (the latter only when trusted)."""
+        config = load_mcp_config(home / USER_FILE, root / PROJECT_FILE, env, project_trusted=project_trusted)
+        return cls(
+            config,
+            env=env,
+            root=root,
+            startup_wait=startup_wait,
+            connect_timeout=connect_timeout,
+            call_timeout=call_timeout,
+            warn=warn,
+        )
+
+    # ------------------------------------------------------------------ Feature hooks
+
+    def tools(self) -> list[Tool]:
+        if self._frozen is None:
+            self._frozen = self._freeze()
+        return list(self._frozen)
+
+    def close(self) -> None:
+        self.manager.close()
+
+    # ------------------------------------------------------------------ helpers
+
+    def start(self) -> None:
+        """Start the servers now (``tools()`` does it too); returns at once."""
+        self._report_config()
+        self.manager.start()
+
+    def statuses(self) -> list[ServerStatus]:
+        return self.manager.statuses()
+
+    def _report_config(self) -> None:
+        if self._said_config:
+            return
+        self._said_config = True
+        for problem in self.config.problems:
+            self.warn(f"MCP: {problem}")
+        for broken in self.config.broken:
+            self.warn(f"MCP server {broken.name} not started: {broken.reason}")
+        if self.config.untrusted:
+            names = ", ".join(self.config.untrusted)
+            self.warn(f"MCP servers in {PROJECT_FILE} not used, the project is not trusted: {names}")
+
+    def _freeze(self) -> list[Tool]:
+        self.start()
+        if not self.config.servers:
+            return []
+        self.manager.wait_ready(self.startup_wait)
+        tools: list[Tool] = []
+        seen: set[str] = set()
+        for status in self.manager.statuses():
+            if status.status == STARTING:
+                self.warn(
+                    f"MCP server {status.name} still starting after {self.startup_wait:g}s; "
+                    "its tools are not offered in this session"
+                )
+            elif status.status == FAILED:
+                self.warn(f"MCP server {status.name} failed: {status.reason}")
+            if status.status != READY:
+                continue
+            for remote in status.tools:
+                name = tool_name(remote.server, remote.name)
+                if name in seen:
+                    self.warn(f"MCP tool {remote.name} of {remote.server} left out: its name clashes as {name}")
+                    continue
+                seen.add(name)
+                tools.append(self._tool(name, remote))
+        return tools
+
+    def _tool(self, name: str, remote: RemoteTool) -> Tool:
+        def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+            outcome = self.manager.call_tool(remote.server, remote.name, arguments, self.call_timeout)
+            if outcome.is_error and self.manager.status(remote.server) is not None:
+                status = self.manager.status(remote.server)
+                if status is not None and status.status == FAILED and "stopped working" in outcome.text:
+                    self.warn(f"MCP server {remote.server} stopped: {status.reason}")
+            return ToolOutcome(outcome.text, outcome.is_error, outcome.images)
+
+        return RawSchemaTool(
+            name=name,
+            description=_describe(remote),
+            input_model=RawArguments,
+            handler=run,
+            needs_approval=True,
+            key_argument=_key_argument(remote.input_schema),
+            input_schema=remote.input_schema,
+        )
+
+
+def mcp_client_feature(
+    paths: "ProjectPaths", settings: "Settings", env: Mapping[str, str], *, project_trusted: bool, warn: Warn
+) -> McpClientFeature:
+    """The feature as the runtime composes it: both config files, the ``mcp_*`` settings."""
+    return McpClientFeature.from_files(
+        paths.home,
+        paths.root,
+        env,
+        project_trusted=project_trusted,
+        startup_wait=settings.mcp_startup_wait,
+        connect_timeout=settings.mcp_connect_timeout,
+        call_timeout=settings.mcp_tool_timeout,
+        warn=warn,
+    )
+
+
+__all__ = ["McpClientFeature", "mcp_client_feature"]

@@ -1,0 +1,139 @@
+"""What ``memagent mcp serve`` offers other agents: the project's memory and task graph.
+
+Tools, in this order: ``memory_search``, ``memory_save``, ``memory_list``, ``memory_forget``,
+``memory_stats``, ``task_create``, ``task_update``, ``task_list``, ``task_get``.
+
+They are memagent's own tools, run by the same code: the same input schemas and validation, the
+same write gate for memories (secrets, near-duplicates and low-confidence cards are refused with
+the reason), the same locking (card and task stores are safe with several processes), the same
+answers. Provenance: a memory saved over MCP records ``mcp:<client name>`` as its session, so
+``memagent memory show`` tells which agent wrote it; its source is ``assistant``, as for
+memagent's own model. Session-scoped memories are refused: an MCP client has no memagent session.
+
+The memory store is opened in the background when the server starts (loading the embedder takes
+a moment) and on first use; if it cannot be opened, the memory tools answer with the reason and
+the task tools keep working.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import TYPE_CHECKING, Callable, Literal, Optional
+
+from pydantic import Field
+
+from memagent.features.memory_tools import _call, _service, memory_tools
+from memagent.features.tasks import task_tools
+from memagent.memory.cards import MemoryType
+from memagent.tools.base import Tool, ToolContext, ToolInput, ToolRegistry, tool
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths, Settings
+    from memagent.memory.service import MemoryService
+
+INSTRUCTIONS = (
+    "memagent's long-term memory and task graph for this project, shared by every agent on the "
+    "machine. Search memory before answering questions about the project's conventions, decisions "
+    "and the user's preferences; save durable facts (never secrets); cite memories as [Memory#id]."
+)
+
+
+class MemoryListInput(ToolInput):
+    memory_type: Optional[MemoryType] = Field(None, description="Only memories of this type.")
+    scope: Optional[Literal["project", "user"]] = Field(None, description="Only memories of this scope.")
+    limit: int = Field(20, ge=1, le=200, description="How many to return, newest first.")
+
+
+class LazyMemory:
+    """Opens the memory service once, on first use or from a warm-up thread; thread-safe."""
+
+    def __init__(self, opener: Callable[[], "MemoryService"]) -> None:
+        self._opener = opener
+        self._lock = threading.Lock()
+        self._service: "MemoryService | None" = None
+        self._error: Exception | None = None
+
+    def __call__(self) -> "MemoryService":
+        with self._lock:
+            if self._service is None and self._error is None:
+                try:
+                    self._service = self._opener()
+                except Exception as exc:  # MemoryUnavailable or a broken install: say why, every time
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            assert self._service is not None
+            return self._service
+
+    def warm_up(self) -> None:
+        threading.Thread(target=self._quietly, name="memagent-mcp-memory", daemon=True).start()
+
+    def _quietly(self) -> None:
+        try:
+            self()
+        except Exception:  # reported to the client on the first memory call
+            pass
+
+    def close(self) -> None:
+        """Close the service; when it is still being opened, do not wait for it (the client has
+        gone; the opening thread is a daemon and writes nothing)."""
+        if not self._lock.acquire(timeout=0.5):
+            return
+        try:
+            if self._service is not None:
+                self._service.close()
+                self._service = None
+        finally:
+            self._lock.release()
+
+
+def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
+    @tool("memory_list", MemoryListInput)
+    def memory_list(args: MemoryListInput, ctx: ToolContext) -> str:
+        """List active long-term memories, newest first, with their ids (memory_search finds by meaning)."""
+        service = _service(service_factory)
+        cards = _call(lambda: service.list(memory_type=args.memory_type, scope=args.scope, limit=args.limit))
+        if not cards:
+            return "No memories yet."
+        return "\n".join(
+            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, "
+            f"{c.created_at.date().isoformat()}) {' '.join(c.content.split())}"
+            for c in cards
+        )
+
+    return memory_list
+
+
+def served_tools(service_factory: Callable[[], "MemoryService"], store_factory: Callable[[], object]) -> list[Tool]:
+    """The served tools, in a fixed order (``memory_delete`` is served as ``memory_forget``)."""
+    by_name = {t.name: t for t in memory_tools(service_factory)}
+    memory = [
+        by_name["memory_search"],
+        by_name["memory_save"],
+        memory_list_tool(service_factory),
+        dataclasses.replace(by_name["memory_delete"], name="memory_forget"),
+        by_name["memory_stats"],
+    ]
+    return memory + task_tools(store_factory)  # type: ignore[arg-type]
+
+
+def serve_stdio(paths: "ProjectPaths", settings: "Settings") -> None:
+    """``memagent mcp serve``: blocks until the client hangs up."""
+    from memagent.mcp_bridge.server import serve_registry
+    from memagent.tasks import TaskStore
+
+    def open_memory() -> "MemoryService":
+        from memagent.memory.service import MemoryService, MemoryUnavailable
+
+        if not settings.memory_enabled:
+            raise MemoryUnavailable("memory is turned off in the settings")
+        return MemoryService.open(paths, settings, session_id="")
+
+    memory = LazyMemory(open_memory)
+    registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks)))
+    memory.warm_up()
+    serve_registry(registry, paths.root, INSTRUCTIONS, on_exit=memory.close)
+
+
+__all__ = ["INSTRUCTIONS", "LazyMemory", "memory_list_tool", "serve_stdio", "served_tools"]

@@ -1,0 +1,48 @@
+"""What ``memagent mcp list`` and the REPL's ``/mcp`` show: every server, its status and tools."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from memagent.mcp_bridge.config import PROJECT_FILE, McpConfig
+from memagent.mcp_bridge.manager import ServerStatus
+
+
+def server_rows(config: McpConfig, statuses: Sequence[ServerStatus]) -> list[dict[str, Any]]:
+    """One dict per configured server (started, broken or skipped), in configuration order."""
+    rows = [status.as_dict() for status in statuses]
+    rows += [
+        {"name": b.name, "origin": b.origin, "status": "invalid", "reason": b.reason, "tools": []}
+        for b in config.broken
+    ]
+    rows += [
+        {"name": name, "origin": "project", "status": "untrusted",
+         "reason": f"{PROJECT_FILE} servers are used only in a trusted project", "tools": []}
+        for name in config.untrusted
+    ]
+    return rows
+
+
+def render_rows(rows: Sequence[dict[str, Any]], problems: Sequence[str] = (), *, tool_limit: int = 12) -> str:
+    """Plain text: a line per server, then its tools indented."""
+    if not rows and not problems:
+        return (
+            "No MCP servers configured. Add them to .mcp.json (project) or $MEMAGENT_HOME/mcp.json "
+            '(user): {"mcpServers": {"name": {"command": "...", "args": [...]}}}'
+        )
+    lines = [f"! {problem}" for problem in problems]
+    for row in rows:
+        where = f" {row['transport']} {row['target']}" if row.get("target") else ""
+        reason = f" — {row['reason']}" if row.get("reason") else ""
+        count = f", {len(row['tools'])} tools" if row["status"] == "ready" else ""
+        lines.append(f"{row['name']} [{row['status']}{count}] ({row['origin']}){where}{reason}")
+        tools = row["tools"]
+        for tool in tools[:tool_limit]:
+            first = (tool.get("description") or "").strip().splitlines()
+            lines.append(f"    {tool['name']}" + (f" — {first[0][:80]}" if first else ""))
+        if len(tools) > tool_limit:
+            lines.append(f"    … and {len(tools) - tool_limit} more")
+    return "\n".join(lines)
+
+
+__all__ = ["render_rows", "server_rows"]

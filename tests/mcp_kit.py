@@ -1,0 +1,64 @@
+"""Helpers for the MCP tests: real servers written with the official SDK (``mcp/toy_server.py``)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+from memagent.mcp_bridge.config import HttpServer, StdioServer
+
+TOY = Path(__file__).parent / "mcp" / "toy_server.py"
+# Starting a server imports the SDK (about a second, more on a loaded machine).
+START_TIMEOUT = 60.0
+
+
+def toy_stdio(name: str = "toy", *flags: str, env: dict[str, str] | None = None) -> StdioServer:
+    return StdioServer(name, sys.executable, (str(TOY), "stdio", *flags), env or {})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the HTTP toy server exited with {process.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError("the HTTP toy server did not open its port")
+
+
+def run_http_toy() -> Iterator[str]:
+    """Start a streamable-HTTP toy server on a free port; yields its URL, stops it after."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(TOY), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TOY_TOKEN": "from-http"},
+    )
+    try:
+        _wait_for_port(port, process, START_TIMEOUT)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def http_server(name: str, url: str, headers: dict[str, str] | None = None) -> HttpServer:
+    return HttpServer(name, url, headers or {})
