@@ -44,7 +44,7 @@ from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
 from memagent.context.digest import deterministic_digest
 from memagent.context.policy import PassThroughContext
-from memagent.context.tokens import estimate_text
+from memagent.llm.tokens import estimate_text
 from memagent.context.transcript import TranscriptWriter
 from memagent.llm.scripted import FunctionModel, reply
 from memagent.llm.types import ModelRequest, ModelResponse, Usage

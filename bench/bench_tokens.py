@@ -8,7 +8,7 @@ Run by hand (not part of the test suite), from the repository root:
 Claude's own tokenizer is not available offline; the API's ``usage`` is the only exact count,
 and memagent anchors on it. Between two usage figures it estimates, and what matters then is how
 far an estimator is off for the kind of text that was appended (code, JSON tool output, prose,
-logs), after :class:`memagent.context.tokens.TokenCounter` has calibrated one global factor.
+logs), after :class:`memagent.llm.tokens.TokenCounter` has calibrated one global factor.
 This benchmark therefore takes cl100k (a real BPE over code and prose) as the reference and
 reports, per kind: cl100k tokens, the bytes/4 estimate, its signed error, and its error after a
 single global calibration on the whole mix (the factor TokenCounter would learn), plus the time
@@ -34,7 +34,7 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from memagent.context.tokens import load_tiktoken, ratio_count  # noqa: E402
+from memagent.llm.tokens import load_tiktoken, ratio_count  # noqa: E402
 
 NON_ENGLISH = (
     "Der Build schlägt fehl, weil die Abhängigkeit nicht gefunden wird; bitte prüfe die Version. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from context.ctx_harness import SMALL, PlannedBrain, failing_summary
-from memagent.context.tokens import TokenCounter, estimate_message
+from memagent.llm.tokens import TokenCounter, estimate_message
 from memagent.llm.scripted import reply, tool_call
 from memagent.llm.types import ModelError, PromptTooLongError
 from memagent.markers import Marker

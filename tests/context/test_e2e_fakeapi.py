@@ -16,7 +16,7 @@ import pytest
 from fakeapi import error, text, tool
 from memagent.context.compaction import CompactingContext
 from memagent.context.resume import latest_session_id, load_session
-from memagent.context.tokens import TokenCounter
+from memagent.llm.tokens import TokenCounter
 from memagent.llm.invariants import request_problems
 from memagent.markers import Marker
 from memagent.runtime import SessionOptions, open_session

@@ -4,7 +4,7 @@ Layer 1 (:mod:`memagent.context.elision`): every request shows old tool results 
 placeholders; the conversation and the transcript keep them whole.
 
 Layer 2, :meth:`CompactingContext.before_request`: when the request would reach
-``settings.compaction_threshold`` tokens (usage-anchored, :mod:`memagent.context.tokens`), the
+``settings.compaction_threshold`` tokens (usage-anchored, :mod:`memagent.llm.tokens`), the
 older part of the history is replaced by a structured summary written by ``settings.small_model``
 (through the session's own ChatModel, :mod:`memagent.context.summary`), followed by the text of
 every ``reinject`` callable (todo list, tasks, memory profile — read from their stores at that
@@ -34,7 +34,7 @@ from memagent.context.conversation import Conversation
 from memagent.context.elision import count_elided, elide_old_tool_results
 from memagent.context.policy import CompactionRequest
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
-from memagent.context.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name
+from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name
 from memagent.events import AgentEvent, Notice
 from memagent.llm.invariants import request_problems
 from memagent.llm.protocol import ChatModel

@@ -267,10 +267,10 @@ def split_slice(
     count: Callable[[str], int] | None = None,
 ) -> list[tuple[list[dict[str, Any]], list[str]]]:
     """Cut a long slice into parts of about ``max_tokens`` rendered tokens (``count``: the text
-    counter, default the offline estimate of :mod:`memagent.context.tokens`), only before a user
+    counter, default the offline estimate of :mod:`memagent.llm.tokens`), only before a user
     turn, so a tool call always travels with its result."""
     if count is None:
-        from memagent.context.tokens import text_counter
+        from memagent.llm.tokens import text_counter
 
         count = text_counter()
     parts: list[tuple[list[dict[str, Any]], list[str]]] = []

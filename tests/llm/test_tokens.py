@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memagent.context import tokens
-from memagent.context.tokens import (
+from memagent.llm import tokens
+from memagent.llm.tokens import (
     TokenCounter,
     estimate_message,
     estimate_text,
@@ -62,7 +62,7 @@ def test_tiktoken_loads_from_the_package_in_a_fresh_process_with_no_cache_and_no
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network refused by the test')\n"
         "socket.socket = refuse; socket.create_connection = refuse\n"
-        "from memagent.context import tokens\n"
+        "from memagent.llm import tokens\n"
         "count = tokens.load_tiktoken()\n"
         "assert count is not None, 'encoding did not load'\n"
         "print(count('def add(a, b): return a + b'))\n"
