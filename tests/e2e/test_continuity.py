@@ -23,11 +23,6 @@ def continuity_blocks(request: dict) -> list[str]:
     return [b["text"] for b in last["content"] if b.get("type") == "text" and kind_of(b) is Marker.CONTINUITY]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def run_session(project: Path, script: list, prompts: list[str], **options) -> FakeAnthropic:

@@ -30,11 +30,6 @@ def user_texts(request: dict) -> str:
     return "\n".join(b.get("text", "") for b in last["content"] if b.get("type") == "text")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def test_model_builds_a_task_graph_and_completing_one_unblocks_the_next(project):

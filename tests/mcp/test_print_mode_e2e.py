@@ -19,11 +19,6 @@ def fake():
         yield server
 
 
-@pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def run_print(fake, project, prompt, *flags):

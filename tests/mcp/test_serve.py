@@ -31,11 +31,6 @@ def text_of(result) -> str:
     return "\n".join(item.text for item in result.content if item.type == "text")
 
 
-@pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def serve_params(project) -> StdioServerParameters:

@@ -16,9 +16,10 @@ from memory_learning.learnkit import Fact
 
 
 def _open(paths, settings, model, monkeypatch, embedder, warnings):
-    import memagent.memory.service as service_module
+    import memagent.memory.embeddings as embeddings_module
 
-    monkeypatch.setattr(service_module, "_load_embedder", lambda: embedder)
+    # the session loads its embedder lazily through this function; the suite's shared one is faster
+    monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)
     opening = open_memory(paths, settings, "sess-r", model=model, record=lambda record: None,
                           processed_ids=set(), current_task=lambda: "#3 switch the project to uv",
                           warn=warnings.append)

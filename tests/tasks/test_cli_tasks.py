@@ -22,11 +22,6 @@ def runner() -> CliRunner:
     return CliRunner(env={"COLUMNS": "120", "NO_COLOR": "1"})
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
 
 
 def run(runner: CliRunner, project: Path, *args: str, code: int = 0):

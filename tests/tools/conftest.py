@@ -11,11 +11,6 @@ from memagent.tools.base import ToolContext, ToolOutcome, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    return root
 
 
 @pytest.fixture

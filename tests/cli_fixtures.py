@@ -1,4 +1,5 @@
-"""Run the real ``memagent`` CLI in a subprocess against the loopback fake Anthropic API."""
+"""Shared fixtures: a project folder, and the real ``memagent`` CLI run in a subprocess (against
+the loopback fake Anthropic API when a test gives it ``ANTHROPIC_BASE_URL``)."""
 
 from __future__ import annotations
 
