@@ -25,6 +25,7 @@ import codecs
 import os
 import re
 import secrets
+import shutil
 import shlex
 import signal
 import subprocess
