@@ -227,6 +227,18 @@ class Settings(BaseSettings):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     """Shell commands run on session events: ``[[hooks.PreToolUse]]`` tables with ``command``,
     optional ``matcher`` and ``timeout`` (see the README)."""
+    # guard: permissions and transcript retention
+    permission_mode: Literal["default", "acceptEdits", "plan", "bypassPermissions"] = "default"
+    """default | acceptEdits (file edits run without asking) | plan (read-only tools only) |
+    bypassPermissions (nothing asks; deny rules still hold)."""
+    allow: tuple[str, ...] = ()
+    """Permission rules that run a tool call without asking, e.g. ``Bash(npm test)``."""
+    ask: tuple[str, ...] = ()
+    """Permission rules that always ask first, e.g. ``Bash(git push:*)``."""
+    deny: tuple[str, ...] = ()
+    """Permission rules that refuse a tool call, e.g. ``Read(.env)``; deny wins."""
+    transcript_retention: int | None = Field(None, ge=1)
+    """Days a transcript is kept (older ones are deleted at session start); unset keeps them all."""
 
     @field_validator("chroma_url", mode="before")
     @classmethod

@@ -1,10 +1,14 @@
-"""Atomic file writes, shared by every room that saves user data.
+"""Atomic file writes and private data folders, shared by every room that saves user data.
 
 A reader (another memagent process, an editor, ``git``) only ever sees the old file or the new
 one, never a torn write: the data goes to a temp file in the same directory, which then replaces
 the target with ``os.replace``. ``durable=True`` also fsyncs before the rename so a power cut
 cannot leave an empty file behind; callers that rewrite many small files at once (the task
 graph) may trade that for speed, since a crashed *process* is safe either way.
+
+Private data folders (:func:`private_dir`) are created 0700, their files 0600, and may carry
+their own ``.gitignore`` of ``*``: transcripts, saved outputs, the task graph and the REPL
+history are nobody else's to read, and not meant to be committed by a ``git add -A``.
 """
 
 from __future__ import annotations
@@ -50,3 +54,37 @@ def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mo
         with suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+IGNORE_EVERYTHING = "*\n"
+
+
+def private_dir(path: Path, *, gitignore: bool = False) -> Path:
+    """Make ``path`` (and missing parents) with mode 0700; tighten it if it already exists.
+
+    With ``gitignore``, a ``.gitignore`` containing ``*`` is added when missing (an existing one,
+    perhaps edited by the user, is kept).
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    with suppress(OSError):  # a folder owned by someone else: writing will say why
+        if path.stat().st_mode & 0o077:
+            os.chmod(path, PRIVATE_DIR_MODE)
+    if gitignore:
+        ignore = path / ".gitignore"
+        if not ignore.exists():
+            with suppress(FileExistsError, OSError):
+                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(IGNORE_EVERYTHING)
+    return path
+
+
+def open_private_append(path: Path):
+    """``path`` opened for appending bytes, unbuffered, created 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE_MODE)
+    with suppress(OSError):  # a file from an older version may be world-readable
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+    return os.fdopen(fd, "ab", buffering=0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature
@@ -25,10 +25,11 @@ from memagent.config import (
     project_paths,
 )
 from memagent.context.compaction import CompactingContext
+from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
-from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, read_records
+from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
@@ -41,6 +42,7 @@ from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.protocol import ChatModel
 from memagent.paths import child_environment
+from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
@@ -72,6 +74,7 @@ class SessionOptions:
     memory: bool = True
     resume_id: str | None = None
     continue_latest: bool = False
+    permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
 
 
 @dataclass
@@ -306,6 +309,33 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
     )
 
 
+def _permissions(
+    paths: ProjectPaths, settings: Settings, options: SessionOptions, warn: Callable[[str], None]
+) -> SessionPermissions:
+    """guard: mode from --permission-mode, else --yes (bypassPermissions), else the setting; rules
+    from the settings plus the ones saved for this project."""
+    mode = options.permission_mode or ("bypassPermissions" if options.auto_approve else settings.permission_mode)
+    try:
+        return project_permissions(paths.home, paths.root, mode=mode, allow=settings.allow, ask=settings.ask,
+                                   deny=settings.deny, warn=warn)
+    except PermissionRuleError as exc:
+        raise SetupError(f"permissions: {exc}") from None
+
+
+def _apply_retention(paths: ProjectPaths, settings: Settings, resumed: Resumed | None) -> list[str]:
+    """guard: delete transcripts older than ``transcript_retention`` days (never the resumed one)."""
+    if not settings.transcript_retention:
+        return []
+    from datetime import timedelta
+
+    keep = {resumed.session_id} if resumed else set()
+    try:
+        prune_transcripts(paths.transcripts, timedelta(days=settings.transcript_retention), keep=keep)
+    except OSError as exc:
+        return [f"transcript retention: {one_line(exc)}"]
+    return []
+
+
 def open_session(
     options: SessionOptions,
     *,
@@ -320,6 +350,9 @@ def open_session(
     settings, warnings = _settings(paths, options, env)
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
+    permissions = _permissions(paths, settings, options, warnings.append)  # guard
+    private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
+    warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or make_model(settings, env)
     session_id = new_session_id()
     conversation = _open_conversation(paths, settings, session_id, resumed)
@@ -345,6 +378,7 @@ def open_session(
         non_interactive=options.non_interactive,
         features=features,
         config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
+        permissions=permissions,
     )
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,

@@ -65,6 +65,26 @@ DENIED_MESSAGE = (
     "The user did not approve this {name} call, so it was not run. "
     "Do not retry it unchanged; ask the user or choose another approach."
 )
+class PermissionVerdict(Protocol):
+    @property
+    def action(self) -> str: ...  # "allow" | "ask" | "deny"
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def rule(self) -> object | None: ...  # the rule that decided, if one did
+
+
+class PermissionGate(Protocol):
+    """Permission mode and rules (:class:`memagent.permissions.SessionPermissions`)."""
+
+    def decide(self, tool_name: str, tool_input: dict[str, Any], *, approval_required: bool = True) -> PermissionVerdict: ...
+
+    def always(self, tool_name: str, tool_input: dict[str, Any]) -> str: ...
+
+
+RULE_DENIED = "Refused: {reason}. The call was not run; do not retry it, choose another approach or ask the user."
 NON_INTERACTIVE_DENIED = (
     "{name} needs the user's approval, and this non-interactive run has no one to ask "
     "(re-run memagent with --yes to allow tools). Do not retry it; continue without it or explain what is needed."
@@ -93,6 +113,8 @@ class Agent:
     features: Sequence[Feature] = ()
     config: AgentConfig = field(default_factory=AgentConfig)
     _always_allowed: set[str] = field(default_factory=set)
+    # guard: the permission mode and rules (None: every call that needs approval asks)
+    permissions: PermissionGate | None = None
     _partial_text: list[str] = field(default_factory=list)
     _storage_problem: str | None = None
 
@@ -291,14 +313,29 @@ class Agent:
         return outcome
 
     def _approve(self, tool: Tool, raw: dict[str, Any], summary: str, value: Any) -> ToolOutcome | None:
-        """None when the call may run; otherwise the error outcome to return to the model."""
-        if self.auto_approve or tool.name in self._always_allowed or not tool.approval_required(value):
+        """None when the call may run; otherwise the error outcome to return to the model.
+
+        The permission policy decides first: a deny rule (or plan mode) refuses naming why, an
+        allow rule or the mode runs the call, anything else asks the approver (an ask rule
+        always asks, even after an "always" answer)."""
+        needs_approval = tool.approval_required(value)
+        asked_by_rule = False
+        if self.permissions is not None:
+            decision = self.permissions.decide(tool.name, raw, approval_required=needs_approval)
+            if decision.action == "deny":
+                return ToolOutcome(RULE_DENIED.format(reason=decision.reason), is_error=True)
+            if decision.action == "allow":
+                return None
+            needs_approval, asked_by_rule = True, decision.rule is not None
+        if self.auto_approve or not needs_approval or (tool.name in self._always_allowed and not asked_by_rule):
             return None
         if self.non_interactive:
             return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name), is_error=True)
         decision = self.approver(tool, raw, summary)
         if decision is Approval.ALWAYS:
             self._always_allowed.add(tool.name)
+            if self.permissions is not None:
+                self.permissions.always(tool.name, raw)  # a rule for this call, saved for the project
             return None
         if decision is Approval.ALLOW:
             return None

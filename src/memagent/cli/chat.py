@@ -14,11 +14,14 @@ from contextlib import contextmanager
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator, Optional
+from typing import IO, TYPE_CHECKING, Iterator, Optional
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, fail
+
+if TYPE_CHECKING:
+    from memagent.config import ProjectPaths
 
 
 @dataclass
@@ -34,6 +37,7 @@ class ChatOptions:
     pick_session: bool = False  # ``-r`` without an id: choose from the recent sessions
     output_format: str = "text"
     max_turns: Optional[int] = None
+    permission_mode: Optional[str] = None
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
@@ -57,6 +61,7 @@ def session_options(options: ChatOptions, *, non_interactive: bool):
         memory=options.memory,
         resume_id=options.resume_id,
         continue_latest=options.continue_latest,
+        permission_mode=options.permission_mode,
     )
 
 
@@ -165,6 +170,26 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
         out.write(f"  {choice!r} is not one of the numbers above.\n")
 
 
+def offer_trust(paths: "ProjectPaths") -> None:
+    """The first time a project's settings file asks for widening settings, ask the user
+    whether to trust the project (a "no" is remembered until the file asks for more)."""
+    from memagent.trust import TrustError, decline_trust, requested_widening, should_ask, trust_project
+
+    asks = requested_widening(paths.project_config)
+    if not asks or not should_ask(paths.home, paths.root, asks):
+        return
+    question = (f"This project's {paths.project_config.name} asks for: {', '.join(asks)}.\n"
+                f"Trust this project ({paths.root})?")
+    try:
+        if typer.confirm(question, default=False):
+            trust_project(paths.home, paths.root)
+        else:
+            decline_trust(paths.home, paths.root, asks)
+            sys.stderr.write("memagent: not trusted; those settings are ignored (`memagent trust` changes that)\n")
+    except TrustError as exc:
+        sys.stderr.write(f"memagent: warning: {exc}\n")
+
+
 def run_interactive(options: ChatOptions) -> int:
     from memagent.config import ConfigError, credentials_from_env, load_settings, project_paths
 
@@ -176,6 +201,7 @@ def run_interactive(options: ChatOptions) -> int:
 
         fail(MISSING_KEY, EXIT_USAGE)
     paths = project_paths(options.root)
+    offer_trust(paths)
     try:
         settings = load_settings(paths, overrides={"model": options.model})
     except ConfigError as exc:

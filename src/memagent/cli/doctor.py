@@ -134,6 +134,10 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     report["model"] = {"model": settings.model, "small_model": settings.small_model}
     report["credentials"] = credential_report(env)
     report["sandbox"] = sandbox_report(paths, settings)
+    from memagent.trust import permission_report  # guard
+
+    report["permissions"] = permission_report(paths.home, paths.root, paths.project_config, mode=settings.permission_mode,
+                                              allow=settings.allow, ask=settings.ask, deny=settings.deny)
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
@@ -146,6 +150,16 @@ def _describe_embedding(embedding: dict[str, Any] | str) -> list[str]:
         return [embedding]
     line = f"{embedding.get('backend')} ({embedding.get('model_id') or 'no model'}, dim {embedding.get('dim')})"
     return [line] + [f"skipped: {reason}" for reason in embedding.get("fallback_reasons") or []]
+
+
+def _describe_permissions(perms: dict[str, Any]) -> list[str]:
+    """guard: the permission mode, the rules in force and the project's trust."""
+    rules = ", ".join(f"{len(perms[k])} {k}" for k in ("allow", "ask", "deny"))
+    lines = ["Permissions", f"  mode     {perms['mode']} ({rules} rules, {len(perms['saved_rules'])} saved for this project)"]
+    asks = perms["project_file_asks_for"]
+    trusted = "trusted" if perms["project_trusted"] else "not trusted (`memagent trust` to trust it)"
+    lines.append(f"  project  {trusted}" + (f"; its .memagent.toml asks for {', '.join(asks)}" if asks else ""))
+    return lines
 
 
 def render_text(report: dict[str, Any]) -> str:
@@ -165,6 +179,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append("  no key: chat and -p need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); tasks and memory do not")
     if "sandbox" in report:
         lines += ["Shell", f"  sandbox  {report['sandbox']}"]
+    lines += _describe_permissions(report["permissions"])
     lines.append("Versions")
     for name, version in report["versions"].items():
         lines.append(f"  {name.ljust(14)}  {version}")

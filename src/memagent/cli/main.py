@@ -21,10 +21,11 @@ from memagent.cli.common import EXIT_USAGE, RootOption, fail
 SUBCOMMANDS = {
     "tasks": "The task graph in .tasks/: list, show, ready, blocked, tree, add, update, done, cancel, check.",
     "memory": "Long-term memory: list, show, search, add, edit, forget, stats, export, import, reindex, profile, review.",
-    "sessions": "Transcripts in .transcripts/: list sessions, show one.",
+    "sessions": "Transcripts in .transcripts/: list sessions, show one, prune old ones, rm one.",
     "doctor": "Paths, model, key, versions, embedding backend and store health.",
     "skills": "Skills (SKILL.md playbooks): list, new NAME, new --from CARD_ID.",
     "mcp": "MCP: list the servers memagent uses (list); serve its memory and tasks to other agents (serve).",
+    "trust": "Trust this project's .memagent.toml to widen permissions (--revoke, --status).",
 }
 # typer's shell completion runs the program with this variable set (it needs every sub-app)
 COMPLETION_VAR = "_MEMAGENT_COMPLETE"
@@ -32,7 +33,7 @@ FIRST_MESSAGE_OPTION = "--first-message"  # what a bare prompt (``memagent "fix 
 PICK_OPTION = "--pick-session"  # what ``-r`` without an id becomes
 COMPLETION_OPTIONS = frozenset({"--install-completion", "--show-completion"})
 # chat options that take a value: the token after them is never a sub-command
-_VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model", "--output-format", "--max-turns"}
+_VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model", "--output-format", "--max-turns", "--permission-mode"}
 
 
 def _new_app() -> typer.Typer:
@@ -50,6 +51,11 @@ def _new_app() -> typer.Typer:
 
 
 def _mount(app: typer.Typer, name: str) -> None:
+    if name == "trust":
+        from memagent.cli import trust
+
+        app.command("trust", help=SUBCOMMANDS[name])(trust.trust)
+        return
     if name == "doctor":
         from memagent.cli import doctor
 
@@ -82,8 +88,8 @@ def _mount(app: typer.Typer, name: str) -> None:
 
 
 def _mount_placeholder(app: typer.Typer, name: str) -> None:
-    if name == "doctor":
-        app.command("doctor", help=SUBCOMMANDS[name])(lambda: None)
+    if name in ("doctor", "trust"):
+        app.command(name, help=SUBCOMMANDS[name])(lambda: None)
     else:
         app.add_typer(typer.Typer(), name=name, help=SUBCOMMANDS[name])
 
@@ -219,6 +225,10 @@ def main(
         None, "--model", "-m", metavar="MODEL", help="Model id (default: $MEMAGENT_MODEL or Sonnet)."
     ),
     no_memory: bool = typer.Option(False, "--no-memory", help="Run with long-term memory off."),
+    permission_mode: Optional[str] = typer.Option(
+        None, "--permission-mode", metavar="MODE",
+        help="default | acceptEdits (file edits run without asking) | plan (read-only tools only) | bypassPermissions.",
+    ),
     version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True, help="Show the version."),
     first_message: Optional[str] = typer.Option(None, FIRST_MESSAGE_OPTION, hidden=True),
     pick_session: bool = typer.Option(False, PICK_OPTION, hidden=True),
@@ -241,6 +251,11 @@ def main(
         fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({first_message!r})", EXIT_USAGE)
     if (output_format is not None or max_turns is not None) and prompt is None:
         fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
+    if permission_mode is not None:
+        from memagent.permissions import MODES
+
+        if permission_mode not in MODES:
+            fail(f"--permission-mode {permission_mode!r}: use one of {', '.join(MODES)}", EXIT_USAGE)
     from memagent.cli.chat import ChatOptions, run_chat
 
     run_chat(
@@ -256,6 +271,7 @@ def main(
             pick_session=pick_session,
             output_format=output_format or "text",
             max_turns=max_turns,
+            permission_mode=permission_mode,
         )
     )
 

@@ -5,11 +5,16 @@ compactions, first user line (``--json`` for the same rows as objects).
 ``memagent sessions show ID`` — the transcript rendered: roles, tool calls and results, compaction
 markers (``--full`` for untruncated tool output; ``--json`` for the raw records). ID may be a
 unique prefix. An unknown id exits 1 with one line on stderr. rich is imported only to render.
+``memagent sessions prune --older-than 30d`` — delete sessions last written longer ago than that
+(``h``, ``d`` or ``w``; ``--dry-run`` only lists them).
+``memagent sessions rm ID`` — delete one session (transcript and saved outputs); asks first
+unless ``--yes``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from datetime import datetime
@@ -18,16 +23,18 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
 from memagent.ui.safe_text import printable, printable_data
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from rich.console import Console
 
     from memagent.context.sessions import SessionInfo
 
 app = typer.Typer(
-    help="Inspect past sessions (.transcripts/).",
+    help="Inspect and delete past sessions (.transcripts/).",
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -152,6 +159,76 @@ def show_command(
     render_transcript(_console(), info, loaded.records, full=full)
     for warning in loaded.warnings:
         sys.stderr.write(f"memagent: warning: {warning}\n")
+
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw]?)\s*$")
+_AGE_UNITS = {"h": 1 / 24, "d": 1.0, "w": 7.0, "": 1.0}
+
+
+def parse_age(text: str) -> "timedelta":
+    """``30d``, ``12h``, ``2w`` or a number of days; a usage error otherwise."""
+    from datetime import timedelta
+
+    match = _AGE.match(text or "")
+    if not match or float(match.group(1)) <= 0:
+        fail(f"--older-than {text!r}: use a positive age such as 30d, 12h or 2w", EXIT_USAGE)
+    return timedelta(days=float(match.group(1)) * _AGE_UNITS[match.group(2)])
+
+
+@app.command("prune")
+def prune_command(
+    ctx: typer.Context,
+    older_than: str = typer.Option(..., "--older-than", help="Age such as 30d, 12h or 2w."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list the sessions that would be deleted."),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Delete sessions (transcripts and saved outputs) last written longer ago than --older-than."""
+    import time
+
+    from memagent.context.transcript import iter_transcripts, prune_transcripts
+
+    age = parse_age(older_than)
+    paths = resolve_paths(ctx, root)
+    if dry_run:
+        cutoff = time.time() - age.total_seconds()
+        stale = [p.stem for p in iter_transcripts(paths.transcripts) if p.stat().st_mtime < cutoff]
+        typer.echo("\n".join(stale) if stale else f"No sessions older than {older_than}.")
+        return
+    try:
+        removed = prune_transcripts(paths.transcripts, age)
+    except OSError as exc:
+        fail(f"cannot delete sessions in {paths.transcripts}: {exc.strerror or exc}", EXIT_FAILURE)
+    noun = "session" if len(removed) == 1 else "sessions"
+    typer.echo(f"Deleted {len(removed)} {noun} older than {older_than.strip()}.")
+
+
+@app.command("rm")
+def rm_command(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique prefix)."),
+    yes: bool = typer.Option(False, "-y", "--yes", help="Delete without asking."),
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Delete one session: its transcript and its saved outputs."""
+    from memagent.context.resume import ResumeError, session_path
+    from memagent.context.transcript import remove_session
+
+    paths = resolve_paths(ctx, root)
+    try:
+        path = session_path(paths.transcripts, session_id)
+    except ResumeError as exc:
+        fail(str(exc), EXIT_FAILURE)
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"not deleting session {path.stem} without --yes (no terminal to ask)", EXIT_USAGE)
+        if not typer.confirm(f"Delete session {path.stem} (transcript and saved outputs)?", default=False):
+            typer.echo("Nothing deleted.")
+            return
+    try:
+        remove_session(path)
+    except OSError as exc:
+        fail(f"cannot delete {path}: {exc.strerror or exc}", EXIT_FAILURE)
+    typer.echo(f"Deleted session {path.stem}.")
 
 
 # ------------------------------------------------------------------ rendering

@@ -134,6 +134,25 @@ def _kept_position(records: list[dict], marker_index: int, kept_from: str, path:
     return marker_index + 1
 
 
+# Content block types the Messages API accepts back in a request. Anything else in a transcript
+# (a newer format, a hand edit, a damaged file) is dropped on resume with a warning, instead of
+# making every request fail with a 400.
+KNOWN_BLOCK_TYPES = frozenset({
+    "text", "image", "document", "search_result", "tool_use", "tool_result", "thinking",
+    "redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+    "code_execution_tool_result", "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload",
+})
+
+
+def _known_blocks(content: list[Any], where: str, warnings: list[str]) -> list[Block]:
+    blocks = [copy.deepcopy(b) for b in content if isinstance(b, dict) and "type" in b]
+    unknown = sorted({str(b["type"]) for b in blocks if b["type"] not in KNOWN_BLOCK_TYPES})
+    if unknown:
+        warnings.append(f"{where}: dropped content blocks of unknown type {', '.join(unknown)}")
+    return [b for b in blocks if b["type"] in KNOWN_BLOCK_TYPES]
+
+
 def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     ids: list[str] = []
@@ -144,7 +163,9 @@ def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -
         if role not in ("user", "assistant") or not isinstance(content, list):
             warnings.append(f"{path.name}: skipped a malformed message record (id {record.get('id')})")
             continue
-        blocks = [copy.deepcopy(b) for b in content if isinstance(b, dict) and "type" in b]
+        blocks = _known_blocks(content, f"{path.name} (message {record.get('id')})", warnings)
+        if content and not blocks:
+            continue  # nothing left to send; the history repair below restores alternation
         messages.append({"role": role, "content": blocks})
         ids.append(str(record.get("id", "")))
     return messages, ids

@@ -1,8 +1,14 @@
 """Append-only JSONL transcripts: ``.transcripts/<session_id>.jsonl``.
 
 One JSON object per line, written and flushed as each message is produced, so a ``kill -9``
-loses at most the message in flight. Nothing here ever rewrites or deletes a line. The session's
-:class:`~memagent.context.conversation.Conversation` is the one writer of its records.
+loses at most the message in flight. The session's
+:class:`~memagent.context.conversation.Conversation` is the one writer of its records. The
+writer only appends; ``memagent sessions prune``/``rm`` delete and :func:`redact_in_transcripts`
+rewrites (atomically) what the user asks to erase.
+
+Nothing secret reaches the file: every string of a record is passed through
+:func:`memagent.redact.redact` as it is written (the live conversation keeps the value the user
+gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
 Record types (:data:`RECORD_TYPES`):
 - ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional); written
@@ -26,11 +32,17 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterator
+from datetime import timedelta
+from typing import IO, Any, Callable, Iterable, Iterator
+
+from memagent.fsutil import atomic_write, open_private_append, private_dir
+from memagent.redact import redact_value
 
 
 RECORD_TYPES = frozenset(
@@ -76,7 +88,7 @@ class TranscriptWriter:
 
     @classmethod
     def open(cls, directory: Path, session_id: str, start_id: int = 1) -> "TranscriptWriter":
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory, gitignore=True)
         writer = cls(path=directory / f"{session_id}.jsonl", _next_id=start_id)
         if not os.access(directory, os.W_OK):
             raise TranscriptError(f"cannot write transcripts in {directory}: permission denied")
@@ -92,6 +104,8 @@ class TranscriptWriter:
 
     @staticmethod
     def _line(record: dict[str, Any]) -> bytes:
+        """One JSON line, secrets replaced by placeholders naming their kind."""
+        record = redact_value(record)  # type: ignore[assignment]
         return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
     @property
@@ -105,13 +119,14 @@ class TranscriptWriter:
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         record = self._stamp(record)
+        line = self._line(record)  # redacting a long tool output takes a few ms: not under the lock
         with self._lock:
             if self._closed:
                 raise TranscriptError(f"transcript {self.path} is closed")
             if self._header is not None:
                 header, self._header = self._header, None
                 self._backlog.append(self._line(self._stamp(header)))
-            self._backlog.append(self._line(record))
+            self._backlog.append(line)
             self._drain_locked()
         return record
 
@@ -119,7 +134,7 @@ class TranscriptWriter:
         """Write every pending line in order; on failure keep the rest for the next try."""
         try:
             if self._fh is None:
-                self._fh = self.path.open("ab", buffering=0)
+                self._fh = open_private_append(self.path)
             if self._torn:
                 self._write_all(b"\n")  # end a half-written line; readers skip blank lines
                 self._torn = False
@@ -203,3 +218,103 @@ def iter_transcripts(directory: Path) -> Iterator[Path]:
     if not directory.is_dir():
         return iter(())
     return iter(sorted(directory.glob("*.jsonl")))
+
+
+# ------------------------------------------------------------------ erasing
+
+FORGOTTEN = "[REDACTED:forgotten]"
+
+
+def remove_session(path: Path) -> None:
+    """Delete a transcript and its folder of saved outputs (``.transcripts/<id>/``)."""
+    path.unlink(missing_ok=True)
+    folder = path.with_suffix("")
+    if folder.is_dir():
+        shutil.rmtree(folder)
+
+
+def prune_transcripts(
+    directory: Path, older_than: timedelta, *, keep: Iterable[str] = (), now: float | None = None
+) -> list[str]:
+    """Delete sessions whose transcript was last written more than ``older_than`` ago (one
+    ``stat`` per file, so cheap enough for every session start); returns the ids removed."""
+    cutoff = (time.time() if now is None else now) - older_than.total_seconds()
+    kept = set(keep)
+    removed = []
+    for path in iter_transcripts(directory):
+        try:
+            stale = path.stem not in kept and path.stat().st_mtime < cutoff
+        except FileNotFoundError:
+            continue
+        if stale:
+            remove_session(path)
+            removed.append(path.stem)
+    return removed
+
+
+def _replace_strings(value: Any, replace: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return replace(value)
+    if isinstance(value, list):
+        return [_replace_strings(item, replace) for item in value]
+    if isinstance(value, dict):
+        return {key: _replace_strings(item, replace) for key, item in value.items()}
+    return value
+
+
+def _erase_in_line(line: bytes, text: str, needles: set[bytes]) -> bytes:
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):  # a damaged line: replace the raw bytes
+        for needle in needles:
+            line = line.replace(needle, FORGOTTEN.encode())
+        return line
+    erased = _replace_strings(record, lambda s: s.replace(text, FORGOTTEN))
+    return json.dumps(erased, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _erase_in_file(path: Path, text: str, needles: set[bytes]) -> int:
+    """Rewrite one transcript (or saved output) without ``text``; the number of lines changed."""
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return 0
+    if not any(needle in raw for needle in needles):
+        return 0
+    if path.suffix != ".jsonl":  # a saved command output: plain text
+        count = raw.count(text.encode("utf-8"))
+        if count:
+            atomic_write(path, raw.replace(text.encode("utf-8"), FORGOTTEN.encode()))
+        return count
+    lines = raw.split(b"\n")
+    new_lines = [_erase_in_line(line, text, needles) if any(n in line for n in needles) else line for line in lines]
+    count = sum(1 for old, new in zip(lines, new_lines) if old != new)
+    if count:
+        atomic_write(path, b"\n".join(new_lines))
+    return count
+
+
+def redact_in_transcripts(transcripts_dir: Path, text: str, *, skip: Iterable[str] = ()) -> int:
+    """Replace every occurrence of ``text`` in the project's transcripts and saved command
+    outputs with a placeholder; returns the number of records (and output occurrences) changed.
+
+    Each file that holds it is rewritten atomically (a reader sees the old file or the new one).
+    ``skip`` names sessions to leave alone: a transcript still being written by a running
+    session must not be replaced under it.
+    """
+    text = text.strip()
+    if not text:
+        return 0
+    needles = {text.encode("utf-8"), json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"),
+               json.dumps(text)[1:-1].encode("ascii")}
+    skipped = set(skip)
+    changed = 0
+    for path in iter_transcripts(transcripts_dir):
+        if path.stem in skipped:
+            continue
+        changed += _erase_in_file(path, text, needles)
+        outputs = path.with_suffix("") / "outputs"
+        if outputs.is_dir():
+            for saved in sorted(outputs.iterdir()):
+                changed += _erase_in_file(saved, text, needles)
+    return changed

@@ -24,7 +24,7 @@ def atomic_write(path: Path, data: bytes) -> os.stat_result:
 
     Not fsynced: completing a task rewrites dozens of files, and a crashed process is safe
     without it (only a power cut could lose the last writes)."""
-    fsutil.atomic_write(path, data, durable=False)
+    fsutil.atomic_write(path, data, durable=False, keep_mode=False)  # 0600, like every data file
     return os.stat(path)  # after the rename: renaming changes the ctime
 
 
@@ -46,9 +46,9 @@ def directory_lock(root: Path, *, create: bool) -> Iterator[bool]:
     see whole files thanks to the atomic replace.
     """
     if create:
-        root.mkdir(parents=True, exist_ok=True)
+        fsutil.private_dir(root)
     try:
-        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         if create or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT):
             raise

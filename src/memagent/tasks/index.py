@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memagent.fsutil import open_private_append
 from memagent.tasks.files import atomic_write
 from memagent.tasks.model import MalformedTask, Task, file_name, task_from_dict
 
@@ -138,8 +139,8 @@ class TaskIndex:
     def append(self, records: list[str]) -> None:
         """Record freshly written files; one ``write`` call so lines from one commit stay together."""
         if records:
-            with open(self.journal, "a", encoding="utf-8") as fh:
-                fh.write("".join(line + "\n" for line in records))
+            with open_private_append(self.journal) as fh:
+                fh.write("".join(line + "\n" for line in records).encode("utf-8"))
 
     def save(self, entries: dict[int, Entry], problems: list[str]) -> None:
         body = json.dumps([_row(k, entries[k]) for k in sorted(entries)], ensure_ascii=False, separators=(",", ":")).encode()

@@ -45,7 +45,11 @@ from memagent.tasks.model import (
 
 TXN_NAME = ".txn.json"
 HIGHWATER_NAME = ".highwater"
-GITIGNORE = "# written by memagent: local cache and lock files\n.lock\n.txn.json*\nindex.json\nindex.log\n.*.tmp\n"
+GITIGNORE = (
+    "# written by memagent: the task graph is private by default (`git add -A` skips it).\n"
+    "# Delete the `*` line to commit the task files; the cache and lock stay ignored.\n"
+    "*\n.lock\n.txn.json*\nindex.json\nindex.log\n.*.tmp\n"
+)
 MAX_SUBJECT = 500
 
 
@@ -338,7 +342,8 @@ class TaskStore:
             self._commit(tx.changed.values(), tx.high_water)
 
     def _write_gitignore(self) -> None:
-        """Task files may be worth committing; the cache, lock and journal never are."""
+        """Ignore everything (private by default); the cache, lock and journal also by name,
+        for a user who chooses to commit the task files."""
         path = self.root / ".gitignore"
         if not path.exists():
             atomic_write(path, GITIGNORE.encode())

@@ -25,8 +25,8 @@ import codecs
 import os
 import re
 import secrets
-import shlex
 import shutil
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -39,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Mapping
 from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memagent.redact import RedactingWriter
 from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
@@ -394,10 +395,13 @@ def _copy_capped(sink: IO[bytes], out: IO[bytes], max_bytes: int) -> int:
         return size
     head_bytes = int(max_bytes * HEAD_SHARE)
     tail_bytes = max_bytes - head_bytes
-    out.write(sink.read(head_bytes))
-    omitted = size - head_bytes - tail_bytes
-    out.write(f"\n[… {omitted} bytes omitted here; the command wrote {size} bytes in all …]\n".encode())
+    head = sink.read(head_bytes)
+    head = head[: head.rfind(b"\n") + 1] or head  # whole lines: a secret is never cut in two
     sink.seek(size - tail_bytes)
+    sink.readline()  # the tail starts at a line too
+    omitted = sink.tell() - len(head)
+    out.write(head)
+    out.write(f"\n[… {omitted} bytes omitted here; the command wrote {size} bytes in all …]\n".encode())
     shutil.copyfileobj(sink, out)
     return size
 
@@ -411,7 +415,7 @@ def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as out:
+        with os.fdopen(fd, "wb") as raw, RedactingWriter(raw) as out:  # no secret reaches the disk
             size = _copy_capped(sink, out, max(max_bytes, 1024))
         os.replace(tmp_name, directory / name)
     except BaseException:

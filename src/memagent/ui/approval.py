@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from memagent.agent.loop import Approval
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
+from memagent.permissions import suggested_rule
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -126,7 +127,9 @@ class TerminalApprover:
         finally:
             self.after_answer()
         self.decisions.append((tool.name, decision))
-        label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: f"allowed {tool.name} for this session",
+        saved = printable(suggested_rule(tool.name, tool_input))
+        label = {Approval.ALLOW: "allowed once",
+                 Approval.ALWAYS: f"allowed {tool.name} for this session; {saved} saved for this project",
                  Approval.DENY: "denied"}[decision]
         self.console.print(Text(f"  {label}", style="red" if decision is Approval.DENY else "green"))
         if decision is not Approval.DENY:

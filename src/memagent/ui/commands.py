@@ -41,7 +41,8 @@ INPUT_HELP = """\
 Input: Enter sends · Esc then Enter (or Alt-Enter) inserts a newline · pasted text keeps
 its newlines · Up/Down browse the history (saved across sessions) · Ctrl-C cancels the
 running turn, or clears the line at the prompt · Ctrl-D or /exit quits.
-Approvals: y = allow once, a = always allow that tool this session, n or Esc = deny."""
+Approvals: y = allow once, a = always allow that tool this session (and save a rule for this
+exact call in this project), n or Esc = deny."""
 
 
 def cmd_help(session: Any, arg: str, custom: "CommandSet | None" = None) -> Reply:
@@ -343,6 +344,18 @@ def cmd_mcp(session: "Session", arg: str) -> Reply:
     return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
 
 
+def cmd_permissions(session: "Session", arg: str) -> Reply:
+    policy = getattr(session.agent, "permissions", None)
+    if policy is None:
+        return Reply("permissions: every tool call that changes something asks first (no rules)")
+    lines = ["Permissions:"] + [f"  {line}" for line in policy.describe()]
+    if session.agent.auto_approve:
+        lines.append("  --yes: every other tool call is approved without asking")
+    lines.append("  (rules come from config.toml, a trusted project's .memagent.toml and the 'always' answers "
+                 "saved for this project; `memagent trust --status` shows them)")
+    return Reply("\n".join(lines))
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("help", "/help", "show this help", cmd_help, needs_session=False),
     Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
@@ -353,6 +366,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("mcp", "/mcp", "MCP servers: status and tools", cmd_mcp),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
+    Command("permissions", "/permissions", "the permission mode and the allow/ask/deny rules", cmd_permissions),
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),

@@ -168,16 +168,18 @@ def make_key_bindings():
 
 
 def make_prompt_session(history_file: Path, completer: Any = None):
-    """A prompt_toolkit session whose history persists in ``history_file`` across sessions.
+    """A prompt_toolkit session whose history persists in ``history_file`` across sessions
+    (secrets redacted, the file private).
 
     The prompt (with its status line) and the typed text are erased when sent: the REPL echoes
     the message itself, collapsing large pastes."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.history import InMemoryHistory
+
+    from memagent.ui.history import RedactingFileHistory
 
     try:
-        history_file.parent.mkdir(parents=True, exist_ok=True)
-        history: Any = FileHistory(str(history_file))
+        history: Any = RedactingFileHistory(history_file)
     except OSError:
         history = InMemoryHistory()
     return PromptSession(
