@@ -30,7 +30,7 @@ from memagent.memory.cardfiles import Stamp
 from memagent.memory.lexical import Corpus, LexicalIndex, score_query, term_counts, tokenize
 from memagent.memory.ranking import CardSignals
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 CATALOG_FILE = "catalog.sqlite3"
 BUSY_TIMEOUT_S = 10.0
 
@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS cards (
     active INTEGER NOT NULL, status TEXT, memory_type TEXT, scope TEXT, scope_id TEXT,
     source TEXT, session TEXT, turn INTEGER, sessions TEXT, confidence REAL, importance REAL,
     created_at TEXT, last_used_at TEXT, task_hint TEXT, person TEXT,
-    vec_digest TEXT, vec_active INTEGER, uses INTEGER NOT NULL DEFAULT 0
+    vec_digest TEXT, vec_active INTEGER, uses INTEGER NOT NULL DEFAULT 0, card TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cards_by_time ON cards (active, created_at);
 CREATE INDEX IF NOT EXISTS cards_needing_vectors ON cards (id)
@@ -239,12 +239,13 @@ class Catalog:
         self._adjust_totals(db, card.active, 1, length)
         sessions = " ".join(sorted({p.session_id for p in (card.provenance, *card.merged_from) if p.session_id}))
         db.execute(
-            "INSERT OR REPLACE INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 card.id, str(path), *(stamp or (None, None, None)), int(private), card.content, digest, length,
                 int(card.active), card.status, card.memory_type, card.scope, card.scope_id, card.source,
                 card.provenance.session_id, card.provenance.turn, sessions, card.confidence, card.importance,
                 iso_utc(card.created_at), last_used, card.task_hint, card.person, vec_digest, vec_active, uses,
+                card.model_dump_json(),
             ),
         )
 
@@ -311,6 +312,19 @@ class Catalog:
             marks = ",".join("?" * len(batch))
             for row in self.db().execute(f"SELECT id, last_used_at, uses FROM cards WHERE id IN ({marks})", batch):
                 found[row[0]] = (_parse_time(row[1]), int(row[2] or 0))
+        return found
+
+    def cards(self, ids: Sequence[str]) -> dict[str, tuple[str, Stamp, str]]:
+        """(path, stamp, card JSON) per known id: the card as its file said at that stamp."""
+        found: dict[str, tuple[str, Stamp, str]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for row in self.db().execute(
+                f"SELECT id, path, mtime, size, inode, card FROM cards WHERE id IN ({marks})", batch
+            ):
+                found[row[0]] = (row[1], (row[2], row[3], row[4]), row[5])
         return found
 
     def path_of(self, card_id: str) -> str | None:

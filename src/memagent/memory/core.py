@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from memagent.errors import one_line
-from memagent.memory.cardfiles import CardFileError
+from memagent.memory.cardfiles import CardFileError, stamp_of
 from memagent.memory.cards import CARD_ID_RE, MemoryCard
 from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
@@ -143,7 +144,13 @@ class MemoryCore:
         """Cards from their files, with the usage the catalog records (kept out of the files,
         so citing a card does not change a committed file)."""
         found: dict[str, MemoryCard] = {}
-        for card_id in dict.fromkeys(ids):
+        wanted = list(dict.fromkeys(ids))
+        for store in self._stores_in_use():
+            if store.catalog.exists:
+                found.update(_cached_cards(store, [i for i in wanted if i not in found]))
+        for card_id in wanted:
+            if card_id in found:
+                continue
             for store in self._stores.values():
                 card = self._read_file(store, card_id)
                 if card is not None:
@@ -199,6 +206,22 @@ class MemoryCore:
         if scope == "project":
             return self._project_scope_id
         return None
+
+
+def _cached_cards(store: Store, ids: list[str]) -> dict[str, MemoryCard]:
+    """Cards whose file is unchanged since the catalog read it, from the catalog's copy (one
+    ``stat`` each instead of parsing the YAML); a changed or missing file is left to the caller."""
+    from pydantic import ValidationError
+
+    found: dict[str, MemoryCard] = {}
+    for card_id, (path, stamp, raw) in store.catalog.cards(ids).items():
+        if stamp_of(Path(path)) != stamp:
+            continue
+        try:
+            found[card_id] = MemoryCard.model_validate_json(raw)
+        except ValidationError:
+            continue
+    return found
 
 
 __all__ = ["MemoryCore", "MemoryKnobs", "MemoryUnavailable"]

@@ -36,6 +36,7 @@ Embed = Callable[[Sequence[str]], list[list[float]]]
 
 FULL_SCAN_MAX = 20_000  # a full stamp scan costs ~10 µs per file
 FULL_SCAN_INTERVAL_S = 1.0
+FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤ 5% of the time)
 EMBED_BATCH = 64
 NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
 TOMBSTONE_FILE = "tombstones.jsonl"
@@ -58,6 +59,7 @@ class Store:
         self._lock = FileLock(str(self.files.index / ".lock"), timeout=lock_wait)
         self._seen_generation: int | None = None
         self._last_full_scan = 0.0
+        self._scan_cost = 0.0
         self.full_scan_interval = FULL_SCAN_INTERVAL_S
         self.reloads = 0  # how often Chroma was reconnected to follow another process
 
@@ -121,12 +123,14 @@ class Store:
         catalog = self.open_catalog()
         folders = repr(self.files.folder_stamps())
         now = time.monotonic()
-        due = now - self._last_full_scan >= self.full_scan_interval and catalog.count() <= FULL_SCAN_MAX
+        wait = max(self.full_scan_interval, FULL_SCAN_SHARE * self._scan_cost)
+        due = now - self._last_full_scan >= wait and catalog.count() <= FULL_SCAN_MAX
         if not force and not due and catalog.get_meta("folders") == folders:
             return 0
-        self._last_full_scan = now
         on_disk = self.files.scan()
         known = catalog.stamps()
+        self._scan_cost = time.monotonic() - now
+        self._last_full_scan = time.monotonic()
         changed = [(cid, p, s) for cid, (p, s) in on_disk.items() if known.get(cid) != (str(p), s)]
         removed = [cid for cid in known if cid not in on_disk]
         problems = catalog.known_problems()
