@@ -57,7 +57,7 @@ def test_repl_tool_header_preview_and_live_output_are_escaped() -> None:
     renderer.finish()
     assert_no_raw_controls(buffer.getvalue())
     assert "bash(printf \\x1b]0;pwned\\x07)" in buffer.getvalue()
-    assert "⎿ step \\x1b[2J (+1 lines, /expand)" in buffer.getvalue()
+    assert "⎿ step \\x1b[2J (+1 line, /expand)" in buffer.getvalue()
     assert output_tail("10%\r50%\r100%\nnext\n") == ["100%", "next"]  # a progress bar shows its last state
 
 
@@ -92,7 +92,7 @@ def test_sessions_show_and_list_escape_transcript_text(tmp_path) -> None:
 
 
 def test_memory_list_and_show_escape_card_text(paths, embedder, monkeypatch) -> None:
-    monkeypatch.setattr("memagent.memory.service._load_embedder", lambda: embedder)
+    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
     root = str(paths.root)
     added = runner.invoke(app, ["memory", "add", f"The build uses {CLEAR}make and ninja", "--json", "-C", root])
     assert added.exit_code == 0, added.output
