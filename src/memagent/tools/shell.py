@@ -411,7 +411,7 @@ def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
 
     Returns how the result should name it: its display path, and the cap when it applied."""
     directory = outputs_dir(ctx)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
