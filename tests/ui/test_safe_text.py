@@ -57,7 +57,7 @@ def test_repl_tool_header_preview_and_live_output_are_escaped() -> None:
     renderer.finish()
     assert_no_raw_controls(buffer.getvalue())
     assert "bash(printf \\x1b]0;pwned\\x07)" in buffer.getvalue()
-    assert "⎿ step \\x1b[2J (+1 lines, /expand)" in buffer.getvalue()
+    assert "⎿ step \\x1b[2J (+1 line, /expand)" in buffer.getvalue()
     assert output_tail("10%\r50%\r100%\nnext\n") == ["100%", "next"]  # a progress bar shows its last state
 
 
