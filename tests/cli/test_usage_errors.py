@@ -88,7 +88,8 @@ def test_help_has_no_type_placeholders_and_lists_completion(tmp_path):
 
 def _in_bash(*args: str, cwd, env=None) -> subprocess.CompletedProcess:
     """Run memagent from a bash process, as a user would (the shell is detected from the parent)."""
-    command = " ".join([sys.executable, "-c", "'from memagent.cli.main import run; run()'", *args])
+    # "; exit" keeps bash from exec-ing the command, so bash stays its parent
+    command = " ".join([sys.executable, "-c", "'from memagent.cli.main import run; run()'", *args]) + "; exit"
     return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=60,
                           env=env or dict(os.environ))
 

@@ -4,6 +4,7 @@ during a turn, the status line, the resume recap, what was learned, the session 
 from __future__ import annotations
 
 import io
+import time
 from dataclasses import dataclass
 
 from memagent.config import Settings, project_paths
@@ -123,6 +124,8 @@ def test_session_picker_numbers_recent_sessions_and_reads_a_choice(tmp_path):
     root.mkdir()
     ids = []
     for question in ("older one", "newer one"):
+        if ids:
+            time.sleep(1.1)  # session ids and start times have a one-second resolution
         session = open_session(SessionOptions(root=root, memory=False), model=ScriptedModel([reply("ok")]))
         list(session.agent.run_turn(question))
         session.close()
