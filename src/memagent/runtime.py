@@ -40,9 +40,11 @@ from memagent.features.memory import MemoryFeature, open_memory
 from memagent.features.skills import SkillsFeature
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
+from memagent.llm.metered import meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.paths import child_environment
 from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
+from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
@@ -91,6 +93,13 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def usage(self) -> UsageMeter | None:
+        """Tokens and estimated cost of every model call (turns, summaries, memory extraction),
+        when the model is metered (:class:`memagent.llm.metered.MeteredModel`)."""
+        metered = meter_of(self.agent.model)
+        return metered.meter if metered is not None else None
 
     @property
     def memory_feature(self) -> MemoryFeature | None:

@@ -47,6 +47,9 @@ def test_shell_escape_runs_in_the_root_with_both_streams(tmp_path):
     done = run_shell_escape("cat marker.txt; echo oops >&2; exit 3", tmp_path)
     assert done.source == "command `cat marker.txt; echo oops >&2; exit 3` (exit 3)"
     assert done.text == "here\noops"
+    env = {"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": "sk-ant-secret", "GREETING": "hello"}
+    scrubbed = run_shell_escape('echo "[$ANTHROPIC_API_KEY] $GREETING"', tmp_path, env=env)
+    assert scrubbed.text == "[] hello"  # the output reaches the model and the transcript: no secrets
     slow = run_shell_escape("sleep 5", tmp_path, timeout=0.2)
     assert "timed out after 0.2 s" in slow.source
 

@@ -96,3 +96,24 @@ def test_cost_and_model_commands_without_a_meter(make_agent):
     assert "AGENTS.md" in init.send and "write_file" in init.send and init.text
     assert init.send.endswith("Also: focus on the tests")
     assert run_command("/clear", lambda: session).action == "clear"
+
+
+def test_the_session_exposes_the_metered_usage_and_summaries_do_not_move_the_context(tmp_path):
+    from memagent.llm.scripted import ScriptedModel
+    from memagent.llm.types import ModelRequest
+    from memagent.runtime import SessionOptions, open_session
+    from memagent.ui.status import session_meter
+
+    answer = reply("hi", usage=Usage(100, 10, 900, 0))
+    summary = reply("summary", usage=Usage(5000, 300))
+    metered = MeteredModel(ScriptedModel([answer, summary]))
+    session = open_session(SessionOptions(root=tmp_path, memory=False), model=metered)
+    try:
+        list(session.agent.run_turn("hello"))
+        list(metered.stream(ModelRequest(system=[], messages=[{"role": "user", "content": [{"type": "text", "text": "x"}]}])))
+        meter = session.usage
+        assert meter is metered.meter and session_meter(session) is meter  # the status line reads the same meter
+        assert (meter.calls, meter.input_tokens, meter.output_tokens) == (2, 5100, 310)
+        assert meter.context_tokens == 1000  # the agent's own request, not the summary's
+    finally:
+        session.close()

@@ -52,3 +52,23 @@ def test_init_drafts_agents_md_and_clear_starts_a_new_session(tmp_path, console)
     # the new session reads the AGENTS.md the first one wrote; the first one's prompt had none
     assert any("Run `make test`." in b["text"] for b in second.agent.system)
     assert not any("Run `make test`." in b["text"] for b in first.agent.system)
+
+
+def test_model_switch_shows_in_the_status_line_with_the_metered_cost(tmp_path, console):
+    from memagent.llm.metered import MeteredModel
+    from memagent.llm.types import Usage
+
+    con, _ = console
+    first = reply("one", usage=Usage(1000, 200))
+    first.model = "claude-sonnet-5-5"
+    model = MeteredModel(ScriptedModel([first]))
+
+    def factory(approver, fresh: bool = False):
+        return open_session(SessionOptions(root=tmp_path, memory=False), model=model, approver=approver)
+
+    repl = Repl(paths=project_paths(tmp_path), model="claude-sonnet-5-5", session_factory=factory, console=con,
+                read_line=_lines("hi", "/model claude-haiku-4-5", "/exit"))
+    assert repl.run() == 0
+    status = repl._status.text()
+    assert status.startswith("claude-haiku-4-5 · ")
+    assert status.endswith("· $0.006")  # 1,000 in + 200 out at Sonnet prices: the same meter as /cost

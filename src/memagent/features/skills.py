@@ -20,6 +20,7 @@ body and lists its other files on demand; ``skill`` with ``file`` returns one of
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,12 +60,16 @@ class Skill:
     def body(self) -> str:
         return parse_skill_file(self.path, self.source)[1]
 
-    def other_files(self) -> list[str]:
-        found = []
-        for path in sorted(self.directory.rglob("*")):
-            if path.is_file() and path != self.path and not any(p.startswith(".") for p in path.relative_to(self.directory).parts):
-                found.append(path.relative_to(self.directory).as_posix())
-        return found
+    def other_files(self, limit: int = 1000) -> list[str]:
+        """The skill's other files (relative paths, hidden ones skipped), at most ``limit``."""
+        found: list[str] = []
+        for folder, dirs, files in os.walk(self.directory):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            base = Path(folder).relative_to(self.directory)
+            found += [(base / name).as_posix() for name in sorted(files) if not name.startswith(".")]
+            if len(found) >= limit:
+                break
+        return sorted(f for f in found if f != SKILL_FILE)[:limit]
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "path": str(self.path), "source": self.source}

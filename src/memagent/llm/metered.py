@@ -1,8 +1,9 @@
 """A ChatModel wrapper that meters every response: the main loop's, summaries' and extraction's.
 
 Wrapping the model (rather than watching the loop's events) counts every call the session
-pays for, whichever room made it, each under the model that answered. Thread-safe: background
-memory extraction streams through the same wrapper.
+pays for, whichever room made it, each under the model that answered. ``context_tokens`` (how
+full the conversation's window is) follows only the agent's own requests, the ones that carry
+tools. Thread-safe: background memory extraction streams through the same wrapper.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ class MeteredModel:
             if isinstance(event, ResponseComplete):
                 model = event.response.model or request.model or self.name
                 with self._lock:
+                    context = self.meter.context_tokens
                     self.meter.add(model, event.response.usage)
+                    if not request.tools:  # a summary or an extraction call: not the conversation's context
+                        self.meter.context_tokens = context
             yield event
 
     def snapshot(self) -> UsageMeter:

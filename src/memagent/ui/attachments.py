@@ -6,8 +6,9 @@ file's text to the message, when the path names a file inside the project (resol
 is capped at :data:`MAX_ATTACHMENT_CHARS`. Tokens that name nothing are left alone (``@user``
 in prose stays prose).
 
-``!command`` runs a shell command in the project root at once, shows its output, and keeps it
-to attach to the next message, so the model sees what the user saw.
+``!command`` runs a shell command in the project root at once (with the environment's secrets
+removed, as for the ``bash`` tool), shows its output, and keeps it to attach to the next message,
+so the model sees what the user saw.
 
 The attachments go after the user's own text, each in an ``<attachment>`` block naming its
 source, so the transcript shows exactly what the model was given.
@@ -15,10 +16,12 @@ source, so the transcript shows exactly what the model was given.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 MAX_ATTACHMENT_CHARS = 50_000
 MAX_LISTING_ENTRIES = 200
@@ -103,12 +106,17 @@ def attach_mentions(text: str, root: Path) -> tuple[list[Attachment], list[str]]
     return attachments, notes
 
 
-def run_shell_escape(command: str, root: Path, timeout: float = 120.0) -> Attachment:
-    """Run ``command`` with the shell in ``root``; its output (stdout and stderr) as an attachment."""
+def run_shell_escape(command: str, root: Path, timeout: float = 120.0, env: Mapping[str, str] | None = None) -> Attachment:
+    """Run ``command`` with the shell in ``root``; its output (stdout and stderr) as an attachment.
+
+    The environment is ``env`` (default: this process's) without secrets, as for the ``bash``
+    tool: the output goes to the model and into the transcript."""
+    from memagent.tools.sandbox import scrubbed_environment
+
     try:
         done = subprocess.run(
             command, shell=True, cwd=root, capture_output=True, text=True, errors="replace", timeout=timeout,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, env=scrubbed_environment(os.environ if env is None else env),
         )
     except subprocess.TimeoutExpired as exc:
         partial = (exc.stdout or "") if isinstance(exc.stdout, str) else ""

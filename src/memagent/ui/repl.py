@@ -364,11 +364,18 @@ class Repl:
             self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
         if reply.action == "clear":
             self._clear()
+        self._sync_status_model()
         if reply.send and renderer is not None:
             self._turn(reply.send, renderer)
         return reply.exit
 
     # ------------------------------------------------------------------ ecosystem: commands, context
+
+    def _sync_status_model(self) -> None:
+        """After /model (or /clear), the status line names the model the next request uses."""
+        loader = self._loader
+        if self._status is not None and loader is not None and loader.session is not None:
+            self._status.model = loader.session.agent.config.model or self._status.model
 
     def _custom_commands(self):
         """The Markdown commands of the project and the user (discovered once)."""
