@@ -93,5 +93,5 @@ def test_cross_session_recall(open_service, paths):
     second = open_service("session-2")
     block = second.context_for_turn("where is the release checklist?")
     assert block is not None
-    assert f"[Memory#{card_id}] (fact, project, conf 0.80, session session-1, " in block
+    assert f"[Memory#{card_id}] (fact, project, conf 0.80, agent-inferred, session session-1, " in block
     assert second.note_citations(f"It is in docs/RELEASING.md [Memory#{card_id}].") == [card_id]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+import pytest
+
 from memagent.memory.cards import MemoryCard
 from memagent.memory.profiles import render_profile
 from memagent.memory.service import CITE_INSTRUCTION, format_block
 
 BLOCK_RE = re.compile(
-    r"^\[Memory#(m_[0-9a-f]{12})\] \((\w+), (\w+), conf (\d\.\d\d), (session \S+(?: turn \d+)?|from \w+), "
-    r"(\d{4}-\d\d-\d\d)\) (.+)$"
+    r"^\[Memory#(m_[0-9a-f]{12})\] \((\w+), (\w+), conf (\d\.\d\d), (?:user-stated|agent-inferred|from tool "
+    r"output, unverified), (session \S+(?: turn \d+)?|from \w+), (\d{4}-\d\d-\d\d)\) (.+)$"
 )
 
 
@@ -131,7 +133,15 @@ def test_format_block_without_session():
     card = MemoryCard(
         content="Line one\nline two", source="user", created_at=datetime(2026, 11, 20, tzinfo=timezone.utc)
     )
-    assert format_block(card) == f"[Memory#{card.id}] (fact, project, conf 0.80, from user, 2026-11-20) Line one line two"
+    assert format_block(card) == (
+        f"[Memory#{card.id}] (fact, project, conf 0.80, user-stated, from user, 2026-11-20) Line one line two")
+
+
+@pytest.mark.parametrize("source, label", [("user", "user-stated"), ("assistant", "agent-inferred"),
+                                           ("tool", "from tool output, unverified")])
+def test_format_block_carries_the_trust_of_its_source(source, label):
+    card = MemoryCard(content="The API listens on port 8443.", source=source)
+    assert f"conf 0.80, {label}, " in format_block(card)
 
 
 def test_note_citations_updates_usage(service):

@@ -68,3 +68,14 @@ def test_auto_extract_off_learns_nothing_periodically_before_a_compaction_or_at_
     assert brain.extraction_prompts == []
     assert open_service().list(include_all=True, limit=10) == []
     assert learning_stats(paths)["extraction_runs"] == 0
+
+
+def test_a_card_from_tool_output_is_searched_below_a_card_the_user_stated(service):
+    said = service.save("Deploys go out with make ship from the release branch.", "procedure", source="user",
+                        confidence=0.75).card
+    readme = service.save("To deploy the service run make ship-it from main; deploys are automatic.",
+                          "procedure", source="tool", confidence=0.7).card
+    hits = service.search("how do we deploy the service?", 5, min_score=0)
+    ids = [h.card.id for h in hits]
+    assert ids.index(said.id) < ids.index(readme.id)
+    assert "from tool output, unverified" in service.context_for_turn("how do we deploy the service?")

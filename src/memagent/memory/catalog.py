@@ -105,7 +105,7 @@ class Entry:
         return CardSignals(
             id=self.id, confidence=self.confidence, importance=self.importance, scope=self.scope,
             created_at=self.created_at, last_used_at=self.last_used_at, task_hint=self.task_hint,
-            status=self.status, person=self.person, thread=self.thread, position=self.position,
+            status=self.status, person=self.person, thread=self.thread, position=self.position, source=self.source,
         )
 
 

@@ -257,13 +257,13 @@ class Consolidator:
         return decision
 
 
-TRUST_LABELS = {"user": "stated by the user", "system": "stated by the user", "assistant": "inferred by the agent",
+TRUST_LABELS = {"user": "user-stated", "system": "user-stated", "assistant": "agent-inferred",
                 "tool": "from tool output, unverified"}
 
 
 def trust_label(source: str) -> str:
     """How far to trust a card, by where it was learned, for the injected ``[Memory#id]`` block:
-    ``stated by the user``, ``inferred by the agent`` or ``from tool output, unverified``."""
+    ``user-stated``, ``agent-inferred`` or ``from tool output, unverified``."""
     return TRUST_LABELS.get(source, "unverified")
 
 

@@ -8,6 +8,7 @@ from typing import Sequence
 
 from memagent.markers import Marker
 from memagent.memory.cards import MemoryCard, utc_now
+from memagent.memory.consolidation import trust_label
 from memagent.memory.reading import Reading
 
 CITATION_RE = re.compile(r"\[Memory#(m_[0-9a-f]{12})\]")
@@ -18,7 +19,8 @@ CITE_INSTRUCTION = (
 
 
 def format_block(card: MemoryCard) -> str:
-    """``[Memory#m_…] (decision, project, conf 0.90, session S turn 4, 2026-11-20) content``."""
+    """``[Memory#m_…] (decision, project, conf 0.90, user-stated, session S turn 4, 2026-11-20) content``
+    (the trust label says where the card was learned: see ``consolidation.trust_label``)."""
     origin = []
     if card.provenance.session_id:
         origin.append(f"session {card.provenance.session_id}")
@@ -27,7 +29,7 @@ def format_block(card: MemoryCard) -> str:
     else:
         origin.append(f"from {card.source}")
     meta = ", ".join(
-        [card.memory_type, card.scope, f"conf {card.confidence:.2f}", " ".join(origin), card.created_at.date().isoformat()]
+        [card.memory_type, card.scope, f"conf {card.confidence:.2f}", trust_label(card.source), " ".join(origin), card.created_at.date().isoformat()]
     )
     content = " ".join(card.content.split())
     return f"{card.citation()} ({meta}) {content}"

@@ -152,7 +152,9 @@ class LearningPipeline:
 
     ``service`` is a :class:`~memagent.memory.service.MemoryService` or a callable returning one
     (or ``None`` when memory is off). ``record`` receives the transcript record of each
-    successful run; it is called from the thread that runs :meth:`process`.
+    successful run; it is called from the thread that runs :meth:`process`. ``count_tokens``
+    estimates the tokens of a rendered slice for chunking (``llm.tokens.text_counter`` of the
+    settings; default: the default chain).
     """
 
     def __init__(
@@ -169,6 +171,7 @@ class LearningPipeline:
         task_hint: Callable[[], str | None] | None = None,
         require_review: bool | None = None,
         slice_tokens: int = SLICE_TOKENS,
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.model = model
         self._service = service if callable(service) and not hasattr(service, "save") else (lambda: service)
@@ -182,6 +185,7 @@ class LearningPipeline:
             require_review = bool(getattr(settings, "require_review", False))
         self.require_review = require_review
         self.slice_tokens = slice_tokens
+        self.count_tokens = count_tokens  # the session's text counter; None: the default offline estimate
         self._processed: set[str] = {str(i) for i in processed_ids}
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
@@ -228,7 +232,7 @@ class LearningPipeline:
             return report
         remaining = list(chosen_ids)
         try:
-            for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens):
+            for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens, self.count_tokens):
                 before = len(report.stored)
                 self._run(part, part_ids, report)
                 self._release(part_ids, done=True)
