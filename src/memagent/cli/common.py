@@ -11,7 +11,7 @@ import typer
 
 from memagent.paths import ProjectPaths, project_paths
 
-# Exit codes (DESIGN §8).
+# Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, missing key).
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

@@ -1,4 +1,4 @@
-"""``memory_save``, ``memory_search``, ``memory_delete``, ``memory_stats`` (DESIGN §4).
+"""``memory_save``, ``memory_search``, ``memory_delete``, ``memory_stats``.
 
 The service comes from ``service_factory`` on every call; when memory cannot be used the factory
 raises :class:`~memagent.memory.service.MemoryUnavailable` and the model gets a one-line error

@@ -9,7 +9,7 @@ garble); the model answers ``{"actions": [{"candidate": int, "action": "ADD" | "
 
 Applying a decision:
 - ADD: save through the write gate (which may still call it a duplicate, or refuse it).
-- UPDATE: a new card superseding the target (append-only, DESIGN §7).
+- UPDATE: a new card superseding the target (append-only: the old card keeps its text, status superseded).
 - CONTRADICT: a new card; the target is marked ``contradicted`` and linked to it
   (``superseded_by``), the new card links back (``supersedes``).
 - NOOP: nothing is written.

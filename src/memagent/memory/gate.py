@@ -1,4 +1,4 @@
-"""The write gate (DESIGN §7): what may become a memory card.
+"""The write gate: what may become a memory card.
 
 The checks here are pure: they look at a candidate card and return a refusal reason or ``None``.
 The service runs them *before* anything is written, so a refused card never touches disk. The

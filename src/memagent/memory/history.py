@@ -16,7 +16,7 @@ Records (one JSON object per line, every one with ``kind`` and ``time``)
     ``decay``     a confidence change by hygiene: card_id, base, confidence
 
 Refused candidates are logged with their reason only, never their text: a refusal can be a
-secret, and nothing refused may touch disk (DESIGN §7).
+secret, and nothing refused may touch disk.
 
 Erasure
     ``erase(ids)`` rewrites each file atomically (temp file + ``os.replace``) without the text of

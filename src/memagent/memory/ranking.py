@@ -63,7 +63,7 @@ class CardSignals:
     last_used_at: datetime | None = None
     task_hint: str | None = None
     status: str = "active"
-    person: str | None = None  # who the card is about (DESIGN §7 "person"), matched against the query
+    person: str | None = None  # who the card is about (the card's "person" field), matched against the query
     thread: str | None = None  # the conversation it came from (provenance session id) ...
     position: int | None = None  # ... and its turn there: cards one turn apart are neighbours
     supersedes: str | None = None  # the card this one corrects (both may be candidates)
