@@ -12,16 +12,12 @@ from memagent.memory.extraction import (
     TOOL_CONFIDENCE,
     ExtractedMemory,
     looks_like_instruction,
-    mentioned_paths,
     parse_extraction,
     render_messages,
-    resolve_relative_dates,
-    screen,
     split_slice,
     strip_injected_memory,
-    support,
-    trace_quote,
 )
+from memagent.memory.screening import mentioned_paths, resolve_relative_dates, screen, support, trace_quote
 from memory_learning.learnkit import assistant, tool_call, tool_result, user
 
 

@@ -28,7 +28,8 @@ from typing import Any, Callable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memagent.memory.cards import MemoryCard
-from memagent.memory.extraction import Candidate, find_json_object
+from memagent.memory.extraction import find_json_object
+from memagent.memory.screening import Candidate
 
 Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
 TRUST = {"user": 3, "system": 3, "assistant": 2, "tool": 1}

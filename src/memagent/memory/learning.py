@@ -41,13 +41,12 @@ from memagent.memory.consolidation import Consolidator, Decision
 from memagent.memory.extraction import (
     EXTRACTION_SYSTEM,
     SLICE_TOKENS,
-    Candidate,
     extraction_prompt,
     parse_extraction,
     render_messages,
-    screen,
     split_slice,
 )
+from memagent.memory.screening import Candidate, screen
 from memagent.memory.history import LearningHistory, learning_stats
 
 log = logging.getLogger("memagent.memory.learning")
