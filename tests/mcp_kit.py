@@ -1,4 +1,4 @@
-"""Helpers for the MCP tests: real servers written with the official SDK (``mcp/toy_server.py``)."""
+"""Helpers for the MCP tests: real servers written with the official SDK (``mcp_bridge/toy_server.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Iterator
 
 from memagent.mcp_bridge.config import HttpServer, StdioServer
 
-TOY = Path(__file__).parent / "mcp" / "toy_server.py"
+TOY = Path(__file__).parent / "mcp_bridge" / "toy_server.py"
 # Starting a server imports the SDK (about a second, more on a loaded machine).
 START_TIMEOUT = 60.0
 

@@ -12,7 +12,7 @@ from memagent.context.conversation import Conversation
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
 from memagent.memory.history import learning_stats
-from memory_learning.learnkit import Fact
+from memory.learnkit import Fact
 
 
 def _open(paths, settings, model, monkeypatch, embedder, warnings):

@@ -17,7 +17,7 @@ from memagent.memory.learning import (
 )
 from memagent.memory.history import describe_record
 from memagent.memory.profiles import render_profile
-from memory_learning.learnkit import (
+from memory.learnkit import (
     Fact,
     Session,
     all_cards,

@@ -18,7 +18,7 @@ from memagent.memory.extraction import (
     strip_injected_memory,
 )
 from memagent.memory.screening import mentioned_paths, resolve_relative_dates, screen, support, trace_quote
-from memory_learning.learnkit import assistant, tool_call, tool_result, user
+from memory.learnkit import assistant, tool_call, tool_result, user
 
 
 def test_parse_accepts_fenced_json_with_prose_and_extra_keys():

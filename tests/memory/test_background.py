@@ -11,7 +11,7 @@ from memagent.llm.scripted import FunctionModel
 from memagent.llm.types import ModelError
 from memagent.memory.learning import BackgroundLearner, LearningError, LearningPipeline, should_extract
 from memagent.config import Settings
-from memory_learning.learnkit import Fact, Session, all_cards, assistant, user
+from memory.learnkit import Fact, Session, all_cards, assistant, user
 
 
 def _session() -> Session:

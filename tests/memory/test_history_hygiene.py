@@ -19,7 +19,7 @@ from memagent.memory.hygiene import (
 )
 from memagent.memory.learning import on_forget
 from memagent.memory.profiles import cache_files, render_profile
-from memory_learning.learnkit import Fact, Session, all_cards, assistant, user
+from memory.learnkit import Fact, Session, all_cards, assistant, user
 
 SECRET = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8" * 4
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from memagent.cli import memory_learn
 from memagent.memory.history import LearningHistory
-from memory_learning.learnkit import Fact, Session, assistant, user
+from memory.learnkit import Fact, Session, assistant, user
 
 
 @pytest.fixture
