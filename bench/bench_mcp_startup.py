@@ -5,7 +5,7 @@ Usage::
     python bench/bench_mcp_startup.py [--runs 7]
 
 Each run spawns ``python -m memagent --no-memory`` in a pty twice, alternating: once with no
-``mcp.json``, once with two stdio servers (the SDK toy server of ``tests/mcp``) in
+``mcp.json``, once with two stdio servers (the SDK toy server of ``tests/mcp_bridge``) in
 ``$MEMAGENT_HOME/mcp.json``, and records when the prompt character appears. The servers are
 started only while the session is composed, after the prompt is shown, so the two medians should
 match. No request is sent to any server (a fake key and an unused base URL).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pexpect
 
-TOY = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "toy_server.py"
+TOY = Path(__file__).resolve().parents[1] / "tests" / "mcp_bridge" / "toy_server.py"
 
 
 def home_with(servers: int) -> str:
