@@ -22,6 +22,7 @@ CANCEL_WAIT_SECONDS = 3.0  # how long a cancelled tool gets to stop before it is
 _TOOL_DONE = object()
 
 
+# Longer than 60 lines: the worker thread, its queue and cancellation must be read together.
 def run_with_progress(
     tools: ToolRegistry, tool: Tool, value: Any, context: ToolContext, call_id: str
 ) -> Iterator[AgentEvent]:

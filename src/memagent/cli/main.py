@@ -209,6 +209,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+# Longer than 60 lines: typer declares every top-level option in the signature.
 def main(
     ctx: typer.Context,
     prompt: Optional[str] = typer.Option(

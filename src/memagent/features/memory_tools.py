@@ -71,6 +71,7 @@ def _call(action: Callable[[], object]):
         raise ToolError(f"long-term memory failed: {exc}") from None
 
 
+# Longer than 60 lines: four small tool handlers closing over one service, kept together.
 def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
     """The four memory tools bound to a service (obtained lazily, on each call)."""
 

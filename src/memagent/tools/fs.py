@@ -516,6 +516,7 @@ def describe_skipped(skipped: dict[str, list[str]]) -> str:
     return "Not searched: " + ", ".join(parts) + "." if parts else ""
 
 
+# Longer than 60 lines: walking, filtering, capping and reporting skipped files share counters.
 @tool("grep", GrepInput, key_argument="pattern")
 def grep(inp: GrepInput, ctx: ToolContext) -> str:
     """Search file contents with a Python regular expression; prints `file:line: text`.
