@@ -42,6 +42,7 @@ from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.metered import meter_of
 from memagent.llm.protocol import ChatModel
+from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
 from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
 from memagent.pricing import UsageMeter
@@ -363,6 +364,7 @@ def open_session(
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or make_model(settings, env)
+    preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     conversation = _open_conversation(paths, settings, session_id, resumed)
     transcript = conversation.recorder

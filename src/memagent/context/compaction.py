@@ -34,7 +34,7 @@ from memagent.context.conversation import Conversation
 from memagent.context.elision import count_elided, elide_old_tool_results
 from memagent.context.policy import CompactionRequest
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
-from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name
+from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name, lazy_counter
 from memagent.events import AgentEvent, Notice
 from memagent.llm.invariants import request_problems
 from memagent.llm.protocol import ChatModel
@@ -91,7 +91,7 @@ class CompactingContext:
         self.reinject = list(reinject)
         self.before_drop = list(before_drop)
         self.tail_fraction = tail_fraction
-        self.counter = TokenCounter()
+        self.counter = TokenCounter(lazy_counter(settings.tokenizer, settings.tokenizer_json))
         self.compactions = 0
         self.requests = requests or CompactionRequest()  # the compact tool's asks
         # (messages list, its length, its last message, elided view): messages are appended or
@@ -194,7 +194,7 @@ class CompactingContext:
             "message_count": len(messages),
             "elided_tool_results": count_elided(messages),
             "compactions": self.compactions,
-            "estimator": estimator_name(),
+            "estimator": estimator_name(self.settings.tokenizer, self.settings.tokenizer_json),
             "transcript": self.transcript_name,
         }
 

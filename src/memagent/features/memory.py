@@ -220,9 +220,12 @@ def _start_learner(
     from memagent.memory.history import LearningHistory
     from memagent.memory.learning import BackgroundLearner, LearningPipeline
 
+    from memagent.llm.tokens import lazy_counter
+
     pipeline = LearningPipeline(
         model,
         service,
+        count_tokens=lazy_counter(settings.tokenizer, settings.tokenizer_json),
         session_id=session_id,
         settings=settings,
         history=LearningHistory.for_paths(paths),

@@ -107,6 +107,16 @@ def text_counter(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None =
     return ratio_count
 
 
+def lazy_counter(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> TextCounter:
+    """The counter for these settings, resolved on its first call (so building a session never
+    waits for an encoding to load)."""
+
+    def count(text: str) -> int:
+        return text_counter(tokenizer, tokenizer_json)(text)
+
+    return count
+
+
 def preload(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> threading.Thread:
     """Load the counter for these settings on a daemon thread (loading cl100k takes 0.3-2 s), so
     the first estimate of a session does not wait for it; returns the thread."""
