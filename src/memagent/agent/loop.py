@@ -307,7 +307,10 @@ class Agent:
         refusal = self._approve(tool, call.input, summary, value)
         if refusal is not None:
             return refusal
-        outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id)
+        if tool.streams_output:
+            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id)
+        else:
+            outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
             feature.after_tool(call, outcome)
         return outcome

@@ -74,6 +74,10 @@ class Tool(Generic[InputT]):
     needs_approval: bool | Callable[[InputT], bool] = False
     # The argument shown in a one-line summary of the call ("read_file src/app.py").
     key_argument: str | None = None
+    # Long-running tools that report output through ``ToolContext.progress`` (bash) run on a
+    # worker thread so the loop can show it live; the others run inline (a thread hand-off
+    # costs milliseconds on a busy machine, on every call).
+    streams_output: bool = False
 
     def schema(self) -> dict[str, Any]:
         schema = self.input_model.model_json_schema()

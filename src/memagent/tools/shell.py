@@ -521,4 +521,5 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         handler=bash,
         needs_approval=_not_dangerous,
         key_argument="command",
+        streams_output=True,
     )
