@@ -13,6 +13,7 @@ class ImpatientLearner:
 
     def __init__(self):
         self.submitted = []
+        self.pipeline = type("Pipeline", (), {"processed_ids": frozenset()})()
 
     def submit(self, messages, ids, reason):
         self.submitted.append(reason)
@@ -31,7 +32,7 @@ class ClosableService:
 
 def test_ctrl_c_while_waiting_for_extraction_still_closes_everything(tmp_path):
     session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel([reply("hi")]))
-    list(session.agent.run_turn("hello"))
+    list(session.agent.run_turn("remember that we always deploy from the main branch"))
     learner, service = ImpatientLearner(), ClosableService()
     memory = MemoryFeature(
         service, learner, settings=Settings(), profile=lambda: None, current_task=lambda: None,

@@ -240,7 +240,7 @@ def preload_model_sdk() -> None:
     with opening the memory store instead of following it."""
     from memagent.llm import anthropic as adapter
 
-    adapter._sdk()
+    adapter.preload_sdk()
 
 
 def list_has_sessions(paths) -> bool:

@@ -129,9 +129,14 @@ class MemoryFeature(BaseFeature):
             self.service.close()
 
     def _learn_at_end(self, learner: "BackgroundLearner") -> None:
+        """A one-line ``-p "hi"`` session is not worth an extraction call; see ``memory.session_end``."""
+        from memagent.memory.session_end import worth_learning_at_end
+
         conversation = self._conversation
         try:
-            if conversation is not None and any(m["role"] == "assistant" for m in conversation.messages):
+            if conversation is not None and worth_learning_at_end(
+                conversation.messages, conversation.ids, learner.pipeline.processed_ids
+            ):
                 learner.submit(conversation.messages, conversation.ids, "session_end")
             learner.close(timeout=self.end_of_session_wait)
         except KeyboardInterrupt:  # the user chose not to wait; the rest still closes

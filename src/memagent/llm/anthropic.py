@@ -42,6 +42,11 @@ MESSAGE_LIMIT = 300
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
+def preload_sdk() -> None:
+    """Import the SDK now (from a background thread while something else loads)."""
+    _sdk()
+
+
 def _sdk() -> Any:
     import anthropic
 
