@@ -18,6 +18,7 @@ import typer
 
 from memagent import __version__
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, print_json, resolve_paths
+from memagent.ui.words import plural
 from memagent.config import ConfigError, ProjectPaths, Settings, credentials_from_env, load_settings
 
 PACKAGES = ("anthropic", "chromadb", "typer", "rich", "pydantic", "prompt_toolkit", "onnxruntime")
@@ -190,7 +191,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines += [f"             {more}" for more in embedding[1:]]
         lines.append(f"  store      {report['store']['status']}")
         for label, store in (report["store"].get("stores") or {}).items():
-            lines.append(f"    {label}: {store.get('location')} ({store.get('active', 0)} active cards)")
+            lines.append(f"    {label}: {store.get('location')} ({plural(int(store.get('active', 0)), 'active card')})")
     return "\n".join(lines) + "\n"
 
 

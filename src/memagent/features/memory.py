@@ -89,9 +89,12 @@ class MemoryFeature(BaseFeature):
 
     def turn_context(self, turn: TurnInput) -> str | None:
         try:
-            return self.service.context_for_turn(
+            text = self.service.context_for_turn(
                 turn.text, recent_texts(turn.messages), current_task=self.current_task()
             )
+            for line in self.service.notices():
+                self.warn(f"memory: {line}")
+            return text
         except Exception as exc:
             self.warn(f"memory retrieval failed: {one_line(exc)}")
             return None
@@ -176,7 +179,7 @@ def open_memory(
     except MemoryUnavailable as exc:
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)
-    _warm_up_in_background(service)
+    _warm_up_in_background(service, warn)
     learner = _start_learner(paths, settings, session_id, model, service, record, processed_ids, current_task)
     from memagent.memory.profiles import render_profile
 
@@ -198,12 +201,15 @@ def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], 
         warn(f"memory decay skipped: {one_line(exc)}")
 
 
-def _warm_up_in_background(service: "MemoryService") -> None:
-    """Build the lexical index off the critical path (the first search would pay for it)."""
+def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None]) -> None:
+    """Bring the index up to date off the critical path (the first search would pay for it);
+    what the user should know (an index rebuilt, a card file skipped) becomes a warning."""
 
     def warm() -> None:
         try:
             service.warm_up()
+            for line in service.notices():
+                warn(f"memory: {line}")
         except Exception:  # a failure shows up again, with its reason, on first real use
             pass
 
