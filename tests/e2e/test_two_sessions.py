@@ -4,6 +4,8 @@ preference."""
 
 from __future__ import annotations
 
+import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 from memagent.markers import Marker, kind_of
 
@@ -15,6 +17,7 @@ def _texts(blocks) -> list[str]:
     return [b["text"] for b in blocks if b.get("type") == "text"]
 
 
+@pytest.mark.timeout(400)  # two real CLI runs with memory on: slow on a loaded machine
 def test_the_second_session_starts_with_tasks_summary_and_the_corrected_preference(run_cli, project):
     env = {"MEMAGENT_AUTO_EXTRACT": "false"}  # only explicit saves: the fake API scripts every call
     first = [
