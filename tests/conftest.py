@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["fakeapi.fixtures", "memory_fixtures", "cli_fixtures"]
+pytest_plugins = ["fakeapi.fixtures", "memory_fixtures", "cli_fixtures", "repl_kit"]
 
 # Caches of package managers that may legitimately run next to the suite on a shared machine.
 _FOREIGN_CACHES = frozenset({"pip", "uv", "pre-commit", "pypoetry", "hatch"})

@@ -3,40 +3,13 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 
 import pexpect
-import pytest
-from fakeapi import FakeAnthropic, text
+from fakeapi import text
 
-from cli.test_repl_pty import ANSI, PROMPT, _submit, expect_text
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def spawn(cli_env, project, fake):
-    children = []
-
-    def start() -> pexpect.spawn:
-        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-        child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "--no-memory"], env=env,
-                              encoding="utf-8", dimensions=(40, 160), timeout=30)
-        child.logfile_read = io.StringIO()
-        children.append(child)
-        return child
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
-        print(ANSI.sub("", child.logfile_read.getvalue())[-4000:])
+from cli.test_repl_pty import _submit
+from repl_kit import PROMPT, expect_text
 
 
 def _user_texts(request) -> str:

@@ -4,40 +4,16 @@ and the session picker."""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 
 import pexpect
-import pytest
-from fakeapi import FakeAnthropic, delay, text
+from fakeapi import delay, text
 
-PROMPT = "❯"
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic() as server:
-        yield server
+from repl_kit import PROMPT
 
 
-@pytest.fixture
-def spawn(cli_env, project, fake):
-    children = []
-
-    def start(*args: str, memory: bool = False) -> pexpect.spawn:
-        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-        flags = ["-m", "memagent", "-C", str(project)] + ([] if memory else ["--no-memory"]) + list(args)
-        child = pexpect.spawn(sys.executable, flags, env=env, encoding="utf-8", dimensions=(40, 140), timeout=40)
-        child.logfile_read = io.StringIO()
-        children.append(child)
-        return child
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
-        print(child.logfile_read.getvalue()[-3000:])
+PTY_DIMENSIONS = (40, 140)
 
 
 def _user_texts(request) -> list[str]:

@@ -2,56 +2,14 @@
 
 from __future__ import annotations
 
-import io
-import re
-import sys
 import time
 
 import pexpect
-import pytest
-from fakeapi import FakeAnthropic, delay, text, tool
-
-PROMPT = "❯"
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+from fakeapi import delay, text, tool
+from repl_kit import PROMPT, expect_text
 
 
-def expect_text(child: pexpect.spawn, text: str) -> str:
-    """Wait for ``text`` as shown on screen (styles may put escape codes between its characters);
-    returns, without escape codes, what was printed before it."""
-    styled = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
-    child.expect(styled.join(re.escape(char) for char in text))
-    return ANSI.sub("", child.before)
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def spawn(cli_env, project, fake):
-    children = []
-
-    def start(*flags: str) -> pexpect.spawn:
-        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "memagent", "-C", str(project), "--no-memory", *flags],
-            env=env,
-            encoding="utf-8",
-            dimensions=(40, 120),
-            timeout=30,
-        )
-        child.logfile_read = io.StringIO()  # printed at teardown: pytest shows it when a test fails
-        children.append(child)
-        return child
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
-        print(ANSI.sub("", child.logfile_read.getvalue())[-4000:])
+PTY_DIMENSIONS = (40, 120)
 
 
 def _submit(child: pexpect.spawn, line: str) -> None:

@@ -4,44 +4,14 @@ an input history on disk without the token typed at the prompt."""
 
 from __future__ import annotations
 
-import io
 import json
-import re
 import stat
-import sys
 
 import pexpect
-import pytest
-from fakeapi import FakeAnthropic, text, tool
+from fakeapi import text, tool
 
-PROMPT = "❯"
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+from repl_kit import ANSI, PROMPT
 TOKEN = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0" * 2
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic() as server:
-        yield server
-
-
-@pytest.fixture
-def spawn(cli_env, project, fake):
-    children = []
-
-    def start() -> pexpect.spawn:
-        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-        child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "--no-memory"], env=env,
-                              encoding="utf-8", dimensions=(40, 160), timeout=40)
-        child.logfile_read = io.StringIO()
-        children.append(child)
-        return child
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
-        print(ANSI.sub("", child.logfile_read.getvalue())[-4000:])
 
 
 def submit(child: pexpect.spawn, line: str) -> None:
