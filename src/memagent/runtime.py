@@ -41,6 +41,7 @@ from memagent.features.skills import SkillsFeature
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.metered import meter_of
+from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
@@ -148,13 +149,11 @@ def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> Chat
     )
 
 
-def _settings(paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None) -> tuple[Settings, list[str]]:
-    from memagent.trust import is_trusted
-
+def _settings(
+    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trusted: bool
+) -> tuple[Settings, list[str]]:
     try:
-        settings, notices = load_settings_with_notices(
-            paths, env, {"model": options.model}, trusted=is_trusted(paths.home, paths.root)
-        )
+        settings, notices = load_settings_with_notices(paths, env, {"model": options.model}, trusted=trusted)
     except ConfigError as exc:
         raise SetupError(str(exc)) from None
     if not options.memory:
@@ -246,6 +245,7 @@ class Parts:
     resumed: Resumed | None
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
+    trusted: bool = False  # the user trusts this project: its files may widen what memagent does
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -299,10 +299,9 @@ def _hooks(parts: Parts) -> HooksFeature:
 def _mcp_client(parts: Parts) -> McpClientFeature:
     """MCP servers start in the background when the tools are first asked for (the REPL composes
     its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
-    from memagent.trust import is_trusted
-
-    trusted = is_trusted(parts.paths.home, parts.paths.root)
-    return mcp_client_feature(parts.paths, parts.settings, parts.env, project_trusted=trusted, warn=parts.warnings.append)
+    return mcp_client_feature(
+        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append
+    )
 
 
 def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
@@ -357,13 +356,16 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
-    settings, warnings = _settings(paths, options, env)
+    from memagent.trust import is_trusted
+
+    trusted = is_trusted(paths.home, paths.root)
+    settings, warnings = _settings(paths, options, env, trusted)
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
     permissions = _permissions(paths, settings, options, warnings.append)  # guard
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
-    chat_model = model or make_model(settings, env)
+    chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     conversation = _open_conversation(paths, settings, session_id, resumed)
@@ -371,7 +373,7 @@ def open_session(
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env),
+        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])

@@ -71,22 +71,15 @@ def check_root(root: Optional[Path]) -> None:
 
 
 def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False):
-    """``runtime.open_session`` with a model whose every call is metered (for ``/cost`` and the
-    json outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
-    from memagent.config import ConfigError, load_settings, project_paths
-    from memagent.llm.metered import MeteredModel
-    from memagent.runtime import SetupError, make_model, open_session
+    """``runtime.open_session`` (whose model meters every call, for ``/cost`` and the json
+    outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
+    from memagent.runtime import open_session
 
-    try:
-        settings = load_settings(project_paths(options.root), overrides={"model": options.model})
-    except ConfigError as exc:
-        raise SetupError(str(exc)) from None
-    model = MeteredModel(make_model(settings))
     wanted = session_options(options, non_interactive=non_interactive)
     if fresh:
         wanted.resume_id, wanted.continue_latest = None, False
     extra = {"approver": approver} if approver is not None else {}
-    return open_session(wanted, model=model, **extra)
+    return open_session(wanted, **extra)
 
 
 def open_or_fail(options: ChatOptions, *, non_interactive: bool):
