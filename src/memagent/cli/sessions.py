@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.ui.render import one_line
 from memagent.ui.safe_text import printable, printable_data
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ def _render_message(console: "Console", record: dict[str, Any], names: dict[str,
         elif kind == "tool_use":
             names[str(block.get("id"))] = str(block.get("name"))
             args = json.dumps(block.get("input") or {}, ensure_ascii=False)
-            console.print(Text(f"  ⚙ {block.get('name')} {args if full else _one_line(args, 160)}", style="magenta"))
+            console.print(Text(f"  ⚙ {block.get('name')} {args if full else one_line(args, 160)}", style="magenta"))
         elif kind == "tool_result":
             from memagent.llm.types import tool_result_text as result_text
 
@@ -325,6 +326,3 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -90,11 +90,6 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically and durably, keeping an existing file's mode."""
-    atomic_write(path, data, durable=True)
-
-
 def _require_file(path: Path, shown: str) -> None:
     if not path.exists():
         raise ToolError(f"File not found: {shown}{_similar_names_hint(path)}")
@@ -271,7 +266,7 @@ def write_file(inp: WriteFileInput, ctx: ToolContext) -> str:
     except (FileExistsError, NotADirectoryError) as exc:
         raise ToolError(f"Cannot create the directory for {shown}: a parent is a file ({exc}).") from exc
     data = inp.content.encode("utf-8")
-    atomic_write_bytes(path, data)
+    atomic_write(path, data)
     lines = count_lines(inp.content)
     how = "overwrote the existing file" if existed else "new file"
     return f"Wrote {_lines(lines)} ({len(data)} bytes) to {shown} ({how})."
@@ -371,7 +366,7 @@ def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
         )
     index = content.index(old_text)
     updated = content[:index] + new_text + content[index + len(old_text) :]
-    atomic_write_bytes(path, updated.encode("utf-8"))
+    atomic_write(path, updated.encode("utf-8"))
     line = _line_of(content, index)
     old_n, new_n = count_lines(old_text) or 1, count_lines(new_text)
     return f"Edited {shown} at line {line}: replaced {_lines(old_n)} with {_lines(new_n)}."

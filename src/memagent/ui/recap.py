@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from memagent.ui.render import one_line
 from memagent.ui.words import plural
 
 RECAP_EXCHANGES = 3
 RECAP_CHARS = 160
-
-
-def _one_line(text: str, limit: int = RECAP_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _texts(message: dict[str, Any]) -> list[str]:
@@ -54,7 +50,7 @@ def recap_lines(messages: Sequence[dict[str, Any]], exchanges: int = RECAP_EXCHA
     shown = starts[-exchanges:]
     for number, start in enumerate(shown):
         end = shown[number + 1] if number + 1 < len(shown) else len(messages)
-        lines.append(f"you: {_one_line(_typed_text(messages[start]))}")
+        lines.append(f"you: {one_line(_typed_text(messages[start]), RECAP_CHARS)}")
         tools: list[str] = []
         answer = ""
         for message in messages[start + 1 : end]:
@@ -64,7 +60,7 @@ def recap_lines(messages: Sequence[dict[str, Any]], exchanges: int = RECAP_EXCHA
         if tools:
             lines.append(f"  ({plural(len(tools), 'tool call')}: {', '.join(dict.fromkeys(tools))})")
         if answer:
-            lines.append(f"memagent: {_one_line(answer)}")
+            lines.append(f"memagent: {one_line(answer, RECAP_CHARS)}")
     lines.append(stopped_where(messages))
     return lines
 
