@@ -65,31 +65,6 @@ class McpClientFeature(BaseFeature):
         self._frozen: list[Tool] | None = None
         self._said_config = False
 
-    @classmethod
-    def from_files(
-        cls,
-        home: Path,
-        root: Path,
-        env: Mapping[str, str],
-        *,
-        project_trusted: bool,
-        startup_wait: float = 10.0,
-        connect_timeout: float = 30.0,
-        call_timeout: float = 120.0,
-        warn: Warn = lambda line: None,
-    ) -> "McpClientFeature":
-        """Read ``home/mcp.json`` and ``root/.mcp.json`` (the latter only when trusted)."""
-        config = load_mcp_config(home / USER_FILE, root / PROJECT_FILE, env, project_trusted=project_trusted)
-        return cls(
-            config,
-            env=env,
-            root=root,
-            startup_wait=startup_wait,
-            connect_timeout=connect_timeout,
-            call_timeout=call_timeout,
-            warn=warn,
-        )
-
     # ------------------------------------------------------------------ Feature hooks
 
     def tools(self) -> list[Tool]:
@@ -171,12 +146,13 @@ class McpClientFeature(BaseFeature):
 def mcp_client_feature(
     paths: "ProjectPaths", settings: "Settings", env: Mapping[str, str], *, project_trusted: bool, warn: Warn
 ) -> McpClientFeature:
-    """The feature as the runtime composes it: both config files, the ``mcp_*`` settings."""
-    return McpClientFeature.from_files(
-        paths.home,
-        paths.root,
-        env,
-        project_trusted=project_trusted,
+    """The feature as the runtime composes it: ``$MEMAGENT_HOME/mcp.json`` and the project's
+    ``.mcp.json`` (the latter only when the project is trusted), and the ``mcp_*`` settings."""
+    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=project_trusted)
+    return McpClientFeature(
+        config,
+        env=env,
+        root=paths.root,
         startup_wait=settings.mcp_startup_wait,
         connect_timeout=settings.mcp_connect_timeout,
         call_timeout=settings.mcp_tool_timeout,
