@@ -89,12 +89,9 @@ class MemoryFeature(BaseFeature):
 
     def turn_context(self, turn: TurnInput) -> str | None:
         try:
-            text = self.service.context_for_turn(
+            return self.service.context_for_turn(
                 turn.text, recent_texts(turn.messages), current_task=self.current_task()
             )
-            for line in self.service.notices():
-                self.warn(f"memory: {line}")
-            return text
         except Exception as exc:
             self.warn(f"memory retrieval failed: {one_line(exc)}")
             return None
