@@ -179,14 +179,9 @@ def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed 
 def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     """One logical session across ``-c``/``-r``: the id of the first session of the chain, so
     session-scope memories stay visible after a resume."""
-    if resumed is None or resumed.path is None:
+    if resumed is None:
         return session_id
-    try:
-        records = read_records(resumed.path).records
-    except TranscriptError:
-        return resumed.session_id
-    header = next((r for r in records if r.get("type") == "session_start"), {})
-    return str(header.get("logical_session") or resumed.session_id)
+    return resumed.logical_session or resumed.session_id
 
 
 def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> Conversation:

@@ -101,3 +101,14 @@ def test_a_killed_session_is_still_summarised_from_its_messages(project):
     fake = run_session(project, [text("ok")], ["continue"])
     note = continuity_blocks(fake.requests[0])[0]
     assert "migrate the db to postgres" in note and "Half done: schema copied." in note
+
+
+def test_resumes_stay_one_logical_session(project):
+    """Session-scope memories are keyed by the logical session: the first one of a resume chain."""
+    run_session(project, [text("One.")], ["first"])
+    run_session(project, [text("Two.")], ["second"], continue_latest=True)
+    run_session(project, [text("Three.")], ["third"], continue_latest=True)
+    headers = [json.loads(p.read_text().splitlines()[0]) for p in (project / ".transcripts").glob("*.jsonl")]
+    assert len(headers) == 3
+    (first,) = [h for h in headers if "resumed_from" not in h]  # ids of one second may sort either way
+    assert [h["logical_session"] for h in headers] == [first["session_id"]] * 3

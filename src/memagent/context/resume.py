@@ -44,6 +44,7 @@ class Resumed:
     model: str | None = None  # the model the session started with
     path: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -118,6 +119,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         summary=summary,
         model=start.get("model"),
         path=path,
+        logical_session=str(start.get("logical_session") or path.stem),
     )
 
 
