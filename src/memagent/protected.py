@@ -1,0 +1,78 @@
+"""Paths inside a project that carry power, and so stay out of reach of what runs there.
+
+A repository is untrusted input, and the agent (or a command it runs) can write anywhere in
+the working tree. Some files in the tree, though, decide what runs later with the user's full
+power: git's configuration and hooks (``core.fsmonitor``, ``pre-commit``), a ``.git`` *file*
+that points git elsewhere, submodule definitions, and the configuration of memagent and of the
+other agents a user runs in the same folder (settings, MCP servers, hooks, skills, commands).
+
+This module is the one list of those paths. Two parts read it:
+
+- the sandbox mounts each of them read-only (and keeps a missing one from being created), so a
+  sandboxed command cannot plant them;
+- the gate treats a file-tool write to one of them as *protected*: it asks even where edits are
+  otherwise approved (``acceptEdits``).
+
+Leaf module: it imports nothing of memagent.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+# Project-relative paths of files, and of folders (with everything under them).
+PROTECTED_FILES = (
+    ".git/config",
+    ".gitmodules",
+    ".memagent.toml",
+    ".mcp.json",
+)
+PROTECTED_FOLDERS = (
+    ".git/hooks",
+    ".git/info",
+    ".memagent",
+    ".claude",
+    ".agents",
+    ".codex",
+    ".gemini",
+    ".vscode",
+)
+# Read-only when ``.git`` is a *file* (``gitdir: …``): it names where git keeps its data.
+GIT_LINK = ".git"
+
+# Files whose content decides what memagent may do in a project: trusting a project pins a
+# digest of each (a changed one asks again).
+POWER_FILES = (
+    ".memagent.toml",
+    ".mcp.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+)
+
+
+def protected_reason(relative: str | PurePosixPath) -> str | None:
+    """Why a project-relative path is protected (one phrase), or None when it is not.
+
+    ``relative`` uses ``/``; a leading ``./`` is ignored. Names are compared exactly (``.git``
+    as git spells it; a case-folding file system is not assumed)."""
+    parts = [p for p in PurePosixPath(str(relative)).parts if p not in ("", ".")]
+    if not parts:
+        return None
+    text = "/".join(parts)
+    for name in PROTECTED_FILES:
+        if text == name:
+            return f"{name} configures what runs in this project"
+    for folder in PROTECTED_FOLDERS:
+        if text == folder or text.startswith(folder + "/"):
+            return f"{folder}/ configures what runs in this project"
+    if parts[0] == GIT_LINK and len(parts) == 1:
+        return ".git tells git where this repository lives"
+    return None
+
+
+def is_protected(relative: str | PurePosixPath) -> bool:
+    """True when writing this project-relative path could widen what runs later."""
+    return protected_reason(relative) is not None
+
+
+__all__ = ["GIT_LINK", "POWER_FILES", "PROTECTED_FILES", "PROTECTED_FOLDERS", "is_protected", "protected_reason"]
