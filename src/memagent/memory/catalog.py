@@ -205,6 +205,10 @@ class Catalog:
         rows = self.db().execute("SELECT id, path, mtime, size, inode FROM cards")
         return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
 
+    def paths(self) -> dict[str, str]:
+        """Every card's file path by id."""
+        return dict(self.db().execute("SELECT id, path FROM cards"))
+
     def known_problems(self) -> dict[str, tuple[str, Stamp]]:
         rows = self.db().execute("SELECT path, reason, mtime, size, inode FROM problems")
         return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
@@ -337,8 +341,8 @@ class Catalog:
             yield _entry(row)
 
     def count(self, active: bool | None = None) -> int:
-        if active is None:
-            return int(self.db().execute("SELECT COUNT(*) FROM cards").fetchone()[0])
+        if active is None:  # from the running totals: COUNT(*) reads a whole index
+            return int(self.db().execute("SELECT COALESCE(SUM(n), 0) FROM totals").fetchone()[0])
         row = self.db().execute("SELECT n FROM totals WHERE active = ?", (int(active),)).fetchone()
         return int(row[0]) if row else 0
 
@@ -413,9 +417,16 @@ class Catalog:
         ).fetchone()
         return int(row[0])
 
-    def mark_indexed(self, db: sqlite3.Connection, done: Sequence[tuple[str, bool]]) -> None:
-        db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ?",
-                       [(int(active), card_id) for card_id, active in done])
+    def mark_indexed(self, db: sqlite3.Connection, done: Sequence[tuple[str, bool]],
+                     digests: Sequence[str] | None = None) -> None:
+        """Record that the index holds these cards' vectors; given the ``digests`` of the contents
+        that were embedded, a card whose content changed since stays pending."""
+        if digests is None:
+            db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ?",
+                           [(int(active), card_id) for card_id, active in done])
+            return
+        db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ? AND digest = ?",
+                       [(int(active), card_id, digest) for (card_id, active), digest in zip(done, digests)])
 
     def mark_deleted(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
         db.executemany("DELETE FROM vector_deletes WHERE id = ?", [(i,) for i in ids])

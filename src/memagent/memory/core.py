@@ -22,6 +22,8 @@ from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.storage import Progress, Store
 from memagent.memory.store import EmbedderInfo
 
+INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
+
 @dataclass(frozen=True)
 class MemoryKnobs:
     """The memory settings the service uses (built from ``config.Settings``)."""
@@ -57,6 +59,12 @@ class MemoryCore:
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
+        # None: a search embeds every pending card itself (one-shot commands); a number: more
+        # than that are left to the background upkeep (sessions, the MCP server; see warm_up)
+        self.inline_embed_max: int | None = None
+        self._closing = False
+        self._jobs: dict[str, threading.Thread] = {}
+        self._jobs_lock = threading.Lock()
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -116,12 +124,77 @@ class MemoryCore:
     # -- keeping the index in step with the files ----------------------------------------
 
     def _sync(self, *, vectors: bool, force: bool = False) -> None:
-        """Catalog from files (always); vector index from catalog when ``vectors``."""
+        """Catalog from files (the quick sync unless ``force``); vector index from catalog when
+        ``vectors``. What is too big for the caller's path (a full scan of a large store, many
+        cards to embed) is started in the background when background upkeep is on."""
         for store in self._stores_in_use():
             store.sync_files(force=force)
             if vectors:
-                store.sync_vectors(self._embedder_info(), self._embed_all, progress=self.progress,
-                                   duplicate_cosine=self.gate.duplicate_cosine)
+                self._sync_vectors(store)
+        if self.inline_embed_max is not None:
+            if any(store.scan_wanted() for store in self._stores_in_use()):
+                self._in_background("scan", self.full_scan)
+
+    def _sync_vectors(self, store: Store) -> None:
+        info = self._embedder_info()
+        store.check_embedder(info)
+        limit = self.inline_embed_max
+        if limit is not None and store.catalog.exists and store.catalog.pending_vectors() > limit:
+            store.follow_other_writers()
+            self._in_background("index", self.index_pending)
+            return
+        store.sync_vectors(info, self._embed_all, progress=self.progress, duplicate_cosine=self.gate.duplicate_cosine)
+
+    # -- background upkeep ---------------------------------------------------------------
+
+    def _in_background(self, name: str, job: Callable[[], object]) -> None:
+        """Run ``job`` on a daemon thread unless one of that name is still running."""
+        with self._jobs_lock:
+            running = self._jobs.get(name)
+            if self._closing or (running is not None and running.is_alive()):
+                return
+            thread = threading.Thread(target=_quietly, args=(job,), name=f"memagent-memory-{name}", daemon=True)
+            self._jobs[name] = thread
+            thread.start()
+
+    def wait_for_upkeep(self, timeout: float = 60.0) -> bool:
+        """Wait for the background jobs (tests, benchmarks); whether they all finished."""
+        for thread in list(self._jobs.values()):
+            thread.join(timeout)
+        return not any(t.is_alive() for t in self._jobs.values())
+
+    def full_scan(self) -> int:
+        """A full stamp scan of every store: the file system part without the lock, applying what
+        changed under it (one short step per store). Returns how many cards changed."""
+        changed = 0
+        for store in list(self._stores.values()):
+            if self._closing:
+                break
+            scan = store.scan_files()
+            with self._lock, self._guard("scan"):
+                if self._closing:
+                    break
+                changed += store.apply_scan(scan)
+        return changed
+
+    def index_pending(self) -> int:
+        """Embed what the vector indexes lack, a batch at a time: the embedding runs without the
+        lock, each batch is written under it (a search waits at most for one write)."""
+        done = 0
+        while not self._closing:
+            with self._lock, self._guard("index"):
+                info = self._embedder_info()
+                store, batch = next(((s, b) for s in self._stores_in_use()
+                                     for b in [s.next_vector_batch(info)] if b), (None, []))
+            if store is None:
+                return done
+            vectors = self._embed_all([content for _, content, _ in batch])
+            with self._lock, self._guard("index"):
+                if self._closing:
+                    break
+                store.store_vectors(info, batch, vectors, duplicate_cosine=None)
+            done += len(batch)
+        return done
 
     # -- finding cards -------------------------------------------------------------------
 
@@ -206,6 +279,14 @@ class MemoryCore:
         if scope == "project":
             return self._project_scope_id
         return None
+
+
+def _quietly(job: Callable[[], object]) -> None:
+    """A background job's failure shows up again, with its reason, on the next real use."""
+    try:
+        job()
+    except Exception:
+        return
 
 
 def _cached_cards(store: Store, ids: list[str]) -> dict[str, MemoryCard]:
