@@ -42,7 +42,7 @@ from typing import Callable, Iterator, Sequence
 
 from memagent.fsutil import atomic_write
 from memagent.memory import gitview
-from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
+from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of
 from memagent.memory.errors import StoreError
@@ -250,6 +250,23 @@ class Store:
             if head is not None:
                 catalog.set_meta(db, "git_head", head)
         return len(changed) + len(removed)
+
+    def disk_usage(self) -> int:
+        """Bytes the store uses: the card files as the catalog last saw them (no ``stat`` per
+        card), plus every other file under the store (history, index, tombstones…)."""
+        if not self.root.is_dir():
+            return 0
+        total = self.catalog.card_bytes() if self.catalog.exists else 0
+        card_folders = {SHARED_DIR, PRIVATE_DIR}
+        for child in self.root.iterdir():
+            try:
+                if child.is_file():
+                    total += child.stat().st_size
+                elif child.is_dir() and child.name not in card_folders:
+                    total += sum(f.stat().st_size for f in child.rglob("*") if f.is_file())
+            except OSError:
+                continue  # removed while we looked
+        return total
 
     def problems(self) -> list[str]:
         """One line per card file that could not be read (each is skipped)."""
