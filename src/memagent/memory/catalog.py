@@ -420,6 +420,30 @@ class Catalog:
                 embed.append((card_id, content, bool(active)))
         return VectorWork(deletes, embed, moves)
 
+    def pending_digests(self) -> list[tuple[str, str, bool]]:
+        """(id, content digest, active) of every card the vector index lacks."""
+        return [(r[0], r[1], bool(r[2])) for r in self.db().execute(
+            "SELECT id, digest, active FROM cards WHERE vec_digest IS NULL OR vec_digest != digest")]
+
+    def shared_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of these cards are shared (committed), not private."""
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            found.update(r[0] for r in self.db().execute(
+                f"SELECT id FROM cards WHERE private = 0 AND id IN ({marks})", batch))
+        return found
+
+    def digests(self, ids: Sequence[str]) -> list[str]:
+        """The content digests of these cards (before they are forgotten)."""
+        found: list[str] = []
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            found.extend(r[0] for r in self.db().execute(f"SELECT digest FROM cards WHERE id IN ({marks})", batch))
+        return found
+
     def pending_vectors(self) -> int:
         row = self.db().execute(
             "SELECT COUNT(*) FROM cards WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active"

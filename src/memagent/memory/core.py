@@ -19,7 +19,8 @@ from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
-from memagent.memory.storage import Progress, Store
+from memagent.memory.catalog import digest_of
+from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.store import EmbedderInfo
 
 INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
@@ -167,7 +168,9 @@ class MemoryCore:
         """A full stamp scan of every store: the file system part without the lock, applying what
         changed under it (one short step per store). Returns how many cards changed."""
         changed = 0
-        for store in list(self._stores.values()):
+        with self._lock:
+            stores = self._stores_in_use()
+        for store in stores:
             if self._closing:
                 break
             scan = store.scan_files()
@@ -178,9 +181,23 @@ class MemoryCore:
         return changed
 
     def index_pending(self) -> int:
-        """Embed what the vector indexes lack, a batch at a time: the embedding runs without the
-        lock, each batch is written under it (a search waits at most for one write)."""
+        """Bring the vector indexes up to date in the background: first from the vector cache
+        beside the cards (read without the lock), then by embedding a batch at a time (without
+        the lock); each write happens under it, so a search waits at most for one write."""
         done = 0
+        for store in list(self._stores.values()):
+            with self._lock, self._guard("index"):
+                if self._closing or not store.catalog.exists:
+                    continue
+                info = self._embedder_info()
+                store.check_embedder(info)
+                pending = store.catalog.pending_digests()
+            for chunk in chunked(store.cached_vectors(info, pending), CACHE_BATCH):
+                with self._lock, self._guard("index"):
+                    if self._closing:
+                        return done
+                    store.store_vectors(info, chunk, remember=False)
+                done += len(chunk)
         while not self._closing:
             with self._lock, self._guard("index"):
                 info = self._embedder_info()
@@ -188,11 +205,12 @@ class MemoryCore:
                                      for b in [s.next_vector_batch(info)] if b), (None, []))
             if store is None:
                 return done
-            vectors = self._embed_all([content for _, content, _ in batch])
+            vectors = self._embed_all([content for _, content, _ in batch]) if info.dim > 0 else [[]] * len(batch)
             with self._lock, self._guard("index"):
                 if self._closing:
                     break
-                store.store_vectors(info, batch, vectors, duplicate_cosine=None)
+                store.store_vectors(info, [(cid, digest_of(content), active, vec)
+                                           for (cid, content, active), vec in zip(batch, vectors)])
             done += len(batch)
         return done
 

@@ -46,9 +46,16 @@ from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, Ca
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of
 from memagent.memory.errors import StoreError
+from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
 
 Progress = Callable[[int, int], None]  # (done, total)
+VectorItem = tuple[str, str, bool, Sequence[float]]  # (card id, content digest, active, vector)
+
+
+def chunked(items: Sequence, size: int) -> Iterator[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 INLINE_SCAN_MAX = 2_000  # a full stamp scan costs ~3 µs per file: inline only up to a few ms
@@ -56,6 +63,8 @@ FULL_SCAN_INTERVAL_S = 1.0
 FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤ 5% of the time)
 BACKGROUND_SCAN_INTERVAL_S = 60.0  # larger stores: a background full scan at most this often
 EMBED_BATCH = 64
+CACHE_BATCH = 1000  # cached vectors written to the index per step
+VECTORS_DIR = "vectors"  # the committed vector cache beside the cards (memory.vectorcache)
 NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
 TOMBSTONE_FILE = "tombstones.jsonl"
 
@@ -381,13 +390,31 @@ class Store:
             return 0
         check_duplicates = duplicate_cosine is not None and 0 < total <= NEAR_DUPLICATE_CHECK_MAX
         done = 0
+        for chunk in chunked(self.cached_vectors(embedder, self.catalog.pending_digests()), CACHE_BATCH):
+            self.store_vectors(embedder, chunk, remember=False,
+                               duplicate_cosine=duplicate_cosine if check_duplicates else None)
+            done += len(chunk)
+            if progress is not None:
+                progress(min(done, total), total)
         while batch := self.next_vector_batch(embedder):
-            vectors = embed([content for _, content, _ in batch]) if embedder.dim > 0 else []
-            self.store_vectors(embedder, batch, vectors, duplicate_cosine if check_duplicates else None)
+            vectors = embed([content for _, content, _ in batch]) if embedder.dim > 0 else [None] * len(batch)
+            items = [(cid, digest_of(content), active, vec) for (cid, content, active), vec in zip(batch, vectors)]
+            self.store_vectors(embedder, items, duplicate_cosine=duplicate_cosine if check_duplicates else None)
             done += len(batch)
             if progress is not None:
                 progress(min(done, total), total)
         return done
+
+    def vector_cache(self, embedder: EmbedderInfo) -> VectorCache:
+        return VectorCache(self.root / VECTORS_DIR, embedder.model_id, embedder.dim)
+
+    def cached_vectors(self, embedder: EmbedderInfo, pending: Sequence[tuple[str, str, bool]]) -> list[VectorItem]:
+        """(id, digest, active, vector) of the pending (id, digest, active) whose vector the cache
+        beside the cards holds (file reads only: no lock, no catalog)."""
+        if embedder.dim == 0 or not pending:
+            return []
+        found = self.vector_cache(embedder).get({digest for _, digest, _ in pending})
+        return [(cid, digest, active, found[digest]) for cid, digest, active in pending if digest in found]
 
     def next_vector_batch(self, embedder: EmbedderInfo, limit: int = EMBED_BATCH) -> list[tuple[str, str, bool]]:
         """Apply the pending deletes and moves (cheap), then return the next (id, content, active)
@@ -404,20 +431,26 @@ class Store:
                 return work.embed
         return []
 
-    def store_vectors(self, embedder: EmbedderInfo, batch: Sequence[tuple[str, str, bool]],
-                      vectors: Sequence[Sequence[float]], duplicate_cosine: float | None) -> None:
-        """Write one embedded batch and mark it indexed (a card edited meanwhile stays pending)."""
+    def store_vectors(self, embedder: EmbedderInfo, items: Sequence[VectorItem], *, remember: bool = True,
+                      duplicate_cosine: float | None = None) -> None:
+        """Write (id, content digest, active, vector) items and mark them indexed (a card edited
+        meanwhile stays pending); ``remember`` adds shared cards' vectors to the cache beside the
+        cards."""
         index = self.vector_index(embedder, create=embedder.dim > 0)
         with self.locked(), self.catalog.transaction() as db:
             self.follow_other_writers()
             if index is not None and embedder.dim > 0:
-                index.upsert([(cid, vec, active) for (cid, _, active), vec in zip(batch, vectors)])
-            self.catalog.mark_indexed(db, [(cid, active) for cid, _, active in batch],
-                                      digests=[digest_of(content) for _, content, _ in batch])
+                index.upsert([(cid, vec, active) for cid, _, active, vec in items])
+            self.catalog.mark_indexed(db, [(cid, active) for cid, _, active, _ in items],
+                                      digests=[digest for _, digest, _, _ in items])
             self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
             self._seen_generation = self.catalog.bump_generation(db)
             if duplicate_cosine is not None and index is not None:
-                self._note_near_duplicates(db, index, batch, vectors, duplicate_cosine)
+                batch = [(cid, "", active) for cid, _, active, _ in items]
+                self._note_near_duplicates(db, index, batch, [vec for *_, vec in items], duplicate_cosine)
+            shared = self.catalog.shared_ids([cid for cid, *_ in items]) if remember and embedder.dim > 0 else set()
+        if shared:
+            self.vector_cache(embedder).put({digest: vec for cid, digest, _, vec in items if cid in shared})
 
     def _apply_deletes_and_moves(self, index: VectorIndex | None, deletes: list[str],
                                  moves: list[tuple[str, bool]], embedder: EmbedderInfo) -> None:
@@ -476,6 +509,9 @@ class Store:
                     self._seen_generation = catalog.bump_generation(db)
                 if recorded in (None, before):
                     catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
+        if index is not None:
+            self.vector_cache(embedder).put({digest_of(c.content): v for c, private, v in items
+                                             if v is not None and not private})
         return paths
 
     def erase(self, ids: Sequence[str]) -> list[str]:
@@ -485,8 +521,10 @@ class Store:
         with self.locked():
             for card_id in ids:
                 self.files.delete(card_id)
+            digests = catalog.digests(ids)
             with catalog.transaction() as db:
                 erased = catalog.remove(db, ids)
+            VectorCache(self.root / VECTORS_DIR, "", 0).forget(digests)
             index = self.vector_index(None, create=False)
             if index is not None and erased:
                 self.follow_other_writers()
