@@ -76,6 +76,7 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
+    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
@@ -241,6 +242,7 @@ class Parts:
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    prefetch_memory: bool = True  # see SessionOptions
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -275,6 +277,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
         current_task=current_task,
         warn=parts.warnings.append,
+        prefetch=parts.prefetch_memory,
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -368,7 +371,7 @@ def open_session(
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
+        CompactionRequest(), resumed, warnings, child_environment(env), trusted, options.prefetch_memory,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])

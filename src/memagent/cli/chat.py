@@ -50,10 +50,11 @@ def read_prompt(raw: str, stdin: IO[str]) -> str:
     return text
 
 
-def session_options(options: ChatOptions, *, non_interactive: bool):
+def session_options(options: ChatOptions, *, non_interactive: bool, prefetch_memory: bool = True):
     from memagent.runtime import SessionOptions
 
     return SessionOptions(
+        prefetch_memory=prefetch_memory,
         root=options.root,
         model=options.model,
         auto_approve=options.auto_approve,
@@ -70,25 +71,26 @@ def check_root(root: Optional[Path]) -> None:
         fail(f"project root {root} is not a directory", EXIT_USAGE)
 
 
-def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False):
+def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False,
+                 prefetch_memory: bool = True):
     """``runtime.open_session`` (whose model meters every call, for ``/cost`` and the json
     outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
     from memagent.runtime import open_session
 
-    wanted = session_options(options, non_interactive=non_interactive)
+    wanted = session_options(options, non_interactive=non_interactive, prefetch_memory=prefetch_memory)
     if fresh:
         wanted.resume_id, wanted.continue_latest = None, False
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 
 
-def open_or_fail(options: ChatOptions, *, non_interactive: bool):
+def open_or_fail(options: ChatOptions, *, non_interactive: bool, prefetch_memory: bool = True):
     """``runtime.open_session`` with every setup problem turned into a one-line exit."""
     from memagent.context.transcript import TranscriptError
     from memagent.runtime import SetupError
 
     try:
-        return open_metered(options, non_interactive=non_interactive)
+        return open_metered(options, non_interactive=non_interactive, prefetch_memory=prefetch_memory)
     except SetupError as exc:
         fail(str(exc), exc.code)
     except (TranscriptError, OSError) as exc:
@@ -119,7 +121,10 @@ def run_print_mode(options: ChatOptions) -> int:
         fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, not {options.output_format!r}", EXIT_USAGE)
     prompt = read_prompt(options.prompt or "", sys.stdin)
     threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
-    session = open_or_fail(options, non_interactive=not options.auto_approve)
+    from memagent.memory.query import is_trivial
+
+    # A greeting needs no memory search: its session loads no embedder and no vector index.
+    session = open_or_fail(options, non_interactive=not options.auto_approve, prefetch_memory=not is_trivial(prompt))
     code = EXIT_FAILURE
     try:
         color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")

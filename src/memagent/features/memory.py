@@ -163,8 +163,11 @@ def open_memory(
     processed_ids: set[str],
     current_task: Callable[[], str | None],
     warn: Callable[[str], None],
+    prefetch: bool = True,
 ) -> MemoryOpening:
-    """Open the stores, decay unused cards (at most daily), start the background learner."""
+    """Open the stores, decay unused cards (at most daily), start the background learner and the
+    warm-up (``prefetch``: also load the embedder and the vector index before the first search
+    asks; off for a one-shot prompt that will not search)."""
     if not settings.memory_enabled:
         return MemoryOpening(None, "memory is off (--no-memory)")
     try:
@@ -176,7 +179,7 @@ def open_memory(
     except MemoryUnavailable as exc:
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)
-    _warm_up_in_background(service, warn)
+    _warm_up_in_background(service, warn, prefetch)
     learner = _start_learner(paths, settings, session_id, model, service, record, processed_ids, current_task)
     from memagent.memory.profiles import render_profile
 
@@ -198,13 +201,13 @@ def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], 
         warn(f"memory decay skipped: {one_line(exc)}")
 
 
-def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None]) -> None:
+def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None], prefetch: bool = True) -> None:
     """Bring the index up to date off the critical path (the first search would pay for it);
     what the user should know (an index rebuilt, a card file skipped) becomes a warning."""
 
     def warm() -> None:
         try:
-            service.warm_up()
+            service.warm_up(prefetch=prefetch)
             for line in service.notices():
                 warn(f"memory: {line}")
         except Exception:  # a failure shows up again, with its reason, on first real use

@@ -135,7 +135,7 @@ class MemoryService(Transfer):
             for store in self._stores.values():
                 store.close()
 
-    def warm_up(self) -> None:
+    def warm_up(self, prefetch: bool = True) -> None:
         """Session start, on a background thread: get ready for the first search, then upkeep.
 
         In the order the first search needs them: the quick sync (no full scan), the embedder,
@@ -143,13 +143,16 @@ class MemoryService(Transfer):
         upkeep, the vectors the index lacks (a batch at a time), a full stamp scan, and the
         periodic clean-up (expired session cards, archival). The lock is held one short step at a
         time, so a search waits at most for the step it needs; later searches leave big index
-        work to the background (``inline_embed_max``)."""
+        work to the background (``inline_embed_max``). Without ``prefetch`` (a one-shot prompt that
+        will not search) only the quick sync runs: nothing heavy is imported or loaded."""
         self.inline_embed_max = INLINE_EMBED_MAX
         with self._lock, self._guard("warm-up"):
             if self._closing:
                 return
             for store in self._stores_in_use():
                 store.sync_files()
+        if not prefetch:
+            return
         info = self._embedder_info()  # loads the embedder (without the lock: a search may wait for it)
         if info.dim > 0 and any(s.is_remote or s.vectors_on_disk() for s in self._stores_in_use()):
             import chromadb  # noqa: F401  (the import is most of opening the index: not under the lock)
