@@ -9,7 +9,7 @@ Stages (each cached in ``--out``, so a re-run only does what is missing):
 1. ``corpus.json``: 100k+ distinct card texts — LoCoMo's conversation turns
    (``/work/shared/bench/locomo10.json``, read in place, as ``"<speaker>: <text>"``) followed by
    the paragraphs of the docstrings of the installed Python packages and the standard library
-   (30–400 characters; technical prose much like what a coding agent remembers).
+   (30–200 characters; technical prose much like what a coding agent remembers).
 2. ``vectors-<model_id>.npy``: every text embedded by memagent's default embedder (int8 MiniLM),
    in batches of 32 as memagent embeds them.
 3. ``store-<n>/``: a project (``project/.memory/``: card files, catalog, Chroma index) holding the
@@ -63,7 +63,7 @@ def docstring_paragraphs() -> list[str]:
                     doc = ast.get_docstring(node)
                     if doc:
                         found.extend(" ".join(p.split()) for p in doc.split("\n\n"))
-    return [p for p in found if 30 <= len(p) <= 400]
+    return [p for p in found if 30 <= len(p) <= 200]
 
 
 def corpus(out: Path, need: int) -> list[str]:
