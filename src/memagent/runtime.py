@@ -77,6 +77,7 @@ class SessionOptions:
     non_interactive: bool = False
     memory: bool = True
     prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
@@ -243,6 +244,7 @@ class Parts:
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
     prefetch_memory: bool = True  # see SessionOptions
+    memory_upkeep: bool = True  # see SessionOptions
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -278,6 +280,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         current_task=current_task,
         warn=parts.warnings.append,
         prefetch=parts.prefetch_memory,
+        upkeep=parts.memory_upkeep,
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -372,6 +375,7 @@ def open_session(
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted, options.prefetch_memory,
+        options.memory_upkeep,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])

@@ -135,7 +135,7 @@ class MemoryService(Transfer):
             for store in self._stores.values():
                 store.close()
 
-    def warm_up(self, prefetch: bool = True) -> None:
+    def warm_up(self, prefetch: bool = True, upkeep: bool = True) -> None:
         """Session start, on a background thread: get ready for the first search, then upkeep.
 
         In the order the first search needs them: the quick sync (no full scan), the embedder,
@@ -144,8 +144,10 @@ class MemoryService(Transfer):
         periodic clean-up (expired session cards, archival). The lock is held one short step at a
         time, so a search waits at most for the step it needs; later searches leave big index
         work to the background (``inline_embed_max``). Without ``prefetch`` (a one-shot prompt that
-        will not search) only the quick sync runs: nothing heavy is imported or loaded."""
-        self.inline_embed_max = INLINE_EMBED_MAX
+        will not search) nothing heavy is imported or loaded. Without ``upkeep`` (a one-shot
+        prompt: the process ends after one answer) there is no background scan, indexing or
+        clean-up: a search does what it needs itself."""
+        self.inline_embed_max = INLINE_EMBED_MAX if upkeep else None
         with self._lock, self._guard("warm-up"):
             if self._closing:
                 return
@@ -162,6 +164,8 @@ class MemoryService(Transfer):
             for store in self._stores_in_use():
                 store.check_embedder(info)
                 store.vector_index(info, create=False)
+        if not upkeep:
+            return
         self.index_pending()
         if not self._closing:
             self.full_scan()
