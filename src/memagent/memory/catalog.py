@@ -500,18 +500,17 @@ class _Postings:
         return dict(self.db.execute(f"SELECT term, df FROM lexicon WHERE active = ? AND term IN ({marks})",
                                     (self.active, *wanted)))
 
-    def postings(self, term: str) -> dict[str, tuple[float, float]]:
-        rows = self.db.execute("SELECT id, tf, length FROM postings WHERE term = ? AND active = ?", (term, self.active))
-        return {r[0]: (r[1], r[2]) for r in rows}
+    def postings(self, term: str) -> list[tuple[str, float, float]]:
+        return self.db.execute("SELECT id, tf, length FROM postings WHERE term = ? AND active = ?",
+                               (term, self.active)).fetchall()
 
-    def lookup(self, term: str, ids: list[str]) -> dict[str, tuple[float, float]]:
-        found: dict[str, tuple[float, float]] = {}
+    def lookup(self, term: str, ids: list[str]) -> list[tuple[str, float, float]]:
+        found: list[tuple[str, float, float]] = []
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
-            for r in self.db.execute(f"SELECT id, tf, length FROM postings WHERE term = ? AND active = ? "
-                                     f"AND id IN ({marks})", (term, self.active, *batch)):
-                found[r[0]] = (r[1], r[2])
+            found.extend(self.db.execute(f"SELECT id, tf, length FROM postings WHERE term = ? AND active = ? "
+                                         f"AND id IN ({marks})", (term, self.active, *batch)))
         return found
 
 

@@ -19,7 +19,7 @@ import operator
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol
+from typing import Iterable, Mapping, Protocol, Sequence
 
 _WORD = re.compile(r"[^\W_]+")
 _BY_SCORE_THEN_ID = operator.itemgetter(1, 0)  # (doc_id, score) pairs: score, then id for ties
@@ -250,10 +250,10 @@ class PostingSource(Protocol):
     def doc_freqs(self, terms: Iterable[str]) -> Mapping[str, int]:
         """How many documents hold each term (absent: none)."""
 
-    def postings(self, term: str) -> Mapping[str, tuple[float, float]]:
-        """Every document holding ``term``: doc id -> (term frequency, document length)."""
+    def postings(self, term: str) -> Sequence[tuple[str, float, float]]:
+        """Every document holding ``term``: (doc id, term frequency, document length)."""
 
-    def lookup(self, term: str, ids: list[str]) -> Mapping[str, tuple[float, float]]:
+    def lookup(self, term: str, ids: list[str]) -> Sequence[tuple[str, float, float]]:
         """The same, for the given documents only."""
 
 
@@ -283,11 +283,11 @@ def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int
     raw: dict[str, float] = {}
     shared: Counter = Counter()
 
-    def add(term: str, found: Mapping[str, tuple[float, float]]) -> None:
-        w = weight[term]
-        for doc_id, (tf, length) in found.items():
-            raw[doc_id] = raw.get(doc_id, 0.0) + w * tf * (k1 + 1.0) / (tf + norm + slope * length)
-        shared.update(found.keys())
+    def add(term: str, rows: Sequence[tuple[str, float, float]]) -> None:
+        scale, get = weight[term] * (k1 + 1.0), raw.get
+        for doc_id, tf, length in rows:
+            raw[doc_id] = get(doc_id, 0.0) + scale * tf / (tf + norm + slope * length)
+        shared.update(row[0] for row in rows)
 
     def kth_best() -> float:
         if len(raw) < k:
