@@ -175,13 +175,6 @@ def test_module_import_is_light():
 # --- the int8 variant: onnxruntime's quantizer, once, cached with the weights hash
 
 
-@pytest.fixture(scope="session")
-def int8_embedder(graph_cache):
-    embedder = load_embedder("int8", cache_dir=graph_cache)
-    assert embedder.name == "all-MiniLM-L6-v2/onnx-int8", embedder.fallback_reasons
-    return embedder
-
-
 def test_int8_is_the_default_and_close_to_fp32_but_its_own_model(int8_embedder, onnx_embedder, graph_cache):
     assert load_embedder(cache_dir=graph_cache).name == int8_embedder.name  # auto starts at int8
     assert int8_embedder.model_id == "all-MiniLM-L6-v2@int8" != onnx_embedder.model_id

@@ -125,3 +125,24 @@ def test_forgetting_removes_the_cached_vector(service, paths, embedder):
     assert service.forget([card.id]) == 1
     text = "".join(p.read_text() for p in folder.glob("*.vec"))
     assert digest_of(card.content) not in text and digest_of(other.content) in text
+
+
+def test_int8_and_fp32_vectors_never_share_an_index(open_service, paths, embedder, int8_embedder):
+    service = open_service()  # fp32
+    cards = [service.save(text, "fact").card for text in TEXTS]
+    service.close()
+    switched = open_service(embedder=int8_embedder, check_embedder=False)
+    hits = switched.search("how are releases tagged?", k=1)
+    assert [h.card.id for h in hits] == [cards[0].id]
+    store = switched._stores["project"]
+    assert store.catalog.get_meta("embedder") == f"{int8_embedder.model_id}:384"
+    assert store.vectors.stored_embedder().model_id == int8_embedder.model_id
+    assert store.vectors.counts() == (len(TEXTS), 0) and store.catalog.pending_vectors() == 0
+    stored = np.asarray(store.vectors.vectors([cards[1].id])[cards[1].id])
+    fp32 = embedder.embed([TEXTS[1]])[0]
+    assert 0.97 < float(stored @ fp32) < 0.9999  # re-embedded by int8: near the fp32 vector, not it
+    assert any("re-embedding" in n and "int8" in n for n in switched.notices())
+    switched.close()
+    back = open_service()  # and back to fp32: dropped again, never mixed
+    back.search("how are releases tagged?")
+    assert back._stores["project"].vectors.stored_embedder().model_id == embedder.model_id

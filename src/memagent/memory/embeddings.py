@@ -15,6 +15,8 @@ Backends, tried in this order by :func:`load_embedder` (its ``preference`` argum
    fp32 and a quarter of its size; its vectors are within cosine ~0.99 of fp32 ones, close but
    not equal, so it has its own :attr:`model_id` (``all-MiniLM-L6-v2@int8``): a store never
    mixes its vectors with fp32 ones (see ``memory.storage``, which re-embeds on a change).
+   Activations are quantized at run time with one scale per batch, so a text's int8 vector
+   moves slightly with the texts batched beside it (cosine ≥ ~0.99).
 2. ``onnx``: a BERT graph built from the safetensors weights with the ``onnx`` helper API and run
    by onnxruntime. The serialized graph is cached under ``$MEMAGENT_HOME/cache/`` keyed by the
    weights hash and rebuilt when missing or corrupt.

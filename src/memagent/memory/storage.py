@@ -357,7 +357,8 @@ class Store:
         if recorded is None or recorded == wanted:
             return
         model, _, dim = recorded.rpartition(":")
-        if embedder.dim > 0 and dim == str(embedder.dim) and same_model(model, embedder.model_id):
+        variant = embedder.dim > 0 and dim == str(embedder.dim) and same_model(model, embedder.model_id)
+        if variant and not self.is_remote:  # a shared server's index is not this process's to drop
             self._drop_vectors_of(model, embedder)
             return
         raise EmbedderMismatch(

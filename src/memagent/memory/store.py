@@ -324,8 +324,8 @@ class VectorIndex:
         stored = self.stored_embedder()
         if stored is None:
             return
-        if stored.dim == self.embedder.dim and same_model(stored.model_id, self.embedder.model_id):
-            return  # another variant: the store drops these vectors and embeds again
+        if not self.is_remote and stored.dim == self.embedder.dim and same_model(stored.model_id, self.embedder.model_id):
+            return  # another variant in a local index: the store drops these vectors and embeds again
         if stored.model_id != self.embedder.model_id or stored.dim != self.embedder.dim:
             raise EmbedderMismatch(
                 f"the {self.location.label} memory index was built with {stored.describe()} but the active "
