@@ -115,6 +115,9 @@ def test_a_poisoned_entry_in_a_clone_mis_ranks_but_never_crashes(open_service, p
     hits = {h.card.id: h for h in cloned.search("how are releases tagged?", k=4)}
     assert cards[0].id in hits and hits[cards[0].id].parts["dense"] < 0.3  # mis-ranked, found lexically
     assert cloned.notices() == []
+    assert cloned.reindex() == len(TEXTS)  # embeds afresh; its line now wins over the poisoned one
+    hits = {h.card.id: h for h in cloned.search("how are releases tagged?", k=4)}
+    assert hits[cards[0].id].parts["dense"] > 0.5
 
 
 def test_forgetting_removes_the_cached_vector(service, paths, embedder):

@@ -380,8 +380,9 @@ class Store:
                             f"{self.catalog.count()} cards with {embedder.name}")
 
     def sync_vectors(self, embedder: EmbedderInfo, embed: Embed, *, progress: Progress | None = None,
-                     duplicate_cosine: float | None = None) -> int:
-        """Embed, move and delete what the vector index lacks; returns how many cards were embedded."""
+                     duplicate_cosine: float | None = None, use_cache: bool = True) -> int:
+        """Index, move and delete what the vector index lacks (from the vector cache beside the
+        cards when ``use_cache`` and it has them, else by embedding); returns how many were indexed."""
         if not self.catalog.exists:
             return 0
         self.check_embedder(embedder)
@@ -391,7 +392,8 @@ class Store:
             return 0
         check_duplicates = duplicate_cosine is not None and 0 < total <= NEAR_DUPLICATE_CHECK_MAX
         done = 0
-        for chunk in chunked(self.cached_vectors(embedder, self.catalog.pending_digests()), CACHE_BATCH):
+        cached = self.cached_vectors(embedder, self.catalog.pending_digests()) if use_cache else []
+        for chunk in chunked(cached, CACHE_BATCH):
             self.store_vectors(embedder, chunk, remember=False,
                                duplicate_cosine=duplicate_cosine if check_duplicates else None)
             done += len(chunk)
@@ -576,7 +578,7 @@ class Store:
                 index.embedder = embedder
                 index.replace_all([])
         self.sync_files(force=True)
-        self.sync_vectors(embedder, embed, progress=progress)
+        self.sync_vectors(embedder, embed, progress=progress, use_cache=False)  # afresh: replaces the cache's lines
         return catalog.count()
 
     def close(self) -> None:

@@ -12,8 +12,9 @@ base64 of a little-endian float32 scale followed by ``dim`` signed bytes (the un
 bytes a line at 384 dimensions) and changes cosines by ~1e-4, far below what reorders search
 results; text lines let git merge two teammates' additions (union merge) and review diffs.
 
-Lines are appended (a cache: a torn last line is skipped); a forgotten card's line is removed by
-rewriting its file atomically. Private cards never get a line.
+Lines are appended (a cache: a torn last line is skipped) and a later line for a hash wins, so
+``memagent memory reindex``, which embeds every card afresh, also replaces whatever a cache held; a
+forgotten card's line is removed by rewriting its file atomically. Private cards never get a line.
 
 A repository is untrusted input, so reading is strict and can at worst mis-rank: a file whose
 header names another model or dimension is ignored, and a line is used only if its hash is 24 hex
@@ -84,9 +85,9 @@ class VectorCache:
         except OSError:
             return {}
         found = {}
-        for line in lines:
+        for line in lines:  # a later line wins: a re-embedded vector replaces what was there
             key, _, payload = line.strip().partition(" ")
-            if key in keys and key not in found:
+            if key in keys:
                 vector = self._decode(payload)
                 if vector is not None:
                     found[key] = vector
