@@ -11,8 +11,8 @@ Backends, tried in this order by :func:`load_embedder` (its ``preference`` argum
 
 1. ``int8``: the ``onnx`` graph below with its MatMul and Gather weights quantized to int8 (per
    channel) by onnxruntime's own quantizer, once, on this machine; cached beside the fp32 graph
-   under a name holding the weights hash and the quantizer settings. About 2.5x faster than
-   fp32 and a quarter of its size; its vectors are within cosine ~0.99 of fp32 ones, close but
+   under a name holding the weights hash and the quantizer settings. 1.6-2.4x faster than
+   fp32 and a third of its size; its vectors are within cosine ~0.99 of fp32 ones, close but
    not equal, so it has its own :attr:`model_id` (``all-MiniLM-L6-v2@int8``): a store never
    mixes its vectors with fp32 ones (see ``memory.storage``, which re-embeds on a change).
    Activations are quantized at run time with one scale per batch, so a text's int8 vector
