@@ -148,14 +148,14 @@ def test_a_hostile_repository_cannot_run_programs_through_the_git_view(paths, tm
     assert not marker.exists()
 
 
-def test_closing_does_not_wait_for_the_background_scan(open_service, large, monkeypatch):
+def test_neither_a_search_nor_closing_waits_for_the_background_scan(open_service, large, monkeypatch):
     service = open_service()
     _cards(service)
     started = []
 
     def slow_scan(self):
         started.append(time.monotonic())
-        time.sleep(3)
+        time.sleep(5)
         return {}
 
     monkeypatch.setattr(CardFiles, "scan", slow_scan)
@@ -165,6 +165,10 @@ def test_closing_does_not_wait_for_the_background_scan(open_service, large, monk
     deadline = time.monotonic() + 5
     while not started and time.monotonic() < deadline:
         time.sleep(0.01)
+    assert started
+    begun = time.monotonic()
+    assert service.search("what is the staging database called?", k=1)  # the scan is still sleeping
+    assert time.monotonic() - begun < 3.0
     begun = time.monotonic()
     service.close()
-    assert started and time.monotonic() - begun < 2.0
+    assert time.monotonic() - begun < 2.0

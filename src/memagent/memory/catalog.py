@@ -484,6 +484,22 @@ class Catalog:
         db.execute("DELETE FROM near_duplicates WHERE a = ? AND b = ?", (first, second))
 
 
+def read_stamps(path: Path) -> dict[str, tuple[str, Stamp]] | None:
+    """Every card's (path, stamp), read through a read-only connection of its own (a background
+    scan compares them without the service's lock); ``None`` when that cannot be done."""
+    if not path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            rows = db.execute("SELECT id, path, mtime, size, inode FROM cards").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
+
+
 class _Postings:
     """One activity class of the catalog's inverted index, as ``lexical.top_k_pruned`` reads it."""
 
@@ -528,4 +544,4 @@ def _migrate(db: sqlite3.Connection, schema: str) -> None:
     db.execute("COMMIT")
 
 
-__all__ = ["Catalog", "CatalogError", "Entry", "VectorWork", "digest_of"]
+__all__ = ["Catalog", "CatalogError", "Entry", "VectorWork", "digest_of", "read_stamps"]

@@ -44,7 +44,7 @@ from memagent.fsutil import atomic_write
 from memagent.memory import gitview
 from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
-from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of
+from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
 from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
@@ -78,6 +78,7 @@ class Scan:
     head: str | None
     found: dict[str, tuple[str, Stamp]]
     started: float
+    known: dict[str, tuple[str, Stamp]] | None = None  # the catalog's stamps, read beside it
 
 
 class Store:
@@ -206,16 +207,17 @@ class Store:
                            folders=None, head=head if recorded is not None else None)
 
     def scan_files(self) -> "Scan":
-        """The file-system half of a full scan: no lock, no catalog (safe on any thread)."""
+        """The file-system half of a full scan, with the catalog's stamps read through a
+        connection of its own: no lock, safe on any thread (a search never waits for it)."""
         started = time.monotonic()
         folders = repr(self.files.folder_stamps())
         head = gitview.head_commit(self.root)
-        return Scan(folders, head, self.files.scan(), started)
+        return Scan(folders, head, self.files.scan(), started, read_stamps(self.catalog.path))
 
     def apply_scan(self, scan: "Scan") -> int:
         """The catalog half of a full scan: read the files whose stamps changed, drop the gone."""
         catalog = self.open_catalog()
-        known = catalog.stamps()
+        known = scan.known if scan.known is not None else catalog.stamps()
         on_disk = scan.found
         changed = {cid: entry for cid, entry in on_disk.items() if known.get(cid) != entry}
         removed = [cid for cid in known if cid not in on_disk]
