@@ -22,9 +22,10 @@ body::
     ---
     Use pytest-xdist for the test suite.
 
-Files are written atomically. A file that cannot be read (bad YAML, a field out of range, an id
-that does not match its file name) is reported by name by :meth:`CardFiles.read` and skipped by
-every scan; it never takes memory down.
+Files are written atomically; private cards (``private/``) are 0600 in a 0700 folder. A file
+that cannot be read (bad YAML, a field out of range, an id that does not match its file name) is
+reported by name by :meth:`CardFiles.read` and skipped by every scan; a file whose name is not
+UTF-8 is named by :meth:`CardFiles.misnamed` and skipped too. None of them takes memory down.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any, Iterator
 import yaml
 from pydantic import ValidationError
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs, private_dir
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
 
 SHARED_DIR = "cards"
@@ -152,7 +153,7 @@ class CardFiles:
     def ensure_layout(self, identity: str | None = None) -> None:
         """Create the folders, the ``.gitignore`` that keeps the index and private cards out of
         git and, given one, the project's identity file (see ``memory.identity``)."""
-        self.shared.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.shared)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             atomic_write(ignore, GITIGNORE, durable=False)
@@ -170,8 +171,9 @@ class CardFiles:
         loses its old file."""
         self.ensure_layout(self.identity)
         path = self.path_for(card.id, private)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, render(card), durable=durable)
+        if private:
+            private_dir(path.parent)
+        atomic_write(path, render(card), durable=durable, keep_mode=not private)
         other = self.path_for(card.id, not private)
         if other.exists():
             other.unlink()
@@ -214,7 +216,7 @@ class CardFiles:
         for folder in self.folders():
             for entry in _entries(folder):
                 name = entry.name
-                if not name.endswith(SUFFIX) or name.startswith("."):
+                if not name.endswith(SUFFIX) or name.startswith(".") or not _utf8(name):
                     continue
                 try:
                     st = entry.stat()
@@ -225,6 +227,26 @@ class CardFiles:
 
     def is_private(self, path: Path) -> bool:
         return path.parent == self.private
+
+    def misnamed(self) -> list[str]:
+        """One line per card file whose name is not UTF-8 (skipped by every scan), the name shown
+        with its undecodable bytes escaped."""
+        found = []
+        for folder in self.folders():
+            for entry in _entries(folder):
+                if entry.name.endswith(SUFFIX) and not _utf8(entry.name):
+                    shown = os.fsencode(entry.path).decode("utf-8", errors="backslashreplace")
+                    found.append(f"{shown}: the file name is not UTF-8; rename it to <id>.md")
+        return found
+
+
+def _utf8(name: str) -> bool:
+    """A name the file system gave as valid UTF-8 (undecodable bytes arrive as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _entries(folder: Path) -> Iterator[os.DirEntry]:

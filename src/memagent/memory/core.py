@@ -111,6 +111,7 @@ class MemoryCore:
             found.extend(store.notices)
             store.notices.clear()
             found.extend(f"skipped {problem}" for problem in store.problems())
+            found.extend(f"skipped {problem}" for problem in store.files.misnamed())
         return found
 
     # -- keeping the index in step with the files ----------------------------------------

@@ -89,7 +89,7 @@ class Saving(MemoryCore):
 
     def save_card(self, request: SaveRequest) -> SaveResult:
         card = request.card
-        reason = check_card(card, self.gate)
+        reason = check_card(card, self.gate, private=request.private)
         if reason is None and request.auto:
             reason = self._rate.refusal(self.session_id)
         if reason is not None:

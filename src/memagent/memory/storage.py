@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory.cardfiles import CardFileError, CardFiles, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError
@@ -86,7 +86,7 @@ class Store:
         from filelock import Timeout
 
         try:
-            self.files.index.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.files.index)
         except OSError as exc:
             raise StoreError(f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}") from None
         try:

@@ -113,7 +113,7 @@ PLUGINS: tuple[Plugin, ...] = (
     Plugin("telegram_token:TelegramBotTokenDetector", (("Telegram bot token", "telegram-token"),), (":",)),
     Plugin("twilio:TwilioKeyDetector", (("Twilio account SID", "twilio-sid"), ("Twilio API key", "twilio-key")),
            ("ac", "sk")),
-    Plugin("basic_auth:BasicAuthDetector", (("password in a URL", "connection-password"),), ("://",), groups=(1,),
+    Plugin("basic_auth:BasicAuthDetector", (("connection string with a password", "connection-password"),), ("://",), groups=(1,),
            extend=NO_EXTENSION),
 )
 
