@@ -126,9 +126,12 @@ def serve_stdio(paths: "ProjectPaths", settings: "Settings") -> None:
     def open_memory() -> "MemoryService":
         from memagent.memory.service import MemoryService, MemoryUnavailable
 
+        from memagent.trust import is_trusted
+
         if not settings.memory_enabled:
             raise MemoryUnavailable("memory is turned off in the settings")
-        return MemoryService.open(paths, settings, session_id="")
+        return MemoryService.open(paths, settings, session_id="",
+                                  hold_repository_cards=not is_trusted(paths.home, paths.root))
 
     memory = LazyMemory(open_memory)
     registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks)))

@@ -34,13 +34,16 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import yaml
 from pydantic import ValidationError
 
 from memagent.fsutil import atomic_write, make_dirs, private_dir
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
+
+if TYPE_CHECKING:
+    from memagent.memory.provenance import Witness
 
 SHARED_DIR = "cards"
 PRIVATE_DIR = "private"
@@ -165,6 +168,9 @@ class CardFiles:
                 atomic_write(marker, identity + "\n", durable=False)
 
     identity: str | None = None  # the project's identity, recorded with its first card
+    # records what is written and judges what is read (see ``memory.provenance``); None: the
+    # files stand as written (the user's own store)
+    witness: "Witness | None" = None
 
     def write(self, card: MemoryCard, private: bool, *, durable: bool = True) -> Path:
         """Write (or rewrite) the card's file atomically; a card moving between shared and private
@@ -173,16 +179,28 @@ class CardFiles:
         path = self.path_for(card.id, private)
         if private:
             private_dir(path.parent)
-        atomic_write(path, render(card), durable=durable, keep_mode=not private)
+        data = render(card).encode("utf-8")
+        atomic_write(path, data, durable=durable, keep_mode=not private)
+        if self.witness is not None:
+            self.witness.wrote(card, data)
         other = self.path_for(card.id, not private)
         if other.exists():
             other.unlink()
         return path
 
-    def read(self, path: Path) -> MemoryCard:
-        """The card in ``path``; raises :class:`CardFileError` naming the file."""
+    def read(self, path: Path, *, as_claimed: bool = False) -> MemoryCard:
+        """The card in ``path`` as far as it is earned (see ``memory.provenance``), or as the file
+        claims it with ``as_claimed``; raises :class:`CardFileError` naming the file."""
+        card, data = self.read_with_bytes(path)
+        if self.witness is None or as_claimed:
+            return card
+        return self.witness.earned(card, data)
+
+    def read_with_bytes(self, path: Path) -> tuple[MemoryCard, bytes]:
+        """The card as its file claims it, and the file's bytes."""
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise CardFileError(f"{path}: not UTF-8 text") from None
         except OSError as exc:
@@ -190,7 +208,7 @@ class CardFiles:
         card = parse(text, str(path))
         if card.id != path.stem:
             raise CardFileError(f"{path}: its id {card.id} does not match the file name")
-        return card
+        return card, data
 
     def delete(self, card_id: str) -> Path | None:
         """Remove the card's file; returns the path removed, if any."""
