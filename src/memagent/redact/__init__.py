@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import IO, Iterable, Iterator
 
 from memagent.redact import keys, personal, phrases
-from memagent.redact.stream import CHUNK_BYTES, RedactingWriter as _Writer
+from memagent.redact.stream import CHUNK_BYTES
+from memagent.redact.stream import RedactingWriter as _Writer
 
 SECRET = "secret"
 PERSONAL = "personal"
