@@ -35,15 +35,17 @@ def _default_mode() -> int:
     return 0o644
 
 
-def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mode: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically; an existing file keeps its permissions."""
+def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mode: bool = True,
+                 new_mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically; an existing file keeps its permissions, a new one
+    gets ``new_mode`` (default: 0666 less the umask). ``keep_mode=False``: 0600 always."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     mode = None
     if keep_mode:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
-            mode = _default_mode()
+            mode = _default_mode() if new_mode is None else new_mode
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

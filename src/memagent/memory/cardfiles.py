@@ -22,7 +22,8 @@ body::
     ---
     Use pytest-xdist for the test suite.
 
-Files are written atomically; private cards (``private/``) are 0600 in a 0700 folder. A file
+Files are written atomically and created 0600 (git keeps no permissions but the executable
+bit, so committed cards are unaffected); private cards (``private/``) stay 0600 in a 0700 folder. A file
 that cannot be read (bad YAML, a field out of range, an id that does not match its file name) is
 reported by name by :meth:`CardFiles.read` and skipped by every scan; a file whose name is not
 UTF-8 is named by :meth:`CardFiles.misnamed` and skipped too. None of them takes memory down.
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import yaml
 from pydantic import ValidationError
 
-from memagent.fsutil import atomic_write, make_dirs, private_dir
+from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs, private_dir
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ class CardFiles:
         if private:
             private_dir(path.parent)
         data = render(card).encode("utf-8")
-        atomic_write(path, data, durable=durable, keep_mode=not private)
+        atomic_write(path, data, durable=durable, keep_mode=not private, new_mode=PRIVATE_FILE_MODE)
         if self.witness is not None:
             self.witness.wrote(card, data)
         other = self.path_for(card.id, not private)
