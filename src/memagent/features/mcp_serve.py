@@ -96,8 +96,10 @@ def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
         cards = _call(lambda: service.list(memory_type=args.memory_type, scope=args.scope, limit=args.limit))
         if not cards:
             return "No memories yet."
+        from memagent.memory.consolidation import trust_label
+
         return "\n".join(
-            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, "
+            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, {trust_label(c.source)}, "
             f"{c.created_at.date().isoformat()}) {' '.join(c.content.split())}"
             for c in cards
         )
