@@ -159,10 +159,17 @@ class MemoryService(Transfer):
         """A catalog built before the ledger existed holds cards as their files claimed them:
         read them once more, as earned."""
         store = self._stores["project"]
-        if not store.catalog.exists:
+        if not (store.exists or store.catalog.exists):
             return
         with self._lock, self._guard("open"):
-            if store.catalog.get_meta("provenance") != PROVENANCE_VERSION:
+            fresh = not store.catalog.exists or store.open_catalog().count() == 0
+            catalog = store.open_catalog()
+            if catalog.get_meta("provenance") == PROVENANCE_VERSION:
+                return
+            if fresh:  # it will be filled from the files as they are earned
+                with store.locked(), catalog.transaction() as db:
+                    catalog.set_meta(db, "provenance", PROVENANCE_VERSION)
+            else:
                 refresh_catalog(store)
 
     def warm_up(self) -> None:
