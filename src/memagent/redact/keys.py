@@ -21,8 +21,6 @@ leaves the rest of the key behind.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import importlib
 import re
@@ -120,6 +118,9 @@ PLUGINS: tuple[Plugin, ...] = (
 
 def _basic_credentials(value: str) -> bool:
     """An ``Authorization: Basic`` value: base64 of printable ``user:password``."""
+    import base64
+    import binascii
+
     try:
         decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
@@ -195,9 +196,9 @@ SHAPES: tuple[Shape, ...] = (
 
 # Private key blocks: detect-secrets' PrivateKeyDetector knows the header lines; the block runs
 # to its END line (or to the end of the text, when it was cut).
-_BLOCK_END = re.compile(r"-----END [A-Z0-9 ]*(?:PRIVATE KEY|KEY BLOCK)[A-Z ]*-----|---- END SSH2 ENCRYPTED PRIVATE KEY ----")
-_PUTTY_END = re.compile(r"Private-MAC: *[0-9a-fA-F]+")
-_ANY_BEGIN = re.compile(r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY")  # also ENCRYPTED, which the plugin lacks
+_BLOCK_END = (r"-----END [A-Z0-9 ]*(?:PRIVATE KEY|KEY BLOCK)[A-Z ]*-----|---- END SSH2 ENCRYPTED PRIVATE KEY ----")
+_PUTTY_END = (r"Private-MAC: *[0-9a-fA-F]+")
+_ANY_BEGIN = (r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY")  # also ENCRYPTED, which the plugin lacks
 
 
 def key_blocks(text: str, lowered: str) -> Iterator[tuple[str, str, Span]]:
@@ -205,12 +206,12 @@ def key_blocks(text: str, lowered: str) -> Iterator[tuple[str, str, Span]]:
     if "private key" not in lowered and "putty-user-key" not in lowered:
         return
     plugin = _plugin("private_key:PrivateKeyDetector")
-    for regex in (*plugin.denylist, _ANY_BEGIN):
+    for regex in (*plugin.denylist, re.compile(_ANY_BEGIN)):
         for match in regex.finditer(text):
             start = text.rfind("-----", 0, match.start())
             start = start if start >= 0 and match.start() - start <= 10 else match.start()
             putty = match.group(0).startswith("PuTTY")
-            end_match = (_PUTTY_END if putty else _BLOCK_END).search(text, match.end())
+            end_match = re.compile(_PUTTY_END if putty else _BLOCK_END).search(text, match.end())
             yield "private key block", "private-key", (start, end_match.end() if end_match else len(text))
 
 

@@ -14,6 +14,7 @@ Each detector is built to leave code and logs alone, since transcripts are full 
 * IBAN: checked by the ``schwifty`` library (country, length, check digits).
 
 A cheap pattern finds candidates first; the libraries (imported on first use) judge only those.
+Patterns are compiled on first use (``re`` caches them), so importing this module costs nothing.
 """
 
 from __future__ import annotations
@@ -25,21 +26,21 @@ DEFAULT_REGION = "US"  # numbers written without a country code are read as this
 
 Span = tuple[int, int]
 
-_EMAIL = re.compile(
+_EMAIL = (
     r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})"
     r"(?![\w-]|\.[A-Za-z0-9])"
 )
-_NOT_PEOPLE = re.compile(r"(?i)(?:^|\.)(?:example(?:\.com|\.net|\.org)?|test|invalid|localhost|local)$")
-_NO_REPLY = re.compile(r"(?i)no-?reply")
+_NOT_PEOPLE = (r"(?i)(?:^|\.)(?:example(?:\.com|\.net|\.org)?|test|invalid|localhost|local)$")
+_NO_REPLY = (r"(?i)no-?reply")
 
 # (patterns start with a character class, lookbehinds after it: Python's re then skips ahead fast)
-_PHONE_CANDIDATE = re.compile(r"[+(\d](?<![\w.+/:#=-][+(\d])[\d ().\-]{5,22}\d(?![\w/:-]|\.\d)")
+_PHONE_CANDIDATE = (r"[+(\d](?<![\w.+/:#=-][+(\d])[\d ().\-]{5,22}\d(?![\w/:-]|\.\d)")
 # what looks like a phone to the pattern but never is: an IP address, a date, a dotted version
-_NOT_A_PHONE = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}|\d{4}-\d{2}-\d{2}.*|\d{1,2}\.\d{1,3}(?:\.\d{1,4})+")
+_NOT_A_PHONE = (r"\d{1,3}(?:\.\d{1,3}){3}|\d{4}-\d{2}-\d{2}.*|\d{1,2}\.\d{1,3}(?:\.\d{1,4})+")
 _MIN_PHONE_DIGITS, _MAX_PHONE_DIGITS = 7, 15
 _WINDOW = 24  # characters of context the matcher sees on each side of a candidate
 
-_CARD_CANDIDATE = re.compile(r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-]|\.\d)")
+_CARD_CANDIDATE = (r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-]|\.\d)")
 # (prefix range as strings, allowed lengths): the card networks' number ranges
 _CARD_NETWORKS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("4", "4", (13, 16, 19)),  # Visa
@@ -57,16 +58,16 @@ _CARD_NETWORKS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("62", "62", (16, 17, 18, 19)),  # UnionPay
 )
 
-_IBAN_CANDIDATE = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+_IBAN_CANDIDATE = (r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
 
 
 def emails(text: str) -> Iterator[Span]:
     if "@" not in text:
         return
-    for match in _EMAIL.finditer(text):
+    for match in re.finditer(_EMAIL, text):
         start, end = match.span()
         domain = match.group(1)
-        if _NOT_PEOPLE.search(domain) or _NO_REPLY.search(text[start:end]):
+        if re.search(_NOT_PEOPLE, domain) or re.search(_NO_REPLY, text[start:end]):
             continue
         if text[max(0, start - 3) : start] == "://":
             continue  # the user name of a URL (ssh://git@host/…)
@@ -80,10 +81,10 @@ def _digits(text: str) -> str:
 
 
 def phones(text: str, region: str = DEFAULT_REGION) -> Iterator[Span]:
-    for candidate in _PHONE_CANDIDATE.finditer(text):
+    for candidate in re.finditer(_PHONE_CANDIDATE, text):
         raw = candidate.group(0)
         count = len(_digits(raw))
-        if not _MIN_PHONE_DIGITS <= count <= _MAX_PHONE_DIGITS or raw.isdigit() or _NOT_A_PHONE.fullmatch(raw):
+        if not _MIN_PHONE_DIGITS <= count <= _MAX_PHONE_DIGITS or raw.isdigit() or re.fullmatch(_NOT_A_PHONE, raw):
             continue
         span = _matched_phone(text, candidate.start(), candidate.end(), region)
         if span is not None:
@@ -133,7 +134,7 @@ def _grouped_like_a_card(raw: str) -> bool:
 
 
 def payment_cards(text: str) -> Iterator[Span]:
-    for candidate in _CARD_CANDIDATE.finditer(text):
+    for candidate in re.finditer(_CARD_CANDIDATE, text):
         raw = candidate.group(0)
         number = _digits(raw)
         if _grouped_like_a_card(raw) and _card_network(number) and _luhn_ok(number):
@@ -141,7 +142,7 @@ def payment_cards(text: str) -> Iterator[Span]:
 
 
 def ibans(text: str) -> Iterator[Span]:
-    for candidate in _IBAN_CANDIDATE.finditer(text):
+    for candidate in re.finditer(_IBAN_CANDIDATE, text):
         from schwifty import IBAN
         from schwifty.exceptions import SchwiftyException
 

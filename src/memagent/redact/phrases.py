@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 # Values that are clearly placeholders, not secrets: "$DB_PASSWORD", "<token>", "{{secret}}", "***".
-PLACEHOLDER = re.compile(r"(?i)^(\$|<|\{|%|\*+$|x{3,}$|\.\.\.|none$|null$|redacted|\[redacted|changeme$)")
+PLACEHOLDER = r"(?i)^(\$|<|\{|%|\*+$|x{3,}$|\.\.\.|none$|null$|redacted|\[redacted|changeme$)"
 
 _ASSIGNMENT_WORDS = (
     r"password|passwd|passphrase|pwd|secret|client[_-]?secret|token|auth[_-]?token|access[_-]?token"
@@ -29,14 +29,14 @@ _TRAILING_PUNCTUATION = ".,;:!?)]}>"
 # Values that are code, not credentials: numbers ("256", "2_048"), calls, indexing and literals
 # ("get_secret()", "tokens[i]", "(", "[PAD]"), attribute paths ("creds.api_key") and variable
 # names ("api_key", "API_KEY") — what reading source code shows after ``token =``.
-_NUMBER = re.compile(r"[\d_.]+")
-_CODE_LIKE = re.compile(
+_NUMBER = r"[\d_.]+"
+_CODE_LIKE = (
     r"[(\[{].*|[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+"
 )
 
 
 def _looks_like_code(value: str) -> bool:
-    return bool(_NUMBER.fullmatch(value) or _CODE_LIKE.fullmatch(value))
+    return bool(re.fullmatch(_NUMBER, value) or re.fullmatch(_CODE_LIKE, value))
 
 
 _SETTING_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled"})
@@ -82,7 +82,7 @@ class Phrase:
 
     kind: str
     slug: str
-    regex: re.Pattern[str]
+    source: str  # the regular expression, compiled on first use (``re`` caches it)
     is_secret: Callable[[str], bool]
     # lowercase strings one of which any match contains: the rule runs only when the text has one
     hints: tuple[str, ...]
@@ -90,12 +90,12 @@ class Phrase:
     def spans(self, text: str, lowered: str) -> Iterator[tuple[int, int]]:
         if not any(hint in lowered for hint in self.hints):
             return
-        for match in self.regex.finditer(text):
+        for match in re.finditer(self.source, text):
             start, end = match.span(1)
             value = match.group(1)
             stripped = value.rstrip(_TRAILING_PUNCTUATION)
             end -= len(value) - len(stripped)
-            if stripped and not PLACEHOLDER.match(stripped) and self.is_secret(stripped):
+            if stripped and not re.match(PLACEHOLDER, stripped) and self.is_secret(stripped):
                 yield start, end
 
 
@@ -104,7 +104,7 @@ PHRASES: tuple[Phrase, ...] = (
         ".env secret line",
         "env-secret",
         # a line of a .env file, also as read_file shows it ("    12\tAPI_KEY=…")
-        re.compile(
+        (
             r"(?m)^\s*(?:\d+\t)?(?:export\s+)?(?:[A-Z][A-Z0-9_]*"
             r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|DSN|WEBHOOK)[A-Z0-9_]*|[A-Z][A-Z0-9_]*_PAT)"
             r"\s*=\s*['\"]?([^\s'\"#]{3,})"
@@ -115,7 +115,7 @@ PHRASES: tuple[Phrase, ...] = (
     Phrase(
         "password or secret assignment",
         "password",
-        re.compile(
+        (
             rf"(?i)(?<![a-z0-9])(?=[pscatr])(?:{_ASSIGNMENT_WORDS})(?![a-z0-9])['\"]?\s*(?:=>|=|:)\s*['\"`]?([^\s'\"`,;]{{4,}})"
         ),
         _assignment_value_is_secret,
@@ -125,7 +125,7 @@ PHRASES: tuple[Phrase, ...] = (
         "password or secret in prose",
         "password",
         # "the production deploy password is Tr0ub4dor-prod-99", "my token for the CI is: …"
-        re.compile(
+        (
             rf"(?i)(?<![a-z0-9])(?=[pscatr])(?:{_PROSE_WORDS})(?![a-z0-9])(?:\s+(?:for|of|on|to)\s+[\w .'/-]{{1,40}}?)?"
             r"\s+(?:is|was|are|=|reads|is set to|set to)\s*:?\s+['\"`]?([^\s'\"`,;]{6,})"
         ),
