@@ -23,7 +23,8 @@ def text_of(result) -> str:
 
 
 async def script(project, home):
-    env = {key: value for key, value in os.environ.items() if key.startswith(("ORT_", "ANONYMIZED_"))}
+    env = {key: value for key, value in os.environ.items() if key.startswith(("ORT_", "ANONYMIZED_", "XDG_"))}
+    env["HOME"] = os.environ["HOME"]  # the test's own home: nothing reaches the real one
     env.update(PATH=os.environ.get("PATH", ""), MEMAGENT_HOME=str(home), MEMAGENT_EMBEDDER="lexical")
     params = StdioServerParameters(command=sys.executable, args=["-m", "memagent", "mcp", "serve", "-C", str(project)],
                                    env=env)
