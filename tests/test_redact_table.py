@@ -164,6 +164,11 @@ ORDINARY = [
     "md5 " + fake(LOWER_HEX, 32, 204) + " sha1 " + fake(LOWER_HEX, 40, 205),
     "4111 1111 1111 1112 is not a card (Luhn) and 1234 5678 9012 3456 neither",
     "scikit-learn (sk-learn) and key-value stores",
+    "        token = match.group(1) or match.group(2)",
+    'EOF_KEY = "\\x04"  # Ctrl-D',
+    '{"headers": {"Authorization": "Bearer ${API_TOKEN:-none}"}}',
+    "the URL has the form https://user:pass@host:port/path",
+    "DATABASE_URL=postgres://app:${DB_PASSWORD}@db:5432/app",
 ]
 
 

@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from memagent.redact.phrases import PLACEHOLDER
+
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 JWT_CHARS = TOKEN_CHARS | frozenset(".=+/")
 NO_EXTENSION: frozenset[str] = frozenset()
@@ -57,6 +59,7 @@ class Plugin:
     extend: frozenset[str] = TOKEN_CHARS
     confirm: bool = False  # ask the plugin's own analyze_string about each value
     label: str = ""  # a prefix of the match kept in clear ("AccountKey=")
+    placeholders: bool = False  # values such as "pass" or "${DB_PASSWORD}" are examples, not secrets
 
     def findings(self, text: str, lowered: str) -> Iterator[tuple[str, str, Span]]:
         if self.hints and not any(hint in lowered for hint in self.hints):
@@ -79,6 +82,8 @@ class Plugin:
         if self.label and text.startswith(self.label, start):
             start += len(self.label)
         if self.confirm and not any(True for _ in plugin.analyze_string(text[start:end])):
+            return None
+        if self.placeholders and re.match(PLACEHOLDER, text[start:end]):
             return None
         return _extend(text, start, end, self.extend)
 
@@ -112,7 +117,7 @@ PLUGINS: tuple[Plugin, ...] = (
     Plugin("twilio:TwilioKeyDetector", (("Twilio account SID", "twilio-sid"), ("Twilio API key", "twilio-key")),
            ("ac", "sk")),
     Plugin("basic_auth:BasicAuthDetector", (("connection string with a password", "connection-password"),), ("://",), groups=(1,),
-           extend=NO_EXTENSION),
+           extend=NO_EXTENSION, placeholders=True),
 )
 
 

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 # Values that are clearly placeholders, not secrets: "$DB_PASSWORD", "<token>", "{{secret}}", "***".
-PLACEHOLDER = r"(?i)^(\$|<|\{|%|\*+$|x{3,}$|\.\.\.|none$|null$|redacted|\[redacted|changeme$)"
+PLACEHOLDER = (
+    r"(?i)^(\$|<|\{|%|\*+$|x{3,}$|\.\.\.|none$|null$|redacted|\[redacted|changeme$"
+    r"|-.*|pass$|password$|passwd$|pwd$|secret$|token$)"  # ${VAR:-default}, user:pass@host
+)
 
 _ASSIGNMENT_WORDS = (
     r"password|passwd|passphrase|pwd|secret|client[_-]?secret|token|auth[_-]?token|access[_-]?token"
@@ -31,7 +34,7 @@ _TRAILING_PUNCTUATION = ".,;:!?)]}>"
 # names ("api_key", "API_KEY") — what reading source code shows after ``token =``.
 _NUMBER = r"[\d_.]+"
 _CODE_LIKE = (
-    r"[(\[{].*|[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+"
+    r"\\[xuUnrt0-9].*|[(\[{].*|[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+"
 )
 
 
@@ -67,10 +70,10 @@ def _prose_value_is_secret(value: str) -> bool:
     A digit, a symbol inside the word, or a capital after the first letter; ordinary words
     ("refreshed", "stored", "Required") and code references (``settings.DB_PASSWORD``) are prose.
     """
-    if any(ch.isdigit() for ch in value):
-        return True
     if _looks_like_code(value):
         return False
+    if any(ch.isdigit() for ch in value):
+        return True
     if any(not ch.isalpha() and ch not in "-'" for ch in value):
         return True
     return any(ch.isupper() for ch in value[1:])
