@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from fakeapi import FakeAnthropic, text, tool
-from test_redact_table import SHAPES
+from test_redact_table import PERSONAL, SHAPES
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}
 FORGED_ID = "m_0123456789ab"
@@ -158,9 +158,9 @@ def test_a_stripe_key_and_an_email_never_reach_a_card(run_cli, project):
             assert stripe.encode() not in data and b"maria.lopez" not in data, path
 
 
-def test_printing_every_key_shape_through_bash_leaves_no_secret_on_disk(run_cli, project, cli_env):
+def test_printing_every_key_shape_and_personal_datum_through_bash_leaves_none_on_disk(run_cli, project, cli_env):
     values = [value for _, _, value, _ in SHAPES]
-    lines = [template.format(v=value) for _, template, value, _ in SHAPES]
+    lines = [template.format(v=value) for _, template, value, _ in SHAPES] + [line for _, line, _, _ in PERSONAL]
     (project / ".memagent.toml").write_text("output_cap_chars = 400\n")  # the full output is saved to a file
     command = "printf '%s\\n' " + " ".join(shlex.quote(line) for line in lines)
     requests, result = ask(run_cli, project, "print the fixtures", tool("bash", {"command": command}), extra=("--yes",))
@@ -171,6 +171,7 @@ def test_printing_every_key_shape_through_bash_leaves_no_secret_on_disk(run_cli,
     assert any(p.suffix == ".jsonl" for p in transcripts) and any(p.suffix == ".log" for p in transcripts)
     leaks = [(name, str(path)) for (name, _, value, _), path in ((s, p) for s in SHAPES for p in written)
              if value.split("https://")[-1].encode() in path.read_bytes()]
+    leaks += [(name, str(path)) for name, _, value, _ in PERSONAL for path in written if value.encode() in path.read_bytes()]
     assert leaks == []
 
 
