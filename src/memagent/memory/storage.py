@@ -38,9 +38,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory import gitview
 from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
@@ -49,14 +49,18 @@ from memagent.memory.errors import StoreError
 from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
 
+if TYPE_CHECKING:
+    from memagent.memory.provenance import Witness
+
 Progress = Callable[[int, int], None]  # (done, total)
+Embed = Callable[[Sequence[str]], list[list[float]]]
 VectorItem = tuple[str, str, bool, Sequence[float]]  # (card id, content digest, active, vector)
 
 
 def chunked(items: Sequence, size: int) -> Iterator[Sequence]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-Embed = Callable[[Sequence[str]], list[list[float]]]
+
 
 INLINE_SCAN_MAX = 2_000  # a full stamp scan costs ~3 µs per file: inline only up to a few ms
 FULL_SCAN_INTERVAL_S = 1.0
@@ -85,11 +89,11 @@ class Store:
     """See the module docstring."""
 
     def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
-                 identity: str | None = None) -> None:
+                 identity: str | None = None, witness: "Witness | None" = None) -> None:
         from filelock import FileLock
 
         self.label = label
-        self.files = CardFiles(root, identity)
+        self.files = CardFiles(root, identity, witness)
         self.catalog = Catalog(self.files.index / CATALOG_FILE)
         self.location = location
         self.vectors: VectorIndex | None = None
@@ -127,7 +131,7 @@ class Store:
         from filelock import Timeout
 
         try:
-            self.files.index.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.files.index)
         except OSError as exc:
             raise StoreError(f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}") from None
         try:
