@@ -33,7 +33,7 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -141,7 +141,7 @@ class VectorCache:
         return base64.b64encode(_SCALE.pack(scale) + quantized.tobytes()).decode("ascii")
 
     def _ensure_folder(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.folder)
         attributes = self.root / ".gitattributes"
         if not attributes.exists():
             atomic_write(attributes, GITATTRIBUTES, durable=False)
@@ -149,7 +149,7 @@ class VectorCache:
     def _append(self, path: Path, lines: list[str]) -> None:
         """Append whole lines with one ``write`` (O_APPEND); a new file gets its header first."""
         if not path.exists() or path.stat().st_size == 0:
-            atomic_write(path, self._header(), durable=False)
+            atomic_write(path, self._header(), durable=False, new_mode=PRIVATE_FILE_MODE)
         elif not _ends_with_newline(path):
             lines = ["\n", *lines]  # a torn last line stays on a line of its own (and is skipped)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
