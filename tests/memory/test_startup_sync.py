@@ -57,6 +57,7 @@ def test_the_first_search_of_a_large_store_stamps_no_file(open_service, paths, l
     writer = open_service()
     _cards(writer)
     writer.close()
+    open_service().close()  # a catalog's one-time provenance refresh (memory.provenance) reads every file
     scans.clear()
     service = open_service()
     assert service.search("what is the staging database called?", k=1)
