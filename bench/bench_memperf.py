@@ -229,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
             env = {**os.environ, "MEMAGENT_HOME": str(store / "home"), "ANTHROPIC_API_KEY": "bench",
                    "ANTHROPIC_BASE_URL": fake.url}
             label = f"{n // 1000}k"
+            # The cards were written by the build, not by a session this machine's ledger saw:
+            # trusting the project lets sessions use them (see memory.provenance).
+            timed([memagent, "trust", "-C", str(project)], env, project)
             for prompt, name in (("hi", "hi"), (QUESTION, "a question")):
                 p = pair([memagent, "-p", prompt, "-C", str(project)],
                          [memagent, "-p", prompt, "--no-memory", "-C", str(project)], env, project, args.runs)
