@@ -1,0 +1,194 @@
+"""Headless output in Claude Code's shapes, read by the ``claude-agent-sdk`` itself.
+
+The real CLI runs against the fake Messages API; its stdout goes through the SDK's public
+``query()`` (a replaying transport) or the SDK runs memagent as its CLI, so every line is
+parsed by the SDK's own message parser into the SDK's own types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    SystemMessage,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    query,
+)
+from fakeapi import FakeAnthropic, delay, error, text, tool, turn
+from sdk_kit import memagent_cli, parse_with_sdk, sdk_env
+
+
+@pytest.fixture
+def fake():
+    with FakeAnthropic() as server:
+        yield server
+
+
+def _run(run_cli, fake, project, *flags, prompt="hello", **kwargs):
+    return run_cli("-C", str(project), "--no-memory", "-p", prompt, *flags, env={"ANTHROPIC_BASE_URL": fake.url},
+                   **kwargs)
+
+
+def _kinds(messages):
+    return [type(m).__name__ for m in messages]
+
+
+def test_a_plain_answer_parses_into_the_sdk_types(run_cli, fake, project):
+    fake.add(text("Forty-two."))
+    result = _run(run_cli, fake, project, "--output-format", "stream-json", "--verbose")
+    assert result.returncode == 0, result.stderr
+    messages = parse_with_sdk(result.stdout)
+    assert _kinds(messages) == ["SystemMessage", "AssistantMessage", "ResultMessage"]
+    init, answer, final = messages
+    assert init.subtype == "init" and init.data["session_id"] == final.session_id
+    assert init.data["cwd"] == str(project) and "read_file" in init.data["tools"]
+    assert {"model", "permissionMode", "mcp_servers", "slash_commands", "apiKeySource", "skills"} <= set(init.data)
+    assert init.data["apiKeySource"] == "ANTHROPIC_API_KEY" and init.data["permissionMode"] == "default"
+    assert answer.content == [TextBlock(text="Forty-two.")] and answer.model == "claude-sonnet-5-5"
+    assert answer.message_id.startswith("msg_") and answer.stop_reason == "end_turn"
+    assert answer.usage["output_tokens"] > 0 and answer.session_id == final.session_id
+    assert final.subtype == "success" and final.is_error is False and final.result == "Forty-two."
+    assert final.num_turns == 1 and final.stop_reason == "end_turn" and final.permission_denials == []
+    assert 0 <= final.duration_api_ms <= final.duration_ms
+    assert final.total_cost_usd > 0 and final.usage["output_tokens"] == answer.usage["output_tokens"]
+    assert final.model_usage["claude-sonnet-5-5"]["outputTokens"] == answer.usage["output_tokens"]
+    uuids = [json.loads(line)["uuid"] for line in result.stdout.splitlines()]
+    assert len(set(uuids)) == 3 and final.uuid == uuids[-1]
+
+
+def test_tool_use_and_its_result_parse_as_assistant_and_user_messages(run_cli, fake, project):
+    (project / "notes.txt").write_text("alpha\n")
+    fake.add(turn("Let me look.", tool("read_file", {"path": "notes.txt"}, id="toolu_read")), text("It says alpha."))
+    result = _run(run_cli, fake, project, "--output-format", "stream-json")
+    assert result.returncode == 0, result.stderr
+    messages = parse_with_sdk(result.stdout)
+    assert _kinds(messages) == ["SystemMessage", "AssistantMessage", "AssistantMessage", "UserMessage",
+                                "AssistantMessage", "ResultMessage"]
+    _, said, call, outcome, answer, final = messages
+    assert said.content == [TextBlock(text="Let me look.")]
+    assert call.content == [ToolUseBlock(id="toolu_read", name="read_file", input={"path": "notes.txt"})]
+    assert said.message_id == call.message_id != answer.message_id  # one API message, one line per block
+    assert said.stop_reason == "tool_use"
+    [block] = outcome.content
+    assert isinstance(block, ToolResultBlock) and block.tool_use_id == "toolu_read" and block.is_error is False
+    assert "alpha" in block.content and outcome.parent_tool_use_id is None
+    assert final.num_turns == 2 and final.result == "It says alpha."
+    assert fake.requests[1]["messages"][-1]["content"][0]["content"] == block.content  # what the model got
+
+
+def test_an_api_error_is_an_error_result_with_errors(run_cli, fake, project):
+    fake.add(error(400, "bad things"))
+    result = _run(run_cli, fake, project, "--output-format", "stream-json")
+    assert result.returncode == 1
+    init, final = parse_with_sdk(result.stdout)
+    assert isinstance(init, SystemMessage) and isinstance(final, ResultMessage)
+    assert final.subtype == "error_during_execution" and final.is_error is True
+    assert len(final.errors) == 1 and "bad things" in final.errors[0]
+    assert final.terminal_reason == "model_error" and final.num_turns == 1
+    assert result.stderr.startswith("memagent: ") and result.stderr.count("\n") == 1
+
+
+def test_max_turns_is_error_max_turns_with_the_calls_made(run_cli, fake, project):
+    fake.add(*[tool("glob", {"pattern": "*"}) for _ in range(3)], text("never reached"))
+    result = _run(run_cli, fake, project, "--yes", "--max-turns", "2", "--output-format", "stream-json")
+    assert result.returncode == 1
+    messages = parse_with_sdk(result.stdout)
+    final = messages[-1]
+    assert final.subtype == "error_max_turns" and final.is_error and final.num_turns == 2
+    assert final.terminal_reason == "max_turns" and "2 model calls" in final.errors[0]
+    assert _kinds(messages).count("UserMessage") == 2 and len(fake.requests) == 2
+
+
+def test_a_denied_tool_is_a_permission_denial(run_cli, fake, project):
+    fake.add(tool("bash", {"command": "touch made.txt"}, id="toolu_bash"), text("I could not."))
+    result = _run(run_cli, fake, project, "--output-format", "stream-json")  # no --yes: nobody to approve
+    assert result.returncode == 0, result.stderr
+    messages = parse_with_sdk(result.stdout)
+    [outcome] = [m for m in messages if isinstance(m, UserMessage)]
+    assert outcome.content[0].is_error is True
+    final = messages[-1]
+    assert final.permission_denials == [{"tool_name": "bash", "tool_use_id": "toolu_bash",
+                                         "tool_input": {"command": "touch made.txt"}}]
+    assert not (project / "made.txt").exists()
+
+
+def test_a_failing_tool_is_not_a_denial(run_cli, fake, project):
+    fake.add(tool("read_file", {"path": "missing.txt"}, id="toolu_r"), tool("read_file", {}, id="toolu_bad"), text("ok"))
+    result = _run(run_cli, fake, project, "--output-format", "json")
+    final = json.loads(result.stdout)
+    assert final["subtype"] == "success" and final["permission_denials"] == []
+
+
+@pytest.mark.parametrize("scenario", ["success", "error", "max_turns"])
+def test_the_json_result_parses_as_a_result_message(run_cli, fake, project, scenario):
+    steps = {"success": [text("Done.")], "error": [error(400, "bad request")],
+             "max_turns": [tool("glob", {"pattern": "*"}), text("x")]}[scenario]
+    fake.add(*steps)
+    result = _run(run_cli, fake, project, "--yes", "--max-turns", "1", "--output-format", "json")
+    [line] = result.stdout.splitlines()
+    [final] = parse_with_sdk(line)
+    assert isinstance(final, ResultMessage)
+    expected = {"success": "success", "error": "error_during_execution", "max_turns": "error_max_turns"}[scenario]
+    assert final.subtype == expected and final.is_error == (scenario != "success")
+    assert result.returncode == (0 if scenario == "success" else 1)
+    assert final.session_id and final.uuid and isinstance(final.duration_api_ms, int)
+
+
+def test_a_sigterm_mid_turn_ends_with_a_result_the_sdk_reads(cli_env, fake, project):
+    fake.add(delay(60, text("too late")))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", "-p", "wait", "--output-format",
+         "stream-json"],
+        env={**cli_env, "ANTHROPIC_BASE_URL": fake.url}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert fake.wait_for_requests(1, timeout=120), "the request never came"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    messages = parse_with_sdk(out)
+    final = messages[-1]
+    assert isinstance(messages[0], SystemMessage) and isinstance(final, ResultMessage)
+    assert final.is_error and final.subtype == "error_during_execution"
+    assert final.errors == ["interrupted by SIGTERM"] and final.terminal_reason == "aborted_streaming"
+    assert err.strip().splitlines()[-1] == "memagent: interrupted by SIGTERM" and "Traceback" not in err
+
+
+def test_the_agent_sdk_runs_memagent_as_its_cli(tmp_path, fake, project):
+    """``ClaudeAgentOptions(cli_path=...)``: the SDK starts memagent with its own flags
+    (``--output-format stream-json --verbose --system-prompt "" --input-format stream-json``, no
+    ``-p``), sends its ``initialize`` request and the prompt on stdin, and reads the answer."""
+    (project / "notes.txt").write_text("alpha\n")
+    fake.add(tool("read_file", {"path": "notes.txt"}, id="toolu_r"), text("It says alpha."))
+    cli = memagent_cli(tmp_path, project, "--no-memory")
+    stderr: list[str] = []
+    options = ClaudeAgentOptions(cli_path=cli, env=sdk_env(fake.url), stderr=stderr.append, max_turns=5)
+
+    async def ask():
+        return [message async for message in query(prompt="what is in notes.txt?", options=options)]
+
+    messages = asyncio.run(ask())
+    kinds = _kinds(messages)
+    assert kinds == ["SystemMessage", "AssistantMessage", "UserMessage", "AssistantMessage", "ResultMessage"], stderr
+    final = messages[-1]
+    assert final.subtype == "success" and final.result == "It says alpha." and final.num_turns == 2
+    assert isinstance(messages[1], AssistantMessage) and messages[1].content[0].name == "read_file"
+    assert fake.requests[0]["messages"][0]["content"][0]["text"] == "what is in notes.txt?"
+    # --system-prompt "" (the SDK's default): memagent's base prompt is left out
+    assert "You are memagent" not in json.dumps(fake.requests[0].get("system"))
+    assert fake.errors == []
