@@ -16,7 +16,7 @@ from typing import NoReturn, Optional, Sequence
 import typer
 
 from memagent import __version__
-from memagent.cli.common import EXIT_USAGE, RootOption, fail
+from memagent.cli.common import EXIT_USAGE, Failure, RootOption, fail
 
 SUBCOMMANDS = {
     "tasks": "The task graph in .tasks/: list, show, ready, blocked, tree, add, update, done, cancel, check.",
@@ -304,18 +304,7 @@ def main(
         if prompt is not None or continue_ or resume or pick_session:
             fail("-p, -c and -r go with chat, not with a sub-command", EXIT_USAGE)
         return
-    if sum((continue_, resume is not None, pick_session)) > 1:
-        fail("use either -c or -r, not both", EXIT_USAGE)
-    if model is not None and not model.strip():
-        fail("--model: the model id is empty (leave the option out for the default)", EXIT_USAGE)
-    if prompt is not None and first_message is not None:
-        fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({first_message!r})", EXIT_USAGE)
-    streaming_input = input_format == "stream-json"
-    if (output_format is not None or max_turns is not None) and prompt is None and not streaming_input:
-        fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
-    permission_mode = _permission_mode(permission_mode, skip_permissions)
     from memagent.cli.chat import ChatOptions, run_chat
-    from memagent.cli.claude_flags import FlagError
 
     options = ChatOptions(
         root=root,
@@ -323,7 +312,7 @@ def main(
         continue_latest=continue_,
         resume_id=resume,
         auto_approve=yes,
-        model=model.strip() if model else None,
+        model=model,
         memory=not no_memory,
         first_message=first_message,
         pick_session=pick_session,
@@ -334,14 +323,53 @@ def main(
         replay_user_messages=replay_user_messages,
     )
     try:
-        options.apply_claude_flags(
-            allowed_tools=allowed_tools or (), disallowed_tools=disallowed_tools or (), add_dirs=add_dir or (),
+        _check_chat(options, output_format_given=output_format is not None, skip_permissions=skip_permissions)
+        _apply_claude_flags(
+            options, allowed_tools=allowed_tools or (), disallowed_tools=disallowed_tools or (), add_dirs=add_dir or (),
             mcp_configs=mcp_config or (), session_id=session_id,
             system_prompt=(system_prompt, system_prompt_file), append_system_prompt=(append_system_prompt, append_system_prompt_file),
         )
+        run_chat(options)
+    except Failure as exc:  # a usage or setup error before any turn: JSON too, when JSON was asked for
+        if options.output_format in ("json", "stream-json"):
+            print_error_result(exc.message)
+        raise
+
+
+def _check_chat(options, *, output_format_given: bool, skip_permissions: bool) -> None:
+    """The chat command's own usage errors (one line, exit 2)."""
+    if sum((options.continue_latest, options.resume_id is not None, options.pick_session)) > 1:
+        fail("use either -c or -r, not both", EXIT_USAGE)
+    if options.model is not None:
+        if not options.model.strip():
+            fail("--model: the model id is empty (leave the option out for the default)", EXIT_USAGE)
+        options.model = options.model.strip()
+    if options.prompt is not None and options.first_message is not None:
+        fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({options.first_message!r})",
+             EXIT_USAGE)
+    if (output_format_given or options.max_turns is not None) and not options.headless:
+        fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
+    options.permission_mode = _permission_mode(options.permission_mode, skip_permissions)
+
+
+def _apply_claude_flags(options, **flags) -> None:
+    from memagent.cli.claude_flags import FlagError
+
+    try:
+        options.apply_claude_flags(**flags)
     except FlagError as exc:
         fail(str(exc), EXIT_USAGE)
-    run_chat(options)
+
+
+def print_error_result(reason: str) -> None:
+    """A run that asked for JSON output and failed before its turn also gets the reason as a
+    JSON ``result`` object on stdout (the one line on stderr stays)."""
+    import json
+
+    from memagent.ui.headless_shapes import setup_error_result
+
+    sys.stdout.write(json.dumps(setup_error_result(reason), ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
 
 
 def _permission_mode(mode: Optional[str], skip_permissions: bool) -> Optional[str]:
@@ -386,15 +414,10 @@ def wants_json(argv: Sequence[str]) -> bool:
 
 
 def _exit(argv: Sequence[str], code: int, message: str | None) -> NoReturn:
-    """Exit with ``code``; a run that asked for JSON output and failed before its turn also
-    gets the reason as a JSON ``result`` object on stdout (the one line is on stderr already)."""
+    """Exit with ``code``; an error before the chat command ran (the command line itself) is
+    also a JSON ``result`` when the command line asked for JSON output."""
     if code and message and wants_json(argv):
-        import json
-
-        from memagent.ui.headless_shapes import setup_error_result
-
-        sys.stdout.write(json.dumps(setup_error_result(message), ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        print_error_result(message)
     sys.exit(code)
 
 

@@ -111,8 +111,8 @@ def _one_line(text: str | None) -> str | None:
 
 
 class HeadlessRun:
-    """One headless session: the ``init`` line once, then any number of turns, each ending
-    with a ``result`` (stream-json writes every line; json only the results)."""
+    """One headless session: any number of turns, each from an ``init`` line to a ``result``
+    (stream-json writes every line; json only the results)."""
 
     def __init__(self, session: Any, out: IO[str], err: IO[str], *, streaming: bool, stop: StopSignal | None = None):
         self.session, self.out, self.err = session, out, err
@@ -123,7 +123,6 @@ class HeadlessRun:
         agent = session.agent
         agent.features = [self.tap, *agent.features]
         self._warnings_seen = 0
-        self._started = False
 
     # ------------------------------------------------------------------ output
 
@@ -139,14 +138,6 @@ class HeadlessRun:
         if self.streaming:
             self.write(obj)
 
-    def begin(self) -> None:
-        """The ``init`` line (stream-json) and the session's warnings so far; once."""
-        if self._started:
-            return
-        self._started = True
-        self._stream(init_message(self.session, self.session_id))
-        self._report_warnings()
-
     def _report_warnings(self) -> None:
         warnings = getattr(self.session, "warnings", [])
         for warning in warnings[self._warnings_seen:]:
@@ -157,11 +148,13 @@ class HeadlessRun:
 
     def single(self, prompt: str) -> int:
         """Run one turn (``-p PROMPT``) and return the exit code."""
-        self.begin()
         return self.exit_code(self.run_turn(prompt))
 
     def run_turn(self, prompt: str) -> dict[str, Any]:
-        """Run one user turn to its end and write its ``result``; returns that object."""
+        """Run one user turn to its end and write its ``result``; returns that object. Each turn
+        opens with the ``init`` line and the session warnings not reported yet."""
+        self._stream(init_message(self.session, self.session_id))
+        self._report_warnings()
         self.turn = TurnRecord()
         self.tap.validated.clear()
         self.tap.ran.clear()

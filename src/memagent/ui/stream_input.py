@@ -180,7 +180,6 @@ def run_stream_input(
     run = HeadlessRun(session, out, err, streaming=True, stop=stop)
     stream = StreamSession(run, err, replay=replay, commands=_custom_commands(session))
     try:
-        run.begin()
         while raw := stdin.readline():
             stream.line_number += 1
             item = parse_line(raw)
