@@ -192,3 +192,171 @@ def test_the_agent_sdk_runs_memagent_as_its_cli(tmp_path, fake, project):
     # --system-prompt "" (the SDK's default): memagent's base prompt is left out
     assert "You are memagent" not in json.dumps(fake.requests[0].get("system"))
     assert fake.errors == []
+
+
+# ------------------------------------------------------------------ stream-json input
+
+
+def _user_line(text, **extra):
+    return json.dumps({"type": "user", "message": {"role": "user", "content": text}, **extra})
+
+
+def _stream(run_cli, fake, project, lines, *flags):
+    return run_cli("-C", str(project), "--no-memory", "-p", "--input-format", "stream-json", "--output-format",
+                   "stream-json", "--verbose", *flags, env={"ANTHROPIC_BASE_URL": fake.url},
+                   input="".join(line + "\n" for line in lines))
+
+
+def test_two_messages_on_stdin_are_two_turns_of_one_session(run_cli, fake, project):
+    fake.add(text("Answer one."), text("Answer two."))
+    blocks = [{"type": "text", "text": "second"}, {"type": "text", "text": "question"}]
+    result = _stream(run_cli, fake, project, [_user_line("first question"), _user_line(blocks)])
+    assert result.returncode == 0, result.stderr
+    messages = parse_with_sdk(result.stdout)
+    assert _kinds(messages) == ["SystemMessage", "AssistantMessage", "ResultMessage"] * 2
+    first, second = messages[2], messages[5]
+    assert (first.result, second.result) == ("Answer one.", "Answer two.")
+    assert first.session_id == second.session_id == messages[0].data["session_id"]
+    texts = [[b["text"] for b in m["content"] if b["type"] == "text"] for m in fake.requests[1]["messages"]]
+    assert texts[:2] == [["first question"], ["Answer one."]] and texts[2][0] == "second\n\nquestion"
+    assert len(list((project / ".transcripts").glob("*.jsonl"))) == 1
+
+
+def test_bad_input_lines_get_an_error_result_and_the_rest_still_runs(run_cli, fake, project):
+    fake.add(text("Still here."))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    lines = ["this is not json", json.dumps({"type": "bogus"}), _user_line([image]), _user_line("real question")]
+    result = _stream(run_cli, fake, project, lines)
+    assert result.returncode == 1  # some input failed
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    errors = [o for o in objects if o["type"] == "result" and o["is_error"]]
+    assert [e["errors"][0].split(":")[0] for e in errors] == ["stdin line 1", "stdin line 2", "stdin line 3"]
+    assert "not JSON" in errors[0]["errors"][0] and "'bogus'" in errors[1]["errors"][0]
+    assert "no text" in errors[2]["errors"][0]
+    assert objects[-1]["subtype"] == "success" and objects[-1]["result"] == "Still here."
+    assert len(result.stderr.strip().splitlines()) == 3 and "Traceback" not in result.stderr
+    assert len(fake.requests) == 1
+    parse_with_sdk(result.stdout)  # every line, the error results too, is one the SDK reads
+
+
+def test_control_requests_and_replayed_messages(run_cli, fake, project):
+    fake.add(text("Hi."))
+    lines = [
+        json.dumps({"type": "control_request", "request_id": "req_1", "request": {"subtype": "initialize"}}),
+        json.dumps({"type": "control_request", "request_id": "req_2", "request": {"subtype": "set_model"}}),
+        json.dumps({"type": "keep_alive"}),
+        _user_line("hello", uuid="11111111-2222-4333-8444-555555555555"),
+    ]
+    result = _stream(run_cli, fake, project, lines, "--replay-user-messages")
+    assert result.returncode == 0, result.stderr
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    init_answer, refused = objects[0], objects[1]
+    assert init_answer["type"] == "control_response" and init_answer["response"]["subtype"] == "success"
+    assert init_answer["response"]["request_id"] == "req_1" and "commands" in init_answer["response"]["response"]
+    assert refused["response"] == {"subtype": "error", "request_id": "req_2",
+                                   "error": "memagent does not support the control request 'set_model'"}
+    replayed = next(o for o in objects if o["type"] == "user")
+    assert replayed["isReplay"] is True and replayed["uuid"] == "11111111-2222-4333-8444-555555555555"
+    assert replayed["message"] == {"role": "user", "content": "hello"}
+    assert objects[-1]["result"] == "Hi."
+
+
+def test_stream_input_without_any_message_is_an_error(run_cli, fake, project):
+    result = _stream(run_cli, fake, project, [])
+    assert result.returncode == 2 and "no message on stdin" in result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["is_error"] is True and fake.requests == []
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-p", "--input-format", "stream-json", "--output-format", "json"], "needs --output-format stream-json"),
+    (["-p", "a prompt", "--input-format", "stream-json", "--output-format", "stream-json"], "come on stdin"),
+    (["-p", "hi", "--replay-user-messages"], "--replay-user-messages goes with"),
+    (["-p", "hi", "--input-format", "yaml"], "--input-format must be one of text, stream-json"),
+])
+def test_stream_input_usage_errors(run_cli, project, flags, message):
+    result = run_cli("-C", str(project), *flags)
+    assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ one session id across -c / -r
+
+
+def _json_run(run_cli, fake, project, prompt, *flags):
+    result = _run(run_cli, fake, project, "--output-format", "json", *flags, prompt=prompt)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _texts(request):
+    return [b["text"] for m in request["messages"] for b in m["content"] if b.get("type") == "text"]
+
+
+def test_resume_and_continue_report_the_first_runs_session_id(run_cli, fake, project):
+    fake.add(text("one"), text("two"), text("three"), text("four"))
+    first = _json_run(run_cli, fake, project, "first")["session_id"]
+    assert _json_run(run_cli, fake, project, "second", "-r", first)["session_id"] == first
+    assert _json_run(run_cli, fake, project, "third", "-c")["session_id"] == first
+    # -r with that id again continues the newest part of the session, not its first transcript
+    assert _json_run(run_cli, fake, project, "fourth", "-r", first)["session_id"] == first
+    assert _texts(fake.requests[-1]) == ["first", "one", "second", "two", "third", "three", "fourth"]
+
+
+def test_session_id_names_a_new_session_that_r_continues(run_cli, fake, project):
+    fake.add(text("one"), text("two"))
+    chosen = "3f2b5d3e-1111-4222-8333-444455556666"
+    assert _json_run(run_cli, fake, project, "first", "--session-id", chosen.upper())["session_id"] == chosen
+    assert _json_run(run_cli, fake, project, "second", "-r", chosen)["session_id"] == chosen
+    assert _texts(fake.requests[-1]) == ["first", "one", "second"]
+    again = _run(run_cli, fake, project, "--session-id", chosen, "--output-format", "json")
+    assert again.returncode == 2 and "already in use; continue it with -r" in again.stderr
+    assert json.loads(again.stdout)["errors"] == [again.stderr.removeprefix("memagent: ").strip()]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--session-id", "not-a-uuid"], "is not a UUID"),
+    (["--session-id", "3f2b5d3e-1111-4222-8333-444455556666", "-c"], "--session-id starts a new session"),
+])
+def test_session_id_usage_errors(run_cli, project, flags, message):
+    result = run_cli("-C", str(project), "-p", "hi", *flags)
+    assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
+
+
+# ------------------------------------------------------------------ errors as JSON, cost
+
+
+@pytest.mark.parametrize("flags, env, message", [
+    (["-p", "hi", "--max-turns", "abc"], {}, "--max-turns: 'abc' is not a whole number"),
+    (["-p", "hi", "--fallback-model", "claude-haiku-4-5"], {}, "--fallback-model is a Claude Code option"),
+    (["-p", "--input-format", "stream-json", "--output-format", "json"], {}, "needs --output-format stream-json"),
+    (["-p", "hi"], {"ANTHROPIC_API_KEY": ""}, "no API key"),
+    (["-p", "-"], {}, "stdin was empty"),
+    (["-p", "hi", "-r", "no-such-session"], {}, "no session 'no-such-session'"),
+])
+@pytest.mark.parametrize("output_format", ["json", "stream-json"])
+def test_errors_before_the_turn_are_a_json_result_too(run_cli, project, flags, env, message, output_format):
+    result = run_cli("-C", str(project), "--output-format", output_format, *flags, env=env)
+    assert result.returncode in (1, 2) and result.stderr.count("\n") == 1 and message in result.stderr
+    [line] = result.stdout.splitlines()
+    [final] = parse_with_sdk(line)
+    assert final.is_error and final.subtype == "error_during_execution" and final.num_turns == 0
+    assert final.errors == [result.stderr.removeprefix("memagent: ").split("; see '")[0].strip()]
+
+
+def test_text_output_never_gets_a_json_error(run_cli, project):
+    result = run_cli("-C", str(project), "-p", "hi", "--max-turns", "abc")
+    assert result.returncode == 2 and result.stdout == ""
+
+
+def test_an_unknown_models_cost_is_null_not_zero(run_cli, fake, project):
+    fake.add(text("local answer"), error(500, "down"))
+    ok = _run(run_cli, fake, project, "-m", "my-local-model", "--output-format", "json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["total_cost_usd"] is None
+    failed = _run(run_cli, fake, project, "-m", "my-local-model", "--output-format", "json")
+    final = json.loads(failed.stdout)
+    assert failed.returncode == 1 and final["total_cost_usd"] is None and final["modelUsage"] == {}
+
+
+def test_a_known_models_cost_is_zero_when_nothing_was_spent(run_cli, fake, project):
+    fake.add(error(400, "bad request"))
+    final = json.loads(_run(run_cli, fake, project, "--output-format", "json").stdout)
+    assert final["is_error"] and final["total_cost_usd"] == 0.0

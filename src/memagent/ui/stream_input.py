@@ -13,7 +13,8 @@ The lines Claude Code reads in this mode, and the Agent SDK writes:
 A line that is not JSON, or not one of these, is named on stderr and answered with an error
 ``result`` (so a driver waiting for one result per message is never left hanging); the next
 lines still run. End of input ends the session. Exit code: 0 when every turn succeeded, 1 when
-a turn or an input line failed, 128 + n when a signal interrupted a turn (the run stops there).
+a turn or an input line failed, 2 when stdin held no line at all, 128 + n when a signal
+interrupted a turn (the run stops there).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import IO, Any, Union
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.headless import HeadlessRun
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal
+
+EXIT_USAGE = 2
 
 IGNORED_TYPES = frozenset({"keep_alive", "control_response", "control_cancel_request"})
 
@@ -124,8 +127,9 @@ class StreamSession:
     commands: list[dict[str, str]] = field(default_factory=list)
 
     def bad_line(self, reason: str) -> None:
+        """Name the problem on stderr and answer it with an error ``result``."""
         self.failed = True
-        line = f"stdin line {self.line_number}: {reason}"
+        line = f"stdin line {self.line_number}: {reason}" if self.line_number else reason
         self.err.write(f"memagent: {line}\n")
         self.err.flush()
         self.run.write(shapes.setup_error_result(line, self.run.session_id))
@@ -194,6 +198,9 @@ def run_stream_input(
     except KeyboardInterrupt:  # a signal while waiting for the next line: the turns so far stand
         err.write(f"memagent: {stop.reason}\n")
         return stop.exit_code
+    if stream.line_number == 0:
+        stream.bad_line("no message on stdin (--input-format stream-json reads one JSON message per line)")
+        return EXIT_USAGE
     return EXIT_FAILURE if stream.failed else EXIT_OK
 
 
