@@ -87,7 +87,7 @@ def test_system_prompt_replaces_the_base_prompt_and_keeps_the_project_instructio
     fake.add(text("one"), text("two"))
     assert _run(run_cli, fake, project, "--system-prompt", "You are a test bot.").returncode == 0
     assert _run(run_cli, fake, project, "--system-prompt-file", str(prompt_file)).returncode == 0
-    for request, persona in zip(fake.requests, ("You are a test bot.", "You are a release bot.")):
+    for request, persona in zip(fake.requests, ("You are a test bot.", "You are a release bot."), strict=True):
         texts = _system_texts(request)
         assert texts[0].strip() == persona and not any("You are memagent" in t for t in texts)
         assert any("use tabs" in t for t in texts)

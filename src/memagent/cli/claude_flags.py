@@ -123,7 +123,7 @@ def split_rules(values: Iterable[str]) -> tuple[str, ...]:
     separate rules, except inside parentheses."""
     rules: list[str] = []
     for value in values:
-        depth, current = 0, []
+        depth, current = 0, list[str]()
         for char in value:
             if char in ", \t\n" and depth == 0:
                 if current:

@@ -126,7 +126,7 @@ def _option_names(with_value: bool | None) -> frozenset[str]:
     for parameter in inspect.signature(main).parameters.values():
         info = parameter.default
         if isinstance(info, OptionInfo) and (with_value is None or (str(parameter.annotation) != "bool") == with_value):
-            names.update(decl for decl in info.param_decls if decl.startswith("-"))
+            names.update(decl for decl in info.param_decls or () if decl.startswith("-"))
     return frozenset(names)
 
 

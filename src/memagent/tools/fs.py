@@ -419,10 +419,10 @@ def glob(inp: GlobInput, ctx: ToolContext) -> str:
     found: list[tuple[float, str]] = []
     if start.is_dir():
         for path, rel in walk_files(base, start, IgnoreRules.for_root(base)):
-            shown = shown_path(base, root, rel)
-            if regex.match(shown):
+            listed = shown_path(base, root, rel)
+            if regex.match(listed):
                 with suppress(OSError):
-                    found.append((path.stat().st_mtime, shown))
+                    found.append((path.stat().st_mtime, listed))
     if not found:
         hint = ""
         if "/" not in pattern and "**" not in pattern:
