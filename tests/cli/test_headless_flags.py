@@ -241,3 +241,24 @@ def test_an_unsupported_option_given_as_a_value_is_not_refused(run_cli, fake, pr
     assert result.returncode == 2  # -p then an option: -p is a flag and --tools is refused
     quoted = run_cli("-C", str(project), "--no-memory", "-p", "explain --tools", env={"ANTHROPIC_BASE_URL": fake.url})
     assert quoted.returncode == 0, quoted.stderr
+
+
+def test_clear_after_session_id_starts_a_new_logical_session(tmp_path, monkeypatch):
+    from memagent.cli.chat import ChatOptions, open_metered
+    from memagent.llm.types import text_block
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    chosen = "3f2b5d3e-1111-4222-8333-444455556666"
+    options = ChatOptions(root=tmp_path, prompt=None, continue_latest=False, resume_id=None, auto_approve=False,
+                          model=None, memory=False, session_id=chosen)
+    first = open_metered(options, non_interactive=True)
+    try:
+        assert first.logical_session_id == chosen
+        first.agent.conversation.append("user", [text_block("hello")])  # the transcript now exists
+    finally:
+        first.close()
+    fresh = open_metered(options, non_interactive=True, fresh=True)  # what /clear opens
+    try:
+        assert fresh.logical_session_id == fresh.session_id != chosen
+    finally:
+        fresh.close()

@@ -123,8 +123,8 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
     from memagent.runtime import open_session
 
     wanted = session_options(options, non_interactive=non_interactive)
-    if fresh:
-        wanted.resume_id, wanted.continue_latest = None, False
+    if fresh:  # a new logical session too: --session-id named the first one only
+        wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 
