@@ -360,3 +360,29 @@ def test_a_known_models_cost_is_zero_when_nothing_was_spent(run_cli, fake, proje
     fake.add(error(400, "bad request"))
     final = json.loads(_run(run_cli, fake, project, "--output-format", "json").stdout)
     assert final["is_error"] and final["total_cost_usd"] == 0.0
+
+
+def test_the_agent_sdk_client_holds_a_two_turn_conversation_with_memagent(tmp_path, fake, project):
+    from claude_agent_sdk import ClaudeSDKClient
+
+    (project / "notes.txt").write_text("alpha\n")
+    fake.add(tool("read_file", {"path": "notes.txt"}, id="toolu_r"), text("It says alpha."), text("You asked twice."))
+    cli = memagent_cli(tmp_path, project, "--no-memory")
+    options = ClaudeAgentOptions(cli_path=cli, env=sdk_env(fake.url), allowed_tools=["Read"], max_turns=4)
+
+    async def converse():
+        turns = []
+        async with ClaudeSDKClient(options=options) as client:
+            for question in ("what is in notes.txt?", "what did I ask?"):
+                await client.query(question)
+                turns.append([message async for message in client.receive_response()])
+            await client.interrupt()  # between turns: acknowledged, nothing to stop
+        return turns
+
+    first, second = asyncio.run(converse())
+    assert first[-1].result == "It says alpha." and second[-1].result == "You asked twice."
+    assert first[-1].session_id == second[-1].session_id
+    # --allowedTools Read (from allowed_tools) let the read run in print mode without --yes
+    [outcome] = [m for m in first if isinstance(m, UserMessage)]
+    assert outcome.content[0].is_error is False and first[-1].permission_denials == []
+    assert _texts(fake.requests[-1])[:3] == ["what is in notes.txt?", "It says alpha.", "what did I ask?"]
