@@ -184,6 +184,6 @@ def test_stream_input_waiting_for_a_line_ends_on_sighup_after_the_turns_so_far(c
 
     out, err = _signal_and_wait(proc, signal.SIGHUP, answered)
     assert proc.returncode == 129, err
-    results = [json.loads(line) for line in out.splitlines() if '"type":"result"' in line]
+    results = [obj for obj in map(json.loads, out.splitlines()) if obj["type"] == "result"]
     assert [r["result"] for r in results] == ["Answer one."]
     assert err.strip().splitlines()[-1] == "memagent: interrupted by SIGHUP"

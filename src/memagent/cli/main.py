@@ -364,11 +364,10 @@ def _apply_claude_flags(options, **flags) -> None:
 def print_error_result(reason: str) -> None:
     """A run that asked for JSON output and failed before its turn also gets the reason as a
     JSON ``result`` object on stdout (the one line on stderr stays)."""
-    import json
-
     from memagent.ui.headless_shapes import setup_error_result
+    from memagent.ui.safe_text import json_line
 
-    sys.stdout.write(json.dumps(setup_error_result(reason), ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.write(json_line(setup_error_result(reason)) + "\n")
     sys.stdout.flush()
 
 

@@ -25,7 +25,6 @@ in an error (including ``--max-turns`` reached), 128 + the signal number when in
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable
@@ -44,6 +43,7 @@ from memagent.llm.types import ModelResponse
 from memagent.tools.base import ToolOutcome
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal, consume_turn, report_warnings
+from memagent.ui.safe_text import json_line, printable
 
 
 class TurnTap(BaseFeature):
@@ -131,7 +131,7 @@ class HeadlessRun:
         return str(getattr(self.session, "logical_session_id", "") or getattr(self.session, "session_id", ""))
 
     def write(self, obj: dict[str, Any]) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
         self.out.flush()
 
     def _stream(self, obj: dict[str, Any]) -> None:
@@ -238,7 +238,7 @@ class HeadlessRun:
 
     def _tell_stderr(self, result: dict[str, Any]) -> None:
         if result["is_error"]:
-            self.err.write(f"memagent: {result['error']}\n")
+            self.err.write(f"memagent: {printable(str(result['error']))}\n")
             self.err.flush()
 
     def exit_code(self, result: dict[str, Any]) -> int:

@@ -121,15 +121,13 @@ class NewestAnswer:
 
 
 def write_answer(out: IO[str], answer: str) -> None:
-    """The one place text mode writes the model's answer to stdout: a terminal must not receive
-    raw control sequences; a pipe gets the text as is."""
-    answer = answer.strip()
-    if not answer:
-        return
-    if out.isatty():
-        answer = printable(answer)
-    out.write(answer + "\n")
-    out.flush()
+    """The one place text mode writes the model's answer to stdout. Never the model's raw control
+    sequences (OSC 52 sets the clipboard, OSC 8 hides links): a pipe often ends in a terminal too;
+    ``--output-format json`` carries the exact text as data."""
+    answer = printable(answer.strip())
+    if answer:
+        out.write(answer + "\n")
+        out.flush()
 
 
 def run_print(
@@ -171,7 +169,7 @@ def run_print(
         err.write(f"memagent: {stop.reason}\n")
         return stop.exit_code
     if outcome.failed:
-        err.write(f"memagent: {' '.join(str(outcome.error).split())}\n")
+        err.write(f"memagent: {printable(' '.join(str(outcome.error).split()))}\n")
         return EXIT_FAILURE
     write_answer(out, outcome.final_text)
     return EXIT_OK
