@@ -49,7 +49,8 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 ENV_PREFIX = "MEMAGENT_"
 
 # Settings a project file may only set once the user trusts the project: each widens what the
-# agent may do without asking, or sends data somewhere the repository chooses.
+# agent may do without asking, sends data somewhere the repository chooses, deletes data, or
+# lowers a gate (memory's write gate, output caps, timeouts).
 WIDENING_SETTINGS = (
     "auto_approve",
     "permission_mode",
@@ -62,6 +63,21 @@ WIDENING_SETTINGS = (
     "sandbox",
     "sandbox_network",
     "sandbox_writable",
+    "sandbox_caches",
+    "sandbox_pass_env",
+    "transcript_retention",
+    "memory_min_confidence",
+    "memory_duplicate_cosine",
+    "memory_duplicate_overlap",
+    "memory_auto_writes_per_session",
+    "memory_min_relevance",
+    "memory_session_card_days",
+    "memory_archive_after_days",
+    "memory_archive_below_confidence",
+    "require_review",
+    "output_cap_chars",
+    "saved_output_max_bytes",
+    "bash_timeout",
 )
 
 
@@ -161,9 +177,9 @@ class Settings(BaseSettings):
     """Micro-compaction keeps the newest N tool results verbatim in the request."""
     micro_compact_batch: int = Field(12, ge=1)
     """Old tool results are elided in batches of this size, so the cached prefix stays stable."""
-    bash_timeout: float = Field(120.0, gt=0)
+    bash_timeout: float = Field(120.0, gt=0, le=3600)
     """Default timeout of one ``bash`` call, in seconds."""
-    output_cap_chars: int = Field(30_000, ge=100)
+    output_cap_chars: int = Field(30_000, ge=100, le=10_000_000)
     """Tool output longer than this is cut (head and tail kept); the full text is saved."""
     auto_approve: bool = False
     """Run every tool without asking (as ``--yes``)."""
@@ -237,7 +253,7 @@ class Settings(BaseSettings):
     """Permission rules that always ask first, e.g. ``Bash(git push:*)``."""
     deny: tuple[str, ...] = ()
     """Permission rules that refuse a tool call, e.g. ``Read(.env)``; deny wins."""
-    transcript_retention: int | None = Field(None, ge=1)
+    transcript_retention: int | None = Field(None, ge=1, le=100_000)
     """Days a transcript is kept (older ones are deleted at session start); unset keeps them all."""
 
     @field_validator("chroma_url", mode="before")
@@ -266,8 +282,14 @@ class Settings(BaseSettings):
     sandbox_writable: tuple[str, ...] = ()
     """Folders besides the project root that sandboxed commands may write."""
     sandbox_hidden: tuple[str, ...] = ()
-    """Files or folders hidden from sandboxed commands, besides the usual secrets in the home folder."""
-    saved_output_max_bytes: int = 8 * 1024 * 1024
+    """Files or folders hidden from sandboxed commands, besides the home folder and the rest."""
+    sandbox_caches: tuple[str, ...] = ()
+    """Folders under the home folder (tool caches, toolchains) sandboxed commands may read, besides
+    the defaults (pip, npm, cargo, go, maven, gradle caches …); relative to the home folder."""
+    sandbox_pass_env: tuple[str, ...] = ()
+    """Environment variables passed to commands, hooks and servers although their name or value
+    looks secret, e.g. ``["NPM_CONFIG_REGISTRY"]`` (never the agent's own API key)."""
+    saved_output_max_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024**3)
     """Cap on a long command's full output saved under .transcripts (head and tail kept)."""
 
     @property
@@ -418,8 +440,12 @@ def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[st
         problem = _PLAIN_PROBLEMS[kind]
     elif kind == "literal_error":
         problem = f"must be one of {ctx.get('expected', '')}".replace("'", "")
-    elif kind in ("greater_than_equal", "greater_than"):
-        problem = f"must be at least {ctx.get('ge', ctx.get('gt'))}"
+    elif kind == "greater_than_equal":
+        problem = f"must be at least {ctx.get('ge')}"
+    elif kind == "greater_than":
+        problem = f"must be more than {ctx.get('gt')}"
+    elif kind in ("less_than_equal", "less_than"):
+        problem = f"must be at most {ctx.get('le', ctx.get('lt'))}"
     else:
         problem = str(error.get("msg", "is not valid")).lower()
     value = merged.get(key)
