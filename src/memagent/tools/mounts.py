@@ -15,7 +15,8 @@ mounted (a later mount covers an earlier one):
    hidden one by one;
 4. **caches**: tool caches and toolchains in the home folder, read-only
    (:data:`DEFAULT_CACHES` plus the ``sandbox_caches`` setting) — never their credential files;
-5. **writable**: the project's working tree (and ``sandbox_writable``);
+5. **writable**: the project's working tree (and ``sandbox_writable``); its ``.git`` folder is
+   bound onto itself, so it cannot be renamed away and replaced by a ``.git`` file;
 6. **protected**: the project paths that carry power (:mod:`memagent.protected`), read-only on
    top of the writable tree. One that does not exist yet gets a read-only *placeholder* (an
    empty folder) for the length of the command, so it cannot be created from inside; the
@@ -300,6 +301,8 @@ def plan_mounts(
     allowed = cache_paths(home, root, caches, covered) if home_hidden else []
     extra_writable = [p for p in _existing_real(writable) if p != root]
     linked = linked_git_folder(root)
+    git = root / GIT_LINK  # bound onto itself: a mount point cannot be renamed or replaced
+    pinned = [git] if git.is_dir() and not git.is_symlink() else []
     existing, missing, refusal = protected_mounts(root)
     keep = [dns for dns in _existing_real([Path(RESOLV_CONF)]) if network and _under_any(dns, covered)]
     if linked is not None and not inside(linked, root):
@@ -309,7 +312,7 @@ def plan_mounts(
         scratch=[Path(s) for s in scratch],
         hidden=covered,
         caches=allowed,
-        writable=[root, *extra_writable],
+        writable=[root, *pinned, *extra_writable],
         protected=existing,
         placeholders=missing,
         keep_visible=keep,
