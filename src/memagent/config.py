@@ -80,6 +80,10 @@ WIDENING_SETTINGS = (
     "bash_timeout",
 )
 
+# Settings only the user's own configuration (``$MEMAGENT_HOME/config.toml``, the environment,
+# flags) may set: a project file, trusted or not, cannot.
+USER_ONLY_SETTINGS = ("sandbox_project_hooks",)
+
 
 # --- mcp: hooks ----------------------------------------------------------------------------
 # The typed ``hooks`` setting: shell commands run at points of a session's life. In TOML:
@@ -286,6 +290,9 @@ class Settings(BaseSettings):
     sandbox_caches: tuple[str, ...] = ()
     """Folders under the home folder (tool caches, toolchains) sandboxed commands may read, besides
     the defaults (pip, npm, cargo, go, maven, gradle caches …); relative to the home folder."""
+    sandbox_project_hooks: bool = True
+    """Hooks a project file defines run in the sandbox (false: on the host, like the user's own);
+    only the user's own configuration may set it."""
     sandbox_pass_env: tuple[str, ...] = ()
     """Environment variables passed to commands, hooks and servers although their name or value
     looks secret, e.g. ``["NPM_CONFIG_REGISTRY"]`` (never the agent's own API key)."""
@@ -377,9 +384,36 @@ def _layers(
             f"{paths.project_config} asks for {', '.join(widening)}; ignored because this project is not "
             "trusted (run `memagent trust` in it to allow its settings)"
         )
+    user_only = sorted(k for k in project_values if k in USER_ONLY_SETTINGS)
+    for key in user_only:
+        project_values.pop(key)
+    if user_only:
+        notices.append(
+            f"{paths.project_config} sets {', '.join(user_only)}; ignored (only your own "
+            f"{paths.user_config.name} may set it)"
+        )
     project = _Layer(str(paths.project_config), project_values)
     flags = _Layer("the command line", {k: v for k, v in overrides.items() if v is not None}, _flag_name)
     return [user, project, _env_layer(env), flags], notices
+
+
+def setting_origin(
+    paths: ProjectPaths,
+    key: str,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    trusted: bool = False,
+) -> str:
+    """Which source the value of ``key`` comes from: ``"project"`` (the project's file),
+    ``"user"`` (the user's file, the environment or a flag) or ``"default"``."""
+    env = os.environ if env is None else env
+    layers, _ = _layers(paths, env, overrides or {}, trusted)
+    origin = "default"
+    for layer in layers:
+        if key in layer.values:
+            origin = "project" if layer.label == str(paths.project_config) else "user"
+    return origin
 
 
 def load_settings_with_notices(
@@ -461,11 +495,13 @@ __all__ = [
     "Credentials",
     "ProjectPaths",
     "Settings",
+    "USER_ONLY_SETTINGS",
     "WIDENING_SETTINGS",
     "credentials_from_env",
     "find_project_root",
     "load_settings",
     "load_settings_with_notices",
+    "setting_origin",
     "memagent_home",
     "project_paths",
     "setting_names",

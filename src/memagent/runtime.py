@@ -23,6 +23,7 @@ from memagent.config import (
     credentials_from_env,
     load_settings_with_notices,
     project_paths,
+    setting_origin,
 )
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
@@ -50,6 +51,7 @@ from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.executor import LocalExecutor
 from memagent.tools.shell import ShellConfig
 
 
@@ -241,6 +243,8 @@ class Parts:
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
+    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -284,10 +288,14 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
 
 
 def _hooks(parts: Parts) -> HooksFeature:
+    """Hooks a project file defines run in the session's sandbox unless the user's own config
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
         transcript_path=lambda: transcript, warn=parts.warnings.append,
+        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
     )
 
 
@@ -366,13 +374,14 @@ def open_session(
     conversation = _open_conversation(paths, settings, session_id, resumed)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
+    shell = ShellConfig.from_settings(settings, paths.home)
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
+        CompactionRequest(), resumed, warnings, child_environment(env), trusted, shell,
+        project_hooks=setting_origin(paths, "hooks", env, trusted=trusted) == "project",
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])
-    shell = ShellConfig.from_settings(settings, paths.home)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,

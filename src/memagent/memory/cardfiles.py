@@ -29,6 +29,7 @@ every scan; it never takes memory down.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -178,12 +179,17 @@ class CardFiles:
         return path
 
     def read(self, path: Path) -> MemoryCard:
-        """The card in ``path``; raises :class:`CardFileError` naming the file."""
+        """The card in ``path``; raises :class:`CardFileError` naming the file. A symlink (to a
+        file anywhere) is not followed: a card is a file of this store."""
         try:
-            text = path.read_text(encoding="utf-8")
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                text = fh.read().decode("utf-8")
         except UnicodeDecodeError:
             raise CardFileError(f"{path}: not UTF-8 text") from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise CardFileError(f"{path}: a symlink; card files are read only as real files") from None
             raise CardFileError(f"{path}: cannot be read: {exc.strerror or exc}") from None
         card = parse(text, str(path))
         if card.id != path.stem:
@@ -214,8 +220,8 @@ class CardFiles:
         for folder in self.folders():
             for entry in _entries(folder):
                 name = entry.name
-                if not name.endswith(SUFFIX) or name.startswith("."):
-                    continue
+                if not name.endswith(SUFFIX) or name.startswith(".") or entry.is_symlink():
+                    continue  # a symlinked card is not followed (it may lead anywhere)
                 try:
                     st = entry.stat()
                 except OSError:
@@ -228,6 +234,9 @@ class CardFiles:
 
 
 def _entries(folder: Path) -> Iterator[os.DirEntry]:
+    """The entries of a card folder; none when the folder is a symlink (not followed)."""
+    if folder.is_symlink():
+        return
     try:
         with os.scandir(folder) as it:
             yield from it
