@@ -93,10 +93,13 @@ class MountPlan:
 
         lines = [
             f"writable: {names(self.writable)}",
-            f"read-only, protected: {names([*self.protected, *self.placeholders], 20)}",
+            f"read-only, protected: {names(self.protected, 20)}",
+            f"protected while missing (an empty read-only stand-in during each command): {names(self.placeholders, 20)}",
             f"hidden: {names(self.hidden)}",
             f"allowed caches (read-only): {names(self.caches)}",
         ]
+        if self.keep_visible:
+            lines.append(f"shown read-only inside a hidden folder: {names(self.keep_visible)}")
         if self.refusal:
             lines.append(f"refused: {self.refusal}")
         return lines

@@ -305,7 +305,7 @@ def mount_lines(settings: "Settings", root: Path, memagent_home: Path | None = N
     """The sandbox's mounts for ``memagent doctor``: writable, protected, hidden, caches, network."""
     config = SandboxConfig.from_settings(settings, memagent_home)
     plan = config.plan(real(root))
-    network = "allowed (sandbox_network = true)" if config.network else "cut (no network namespace access)"
+    network = "allowed (sandbox_network = true)" if config.network else "cut (an empty network namespace)"
     passed = ", ".join(config.pass_env) or "none"
     return [*plan.describe(), f"network: {network}", f"secret-looking variables passed through: {passed}"]
 
