@@ -7,7 +7,7 @@ mounted (a later mount covers an earlier one):
 1. **read-only**: the whole file system;
 2. **private scratch**: ``/tmp`` and ``/var/tmp``, fresh and empty;
 3. **hidden**: the home folder (an empty, private, writable tmpfs), ``$MEMAGENT_HOME``, the
-   folders that hold the machine's service sockets (``/run``, ``$XDG_RUNTIME_DIR``, …), every
+   folders that hold the machine's service sockets (``/run`` with ``$XDG_RUNTIME_DIR``, …), every
    other listening Unix socket outside the project (found in ``/proc/net/unix``), other
    projects' ``.transcripts`` (every project ``$MEMAGENT_HOME/projects.json`` knows), and the
    ``sandbox_hidden`` setting. When the project *is* the home folder (or holds it), the home
@@ -153,7 +153,7 @@ def protected_mounts(root: Path) -> tuple[list[Path], list[Path], str | None]:
             return [], [], f"{relative} is a symlink: the sandbox cannot keep it read-only (replace the link)"
         if os.path.lexists(path):
             existing.append(path)
-        elif path.parent.is_dir():
+        elif path.parent.is_dir() and os.access(path.parent, os.W_OK):  # else it cannot be made inside either
             missing.append(path)
     return existing, missing, None
 
@@ -249,10 +249,7 @@ def hidden_paths(
     wanted: list[Path] = [*view.hidden(), *extra]
     if memagent_home is not None:
         wanted.append(memagent_home)
-    wanted += [Path(p) for p in SOCKET_FOLDERS]
-    runtime_dir = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime_dir:
-        wanted.append(Path(runtime_dir))
+    wanted += [Path(p) for p in SOCKET_FOLDERS]  # $XDG_RUNTIME_DIR lives in /run/user/<uid>
     wanted += [p / ".transcripts" for p in known_projects(memagent_home) if real(p) != root]
     covered = [Path(s) for s in scratch]
     found: list[Path] = []
