@@ -160,34 +160,34 @@ def test_fsmonitor_set_from_the_sandbox_never_runs(run_cli, tmp_path):
     "config",
     [
         "[core]\n\tfsmonitor = {evil}\n",
-        "[core]\n\thooksPath = {hooks}\n",
-        "[diff]\n\texternal = {evil}\n",
-        '[filter "lfs"]\n\tclean = {evil}\n\tsmudge = {evil}\n\tprocess = {evil}\n',
         '[includeIf "gitdir:/"]\n\tpath = {included}\n',
+        "gitdir-file",
     ],
-    ids=["fsmonitor", "hooksPath", "diff.external", "filter", "includeIf"],
+    ids=["fsmonitor", "includeIf", "gitdir-file"],
 )
 def test_memory_forget_runs_no_program_a_repository_configures(run_cli, tmp_path, config):
-    """The repository arrives with a hostile ``.git/config`` (an archive): forgetting a card
-    asks git whether it is tracked, and git must run nothing of it."""
+    """The repository arrives with a hostile git configuration (an archive, not a clone):
+    forgetting a card asks git whether it is tracked, and git must run nothing of it. Other
+    programs (hooks, pagers, diff and filter drivers) are in tests/test_gitsafe.py."""
     project = git_repo(tmp_path / "p")
     canary = tmp_path / "ran.log"
     evil = tmp_path / "evil.sh"
     evil.write_text(f'#!/bin/sh\necho "ran key=$ANTHROPIC_API_KEY" >> {canary}\ncat\n')
     evil.chmod(0o755)
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    for name in ("post-index-change", "reference-transaction", "pre-commit"):
-        (hooks / name).write_text(f"#!/bin/sh\necho hook >> {canary}\n")
-        (hooks / name).chmod(0o755)
     included = tmp_path / "included.cfg"
     included.write_text(f"[core]\n\tfsmonitor = {evil}\n")
     card = add_card(run_cli, project)
     subprocess.run([*GIT, "-C", str(project), "add", "-A"], check=True)
     subprocess.run([*GIT, "-C", str(project), "commit", "-q", "-m", "card"], check=True)
-    (project / ".gitattributes").write_text("* filter=lfs\n")
-    with (project / ".git" / "config").open("a") as fh:
-        fh.write(config.format(evil=evil, hooks=hooks, included=included))
+    if config == "gitdir-file":  # .git is a file naming a crafted git folder inside the project
+        (project / ".git").rename(project / "vendor.git")
+        (project / ".git").write_text("gitdir: vendor.git\n")
+        config = "[core]\n\tfsmonitor = {evil}\n"
+        target = project / "vendor.git" / "config"
+    else:
+        target = project / ".git" / "config"
+    with target.open("a") as fh:
+        fh.write(config.format(evil=evil, included=included))
     forgot = run_cli("memory", "forget", card, "--yes", "-C", str(project), env={"ANTHROPIC_API_KEY": API_KEY})
     assert forgot.returncode == 0, forgot.stderr
     assert "git history" in forgot.stderr  # the tracked file was still recognised
