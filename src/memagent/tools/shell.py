@@ -10,9 +10,9 @@
   command failed, and the model reads the code. Timeouts and refusals are errors.
 * A small blocklist refuses catastrophic commands before they run (see :func:`dangerous_reason`).
   It is a seat belt against accidents, the first line only; normal commands still need approval.
-* The command runs inside the bubblewrap sandbox of :mod:`memagent.tools.sandbox` when it can
-  start (project writable, rest read-only, secrets hidden, no network), and never with the
-  agent's credentials in its environment.
+* The command runs through the sandboxed :mod:`memagent.tools.executor` — inside the bubblewrap
+  sandbox of :mod:`memagent.tools.sandbox` when it can start (project writable, its power files
+  read-only, home hidden, no network) — and never with a secret in its environment.
 * While it runs, new output is passed to ``ctx.progress`` (the REPL shows the last lines live);
   a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group.
 * The saved full output is itself capped (``saved_output_max_bytes``): head and tail are kept
@@ -407,8 +407,10 @@ Each call starts a fresh shell in the project root (`cd` does not carry over; ch
 with the exit code. Long output keeps the head and tail; the full text is saved to a file
 you can open with read_file. Default timeout 120 s (`timeout` up to 600). Prefer read_file,
 glob, grep, edit_file and write_file over cat, find, grep, sed and echo redirection.
-Commands usually run in a sandbox: only the project folder is writable, /tmp is private,
-secrets in the home folder are hidden and there is no network. Catastrophic commands
+Commands usually run in a sandbox: only the project folder is writable (its git config and
+hooks and agent configuration such as .mcp.json, .claude/ and .memagent.toml stay read-only),
+/tmp is private, the home folder is hidden (tool caches stay readable) and there is no
+network. Catastrophic commands
 (sudo, rm -rf /, mkfs, …) are refused."""
 
 
