@@ -301,3 +301,20 @@ def test_secret_variables_never_reach_a_command(fake_home: Path, project: Path, 
 def test_ordinary_variables_are_kept(name: str) -> None:
     assert not is_secret_variable(name, "/usr/bin")
     assert filtered_environment({name: "/usr/bin"}) == {name: "/usr/bin"}
+
+
+def test_a_second_session_never_pulls_a_stand_in_from_under_the_first(fake_home: Path, tmp_path: Path) -> None:
+    """Two sessions (two sandboxes, each with its own lock) in one project: the second starts
+    and ends while the first's command runs; the first's stand-ins hold until it ends."""
+    project = git_repo(tmp_path / "proj")
+    first, second = sandboxed(project), sandboxed(project)
+    results: list[str] = []
+    slow = threading.Thread(
+        target=lambda: results.append(run_bash(first, project, "sleep 2; touch .mcp.json .gitmodules && echo PLANTED"))
+    )
+    slow.start()
+    time.sleep(0.7)
+    run_bash(second, project, "true")
+    slow.join()
+    assert "PLANTED" not in results[0]
+    assert not (project / ".mcp.json").exists() and not (project / ".gitmodules").exists()

@@ -26,11 +26,14 @@ runs nothing in the sandbox: :meth:`Sandbox.wrap` raises :class:`SandboxRefused`
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
 import os
 import sys
 import shutil
 import subprocess
+import tempfile
 import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -190,10 +193,55 @@ def _probe(argv: list[str]) -> str | None:
 
 @dataclass
 class _Placeholders:
-    """The placeholders made for a root while commands run there (removed by the last one)."""
+    """The placeholders made for a root while commands run there (removed by the last one).
+
+    Across processes (two sessions in one project), every running command holds a shared
+    ``flock`` on a per-project lock file outside the project; placeholders are removed only by
+    whoever can take it exclusively, so one session never pulls a stand-in from under another's
+    running command."""
 
     running: int = 0
     made: set[Path] = field(default_factory=set)
+    lock_fd: int | None = None
+
+    def enter(self, root: Path) -> None:
+        """The first command here: take the shared lock (clearing stale stand-ins if alone)."""
+        self.lock_fd = _open_root_lock(root)
+        if self.lock_fd is not None and _try_lock(self.lock_fd, fcntl.LOCK_EX):
+            _remove_stale_placeholders(root)
+        if self.lock_fd is not None:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_SH)
+
+    def leave(self) -> None:
+        """The last command here ended: remove our stand-ins unless another process still runs."""
+        alone = self.lock_fd is None or _try_lock(self.lock_fd, fcntl.LOCK_EX)
+        if alone:
+            _remove_placeholders(self.made)
+        self.made.clear()
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)  # releases the lock
+            self.lock_fd = None
+
+
+def _open_root_lock(root: Path) -> int | None:
+    """The per-project lock file, in a private folder of this user outside every project."""
+    folder = Path(tempfile.gettempdir()) / f"memagent-{os.geteuid()}"
+    name = hashlib.sha256(str(root).encode()).hexdigest()[:32] + ".lock"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.is_symlink() or folder.stat().st_uid != os.geteuid():
+            return None
+        return os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return None
+
+
+def _try_lock(fd: int, kind: int) -> bool:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
 
 
 @dataclass
@@ -241,20 +289,27 @@ class Sandbox:
         with self._lock:
             state = self._placeholders.setdefault(root, _Placeholders())
             if state.running == 0:
-                _remove_stale_placeholders(root)
-            plan = self.config.plan(root)
-            if plan.refusal:
-                raise SandboxRefused(f"the sandbox refuses to run commands here: {plan.refusal}")
-            state.made.update(plan.placeholders)
+                state.enter(root)
             state.running += 1
+            try:
+                plan = self.config.plan(root)
+                if plan.refusal:
+                    raise SandboxRefused(f"the sandbox refuses to run commands here: {plan.refusal}")
+                state.made.update(plan.placeholders)
+            except BaseException:
+                self._finish(state)
+                raise
         try:
             yield plan
         finally:
             with self._lock:
-                state.running -= 1
-                if state.running == 0:
-                    _remove_placeholders(state.made)
-                    state.made.clear()
+                self._finish(state)
+
+    @staticmethod
+    def _finish(state: _Placeholders) -> None:
+        state.running -= 1
+        if state.running == 0:
+            state.leave()
 
     @contextmanager
     def wrap(self, argv: list[str], root: Path) -> Iterator[tuple[list[str], str | None]]:
