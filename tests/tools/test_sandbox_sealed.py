@@ -318,3 +318,38 @@ def test_a_second_session_never_pulls_a_stand_in_from_under_the_first(fake_home:
     slow.join()
     assert "PLANTED" not in results[0]
     assert not (project / ".mcp.json").exists() and not (project / ".gitmodules").exists()
+
+
+def test_a_project_inside_the_home_folder(fake_home: Path) -> None:
+    """The usual layout (~/code/app): the home folder is hidden as a whole, the project inside
+    it stays writable, the caches readable."""
+    (fake_home / ".m2" / "repository").mkdir(parents=True)
+    (fake_home / ".m2" / "repository" / "lib.jar").write_text("jar-bytes")
+    (fake_home / ".m2" / "settings.xml").write_text("m2-secret")
+    (fake_home / ".bash_history").write_text("history-secret")
+    (fake_home / "other-project" / ".transcripts").mkdir(parents=True)
+    (fake_home / "other-project" / ".transcripts" / "s.jsonl").write_text("transcript-secret")
+    project = git_repo(fake_home / "code" / "app")
+    shell = sandboxed(project, tmp_visible=True)
+    out = run_bash(shell, project, "cat ~/.m2/settings.xml ~/.bash_history ~/.ssh/id_rsa "
+                   "~/other-project/.transcripts/s.jsonl ~/.m2/repository/lib.jar 2>/dev/null; echo; "
+                   "echo ok > made.txt && git add made.txt && git commit -qm made && echo COMMITTED; ls -A ~ | sort")
+    for secret in ("m2-secret", "history-secret", "PRIVATE KEY", "transcript-secret"):
+        assert secret not in out
+    assert "jar-bytes" in out and "COMMITTED" in out and (project / "made.txt").read_text() == "ok\n"
+    listing = out.split("COMMITTED")[1].rsplit("[exit code", 1)[0].split()
+    assert listing == [".m2", "code"]  # the home folder shows only what was bound back
+
+
+def test_a_project_that_is_the_home_folder_hides_the_secret_entries(fake_home: Path) -> None:
+    (fake_home / ".bash_history").write_text("history-secret")
+    (fake_home / ".m2").mkdir()
+    (fake_home / ".m2" / "settings.xml").write_text("m2-secret")
+    project = git_repo(fake_home)
+    shell = sandboxed(project, tmp_visible=True)
+    out = run_bash(shell, project, "cat .ssh/id_rsa .aws/credentials .bash_history .m2/settings.xml 2>/dev/null; "
+                   "echo ok > notes.txt && cat notes.txt")
+    for secret in ("PRIVATE KEY", "aws_secret", "history-secret", "m2-secret"):
+        assert secret not in out
+    assert "ok" in out and (fake_home / "notes.txt").read_text() == "ok\n"
+    assert (fake_home / ".ssh" / "id_rsa").read_text().startswith("-----BEGIN")

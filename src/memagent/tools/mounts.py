@@ -245,7 +245,7 @@ def hidden_paths(
     root: Path, home: Path, memagent_home: Path | None, extra: Iterable[Path], scratch: Iterable[str]
 ) -> list[Path]:
     """Everything covered inside (see the module docstring), minus what holds the project."""
-    view = HomeView(home, whole=not inside(root, home) and not inside(home, root) and home != Path("/"))
+    view = HomeView(home, whole=not inside(home, root) and home != Path("/"))
     wanted: list[Path] = [*view.hidden(), *extra]
     if memagent_home is not None:
         wanted.append(memagent_home)
@@ -254,7 +254,8 @@ def hidden_paths(
     covered = [Path(s) for s in scratch]
     found: list[Path] = []
     for path in _existing_real(wanted):
-        if inside(root, path) or path == Path("/") or any(inside(path, c) for c in covered):
+        holds_project = inside(root, path) and not (view.whole and path == home)  # the project is bound back
+        if holds_project or path == Path("/") or any(inside(path, c) for c in covered):
             continue
         found.append(path)
     for sock in listening_sockets():
