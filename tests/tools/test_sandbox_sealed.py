@@ -353,3 +353,22 @@ def test_a_project_that_is_the_home_folder_hides_the_secret_entries(fake_home: P
         assert secret not in out
     assert "ok" in out and (fake_home / "notes.txt").read_text() == "ok\n"
     assert (fake_home / ".ssh" / "id_rsa").read_text().startswith("-----BEGIN")
+
+
+def test_a_symlinked_outputs_folder_neither_widens_read_file_nor_receives_outputs(fake_home: Path, tmp_path: Path) -> None:
+    """A command swaps the session's outputs folder for a link to ~/.ssh: read_file must not
+    treat the link's target as a readable root, and a long output is not saved through it."""
+    project = git_repo(tmp_path / "proj")
+    outputs = project / ".transcripts" / "s1" / "outputs"
+    outputs.parent.mkdir(parents=True)
+    outputs.symlink_to(fake_home / ".ssh")
+    ctx = ToolContext(root=project, session_id="s1", outputs_dir=outputs, bash_timeout=20, output_cap_chars=100)
+    from memagent.tools.builtin import builtin_tools
+
+    registry = ToolRegistry.of(builtin_tools(sandboxed(project)))
+    read = registry.run("read_file", {"path": str(fake_home / ".ssh" / "id_rsa")}, ctx)
+    assert read.is_error and "PRIVATE KEY" not in read.content
+    before = sorted(p.name for p in (fake_home / ".ssh").iterdir())
+    long = registry.run("bash", {"command": "seq 1 2000"}, ctx)
+    assert "could not be saved" in long.content and "symlink" in long.content
+    assert sorted(p.name for p in (fake_home / ".ssh").iterdir()) == before

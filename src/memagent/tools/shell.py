@@ -37,6 +37,7 @@ from typing import IO, TYPE_CHECKING
 from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memagent.fsutil import private_dir
 from memagent.redact import RedactingWriter
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
@@ -343,7 +344,9 @@ def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
 
     Returns how the result should name it: its display path, and the cap when it applied."""
     directory = outputs_dir(ctx)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    root = project_root(ctx)
+    # never through a symlink planted in the project (``UnsafePath``, an OSError: not saved)
+    private_dir(directory, inside=root if directory.is_relative_to(root) else None)
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
