@@ -52,6 +52,7 @@ from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.executor import LocalExecutor
+from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
 
 
@@ -359,6 +360,7 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)

@@ -372,3 +372,17 @@ def test_a_symlinked_outputs_folder_neither_widens_read_file_nor_receives_output
     long = registry.run("bash", {"command": "seq 1 2000"}, ctx)
     assert "could not be saved" in long.content and "symlink" in long.content
     assert sorted(p.name for p in (fake_home / ".ssh").iterdir()) == before
+
+
+def test_stand_ins_a_killed_session_left_are_cleared_before_the_next_session(fake_home: Path, tmp_path: Path) -> None:
+    from memagent.llm.scripted import ScriptedModel, reply
+    from memagent.runtime import SessionOptions, open_session
+
+    project = git_repo(tmp_path / "proj")
+    for name in (".memagent.toml", ".mcp.json", ".gitmodules"):
+        (project / name).mkdir()  # what kill -9 during a sandboxed command leaves
+    (project / ".claude").mkdir()  # a user's own empty folder: not a stand-in, kept
+    session = open_session(SessionOptions(root=project, memory=False), model=ScriptedModel([reply("hi")]))
+    session.close()
+    assert not any((project / name).exists() for name in (".memagent.toml", ".mcp.json", ".gitmodules"))
+    assert (project / ".claude").is_dir()

@@ -343,6 +343,20 @@ def _remove_placeholders(paths: set[Path]) -> None:
                 path.rmdir()  # only an empty folder goes
 
 
+def clear_stale_placeholders(root: Path) -> None:
+    """Remove stand-ins a killed session left in ``root`` (an empty folder named ``.mcp.json``
+    or ``.memagent.toml`` …), unless a command of another session is running there now. Called
+    before a session or a command reads the project's files."""
+    fd = _open_root_lock(real(root))
+    if fd is None:
+        return
+    try:
+        if _try_lock(fd, fcntl.LOCK_EX):
+            _remove_stale_placeholders(real(root))
+    finally:
+        os.close(fd)
+
+
 def _remove_stale_placeholders(root: Path) -> None:
     """Empty folders at names that can only be files: left by a session killed mid-command."""
     for name in FILE_ONLY_NAMES:
@@ -372,6 +386,7 @@ __all__ = [
     "SandboxStatus",
     "bwrap_arguments",
     "bwrap_candidates",
+    "clear_stale_placeholders",
     "describe",
     "is_secret_variable",
     "mount_lines",
