@@ -92,3 +92,14 @@ def test_the_origin_of_a_setting(tmp_path: Path) -> None:
     paths = paths_with(tmp_path / "u", "", user=hooks)
     assert setting_origin(paths, "hooks", env={}, trusted=True) == "user"
     assert setting_origin(paths, "hooks", env={"MEMAGENT_HOOKS": '{"Stop": []}'}, trusted=True) == "user"
+
+
+def test_a_project_config_linked_out_of_the_project_is_not_read(tmp_path: Path) -> None:
+    paths = paths_with(tmp_path)
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text('model = "read-from-outside"\n')
+    paths.project_config.unlink()
+    paths.project_config.symlink_to(elsewhere)
+    settings, notices = load_settings_with_notices(paths, env={}, trusted=True)
+    assert settings.model != "read-from-outside"
+    assert any("a symlink to a file outside the project; not read" in n for n in notices)

@@ -358,6 +358,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _outside_project(path: Path, root: Path) -> bool:
+    """True for a symlink whose target lies outside ``root``: not the project's file to read."""
+    if not path.is_symlink():
+        return False
+    real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return real != base and base not in real.parents
+
+
 def _env_layer(env: Mapping[str, str]) -> _Layer:
     try:
         values = _MappingEnvSource(env)()
@@ -375,7 +383,11 @@ def _layers(
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
     user = _Layer(str(paths.user_config), _read_toml(paths.user_config))
-    project_values = _read_toml(paths.project_config)
+    project_values: dict[str, Any] = {}
+    if _outside_project(paths.project_config, paths.root):
+        notices.append(f"{paths.project_config}: a symlink to a file outside the project; not read")
+    else:
+        project_values = _read_toml(paths.project_config)
     widening = sorted(k for k in project_values if k in WIDENING_SETTINGS)
     if widening and not trusted:
         for key in widening:

@@ -132,3 +132,12 @@ def test_inherited_values_shaped_like_secrets_are_dropped():
     spec = StdioServer("s", "cmd")
     env = {"PATH": "/bin", "HOME": "/h", "TERM": "https://hooks.slack.com/services/T0/B0/x", "USER": "me"}
     assert server_environment(spec, env) == {"PATH": "/bin", "HOME": "/h", "USER": "me"}
+
+
+def test_a_project_mcp_json_linked_out_of_the_project_is_not_read(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    elsewhere = write(tmp_path / "elsewhere.json", {"x": {"command": "srv"}})
+    (project / ".mcp.json").symlink_to(elsewhere)
+    config = load_mcp_config(tmp_path / "none.json", project / ".mcp.json", {}, project_trusted=True)
+    assert config.servers == [] and "outside the project" in config.problems[0]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping, Union
 
 from memagent.childenv import NEVER_PASSED, is_secret_variable
+from memagent.fsutil import resolves_inside
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
@@ -190,6 +191,9 @@ def load_mcp_config(
     entries: dict[str, tuple[Any, str]] = {}
     sources = [(user_file, "user")] + ([(project_file, "project")] if project_file is not None else [])
     for path, origin in sources:
+        if origin == "project" and path.is_symlink() and not resolves_inside(path, path.parent):
+            config.problems.append(f"{path}: a symlink to a file outside the project; not read")
+            continue
         try:
             servers = read_servers_file(path)
         except McpConfigError as exc:
