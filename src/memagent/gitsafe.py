@@ -113,6 +113,17 @@ def _fixed() -> list[str]:
     return [arg for item in FIXED_OVERRIDES for arg in ("-c", item)]
 
 
+def config_value(repo: Path, key: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> str | None:
+    """The repository's value of ``key`` (its own configuration and what it includes; not the
+    system's or the user's), or None. Reading configuration runs no program."""
+    done = _run(
+        ["git", "--no-pager", "-C", str(repo), *_fixed(), "config", "--local", "--includes", "--get", key],
+        git_environment(), timeout,
+    )
+    value = done.stdout.strip()
+    return value if done.returncode == 0 and value else None
+
+
 def run_git(
     args: Sequence[str],
     repo: Path,
@@ -130,4 +141,4 @@ def run_git(
     return _run([*argv, *args], clean, timeout)
 
 
-__all__ = ["FIXED_OVERRIDES", "GitError", "driver_overrides", "git_environment", "run_git"]
+__all__ = ["FIXED_OVERRIDES", "GitError", "config_value", "driver_overrides", "git_environment", "run_git"]

@@ -386,3 +386,22 @@ def test_stand_ins_a_killed_session_left_are_cleared_before_the_next_session(fak
     session.close()
     assert not any((project / name).exists() for name in (".memagent.toml", ".mcp.json", ".gitmodules"))
     assert (project / ".claude").is_dir()
+
+
+@pytest.mark.parametrize("hooks_path", [".githooks", "tools/hooks", ".husky/_"])
+def test_hooks_a_framework_runs_on_the_next_commit_cannot_be_planted(fake_home: Path, tmp_path: Path, hooks_path: str) -> None:
+    """core.hooksPath naming a folder of the working tree (husky, a .githooks convention) and the
+    files installed hook frameworks read (.pre-commit-config.yaml, lefthook.yml) stay read-only."""
+    project = git_repo(tmp_path / "proj")
+    subprocess.run(["git", "-C", str(project), "config", "core.hooksPath", hooks_path], check=True)
+    before = tree(project)
+    shell = sandboxed(project)
+    for command in (
+        f"mkdir -p {hooks_path} && printf '#!/bin/sh\\necho pwned' > {hooks_path}/pre-commit",
+        "printf 'repos:\\n- repo: local\\n  hooks: [{id: x, name: x, entry: sh -c id, language: system}]\\n' "
+        "> .pre-commit-config.yaml",
+        "echo 'pre-commit: {commands: {x: {run: id}}}' > lefthook.yml",
+        "mkdir -p .husky && echo id > .husky/pre-commit",
+    ):
+        assert "PLANTED" not in run_bash(shell, project, command + " && echo PLANTED"), command
+    assert tree(project) == before

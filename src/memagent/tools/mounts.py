@@ -17,7 +17,8 @@ mounted (a later mount covers an earlier one):
    (:data:`DEFAULT_CACHES` plus the ``sandbox_caches`` setting) — never their credential files;
 5. **writable**: the project's working tree (and ``sandbox_writable``); its ``.git`` folder is
    bound onto itself, so it cannot be renamed away and replaced by a ``.git`` file;
-6. **protected**: the project paths that carry power (:mod:`memagent.protected`), read-only on
+6. **protected**: the project paths that carry power (:mod:`memagent.protected`, plus the folder
+   ``core.hooksPath`` names when it is in the working tree), read-only on
    top of the writable tree. One that does not exist yet gets a read-only *placeholder* (an
    empty folder) for the length of the command, so it cannot be created from inside; the
    placeholder is removed afterwards.
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from memagent.gitsafe import GitError, config_value
 from memagent.protected import GIT_LINK, PROTECTED_FILES, PROTECTED_FOLDERS
 
 # Home entries hidden one by one when the home folder itself cannot be hidden.
@@ -135,6 +137,9 @@ def _protected_candidates(root: Path) -> list[tuple[str, bool]]:
     for name in PROTECTED_FOLDERS:
         if not name.startswith(GIT_LINK + "/") or git_is_dir:
             found.append((name, True))
+    hooks = configured_hooks_dir(root) if git_is_dir else None
+    if hooks is not None:
+        found.append((hooks, True))
     if git_is_dir:  # the git folders of submodules run their own config and hooks
         for config in sorted((git / "modules").glob("**/config")):
             relative = config.relative_to(root).as_posix()
@@ -142,20 +147,52 @@ def _protected_candidates(root: Path) -> list[tuple[str, bool]]:
     return found
 
 
+def configured_hooks_dir(root: Path) -> str | None:
+    """The project-relative folder ``core.hooksPath`` names when it lies in the working tree
+    (``.githooks``, ``.husky/_``): its hooks run on the user's next commit, so it is protected
+    like ``.git/hooks``. Read with memagent's safe git (nothing runs)."""
+    try:
+        value = config_value(root, "core.hooksPath")
+    except GitError:
+        return None
+    if not value:
+        return None
+    folder = Path(os.path.normpath(root / Path(value).expanduser()))
+    if folder == root or root not in folder.parents:
+        return None
+    return folder.relative_to(root).as_posix()
+
+
 def protected_mounts(root: Path) -> tuple[list[Path], list[Path], str | None]:
-    """(existing protected paths, missing ones to hold with a placeholder, a refusal)."""
+    """(existing protected paths, missing ones to hold with a placeholder, a refusal).
+
+    A path under another protected one is already read-only and is not listed again. A missing
+    path whose folder is missing too is held at its first missing folder (so ``mkdir -p`` cannot
+    make the way to it)."""
     existing: list[Path] = []
     missing: list[Path] = []
-    for relative, _ in _protected_candidates(root):
-        path = root / relative
-        parent_ok = all(not p.is_symlink() for p in _between(root, path.parent))
-        if not parent_ok or path.is_symlink():
+    candidates = sorted({root / relative for relative, _ in _protected_candidates(root)}, key=lambda p: len(p.parts))
+    for path in candidates:
+        if any(inside(path, done) for done in (*existing, *missing)):
+            continue
+        if any(p.is_symlink() for p in _between(root, path)):
+            relative = path.relative_to(root).as_posix()
             return [], [], f"{relative} is a symlink: the sandbox cannot keep it read-only (replace the link)"
         if os.path.lexists(path):
             existing.append(path)
-        elif path.parent.is_dir() and os.access(path.parent, os.W_OK):  # else it cannot be made inside either
-            missing.append(path)
+            continue
+        hold = _first_missing(root, path)
+        if hold.parent.is_dir() and os.access(hold.parent, os.W_OK) and hold not in missing:
+            missing.append(hold)  # (an unwritable folder: nothing can be made inside it either)
     return existing, missing, None
+
+
+def _first_missing(root: Path, path: Path) -> Path:
+    """The highest folder (or ``path`` itself) between ``root`` and ``path`` that does not exist."""
+    for candidate in reversed(_between(root, path)):
+        if not os.path.lexists(candidate):
+            return candidate
+    return path
 
 
 def _between(root: Path, path: Path) -> list[Path]:
