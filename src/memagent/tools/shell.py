@@ -345,7 +345,8 @@ def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
     Returns how the result should name it: its display path, and the cap when it applied."""
     directory = outputs_dir(ctx)
     root = project_root(ctx)
-    # never through a symlink planted in the project (``UnsafePath``, an OSError: not saved)
+    # 0700 with the folders on the way, never through a symlink planted in the project
+    # (``UnsafePath``, an OSError: not saved)
     private_dir(directory, inside=root if directory.is_relative_to(root) else None)
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
