@@ -21,7 +21,6 @@ GATES = {
     "memory_duplicate_cosine": "0.01",
     "memory_auto_writes_per_session": "100000",
     "memory_archive_below_confidence": "1.0",
-    "require_review": "true",
     "transcript_retention": "1",
     "output_cap_chars": "100",
     "saved_output_max_bytes": "2048",
@@ -103,3 +102,15 @@ def test_a_project_config_linked_out_of_the_project_is_not_read(tmp_path: Path) 
     settings, notices = load_settings_with_notices(paths, env={}, trusted=True)
     assert settings.model != "read-from-outside"
     assert any("a symlink to a file outside the project; not read" in n for n in notices)
+
+
+def test_an_untrusted_project_may_make_a_gate_stricter(tmp_path: Path) -> None:
+    paths = paths_with(tmp_path, "require_review = true\nmemory_min_confidence = 0.9\n")
+    settings, notices = load_settings_with_notices(paths, env={})
+    assert settings.require_review is True and settings.memory_min_confidence == 0.9 and notices == []
+    paths = paths_with(tmp_path / "u", "memory_min_confidence = 0.8\n", user="memory_min_confidence = 0.95\n")
+    settings, notices = load_settings_with_notices(paths, env={})
+    assert settings.memory_min_confidence == 0.95 and "memory_min_confidence" in notices[0]
+    paths = paths_with(tmp_path / "r", "require_review = false\n", user="require_review = true\n")
+    settings, notices = load_settings_with_notices(paths, env={})
+    assert settings.require_review is True and "require_review" in notices[0]

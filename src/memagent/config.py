@@ -358,6 +358,25 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
+# Gate settings a project may always make *stricter* (a value the gate is at least this strict with).
+STRICTER_WHEN = {
+    "require_review": lambda value, current: value is True,
+    "memory_min_confidence": lambda value, current: isinstance(value, (int, float)) and value >= current,
+}
+
+
+def _stricter(key: str, value: Any, user: "_Layer") -> bool:
+    """True when a project's value of a gate setting only tightens what the user has."""
+    check = STRICTER_WHEN.get(key)
+    if check is None:
+        return False
+    current = user.values.get(key, Settings.model_fields[key].default)
+    try:
+        return bool(check(value, current))
+    except TypeError:
+        return False
+
+
 def _outside_project(path: Path, root: Path) -> bool:
     """True for a symlink whose target lies outside ``root``: not the project's file to read."""
     if not path.is_symlink():
@@ -388,7 +407,7 @@ def _layers(
         notices.append(f"{paths.project_config}: a symlink to a file outside the project; not read")
     else:
         project_values = _read_toml(paths.project_config)
-    widening = sorted(k for k in project_values if k in WIDENING_SETTINGS)
+    widening = sorted(k for k in project_values if k in WIDENING_SETTINGS and not _stricter(k, project_values[k], user))
     if widening and not trusted:
         for key in widening:
             project_values.pop(key)
