@@ -87,6 +87,34 @@ def test_protected_paths_cannot_be_planted(fake_home: Path, tmp_path: Path, comm
     assert "fsmonitor" not in (project / ".git" / "config").read_text()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp -r .git evil && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> evil/config && echo ../evil > .git/commondir",
+        "printf '[core]\\n\\tfsmonitor = ./x.sh\\n' > .git/config.worktree",
+        "mkdir -p .git/worktrees/w && echo ../../../evil > .git/worktrees/w/commondir",
+    ],
+    ids=["commondir", "config.worktree", "worktrees"],
+)
+def test_files_that_redirect_git_configuration_cannot_be_planted(fake_home: Path, tmp_path: Path, command: str) -> None:
+    """git reads ``.git/commondir`` in any git folder (not only a linked worktree's) and
+    ``.git/config.worktree`` when the user enabled worktree configuration: planted, the user's
+    next ``git status`` on the host would run the attacker's fsmonitor."""
+    project = git_repo(tmp_path / "proj")
+    subprocess.run(["git", "-C", str(project), "config", "extensions.worktreeConfig", "true"], check=True)
+    canary = tmp_path / "ran"
+    (project / "x.sh").write_text(f"#!/bin/sh\necho ran >> {canary}\n")
+    (project / "x.sh").chmod(0o755)
+    shell = sandboxed(project)
+    bash_result(shell, project, command + " ; echo done")
+    assert not (project / ".git" / "commondir").exists() and not (project / ".git" / "config.worktree").exists()
+    assert not (project / ".git" / "worktrees").exists()
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True, check=True)
+    assert not canary.exists()
+    status = bash_result(shell, project, "git status --short && echo GIT-WORKS")  # git still works inside
+    assert "GIT-WORKS" in status.content, status.content
+
+
 def test_existing_protected_files_stay_as_they_are(fake_home: Path, tmp_path: Path) -> None:
     project = git_repo(tmp_path / "proj")
     (project / ".mcp.json").write_text('{"mcpServers": {}}\n')
@@ -232,10 +260,12 @@ def test_unix_sockets_outside_the_project_are_unreachable(fake_home: Path, tmp_p
     assert run_bash(shell, project, "ls -A /run | wc -l") == "0\n[exit code: 0]"
 
 
-def test_other_projects_transcripts_are_hidden(fake_home: Path, tmp_path: Path) -> None:
+def test_other_projects_transcripts_and_private_cards_are_hidden(fake_home: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     (other / ".transcripts").mkdir(parents=True)
     (other / ".transcripts" / "s.jsonl").write_text("other-transcript-canary")
+    (other / ".memory" / "private").mkdir(parents=True)
+    (other / ".memory" / "private" / "m_0123456789ab.md").write_text("other-private-card-canary")
     (other / "README.md").write_text("other-readme")
     memagent_home = tmp_path / "mhome"
     memagent_home.mkdir()
@@ -246,8 +276,9 @@ def test_other_projects_transcripts_are_hidden(fake_home: Path, tmp_path: Path) 
         f'{{"version": 1, "projects": {{"{other}": {{"trusted": true}}, "{project}": {{}}}}}}'
     )
     shell = sandboxed(project, tmp_visible=True, memagent_home=memagent_home)
-    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/README.md .transcripts/mine.jsonl")
-    assert "other-transcript-canary" not in out
+    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md {other}/README.md"
+                                   " .transcripts/mine.jsonl")
+    assert "other-transcript-canary" not in out and "other-private-card-canary" not in out
     assert "other-readme" in out and "my-transcript" in out
 
 
@@ -278,6 +309,11 @@ LEAKY = {
     "REDIS_URL": "redis://:secret11@cache:6379/0",
     "BACKUP_TARGET": "https://backup.example.com/upload?token=secret12",
     "DEPLOY_HELPER": "ghp_" + "a1B2c3D4e5F6g7H8i9J0a1B2c3D4e5F6g7H8",
+    # names the issue's patterns did not cover
+    "DB_PW": "dbpw-secret-13",
+    "APP_CREDS": "creds-secret-14",
+    "LICENSE_SIGNING_SALT": "salt-secret-15",
+    "WALLET_MNEMONIC": "mnemonic-secret-16",
 }
 
 
@@ -297,7 +333,9 @@ def test_secret_variables_never_reach_a_command(fake_home: Path, project: Path, 
     assert "NPM_CONFIG_REGISTRY=https://registry.example.com/" in out and "PLAIN_SETTING=visible" in out
 
 
-@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "PATH", "HOME", "LANG", "KEYBOARD_LAYOUT", "TERM"])
+@pytest.mark.parametrize(
+    "name", ["PWD", "OLDPWD", "PATH", "HOME", "LANG", "KEYBOARD_LAYOUT", "TERM", "PWM_MODE", "SALTSTACK_HOME"]
+)
 def test_ordinary_variables_are_kept(name: str) -> None:
     assert not is_secret_variable(name, "/usr/bin")
     assert filtered_environment({name: "/usr/bin"}) == {name: "/usr/bin"}

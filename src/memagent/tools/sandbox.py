@@ -38,7 +38,7 @@ import threading
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from memagent.childenv import filtered_environment, is_secret_variable
 from memagent.tools.mounts import PRIVATE_SCRATCH, MountPlan, inside, plan_mounts, real
@@ -302,6 +302,7 @@ class Sandbox:
         try:
             yield plan
         finally:
+            _remove_created(plan.kept_missing)
             with self._lock:
                 self._finish(state)
 
@@ -333,6 +334,17 @@ class Sandbox:
         if self.status(root).active:
             env["TMPDIR"] = "/tmp"
         return env
+
+
+def _remove_created(paths: Iterable[Path]) -> None:
+    """Remove what a command created at a name that must stay missing (``.git/commondir``): no
+    process of the command is left (the sandbox's PID namespace died with it)."""
+    for path in paths:
+        with suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                path.unlink()
 
 
 def _remove_placeholders(paths: set[Path]) -> None:
