@@ -443,3 +443,46 @@ def test_hooks_a_framework_runs_on_the_next_commit_cannot_be_planted(fake_home: 
     ):
         assert "PLANTED" not in run_bash(shell, project, command + " && echo PLANTED"), command
     assert tree(project) == before
+
+
+NESTED = "git init -q vendor/lib && git -C vendor/lib commit -q --allow-empty -m v"
+
+
+@pytest.mark.parametrize(
+    "arming",
+    [
+        'git -C vendor/lib config core.fsmonitor "$PWD/x.sh"',
+        "printf '#!/bin/sh\\nexit 0\\n' > vendor/lib/.git/hooks/post-checkout && chmod +x vendor/lib/.git/hooks/post-checkout",
+        "git -C vendor/lib config include.path ../../../evil.cfg",
+        "printf '[filter \"x\"]\\n\\tclean = ./x.sh\\n' >> vendor/lib/.git/config",
+    ],
+    ids=["fsmonitor", "hook", "include", "filter"],
+)
+def test_a_planted_nested_repository_is_disarmed(fake_home: Path, tmp_path: Path, arming: str) -> None:
+    """A command makes a repository nested in the working tree, arms its configuration and
+    registers it in the index: the user's next git status would run git (and its fsmonitor)
+    inside it, on the host. Its .git is renamed aside when the command ends."""
+    project = git_repo(tmp_path / "proj")
+    canary = tmp_path / "ran"
+    (project / "x.sh").write_text(f"#!/bin/sh\necho ran >> {canary}\n")
+    (project / "x.sh").chmod(0o755)
+    shell = sandboxed(project)
+    register = "git update-index --add --cacheinfo 160000,$(git -C vendor/lib rev-parse HEAD),vendor/lib"
+    out = bash_result(shell, project, f"{NESTED} && {arming} && {register} && echo ARMED")
+    assert "ARMED" in out.content, out.content  # every step worked inside: the disarming is what holds
+    assert not (project / "vendor/lib/.git").exists() and (project / "vendor/lib/.git.disabled-by-memagent").is_dir()
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True, check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A"], capture_output=True, check=True)
+    assert not canary.exists()
+
+
+def test_plain_and_untouched_nested_repositories_are_left_alone(fake_home: Path, tmp_path: Path) -> None:
+    project = git_repo(tmp_path / "proj")
+    mine = project / "tools" / "mine"
+    subprocess.run([*GIT, "init", "-q", str(mine)], check=True)
+    subprocess.run(["git", "-C", str(mine), "config", "core.hooksPath", ".husky"], check=True)  # the user's own
+    shell = sandboxed(project)
+    out = bash_result(shell, project, f"{NESTED} && echo MADE")
+    assert "MADE" in out.content, out.content
+    assert (project / "vendor/lib/.git").is_dir()  # a plain clone or init configures nothing
+    assert (mine / ".git").is_dir()  # not changed by the command

