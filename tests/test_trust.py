@@ -9,7 +9,9 @@ import stat
 
 import pytest
 
-from memagent.permissions import project_permissions
+from memagent.config import Settings, project_paths
+from memagent.permissions import Effect, declares
+from memagent.runtime import session_gate
 from memagent.trust import (
     WIDENING_SETTINGS,
     decline_trust,
@@ -73,17 +75,28 @@ def test_requested_widening(tmp_path):
             "mcp_servers"} <= set(WIDENING_SETTINGS)
 
 
+def _gate(home, root, deny=()):
+    paths = project_paths(root, {"MEMAGENT_HOME": str(home)})
+    settings = Settings(deny=tuple(deny))
+    return session_gate(paths, settings, "default", {"MEMAGENT_HOME": str(home)}, settings_trusted=False, warn=print)
+
+
+def _bash(command):
+    return declares(Effect.RUN, command=command)
+
+
 def test_saved_rules_join_the_project_policy(home, tmp_path):
     save_rule(home, tmp_path, "Bash(npm test)")
     save_rule(home, tmp_path, "Bash(npm test)")
     assert saved_rules(home, tmp_path) == ["Bash(npm test)"]
-    policy = project_permissions(home, tmp_path, mode="default", deny=["Bash(rm:*)"], warn=print)
-    assert policy.decide("bash", {"command": "npm test"}).action == "allow"
-    assert policy.decide("bash", {"command": "rm -r x"}).action == "deny"
-    other = project_permissions(home, tmp_path / "other", mode="default", warn=print)
-    assert other.decide("bash", {"command": "npm test"}).action == "ask"
-    assert policy.always("bash", {"command": "make lint"}) == "Bash(make lint)"
-    assert policy.decide("bash", {"command": "make lint"}).action == "allow"
+    gate = _gate(home, tmp_path, deny=["Bash(rm:*)"])
+    assert gate.decide("bash", _bash("npm test")).action == "allow"
+    assert gate.decide("bash", _bash("rm -r x")).action == "deny"
+    (tmp_path / "other").mkdir()
+    other = _gate(home, tmp_path / "other")
+    assert other.decide("bash", _bash("npm test")).action == "ask"
+    assert gate.always("bash", _bash("make lint")) == "Bash(make lint)"
+    assert gate.decide("bash", _bash("make lint")).action == "allow"
     assert saved_rules(home, tmp_path) == ["Bash(npm test)", "Bash(make lint)"]
 
 

@@ -132,7 +132,9 @@ def test_feature_freezes_a_stable_tool_list_and_warns_once_per_problem(tmp_path)
         schemas = registry.schemas()
         assert schemas[0]["input_schema"]["properties"]["text"]["type"] == "string"
         assert "MCP tool 'echo' of the 'toy' server" in schemas[0]["description"]
-        assert all(t.approval_required({}) for t in tools)
+        from memagent.permissions import Effect
+
+        assert all(Effect.RUN in t.declare({}).effects for t in tools)  # no annotations: they act
         assert tools[0].summary({"text": "hello"}) == "hello"
         outcome = registry.run("mcp__toy__echo", {"text": "via registry"}, ToolContext(root=tmp_path))
         assert outcome.content.startswith("toy says: via registry") and not outcome.is_error

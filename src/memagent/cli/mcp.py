@@ -65,12 +65,19 @@ def list_servers(ctx: typer.Context, root: Optional[Path] = RootOption, as_json:
 
 
 @app.command("serve")
-def serve(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
+def serve(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    allow_user_scope: bool = typer.Option(
+        False, "--allow-user-scope", help="Let clients save user-scope memories (they reach every project's profile)."
+    ),
+) -> None:
     """Serve this project's memory and task graph over MCP on stdin/stdout.
 
+    Clients save project-scope memories only, unless --allow-user-scope is given.
     Claude Code: claude mcp add memagent -- memagent mcp serve
     """
     from memagent.features.mcp_serve import serve_stdio
 
     paths = resolve_paths(ctx, root)
-    serve_stdio(paths, _settings(paths))
+    serve_stdio(paths, _settings(paths), allow_user_scope=allow_user_scope)

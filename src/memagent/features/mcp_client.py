@@ -10,7 +10,8 @@ and freezes the tool list: the tools of servers ready by then are offered for th
 in a fixed order, so the cached prompt prefix stays byte-stable. A server that is late, fails to
 start or crashes costs one warning line; calls to it return an error result.
 
-Every MCP tool needs the user's approval, like ``bash`` (it runs someone else's code).
+An MCP tool runs someone else's code: it is declared to run code (it asks, like ``bash``)
+unless its server annotates it ``readOnlyHint``; a ``destructiveHint`` is shown when asking.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from memagent.agent.feature import BaseFeature
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemoteTool, ServerStatus
+from memagent.permissions.effects import Declaration, Effect, declares
 from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
@@ -36,6 +38,14 @@ def _key_argument(schema: dict[str, Any]) -> str | None:
         if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
             return str(name)
     return None
+
+
+def remote_effects(remote: RemoteTool) -> Declaration:
+    """What a call does, by the server's annotations: read-only when it says so, else it acts."""
+    if remote.read_only:
+        return declares(Effect.READ)
+    note = "its server says it may delete or overwrite data" if remote.destructive else ""
+    return declares(Effect.RUN, note=note)
 
 
 def _describe(remote: RemoteTool) -> str:
@@ -137,7 +147,7 @@ class McpClientFeature(BaseFeature):
             description=_describe(remote),
             input_model=RawArguments,
             handler=run,
-            needs_approval=True,
+            effects=remote_effects(remote),
             key_argument=_key_argument(remote.input_schema),
             input_schema=remote.input_schema,
         )

@@ -345,14 +345,13 @@ def cmd_mcp(session: "Session", arg: str) -> Reply:
 
 
 def cmd_permissions(session: "Session", arg: str) -> Reply:
-    policy = getattr(session.agent, "permissions", None)
-    if policy is None:
+    """The gate's policy: the mode, each rule with where it came from, what asks by effect."""
+    gate = getattr(session.agent, "permissions", None)
+    if gate is None:
         return Reply("permissions: every tool call that changes something asks first (no rules)")
-    lines = ["Permissions:"] + [f"  {line}" for line in policy.describe()]
-    if session.agent.auto_approve:
-        lines.append("  --yes: every other tool call is approved without asking")
-    lines.append("  (rules come from config.toml, a trusted project's .memagent.toml and the 'always' answers "
-                 "saved for this project; `memagent trust --status` shows them)")
+    lines = ["Permissions:"] + [f"  {line}" for line in gate.describe()]
+    lines.append("  asks before a call that " + ", ".join(gate.policy.asks_for()))
+    lines.append("  ('always' approves exactly that call; `memagent doctor` shows the project's trust)")
     return Reply("\n".join(lines))
 
 
