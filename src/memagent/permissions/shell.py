@@ -35,15 +35,16 @@ from typing import Any
 MAX_NESTING = 3
 WRAPPERS = frozenset(
     {"env", "sudo", "doas", "nohup", "nice", "ionice", "timeout", "time", "stdbuf", "command", "builtin", "exec",
-     "watch", "setsid", "coproc", "xargs", "chrt", "taskset", "unbuffer", "flock", "run0", "pkexec"}
+     "setsid", "coproc", "xargs", "chrt", "taskset", "unbuffer", "run0", "pkexec"}
 )
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"})
 INTERPRETERS = frozenset(
     {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "Rscript", "pwsh",
      "osascript", "deno", "bun", "irb"}
 )
-# Builtins whose string arguments are run as commands.
-CODE_BUILTINS = frozenset({"eval", "trap"})
+# Builtins and programs whose string argument is run as commands (by the shell, or by ``sh -c``).
+CODE_BUILTINS = frozenset({"eval", "trap", "watch"})
+COMMAND_STRINGS = {"su": "-c", "runuser": "-c", "script": "-c", "flock": "-c"}
 # Builtins that read or change the shell itself: never approved by an allow rule.
 SHELL_BUILTINS = frozenset(
     {"source", ".", "alias", "unalias", "bind", "complete", "compgen", "enable", "fc", "hash", "history", "mapfile",
@@ -58,6 +59,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _CONTINUATION = re.compile(r"\\\r?\n")
 _ARITHMETIC_TEST = re.compile(r"(?:^|\s)-(?:eq|ne|lt|le|gt|ge)(?:\s|$)")
 _GLOB = frozenset("*?[")
+_EXPANSIONS = frozenset(
+    {"simple_expansion", "expansion", "arithmetic_expansion", "ansi_c_string", "translated_string", "brace_expression"}
+)
 
 
 class Hole(str):
@@ -307,6 +311,11 @@ class _Walker:
             return
         operator = "".join(self._text(c) for c in node.children if not c.is_named)
         target_node = node.child_by_field_name("destination")
+        operands = [c for c in node.children if c.is_named and c.type != "file_descriptor"]
+        if len(operands) > 1:
+            self.found.add_hidden("words after a redirection that the parser does not give to their command")
+            for extra in operands[1:]:
+                self.word(extra, context)
         target = self.word(target_node, context) if target_node is not None else None
         self.found.redirects.append(Redirect(operator, target))
         harmless = target is not None and (target.literal in _HARMLESS_TARGETS or (
@@ -381,17 +390,41 @@ class _Walker:
             literals = [w.literal for w in args]
             if "-" in literals or not any(w is None or not w.startswith("-") for w in literals):
                 self.found.add_hidden(f"{name} reads the program to run from its input")
-        elif name in CODE_BUILTINS:
-            self.found.add_complex(f"{name} runs its arguments as commands")
-            code = args[:1] if name == "trap" else args
-            self._code(" ".join(w.shown for w in code), all(w.literal is not None for w in code), f"{name}", command)
+        elif name in CODE_BUILTINS or name in COMMAND_STRINGS:
+            self._command_string(name, args, command)
         elif name in SHELL_BUILTINS:
             self.found.add_complex(f"the shell builtin {name}")
+            self._evaluated_names(args, command)
+
+    def _command_string(self, name: str, args: list[Word], command: SimpleCommand) -> None:
+        """``eval``, ``trap 'cmd' SIG``, ``watch 'cmd'``, ``su -c 'cmd'``: a string run as commands."""
+        self.found.add_complex(f"{name} runs a string as commands")
+        option = COMMAND_STRINGS.get(name)
+        if option:
+            flags = [w.literal for w in args]
+            if option not in flags:
+                return
+            code = args[flags.index(option) + 1 : flags.index(option) + 2]
+        elif name == "trap":
+            code = args[:1]
+        elif name == "watch":
+            for start in _inner_starts(args):
+                self._code(" ".join(w.shown for w in args[start:]), all(w.literal is not None for w in args[start:]),
+                           name, command)
+            return
+        else:
+            code = args
+        self._code(" ".join(w.shown for w in code), all(w.literal is not None for w in code), name, command)
+
+    def _evaluated_names(self, args: list[Word], command: SimpleCommand) -> None:
+        """Builtins that take variable names (``printf -v``, ``test -v``, ``read``, ``declare`` …)
+        evaluate an array subscript in them, and ``$( )`` there runs: ``printf -v 'a[$(cmd)]'``."""
         for word in args:
             literal = word.literal
             if literal is not None and _CODE_IN_TEXT.search(literal):
                 self.found.add_complex("a word that holds shell code")
-                self._code(literal, True, "text that may run as code", command, quiet=True)
+                self.found.add_hidden(f"{command.shown[0]} may evaluate the shell code in {literal!r}")
+                self._code(literal, True, "an evaluated name", command, quiet=True)
 
     def _wrapper(self, name: str, args: list[Word], command: SimpleCommand) -> None:
         if name in ("exec", "command", "builtin", "coproc"):
@@ -479,32 +512,46 @@ class _Walker:
         elif kind == "raw_string":
             parts.append(text[1:-1] if len(text) >= 2 else Hole(text))
         elif kind == "string":
-            for child in node.children:
-                if child.type == "string_content":
-                    parts.append(_unescape_double(self._text(child)))
-                elif child.is_named:
-                    self._parts(child, context, parts, quoted=True)
+            self._string(node, context, parts)
         elif kind == "concatenation":
             for child in node.children:
                 self._parts(child, context, parts, quoted=quoted)
         elif kind in ("command_substitution", "process_substitution"):
             parts.append(Hole(text))
-            self.found.add_complex("a command substitution" if kind == "command_substitution" else "a process substitution")
-            self._inner_statements(node, "` `" if text.startswith("`") else text[:2] + " )")
-        else:
+            self._substitution(node, text)
+        elif kind in _EXPANSIONS:
             parts.append(Hole(text))
             self._expansion(node, context, kind)
+        else:
+            parts.append(Hole(text))
+            self.found.add_hidden(f"bash syntax the gate does not read ({kind!r} in a word)")
+
+    def _string(self, node: Any, context: str, parts: list[str]) -> None:
+        children = node.children
+        for index, child in enumerate(children):
+            if child.type == "string_content":
+                parts.append(_unescape_double(self._text(child)))
+            elif child.is_named:
+                self._parts(child, context, parts, quoted=True)
+            elif not (child.type == '"' and index in (0, len(children) - 1)):
+                parts.append(Hole(self._text(child)))
+                self.found.add_hidden(f"bash syntax the gate does not read ({child.type!r} in a string)")
+
+    def _substitution(self, node: Any, text: str) -> None:
+        if text.startswith("`"):
+            # tree-sitter's grammar misreads backticks (two in a row, escaped ones inside): what
+            # they run is not trusted to the parse; $( ) says the same and is read exactly
+            self.found.add_complex("a backtick substitution")
+            self.found.add_hidden("a backtick substitution (write $( ) instead)")
+            self._inner_statements(node, "` `")
+            return
+        self.found.add_complex("a command substitution" if text.startswith("$(") else "a process substitution")
+        self._inner_statements(node, text[:2] + " )")
 
     def _inner_statements(self, node: Any, context: str) -> None:
-        backticks = self._text(node).startswith("`")
-        before = len(self.found.commands)
         for child in node.children:
             if child.is_named:
                 self.statements(child, context)
-        if backticks:
-            for command in self.found.commands[before:]:
-                if any(w.literal and "`" in w.literal for w in command.words):
-                    self.found.add_hidden("backticks nested inside backticks")
 
     def _expansion(self, node: Any, context: str, kind: str) -> None:
         if kind in ("simple_expansion", "expansion"):
@@ -516,14 +563,12 @@ class _Walker:
         else:
             self.found.add_complex(f"{kind.replace('_', ' ')}")
         for child in node.children:
-            if child.type in ("command_substitution", "process_substitution"):
-                self._parts(child, context, [], quoted=True)
-            elif child.is_named:
+            if child.is_named:
                 self._expansion_children(child, context)
 
     def _expansion_children(self, node: Any, context: str) -> None:
         if node.type in ("command_substitution", "process_substitution"):
-            self._parts(node, context, [], quoted=True)
+            self._substitution(node, self._text(node))
             return
         for child in node.children:
             self._expansion_children(child, context)
@@ -534,6 +579,10 @@ class _Walker:
         return any(self._mentions_variables(child) for child in node.children)
 
     def _unquoted(self, text: str, parts: list[str]) -> None:
+        if "\n" in _CONTINUATION.sub("", text) or "\r" in text:
+            self.found.add_hidden("a line break inside a word, which bash reads differently")
+            parts.append(Hole(text))
+            return
         if "{" in text and ("," in text or ".." in text) and "}" in text:
             self.found.add_complex("a brace expansion")
             parts.append(Hole(text))
