@@ -211,3 +211,55 @@ def test_describe_lists_mode_and_rules_with_their_origin():
 
     sourced = Policy.from_sources("default", [RuleSource("/home/u/.memagent/config.toml", deny=["Read(.env)"])], root=ROOT)
     assert sourced.describe()[1] == "deny: Read(.env) (from /home/u/.memagent/config.toml)"
+
+
+# ------------------------------------------------------------------ hooks, protected paths, commands' ! lines
+
+from memagent.permissions import Gate, HookVerdict  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("hook", "mode", "rules", "call", "expected"),
+    [
+        (HookVerdict("allow"), "default", {}, bash("make"), "allow"),
+        (HookVerdict("allow"), "default", {"deny": ["Bash(make:*)"]}, bash("make"), "deny"),  # never past a deny rule
+        (HookVerdict("allow"), "plan", {}, bash("make"), "deny"),  # nor plan mode
+        (HookVerdict("allow"), "default", {}, ("write_file", {"path": ".git/hooks/pre-commit", "content": "x"}), "ask"),
+        (HookVerdict("ask", "check it"), "bypassPermissions", {}, bash("make"), "ask"),
+        (HookVerdict("ask"), "default", {"allow": ["Bash(make)"]}, bash("make"), "ask"),
+        (HookVerdict("deny", "no"), "bypassPermissions", {"allow": ["Bash"]}, bash("make"), "deny"),
+    ],
+)
+def test_a_hook_decision_is_weighed_by_the_gate(hook, mode, rules, call, expected):
+    verdict = policy(mode, **rules).decide(call[0], declared(*call), hook)
+    assert verdict.action == expected
+
+
+@pytest.mark.parametrize("path", [".git/hooks/pre-commit", ".git/config", ".memagent.toml", ".claude/settings.json",
+                                  ".mcp.json", "./.gitmodules", "/work/project/.vscode/tasks.json"])
+def test_writes_to_protected_paths_ask_in_every_mode_unless_a_rule_names_them(path):
+    call = ("write_file", {"path": path, "content": "x"})
+    for mode in ("default", "acceptEdits", "bypassPermissions"):
+        verdict = policy(mode, allow=["Edit", "Write(src/**)"]).decide(call[0], declared(*call))
+        assert verdict.action == "ask" and "protected path" in verdict.reason, (mode, verdict)
+    relative = path.removeprefix("./").removeprefix(str(ROOT) + "/")
+    assert action(policy("acceptEdits", allow=[f"Edit({relative})"]), call) == "allow"
+    assert action(policy("acceptEdits"), ("write_file", {"path": "src/app.py", "content": "x"})) == "allow"
+
+
+def test_always_on_a_protected_write_saves_that_path_only(tmp_path):
+    saved: list[str] = []
+    gate = Gate(Policy.from_settings("acceptEdits", root=tmp_path), saved.append)
+    hook = declared("write_file", {"path": ".git/hooks/pre-commit", "content": "x"})
+    assert gate.always("write_file", hook) == "Edit(.git/hooks/pre-commit)" and saved == ["Edit(.git/hooks/pre-commit)"]
+    assert gate.decide("write_file", hook).action == "allow"
+    other = declared("write_file", {"path": ".git/hooks/post-merge", "content": "x"})
+    assert gate.decide("write_file", other).action == "ask"
+
+
+def test_a_custom_commands_shell_line_asks_the_same_gate():
+    gate = Gate(policy(allow=["Bash(git status:*)"], deny=["Bash(rm:*)"]))
+    assert gate.decide_command("git status --short").action == "allow"
+    assert gate.decide_command("git status #\ntouch X").action == "ask"
+    refused = gate.decide_command("git status; rm -rf build", source="the command /clean")
+    assert refused.action == "deny" and "the command /clean" in refused.reason

@@ -213,3 +213,52 @@ def test_a_delete_asks_and_plan_mode_refuses_saves_and_deletes(run_cli, project,
     assert all(p["is_error"] and "plan mode" in content(p) for p in planned)
     (search,) = run_memory(run_cli, project, [("memory_search", {"query": "how do the tests run"})])
     assert card_id in content(search)  # still there
+
+
+# ------------------------------------------------------------------ the REPL, in a real pty
+
+
+def _submit(child, line: str) -> None:
+    child.send(line)
+    child.expect_exact(line[-20:])
+    child.send("\r")
+
+
+def test_the_repl_asks_again_showing_the_diff_and_asks_before_a_user_memory(spawn, fake, project, run_cli):
+    import pexpect
+
+    from repl_kit import PROMPT
+
+    trusted_project(run_cli, project, 'model = "claude-sonnet-5-5"\nallow = ["Bash(git status:*)"]\n')
+    (project / ".memagent.toml").write_text('model = "claude-sonnet-5-5"\nallow = ["Bash"]\n')
+    fake.add(tool("memory_save", USER_CARD), text("Not saved, fine."))
+    child = spawn(memory=True)
+    child.expect("changed since you trusted")
+    child.expect(r'-allow = \["Bash\(git status:\*\)"\]')
+    child.expect(r'\+allow = \["Bash"\]')
+    child.expect(r"Trust the project as it is now\? \[y/N\]")
+    child.send("n\r")
+    child.expect("ignored this session")
+    child.expect(PROMPT)
+    _submit(child, "remember what the README says")
+    child.expect("memory_save wants to run")
+    child.expect("why it asks: memory_save saves a user memory")
+    child.expect(r"Allow\?")
+    child.send("n")
+    child.expect("denied")
+    child.expect("Not saved, fine.")
+    child.expect(PROMPT)
+    _submit(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+    child = spawn()  # the refused content is not asked about again; the old trust still holds for the rest
+    child.expect(PROMPT)
+    _submit(child, "/permissions")
+    child.expect("mode: default")
+    child.expect(PROMPT)
+    screen = child.logfile_read.getvalue()
+    assert "Trust the project as it is now" not in screen and 'allow: Bash' not in screen.split("/permissions")[-1]
+    _submit(child, "/exit")
+    child.expect(pexpect.EOF)
