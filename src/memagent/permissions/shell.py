@@ -27,33 +27,23 @@ never pay for it.
 from __future__ import annotations
 
 import functools
-import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from memagent.permissions.runs import CommandRuns
+from memagent.permissions.words import (
+    Findings,
+    Hole,
+    Redirect,
+    SimpleCommand,
+    Word,
+    _unescape_double,
+    _unescape_plain,
+    _unescaped_specials,
+)
+
 MAX_NESTING = 3
-WRAPPERS = frozenset(
-    {"env", "sudo", "doas", "nohup", "nice", "ionice", "timeout", "time", "stdbuf", "command", "builtin", "exec",
-     "setsid", "coproc", "xargs", "chrt", "taskset", "unbuffer", "run0", "pkexec"}
-)
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"})
-INTERPRETERS = frozenset(
-    {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "Rscript", "pwsh",
-     "osascript", "deno", "bun", "irb"}
-)
-# Builtins and programs whose string argument is run as commands (by the shell, or by ``sh -c``).
-CODE_BUILTINS = frozenset({"eval", "trap", "watch"})
-COMMAND_STRINGS = {"su": "-c", "runuser": "-c", "script": "-c", "flock": "-c"}
-# Builtins that read or change the shell itself: never approved by an allow rule.
-SHELL_BUILTINS = frozenset(
-    {"source", ".", "alias", "unalias", "bind", "complete", "compgen", "enable", "fc", "hash", "history", "mapfile",
-     "readarray", "set", "shopt", "declare", "typeset", "local", "export", "readonly", "let", "unset", "read",
-     "printf", "test", "[", "[[", "getopts", "shift", "wait", "disown", "ulimit", "umask", "cd", "pushd", "popd"}
-)
-FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-_WRAPPER_VALUE = re.compile(r"^(?:-.*|\d+(?:\.\d+)?[smhd]?|[A-Za-z_][A-Za-z0-9_]*=.*)$")
-_CODE_IN_TEXT = re.compile(r"\$[({\[]|`")
 _HARMLESS_TARGETS = frozenset({"/dev/null"})
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _CONTINUATION = re.compile(r"\\\r?\n")
@@ -62,68 +52,6 @@ _GLOB = frozenset("*?[")
 _EXPANSIONS = frozenset(
     {"simple_expansion", "expansion", "arithmetic_expansion", "ansi_c_string", "translated_string", "brace_expression"}
 )
-
-
-class Hole(str):
-    """A part of a word that bash decides at run time (``$HOME``, ``$(date)``), as written."""
-
-
-@dataclass(frozen=True)
-class Word:
-    """One shell word: its literal parts, and :class:`Hole` parts where bash decides at run time."""
-
-    parts: tuple[str, ...]
-    source: str
-    pattern: bool = False  # holds an unquoted * ? or [ that bash may expand to file names
-
-    @property
-    def literal(self) -> str | None:
-        """The word as bash passes it, or None when any part is decided at run time."""
-        return None if any(isinstance(p, Hole) for p in self.parts) else "".join(self.parts)
-
-    @property
-    def shown(self) -> str:
-        """Literal parts unquoted, the others as written: ``"$HOME/"`` shows as ``$HOME/``."""
-        return "".join(self.parts)
-
-    @property
-    def known_prefix(self) -> str:
-        """The literal text before the first part bash decides at run time."""
-        out = []
-        for part in self.parts:
-            if isinstance(part, Hole):
-                break
-            out.append(part)
-        return "".join(out)
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    """A command bash (or a wrapper) runs: its words, name first, redirections left out."""
-
-    words: tuple[Word, ...]
-    context: str = ""  # where it sits: "" at the top, "$( )", "bash -c", "after xargs" …
-    open_tail: bool = False  # the wrapper adds arguments of its own (xargs, find -exec)
-
-    @property
-    def argv(self) -> list[str] | None:
-        """The words as bash would pass them, or None when any is decided at run time."""
-        literal = [w.literal for w in self.words]
-        return None if self.open_tail or any(w is None for w in literal) else [w for w in literal if w is not None]
-
-    @property
-    def shown(self) -> list[str]:
-        return [w.shown for w in self.words]
-
-    @property
-    def name(self) -> str | None:
-        return self.words[0].literal if self.words else None
-
-
-@dataclass(frozen=True)
-class Redirect:
-    operator: str
-    target: Word | None
 
 
 @dataclass(frozen=True)
@@ -140,22 +68,6 @@ class ShellAnalysis:
         return not self.complex and not self.hidden
 
 
-@dataclass
-class _Findings:
-    commands: list[SimpleCommand] = field(default_factory=list)
-    redirects: list[Redirect] = field(default_factory=list)
-    complex: list[str] = field(default_factory=list)
-    hidden: list[str] = field(default_factory=list)
-
-    def add_complex(self, why: str) -> None:
-        if why not in self.complex:
-            self.complex.append(why)
-
-    def add_hidden(self, why: str) -> None:
-        if why not in self.hidden:
-            self.hidden.append(why)
-
-
 @functools.lru_cache(maxsize=1)
 def _parser() -> Any:
     from tree_sitter import Language, Parser
@@ -167,13 +79,13 @@ def _parser() -> Any:
 @functools.lru_cache(maxsize=256)
 def analyse(command: str) -> ShellAnalysis:
     """Every simple command bash could run for ``command``, and why it is complex or hidden."""
-    found = _Findings()
+    found = Findings()
     _analyse_into(command, found, context="", depth=0)
     return ShellAnalysis(command, tuple(found.commands), tuple(found.redirects), tuple(found.complex),
                          tuple(found.hidden))
 
 
-def _analyse_into(command: str, found: _Findings, *, context: str, depth: int) -> None:
+def _analyse_into(command: str, found: Findings, *, context: str, depth: int) -> None:
     if depth > MAX_NESTING:
         found.add_hidden("shell code nested too deep to read")
         return
@@ -190,14 +102,20 @@ def _analyse_into(command: str, found: _Findings, *, context: str, depth: int) -
     _Walker(source, found, depth).statements(tree.root_node, context)
 
 
-class _Walker:
+class _Walker(CommandRuns):
     """One pass over a tree: statements, then the commands inside them."""
 
-    def __init__(self, source: bytes, found: _Findings, depth: int) -> None:
+    def __init__(self, source: bytes, found: Findings, depth: int) -> None:
         self.source = source
         self.found = found
         self.depth = depth
         self._pattern = False
+
+    def nested(self, text: str, context: str) -> Findings:
+        """Shell code inside a command (``bash -c``, ``eval`` …), read one level deeper."""
+        found = Findings()
+        _analyse_into(text, found, context=context, depth=self.depth + 1)
+        return found
 
     # ------------------------------------------------------------------ statements
 
@@ -364,137 +282,6 @@ class _Walker:
         gap = _CONTINUATION.sub("", self.source[end:start].decode("utf-8", "replace"))
         return any(ch in " \t\n" for ch in gap)
 
-    def record(self, command: SimpleCommand) -> None:
-        """A simple command bash runs, then what it runs in turn (wrappers, shells, eval)."""
-        self.found.commands.append(command)
-        first = command.words[0]
-        if first.literal is None:
-            self.found.add_hidden(f"the command name {first.source} is decided when it runs")
-            return
-        name = os.path.basename(first.literal)
-        if first.pattern:
-            self.found.add_hidden(f"the command name {first.source} is a pattern bash expands")
-            return
-        self._runs_more(name, command)
-
-    def _runs_more(self, name: str, command: SimpleCommand) -> None:
-        args = list(command.words[1:])
-        if name in WRAPPERS:
-            self._wrapper(name, args, command)
-        elif name == "find" and any(w.literal in FIND_EXEC for w in args):
-            self.found.add_complex("find -exec runs a command")
-            self._find_exec(args, command)
-        elif name in SHELLS:
-            self._shell(name, args, command)
-        elif name in INTERPRETERS or re.fullmatch(r"python3?(\.\d+)?", name):
-            literals = [w.literal for w in args]
-            if "-" in literals or not any(w is None or not w.startswith("-") for w in literals):
-                self.found.add_hidden(f"{name} reads the program to run from its input")
-        elif name in CODE_BUILTINS or name in COMMAND_STRINGS:
-            self._command_string(name, args, command)
-        elif name in SHELL_BUILTINS:
-            self.found.add_complex(f"the shell builtin {name}")
-            self._evaluated_names(args, command)
-
-    def _command_string(self, name: str, args: list[Word], command: SimpleCommand) -> None:
-        """``eval``, ``trap 'cmd' SIG``, ``watch 'cmd'``, ``su -c 'cmd'``: a string run as commands."""
-        self.found.add_complex(f"{name} runs a string as commands")
-        option = COMMAND_STRINGS.get(name)
-        if option:
-            flags = [w.literal for w in args]
-            if option not in flags:
-                return
-            code = args[flags.index(option) + 1 : flags.index(option) + 2]
-        elif name == "trap":
-            code = args[:1]
-        elif name == "watch":
-            for start in _inner_starts(args):
-                self._code(" ".join(w.shown for w in args[start:]), all(w.literal is not None for w in args[start:]),
-                           name, command)
-            return
-        else:
-            code = args
-        self._code(" ".join(w.shown for w in code), all(w.literal is not None for w in code), name, command)
-
-    def _evaluated_names(self, args: list[Word], command: SimpleCommand) -> None:
-        """Builtins that take variable names (``printf -v``, ``test -v``, ``read``, ``declare`` …)
-        evaluate an array subscript in them, and ``$( )`` there runs: ``printf -v 'a[$(cmd)]'``."""
-        for word in args:
-            literal = word.literal
-            if literal is not None and _CODE_IN_TEXT.search(literal):
-                self.found.add_complex("a word that holds shell code")
-                self.found.add_hidden(f"{command.shown[0]} may evaluate the shell code in {literal!r}")
-                self._code(literal, True, "an evaluated name", command, quiet=True)
-
-    def _wrapper(self, name: str, args: list[Word], command: SimpleCommand) -> None:
-        if name in ("exec", "command", "builtin", "coproc"):
-            self.found.add_complex(f"the shell builtin {name}")
-        if name == "xargs":
-            self.found.add_complex("xargs runs a command with arguments it reads")
-        options = [w.literal for w in args[:2]]
-        if name == "command" and any(o in ("-v", "-V") for o in options if o):
-            return  # looks a command up, runs nothing
-        if name == "env" and any(w.literal and (w.literal.startswith("-S") or w.literal.startswith("--split-string"))
-                                 for w in args):
-            self.found.add_hidden("env -S splits a string into a command")
-        starts = _inner_starts(args)
-        if not starts and args:
-            self.found.add_hidden(f"the command {name} runs is decided when it runs")
-        for start in starts:
-            inner = SimpleCommand(tuple(args[start:]), f"after {name}", open_tail=name == "xargs" or command.open_tail)
-            self.record(inner)
-
-    def _find_exec(self, args: list[Word], command: SimpleCommand) -> None:
-        index = 0
-        while index < len(args):
-            if args[index].literal in FIND_EXEC:
-                end = index + 1
-                while end < len(args) and args[end].literal not in (";", "+"):
-                    end += 1
-                if end > index + 1:
-                    self.record(SimpleCommand(tuple(args[index + 1 : end]), "find -exec", open_tail=True))
-                index = end
-            index += 1
-
-    def _shell(self, name: str, args: list[Word], command: SimpleCommand) -> None:
-        """``bash -c SCRIPT``: the script is read too; ``bash`` with no script reads its input."""
-        for index, word in enumerate(args):
-            flag = word.literal
-            if flag is None:
-                self.found.add_hidden(f"{name} is started with arguments decided when it runs")
-                return
-            if flag.startswith("-") and not flag.startswith("--") and "c" in flag[1:]:
-                script = args[index + 1] if index + 1 < len(args) else None
-                self.found.add_complex(f"{name} -c runs a script string")
-                if script is None:
-                    self.found.add_hidden(f"{name} -c without a script")
-                else:
-                    self._code(script.shown, script.literal is not None, f"{name} -c", command)
-                return
-            if flag in ("-s", "-"):
-                break
-            if not flag.startswith("-") or flag == "--":
-                if flag == "--" and index + 1 >= len(args):
-                    break
-                return  # runs a script file, as any program does
-        self.found.add_hidden(f"{name} reads the commands to run from its input")
-
-    def _code(self, text: str, known: bool, context: str, command: SimpleCommand, *, quiet: bool = False) -> None:
-        if not known:
-            self.found.add_hidden(f"{context} runs a string decided when it runs")
-            return
-        nested = _Findings()
-        _analyse_into(text, nested, context=context, depth=self.depth + 1)
-        self.found.commands.extend(nested.commands)
-        self.found.redirects.extend(nested.redirects)
-        for why in nested.complex:
-            self.found.add_complex(why)
-        if not quiet:
-            for why in nested.hidden:
-                self.found.add_hidden(why)
-        elif nested.commands:
-            self.found.add_hidden("a word holds shell code that may run")
-
     # ------------------------------------------------------------------ words
 
     def word(self, node: Any, context: str) -> Word:
@@ -612,72 +399,6 @@ def _field_of(parent: Any, child: Any) -> str | None:
         if candidate == child:
             return parent.field_name_for_child(index)
     return None
-
-
-def _unescape_plain(text: str) -> str:
-    """An unquoted word as bash sees it: ``\\x`` is ``x``, a backslash-newline disappears."""
-    out, index = [], 0
-    while index < len(text):
-        ch = text[index]
-        if ch == "\\" and index + 1 < len(text):
-            if text[index + 1] != "\n":
-                out.append(text[index + 1])
-            index += 2
-            continue
-        out.append(ch)
-        index += 1
-    return "".join(out)
-
-
-def _unescaped_specials(text: str) -> str:
-    """The characters of an unquoted word that are not escaped by a backslash."""
-    out, index = [], 0
-    while index < len(text):
-        if text[index] == "\\":
-            index += 2
-            continue
-        out.append(text[index])
-        index += 1
-    return "".join(out)
-
-
-def _unescape_double(text: str) -> str:
-    """Inside double quotes a backslash escapes only ``$ ` " \\`` and the newline."""
-    out, index = [], 0
-    while index < len(text):
-        ch = text[index]
-        if ch == "\\" and index + 1 < len(text) and text[index + 1] in '$`"\\\n':
-            if text[index + 1] != "\n":
-                out.append(text[index + 1])
-            index += 2
-            continue
-        out.append(ch)
-        index += 1
-    return "".join(out)
-
-
-def _inner_starts(args: list[Word]) -> list[int]:
-    """Where the command a wrapper runs may start: after its options, option values, numbers
-    (``timeout 5``) and assignments (``env A=1``). An option may take the next word as its value
-    or not (``sudo -u root rm``), so both readings are returned: a deny rule sees either."""
-    starts: list[int] = []
-    index = 0
-    while index < len(args):
-        literal = args[index].literal
-        if literal == "--":
-            index += 1
-            continue
-        if literal is None or not _WRAPPER_VALUE.match(literal):
-            starts.append(index)
-            break
-        following = args[index + 1] if index + 1 < len(args) else None
-        takes_value = literal.startswith("-") and "=" not in literal and following is not None
-        if takes_value and (following.literal is None or not _WRAPPER_VALUE.match(following.literal)):
-            starts.append(index + 1)  # read as the command …
-            index += 2  # … and as the option's value
-            continue
-        index += 1
-    return starts
 
 
 __all__ = ["Hole", "MAX_NESTING", "Redirect", "ShellAnalysis", "SimpleCommand", "Word", "analyse"]
