@@ -71,9 +71,11 @@ DENIED_MESSAGE = (
 HOOK_BLOCKED = "The call was blocked before it ran: {reason}"
 RULE_DENIED = "Refused: {reason}. The call was not run; do not retry it, choose another approach or ask the user."
 NON_INTERACTIVE_DENIED = (
-    "{name} needs the user's approval ({reason}), and this non-interactive run has no one to ask "
-    "(re-run memagent with --yes to allow tools). Do not retry it; continue without it or explain what is needed."
+    "{name} needs the user's approval ({reason}), and this non-interactive run has no one to ask ({hint}). "
+    "Do not retry it; continue without it or explain what is needed."
 )
+RERUN_WITH_YES = "re-run memagent with --yes to allow tools"
+NOT_EVEN_YES = "--yes does not approve this; an allow rule naming it does"
 
 
 @dataclass
@@ -338,7 +340,9 @@ class Agent:
         if verdict.action == "allow":
             return None
         if self.non_interactive:
-            return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name, reason=verdict.reason), is_error=True)
+            hint = NOT_EVEN_YES if self.gate.mode == "bypassPermissions" else RERUN_WITH_YES
+            return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name, reason=verdict.reason, hint=hint),
+                               is_error=True)
         answer = self.approver(tool, raw, summary, verdict.reason)
         if answer is Approval.ALWAYS:
             self.gate.always(tool.name, declaration, raw)
