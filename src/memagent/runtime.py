@@ -368,11 +368,15 @@ def session_gate(
 
 def _unsourced(settings: Settings, sources: list[RuleSource]) -> RuleSource:
     """Rules the settings hold that no file or variable wrote (settings made in code)."""
-    found = {kind: [rule for source in sources for rule in getattr(source, kind)] for kind in ("allow", "ask", "deny")}
-    rest = {}
-    for kind, seen in found.items():
-        left = list(seen)
-        rest[kind] = [rule for rule in getattr(settings, kind) if not (rule in left and not left.remove(rule))]
+    rest: dict[str, list[str]] = {}
+    for kind in ("allow", "ask", "deny"):
+        unclaimed = [rule for source in sources for rule in getattr(source, kind)]
+        rest[kind] = []
+        for rule in getattr(settings, kind):
+            if rule in unclaimed:
+                unclaimed.remove(rule)
+            else:
+                rest[kind].append(rule)
     return RuleSource("the settings", rest["allow"], rest["ask"], rest["deny"])
 
 

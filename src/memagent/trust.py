@@ -196,7 +196,8 @@ def trusted_as_now(home: Path, root: Path, relative: str) -> bool:
 def change_diff(home: Path, root: Path, relative: str) -> str:
     """A unified diff from the trusted text of ``relative`` to its text now (both redacted), or
     one line when a side is absent from the record (binary, unreadable, over 64 KiB)."""
-    pin = TrustStore(home).record(root).pins.get(relative) or {}
+    pins = TrustStore(home).record(root).pins
+    pin = pins.get(relative) or {}
     before_digest = pin.get("sha256")
     now = _pin(Path(root) / relative)
     if before_digest == now["sha256"]:
@@ -207,7 +208,8 @@ def change_diff(home: Path, root: Path, relative: str) -> str:
         return f"{relative} changed (it is now binary, unreadable or over 64 KiB)\n"
     lines = difflib.unified_diff(
         str(pin.get("text", "")).splitlines(keepends=True), str(now.get("text", "")).splitlines(keepends=True),
-        fromfile=f"{relative} (trusted)" if before_digest else f"{relative} (absent when trusted)",
+        fromfile=f"{relative} (trusted)" if before_digest else (
+            f"{relative} (absent when trusted)" if pins else f"{relative} (trusted before contents were recorded)"),
         tofile=f"{relative} (now)" if now["sha256"] else f"{relative} (deleted)",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
