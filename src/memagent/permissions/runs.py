@@ -192,8 +192,9 @@ def _inner_starts(args: list[Word]) -> list[int]:
             starts.append(index)
             break
         following = args[index + 1] if index + 1 < len(args) else None
-        takes_value = literal.startswith("-") and "=" not in literal and following is not None
-        if takes_value and (following.literal is None or not _WRAPPER_VALUE.match(following.literal)):
+        takes_value = following is not None and literal.startswith("-") and "=" not in literal
+        if following is not None and takes_value and (
+                following.literal is None or not _WRAPPER_VALUE.match(following.literal)):
             starts.append(index + 1)  # read as the command …
             index += 2  # … and as the option's value
             continue
