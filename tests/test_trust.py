@@ -256,3 +256,15 @@ def test_doctor_shows_the_gate_policy_and_the_pinned_trust(run_cli, project, cli
     text_out = run_cli("doctor", "-C", str(project), "--no-memory").stdout
     assert "but .memagent.toml changed since (ignored until re-trusted)" in text_out
     assert ".memagent.toml (changed since)" in text_out
+
+
+def test_a_saved_rule_never_keeps_a_secret(tmp_path):
+    """An "always" answer on a command holding a key saves the rule redacted (it will ask again)."""
+    from memagent.trust import save_rule, saved_rules
+
+    home, root = tmp_path / "home", tmp_path / "project"
+    root.mkdir()
+    key = "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc9x"
+    save_rule(home, root, f"Bash(curl -u {key}: https://api.stripe.com/v1/charges)")
+    assert key not in (home / "projects.json").read_text()
+    assert saved_rules(home, root) == ["Bash(curl -u [REDACTED:stripe-key]: https://api.stripe.com/v1/charges)"]
