@@ -7,8 +7,8 @@ They are memagent's own tools, run by the same code: the same input schemas and 
 same write gate for memories (secrets, near-duplicates and low-confidence cards are refused with
 the reason), the same locking (card and task stores are safe with several processes), the same
 answers. Provenance: a memory saved over MCP records ``mcp:<client name>`` (the name the client
-gave in ``initialize``) as its session and ``tool`` as its source, so ``memagent memory show``
-tells which agent wrote it and it never passes as the user's own words. Session-scoped memories
+gave in ``initialize``) as its session, so ``memagent memory show`` tells which agent wrote it;
+its source is ``assistant`` (an agent's inference, never the user's own words). Session-scoped memories
 are refused: an MCP client has no memagent session. User-scope memories reach every project's
 profile, so they are refused too unless the server was started with ``--allow-user-scope``.
 
@@ -114,7 +114,7 @@ def served_tools(
     service_factory: Callable[[], "MemoryService"], store_factory: Callable[[], object], *, allow_user_scope: bool = False
 ) -> list[Tool]:
     """The served tools, in a fixed order (``memory_delete`` is served as ``memory_forget``)."""
-    by_name = {t.name: t for t in memory_tools(service_factory, source="tool", user_scope=allow_user_scope)}
+    by_name = {t.name: t for t in memory_tools(service_factory, user_scope=allow_user_scope)}
     memory = [
         by_name["memory_search"],
         by_name["memory_save"],

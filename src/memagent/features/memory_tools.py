@@ -85,12 +85,12 @@ def _call(action: Callable[[], object]):
 
 # Longer than 60 lines: four small tool handlers closing over one service, kept together.
 def memory_tools(
-    service_factory: Callable[[], "MemoryService"], *, source: str = "assistant", user_scope: bool = True
+    service_factory: Callable[[], "MemoryService"], *, user_scope: bool = True
 ) -> list[Tool]:
     """The four memory tools bound to a service (obtained lazily, on each call).
 
-    ``source``: who saves (memagent's model, or ``tool`` for an MCP client); ``user_scope``:
-    whether a user-scope card may be saved at all (``mcp serve`` refuses them unless told)."""
+    ``user_scope``: whether a user-scope card may be saved at all (``mcp serve`` refuses them
+    unless told)."""
 
     @tool("memory_save", MemorySaveInput, key_argument="content", effects=save_effects)
     def memory_save(args: MemorySaveInput, ctx: ToolContext) -> str:
@@ -106,7 +106,7 @@ def memory_tools(
                 args.memory_type,
                 args.scope,
                 confidence=args.confidence,
-                source=source,  # type: ignore[arg-type]
+                source="assistant",
                 provenance={"session_id": ctx.session_id} if ctx.session_id else None,
                 supersedes=args.supersedes,
             )
