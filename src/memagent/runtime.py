@@ -26,6 +26,7 @@ from memagent.config import (
     load_settings_with_notices,
     project_paths,
     rule_sources,
+    setting_origin,
 )
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
@@ -60,6 +61,8 @@ from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.executor import LocalExecutor
+from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
 
 
@@ -90,6 +93,8 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
+    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
@@ -280,6 +285,10 @@ class Parts:
     trusted: bool = False  # the project's .mcp.json is trusted as it is now: its MCP servers start
     logical_session: str = ""  # one id across -c/-r; empty: this session's own id
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
+    prefetch_memory: bool = True  # see SessionOptions
+    memory_upkeep: bool = True  # see SessionOptions
+    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
+    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -314,6 +323,8 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
         current_task=current_task,
         warn=parts.warnings.append,
+        prefetch=parts.prefetch_memory,
+        upkeep=parts.memory_upkeep,
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -323,10 +334,14 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
 
 
 def _hooks(parts: Parts) -> HooksFeature:
+    """Hooks a project file defines run in the session's sandbox unless the user's own config
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
         transcript_path=lambda: transcript, warn=parts.warnings.append,
+        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
     )
 
 
@@ -452,6 +467,7 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
     from memagent.trust import trust_state
 
     trust = trust_state(paths.home, paths.root)
@@ -459,8 +475,9 @@ def open_session(
     warnings += _trust_notices(paths, trust)
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
+    settings_trusted = trust.file_trusted(paths.project_config.name)
     gate = session_gate(paths, settings, session_mode(options, settings), env,
-                        settings_trusted=trust.file_trusted(paths.project_config.name), warn=warnings.append,
+                        settings_trusted=settings_trusted, warn=warnings.append,
                         command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools))
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
@@ -471,15 +488,16 @@ def open_session(
     conversation = _open_conversation(paths, settings, session_id, resumed, logical)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
+    shell = ShellConfig.from_settings(settings, paths.home)
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trust.file_trusted(".mcp.json"), logical,
-        dict(options.mcp_servers),
+        dict(options.mcp_servers), options.prefetch_memory, options.memory_upkeep, shell,
+        project_hooks=setting_origin(paths, "hooks", env, trusted=settings_trusted) == "project",
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],
                           base=options.system_prompt, append=options.append_system_prompt)
-    shell = ShellConfig.from_settings(settings, paths.home)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,
