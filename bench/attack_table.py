@@ -1,7 +1,7 @@
 """The attack table: every hostile-repository attack of ``tests/e2e/attacks`` run against the
 real CLI, the fake Messages API, real bubblewrap and real git, counted per class.
 
-Usage: python bench/attack_table.py [--class N ...] [--only ID-PREFIX] [--jobs 2] [--json out.json]
+Usage: python bench/attack_table.py [--class N ...] [--only ID-PREFIX ...] [--jobs 2] [--json out.json]
 
 Prints, per class: attempts, held, failed, data lost (an attack whose failure lost or leaked
 data: a canary read, a file outside the project changed, a payload run, a secret on disk), then
@@ -67,12 +67,12 @@ def render(rows: list[dict], verdicts: list[Verdict], seconds: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--class", dest="classes", type=int, action="append", help="only this class (repeatable)")
-    parser.add_argument("--only", help="only attacks whose id starts with this")
+    parser.add_argument("--only", action="append", help="only attacks whose id starts with this (repeatable)")
     parser.add_argument("--jobs", type=int, default=2, help="attacks run side by side (default 2)")
     parser.add_argument("--json", dest="json_path", help="also write the table and failures as JSON here")
     args = parser.parse_args()
     attacks = [a for a in ATTACKS if (not args.classes or a.klass in args.classes)
-               and (not args.only or a.id.startswith(args.only))]
+               and (not args.only or a.id.startswith(tuple(args.only)))]
     started = time.monotonic()
     verdicts = run_all(attacks, max(1, args.jobs))
     seconds = time.monotonic() - started

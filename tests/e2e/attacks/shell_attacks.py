@@ -74,6 +74,8 @@ DENY = {
     "quoted-name": ("r''m victim.txt", False),
     "backslash-name": ("\\rm victim.txt", False),
     "alias": ("shopt -s expand_aliases\nalias x=rm\nx victim.txt", False),
+    "function": ("x() { rm \"$@\"; }\nx victim.txt", False),
+    "hash-p": ("hash -p /bin/rm x\nx victim.txt", False),
     "heredoc-sh": ("sh <<'EOF'\nrm victim.txt\nEOF", False),
     "tab-separator": ("rm\tvictim.txt", False),
     "eval": ("eval 'r''m victim.txt'", False),

@@ -14,21 +14,18 @@ from . import (
 )
 from .harness import Attack
 
-# Holes that the one gate (tools' declared effects, the tree-sitter shell parse, trust pinned to
-# content, memory writes through the gate) closes; open on main until that branch lands.
-AWAITING_THE_GATE = frozenset({
-    "4/ask-comment-newline", "4/ask-echo-comment-newline", "4/deny-comment-newline", "4/deny-ifs",
-    "4/deny-ansi-c", "4/deny-backticks-name", "4/deny-param-default", "4/deny-find-exec", "4/deny-alias",
-    "4/deny-eval", "4/deny-bash-c",
-    "5/changed-hooks", "5/changed-sandbox", "5/added-mcp-json", "5/config-appears",
-    "8/save-user-default", "8/delete-user-default", "8/save-user-accept", "8/delete-user-accept",
-    "8/mcp-serve-user",
-})
+# Holes still open in the gate's shell parse: ``alias`` and ``hash -p`` are read as shell builtins
+# that only make a command complex (no allow rule applies), not as hiding what a later command
+# name runs, so a deny rule never sees the ``rm`` behind ``x``.
+OPEN_IN_THE_GATE = {
+    "4/deny-alias": "the gate does not see that an alias defined in the command decides what a later name runs",
+    "4/deny-hash-p": "the gate does not see that hash -p decides what a later command name runs",
+}
 
 
 def _expected(attack: Attack) -> Attack:
-    if attack.id in AWAITING_THE_GATE:
-        return dataclasses.replace(attack, expect_failure="open until the one gate lands on main")
+    if attack.id in OPEN_IN_THE_GATE:
+        return dataclasses.replace(attack, expect_failure=OPEN_IN_THE_GATE[attack.id])
     return attack
 
 
