@@ -77,6 +77,14 @@ def tasks_lock_dangling_link(w: World) -> list[str]:
     return []
 
 
+def transcripts_swapped_mid_session(w: World) -> list[str]:
+    """A command swaps ``.transcripts`` for a link to the victim folder; the next command's
+    output is long enough to be saved in full under ``.transcripts/<session>/``."""
+    w.session(_bash(f"rm -rf .transcripts && ln -s {w.victim} .transcripts && echo swapped"),
+              _bash("seq 1 300000"), _bash("echo after"))
+    return []
+
+
 def memory_private_link_from_sandbox(w: World) -> list[str]:
     """A command swaps ``.memory/private`` for a link to the other repository, then a session card
     is saved."""
@@ -153,6 +161,7 @@ ATTACKS = (
     Attack("3/transcripts-link-user", 3, ".transcripts symlinked out, retention from the user's own config", transcripts_symlink_users_retention),
     Attack("3/transcript-entries", 3, "links inside .transcripts: an output folder and a .jsonl to the victim", transcript_entry_links),
     Attack("3/tasks-swap", 3, ".tasks swapped for a link into another repository mid-session", tasks_swapped_mid_session, named=True),
+    Attack("3/transcripts-swap", 3, ".transcripts swapped for a link mid-session, then a long output saved", transcripts_swapped_mid_session),
     Attack("3/memory-cards-link", 3, ".memory/cards symlinked to the victim, then memory_save", memory_cards_link),
     Attack("3/tasks-lock-link", 3, ".tasks/.lock and a task file as links out, then task_create/update", tasks_lock_dangling_link),
     Attack("3/memory-private-swap", 3, ".memory/private swapped for a link mid-session", memory_private_link_from_sandbox),
