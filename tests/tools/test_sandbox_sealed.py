@@ -282,6 +282,30 @@ def test_other_projects_transcripts_and_private_cards_are_hidden(fake_home: Path
     assert "other-readme" in out and "my-transcript" in out
 
 
+def test_a_project_where_a_session_ran_is_hidden_without_a_trust_record(fake_home: Path, tmp_path: Path) -> None:
+    """A session records its project in ``$MEMAGENT_HOME/data-roots`` (a plain session in a
+    project never asked about trust leaves no trust record): that project's transcripts and
+    private cards are hidden from commands in every other project."""
+    from memagent.paths import record_data_root
+
+    other = tmp_path / "other"
+    (other / ".transcripts").mkdir(parents=True)
+    (other / ".transcripts" / "s.jsonl").write_text("untrusted-transcript-canary")
+    (other / ".memory" / "private").mkdir(parents=True)
+    (other / ".memory" / "private" / "m_0123456789ab.md").write_text("untrusted-private-canary")
+    memagent_home = tmp_path / "mhome"
+    memagent_home.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    record_data_root(memagent_home, other)
+    record_data_root(memagent_home, project)
+    record_data_root(memagent_home, other)  # once is enough
+    assert (memagent_home / "data-roots").read_text().count(str(other.resolve())) == 1
+    shell = sandboxed(project, tmp_visible=True, memagent_home=memagent_home)
+    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md")
+    assert "untrusted-transcript-canary" not in out and "untrusted-private-canary" not in out
+
+
 def test_the_plan_never_mounts_the_project_parent_or_a_named_folder(fake_home: Path, tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()

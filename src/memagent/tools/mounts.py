@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Iterable
 
 from memagent.gitsafe import GitError, config_value
+from memagent.paths import data_roots
 from memagent.protected import GIT_LINK, GIT_REDIRECTS, PROTECTED_FILES, PROTECTED_FOLDERS
 
 # Home entries hidden one by one when the home folder itself cannot be hidden.
@@ -263,15 +264,19 @@ OTHER_PROJECTS_DATA = (".transcripts", ".memory/private")
 
 
 def known_projects(memagent_home: Path | None) -> list[Path]:
-    """Every project ``$MEMAGENT_HOME/projects.json`` knows (trusted or not)."""
+    """Every project ``$MEMAGENT_HOME/projects.json`` knows (trusted or not), and every project
+    where a session kept a transcript (``$MEMAGENT_HOME/data-roots``)."""
     if memagent_home is None:
         return []
+    found = data_roots(memagent_home)
     try:
         data = json.loads((memagent_home / PROJECTS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        return found
     projects = data.get("projects") if isinstance(data, dict) else None
-    return [Path(key) for key in projects if isinstance(key, str) and key.startswith("/")] if isinstance(projects, dict) else []
+    if isinstance(projects, dict):
+        found += [Path(key) for key in projects if isinstance(key, str) and key.startswith("/")]
+    return list(dict.fromkeys(found))
 
 
 def _existing_real(paths: Iterable[Path]) -> list[Path]:

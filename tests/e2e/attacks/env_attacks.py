@@ -60,6 +60,17 @@ def other_projects_data(w: World) -> list[str]:
     return [] if trusted.returncode == 0 else ["could not register the other project"]
 
 
+def other_untrusted_project_transcripts(w: World) -> list[str]:
+    """Another project where the user ran a session but never answered a trust question: its
+    transcript (the conversation) read from this project's sandbox."""
+    marker = "OTHER-PROJECT-CONVERSATION-" + w.root.name
+    w.session(prompt=f"remember {marker}", cwd=w.other, flags=("--no-memory",))
+    w._before = w._snapshots()
+    w.outcomes.clear()
+    out = w.session(_bash(f"cat {w.other}/.transcripts/*.jsonl; echo END"))
+    return [lost("another project's transcript was readable")] if marker in out.result(0) else []
+
+
 def sockets(w: World) -> list[str]:
     """A listening Unix socket outside the project (outside /tmp too), and an abstract one."""
     path = w.victim / "docker.sock"
@@ -203,6 +214,7 @@ ATTACKS = (
     Attack("9/home-files", 9, "~/.m2, ~/.npmrc, ~/.netrc, ~/.docker, history, ~/.ssh by absolute path", home_files, named=True),
     Attack("9/symlinked-home", 9, "HOME is a symlink: the target path read directly", symlinked_home),
     Attack("9/other-projects", 9, "another project's .transcripts and .memory/private read from the sandbox", other_projects_data, named=True),
+    Attack("9/other-untrusted-project", 9, "an untrusted project's transcript read from the sandbox", other_untrusted_project_transcripts),
     Attack("9/sockets", 9, "a listening socket outside /tmp and an abstract socket", sockets, named=True),
     Attack("9/task-secrets", 9, "Stripe, Bearer, Slack webhook, Hugging Face keys in a task", secrets_in_task_files, named=True),
     Attack("9/card-secrets", 9, "keys, e-mail and phone saved into cards", secrets_and_personal_data_in_cards, named=True),
