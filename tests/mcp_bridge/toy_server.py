@@ -1,7 +1,8 @@
 """A small MCP server written with the official SDK, started by the tests.
 
 ``python toy_server.py stdio`` serves on stdin/stdout; ``python toy_server.py http PORT`` serves
-streamable HTTP on 127.0.0.1:PORT/mcp. ``--hang`` never answers (a server stuck at start-up);
+streamable HTTP on 127.0.0.1:PORT/mcp; ``python toy_server.py sse PORT`` the HTTP+SSE transport
+on 127.0.0.1:PORT/sse. ``--hang`` never answers (a server stuck at start-up);
 ``--fail`` exits at once with a message on stderr.
 """
 
@@ -68,6 +69,8 @@ def main(argv: list[str]) -> None:
     server = build()
     if argv[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
+    elif argv[0] == "sse":
+        server.run("sse", host="127.0.0.1", port=int(argv[1]))
     else:
         server.run()
 
