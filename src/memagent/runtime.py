@@ -95,6 +95,7 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    trusted: bool = False  # the user trusts this project (its files may widen what memagent does)
 
     @property
     def usage(self) -> UsageMeter | None:
@@ -257,7 +258,8 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         InstructionsFeature(
             parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
         ),
-        SkillsFeature(parts.paths.root, parts.paths.home, warn=parts.warnings.append),
+        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.trusted,
+                      warn=parts.warnings.append),
         TodoFeature(parts.todo, parts.conversation.record),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
@@ -391,7 +393,7 @@ def open_session(
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
-        resumed_from=resumed.session_id if resumed else None, warnings=warnings,
+        resumed_from=resumed.session_id if resumed else None, warnings=warnings, trusted=trusted,
     )
 
 

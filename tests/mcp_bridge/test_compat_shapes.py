@@ -98,7 +98,7 @@ def test_resources_are_listed_and_read_and_links_in_results_are_readable(compat,
 
 def test_prompts_are_slash_commands_with_positional_arguments(compat):
     feature, _ = compat
-    (review,) = feature.prompt_commands()
+    (review,) = feature.commands()
     assert review.name == "mcp__compat__review" and review.usage == "/mcp__compat__review <file> [focus]"
     assert review.source == "MCP server compat"
     ran = review.invoke("src/app.py error handling")

@@ -158,6 +158,12 @@ class Agent:
                 "user", [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in pending]
             )
 
+    def run_tool(self, name: str, tool_input: dict[str, Any], call_id: str) -> Iterator[AgentEvent]:
+        """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the
+        model's calls take: the features' checks, the permission gate and approval, then the tool.
+        Yields its events and returns the outcome; nothing is added to the conversation."""
+        return (yield from self._run_one({"id": call_id, "name": name, "input": tool_input}))
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 

@@ -158,7 +158,7 @@ class McpClientFeature(BaseFeature):
     def statuses(self) -> list[ServerStatus]:
         return self.manager.statuses()
 
-    def prompt_commands(self) -> list[McpPromptCommand]:
+    def commands(self) -> list[McpPromptCommand]:
         """The prompts of the servers ready when the tool list was frozen, as slash commands."""
         self.tools()
         return [

@@ -58,6 +58,9 @@ class ToolOutcome:
     # Image blocks (Messages-API shape) sent with the text in the tool_result, e.g. a screenshot
     # returned by an MCP server.
     images: list[dict[str, Any]] = field(default_factory=list)
+    # Facts about the run for code, not for the model (bash: ``exit_code``, ``output`` without the
+    # exit line, ``timed_out``); what hooks see as ``tool_response`` is built from them.
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 InputT = TypeVar("InputT", bound=BaseModel)

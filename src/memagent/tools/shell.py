@@ -507,12 +507,14 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
                 f"{prefix}Command timed out after {timeout:g} s; it and its child processes were killed.\n"
                 f"Partial output:\n{body}",
                 is_error=True,
+                details={"exit_code": None, "output": output, "timed_out": True},
             )
+        details = {"exit_code": code, "output": output, "timed_out": False}
         if not output:
             output = "(no output)\n"
         elif not output.endswith("\n"):
             output += "\n"
-        return prefix + output + _describe_exit(code)
+        return ToolOutcome(prefix + output + _describe_exit(code), details=details)
 
     return Tool(
         name="bash",

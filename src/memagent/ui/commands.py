@@ -23,8 +23,9 @@ class Reply:
     text: str = ""
     style: str = ""  # a rich style for the whole text ("red" for errors)
     exit: bool = False
-    send: str = ""  # a prompt the REPL sends as the user's next message (/init, custom commands)
+    send: str = ""  # a prompt the REPL sends as the user's next message (/init)
     action: str = ""  # something only the REPL can do: "clear" (a new session)
+    invoke: Any = None  # a prompt command to run (commands_md.Invocation: files, skills, MCP prompts)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def cmd_help(session: Any, arg: str, custom: "CommandSet | None" = None) -> Repl
     width = max(len(c.usage) for c in (*COMMANDS, *extra))
     lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
     if extra:
-        lines += ["Custom commands (Markdown prompts):"]
+        lines += ["Custom commands (Markdown prompts, skills, MCP prompts):"]
         lines += [f"  {c.usage.ljust(width)}  {c.description} [{c.source}]" for c in extra]
     return Reply("\n".join(lines) + "\n\n" + INPUT_HELP + "\n" + CONTEXT_HELP)
 
@@ -404,14 +405,14 @@ def run_command(
 ) -> Reply:
     """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.
 
-    Built-in commands win; then the custom (Markdown) commands in ``custom``, whose expanded
-    prompt comes back as ``Reply.send``."""
+    Built-in commands win; then the prompt commands in ``custom`` (Markdown files, skills, MCP
+    prompts), whose invocation comes back as ``Reply.invoke`` for the REPL to run."""
     head, _, arg = line.strip().partition(" ")
     command = find_command(head[1:].lower())
     if command is None:
         found = custom.get(head[1:]) if custom is not None else None
         if found is not None:
-            return Reply(send=found.expand(arg))
+            return Reply(invoke=found.invoke(arg))
         return Reply(f"Unknown command {head} — type /help", "red")
     if command.name == "help":
         return cmd_help(None, arg.strip(), custom)

@@ -39,6 +39,7 @@ from memagent.events import (
     WaitingForModel,
 )
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, consume_turn, report_warnings
+from memagent.ui.slash import turn_events
 
 
 @dataclass
@@ -160,7 +161,7 @@ def run_headless(session: Any, prompt: str, out: IO[str], err: IO[str], *, outpu
     if streaming:
         emit(init_object(session))
     seen = _warnings(session.warnings, 0, err, recorder)
-    interrupted = consume_turn(session.agent, session.agent.run_turn(prompt), recorder.handle)
+    interrupted = consume_turn(session.agent, turn_events(session, prompt), recorder.handle)
     _warnings(session.warnings, seen, err, recorder)
     result = result_object(session, recorder, interrupted, int((time.monotonic() - started) * 1000))
     emit(result)

@@ -6,6 +6,7 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from memagent.events import AgentEvent
 from memagent.ui.render import PrintRenderer
+from memagent.ui.slash import turn_events
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def run_print(
         return run_headless(session, prompt, out, err, output_format=output_format, color=color)
     renderer = PrintRenderer(err=err, color=color)
     seen = report_warnings(session.warnings, 0, err)
-    interrupted = consume_turn(session.agent, session.agent.run_turn(prompt), renderer.handle)
+    interrupted = consume_turn(session.agent, turn_events(session, prompt), renderer.handle)
     report_warnings(session.warnings, seen, err)
     outcome = renderer.outcome
     if interrupted or outcome.stop_reason == "cancelled":
