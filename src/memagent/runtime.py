@@ -256,7 +256,8 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     resumed = parts.resumed
     features: list[Feature] = [
         InstructionsFeature(
-            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
+            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(),
+            user_home=parts.paths.user_home, trusted=parts.trusted, warn=parts.warnings.append,
         ),
         SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.trusted,
                       warn=parts.warnings.append),
