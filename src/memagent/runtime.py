@@ -242,6 +242,8 @@ class Parts:
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
+    permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -290,8 +292,25 @@ def _hooks(parts: Parts) -> HooksFeature:
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
-        transcript_path=lambda: transcript, warn=parts.warnings.append,
+        transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
+        shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
+        resumed=parts.resumed is not None,
     )
+
+
+def notifying(approver: Approver, features: list[Feature]) -> Approver:
+    """The approver, after telling ``Notification`` hooks that memagent waits for the user."""
+    hooks = [f for f in features if isinstance(f, HooksFeature)]
+    if not hooks:
+        return approver
+
+    def ask(tool, tool_input, summary):  # type: ignore[no-untyped-def]
+        for feature in hooks:
+            name = tool.claude.name if tool.claude is not None else tool.name
+            feature.notify(f"memagent needs your permission to use {name}")
+        return approver(tool, tool_input, summary)
+
+    return ask
 
 
 def _mcp_client(parts: Parts) -> McpClientFeature:
@@ -372,10 +391,11 @@ def open_session(
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted,
+        permission_mode=lambda: permissions.mode,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])
-    shell = ShellConfig.from_settings(settings, paths.home)
+    shell = ShellConfig.from_settings(settings, paths.home, extra_env=parts.shell_env)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,
@@ -384,7 +404,7 @@ def open_session(
         system=system,
         conversation=conversation,
         context=_policy(parts, features, system, registry),
-        approver=approver,
+        approver=notifying(approver, features),
         auto_approve=options.auto_approve or settings.auto_approve,
         non_interactive=options.non_interactive,
         features=features,

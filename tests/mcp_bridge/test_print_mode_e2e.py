@@ -82,7 +82,7 @@ def test_a_blocking_pre_tool_use_hook_stops_the_call_and_the_model_reads_why(iso
     assert blocked["is_error"] is True
     assert blocked["content"] == "The call was blocked before it ran: a PreToolUse hook says: no shell today"
     event = json.loads((project / "hook-input.json").read_text())
-    assert event["tool_name"] == "bash" and event["tool_input"] == {"command": "touch ran.txt"}
+    assert event["tool_name"] == "Bash" and event["tool_input"] == {"command": "touch ran.txt"}  # Claude Code's vocabulary
     assert event["hook_event_name"] == "PreToolUse" and event["cwd"] == str(project)
 
 

@@ -48,7 +48,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.llm.types import Message
@@ -417,8 +417,9 @@ class InstructionsFeature(BaseFeature):
         self._later_used = 0
         self.later: list[InstructionFile] = []  # files loaded during the session, in order
         self._warn = warn
-        for warning in self.warnings if warn is not None else ():
-            warn(warning)
+        if warn is not None:
+            for warning in self.warnings:
+                warn(warning)
 
     @property
     def files(self) -> list[InstructionFile]:

@@ -34,6 +34,7 @@ from memagent.commands_md import Invocation, split_arguments
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemotePrompt, RemoteTool, ServerStatus
 from memagent.mcp_bridge.schemas import SchemaError, api_schema
+from memagent.tools import claude_names
 from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolError, ToolInput, ToolOutcome, tool
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ class McpClientFeature(BaseFeature):
     def _resource_tools(self) -> list[Tool]:
         manager = self.manager
 
-        @tool("list_mcp_resources", ListResourcesInput, key_argument="server")
+        @tool("list_mcp_resources", ListResourcesInput, key_argument="server", claude=claude_names.LIST_MCP_RESOURCES)
         def list_mcp_resources(args: ListResourcesInput, ctx: ToolContext) -> str:
             """List the resources (files, documents, records) the connected MCP servers offer: one
             line per resource with its server and URI. Read one with read_mcp_resource."""
@@ -268,7 +269,7 @@ class McpClientFeature(BaseFeature):
             lines = [f"{r.server}: {r.line()}" for r in found] or ["(no resources)"]
             return "\n".join(lines + [f"! {p}" for p in problems])
 
-        @tool("read_mcp_resource", ReadResourceInput, key_argument="uri")
+        @tool("read_mcp_resource", ReadResourceInput, key_argument="uri", claude=claude_names.READ_MCP_RESOURCE)
         def read_mcp_resource(args: ReadResourceInput, ctx: ToolContext) -> ToolOutcome:
             """Read one resource of an MCP server by its URI (from list_mcp_resources, or a resource
             link in a tool result). Text comes back as text, images as images."""

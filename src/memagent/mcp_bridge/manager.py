@@ -28,7 +28,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Awaitable, Callable, Mapping, Sequence
+from typing import IO, Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 from memagent import __version__
 from memagent.errors import one_line
@@ -220,7 +220,7 @@ class McpManager:
         return replace(status, noise=summary) if summary != status.noise else status
 
     def _request(
-        self, server: str, make: Callable[[Any], Awaitable[CallOutcome]], timeout: float, what: str
+        self, server: str, make: Callable[[Any], Coroutine[Any, Any, CallOutcome]], timeout: float, what: str
     ) -> CallOutcome:
         """Run ``make(client)`` on the loop and wait for it; every failure is an error outcome."""
         state = self.status(server)

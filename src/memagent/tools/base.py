@@ -65,6 +65,28 @@ class ToolOutcome:
 
 InputT = TypeVar("InputT", bound=BaseModel)
 Handler = Callable[[Any, ToolContext], "str | ToolOutcome"]
+# A call's input as Claude Code would spell it (``file_path`` absolute, ``old_string``, …), from
+# the raw input and the project root.
+InputView = Callable[[dict[str, Any], Path], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ClaudeName:
+    """What Claude Code calls a tool and its input: the vocabulary of hooks and permission rules
+    written for Claude Code (``Bash`` with ``command``, ``Edit`` with ``file_path``,
+    ``old_string``, ``new_string``). memagent's own name stays valid beside it."""
+
+    name: str
+    view: InputView | None = None  # None: the input is spelled the same
+
+    def input(self, raw: dict[str, Any], root: Path) -> dict[str, Any]:
+        return self.view(dict(raw), root) if self.view is not None else dict(raw)
+
+
+def absolute(path: Any, root: Path) -> str:
+    """A path as Claude Code gives it to hooks: absolute (relative ones are under ``root``)."""
+    candidate = Path(str(path)).expanduser()
+    return str(candidate if candidate.is_absolute() else root / candidate)
 
 
 @dataclass
@@ -81,6 +103,14 @@ class Tool(Generic[InputT]):
     # worker thread so the loop can show it live; the others run inline (a thread hand-off
     # costs milliseconds on a busy machine, on every call).
     streams_output: bool = False
+    # Claude Code's name for this tool and its input (hooks and rules written for Claude Code).
+    claude: ClaudeName | None = None
+
+    def claude_call(self, raw: dict[str, Any], root: Path) -> tuple[str, dict[str, Any]]:
+        """(name, input) of a call in Claude Code's vocabulary; the tool's own when it has none."""
+        if self.claude is None:
+            return self.name, dict(raw) if isinstance(raw, dict) else {}
+        return self.claude.name, self.claude.input(raw if isinstance(raw, dict) else {}, root)
 
     def schema(self) -> dict[str, Any]:
         schema = self.input_model.model_json_schema()
@@ -134,6 +164,7 @@ def tool(
     needs_approval: bool | Callable[[Any], bool] = False,
     key_argument: str | None = None,
     description: str | None = None,
+    claude: ClaudeName | None = None,
 ) -> Callable[[Handler], Tool]:
     """Decorator: the handler's docstring is the tool description unless one is given."""
 
@@ -148,6 +179,7 @@ def tool(
             handler=fn,
             needs_approval=needs_approval,
             key_argument=key_argument,
+            claude=claude,
         )
 
     return wrap

@@ -40,6 +40,7 @@ from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from memagent.redact import RedactingWriter
+from memagent.tools import claude_names
 from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
@@ -290,12 +291,18 @@ class ShellConfig:
 
     sandbox: Sandbox = field(default_factory=Sandbox)
     saved_output_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
+    # Variables every command gets on top of its (scrubbed) environment, shared with whoever
+    # sets them during the session (a SessionStart hook's CLAUDE_ENV_FILE).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "ShellConfig":
+    def from_settings(
+        cls, settings: "Settings", memagent_home: Path | None = None, extra_env: dict[str, str] | None = None
+    ) -> "ShellConfig":
         return cls(
             sandbox=Sandbox(SandboxConfig.from_settings(settings, memagent_home)),
             saved_output_max_bytes=settings.saved_output_max_bytes,
+            extra_env=extra_env if extra_env is not None else {},
         )
 
 
@@ -496,7 +503,7 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         timeout = inp.timeout or ctx.bash_timeout
         root = project_root(ctx)
         argv, notice = shell.sandbox.command(command, root)
-        env = child_environment(shell.sandbox.environment(os.environ, root))
+        env = {**child_environment(shell.sandbox.environment(os.environ, root)), **shell.extra_env}
         with tempfile.TemporaryFile() as sink:
             code = run_command(argv, root, timeout, sink, env=env, progress=ctx.progress)
             output = render_output(sink, ctx, shell.saved_output_max_bytes)
@@ -524,4 +531,5 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         needs_approval=_not_dangerous,
         key_argument="command",
         streams_output=True,
+        claude=claude_names.BASH,
     )

@@ -72,7 +72,7 @@ def unknown_command(name: str, commands: CommandSet) -> str:
 @contextlib.contextmanager
 def turn_scope(agent: "Agent", invocation: Invocation) -> Iterator[None]:
     """While inside: the invocation's allowed tools run without asking, its model answers."""
-    permissions = getattr(agent, "permissions", None)
+    permissions: Any = getattr(agent, "permissions", None)
     saved_policy = getattr(permissions, "policy", None)
     saved_model = agent.config.model
     if invocation.allowed_tools and saved_policy is not None:
