@@ -16,6 +16,7 @@ from memagent import __version__
 from memagent.agent.feature import Feature
 from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
 from memagent.agent.prompt import build_system
+from memagent.claude_settings import read_claude_settings
 from memagent.config import (
     ConfigError,
     ProjectPaths,
@@ -377,6 +378,9 @@ def open_session(
 
     trusted = is_trusted(paths.home, paths.root)
     settings, warnings = _settings(paths, options, env, trusted)
+    claude = read_claude_settings(paths, trusted=lambda label: trusted)
+    warnings += claude.notes
+    settings = settings.model_copy(update={"hooks": settings.hooks.merged(claude.hooks)})
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
     permissions = _permissions(paths, settings, options, warnings.append)  # guard
@@ -390,8 +394,8 @@ def open_session(
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
-        permission_mode=lambda: permissions.mode,
+        CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env}, trusted,
+        shell_env=dict(claude.env), permission_mode=lambda: permissions.mode,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features])
