@@ -95,7 +95,8 @@ def _snippet_failure(command: str, outcome: Any) -> str | None:
         last = output.splitlines()[-1] if output else ""
         why = f"exited with {code}" if code not in (0, None) else "was not run"
         detail = last if code not in (0, None) else " ".join(str(outcome.content).split())
-        return f"!`{command}` {why}" + (f": {detail[:200]}" if detail else "")
+        detail = detail[:200].rstrip(".")
+        return f"!`{command}` {why}" + (f": {detail}" if detail else "")
     return None
 
 
