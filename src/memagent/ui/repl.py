@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from memagent import __version__
-from memagent.ui.commands import Reply, is_command, run_command
+from memagent.ui.commands import Reply, find_command, is_command, run_command
 from memagent.ui.printmode import consume_turn
 from memagent.ui.safe_text import printable
 from memagent.ui.status import StatusLine
@@ -359,7 +359,12 @@ class Repl:
     def _command(self, text: str, renderer=None) -> bool:
         """Run a slash command; True when the REPL should quit."""
         assert self.console is not None
-        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=self._custom_commands())
+        custom = self._custom_commands()
+        name = text.split()[0][1:]
+        if find_command(name.lower()) is None and custom.get(name) is None:
+            self._session()  # an MCP server's prompt is known once the session (and its servers) are up
+            custom = self._custom_commands()
+        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=custom)
         if reply.text:
             self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
         if reply.action == "clear":
