@@ -46,6 +46,9 @@ def test_a_trusted_project_adds_everything_with_claude_codes_precedence(tmp_path
     assert found.env == {"EDITOR": "vim", "SHARED": "local"}
     assert found.additional_directories == [(Path("../shared"), ".claude/settings.json")]
     stop, pre = found.hooks.for_event("Stop"), found.hooks.for_event("PreToolUse")
+    forged = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "origin": "user"}]}]}}
+    _write(paths.root / ".claude" / "settings.local.json", forged)
+    assert read_claude_settings(paths, trusted=lambda label: True).hooks.for_event("Stop")[-1].origin == "project"
     assert (stop[0].command, stop[0].origin, stop[0].source) == ("notify-send done", "user", "~/.claude/settings.json")
     assert (pre[0].command, pre[0].matcher, pre[0].origin) == ("check.sh", "Bash", "project")
     assert found.rules_by_source()[".claude/settings.json"] == {

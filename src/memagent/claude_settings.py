@@ -174,15 +174,8 @@ def _take_permissions(file: SettingsFile, found: ClaudeSettings, widen: bool, ch
 def _take_hooks_and_env(file: SettingsFile, found: ClaudeSettings) -> None:
     hooks = file.data.get("hooks")
     if hooks is not None:
-        if isinstance(hooks, dict):
-            tagged = {event: [{**entry, "origin": "user" if file.scope == "user" else "project", "source": file.label}
-                              if isinstance(entry, dict) else entry for entry in entries]
-                      if isinstance(entries, list) else entries for event, entries in hooks.items()}
-            parsed = HooksSettings.model_validate(tagged)
-            found.hooks = found.hooks.merged(
-                HooksSettings(events=parsed.events, notes=tuple(f"{file.label}: {n}" for n in parsed.notes)))
-        else:
-            found.notes.append(f"{file.label}: hooks is not an object; ignored")
+        origin = "user" if file.scope == "user" else "project"
+        found.hooks = found.hooks.merged(HooksSettings.from_file(hooks, origin=origin, source=file.label))
     env = file.data.get("env")
     if env is not None:
         if isinstance(env, dict) and all(isinstance(v, (str, int, float, bool)) for v in env.values()):

@@ -86,7 +86,7 @@ HOOK_EVENTS = (
     "TaskCompleted", "Elicitation", "ElicitationResult", "ConfigChange", "WorktreeCreate", "WorktreeRemove",
     "InstructionsLoaded", "CwdChanged", "FileChanged", "MessageDisplay",
 )  # fmt: skip
-_HOOK_FIELDS = {"type", "command", "matcher", "timeout", "async", "once", "if", "statusMessage", "shell", "origin"}
+_HOOK_FIELDS = {"type", "command", "matcher", "timeout", "async", "once", "if", "statusMessage", "shell"}
 
 
 class HookCommand(BaseModel):
@@ -120,16 +120,14 @@ def _hook_entries(event: str, entries: Any, notes: list[str]) -> list[dict[str, 
             if not isinstance(hook, dict):
                 notes.append(f"hooks.{event}: an entry that is not a table; ignored")
                 continue
-            merged = {"matcher": entry.get("matcher", ""), **{k: v for k, v in hook.items() if k != "hooks"}}
-            if "source" in entry:
-                merged.setdefault("source", entry["source"])
-            if "origin" in entry:
-                merged.setdefault("origin", entry["origin"])
+            # where a hook came from is stamped by whoever read the file, never taken from it
+            merged = {"matcher": entry.get("matcher", ""),
+                      **{k: v for k, v in hook.items() if k not in ("hooks", "origin", "source")}}
             kind = merged.get("type", "command")
             if kind != "command":
                 notes.append(f"hooks.{event}: hooks of type {kind!r} are not supported by memagent; skipped")
                 continue
-            unknown = sorted(set(merged) - _HOOK_FIELDS - {"source"})
+            unknown = sorted(set(merged) - _HOOK_FIELDS)
             if unknown:
                 notes.append(f"hooks.{event}: field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
             if "if" in merged:
@@ -170,6 +168,18 @@ class HooksSettings(BaseModel):
             if valid:
                 events[key] = valid
         return {"events": events, "notes": notes}
+
+    @classmethod
+    def from_file(cls, data: Any, *, origin: str, source: str) -> "HooksSettings":
+        """A hooks table read from one file, every hook stamped with where it came from
+        (``origin``: user or project; ``source``: the file, for messages)."""
+        parsed = data if isinstance(data, HooksSettings) else cls.model_validate(data if isinstance(data, dict) else {})
+        events = {event: tuple(hook.model_copy(update={"origin": origin, "source": source}) for hook in hooks)
+                  for event, hooks in parsed.events.items()}
+        notes = tuple(f"{source}: {note}" for note in parsed.notes)
+        if data is not None and not isinstance(data, (dict, HooksSettings)):
+            notes += (f"{source}: hooks is not a table; ignored",)
+        return cls(events=events, notes=notes)
 
     def for_event(self, event: str) -> tuple[HookCommand, ...]:
         return tuple(self.events.get(event, ()))
@@ -396,7 +406,8 @@ def _layers(
     paths: ProjectPaths, env: Mapping[str, str], overrides: Mapping[str, Any], trusted: bool
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
-    user = _Layer(str(paths.user_config), _read_toml(paths.user_config))
+    user_values = _read_toml(paths.user_config)
+    user = _Layer(str(paths.user_config), user_values)
     project_values = _read_toml(paths.project_config)
     widening = sorted(k for k in project_values if k in WIDENING_SETTINGS)
     if widening and not trusted:
@@ -406,6 +417,10 @@ def _layers(
             f"{paths.project_config} asks for {', '.join(widening)}; ignored because this project is not "
             "trusted (run `memagent trust` in it to allow its settings)"
         )
+    for layer_values, origin, source in ((user_values, "user", f"$MEMAGENT_HOME/{paths.user_config.name}"),
+                                         (project_values, "project", paths.project_config.name)):
+        if "hooks" in layer_values:
+            layer_values["hooks"] = HooksSettings.from_file(layer_values["hooks"], origin=origin, source=source)
     project = _Layer(str(paths.project_config), project_values)
     flags = _Layer("the command line", {k: v for k, v in overrides.items() if v is not None}, _flag_name)
     return [user, project, _env_layer(env), flags], notices

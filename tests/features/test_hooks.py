@@ -142,7 +142,7 @@ def test_settings_accept_the_flat_toml_shape_and_claude_codes_nested_shape(tmp_p
     root.mkdir()
     (root / ".memagent.toml").write_text('[[hooks.PreToolUs]]\ncommand = "x"\n')
     typo = load_settings(project_paths(root), env={"MEMAGENT_HOME": str(tmp_path / "home")}, trusted=True)
-    assert typo.hooks.empty and typo.hooks.notes == ("unknown hook event 'PreToolUs' ignored",)  # never a failure to start
+    assert typo.hooks.empty and typo.hooks.notes == (".memagent.toml: unknown hook event 'PreToolUs' ignored",)  # never a failure to start
 
 
 def test_hooks_load_from_a_toml_settings_file(tmp_path):
@@ -155,4 +155,5 @@ def test_hooks_load_from_a_toml_settings_file(tmp_path):
     settings = load_settings(project_paths(root), env={"MEMAGENT_HOME": str(tmp_path / "home")}, trusted=True)
     assert settings.hooks.for_event("PreToolUse")[0].command == "python3 .hooks/check.py"
     assert settings.hooks.for_event("PreToolUse")[0].timeout == 30
+    assert settings.hooks.for_event("PreToolUse")[0].origin == "project"  # stamped by the loader
     assert [h.command for h in settings.hooks.for_event("Stop")] == ["echo done"]
