@@ -420,6 +420,8 @@ class SourceChoice(str, Enum):
     assistant = "assistant"
     tool = "tool"
     system = "system"
+    import_ = "import"
+    repository = "repository"
 
 
 @app.command("forget")
