@@ -407,14 +407,9 @@ class Repl:
         return [c.name for c in COMMANDS] + self._custom_commands().names()
 
     def _command_meta(self) -> dict[str, str]:
-        """What completion shows beside a command: its argument hint and description."""
-        from memagent.ui.commands import COMMANDS
+        from memagent.ui.slash import completion_meta
 
-        meta = {c.name: c.help for c in COMMANDS}
-        for command in self._custom_commands().commands:
-            hint = f"{command.argument_hint} — " if command.argument_hint else ""
-            meta.setdefault(command.name, f"{hint}{command.description}")
-        return meta
+        return completion_meta(self._custom_commands())
 
     def _shell(self, command: str) -> None:
         """``!command``: run it now, show the output, keep it for the next message."""

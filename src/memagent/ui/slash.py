@@ -63,6 +63,17 @@ def early_commands(paths: Any) -> CommandSet:
     return found
 
 
+def completion_meta(commands: CommandSet) -> dict[str, str]:
+    """What completion shows beside each command: its argument hint and description."""
+    from memagent.ui.commands import COMMANDS
+
+    meta = {c.name: c.help for c in COMMANDS}
+    for command in commands.commands:
+        hint = f"{command.argument_hint} — " if command.argument_hint else ""
+        meta.setdefault(command.name, f"{hint}{command.description}")
+    return meta
+
+
 def unknown_command(name: str, commands: CommandSet) -> str:
     close = difflib.get_close_matches(name, [*commands.names(), *builtin_names()], n=1, cutoff=0.7)
     hint = f"; did you mean /{close[0]}?" if close else ""
@@ -150,4 +161,4 @@ def turn_events(session: Any, text: str) -> Iterator[AgentEvent]:
     return invocation_events(session.agent, found)
 
 
-__all__ = ["early_commands", "find_invocation", "invocation_events", "session_commands", "turn_events", "turn_scope", "unknown_command"]
+__all__ = ["completion_meta", "early_commands", "find_invocation", "invocation_events", "session_commands", "turn_events", "turn_scope", "unknown_command"]
