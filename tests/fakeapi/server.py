@@ -424,11 +424,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "stream_error":
             self._answer_message(step["step"], body, stop_after=int(step["after_events"]),
                                  error=error_body(step["error_type"], step["message"]))
+        elif kind == "stall":
+            self._answer_message(step["step"], body, pause=(int(step["after_events"]), float(step["seconds"])))
         else:
             self._answer_message(step, body)
 
     def _answer_message(self, step: Step, body: dict[str, Any], stop_after: int | None = None,
-                        error: dict[str, Any] | None = None) -> None:
+                        error: dict[str, Any] | None = None, pause: tuple[int, float] | None = None) -> None:
         overrides = {k: v for k, v in step.get("usage", {}).items() if k != "output_tokens"}
         usage = {**self.fake.cache.usage_for(body), **overrides}
         model = str(body.get("model"))
@@ -445,6 +447,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
         self.end_headers()
         for sent, (name, data) in enumerate(sse_events(step, model, usage)):
+            if pause is not None and sent == pause[0] and self.fake.wait(pause[1]):
+                self.close_connection = True  # the server is stopping
+                return
             if stop_after is not None and sent >= stop_after:
                 if error is not None:
                     self._write_chunk(f"event: error\ndata: {json.dumps(error)}\n\n")
