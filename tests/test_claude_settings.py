@@ -101,3 +101,25 @@ def test_broken_files_and_rules_are_notices_never_failures(tmp_path):
     again = read_claude_settings(paths, trusted=lambda label: True, check_rule=check)
     assert [r.rule for r in again.deny] == ["Bash(rm:*)"]
     assert ".claude/settings.json: permissions.deny: not Tool or Tool(pattern); that rule is ignored" in again.notes
+
+
+def test_slash_permissions_names_the_file_each_claude_rule_came_from(tmp_path):
+    from types import SimpleNamespace
+
+    from memagent.permissions import PermissionPolicy, SessionPermissions
+    from memagent.ui.commands import run_command
+
+    paths = _paths(tmp_path)
+    _write(paths.claude_home / "settings.json", USER)
+    _write(paths.root / ".claude" / "settings.json", PROJECT)
+    claude = read_claude_settings(paths, trusted=lambda label: False)
+    rules = {kind: [r.rule for r in getattr(claude, kind)] for kind in ("allow", "ask", "deny")}
+    gate = SessionPermissions(PermissionPolicy.from_settings("default", rules["allow"], rules["ask"], rules["deny"],
+                                                             root=paths.root))
+    session = SimpleNamespace(agent=SimpleNamespace(permissions=gate, auto_approve=False), claude=claude)
+    text = run_command("/permissions", lambda: session).text
+    assert "deny from ~/.claude/settings.json: Read(~/.ssh/**)" in text
+    assert "deny from .claude/settings.json: Read(./.env), Bash(curl:*)" in text
+    assert "ask from .claude/settings.json: Bash(git push:*)" in text
+    assert "allow from ~/.claude/settings.json: Bash(git status:*)" in text
+    assert "defaultMode from ~/.claude/settings.json: acceptEdits" in text

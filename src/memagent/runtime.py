@@ -8,7 +8,7 @@ renders the agent's events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -16,7 +16,7 @@ from memagent import __version__
 from memagent.agent.feature import Feature
 from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
 from memagent.agent.prompt import build_system
-from memagent.claude_settings import read_claude_settings
+from memagent.claude_settings import ClaudeSettings, read_claude_settings
 from memagent.config import (
     ConfigError,
     ProjectPaths,
@@ -53,7 +53,7 @@ from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
-from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
+from memagent.permissions import PermissionRuleError, SessionPermissions, parse_rule, project_permissions
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
@@ -112,6 +112,7 @@ class Session:
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
     trusted: bool = False  # the user trusts this project (its files may widen what memagent does)
+    claude: ClaudeSettings = field(default_factory=ClaudeSettings)  # what Claude Code's settings files gave
     logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
 
     @property
@@ -364,17 +365,58 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
     )
 
 
+def session_mode(options: SessionOptions, settings: Settings, claude: ClaudeSettings) -> str:
+    """--permission-mode, else --yes (bypassPermissions), else memagent's own setting when a file
+    sets it, else Claude Code's ``defaultMode``, else ``default``."""
+    if options.permission_mode:
+        return options.permission_mode
+    if options.auto_approve:
+        return "bypassPermissions"
+    if "permission_mode" in settings.model_fields_set or claude.default_mode is None:
+        return settings.permission_mode
+    return claude.default_mode[0]
+
+
 def _permissions(
-    paths: ProjectPaths, settings: Settings, options: SessionOptions, warn: Callable[[str], None]
+    paths: ProjectPaths, settings: Settings, options: SessionOptions, claude: ClaudeSettings,
+    warn: Callable[[str], None],
 ) -> SessionPermissions:
-    """guard: mode from --permission-mode, else --yes (bypassPermissions), else the setting; rules
-    from the settings plus the ones saved for this project."""
-    mode = options.permission_mode or ("bypassPermissions" if options.auto_approve else settings.permission_mode)
+    """guard: the mode (:func:`session_mode`); rules from the settings, Claude Code's settings
+    files, the command line and the ones saved for this project."""
+    rules = {kind: [r.rule for r in getattr(claude, kind)] for kind in ("allow", "ask", "deny")}
     try:
-        return project_permissions(paths.home, paths.root, mode=mode, allow=[*settings.allow, *options.allowed_tools],
-                                   ask=settings.ask, deny=[*settings.deny, *options.disallowed_tools], warn=warn)
+        return project_permissions(
+            paths.home, paths.root, mode=session_mode(options, settings, claude),
+            allow=[*settings.allow, *rules["allow"], *options.allowed_tools], ask=[*settings.ask, *rules["ask"]],
+            deny=[*settings.deny, *rules["deny"], *options.disallowed_tools], warn=warn,
+        )
     except PermissionRuleError as exc:
         raise SetupError(f"permissions: {exc}") from None
+
+
+def _claude_settings(paths: ProjectPaths, trusted: bool) -> ClaudeSettings:
+    """Claude Code's settings files; a rule memagent cannot read is a notice, not a failure."""
+    def check(rule: str) -> str | None:
+        try:
+            parse_rule(rule)
+        except PermissionRuleError as exc:
+            return str(exc)
+        return None
+
+    return read_claude_settings(paths, trusted=lambda label: trusted, check_rule=check)
+
+
+def _added_dirs(options: SessionOptions, claude: ClaudeSettings, paths: ProjectPaths) -> tuple[list[Path], list[str]]:
+    """--add-dir folders and the settings' ``additionalDirectories`` (relative to the project
+    root), each an existing folder; a missing one is a notice."""
+    found, notes = list(options.add_dirs), []
+    for raw, source in claude.additional_directories:
+        folder = (raw if raw.is_absolute() else paths.root / raw).resolve()
+        if folder.is_dir():
+            found.append(folder)
+        else:
+            notes.append(f"{source}: additionalDirectories: {raw} is not a folder; ignored")
+    return found, notes
 
 
 def _apply_retention(paths: ProjectPaths, settings: Settings, resumed: Resumed | None) -> list[str]:
@@ -405,13 +447,15 @@ def open_session(
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
+    claude = _claude_settings(paths, trusted)
+    added, added_notes = _added_dirs(options, claude, paths)
+    options = replace(options, add_dirs=tuple(added))
     settings, warnings = _settings(paths, options, env, trusted)
-    claude = read_claude_settings(paths, trusted=lambda label: trusted)
-    warnings += claude.notes
+    warnings += claude.notes + added_notes
     settings = settings.model_copy(update={"hooks": settings.hooks.merged(claude.hooks)})
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
-    permissions = _permissions(paths, settings, options, warnings.append)  # guard
+    permissions = _permissions(paths, settings, options, claude, warnings.append)  # guard
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
@@ -449,7 +493,7 @@ def open_session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
-        trusted=trusted,
+        trusted=trusted, claude=claude,
     )
 
 

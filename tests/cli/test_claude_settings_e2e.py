@@ -91,3 +91,81 @@ def test_the_users_own_claude_settings_apply_in_any_project(run_cli, fake, proje
     assert first[-1]["text"] == "[Context from the user's hooks, UserPromptSubmit:]\nticket ABC-7 is in progress"
     assert _result(fake.requests[1])["content"].startswith("team=core")
     assert "SubagentStop hooks never run in memagent (memagent has no subagents)" in result.stderr
+
+
+def _secrets_project(project):
+    (project / ".git").mkdir()
+    (project / "secrets").mkdir()
+    (project / "secrets" / "key.txt").write_text("sk-not-for-you\n")
+    _settings(project, {"permissions": {
+        "deny": ["Read(./secrets/**)", "Bash(curl:*)"],
+        "allow": ["Bash(touch:*)"],
+        "defaultMode": "acceptEdits",
+    }})
+
+
+def test_deny_rules_of_an_untrusted_project_apply_even_with_yes_and_its_allow_waits(run_cli, fake, project):
+    _secrets_project(project)
+    fake.add(tool("read_file", {"path": "secrets/key.txt"}, id="toolu_read"),
+             tool("bash", {"command": "curl -s https://example.com"}, id="toolu_curl"), text("denied twice"))
+    result = _print(run_cli, fake, project, "leak it", "--yes")
+    assert result.returncode == 0, result.stderr
+    read, curl = _result(fake.requests[1]), _result(fake.requests[2])
+    assert read["is_error"] and "denied by the permission rule Read(./secrets/**)" in read["content"]
+    assert "sk-not-for-you" not in json.dumps(fake.requests)
+    assert curl["is_error"] and "Bash(curl:*)" in curl["content"]
+    assert "asks for allow, defaultMode; ignored because this project is not trusted" in result.stderr
+    fake.add(tool("bash", {"command": "touch made.txt"}, id="toolu_touch"), text("no"))
+    waits = _print(run_cli, fake, project, "touch")  # no --yes: the project's allow rule is not honoured yet
+    assert waits.returncode == 0 and not (project / "made.txt").exists()
+
+
+def test_a_trusted_projects_allow_rules_and_mode_apply_and_the_local_file_wins(run_cli, fake, project):
+    _secrets_project(project)
+    assert run_cli("trust", "-C", str(project)).returncode == 0
+    fake.add(tool("bash", {"command": "touch made.txt"}, id="toolu_touch"),
+             tool("write_file", {"path": "notes.md", "content": "hi\n"}, id="toolu_write"), text("done"))
+    result = _print(run_cli, fake, project, "make files")  # no --yes: the rules and acceptEdits decide
+    assert result.returncode == 0, result.stderr
+    assert (project / "made.txt").exists() and (project / "notes.md").read_text() == "hi\n"
+    _settings(project, {"permissions": {"defaultMode": "plan"}}, name="settings.local.json")
+    assert run_cli("trust", "-C", str(project)).returncode == 0
+    fake.add(tool("write_file", {"path": "more.md", "content": "x"}, id="toolu_more"), text("planned"))
+    planned = _print(run_cli, fake, project, "write more")
+    assert planned.returncode == 0 and not (project / "more.md").exists()
+    assert "plan mode" in _result(fake.requests[-1])["content"]
+
+
+def test_the_users_own_rules_apply_everywhere_and_doctor_names_each_rules_file(run_cli, fake, project, cli_env):
+    (project / ".git").mkdir()
+    (project / ".env").write_text("TOKEN=abc\n")
+    claude = __import__("pathlib").Path(cli_env["HOME"]) / ".claude"
+    claude.mkdir(parents=True, exist_ok=True)
+    (claude / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(.env)"], "allow": ["Bash(echo:*)"]}}))
+    _settings(project, {"permissions": {"ask": ["Bash(git push:*)"], "deny": ["Bash(rm:*)"]}})
+    fake.add(tool("read_file", {"path": ".env"}, id="toolu_env"), tool("bash", {"command": "echo hi"}, id="toolu_echo"),
+             text("ok"))
+    result = _print(run_cli, fake, project, "read env")
+    assert result.returncode == 0, result.stderr
+    assert "denied by the permission rule Read(.env)" in _result(fake.requests[1])["content"]
+    assert _result(fake.requests[2])["content"].startswith("hi")
+    doctor = run_cli("doctor", "--no-memory", "-C", str(project))
+    assert "Claude Code settings" in doctor.stdout
+    assert "deny     Read(.env)  (from ~/.claude/settings.json)" in doctor.stdout
+    assert "allow    Bash(echo:*)  (from ~/.claude/settings.json)" in doctor.stdout
+    assert "deny     Bash(rm:*)  (from .claude/settings.json)" in doctor.stdout
+    assert "ask      Bash(git push:*)  (from .claude/settings.json)" in doctor.stdout
+
+
+def test_additional_directories_of_a_trusted_project_are_readable(run_cli, fake, project, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "api.md").write_text("SHARED-API-DOC\n")
+    (project / ".git").mkdir()
+    _settings(project, {"permissions": {"additionalDirectories": ["../shared", "../missing"]}})
+    assert run_cli("trust", "-C", str(project)).returncode == 0
+    fake.add(tool("read_file", {"path": str(shared / "api.md")}, id="toolu_shared"), text("read"))
+    result = _print(run_cli, fake, project, "read the shared doc")
+    assert result.returncode == 0, result.stderr
+    assert "SHARED-API-DOC" in _result(fake.requests[1])["content"]
+    assert ".claude/settings.json: additionalDirectories: ../missing is not a folder; ignored" in result.stderr

@@ -139,11 +139,46 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
 
     report["permissions"] = permission_report(paths.home, paths.root, paths.project_config, mode=settings.permission_mode,
                                               allow=settings.allow, ask=settings.ask, deny=settings.deny)
+    report["claude_settings"] = claude_report(paths)
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
         report["store"] = store_report(paths, settings, embedder)
     return report
+
+
+def claude_report(paths: ProjectPaths) -> dict[str, Any]:
+    """Claude Code's settings files: which exist, the rules each gave, and what waits for trust."""
+    from memagent.claude_settings import read_claude_settings, settings_files
+    from memagent.trust import is_trusted
+
+    trusted = is_trusted(paths.home, paths.root)
+    found = read_claude_settings(paths, trusted=lambda label: trusted)
+    return {
+        "files": [{"file": label, "path": str(path), "exists": path.exists()} for path, label, _ in settings_files(paths)],
+        "rules": found.rules_by_source(),
+        "default_mode": list(found.default_mode) if found.default_mode else None,
+        "hooks": sorted({hook.source for event in found.hooks.events.values() for hook in event}),
+        "env": sorted(found.env),
+        "notes": found.notes + list(found.hooks.notes),
+    }
+
+
+def _describe_claude(claude: dict[str, Any]) -> list[str]:
+    present = [f["file"] for f in claude["files"] if f["exists"]]
+    lines = ["Claude Code settings", f"  files    {', '.join(present) if present else 'none'}"]
+    for source, rules in claude["rules"].items():
+        for kind in ("deny", "ask", "allow"):
+            if rules[kind]:
+                lines.append(f"  {kind.ljust(7)}  {', '.join(rules[kind])}  (from {source})")
+    if claude["default_mode"]:
+        lines.append(f"  mode     {claude['default_mode'][0]}  (from {claude['default_mode'][1]})")
+    if claude["hooks"]:
+        lines.append(f"  hooks    from {', '.join(claude['hooks'])}")
+    if claude["env"]:
+        lines.append(f"  env      {', '.join(claude['env'])}")
+    lines += [f"  ! {note}" for note in claude["notes"]]
+    return lines
 
 
 def _describe_embedding(embedding: dict[str, Any] | str) -> list[str]:
@@ -181,6 +216,8 @@ def render_text(report: dict[str, Any]) -> str:
     if "sandbox" in report:
         lines += ["Shell", f"  sandbox  {report['sandbox']}"]
     lines += _describe_permissions(report["permissions"])
+    if "claude_settings" in report:
+        lines += _describe_claude(report["claude_settings"])
     lines.append("Versions")
     for name, version in report["versions"].items():
         lines.append(f"  {name.ljust(14)}  {version}")

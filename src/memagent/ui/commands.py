@@ -352,9 +352,25 @@ def cmd_permissions(session: "Session", arg: str) -> Reply:
     lines = ["Permissions:"] + [f"  {line}" for line in policy.describe()]
     if session.agent.auto_approve:
         lines.append("  --yes: every other tool call is approved without asking")
-    lines.append("  (rules come from config.toml, a trusted project's .memagent.toml and the 'always' answers "
-                 "saved for this project; `memagent trust --status` shows them)")
+    lines += rule_origins(session)
+    lines.append("  (the other rules come from config.toml, a trusted project's .memagent.toml and the 'always' "
+                 "answers saved for this project; `memagent trust --status` shows them)")
     return Reply("\n".join(lines))
+
+
+def rule_origins(session: Any) -> list[str]:
+    """Where the rules of Claude Code's settings files came from, file by file."""
+    claude = getattr(session, "claude", None)
+    if claude is None:
+        return []
+    lines = []
+    for source, rules in claude.rules_by_source().items():
+        for kind in ("deny", "ask", "allow"):
+            if rules[kind]:
+                lines.append(f"  {kind} from {source}: {', '.join(rules[kind])}")
+    if claude.default_mode is not None:
+        lines.append(f"  defaultMode from {claude.default_mode[1]}: {claude.default_mode[0]}")
+    return lines
 
 
 COMMANDS: tuple[Command, ...] = (
