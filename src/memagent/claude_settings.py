@@ -184,6 +184,20 @@ def _take_hooks_and_env(file: SettingsFile, found: ClaudeSettings) -> None:
             found.notes.append(f"{file.label}: env is not an object of strings; ignored")
 
 
+def project_widening(paths: ProjectPaths) -> list[tuple[str, list[str]]]:
+    """What the project's two files ask for that widens power: ``[(label, keys)]`` (for the
+    question "trust this project?")."""
+    notes: list[str] = []
+    found = []
+    for path, label, scope in settings_files(paths):
+        if scope == "user":
+            continue
+        keys = _withheld(read_file(path, label, scope, paths.root / ".claude", notes))
+        if keys:
+            found.append((label, keys))
+    return found
+
+
 def read_claude_settings(
     paths: ProjectPaths,
     *,
@@ -217,6 +231,7 @@ __all__ = [
     "PROJECT_FILES",
     "SettingsFile",
     "SourcedRule",
+    "project_widening",
     "read_claude_settings",
     "settings_files",
 ]

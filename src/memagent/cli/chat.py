@@ -241,13 +241,16 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
 def offer_trust(paths: "ProjectPaths") -> None:
     """The first time a project's settings file asks for widening settings, ask the user
     whether to trust the project (a "no" is remembered until the file asks for more)."""
+    from memagent.claude_settings import project_widening
     from memagent.trust import TrustError, decline_trust, requested_widening, should_ask, trust_project
 
-    asks = requested_widening(paths.project_config)
+    files = [(paths.project_config.name, requested_widening(paths.project_config)), *project_widening(paths)]
+    files = [(name, keys) for name, keys in files if keys]
+    asks = [key if name == paths.project_config.name else f"{name}:{key}" for name, keys in files for key in keys]
     if not asks or not should_ask(paths.home, paths.root, asks):
         return
-    question = (f"This project's {paths.project_config.name} asks for: {', '.join(asks)}.\n"
-                f"Trust this project ({paths.root})?")
+    wants = "\n".join(f"This project's {name} asks for: {', '.join(keys)}." for name, keys in files)
+    question = f"{wants}\nTrust this project ({paths.root})?"
     try:
         if typer.confirm(question, default=False):
             trust_project(paths.home, paths.root)
