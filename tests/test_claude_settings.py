@@ -123,3 +123,13 @@ def test_slash_permissions_names_the_file_each_claude_rule_came_from(tmp_path):
     assert "ask from .claude/settings.json: Bash(git push:*)" in text
     assert "allow from ~/.claude/settings.json: Bash(git status:*)" in text
     assert "defaultMode from ~/.claude/settings.json: acceptEdits" in text
+
+
+def test_trust_status_says_what_claude_codes_files_ask_for(run_cli, project):
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.local.json").write_text(json.dumps({"env": {"A": "1"}, "permissions": {"deny": ["Bash"]}}))
+    status = run_cli("trust", "--status", "-C", str(project))
+    assert status.returncode == 0
+    assert "  .claude/settings.local.json asks for: env (is ignored)" in status.stdout
+    data = json.loads(run_cli("trust", "--status", "--json", "-C", str(project)).stdout)
+    assert data["claude_settings_ask_for"] == {".claude/settings.local.json": ["env"]}

@@ -3,7 +3,8 @@
 ``memagent trust`` (in the project, or with ``-C DIR``) records in ``$MEMAGENT_HOME`` that the
 user trusts the project, so the settings in its ``.memagent.toml`` that widen permissions
 (auto-approve, permission mode, allow rules, hooks, MCP servers, server URLs, sandbox off) are
-honoured. ``--revoke`` withdraws it; ``--status`` shows it with the rules saved for the project.
+honoured, and so is what its ``.claude/settings.json`` and ``.claude/settings.local.json`` ask
+for (allow rules, a laxer ``defaultMode``, ``additionalDirectories``, hooks, ``env``). ``--revoke`` withdraws it; ``--status`` shows it with the rules saved for the project.
 """
 
 from __future__ import annotations
@@ -44,13 +45,18 @@ def trust(
             message = f"{paths.root} is trusted"
     except TrustError as exc:
         fail(str(exc), EXIT_FAILURE)
+    from memagent.claude_settings import project_widening
+
+    claude = project_widening(paths)
     if as_json:
         print_json({"root": str(paths.root), "trusted": record.trusted, "since": record.since,
-                    "settings_file_asks_for": asks, "saved_rules": record.allow})
+                    "settings_file_asks_for": asks, "claude_settings_ask_for": dict(claude),
+                    "saved_rules": record.allow})
         return
     typer.echo(message)
-    if asks:
-        verb = "is honoured" if record.trusted else "is ignored"
-        typer.echo(f"  {paths.project_config.name} asks for: {', '.join(asks)} ({verb})")
+    verb = "is honoured" if record.trusted else "is ignored"
+    for name, keys in [(paths.project_config.name, asks), *claude]:
+        if keys:
+            typer.echo(f"  {name} asks for: {', '.join(keys)} ({verb})")
     if record.allow:
         typer.echo(f"  rules saved for this project: {', '.join(record.allow)}")
