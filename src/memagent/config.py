@@ -96,6 +96,7 @@ class HookCommand(BaseModel):
     matcher: str = Field("", description="Which calls: tool names (a|b) or a regex; empty or '*' matches all.")
     timeout: float = Field(60.0, gt=0, le=3600, description="Seconds before the hook is stopped.")
     run_async: bool = Field(False, alias="async", description="Run in the background; it cannot block anything.")
+    condition: str | None = Field(None, alias="if", description="A permission rule the call must match (tool events).")
     once: bool = Field(False, description="Run at most once per session.")
     origin: str = Field("user", description="Where it was configured: user or project (project hooks are gated by trust).")
     source: str = Field("", description="The file it came from, for doctor and warnings.")
@@ -130,9 +131,6 @@ def _hook_entries(event: str, entries: Any, notes: list[str]) -> list[dict[str, 
             unknown = sorted(set(merged) - _HOOK_FIELDS)
             if unknown:
                 notes.append(f"hooks.{event}: field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
-            if "if" in merged:
-                notes.append(f"hooks.{event}: the 'if' condition is not supported; the hook runs for every call "
-                             "its matcher accepts")
             flat.append(merged)
     return flat
 

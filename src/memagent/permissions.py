@@ -362,6 +362,16 @@ class PermissionPolicy:
         return False  # a pattern on a tool that takes none matches nothing
 
 
+def rule_covers(rule: str, tool_name: str, tool_input: dict[str, Any], *, root: Path) -> bool:
+    """Does this one rule (``Bash(git commit:*)``, ``Edit(src/**)``) cover the call, as a deny
+    rule would (any part of a compound command)? False for a rule that cannot be read."""
+    try:
+        policy = PermissionPolicy.from_settings("default", deny=[rule], root=root)
+    except PermissionRuleError:
+        return False
+    return policy._first_match(policy.deny, tool_name, tool_input) is not None
+
+
 def suggested_rule(tool_name: str, tool_input: dict[str, Any]) -> str:
     """The rule an "always" answer saves: this exact command, this file, or the tool."""
     rule_name = RULE_NAMES.get(tool_name, tool_name)
@@ -440,5 +450,6 @@ __all__ = [
     "parse_rule",
     "parse_rules",
     "project_permissions",
+    "rule_covers",
     "suggested_rule",
 ]

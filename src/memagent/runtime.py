@@ -53,7 +53,7 @@ from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
-from memagent.permissions import PermissionRuleError, SessionPermissions, parse_rule, project_permissions
+from memagent.permissions import PermissionRuleError, SessionPermissions, parse_rule, project_permissions, rule_covers
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
@@ -324,6 +324,7 @@ def _hooks(parts: Parts) -> HooksFeature:
         transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
         shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
         resumed=parts.resumed is not None,
+        condition=lambda rule, call: rule_covers(rule, call.name, call.input, root=parts.paths.root),
     )
 
 

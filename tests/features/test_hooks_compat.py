@@ -18,6 +18,7 @@ from memagent.features.hooks import HooksFeature, read_env_file
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
 from memagent.markers import Marker, kind_of
+from memagent.permissions import rule_covers
 from memagent.runtime import notifying
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
@@ -69,6 +70,7 @@ def make(tmp_path: Path, script, warnings=None, shell: ShellConfig | None = None
         HooksSettings.model_validate(events), root=root, session_id=lambda: "s-1", env={"PATH": "/usr/bin:/bin"},
         warn=(warnings.append if warnings is not None else lambda line: None), permission_mode=lambda: "acceptEdits",
         shell_env=shell.extra_env if shell is not None else None, env_dir=tmp_path / "env",
+        condition=lambda rule, call: rule_covers(rule, call.name, call.input, root=root),
     )
     model = ScriptedModel(script)
     agent = Agent(model=model, tools=ToolRegistry.of(builtin_tools(shell or ShellConfig(Sandbox(SandboxConfig(enabled=False))))),
@@ -238,7 +240,7 @@ def test_what_memagent_cannot_use_is_one_notice_each_and_never_a_failure(tmp_pat
         "BrandNewEvent": [{"command": "true"}],
         "PreToolUse": [{"matcher": "Bash", "hooks": [
             {"type": "prompt", "prompt": "Is this safe?"},
-            {"type": "command", "command": "touch seen", "if": "Bash(rm *)", "statusMessage": "checking", "fancy": 1},
+            {"type": "command", "command": "touch seen", "statusMessage": "checking", "fancy": 1, "asyncRewake": True},
         ]}],
     }
     agent, model, _, root = make(tmp_path, [reply(tool_call("bash", {"command": "echo x"})), reply("ok")], warnings, **events)
@@ -247,10 +249,22 @@ def test_what_memagent_cannot_use_is_one_notice_each_and_never_a_failure(tmp_pat
     assert warnings == [
         "hooks: unknown hook event 'BrandNewEvent' ignored",
         "hooks: hooks.PreToolUse: hooks of type 'prompt' are not supported by memagent; skipped",
-        "hooks: hooks.PreToolUse: field fancy ignored",
-        "hooks: hooks.PreToolUse: the 'if' condition is not supported; the hook runs for every call its matcher accepts",
+        "hooks: hooks.PreToolUse: fields asyncRewake, fancy ignored",
         "hooks: SubagentStop hooks never run in memagent (memagent has no subagents)",
     ]
+
+
+def test_an_if_condition_limits_a_hook_to_the_calls_its_rule_covers(tmp_path):
+    script = [reply(tool_call("bash", {"command": "git status"})),
+              reply(tool_call("bash", {"command": "git add . && git commit -m x"})),
+              reply(tool_call("write_file", {"path": "src/a.py", "content": "x"})), reply("ok")]
+    log = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"tool_input\"].get(\"command\") or \"write\")' >> if.log"
+    agent, model, _, root = make(tmp_path, script, PostToolUse=[
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": log, "if": "Bash(git commit:*)"}]},
+        {"matcher": "Write", "hooks": [{"type": "command", "command": log, "if": "Edit(src/**)"}]},
+    ])
+    list(agent.run_turn("commit"))
+    assert (root / "if.log").read_text().splitlines() == ["git add . && git commit -m x", "write"]
 
 
 def test_async_hooks_do_not_hold_the_call_and_once_hooks_run_once(tmp_path):

@@ -24,7 +24,9 @@ Every payload holds ``session_id``, ``transcript_path``, ``cwd``, ``permission_m
 
 Claude Code's other events (``SubagentStart``/``SubagentStop``, ``PermissionRequest``, …) are
 accepted and never fire (memagent has no subagents; its own prompts decide permissions); an
-unknown event or field, or a hook type other than ``command``, is one notice and ignored.
+unknown event or field, or a hook type other than ``command``, is one notice and ignored. A
+hook's ``if`` (a permission rule such as ``Bash(git commit:*)``) limits a tool event's hook to the
+calls that rule covers.
 
 Matchers, as Claude Code reads them: empty or ``*`` matches everything; names of letters, digits,
 ``_`` joined by ``|`` (or ``,``) are compared exactly (``Edit|Write``); anything else is a regular
@@ -236,6 +238,7 @@ class HooksFeature(BaseFeature):
         shell_env: MutableMapping[str, str] | None = None,
         env_dir: Path | None = None,
         resumed: bool = False,
+        condition: Callable[[str, ToolCall], bool] | None = None,
     ) -> None:
         self.hooks = hooks
         self.root = root
@@ -246,6 +249,7 @@ class HooksFeature(BaseFeature):
         self.shell_env = shell_env if shell_env is not None else {}  # variables later bash calls get
         self.env_dir = env_dir
         self.resumed = resumed
+        self.condition = condition  # does a hook's ``if`` rule cover this call?
         self.env = {**env, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
         self._session_context: str | None = None
         self._started = False
@@ -273,10 +277,12 @@ class HooksFeature(BaseFeature):
             **fields,
         }
 
-    def _selected(self, event: str, names: tuple[str, ...]) -> list[HookCommand]:
+    def _selected(self, event: str, names: tuple[str, ...], call: ToolCall | None = None) -> list[HookCommand]:
         chosen = []
         for hook in self.hooks.for_event(event):
             if names and not matches(hook.matcher, *names):
+                continue
+            if hook.condition and call is not None and not self._covers(hook.condition, call):
                 continue
             if hook.once and id(hook) in self._ran_once:
                 continue
@@ -284,12 +290,18 @@ class HooksFeature(BaseFeature):
             chosen.append(hook)
         return chosen
 
+    def _covers(self, rule: str, call: ToolCall) -> bool:
+        if self.condition is None:
+            return True  # nothing to judge it with: run the hook rather than skip a check
+        return self.condition(rule, call)
+
     def _run(self, event: str, names: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
-             **fields: Any) -> Outcome:
-        """Run the event's hooks whose matcher accepts ``names``, in order, until one blocks."""
+             call: ToolCall | None = None, **fields: Any) -> Outcome:
+        """Run the event's hooks whose matcher accepts ``names`` (and whose ``if`` rule covers
+        ``call``), in order, until one blocks."""
         outcome = Outcome()
         payload = self._payload(event, **fields)
-        for hook in self._selected(event, names):
+        for hook in self._selected(event, names, call):
             if hook.run_async:
                 threading.Thread(target=run_hook, args=(hook, payload, self.root, env or self.env), daemon=True,
                                  name="memagent-hook").start()
@@ -404,7 +416,7 @@ class HooksFeature(BaseFeature):
 
     def check_tool(self, call: ToolCall) -> str | None:
         name, tool_input = self._claude_call(call)
-        outcome = self._run("PreToolUse", (name, call.name), tool_name=name, tool_input=tool_input,
+        outcome = self._run("PreToolUse", (name, call.name), call=call, tool_name=name, tool_input=tool_input,
                             tool_use_id=call.id)
         self._tool_context += [c for c in [self._context("PreToolUse", outcome.context)] if c]
         if outcome.halt:
@@ -419,7 +431,7 @@ class HooksFeature(BaseFeature):
                                   "tool_response": self._response(name, tool_input, outcome)}
         if outcome.is_error:
             fields["error"] = outcome.content[:2000]
-        result = self._run(event, (name, call.name), **fields)
+        result = self._run(event, (name, call.name), call=call, **fields)
         if result.block is not None:
             result.context.insert(0, f"{event} hook feedback: {result.block}")
         context = self._context(event, result.context)
