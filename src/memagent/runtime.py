@@ -93,6 +93,7 @@ class SessionOptions:
     add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
     session_id: str | None = None  # the logical session id of a new session (--session-id)
+    start_source: str = "startup"  # why it starts, for SessionStart hooks ("clear" after /clear)
     system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
     append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
 
@@ -273,6 +274,7 @@ class Parts:
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
     shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
     permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
+    start_source: str = "startup"  # why the session starts (SessionStart hooks)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -323,7 +325,7 @@ def _hooks(parts: Parts) -> HooksFeature:
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
         transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
         shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
-        resumed=parts.resumed is not None,
+        source="resume" if parts.resumed is not None else parts.start_source,
         condition=lambda rule, call: rule_covers(rule, call.name, call.input, root=parts.paths.root),
     )
 
@@ -470,6 +472,7 @@ def open_session(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env}, trusted, logical,
         dict(options.mcp_servers), shell_env=dict(claude.env), permission_mode=lambda: permissions.mode,
+        start_source=options.start_source,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],

@@ -169,3 +169,18 @@ def test_additional_directories_of_a_trusted_project_are_readable(run_cli, fake,
     assert result.returncode == 0, result.stderr
     assert "SHARED-API-DOC" in _result(fake.requests[1])["content"]
     assert ".claude/settings.json: additionalDirectories: ../missing is not a folder; ignored" in result.stderr
+
+
+def test_session_start_hooks_learn_why_the_session_started(run_cli, fake, project, cli_env):
+    (project / ".git").mkdir()
+    claude = __import__("pathlib").Path(cli_env["HOME"]) / ".claude"
+    claude.mkdir(parents=True, exist_ok=True)
+    log = project / "sources.log"
+    (claude / "settings.json").write_text(json.dumps({"hooks": {"SessionStart": [
+        {"matcher": "resume", "hooks": [{"type": "command", "command": f"echo resumed >> {log}"}]},
+        {"hooks": [{"type": "command", "command": f"python3 -c \"import json,sys; print(json.load(sys.stdin)['source'])\" >> {log}"}]},
+    ]}}))
+    fake.add(text("one"), text("two"))
+    assert _print(run_cli, fake, project, "first").returncode == 0
+    assert _print(run_cli, fake, project, "again", "-c").returncode == 0
+    assert log.read_text().splitlines() == ["startup", "resumed", "resume"]

@@ -125,6 +125,7 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
     wanted = session_options(options, non_interactive=non_interactive)
     if fresh:  # a new logical session too: --session-id named the first one only
         wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
+        wanted.start_source = "clear"
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 

@@ -12,7 +12,7 @@ Every payload holds ``session_id``, ``transcript_path``, ``cwd``, ``permission_m
 
 | event | when | fields | matcher |
 |---|---|---|---|
-| ``SessionStart`` | the session opens; after a compaction | ``source`` (startup, resume, compact) | source |
+| ``SessionStart`` | the session opens; after a compaction | ``source`` (startup, resume, clear, compact) | source |
 | ``UserPromptSubmit`` | before a prompt joins the conversation | ``prompt`` | — |
 | ``PreToolUse`` | before a tool call (before the permission check) | ``tool_name``, ``tool_input``, ``tool_use_id`` | tool |
 | ``PostToolUse`` | a tool call succeeded | … and ``tool_response`` | tool |
@@ -237,7 +237,7 @@ class HooksFeature(BaseFeature):
         permission_mode: Callable[[], str] = lambda: "default",
         shell_env: MutableMapping[str, str] | None = None,
         env_dir: Path | None = None,
-        resumed: bool = False,
+        source: str = "startup",
         condition: Callable[[str, ToolCall], bool] | None = None,
     ) -> None:
         self.hooks = hooks
@@ -248,7 +248,7 @@ class HooksFeature(BaseFeature):
         self.permission_mode = permission_mode
         self.shell_env = shell_env if shell_env is not None else {}  # variables later bash calls get
         self.env_dir = env_dir
-        self.resumed = resumed
+        self.source = source  # startup | resume | clear: why the session started
         self.condition = condition  # does a hook's ``if`` rule cover this call?
         self.env = {**env, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
         self._session_context: str | None = None
@@ -345,7 +345,7 @@ class HooksFeature(BaseFeature):
     def system_text(self) -> str | None:
         if not self._started:
             self._started = True
-            self._session_context = self._session_start("resume" if self.resumed else "startup")
+            self._session_context = self._session_start(self.source)
         return self._session_context
 
     def _session_start(self, source: str) -> str | None:
