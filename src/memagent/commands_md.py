@@ -27,7 +27,8 @@ none of them, the arguments are appended as ``ARGUMENTS: …``. Each ``!`command
 is a shell command run *before* the prompt is sent, through the same permission check as a
 ``bash`` call (an allow rule or the command's ``allowed-tools`` runs it, otherwise it asks, or
 is refused where nobody can answer); its output replaces it. A file whose front matter cannot
-be parsed is named in a warning and skipped.
+be parsed is named in a warning and skipped, and so is a file that is a symlink leading out of
+the project (for the user's folders: out of ``$MEMAGENT_HOME`` and the home folder).
 
 Skills (``/skill-name``) and MCP prompts (``/mcp__server__prompt``) are commands of the same
 shape (:class:`PromptCommand`); they are made by their own features.
@@ -40,6 +41,8 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, Sequence
+
+from memagent.fsutil import resolves_inside
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 _POSITIONAL = re.compile(r"\$([1-9])(?![0-9])")
@@ -256,9 +259,14 @@ def discover_commands(
     for base, source in command_dirs(root, home, user_home):
         if not base.is_dir():
             continue
+        allowed = (root,) if source.startswith("project") else (home, user_home or Path.home())
         for path in sorted(base.rglob("*.md")):
             name = command_name(path, base)
             if not path.is_file() or not NAME_PATTERN.match(name):
+                continue
+            if not resolves_inside(path, *allowed):  # a symlink out of the project (or your folders)
+                where = "the project" if source.startswith("project") else "your own folders"
+                found.problems.append(f"command skipped: {path} is a symlink leading outside {where}")
                 continue
             if name.lower() in reserved:
                 found.problems.append(f"command /{name} in {path} is ignored: a built-in command has that name")

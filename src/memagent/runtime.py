@@ -58,6 +58,7 @@ from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
 
 
@@ -84,6 +85,8 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
+    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
@@ -272,6 +275,9 @@ class Parts:
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
     logical_session: str = ""  # one id across -c/-r; empty: this session's own id
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
+    prefetch_memory: bool = True  # see SessionOptions
+    memory_upkeep: bool = True  # see SessionOptions
+    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
     shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
     permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
     start_source: str = "startup"  # why the session starts (SessionStart hooks)
@@ -311,6 +317,8 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
         current_task=current_task,
         warn=parts.warnings.append,
+        prefetch=parts.prefetch_memory,
+        upkeep=parts.memory_upkeep,
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -320,6 +328,9 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
 
 
 def _hooks(parts: Parts) -> HooksFeature:
+    """Hooks a project file defines run in the session's sandbox unless the user's own config
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host (each hook knows
+    where it came from)."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
@@ -327,6 +338,8 @@ def _hooks(parts: Parts) -> HooksFeature:
         shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
         source="resume" if parts.resumed is not None else parts.start_source,
         condition=lambda rule, call: rule_covers(rule, call.name, call.input, root=parts.paths.root),
+        sandboxed=parts.shell.executor if parts.settings.sandbox_project_hooks else None,
+        pass_env=parts.settings.sandbox_pass_env,
     )
 
 
@@ -447,6 +460,7 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
@@ -468,16 +482,16 @@ def open_session(
     conversation = _open_conversation(paths, settings, session_id, resumed, logical)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
+    shell = ShellConfig.from_settings(settings, paths.home, extra_env=dict(claude.env))
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env}, trusted, logical,
-        dict(options.mcp_servers), shell_env=dict(claude.env), permission_mode=lambda: permissions.mode,
-        start_source=options.start_source,
+        dict(options.mcp_servers), options.prefetch_memory, options.memory_upkeep, shell,
+        shell_env=shell.extra_env, permission_mode=lambda: permissions.mode, start_source=options.start_source,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],
                           base=options.system_prompt, append=options.append_system_prompt)
-    shell = ShellConfig.from_settings(settings, paths.home, extra_env=parts.shell_env)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,

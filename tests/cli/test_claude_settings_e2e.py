@@ -217,3 +217,21 @@ def test_a_hostile_claude_code_repository_widens_nothing_before_trust(run_cli, f
     assert all(_result(r)["is_error"] for r in fake.requests[1:4])
     assert "asks for allow, defaultMode, additionalDirectories, hooks, env" in result.stderr
     assert "@~/.ssh/id_rsa refused (imports from your home folder need a trusted project)" in result.stderr
+
+
+def test_a_projects_claude_hooks_run_sandboxed_and_the_users_own_on_the_host(run_cli, fake, project, cli_env, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".git").mkdir()
+    _settings(project, {"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": f"echo project > {outside}/from-project.txt; echo ran > project-hook.txt"}]}]}})
+    claude = __import__("pathlib").Path(cli_env["HOME"]) / ".claude"
+    claude.mkdir(parents=True, exist_ok=True)
+    (claude / "settings.json").write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": f"echo user > {outside}/from-user.txt"}]}]}}))
+    assert run_cli("trust", "-C", str(project)).returncode == 0
+    fake.add(text("ok"))
+    assert _print(run_cli, fake, project, "hi").returncode == 0
+    assert (project / "project-hook.txt").exists()  # the project's hook ran, inside the project …
+    assert not (outside / "from-project.txt").exists()  # … confined by the sandbox
+    assert (outside / "from-user.txt").read_text() == "user\n"  # the user's own hook: on the host

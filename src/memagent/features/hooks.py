@@ -48,7 +48,14 @@ What a hook's answer does:
   ``UserPromptSubmit`` is context for the model. Everything a hook adds for the model is marked
   ("[Context from the user's hooks, EVENT:]"), never passed raw.
 
-Environment: ours plus ``CLAUDE_PROJECT_DIR`` (and ``MEMAGENT_PROJECT_DIR``). ``SessionStart``
+Where a hook runs: hooks from the user's own configuration (``~/.claude/settings.json``,
+``$MEMAGENT_HOME/config.toml``) run on the host; hooks a *project* file defines
+(``.claude/settings.json``, ``.memagent.toml``) run in the bubblewrap sandbox, like the ``bash``
+tool's commands, unless the user's own configuration sets ``sandbox_project_hooks = false``.
+
+Environment: ours filtered (:mod:`memagent.childenv`: never the API key, no secret-looking
+variable unless ``sandbox_pass_env`` names it) plus ``CLAUDE_PROJECT_DIR`` (and
+``MEMAGENT_PROJECT_DIR``). ``SessionStart``
 hooks also get ``CLAUDE_ENV_FILE``, a file they may write ``export NAME=value`` lines to; those
 variables are set for every later ``bash`` call of the session (the lines are read, never run:
 ``$NAME`` and ``${NAME}`` are expanded from the environment the commands already get).
@@ -57,24 +64,26 @@ variables are set for every later ``bash`` call of the session (the lines are re
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import signal
-import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, MutableMapping
+from typing import IO, Any, Callable, Iterable, Mapping, MutableMapping
 
 from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
+from memagent.childenv import filtered_environment
 from memagent.config import HookCommand, HooksSettings
 from memagent.context.conversation import Conversation
 from memagent.llm.types import Message
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
+from memagent.tools.executor import Command, Executor, LocalExecutor, SandboxedExecutor
+from memagent.tools.sandbox import SandboxRefused
 
 BLOCK_EXIT = 2
+HOOK_SHELL = "/bin/sh"
 MAX_CONTEXT_CHARS = 10_000
 MAX_PAYLOAD_CHARS = 100_000
 # Events Claude Code documents that never fire in memagent, and why (said once if configured).
@@ -89,6 +98,7 @@ RUN_EVENTS = frozenset({
     "Stop", "PreCompact", "PostCompact", "SessionEnd",
 })  # fmt: skip
 _SIMPLE_MATCHER = re.compile(r"^[A-Za-z0-9_|, -]+$")
+_HOOK_VARS = ("MEMAGENT_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "CLAUDE_ENV_FILE")
 _EXPORT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -158,42 +168,34 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def run_hook(hook: HookCommand, payload: dict[str, Any], cwd: Path, env: Mapping[str, str]) -> HookResult:
-    """Run one hook command; never raises."""
-    data = json.dumps(payload, ensure_ascii=False, default=str)
-    try:
-        process = subprocess.Popen(
-            ["/bin/sh", "-c", hook.command], cwd=cwd, env=dict(env), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        )
-    except OSError as exc:
-        return HookResult(problem=f"cannot start: {exc}")
-    try:
-        stdout, stderr = process.communicate(data, timeout=hook.timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
+def run_hook(
+    hook: HookCommand, payload: dict[str, Any], cwd: Path, env: Mapping[str, str], executor: Executor | None = None
+) -> HookResult:
+    """Run one hook command with ``executor`` (default: on the host); never raises."""
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+    command = Command(cwd, env, hook.timeout, script=hook.command, shell=HOOK_SHELL, stdin=data)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = (executor or LocalExecutor()).run(command, out, stderr=err)
+        except SandboxRefused as exc:
+            return HookResult(problem=str(exc))
+        except OSError as exc:
+            return HookResult(problem=f"cannot start: {exc}")
+        stdout, stderr = _read(out), _read(err)
+    if done.timed_out:
         return HookResult(problem=f"timed out after {hook.timeout:g}s")
-    except BaseException:
-        _kill_group(process)
-        raise
-    if process.returncode == BLOCK_EXIT:
+    if done.code == BLOCK_EXIT:
         return HookResult(block_reason=stderr.strip() or "blocked by a hook (exit code 2)", output=stdout)
-    if process.returncode != 0:
+    if done.code != 0:
         detail = _first_line(stderr) or _first_line(stdout)
-        return HookResult(output=stdout, problem=f"exit code {process.returncode}" + (f": {detail}" if detail else ""))
+        return HookResult(output=stdout, problem=f"exit code {done.code}" + (f": {detail}" if detail else ""))
     answer = _json_answer(stdout)
     return HookResult(block_reason=_block_reason(answer), output=stdout, answer=answer)
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
+def _read(sink: IO[bytes]) -> str:
+    sink.seek(0)
+    return sink.read().decode("utf-8", errors="replace")
 
 
 def read_env_file(path: Path, env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -239,6 +241,8 @@ class HooksFeature(BaseFeature):
         env_dir: Path | None = None,
         source: str = "startup",
         condition: Callable[[str, ToolCall], bool] | None = None,
+        sandboxed: Executor | None = None,
+        pass_env: Iterable[str] = (),
     ) -> None:
         self.hooks = hooks
         self.root = root
@@ -250,7 +254,9 @@ class HooksFeature(BaseFeature):
         self.env_dir = env_dir
         self.source = source  # startup | resume | clear: why the session started
         self.condition = condition  # does a hook's ``if`` rule cover this call?
-        self.env = {**env, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
+        self.sandboxed = sandboxed  # where a project's hooks run (None: on the host, like the user's)
+        base = filtered_environment(env, pass_env)
+        self.env = {**base, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
         self._session_context: str | None = None
         self._started = False
         self._prompt_context: list[str] = []
@@ -302,11 +308,12 @@ class HooksFeature(BaseFeature):
         outcome = Outcome()
         payload = self._payload(event, **fields)
         for hook in self._selected(event, names, call):
+            executor, hook_env = self._where(hook, env or self.env)
             if hook.run_async:
-                threading.Thread(target=run_hook, args=(hook, payload, self.root, env or self.env), daemon=True,
+                threading.Thread(target=run_hook, args=(hook, payload, self.root, hook_env, executor), daemon=True,
                                  name="memagent-hook").start()
                 continue
-            result = run_hook(hook, payload, self.root, env or self.env)
+            result = run_hook(hook, payload, self.root, hook_env, executor)
             if result.problem:
                 self.warn(f"{event} hook `{_first_line(hook.command, 60)}` failed: {result.problem}")
                 continue
@@ -314,6 +321,16 @@ class HooksFeature(BaseFeature):
             if outcome.block is not None or outcome.halt is not None:
                 break
         return outcome
+
+    def _where(self, hook: HookCommand, env: Mapping[str, str]) -> tuple[Executor, Mapping[str, str]]:
+        """A project's hook runs in the sandbox (with the sandbox's environment); the user's own
+        hooks on the host."""
+        if hook.origin == "project" and self.sandboxed is not None:
+            confined = self.sandboxed
+            if isinstance(confined, SandboxedExecutor):
+                return confined, {**confined.environment(env, self.root), **{k: env[k] for k in _HOOK_VARS if k in env}}
+            return confined, env
+        return LocalExecutor(), env
 
     def _read_answer(self, event: str, result: HookResult, outcome: Outcome) -> None:
         answer = result.answer

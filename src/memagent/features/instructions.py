@@ -28,8 +28,10 @@ and ``..`` the target must lie inside the directory searched (the git root or th
 ``$MEMAGENT_HOME`` and the home folder for the user's files); an ``@~/`` import must lie inside
 the home folder, and from a project's file it is honoured only when the user trusts the project
 and never reaches the home folder's secrets (``~/.ssh``, ``~/.aws``, … as the shell sandbox hides
-them). A cycle (a file importing one of its importers) is refused with a note; a file already
-included is not repeated.
+them). The files themselves are confined the same way: an ``AGENTS.md`` that is a symlink to a
+file outside its directory (the user's ``~/.aws/credentials``, say) is not read, and a one-line
+note says so. A cycle (a file importing one of its importers) is refused with a note; a file
+already included is not repeated.
 
 Budget: the text loaded at start is capped at ``max_chars``. What does not fit is cut from the
 *least specific* end: the user's files go first, the working directory's last; the file that
@@ -54,7 +56,7 @@ from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.llm.types import Message
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
-from memagent.tools.sandbox import SECRET_HOME_ENTRIES
+from memagent.tools.mounts import SECRET_HOME_ENTRIES
 
 INSTRUCTION_NAMES = ("AGENTS.md", "CLAUDE.md")
 DIRECTORY_FILES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md")
@@ -207,11 +209,16 @@ class _Loader:
     def label(self, path: Path) -> str:
         return _label(path, self.places)
 
+    def _where(self, bases: tuple[Path, ...]) -> str:
+        if bases[0] == self.places.top:
+            return "the project"
+        return "$MEMAGENT_HOME" if bases[0] == self.places.memagent_home else "your home folder"
+
     def load(self, path: Path, bases: tuple[Path, ...], chain: tuple[Path, ...] = (), importer: str | None = None,
              text: str | None = None) -> None:
         resolved = path.resolve()
         if not any(_within(resolved, base) for base in bases):  # a symlink leading out of where it was found
-            self.result.notes.append(f"{self.label(path.absolute())}: a symlink to a file outside {self.label(bases[0])}; not read")
+            self.result.notes.append(f"{self.label(path.absolute())}: a symlink to a file outside {self._where(bases)}; not read")
             return
         if resolved in chain:
             self.result.notes.append(f"{importer}: import of {self.label(resolved)} refused (an import cycle)")
