@@ -349,11 +349,11 @@ def notifying(approver: Approver, features: list[Feature]) -> Approver:
     if not hooks:
         return approver
 
-    def ask(tool, tool_input, summary):  # type: ignore[no-untyped-def]
+    def ask(tool, tool_input, summary, *more):  # type: ignore[no-untyped-def]
         for feature in hooks:
             name = tool.claude.name if tool.claude is not None else tool.name
             feature.notify(f"memagent needs your permission to use {name}")
-        return approver(tool, tool_input, summary)
+        return approver(tool, tool_input, summary, *more)
 
     return ask
 
