@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from memagent import __version__
-from memagent.agent.feature import Feature
+from memagent.agent.feature import Feature, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
 from memagent.agent.prompt import build_system
 from memagent.claude_settings import ClaudeSettings, read_claude_settings
@@ -337,10 +337,19 @@ def _hooks(parts: Parts) -> HooksFeature:
         transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
         shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
         source="resume" if parts.resumed is not None else parts.start_source,
-        condition=lambda rule, call: rule_covers(rule, call.name, call.input, root=parts.paths.root),
+        condition=hook_condition(parts.paths.root),
         sandboxed=parts.shell.executor if parts.settings.sandbox_project_hooks else None,
         pass_env=parts.settings.sandbox_pass_env,
     )
+
+
+def hook_condition(root: Path) -> Callable[[str, ToolCall], bool]:
+    """A hook's ``if`` rule, judged by the permission rules' own matching."""
+
+    def covers(rule: str, call: ToolCall) -> bool:
+        return rule_covers(rule, call.name, call.input, root=root)
+
+    return covers
 
 
 def notifying(approver: Approver, features: list[Feature]) -> Approver:

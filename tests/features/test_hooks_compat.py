@@ -18,8 +18,7 @@ from memagent.features.hooks import HooksFeature, read_env_file
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
 from memagent.markers import Marker, kind_of
-from memagent.permissions import rule_covers
-from memagent.runtime import notifying
+from memagent.runtime import hook_condition, notifying
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.sandbox import Sandbox, SandboxConfig
@@ -70,7 +69,7 @@ def make(tmp_path: Path, script, warnings=None, shell: ShellConfig | None = None
         HooksSettings.model_validate(events), root=root, session_id=lambda: "s-1", env={"PATH": "/usr/bin:/bin"},
         warn=(warnings.append if warnings is not None else lambda line: None), permission_mode=lambda: "acceptEdits",
         shell_env=shell.extra_env if shell is not None else None, env_dir=tmp_path / "env",
-        condition=lambda rule, call: rule_covers(rule, call.name, call.input, root=root),
+        condition=hook_condition(root),
     )
     model = ScriptedModel(script)
     agent = Agent(model=model, tools=ToolRegistry.of(builtin_tools(shell or ShellConfig(Sandbox(SandboxConfig(enabled=False))))),
