@@ -106,23 +106,25 @@ def test_broken_files_and_rules_are_notices_never_failures(tmp_path):
 def test_slash_permissions_names_the_file_each_claude_rule_came_from(tmp_path):
     from types import SimpleNamespace
 
-    from memagent.permissions import PermissionPolicy, SessionPermissions
+    from memagent.config import Settings
+    from memagent.runtime import SessionOptions, session_gate, session_mode
     from memagent.ui.commands import run_command
 
     paths = _paths(tmp_path)
     _write(paths.claude_home / "settings.json", USER)
     _write(paths.root / ".claude" / "settings.json", PROJECT)
     claude = read_claude_settings(paths, trusted=lambda label: False)
-    rules = {kind: [r.rule for r in getattr(claude, kind)] for kind in ("allow", "ask", "deny")}
-    gate = SessionPermissions(PermissionPolicy.from_settings("default", rules["allow"], rules["ask"], rules["deny"],
-                                                             root=paths.root))
-    session = SimpleNamespace(agent=SimpleNamespace(permissions=gate, auto_approve=False), claude=claude)
+    settings = Settings()
+    gate = session_gate(paths, settings, session_mode(SessionOptions(), settings, claude), {}, settings_trusted=False,
+                        warn=lambda line: None, claude=claude)
+    session = SimpleNamespace(agent=SimpleNamespace(permissions=gate), claude=claude)
     text = run_command("/permissions", lambda: session).text
-    assert "deny from ~/.claude/settings.json: Read(~/.ssh/**)" in text
-    assert "deny from .claude/settings.json: Read(./.env), Bash(curl:*)" in text
-    assert "ask from .claude/settings.json: Bash(git push:*)" in text
-    assert "allow from ~/.claude/settings.json: Bash(git status:*)" in text
-    assert "defaultMode from ~/.claude/settings.json: acceptEdits" in text
+    assert "mode: acceptEdits" in text
+    assert "Read(~/.ssh/**) (from ~/.claude/settings.json)" in text
+    assert "Read(./.env) (from .claude/settings.json), Bash(curl:*) (from .claude/settings.json)" in text
+    assert "ask: Bash(git push:*) (from .claude/settings.json)" in text
+    assert "Bash(git status:*) (from ~/.claude/settings.json)" in text
+    assert "mode from ~/.claude/settings.json (defaultMode: acceptEdits)" in text
 
 
 def test_trust_status_says_what_claude_codes_files_ask_for(run_cli, project):

@@ -42,6 +42,7 @@ from memagent.paths import ProjectPaths
 NARROWING_MODES = ("default", "plan")
 WIDENING_KEYS = ("allow", "defaultMode", "additionalDirectories", "hooks", "env")
 PROJECT_FILES = (".claude/settings.json", ".claude/settings.local.json")
+CLAUDE_NOT_TRUSTED = "this project is not trusted (run `memagent trust` in it to allow them)"
 
 
 @dataclass(frozen=True)
@@ -202,11 +203,13 @@ def read_claude_settings(
     paths: ProjectPaths,
     *,
     trusted: Callable[[str], bool],
+    why_not: Callable[[str], str] = lambda label: CLAUDE_NOT_TRUSTED,
     check_rule: Callable[[str], str | None] = lambda rule: None,
 ) -> ClaudeSettings:
     """The three files, merged. ``trusted(label)``: may this project file widen power (the user
-    trusts the project, and the file is as it was then)? ``check_rule(rule)``: why a rule cannot
-    be used, or None."""
+    trusts the project, and the file is as it was then — :func:`memagent.trust.trusted_as_now`)?
+    ``why_not(label)``: the reason, for the notice, when it may not. ``check_rule(rule)``: why a
+    rule cannot be used, or None."""
     found = ClaudeSettings()
     for path, label, scope in settings_files(paths):
         base = paths.claude_home if scope == "user" else paths.root / ".claude"
@@ -217,8 +220,7 @@ def read_claude_settings(
         widen = not file.from_project or trusted(label)
         withheld = [] if widen else _withheld(file)
         if withheld:
-            found.notes.append(f"{label} asks for {', '.join(withheld)}; ignored because this project is not trusted "
-                               "(run `memagent trust` in it to allow them)")
+            found.notes.append(f"{label} asks for {', '.join(withheld)}; ignored because {why_not(label)}")
         _take_permissions(file, found, widen, check_rule)
         if widen:
             _take_hooks_and_env(file, found)
@@ -226,6 +228,7 @@ def read_claude_settings(
 
 
 __all__ = [
+    "CLAUDE_NOT_TRUSTED",
     "ClaudeSettings",
     "NARROWING_MODES",
     "PROJECT_FILES",

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from pydantic import ValidationError
 
 from memagent import __version__
 from memagent.agent.feature import Feature, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
 from memagent.agent.prompt import build_system
-from memagent.claude_settings import ClaudeSettings, read_claude_settings
+from memagent.claude_settings import CLAUDE_NOT_TRUSTED, ClaudeSettings, read_claude_settings
 from memagent.config import (
+    CHANGED_SINCE_TRUSTED,
+    NOT_TRUSTED,
     ConfigError,
     ProjectPaths,
     Settings,
     credentials_from_env,
     load_settings_with_notices,
     project_paths,
+    rule_sources,
 )
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
@@ -53,13 +58,17 @@ from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
-from memagent.permissions import PermissionRuleError, SessionPermissions, parse_rule, project_permissions, rule_covers
+from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
+
+
+if TYPE_CHECKING:
+    from memagent.trust import TrustState
 
 
 class SetupError(Exception):
@@ -173,10 +182,15 @@ def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> Chat
 
 
 def _settings(
-    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trusted: bool
+    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trust: "TrustState"
 ) -> tuple[Settings, list[str]]:
+    """Settings; the project file widens only when trusted as it is now (a changed file is named)."""
+    name = paths.project_config.name
+    distrust = CHANGED_SINCE_TRUSTED if trust.trusted and name in trust.changed else NOT_TRUSTED
     try:
-        settings, notices = load_settings_with_notices(paths, env, {"model": options.model}, trusted=trusted)
+        settings, notices = load_settings_with_notices(
+            paths, env, {"model": options.model}, trusted=trust.file_trusted(name), distrust=distrust
+        )
     except ConfigError as exc:
         raise SetupError(str(exc)) from None
     if not options.memory:
@@ -272,7 +286,7 @@ class Parts:
     resumed: Resumed | None
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
-    trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    trusted: bool = False  # the project's .mcp.json is trusted as it is now: its MCP servers start
     logical_session: str = ""  # one id across -c/-r; empty: this session's own id
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
     prefetch_memory: bool = True  # see SessionOptions
@@ -281,6 +295,7 @@ class Parts:
     shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
     permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
     start_source: str = "startup"  # why the session starts (SessionStart hooks)
+    project_trusted: bool = False  # the user trusts the project (its CLAUDE.md may import from ~, its commands pre-approve)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -296,9 +311,9 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     features: list[Feature] = [
         InstructionsFeature(
             parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(),
-            user_home=parts.paths.user_home, trusted=parts.trusted, warn=parts.warnings.append,
+            user_home=parts.paths.user_home, trusted=parts.project_trusted, warn=parts.warnings.append,
         ),
-        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.trusted,
+        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.project_trusted,
                       warn=parts.warnings.append),
         TodoFeature(parts.todo, parts.conversation.record),
         task_graph,
@@ -344,10 +359,19 @@ def _hooks(parts: Parts) -> HooksFeature:
 
 
 def hook_condition(root: Path) -> Callable[[str, ToolCall], bool]:
-    """A hook's ``if`` rule, judged by the permission rules' own matching."""
+    """A hook's ``if`` rule, judged by the gate's own matching: does the rule, as a deny rule,
+    cover the call (any part of a compound command)? False for a rule or call it cannot read."""
 
     def covers(rule: str, call: ToolCall) -> bool:
-        return rule_covers(rule, call.name, call.input, root=root)
+        if call.tool is None:
+            return False
+        try:
+            declared = call.tool.declare(call.tool.validate(call.input))
+            policy = Policy.from_sources("default", [RuleSource("if", deny=[rule])], root=root)
+        except (PermissionRuleError, ValidationError):
+            return False
+        verdict = policy.decide(call.name, declared)
+        return verdict.action == "deny" and verdict.rule is not None
 
     return covers
 
@@ -390,37 +414,89 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
     )
 
 
-def session_mode(options: SessionOptions, settings: Settings, claude: ClaudeSettings) -> str:
+COMMAND_LINE_ORIGIN = "the command line (--allowedTools / --disallowedTools)"
+
+
+def session_mode(options: SessionOptions, settings: Settings, claude: ClaudeSettings | None = None) -> str:
     """--permission-mode, else --yes (bypassPermissions), else memagent's own setting when a file
-    sets it, else Claude Code's ``defaultMode``, else ``default``."""
+    sets it, else Claude Code's ``defaultMode``, else the setting (``auto_approve = true`` is
+    bypassPermissions when no mode is set)."""
     if options.permission_mode:
         return options.permission_mode
     if options.auto_approve:
         return "bypassPermissions"
-    if "permission_mode" in settings.model_fields_set or claude.default_mode is None:
-        return settings.permission_mode
-    return claude.default_mode[0]
+    if "permission_mode" not in settings.model_fields_set and claude is not None and claude.default_mode:
+        return claude.default_mode[0]
+    if settings.permission_mode == "default" and settings.auto_approve:
+        return "bypassPermissions"
+    return settings.permission_mode
 
 
-def _permissions(
-    paths: ProjectPaths, settings: Settings, options: SessionOptions, claude: ClaudeSettings,
-    warn: Callable[[str], None],
-) -> SessionPermissions:
-    """guard: the mode (:func:`session_mode`); rules from the settings, Claude Code's settings
-    files, the command line and the ones saved for this project."""
-    rules = {kind: [r.rule for r in getattr(claude, kind)] for kind in ("allow", "ask", "deny")}
+def session_gate(
+    paths: ProjectPaths, settings: Settings, mode: str, env: Mapping[str, str] | None, *, settings_trusted: bool,
+    warn: Callable[[str], None], command_line: RuleSource | None = None, claude: ClaudeSettings | None = None,
+) -> Gate:
+    """The session's one gate: the mode, every rule with the file it came from (user config, a
+    trusted project file, the environment, Claude Code's settings files,
+    ``--allowedTools``/``--disallowedTools``, the "always" answers saved for this project)."""
+    from memagent.trust import TrustError, save_rule, saved_rules
+
     try:
-        return project_permissions(
-            paths.home, paths.root, mode=session_mode(options, settings, claude),
-            allow=[*settings.allow, *rules["allow"], *options.allowed_tools], ask=[*settings.ask, *rules["ask"]],
-            deny=[*settings.deny, *rules["deny"], *options.disallowed_tools], warn=warn,
-        )
+        sources = [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+                   for label, rules in rule_sources(paths, env, trusted=settings_trusted)]
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
+    sources.append(_unsourced(settings, sources))
+    if claude is not None:
+        sources += [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+                    for label, rules in claude.rules_by_source().items()]
+    if command_line is not None:
+        sources.append(command_line)
+    sources.append(RuleSource(SAVED_ORIGIN, allow=saved_rules(paths.home, paths.root)))
+    try:
+        policy = Policy.from_sources(mode, sources, root=paths.root)
     except PermissionRuleError as exc:
         raise SetupError(f"permissions: {exc}") from None
 
+    def save(rule: str) -> None:
+        try:
+            save_rule(paths.home, paths.root, rule)
+        except TrustError as exc:
+            warn(f"the rule {rule} was not saved: {exc}")
 
-def _claude_settings(paths: ProjectPaths, trusted: bool) -> ClaudeSettings:
-    """Claude Code's settings files; a rule memagent cannot read is a notice, not a failure."""
+    return Gate(policy, save)
+
+
+def _unsourced(settings: Settings, sources: list[RuleSource]) -> RuleSource:
+    """Rules the settings hold that no file or variable wrote (settings made in code)."""
+    rest: dict[str, list[str]] = {}
+    for kind in ("allow", "ask", "deny"):
+        unclaimed = [rule for source in sources for rule in getattr(source, kind)]
+        rest[kind] = []
+        for rule in getattr(settings, kind):
+            if rule in unclaimed:
+                unclaimed.remove(rule)
+            else:
+                rest[kind].append(rule)
+    return RuleSource("the settings", rest["allow"], rest["ask"], rest["deny"])
+
+
+def _trust_notices(paths: ProjectPaths, trust: "TrustState") -> list[str]:
+    """One line per power file that changed since the project was trusted (other than the
+    settings file, which loading settings names)."""
+    lines = []
+    for name in trust.changed:
+        if name == paths.project_config.name:
+            continue
+        what = "its MCP servers are not started" if name == ".mcp.json" else "it is not used"
+        lines.append(f"{paths.root / name} changed since you trusted this project; {what} "
+                     "(`memagent trust --status` shows the change, `memagent trust` accepts it)")
+    return lines
+
+
+def claude_settings_for(paths: ProjectPaths, trust: "TrustState") -> ClaudeSettings:
+    """Claude Code's settings files, each of the project's widening only when trusted as it is now;
+    a rule memagent cannot read is a notice, not a failure."""
     def check(rule: str) -> str | None:
         try:
             parse_rule(rule)
@@ -428,7 +504,10 @@ def _claude_settings(paths: ProjectPaths, trusted: bool) -> ClaudeSettings:
             return str(exc)
         return None
 
-    return read_claude_settings(paths, trusted=lambda label: trusted, check_rule=check)
+    def why_not(label: str) -> str:
+        return CHANGED_SINCE_TRUSTED if trust.trusted and label in trust.changed else CLAUDE_NOT_TRUSTED
+
+    return read_claude_settings(paths, trusted=trust.file_trusted, why_not=why_not, check_rule=check)
 
 
 def _added_dirs(options: SessionOptions, claude: ClaudeSettings, paths: ProjectPaths) -> tuple[list[Path], list[str]]:
@@ -470,18 +549,22 @@ def open_session(
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
     clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
-    from memagent.trust import is_trusted
+    from memagent.trust import trust_state
 
-    trusted = is_trusted(paths.home, paths.root)
-    claude = _claude_settings(paths, trusted)
+    trust = trust_state(paths.home, paths.root)
+    claude = claude_settings_for(paths, trust)
     added, added_notes = _added_dirs(options, claude, paths)
     options = replace(options, add_dirs=tuple(added))
-    settings, warnings = _settings(paths, options, env, trusted)
+    settings, warnings = _settings(paths, options, env, trust)
+    warnings += _trust_notices(paths, trust)
     warnings += claude.notes + added_notes
     settings = settings.model_copy(update={"hooks": settings.hooks.merged(claude.hooks)})
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
-    permissions = _permissions(paths, settings, options, claude, warnings.append)  # guard
+    settings_trusted = trust.file_trusted(paths.project_config.name)
+    gate = session_gate(paths, settings, session_mode(options, settings, claude), env,
+                        settings_trusted=settings_trusted, warn=warnings.append, claude=claude,
+                        command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools))
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
@@ -494,9 +577,10 @@ def open_session(
     shell = ShellConfig.from_settings(settings, paths.home, extra_env=dict(claude.env))
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env}, trusted, logical,
-        dict(options.mcp_servers), options.prefetch_memory, options.memory_upkeep, shell,
-        shell_env=shell.extra_env, permission_mode=lambda: permissions.mode, start_source=options.start_source,
+        CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env},
+        trust.file_trusted(".mcp.json"), logical, dict(options.mcp_servers), options.prefetch_memory,
+        options.memory_upkeep, shell, shell_env=shell.extra_env, permission_mode=lambda: gate.mode,
+        start_source=options.start_source, project_trusted=trust.trusted,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],
@@ -510,17 +594,16 @@ def open_session(
         conversation=conversation,
         context=_policy(parts, features, system, registry),
         approver=notifying(approver, features),
-        auto_approve=options.auto_approve or settings.auto_approve,
         non_interactive=options.non_interactive,
         features=features,
         config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
-        permissions=permissions,
+        permissions=gate,
     )
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
-        trusted=trusted, claude=claude,
+        trusted=trust.trusted, claude=claude,
     )
 
 

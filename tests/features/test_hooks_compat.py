@@ -222,8 +222,8 @@ def test_notification_hooks_hear_about_approval_prompts_and_session_end_at_close
                                        Notification=[{"matcher": "permission_prompt", "command": "cat >> notified.jsonl"}],
                                        SessionEnd=[{"command": "cat > ended.json"}])
     asked = []
-    agent.auto_approve = False
-    agent.approver = notifying(lambda tool, raw, summary: asked.append(summary) or Approval.ALLOW, [feature])
+    agent.permissions.policy = agent.permissions.policy.with_mode("default")
+    agent.approver = notifying(lambda tool, raw, summary, *why: asked.append(summary) or Approval.ALLOW, [feature])
     list(agent.run_turn("say hi"))
     event = json.loads((root / "notified.jsonl").read_text().splitlines()[0])
     assert event["notification_type"] == "permission_prompt" and event["message"] == "memagent needs your permission to use Bash"

@@ -93,7 +93,8 @@ def test_resources_are_listed_and_read_and_links_in_results_are_readable(compat,
     linked = registry.run("mcp__compat__link_readme", {}, ctx)
     assert "[resource link notes://readme (readme, text/markdown): The project readme — read it with " \
            "read_mcp_resource(server='compat', uri='notes://readme')]" in linked.content
-    assert not registry.get("read_mcp_resource").approval_required(None)
+    for name in ("list_mcp_resources", "read_mcp_resource"):  # they change nothing: the gate runs them
+        assert registry.get(name).effects.reads_only, name
 
 
 def test_prompts_are_slash_commands_with_positional_arguments(compat):

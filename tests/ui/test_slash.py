@@ -12,7 +12,7 @@ from memagent.context.conversation import Conversation
 from memagent.events import ToolCallFinished, TurnEnded
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
-from memagent.permissions import PermissionPolicy, SessionPermissions
+from memagent.permissions import Effect, Gate, Policy, declares
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.ui.slash import invocation_events
@@ -20,10 +20,10 @@ from memagent.ui.slash import invocation_events
 
 def make_agent(root: Path, script, approver=None, **kwargs) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(script)
-    policy = PermissionPolicy.from_settings("default", root=root)
+    policy = Policy.from_settings("default", root=root)
     agent = Agent(model=model, tools=ToolRegistry.of(builtin_tools()), tool_context=ToolContext(root=root),
                   system=[text_block("system")], conversation=Conversation(),
-                  permissions=SessionPermissions(policy), approver=approver or (lambda *a: Approval.DENY), **kwargs)
+                  permissions=Gate(policy), approver=approver or (lambda *a: Approval.DENY), **kwargs)
     agent.config.model = "main-model"
     return agent, model
 
@@ -31,7 +31,7 @@ def make_agent(root: Path, script, approver=None, **kwargs) -> tuple[Agent, Scri
 def test_a_snippet_asks_the_approver_and_its_output_replaces_it(tmp_path):
     asked = []
 
-    def approver(tool, raw, summary):
+    def approver(tool, raw, summary, *why):
         asked.append(raw["command"])
         return Approval.ALLOW
 
@@ -61,11 +61,11 @@ def test_allowed_tools_and_model_hold_for_the_command_turn_only_even_when_it_is_
     list(invocation_events(agent, invocation))
     assert (tmp_path / "a.txt").exists() and [r.model for r in model.requests] == ["small-model", "small-model"]
     assert agent.config.model == "main-model"
-    assert agent.permissions.decide("bash", {"command": "touch b.txt"}).action == "ask"  # the grant is over
+    assert agent.permissions.decide("bash", declares(Effect.RUN, command="touch b.txt")).action == "ask"  # the grant is over
     model.fn = cancel  # a cancelled command turn gives the grant back too
     ended = list(invocation_events(agent, invocation))[-1]
     assert ended.stop_reason == "cancelled" and agent.config.model == "main-model"
-    assert agent.permissions.decide("bash", {"command": "touch c.txt"}).action == "ask"
+    assert agent.permissions.decide("bash", declares(Effect.RUN, command="touch c.txt")).action == "ask"
 
 
 def test_an_invocation_error_and_notes_are_shown_without_a_turn(tmp_path):

@@ -42,7 +42,9 @@ What a hook's answer does:
 - exit 0: stdout may be JSON. ``decision: "block"`` with ``reason`` (and for ``PreToolUse``
   ``hookSpecificOutput.permissionDecision: "deny"`` with ``permissionDecisionReason``) acts as exit
   code 2 with that reason; ``hookSpecificOutput.additionalContext`` reaches the model (for
-  ``PreToolUse``/``PostToolUse`` after the tool's result); ``continue: false`` ends the turn
+  ``PreToolUse``/``PostToolUse`` after the tool's result); a ``PreToolUse`` hook's
+  ``permissionDecision: "ask"`` (or ``"allow"``) goes to the permission gate, which makes the call
+  ask (or approves it — never past a deny rule, plan mode or a protected path); ``continue: false`` ends the turn
   (``stopReason`` is shown to the user, not the model); ``systemMessage`` is shown to the user;
   ``suppressOutput`` keeps plain stdout from being used. Plain stdout of ``SessionStart`` and
   ``UserPromptSubmit`` is context for the model. Everything a hook adds for the model is marked
@@ -78,6 +80,7 @@ from memagent.config import HookCommand, HooksSettings
 from memagent.context.conversation import Conversation
 from memagent.llm.types import Message
 from memagent.markers import Marker
+from memagent.permissions.effects import HookVerdict
 from memagent.tools.base import ToolOutcome
 from memagent.tools.executor import Command, Executor, LocalExecutor, SandboxedExecutor
 from memagent.tools.sandbox import SandboxRefused
@@ -431,15 +434,22 @@ class HooksFeature(BaseFeature):
 
     # ------------------------------------------------------------------ tools
 
-    def check_tool(self, call: ToolCall) -> str | None:
+    def check_tool(self, call: ToolCall) -> HookVerdict | None:
+        """The hooks' word for the gate: a refusal, else "ask" if any hook asks, else "allow"."""
         name, tool_input = self._claude_call(call)
         outcome = self._run("PreToolUse", (name, call.name), call=call, tool_name=name, tool_input=tool_input,
                             tool_use_id=call.id)
         self._tool_context += [c for c in [self._context("PreToolUse", outcome.context)] if c]
         if outcome.halt:
             self._halt = outcome.halt
-            return f"a PreToolUse hook stopped the turn: {outcome.halt}"
-        return None if outcome.block is None else f"a PreToolUse hook says: {outcome.block}"
+            return HookVerdict("deny", outcome.halt, source="a PreToolUse hook that stopped the turn")
+        if outcome.block is not None:
+            return HookVerdict("deny", outcome.block)
+        for wanted in ("ask", "allow"):
+            said = next((reason for action, reason in outcome.decisions if action == wanted), None)
+            if said is not None:
+                return HookVerdict(wanted, said)
+        return None
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
         name, tool_input = self._claude_call(call)

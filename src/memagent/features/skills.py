@@ -45,6 +45,7 @@ from memagent.agent.feature import BaseFeature
 from memagent.commands_md import Invocation, substitute, tool_rules
 from memagent.markers import Marker
 from memagent.tools import claude_names
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 SKILL_FILE = "SKILL.md"
@@ -253,7 +254,7 @@ def render_skill(skill: Skill) -> str:
 
 
 def skill_tool(index: SkillIndex) -> Tool:
-    @tool("skill", SkillInput, key_argument="name", claude=claude_names.SKILL)
+    @tool("skill", SkillInput, key_argument="name", effects=declares(Effect.READ), claude=claude_names.SKILL)
     def run_skill(args: SkillInput, ctx: ToolContext) -> str:
         """Load a skill (a playbook listed under "Skills" in the system prompt): returns its
         instructions and the list of its other files. Pass `file` to read one of those files."""

@@ -25,6 +25,9 @@ class RemoteTool:
     description: str
     input_schema: dict[str, Any]
     task_only: bool = False  # the tool runs only as an MCP task (``execution.taskSupport: required``)
+    # The server's own hints (MCP tool annotations); None where it gave none.
+    read_only: bool | None = None
+    destructive: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,9 @@ async def list_tools(server: str, client: Any) -> tuple[RemoteTool, ...]:
         page = await client.list_tools(cursor=cursor)
         for tool in page.tools:
             schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
-            found.append(RemoteTool(server, tool.name, tool.description or "", schema, _task_only(tool)))
+            hints = tool.annotations
+            found.append(RemoteTool(server, tool.name, tool.description or "", schema, _task_only(tool),
+                                    getattr(hints, "read_only_hint", None), getattr(hints, "destructive_hint", None)))
         cursor = page.next_cursor
         if not cursor:
             break
