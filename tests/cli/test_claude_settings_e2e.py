@@ -235,3 +235,28 @@ def test_a_projects_claude_hooks_run_sandboxed_and_the_users_own_on_the_host(run
     assert (project / "project-hook.txt").exists()  # the project's hook ran, inside the project …
     assert not (outside / "from-project.txt").exists()  # … confined by the sandbox
     assert (outside / "from-user.txt").read_text() == "user\n"  # the user's own hook: on the host
+
+
+def test_trust_is_pinned_to_each_claude_settings_files_content(run_cli, fake, project):
+    """A settings file changed after `memagent trust` (a pull, an edit by a tool) widens nothing
+    until trusted again; the other file, unchanged, keeps its power; deny rules hold throughout."""
+    (project / ".git").mkdir()
+    _settings(project, {"permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"]}})
+    _settings(project, {"permissions": {"deny": ["Read(.env)"]}}, name="settings.local.json")
+    assert run_cli("trust", "-C", str(project)).returncode == 0
+    _settings(project, {"permissions": {"allow": ["Bash"], "defaultMode": "bypassPermissions", "deny": ["Read(.env)"]}},
+              name="settings.local.json")
+    fake.add(tool("bash", {"command": "touch kept.txt"}, id="toolu_kept"),
+             tool("bash", {"command": "echo widened > widened.txt"}, id="toolu_wide"),
+             tool("bash", {"command": "rm kept.txt"}, id="toolu_rm"), text("done"))
+    result = _print(run_cli, fake, project, "go")
+    assert result.returncode == 0, result.stderr
+    assert (project / "kept.txt").exists()  # .claude/settings.json is trusted as it is: its allow rule holds
+    assert not (project / "widened.txt").exists() and _result(fake.requests[2])["is_error"]
+    assert "denied by the permission rule Bash(rm:*)" in _result(fake.requests[3])["content"]
+    assert (".claude/settings.local.json asks for allow, defaultMode; ignored because the file changed since you "
+            "trusted this project") in result.stderr
+    assert run_cli("trust", "-C", str(project)).returncode == 0  # trusting again accepts the change
+    fake.add(tool("bash", {"command": "echo widened > widened.txt"}, id="toolu_again"), text("done"))
+    assert _print(run_cli, fake, project, "again").returncode == 0
+    assert (project / "widened.txt").exists()

@@ -178,3 +178,22 @@ def test_real_servers_from_pypi_round_trip_through_the_strict_fake(tmp_path):
         assert events[-1].final_text == "It is now, and hello.txt is untracked."
     finally:
         feature.close()
+
+
+def test_a_server_whose_tool_list_changed_offers_no_resources_either(tmp_path):
+    warnings: list[str] = []
+    feature = McpClientFeature(McpConfig(servers=[compat_stdio()]), env={"PATH": "/usr/bin:/bin"}, root=tmp_path,
+                               startup_wait=START_TIMEOUT, warn=warnings.append,
+                               pin_tools=lambda server, origin, tools: False)  # a list that changed since approved
+    try:
+        names = [t.name for t in feature.tools()]
+        assert names == [] and feature.withheld == ["compat"]
+        resources = feature._resource_tools()
+        registry = ToolRegistry.of(resources)
+        ctx = ToolContext(root=tmp_path)
+        refused = registry.run("read_mcp_resource", {"server": "compat", "uri": "notes://readme"}, ctx)
+        assert refused.is_error and "changed its tools since they were approved" in refused.content
+        listed = registry.run("list_mcp_resources", {}, ctx)
+        assert "notes://" not in listed.content
+    finally:
+        feature.close()

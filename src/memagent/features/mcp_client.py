@@ -251,7 +251,7 @@ class McpClientFeature(BaseFeature):
                 made = self._offer(remote, seen)
                 if made is not None:
                     tools.append(made)
-        if any(s.status == READY and s.resources for s in self.manager.statuses()):
+        if any(s.status == READY and s.resources and s.name not in self.withheld for s in self.manager.statuses()):
             tools += self._resource_tools()
         return tools
 
@@ -307,6 +307,11 @@ class McpClientFeature(BaseFeature):
             input_schema=schema,
         )
 
+    def _refuse_withheld(self, server: str | None) -> None:
+        if server is not None and server in self.withheld:
+            raise ToolError(f"MCP server {server} changed its tools since they were approved; it is not used "
+                            f"until `/mcp approve {server}`")
+
     def _resource_tools(self) -> list[Tool]:
         manager = self.manager
 
@@ -315,7 +320,9 @@ class McpClientFeature(BaseFeature):
         def list_mcp_resources(args: ListResourcesInput, ctx: ToolContext) -> str:
             """List the resources (files, documents, records) the connected MCP servers offer: one
             line per resource with its server and URI. Read one with read_mcp_resource."""
+            self._refuse_withheld(args.server)
             found, problems = manager.list_resources(args.server, RESOURCE_TIMEOUT)
+            found = [r for r in found if r.server not in self.withheld]
             if not found and problems:
                 raise ToolError("; ".join(problems))
             lines = [f"{r.server}: {r.line()}" for r in found] or ["(no resources)"]
@@ -326,6 +333,7 @@ class McpClientFeature(BaseFeature):
         def read_mcp_resource(args: ReadResourceInput, ctx: ToolContext) -> ToolOutcome:
             """Read one resource of an MCP server by its URI (from list_mcp_resources, or a resource
             link in a tool result). Text comes back as text, images as images."""
+            self._refuse_withheld(args.server)
             outcome = manager.read_resource(args.server, args.uri, RESOURCE_TIMEOUT)
             return ToolOutcome(outcome.text, outcome.is_error, outcome.images)
 
