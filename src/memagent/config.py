@@ -34,17 +34,7 @@ from memagent.paths import (  # re-exported: settings and paths are usually need
     memagent_home,
     project_paths,
 )
-
-# A current Claude Sonnet id; checked against the installed SDK's model list in tests.
-DEFAULT_MODEL = "claude-sonnet-5-5"
-# A cheaper model for summaries and memory extraction.
-DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
-
-# Context windows by model-name prefix; anything unknown gets the conservative default.
-CONTEXT_WINDOWS = {
-    "claude-": 200_000,
-}
-DEFAULT_CONTEXT_WINDOW = 200_000
+from memagent.models import DEFAULT_MODEL, DEFAULT_SMALL_MODEL, info as model_info, resolve as resolve_model
 
 ENV_PREFIX = "MEMAGENT_"
 
@@ -150,11 +140,12 @@ class Settings(BaseSettings):
     )
 
     model: str = Field(DEFAULT_MODEL, min_length=1)
-    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``)."""
+    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``): an id, or an alias of
+    :mod:`memagent.models` (``sonnet``, ``opus``, ``haiku``) resolved to the current id."""
     small_model: str = Field(DEFAULT_SMALL_MODEL, min_length=1)
-    """A cheaper model for compaction summaries and memory extraction."""
-    max_tokens: int = Field(8192, ge=1)
-    """Output-token limit of one model response."""
+    """A cheaper model for compaction summaries and memory extraction (aliases work too)."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Output-token limit of one model response; unset: the model's default (model registry)."""
     compact_tokens: int | None = Field(None, ge=1)
     """Auto-compaction threshold in tokens; unset: a quarter of the window, at most 50,000."""
     keep_tool_results: int = Field(3, ge=0)
@@ -240,6 +231,11 @@ class Settings(BaseSettings):
     transcript_retention: int | None = Field(None, ge=1)
     """Days a transcript is kept (older ones are deleted at session start); unset keeps them all."""
 
+    @field_validator("model", "small_model")
+    @classmethod
+    def _resolve_alias(cls, value: str) -> str:
+        return resolve_model(value)
+
     @field_validator("chroma_url", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
@@ -272,10 +268,12 @@ class Settings(BaseSettings):
 
     @property
     def context_window(self) -> int:
-        for prefix, size in CONTEXT_WINDOWS.items():
-            if self.model.startswith(prefix):
-                return size
-        return DEFAULT_CONTEXT_WINDOW
+        return model_info(self.model).context_window
+
+    @property
+    def response_tokens(self) -> int:
+        """Output tokens asked per response: ``max_tokens``, else the model's default."""
+        return self.max_tokens or model_info(self.model).default_max_tokens
 
     @property
     def compaction_threshold(self) -> int:

@@ -385,7 +385,7 @@ def open_session(
         auto_approve=options.auto_approve or settings.auto_approve,
         non_interactive=options.non_interactive,
         features=features,
-        config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
+        config=AgentConfig(model=settings.model, max_tokens=settings.response_tokens),
         permissions=permissions,
     )
     return Session(

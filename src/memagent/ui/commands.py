@@ -284,15 +284,18 @@ def cmd_clear(session: Any, arg: str) -> Reply:
 
 
 def cmd_model(session: "Session", arg: str) -> Reply:
-    """Show the model, or switch the main model for the rest of this session."""
+    """Show the model, or switch the main model for the rest of this session (aliases such as
+    ``sonnet`` and ``opus`` resolve through the model registry)."""
+    from memagent.models import describe, resolve
+
     current = session.agent.config.model or getattr(session.agent.model, "name", "")
     if not arg:
-        return Reply(f"model: {current} (summaries and memory extraction: {session.settings.small_model})\n"
-                     "Switch with /model NAME.")
+        return Reply(f"model: {describe(current)}\n(summaries and memory extraction: {session.settings.small_model})\n"
+                     "Switch with /model NAME (an id, or sonnet, opus, haiku).")
     if len(arg.split()) != 1:
         return Reply("usage: /model [NAME] (one model id)", "red")
-    name = arg.strip()
-    if not re.fullmatch(r"[A-Za-z0-9][\w.:/-]*", name):
+    name = resolve(arg)
+    if not re.fullmatch(r"[A-Za-z0-9][\w.:/@\[\]-]*", name):
         return Reply(f"not a model id: {name!r}", "red")
     session.agent.config.model = name
     return Reply(f"model: {current} → {name} (from the next message on)")
