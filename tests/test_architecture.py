@@ -19,7 +19,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "paths", "protected")
+LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected")
 CORE_BASE_EXTRA = ("config", "pricing")
 CORE_BASE = {*LEAVES, *CORE_BASE_EXTRA}
 ALLOWED: dict[str, set[str]] = {

@@ -148,6 +148,10 @@ class Settings(BaseSettings):
     """Output-token limit of one model response; unset: the model's default (model registry)."""
     compact_tokens: int | None = Field(None, ge=1)
     """Auto-compaction threshold in tokens; unset: a quarter of the window, at most 50,000."""
+    inline_max_tokens: int | None = Field(None, ge=2_000)
+    """A user message or tool output estimated above this many tokens reaches the model as its
+    start and end plus a file it reads with read_file (the transcript keeps it whole); unset:
+    half the compaction threshold, at least 8,000 and at most a quarter of the context window."""
     keep_tool_results: int = Field(3, ge=0)
     """Micro-compaction keeps the newest N tool results verbatim in the request."""
     micro_compact_batch: int = Field(12, ge=1)
@@ -281,6 +285,13 @@ class Settings(BaseSettings):
         if self.compact_tokens:
             return self.compact_tokens
         return min(self.context_window // 4, 50_000)
+
+    @property
+    def inline_limit_tokens(self) -> int:
+        """See ``inline_max_tokens``."""
+        if self.inline_max_tokens:
+            return self.inline_max_tokens
+        return max(8_000, min(self.compaction_threshold // 2, self.context_window // 4))
 
 
 def setting_names() -> list[str]:

@@ -27,6 +27,7 @@ from memagent.config import (
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
@@ -43,7 +44,7 @@ from memagent.features.todos import TodoFeature
 from memagent.llm.metered import meter_of
 from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
-from memagent.llm.tokens import preload as preload_tokenizer
+from memagent.llm.tokens import lazy_counter, preload as preload_tokenizer
 from memagent.paths import child_environment
 from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
 from memagent.pricing import UsageMeter
@@ -184,7 +185,21 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
-def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> Conversation:
+def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
+    """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
+    folder = paths.transcripts / session_id / "attachments"
+    try:
+        shown = folder.relative_to(paths.root).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return AttachmentShelf(folder, shown, settings.inline_limit_tokens,
+                           lazy_counter(settings.tokenizer, settings.tokenizer_json))
+
+
+def _open_conversation(
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, shelf: AttachmentShelf,
+    warnings: list[str],
+) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
@@ -199,7 +214,7 @@ def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str,
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
-        seed_conversation(conversation, resumed)
+        warnings += seed_conversation(conversation, resumed, shelf)
     return conversation
 
 
@@ -299,7 +314,9 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
     )
 
 
-def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
+def _policy(
+    parts: Parts, features: list[Feature], system: list, registry: ToolRegistry, shelf: AttachmentShelf
+) -> CompactingContext:
     return CompactingContext(
         model=parts.model,
         settings=parts.settings,
@@ -310,6 +327,7 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
         reinject=[feature.reinject for feature in features],
         before_drop=[feature.before_drop for feature in features],
         requests=parts.compaction_requests,
+        shelf=shelf,
     )
 
 
@@ -363,7 +381,8 @@ def open_session(
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
-    conversation = _open_conversation(paths, settings, session_id, resumed)
+    shelf = attachment_shelf(paths, settings, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, shelf, warnings)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
@@ -380,7 +399,7 @@ def open_session(
         tool_context=_tool_context(paths, settings, session_id),
         system=system,
         conversation=conversation,
-        context=_policy(parts, features, system, registry),
+        context=_policy(parts, features, system, registry, shelf),
         approver=approver,
         auto_approve=options.auto_approve or settings.auto_approve,
         non_interactive=options.non_interactive,

@@ -47,9 +47,9 @@ class RecordingConversation(Conversation):
         super().__init__(**kwargs)
         self.appended: list[dict[str, Any]] = []
 
-    def append(self, role, content, usage=None):  # type: ignore[override]
-        self.appended.append({"role": role, "content": copy.deepcopy(content)})
-        return super().append(role, content, usage)
+    def append(self, role, content, usage=None, **kwargs):  # type: ignore[override]
+        self.appended.append({"role": role, "content": copy.deepcopy(kwargs.get("whole") or content)})
+        return super().append(role, content, usage, **kwargs)
 
 
 class ReadInput(ToolInput):

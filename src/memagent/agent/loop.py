@@ -30,6 +30,7 @@ from memagent.events import (
 from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.agent.live_tools import run_with_progress
 from memagent.context.conversation import Conversation
+from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm.protocol import ChatModel
@@ -97,6 +98,7 @@ class AgentConfig:
     max_tokens: int = 8192
     max_rounds: int = 100  # model calls in one turn before the loop stops itself
     max_pause_continuations: int = 5
+    max_too_long_retries: int = 4  # "prompt is too long" answers survived in one turn
 
 
 @dataclass
@@ -133,7 +135,7 @@ class Agent:
             yield TurnEnded("refused", error=f"prompt blocked: {refused}")
             return
         try:
-            self._add_user_message(user_text)
+            yield from self._add_user_message(scrub(user_text))
             yield from self._rounds()
         except KeyboardInterrupt:
             self.repair_after_interrupt()
@@ -181,7 +183,7 @@ class Agent:
                 return reason
         return None
 
-    def _add_user_message(self, user_text: str) -> None:
+    def _add_user_message(self, user_text: str) -> Iterator[AgentEvent]:
         """The user's words, then each feature's per-turn context (memories, continuity): in the
         newest message, never the system prompt, so the cached prefix stays byte-stable."""
         blocks: list[Block] = []
@@ -193,11 +195,19 @@ class Agent:
             extra = feature.turn_context(turn)
             if extra:
                 blocks.append(text_block(extra))
-        self.conversation.append("user", blocks)
+        yield from self._append_user(blocks)
+
+    def _append_user(self, blocks: list[Block]) -> Iterator[AgentEvent]:
+        """Append a user message as the context policy lets it be sent (a text too large for the
+        context goes as a preview and a file); the transcript keeps it whole."""
+        fitted, notes = self.context.fit(blocks)
+        self.conversation.append("user", fitted, whole=blocks if notes else None)
+        for note in notes:
+            yield Notice(note, "info")
 
     def _rounds(self) -> Iterator[AgentEvent]:
         pauses = 0
-        retried_too_long = False
+        too_long = 0
         for _ in range(self.config.max_rounds):
             yield from self._storage_notice()
             yield from self.context.before_request(self.conversation)
@@ -206,12 +216,10 @@ class Agent:
             try:
                 response = yield from self._stream(request)
             except PromptTooLongError as exc:
-                if retried_too_long:
-                    yield TurnEnded("error", error=f"{exc} (still too long after compacting)")
+                too_long += 1
+                if too_long > self.config.max_too_long_retries or not (yield from self._recover(too_long)):
+                    yield TurnEnded("error", error=f"{exc} (the context could not be made smaller)")
                     return
-                retried_too_long = True
-                yield Notice("The prompt was too long for the model; compacting and retrying once.", "warning")
-                yield from self.context.force_compact(self.conversation)
                 continue
             except ModelError as exc:
                 yield TurnEnded("error", error=str(exc))
@@ -232,6 +240,12 @@ class Agent:
             yield from self._finish(response, stop, content)
             return
         yield TurnEnded("max_rounds", error=f"stopped after {self.config.max_rounds} model calls in one turn")
+
+    def _recover(self, attempt: int) -> Iterator[AgentEvent]:
+        """After "prompt is too long": the context policy makes the context smaller; True when it did."""
+        yield Notice("The request was too long for the model; making the context smaller and retrying.", "warning")
+        changed = yield from self.context.recover_too_long(self.conversation, attempt)
+        return bool(changed)
 
     def _finish(self, response: ModelResponse, stop: str, content: list[Block]) -> Iterator[AgentEvent]:
         if stop == "max_tokens":
@@ -274,14 +288,15 @@ class Agent:
             results += [
                 tool_result_block(c["id"], INTERRUPTED_TOOL, is_error=True) for c in calls if c["id"] not in done
             ]
-            self.conversation.append("user", results)
+            fitted, notes = self.context.fit(results)
+            self.conversation.append("user", fitted, whole=results if notes else None)
             raise
         blocks = list(results)
         for feature in self.features:
             text = feature.after_tools(names)
             if text:
                 blocks.append(text_block(text))
-        self.conversation.append("user", blocks)
+        yield from self._append_user(blocks)
 
     def _run_one(self, call: Block) -> Iterator[AgentEvent]:
         name, raw = call["name"], call.get("input") or {}
