@@ -185,12 +185,18 @@ class CompactingContext:
         return fitted, [attached.note() for attached in found]
 
     def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[AgentEvent]:
-        """Set aside texts above the inline limit halved ``attempt`` times; else compact."""
+        """Set aside the largest texts: those above the inline limit halved ``attempt`` times, or
+        halved further until one is; when none is left above the minimum, compact."""
         self._conversation = conversation
         if self.shelf is not None:
-            limit = max(MIN_LIMIT_TOKENS, self.shelf.limit_tokens >> attempt)
-            if (yield from self._shrink(conversation, limit)):
-                return True
+            limit = self.shelf.limit_tokens >> attempt
+            while True:
+                limit = max(MIN_LIMIT_TOKENS, limit)
+                if (yield from self._shrink(conversation, limit)):
+                    return True
+                if limit == MIN_LIMIT_TOKENS:
+                    break
+                limit >>= 1
         before = self.compactions
         yield from self._compact(conversation, None, manual=True)
         return self.compactions > before
@@ -216,6 +222,8 @@ class CompactingContext:
         for only in ("tool_result", "text"):
             messages, found = self.shelf.fit_messages(conversation.messages, limit, only=only)
             if found:
+                changed = [i for i, (new, old) in enumerate(zip(messages, conversation.messages)) if new is not old]
+                conversation.record({"type": "set_aside", "ids": [conversation.ids[i] for i in changed], "limit": limit})
                 conversation.replace(messages, list(conversation.ids))
                 yield Notice(_shrunk_note(found), "warning")
                 return True

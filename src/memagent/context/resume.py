@@ -47,6 +47,7 @@ class Resumed:
     extra: dict[str, Any] = field(default_factory=dict)
     logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
     previewed: set[str] = field(default_factory=set)  # ids of messages the model got as a preview
+    set_aside: dict[str, int] = field(default_factory=dict)  # message id -> the lower limit it was shrunk to
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -123,7 +124,18 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         path=path,
         logical_session=str(start.get("logical_session") or path.stem),
         previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
+        set_aside=_set_aside(records),
     )
+
+
+def _set_aside(records: Sequence[dict]) -> dict[str, int]:
+    """Message id -> the lowest limit a ``set_aside`` record shrank it to."""
+    limits: dict[str, int] = {}
+    for record in records:
+        if record.get("type") == "set_aside" and isinstance(record.get("limit"), int):
+            for message_id in record.get("ids") or []:
+                limits[str(message_id)] = min(record["limit"], limits.get(str(message_id), record["limit"]))
+    return limits
 
 
 def _kept_position(records: list[dict], marker_index: int, kept_from: str, path: Path, warnings: list[str]) -> int:
@@ -210,9 +222,9 @@ def _fit_resumed(resumed: Resumed, shelf: AttachmentShelf | None) -> tuple[list[
     messages: list[Message] = []
     notes: list[str] = []
     for message, message_id in zip(resumed.messages, resumed.ids):
-        [fitted], found = shelf.fit_messages([message])
+        [fitted], found = shelf.fit_messages([message], resumed.set_aside.get(message_id))
         messages.append(fitted)
-        if message_id not in resumed.previewed:
+        if message_id not in resumed.previewed and message_id not in resumed.set_aside:
             notes += [f"repaired on resume: {a.note()[0].lower()}{a.note()[1:]}" for a in found]
     return messages, notes
 

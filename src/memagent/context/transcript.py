@@ -19,6 +19,8 @@ Record types (:data:`RECORD_TYPES`):
 - ``compaction``: summary, reinjected (state texts), current_request, transcript_name, kept_from
   (message id where the kept tail starts), dropped_from, dropped_messages, tokens_before/after,
   focus, summary_model (None for the rule-based digest), fallback (why no model wrote it)
+- ``set_aside``: ids (messages whose texts above ``limit`` tokens the model got as previews from
+  then on, because the context was too large for the model); resume sets them aside the same way
 - ``todo``: items (the whole list after each change)
 - ``extraction``: ids (the messages just mined for memories), reason, stored (the cards saved)
 - ``resume`` (resumed_from, seeded_messages, warnings) and ``resume_end`` (seeded_through): the
@@ -49,7 +51,8 @@ from memagent.redact import redact_value
 
 
 RECORD_TYPES = frozenset(
-    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary", "session_end"}
+    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary",
+     "session_end", "set_aside"}
 )
 
 
