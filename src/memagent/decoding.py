@@ -7,8 +7,8 @@ one policy, in this order:
 2. valid UTF-8 is UTF-8;
 3. a coding declaration in the first two lines (``# -*- coding: latin-1 -*-``, as Python, Emacs
    and vim write it) is used when it decodes the bytes;
-4. mostly-ASCII text whose other bytes stand alone (the accented letters of Western European
-   text) is Windows-1252, else Latin-1; anything else (Cyrillic, Greek, CJK, …) is what
+4. text whose non-ASCII bytes come one or two at a time (the accented letters of Western
+   European text) is Windows-1252, else Latin-1; anything else (Cyrillic, Greek, CJK, …) is what
    charset-normalizer detects;
 5. bytes that none of these decode are decoded as UTF-8 with replacement characters (�), and the
    result says so (:attr:`Decoded.replaced`).
@@ -35,7 +35,8 @@ BOMS = (
 )
 DECLARATION = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)|^.*?-\*-.*?coding:[ \t]*([-\w.]+)", re.MULTILINE)
 SURROGATES = re.compile("[\ud800-\udfff]")
-ISOLATED_SHARE = 0.5  # at least this share of non-ASCII bytes stand alone: Western European text
+SHORT_RUN = 2
+WESTERN_SHARE = 0.5  # at least this share of non-ASCII bytes in short runs: Western European text
 CONTROL_SHARE = 0.01  # more control characters than this share: binary
 SNIFF_BYTES = 8192
 LABELS = {"cp1252": "windows-1252", "iso8859-1": "Latin-1", "cp932": "Shift-JIS (cp932)", "shift_jis": "Shift-JIS",
@@ -113,18 +114,19 @@ def _declared(data: bytes) -> str | None:
         return None
 
 
-def _isolated_share(data: bytes) -> float:
-    """Of the non-ASCII bytes, the share with ASCII bytes on both sides."""
-    high = isolated = 0
-    last = len(data) - 1
-    for index, byte in enumerate(data):
-        if byte < 0x80:
+def _short_run_share(data: bytes) -> float:
+    """Of the non-ASCII bytes, the share in runs of at most two (an accented letter, or two side
+    by side as in "Größe"); the letters of Cyrillic, Greek or CJK words come in longer runs."""
+    high = short = run = 0
+    for byte in data + b"\x00":
+        if byte >= 0x80:
+            run += 1
             continue
-        high += 1
-        before = index == 0 or data[index - 1] < 0x80
-        after = index == last or data[index + 1] < 0x80
-        isolated += before and after
-    return isolated / high if high else 1.0
+        if run:
+            high += run
+            short += run if run <= SHORT_RUN else 0
+            run = 0
+    return short / high if high else 1.0
 
 
 def _detected(data: bytes) -> str | None:
@@ -141,7 +143,7 @@ def _guess(data: bytes) -> str | None:
     declared = _declared(data)
     if declared and _strict(data, declared) is not None:
         return declared
-    if _isolated_share(data[: 1 << 20]) >= ISOLATED_SHARE:
+    if _short_run_share(data[: 1 << 20]) >= WESTERN_SHARE:
         return "cp1252" if _strict(data, "cp1252") is not None else "latin-1"
     return _detected(data)
 
@@ -162,6 +164,17 @@ def decode(data: bytes) -> Decoded:
     return Decoded(data.decode("utf-8", errors="replace"), "utf-8", replaced=True)
 
 
+def text_from_input(data: bytes, what: str) -> tuple[str, str | None]:
+    """Bytes a user handed over (stdin, an argument) as text, and one line to tell them how it was
+    decoded when it was not plain UTF-8 (None when it was). Binary data is decoded with
+    replacement characters, NUL bytes included, and said so."""
+    if looks_binary(data[:SNIFF_BYTES]):
+        text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+        return text, f"{what} looks like binary data ({len(data):,} bytes); sending it as text with undecodable bytes replaced by �"
+    decoded = decode(data)
+    return decoded.text, describe(decoded, what)
+
+
 def describe(decoded: Decoded, what: str) -> str | None:
     """One line for the user when ``what`` (``stdin``, a file name) was not plain UTF-8; else None."""
     if decoded.replaced:
@@ -171,4 +184,4 @@ def describe(decoded: Decoded, what: str) -> str | None:
     return f"{what} is not UTF-8; decoded it as {decoded.label}"
 
 
-__all__ = ["Decoded", "decode", "describe", "looks_binary", "scrub"]
+__all__ = ["Decoded", "decode", "describe", "looks_binary", "scrub", "text_from_input"]

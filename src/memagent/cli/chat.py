@@ -41,8 +41,17 @@ class ChatOptions:
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
-    """The prompt text: ``-`` reads stdin. An empty prompt is a usage error."""
-    text = stdin.read() if raw == "-" else raw
+    """The prompt text: ``-`` reads stdin. An empty prompt is a usage error. Bytes that are not
+    UTF-8 are decoded by :mod:`memagent.decoding`'s policy, with a one-line notice."""
+    from memagent.decoding import text_from_input
+
+    text, note = raw, None
+    if raw == "-":
+        buffer = getattr(stdin, "buffer", None)
+        data = buffer.read() if buffer is not None else stdin.read().encode("utf-8", "surrogateescape")
+        text, note = text_from_input(data, "stdin")
+    if note:
+        sys.stderr.write(f"memagent: {note}\n")
     text = text.strip()
     if not text:
         where = "stdin was empty" if raw == "-" else "the prompt is empty"

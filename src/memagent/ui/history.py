@@ -14,6 +14,7 @@ from pathlib import Path
 from prompt_toolkit.history import FileHistory
 
 from memagent.fsutil import PRIVATE_FILE_MODE, open_private_append, private_dir
+from memagent.decoding import scrub
 from memagent.redact import redact
 
 MAX_SAVED_CHARS = 100_000
@@ -32,7 +33,7 @@ class RedactingFileHistory(FileHistory):
         if len(string) > MAX_SAVED_CHARS:
             return
         open_private_append(Path(self.filename)).close()  # create it 0600 before the first write
-        super().store_string(redact(string))
+        super().store_string(redact(scrub(string)))
 
 
 __all__ = ["RedactingFileHistory"]
