@@ -29,7 +29,8 @@ from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
-from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
+from memagent.context.resume import ResumeError, Resumed, load_session, seed_conversation
+from memagent.context.sessions import choose_session
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
@@ -80,6 +81,7 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+    kind: str = "interactive"  # recorded in session_start: interactive | headless | subagent
 
 
 @dataclass
@@ -96,6 +98,7 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    resume_note: str | None = None  # which session -c chose and why, for the user
 
     @property
     def usage(self) -> UsageMeter | None:
@@ -162,19 +165,25 @@ def _settings(
     return settings, notices
 
 
-def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
-    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
-    earlier session starts a new one with a warning."""
+def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str], str | None]:
+    """The session to continue, if any, its warnings, and (for ``-c``) which session was chosen
+    and why. ``-r`` with an unknown id is an error; ``-c`` with no earlier session starts a new
+    one with a warning. ``-c`` prefers the newest session that is interactive or did work
+    (:func:`memagent.context.sessions.choose_session`)."""
     if not (options.resume_id or options.continue_latest):
-        return None, []
-    session_id = options.resume_id or latest_session_id(paths.transcripts)
+        return None, [], None
+    note = None
+    session_id = options.resume_id
     if session_id is None:
-        return None, ["no earlier session in this project to continue; starting a new one"]
+        choice = choose_session(paths.transcripts)
+        if choice is None:
+            return None, ["no earlier session in this project to continue; starting a new one"], None
+        session_id, note = choice.info.id, f"continuing {choice.describe()}"
     try:
         resumed = load_session(paths.transcripts, session_id)
     except ResumeError as exc:
         raise SetupError(str(exc), code=1) from None
-    return resumed, list(resumed.warnings)
+    return resumed, list(resumed.warnings), note
 
 
 def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
@@ -198,7 +207,7 @@ def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -
 
 def _open_conversation(
     paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, shelf: AttachmentShelf,
-    warnings: list[str],
+    warnings: list[str], kind: str,
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -210,6 +219,7 @@ def _open_conversation(
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
+        kind=kind,
         logical_session=logical_session_id(resumed, session_id),
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
@@ -373,7 +383,7 @@ def open_session(
 
     trusted = is_trusted(paths.home, paths.root)
     settings, warnings = _settings(paths, options, env, trusted)
-    resumed, resume_warnings = _find_resume(paths, options)
+    resumed, resume_warnings, resume_note = _find_resume(paths, options)
     warnings += resume_warnings
     permissions = _permissions(paths, settings, options, warnings.append)  # guard
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
@@ -382,7 +392,7 @@ def open_session(
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     shelf = attachment_shelf(paths, settings, session_id)
-    conversation = _open_conversation(paths, settings, session_id, resumed, shelf, warnings)
+    conversation = _open_conversation(paths, settings, session_id, resumed, shelf, warnings, options.kind)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
@@ -410,7 +420,7 @@ def open_session(
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
-        resumed_from=resumed.session_id if resumed else None, warnings=warnings,
+        resumed_from=resumed.session_id if resumed else None, warnings=warnings, resume_note=resume_note,
     )
 
 

@@ -68,7 +68,7 @@ class Conversation:
         return message_id
 
     def start(self, **fields: Any) -> None:
-        """The ``session_start`` record (session_id, model, cwd, version, resumed_from).
+        """The ``session_start`` record (session_id, model, cwd, version, kind, resumed_from).
 
         Written lazily, just before the first other record: a session that never says anything
         leaves no transcript behind."""

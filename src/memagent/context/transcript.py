@@ -11,8 +11,9 @@ Nothing secret reaches the file: every string of a record is passed through
 gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
 Record types (:data:`RECORD_TYPES`):
-- ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional); written
-  lazily, just before the first other record
+- ``session_start``: session_id, model, cwd, memagent version, kind (``interactive``,
+  ``headless`` or ``subagent``), logical_session, resumed_from (optional); written lazily, just
+  before the first other record
 - ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only),
   sent_as_preview (true when a text of it was too large for the context: the record keeps it
   whole, the model got a preview and a file under ``<session>/attachments/``)

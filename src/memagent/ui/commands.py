@@ -180,7 +180,8 @@ def cmd_sessions(session: "Session", arg: str, limit: int = 20) -> Reply:
         marker = "*" if info.id == session.session_id else " "
         started = (info.started or "")[:16].replace("T", " ")
         turns = f"{info.turns} turn{'s' if info.turns != 1 else ''}"
-        lines.append(f"{marker} {info.id}  {started}  {turns:>9}  {info.first_user_line or '(no messages)'}")
+        kind = info.kind or "interactive"
+        lines.append(f"{marker} {info.id}  {started}  {kind:<11}  {turns:>9}  {info.first_user_line or '(no messages)'}")
     if len(sessions) > limit:
         lines.append(f"({len(sessions) - limit} older sessions not shown; `memagent sessions list` shows all)")
     lines.append("Resume one with: memagent -r SESSION_ID (or -c for the latest)")

@@ -143,6 +143,17 @@ def session_status(session: "Session") -> str:
     return f"session {session.session_id}{resumed} · {memory}"
 
 
+def handover_note(session: "Session") -> str | None:
+    """Which earlier session the first message's continuity note carries over (None: none)."""
+    from memagent.features.continuity import ContinuityFeature
+
+    feature = next((f for f in getattr(session, "features", []) if isinstance(f, ContinuityFeature)), None)
+    previous = feature.previous() if feature is not None else None
+    if previous is None:
+        return None
+    return f"picking up from {previous[0].describe()}"
+
+
 def make_key_bindings():
     """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline; Ctrl-C on an empty
     prompt raises KeyboardInterrupt (a second one in a row quits), otherwise
@@ -534,6 +545,11 @@ class Repl:
             self._status.attach(session)
         dim = "\x1b[2m{}\x1b[0m" if sys.stdout.isatty() else "{}"
         sys.stdout.write(dim.format(session_status(session)) + "\n")
+        if getattr(session, "resume_note", None):
+            sys.stdout.write(dim.format(printable(session.resume_note)) + "\n")
+        handed_over = handover_note(session)
+        if handed_over:
+            sys.stdout.write(dim.format(printable(handed_over)) + "\n")
         if self.resuming:
             from memagent.ui.recap import recap_lines
 
