@@ -32,8 +32,9 @@ def run_with_progress(
     the outcome (via StopIteration). When this generator is interrupted (KeyboardInterrupt,
     closed, a termination signal), the callback starts raising ``ToolCancelled`` so the tool
     stops and kills what it started (bash kills its process group), we wait for it a few
-    seconds, and the interruption propagates; a tool that never calls back is left to finish
-    on its own and its result is dropped. A KeyboardInterrupt raised by the tool itself is
+    seconds, and the interruption propagates, carrying the outcome the tool returned on its way
+    out (bash: the output so far) as ``partial_outcome``; a tool that never calls back is left
+    to finish on its own and its result is dropped. A KeyboardInterrupt raised by the tool itself is
     re-raised here, as if it had run in this thread.
     """
     updates: queue.SimpleQueue[object] = queue.SimpleQueue()
@@ -78,9 +79,11 @@ def run_with_progress(
                     break
             if pieces:
                 yield ToolProgress(call_id, tool.name, "".join(pieces), time.monotonic() - started)
-    except BaseException:
+    except BaseException as exc:
         cancelled.set()
         worker.join(CANCEL_WAIT_SECONDS)
+        if finished.get("outcome") is not None:  # what the tool had done when it was stopped
+            exc.partial_outcome = finished["outcome"]  # type: ignore[attr-defined]
         raise
     worker.join()
     if "raised" in finished:

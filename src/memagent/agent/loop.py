@@ -283,11 +283,8 @@ class Agent:
                 names.append(call["name"])
                 outcome = yield from self._run_one(call)
                 results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
-        except KeyboardInterrupt:
-            done = {b["tool_use_id"] for b in results}
-            results += [
-                tool_result_block(c["id"], INTERRUPTED_TOOL, is_error=True) for c in calls if c["id"] not in done
-            ]
+        except (KeyboardInterrupt, GeneratorExit) as exc:  # Ctrl-C in the tool, or in the renderer
+            results += _interrupted_results(calls, results, getattr(exc, "partial_outcome", None))
             fitted, notes = self.context.fit(results)
             self.conversation.append("user", fitted, whole=results if notes else None)
             raise
@@ -376,6 +373,20 @@ class Agent:
         if not messages or messages[-1]["role"] != "assistant":
             return []
         return tool_use_ids(messages[-1])
+
+
+def _interrupted_results(calls: list[Block], results: list[Block], partial: ToolOutcome | None) -> list[Block]:
+    """Error results for the calls of a round that got none; the call that was running when the
+    user interrupted gets what it had done so far (``partial``: bash's output), when it had any."""
+    done = {b["tool_use_id"] for b in results}
+    missing = [c for c in calls if c["id"] not in done]
+    blocks = []
+    for number, call in enumerate(missing):
+        if number == 0 and partial is not None and partial.content:
+            blocks.append(tool_result_block(call["id"], partial.content, is_error=True, images=partial.images))
+        else:
+            blocks.append(tool_result_block(call["id"], INTERRUPTED_TOOL, is_error=True))
+    return blocks
 
 
 def _clean_content(content: list[Block]) -> list[Block]:

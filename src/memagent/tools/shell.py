@@ -14,7 +14,8 @@
   start (project writable, rest read-only, secrets hidden, no network), and never with the
   agent's credentials in its environment.
 * While it runs, new output is passed to ``ctx.progress`` (the REPL shows the last lines live);
-  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group.
+  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group,
+  and when the user interrupted it the model gets the output printed so far.
 * The saved full output is itself capped (``saved_output_max_bytes``): head and tail are kept
   and the total size is noted in the middle.
 """
@@ -40,7 +41,7 @@ from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from memagent.redact import RedactingWriter
-from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
+from memagent.tools.base import ProgressCallback, Tool, ToolCancelled, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
 from memagent.tools.sandbox import Sandbox, SandboxConfig, scrubbed_environment
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from memagent.config import Settings
 
 MAX_TIMEOUT_SECONDS = 600.0
+INTERRUPTED_COMMAND = "The user interrupted this command; it and its child processes were killed."
 # Above this much output only the head and tail bytes are decoded.
 FULL_DECODE_LIMIT_BYTES = 64 * 1024 * 1024
 HEAD_SHARE = 0.4  # of the cap; the rest goes to the tail
@@ -497,10 +499,14 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         root = project_root(ctx)
         argv, notice = shell.sandbox.command(command, root)
         env = child_environment(shell.sandbox.environment(os.environ, root))
-        with tempfile.TemporaryFile() as sink:
-            code = run_command(argv, root, timeout, sink, env=env, progress=ctx.progress)
-            output = render_output(sink, ctx, shell.saved_output_max_bytes)
         prefix = notice + "\n" if notice else ""
+        with tempfile.TemporaryFile() as sink:
+            try:
+                code = run_command(argv, root, timeout, sink, env=env, progress=ctx.progress)
+            except ToolCancelled:  # the user interrupted it: the model gets what it printed so far
+                body = render_output(sink, ctx, shell.saved_output_max_bytes).rstrip("\n") or "(no output)"
+                return ToolOutcome(f"{prefix}{INTERRUPTED_COMMAND}\nPartial output:\n{body}", is_error=True)
+            output = render_output(sink, ctx, shell.saved_output_max_bytes)
         if code is None:
             body = output.rstrip("\n") or "(no output)"
             return ToolOutcome(

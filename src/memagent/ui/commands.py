@@ -348,8 +348,51 @@ def cmd_mcp(session: "Session", arg: str) -> Reply:
     return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
 
 
+MODE_EFFECT = {
+    "default": "tools that change things ask first",
+    "acceptEdits": "file edits run without asking; bash asks",
+    "plan": "only read-only tools run; the model plans and changes nothing",
+    "bypassPermissions": "nothing asks; deny rules still refuse",
+}
+MODE_CYCLE = ("default", "acceptEdits", "plan")  # Shift-Tab; bypassPermissions only for a --yes session
+
+
+def mode_named(name: str) -> str | None:
+    """The permission mode a user typed (case, ``-`` and ``_`` do not matter), else None."""
+    from memagent.permissions import MODES
+
+    folded = name.strip().lower().replace("-", "").replace("_", "")
+    return next((mode for mode in MODES if mode.lower() == folded), None)
+
+
+def set_permission_mode(session: "Session", mode: str) -> str:
+    """Switch the running session's permission mode (from the next tool call on); the reply text."""
+    permissions = session.agent.permissions
+    before = permissions.mode
+    permissions.policy = permissions.policy.with_mode(mode)
+    session.agent.auto_approve = mode == "bypassPermissions"  # --yes no longer overrides a stricter mode
+    return f"permission mode: {before} → {mode} ({MODE_EFFECT[mode]})"
+
+
+def next_mode(session: "Session", started_in: str) -> str:
+    """The mode after the current one in the Shift-Tab cycle (``started_in``: the session's first mode)."""
+    cycle = MODE_CYCLE + (("bypassPermissions",) if started_in == "bypassPermissions" else ())
+    current = session.agent.permissions.mode
+    return cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else cycle[0]
+
+
 def cmd_permissions(session: "Session", arg: str) -> Reply:
+    """Show the mode and rules, or switch the mode: ``/permissions plan``."""
+    from memagent.permissions import MODES
+
     policy = getattr(session.agent, "permissions", None)
+    if arg:
+        mode = mode_named(arg)
+        if mode is None:
+            return Reply(f"unknown permission mode {arg!r}; use one of: {', '.join(MODES)}", "red")
+        if policy is None:
+            return Reply("permissions: this session has no permission policy to switch", "red")
+        return Reply(set_permission_mode(session, mode) + " · Shift-Tab cycles modes")
     if policy is None:
         return Reply("permissions: every tool call that changes something asks first (no rules)")
     lines = ["Permissions:"] + [f"  {line}" for line in policy.describe()]
@@ -357,6 +400,7 @@ def cmd_permissions(session: "Session", arg: str) -> Reply:
         lines.append("  --yes: every other tool call is approved without asking")
     lines.append("  (rules come from config.toml, a trusted project's .memagent.toml and the 'always' answers "
                  "saved for this project; `memagent trust --status` shows them)")
+    lines.append(f"  Switch with /permissions MODE ({', '.join(MODES)}) or Shift-Tab.")
     return Reply("\n".join(lines))
 
 
@@ -370,7 +414,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("mcp", "/mcp", "MCP servers: status and tools", cmd_mcp),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
-    Command("permissions", "/permissions", "the permission mode and the allow/ask/deny rules", cmd_permissions),
+    Command("permissions", "/permissions [mode]", "the permission mode and rules, or switch the mode (Shift-Tab cycles)",
+            cmd_permissions),
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
