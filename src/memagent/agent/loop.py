@@ -118,6 +118,7 @@ class Agent:
     # guard: the permission mode and rules (None: every call that needs approval asks)
     permissions: PermissionGate | None = None
     _partial_text: list[str] = field(default_factory=list)
+    _partial_outcomes: dict[str, ToolOutcome] = field(default_factory=dict)  # interrupted calls' output so far
     _storage_problem: str | None = None
 
     # ------------------------------------------------------------------ public
@@ -283,8 +284,9 @@ class Agent:
                 names.append(call["name"])
                 outcome = yield from self._run_one(call)
                 results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
-        except (KeyboardInterrupt, GeneratorExit) as exc:  # Ctrl-C in the tool, or in the renderer
-            results += _interrupted_results(calls, results, getattr(exc, "partial_outcome", None))
+        except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C in the tool, or in the renderer
+            results += _interrupted_results(calls, results, self._partial_outcomes)
+            self._partial_outcomes.clear()
             fitted, notes = self.context.fit(results)
             self.conversation.append("user", fitted, whole=results if notes else None)
             raise
@@ -320,7 +322,8 @@ class Agent:
         if refusal is not None:
             return refusal
         if tool.streams_output:
-            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id)
+            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id,
+                                                   on_partial=lambda done: self._partial_outcomes.update({call.id: done}))
         else:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
@@ -375,15 +378,17 @@ class Agent:
         return tool_use_ids(messages[-1])
 
 
-def _interrupted_results(calls: list[Block], results: list[Block], partial: ToolOutcome | None) -> list[Block]:
+def _interrupted_results(calls: list[Block], results: list[Block], partial: dict[str, ToolOutcome]) -> list[Block]:
     """Error results for the calls of a round that got none; the call that was running when the
-    user interrupted gets what it had done so far (``partial``: bash's output), when it had any."""
+    user interrupted gets what it had done so far (``partial``, by call id: bash's output)."""
     done = {b["tool_use_id"] for b in results}
-    missing = [c for c in calls if c["id"] not in done]
     blocks = []
-    for number, call in enumerate(missing):
-        if number == 0 and partial is not None and partial.content:
-            blocks.append(tool_result_block(call["id"], partial.content, is_error=True, images=partial.images))
+    for call in calls:
+        if call["id"] in done:
+            continue
+        outcome = partial.get(call["id"])
+        if outcome is not None and outcome.content:
+            blocks.append(tool_result_block(call["id"], outcome.content, is_error=True, images=outcome.images))
         else:
             blocks.append(tool_result_block(call["id"], INTERRUPTED_TOOL, is_error=True))
     return blocks
