@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from memagent.decoding import decode, looks_binary
+
 MAX_ATTACHMENT_CHARS = 50_000
 MAX_LISTING_ENTRIES = 200
 _MENTION = re.compile(r'(?:(?<=\s)|^)@(?:"([^"]+)"|([^\s"]+))')
@@ -98,10 +100,11 @@ def attach_mentions(text: str, root: Path) -> tuple[list[Attachment], list[str]]
         except OSError as exc:
             notes.append(f"@{token}: cannot be read ({exc.strerror or exc})")
             continue
-        if b"\x00" in data[:8192]:
+        if looks_binary(data[:8192]):
             notes.append(f"@{token}: a binary file (not attached)")
             continue
-        attachments.append(Attachment(f"file {label}", cap(data.decode("utf-8", errors="replace"))))
+        decoded = decode(data)  # a Latin-1 or UTF-16 file reads as the text it is
+        attachments.append(Attachment(f"file {label}", cap(decoded.text)))
         notes.append(f"attached {label}")
     return attachments, notes
 
