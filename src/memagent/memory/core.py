@@ -19,6 +19,7 @@ from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
+from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.storage import Progress, Store
 from memagent.memory.store import EmbedderInfo
 
@@ -57,6 +58,10 @@ class MemoryCore:
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
+        # judges the project's card files (see ``memory.provenance``); set by ``MemoryService.open``
+        self.witness: Witness | None = None
+        # a session or MCP server in an untrusted project: repository cards wait in review
+        self.hold_repository = False
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -111,6 +116,7 @@ class MemoryCore:
             found.extend(store.notices)
             store.notices.clear()
             found.extend(f"skipped {problem}" for problem in store.problems())
+            found.extend(f"skipped {problem}" for problem in store.files.misnamed())
         return found
 
     # -- keeping the index in step with the files ----------------------------------------
@@ -195,7 +201,10 @@ class MemoryCore:
         return matches[0]
 
     def _visible(self, entry: Entry) -> bool:
-        """Session cards of other sessions are not shown to this session."""
+        """Session cards of other sessions are not shown to this session, nor repository cards
+        that wait in review (``hold_repository``)."""
+        if self.hold_repository and entry.source == REPOSITORY:
+            return False
         if entry.scope != "session" or not self.session_id:
             return True
         return entry.scope_id == self.session_id

@@ -1,5 +1,11 @@
 """Saving cards: the write gate, near-duplicates (restatements merge, corrections supersede),
-explicit corrections and metadata updates."""
+explicit corrections and metadata updates.
+
+Every rewrite of a card that exists (a correction marking the old card superseded, a merge, a
+metadata update) happens under the store's cross-process lock after checking that the card's
+file is still there: a ``memagent memory forget`` in another process that erased it meanwhile
+wins, and the card never comes back.
+"""
 
 from __future__ import annotations
 
@@ -89,7 +95,7 @@ class Saving(MemoryCore):
 
     def save_card(self, request: SaveRequest) -> SaveResult:
         card = request.card
-        reason = check_card(card, self.gate)
+        reason = check_card(card, self.gate, private=request.private)
         if reason is None and request.auto:
             reason = self._rate.refusal(self.session_id)
         if reason is not None:
@@ -116,21 +122,43 @@ class Saving(MemoryCore):
                                       f"near-duplicate of {existing.id} (similarity {similarity:.2f}); kept the existing memory")
                 card = card.model_copy(update={"supersedes": existing.id})
                 old = existing
-            self._write_new(card, vector, old, request.private)
+            if not self._write_new(card, vector, old, request.private):
+                return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
                 self._rate.record(self.session_id)
         if old is not None:
             return SaveResult("superseded", card, f"supersedes {old.id}")
         return SaveResult("added", card, "")
 
-    def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> None:
+    def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> bool:
+        """Write a new card (and mark the card it corrects superseded); False when the corrected
+        card was forgotten meanwhile (nothing is written then)."""
         store = self._store_for_scope(card.scope)
         info = self._embedder_info()
-        store.write(card, private, vector, info)
-        if old is not None:
-            old_store = self._locate(old.id) or store
+        if old is None:
+            store.write(card, private, vector, info)
+            return True
+        old_store = self._locate(old.id) or store
+        with old_store.locked():
+            path = old_store.files.locate(old.id)
+            if path is None:
+                return False
+            store.write(card, private, vector, info)
             replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
-            old_store.write(replaced, self._is_private(old_store, old.id), None, None)
+            old_store.write(replaced, old_store.files.is_private(path), None, None)
+        return True
+
+    def _rewrite(self, card: MemoryCard) -> bool:
+        """Rewrite a stored card's file in place; False when it was forgotten meanwhile."""
+        store = self._locate(card.id)
+        if store is None:
+            return False
+        with store.locked():
+            path = store.files.locate(card.id)
+            if path is None:
+                return False
+            store.write(card, store.files.is_private(path), None, None)
+        return True
 
     def _find_duplicate(self, card: MemoryCard, vector: list[float] | None, exclude: set[str]) -> tuple[MemoryCard, float] | None:
         store = self._store_for_scope(card.scope)
@@ -176,8 +204,7 @@ class Saving(MemoryCore):
         )
         if merged != existing:
             merged.updated_at = utc_now()
-            store = self._locate(existing.id) or self._store_for_scope(existing.scope)
-            store.write(merged, self._is_private(store, existing.id), None, None)
+            self._rewrite(merged)
         return merged
 
     def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
@@ -221,8 +248,7 @@ class Saving(MemoryCore):
             if touch:
                 updated.updated_at = utc_now()
             with self._guard("update"):
-                store.write(updated, self._is_private(store, card_id), None, None)
-            return updated
+                return updated if self._rewrite(updated) else None
 
 
 __all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]
