@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature
@@ -29,8 +29,19 @@ from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
+<<<<<<< HEAD
 from memagent.context.resume import ResumeError, Resumed, load_session, seed_conversation
 from memagent.context.sessions import choose_session
+=======
+from memagent.context.resume import (
+    ResumeError,
+    Resumed,
+    latest_session_id,
+    load_session,
+    newest_of_logical_session,
+    seed_conversation,
+)
+>>>>>>> main
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
@@ -81,7 +92,18 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+<<<<<<< HEAD
     kind: str = "interactive"  # recorded in session_start: interactive | headless | subagent
+=======
+    # the user's own command line, so trusted: rules, folders and MCP servers for this run only
+    allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
+    disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
+    add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
+    session_id: str | None = None  # the logical session id of a new session (--session-id)
+    system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
+    append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
+>>>>>>> main
 
 
 @dataclass
@@ -98,7 +120,11 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+<<<<<<< HEAD
     resume_note: str | None = None  # which session -c chose and why, for the user
+=======
+    logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
+>>>>>>> main
 
     @property
     def usage(self) -> UsageMeter | None:
@@ -162,9 +188,13 @@ def _settings(
         raise SetupError(str(exc)) from None
     if not options.memory:
         settings = settings.model_copy(update={"memory_enabled": False})
+    if options.add_dirs:
+        writable = tuple(settings.sandbox_writable) + tuple(str(d) for d in options.add_dirs)
+        settings = settings.model_copy(update={"sandbox_writable": writable})
     return settings, notices
 
 
+<<<<<<< HEAD
 def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str], str | None]:
     """The session to continue, if any, its warnings, and (for ``-c``) which session was chosen
     and why. ``-r`` with an unknown id is an error; ``-c`` with no earlier session starts a new
@@ -174,6 +204,18 @@ def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed 
         return None, [], None
     note = None
     session_id = options.resume_id
+=======
+def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
+    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
+    earlier session starts a new one with a warning."""
+    if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
+        raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
+    if not (options.resume_id or options.continue_latest):
+        return None, []
+    session_id = latest_session_id(paths.transcripts)
+    if options.resume_id:  # the newest transcript of that logical session, else the id as given
+        session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
+>>>>>>> main
     if session_id is None:
         choice = choose_session(paths.transcripts)
         if choice is None:
@@ -194,6 +236,7 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
+<<<<<<< HEAD
 def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
     """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
     folder = paths.transcripts / session_id / "attachments"
@@ -208,6 +251,10 @@ def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -
 def _open_conversation(
     paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, shelf: AttachmentShelf,
     warnings: list[str], kind: str,
+=======
+def _open_conversation(
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
+>>>>>>> main
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -219,8 +266,12 @@ def _open_conversation(
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
+<<<<<<< HEAD
         kind=kind,
         logical_session=logical_session_id(resumed, session_id),
+=======
+        logical_session=logical,
+>>>>>>> main
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
@@ -266,6 +317,8 @@ class Parts:
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    logical_session: str = ""  # one id across -c/-r; empty: this session's own id
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -294,7 +347,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     memory = open_memory(
         parts.paths,
         parts.settings,
-        logical_session_id(resumed, parts.session_id),
+        parts.logical_session or logical_session_id(resumed, parts.session_id),
         model=parts.model,
         record=parts.conversation.record,
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
@@ -320,7 +373,8 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
     """MCP servers start in the background when the tools are first asked for (the REPL composes
     its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
     return mcp_client_feature(
-        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append
+        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append,
+        extra_servers=parts.mcp_servers,
     )
 
 
@@ -348,8 +402,8 @@ def _permissions(
     from the settings plus the ones saved for this project."""
     mode = options.permission_mode or ("bypassPermissions" if options.auto_approve else settings.permission_mode)
     try:
-        return project_permissions(paths.home, paths.root, mode=mode, allow=settings.allow, ask=settings.ask,
-                                   deny=settings.deny, warn=warn)
+        return project_permissions(paths.home, paths.root, mode=mode, allow=[*settings.allow, *options.allowed_tools],
+                                   ask=settings.ask, deny=[*settings.deny, *options.disallowed_tools], warn=warn)
     except PermissionRuleError as exc:
         raise SetupError(f"permissions: {exc}") from None
 
@@ -391,22 +445,28 @@ def open_session(
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
+<<<<<<< HEAD
     shelf = attachment_shelf(paths, settings, session_id)
     conversation = _open_conversation(paths, settings, session_id, resumed, shelf, warnings, options.kind)
+=======
+    logical = options.session_id or logical_session_id(resumed, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
+>>>>>>> main
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
+        CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical, dict(options.mcp_servers),
     )
     features, memory_off_reason = compose_features(parts)
-    system = build_system(paths.root, [feature.system_text() for feature in features])
+    system = build_system(paths.root, [feature.system_text() for feature in features],
+                          base=options.system_prompt, append=options.append_system_prompt)
     shell = ShellConfig.from_settings(settings, paths.home)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,
         tools=registry,
-        tool_context=_tool_context(paths, settings, session_id),
+        tool_context=_tool_context(paths, settings, session_id, options.add_dirs),
         system=system,
         conversation=conversation,
         context=_policy(parts, features, system, registry, shelf),
@@ -420,13 +480,18 @@ def open_session(
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
+<<<<<<< HEAD
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, resume_note=resume_note,
+=======
+        resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
+>>>>>>> main
     )
 
 
-def _tool_context(paths: ProjectPaths, settings: Settings, session_id: str) -> ToolContext:
+def _tool_context(paths: ProjectPaths, settings: Settings, session_id: str, extra_roots: tuple[Path, ...] = ()) -> ToolContext:
     return ToolContext(
         root=paths.root,
+        extra_roots=tuple(extra_roots),
         session_id=session_id,
         outputs_dir=paths.transcripts / session_id / "outputs",
         bash_timeout=settings.bash_timeout,
