@@ -29,19 +29,14 @@ from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
-<<<<<<< HEAD
-from memagent.context.resume import ResumeError, Resumed, load_session, seed_conversation
-from memagent.context.sessions import choose_session
-=======
 from memagent.context.resume import (
     ResumeError,
     Resumed,
-    latest_session_id,
     load_session,
     newest_of_logical_session,
     seed_conversation,
 )
->>>>>>> main
+from memagent.context.sessions import choose_session
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
@@ -92,9 +87,7 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
-<<<<<<< HEAD
     kind: str = "interactive"  # recorded in session_start: interactive | headless | subagent
-=======
     # the user's own command line, so trusted: rules, folders and MCP servers for this run only
     allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
     disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
@@ -103,7 +96,6 @@ class SessionOptions:
     session_id: str | None = None  # the logical session id of a new session (--session-id)
     system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
     append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
->>>>>>> main
 
 
 @dataclass
@@ -120,11 +112,8 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
-<<<<<<< HEAD
     resume_note: str | None = None  # which session -c chose and why, for the user
-=======
     logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
->>>>>>> main
 
     @property
     def usage(self) -> UsageMeter | None:
@@ -194,28 +183,19 @@ def _settings(
     return settings, notices
 
 
-<<<<<<< HEAD
 def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str], str | None]:
     """The session to continue, if any, its warnings, and (for ``-c``) which session was chosen
     and why. ``-r`` with an unknown id is an error; ``-c`` with no earlier session starts a new
     one with a warning. ``-c`` prefers the newest session that is interactive or did work
     (:func:`memagent.context.sessions.choose_session`)."""
-    if not (options.resume_id or options.continue_latest):
-        return None, [], None
-    note = None
-    session_id = options.resume_id
-=======
-def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
-    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
-    earlier session starts a new one with a warning."""
     if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
         raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
     if not (options.resume_id or options.continue_latest):
-        return None, []
-    session_id = latest_session_id(paths.transcripts)
+        return None, [], None
+    note = None
+    session_id = None
     if options.resume_id:  # the newest transcript of that logical session, else the id as given
         session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
->>>>>>> main
     if session_id is None:
         choice = choose_session(paths.transcripts)
         if choice is None:
@@ -236,7 +216,6 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
-<<<<<<< HEAD
 def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
     """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
     folder = paths.transcripts / session_id / "attachments"
@@ -249,12 +228,8 @@ def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -
 
 
 def _open_conversation(
-    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, shelf: AttachmentShelf,
-    warnings: list[str], kind: str,
-=======
-def _open_conversation(
-    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
->>>>>>> main
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str,
+    shelf: AttachmentShelf, warnings: list[str], kind: str,
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -266,12 +241,8 @@ def _open_conversation(
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
-<<<<<<< HEAD
         kind=kind,
-        logical_session=logical_session_id(resumed, session_id),
-=======
         logical_session=logical,
->>>>>>> main
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
@@ -445,13 +416,9 @@ def open_session(
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
-<<<<<<< HEAD
-    shelf = attachment_shelf(paths, settings, session_id)
-    conversation = _open_conversation(paths, settings, session_id, resumed, shelf, warnings, options.kind)
-=======
     logical = options.session_id or logical_session_id(resumed, session_id)
-    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
->>>>>>> main
+    shelf = attachment_shelf(paths, settings, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical, shelf, warnings, options.kind)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
@@ -480,11 +447,8 @@ def open_session(
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
-<<<<<<< HEAD
-        resumed_from=resumed.session_id if resumed else None, warnings=warnings, resume_note=resume_note,
-=======
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
->>>>>>> main
+        resume_note=resume_note,
     )
 
 

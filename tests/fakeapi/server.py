@@ -188,17 +188,13 @@ class FakeAnthropic:
     extraction requests with ``{"memories": []}``, so the agent's background extraction never
     races a test's scripted conversation; pass ``chores=None`` to script extraction yourself.
     ``api_key``: when set, requests must carry it (``x-api-key`` or ``Authorization: Bearer``)
-<<<<<<< HEAD
-    or get a 401 like the real API.
+    or get a 401 like the real API. ``tolerate_system_role`` accepts the ``role: system`` messages
+    Claude Code 2.1.x sends (for running Claude Code itself against this fake, side by side with
+    memagent); memagent's own tests never set it.
     ``max_input_tokens``: a request estimated above it (characters / 4, as ``usage`` reports) is
     answered 400 ``prompt is too long: N tokens > M maximum`` without consuming a step; such
     requests are kept in ``.too_long``. ``count_tokens=False``: the server has no
     ``/v1/messages/count_tokens`` (404), like many proxies and local servers.
-=======
-    or get a 401 like the real API. ``tolerate_system_role`` accepts the ``role: system`` messages
-    Claude Code 2.1.x sends (for running Claude Code itself against this fake, side by side with
-    memagent); memagent's own tests never set it.
->>>>>>> main
     """
 
     def __init__(
@@ -209,12 +205,9 @@ class FakeAnthropic:
         api_key: str | None = None,
         port: int = 0,
         chores: Responder | None | str = "default",
-<<<<<<< HEAD
         max_input_tokens: int | None = None,
         count_tokens: bool = True,
-=======
         tolerate_system_role: bool = False,
->>>>>>> main
     ) -> None:
         self._steps: list[Step] = []
         self._lock = threading.Lock()

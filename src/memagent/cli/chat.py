@@ -111,9 +111,7 @@ def session_options(options: ChatOptions, *, non_interactive: bool):
         resume_id=options.resume_id,
         continue_latest=options.continue_latest,
         permission_mode=options.permission_mode,
-<<<<<<< HEAD
         kind="headless" if options.prompt is not None else "interactive",
-=======
         allowed_tools=options.allowed_tools,
         disallowed_tools=options.disallowed_tools,
         add_dirs=options.add_dirs,
@@ -121,7 +119,6 @@ def session_options(options: ChatOptions, *, non_interactive: bool):
         session_id=options.session_id,
         system_prompt=options.system_prompt,
         append_system_prompt=options.append_system_prompt,
->>>>>>> main
     )
 
 
@@ -178,22 +175,6 @@ def check_print_options(options: ChatOptions) -> None:
              EXIT_USAGE)
     if options.output_format not in OUTPUT_FORMATS:
         fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, not {options.output_format!r}", EXIT_USAGE)
-<<<<<<< HEAD
-    prompt = read_prompt(options.prompt or "", sys.stdin)
-    threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
-    session = open_or_fail(options, non_interactive=not options.auto_approve)
-    if session.resume_note:
-        sys.stderr.write(f"memagent: {session.resume_note}\n")
-    code = EXIT_FAILURE
-    try:
-        color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-        return run_print(
-            session, prompt, sys.stdout, sys.stderr, color=color,
-            output_format=options.output_format, max_turns=options.max_turns,
-        )
-    finally:
-        closed = close_session(session)
-=======
     if options.input_format not in INPUT_FORMATS:
         fail(f"--input-format must be one of {', '.join(INPUT_FORMATS)}, not {options.input_format!r}", EXIT_USAGE)
     streaming_in = options.input_format == "stream-json"
@@ -217,6 +198,8 @@ def run_print_mode(options: ChatOptions) -> int:
             prompt = "" if streaming_in else read_prompt(options.prompt or "", sys.stdin)
             threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
             session = open_or_fail(options, non_interactive=not options.auto_approve)
+            if session.resume_note:
+                sys.stderr.write(f"memagent: {session.resume_note}\n")
         except KeyboardInterrupt:
             fail(f"{stop.reason} before the session started", stop.exit_code)
         try:
@@ -233,7 +216,6 @@ def run_print_mode(options: ChatOptions) -> int:
                 )
         finally:
             closed = close_session(session)
->>>>>>> main
     return code or closed
 
 
