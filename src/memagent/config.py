@@ -170,8 +170,9 @@ class Settings(BaseSettings):
     """Automatically learned memory cards stay inactive until ``memagent memory review``."""
     chroma_url: str | None = None
     """A Chroma server for the project's memory index (team mode) instead of the local folder."""
-    embedder: Literal["auto", "onnx", "numpy", "lexical"] = "auto"
-    """Where the embedding fallback chain starts: onnx → numpy → lexical (auto: onnx)."""
+    embedder: Literal["auto", "int8", "onnx", "numpy", "lexical"] = "auto"
+    """Where the embedding fallback chain starts: int8 (quantized ONNX) → onnx (fp32) → numpy →
+    lexical (auto: int8). A store re-embeds its cards when the variant changes."""
     # --- eco: project instructions ---
     instructions_max_chars: int = Field(40_000, ge=0)
     """Budget for the instruction files (AGENTS.md, CLAUDE.md and their imports) in the system

@@ -84,6 +84,8 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
+    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
@@ -290,6 +292,8 @@ class Parts:
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
     logical_session: str = ""  # one id across -c/-r; empty: this session's own id
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
+    prefetch_memory: bool = True  # see SessionOptions
+    memory_upkeep: bool = True  # see SessionOptions
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -324,6 +328,8 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
         current_task=current_task,
         warn=parts.warnings.append,
+        prefetch=parts.prefetch_memory,
+        upkeep=parts.memory_upkeep,
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -424,6 +430,7 @@ def open_session(
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical, dict(options.mcp_servers),
+        options.prefetch_memory, options.memory_upkeep,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],
