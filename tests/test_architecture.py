@@ -19,8 +19,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected")
-CORE_BASE_EXTRA = ("config", "pricing")
+LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected", "gitsafe")
+CORE_BASE_EXTRA = ("config", "pricing", "childenv")
 CORE_BASE = {*LEAVES, *CORE_BASE_EXTRA}
 ALLOWED: dict[str, set[str]] = {
     # leaves: shared vocabulary, importing nothing of memagent
@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
     "config": {"paths", "models"},
     "pricing": {"models"},
+    "childenv": {"redact"},
     "__main__": {"cli"},
     "trust": {"config", "paths", "errors", "fsutil", "redact"},
     "permissions": {"config", "paths", "errors", "markers", "trust"},
