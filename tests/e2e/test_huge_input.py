@@ -71,7 +71,9 @@ def test_a_2mb_prompt_on_stdin_is_sent_as_a_preview_and_the_next_turn_works(tmp_
 
 
 def test_a_2mb_tool_output_is_set_aside_and_the_next_turn_works(tmp_path, project):
-    (project / ".memagent.toml").write_text("output_cap_chars = 5000000\n")  # no bash cap: the shelf decides
+    home = tmp_path / "home"  # the user's own config: an untrusted project may not raise a cap
+    home.mkdir()
+    (home / "config.toml").write_text("output_cap_chars = 5000000\n")  # no bash cap: the shelf decides
     script = "import sys\nfor n in range(40000): print(f'row {n:05d} of the generated report, value {n * 3}')\n"
     (project / "report.py").write_text(script)
     with FakeAnthropic([tool("bash", {"command": "python3 report.py"}), text("The report has 40,000 rows."),
