@@ -9,6 +9,7 @@ wedged (a 2 MB message that every request failed on). The REPL paste: tests/cli/
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -133,3 +134,27 @@ def test_continuing_a_wedged_transcript_repairs_it_on_load(tmp_path, project):
     sent = json.dumps(fake.requests[0]["messages"])
     assert "Summarise:" in sent and "attachments/message-" in sent and "hello?" in sent
     assert any(p.read_text() == paste for p in transcripts.glob("*/attachments/message-*.txt"))
+
+
+def test_the_model_pages_through_a_saved_paste_with_read_file(tmp_path, project):
+    """The preview names a file the model can read: after -c, read_file with an offset returns
+    the exact lines from the middle of the 2 MB paste the first run set aside."""
+    paste = "Keep this log for later:\n" + big_log()
+    with FakeAnthropic([text("Kept.")], max_input_tokens=LIMIT) as fake:
+        env = env_for(fake, tmp_path / "home")
+        first = memagent(project, env, "-p", "-", stdin=paste)
+        named = re.findall(r"\.transcripts/[^\s\"]+?\.txt", fake.requests[0]["messages"][-1]["content"][0]["text"])
+    assert first.returncode == 0, first.stderr
+    assert named and (project / named[0]).read_text() == paste.strip()
+    steps = [tool("read_file", {"path": named[0], "offset": 20_002, "limit": 3}), text("Row 20000 is status 200.")]
+    with FakeAnthropic(steps, max_input_tokens=LIMIT) as fake:
+        second = memagent(project, env_for(fake, tmp_path / "home"), "-c", "-p", "what does row 20000 say?")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Row 20000 is status 200.\n"
+    assert fake.too_long == [] and fake.errors == []
+    resent = re.findall(r"\.transcripts/[^\s\"]+?\.txt", json.dumps(fake.requests[0]["messages"]))
+    assert resent and all(Path(p).name == Path(named[0]).name for p in resent)  # the same file, linked
+    result = fake.requests[1]["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error"), result
+    shown = json.dumps(result["content"])
+    assert "event 020000:" in shown and "event 020002:" in shown and "event 020003:" not in shown
