@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from memagent.ui.attachments import Attachment, attach_mentions, cap, compose_message, mentioned_paths, run_shell_escape
+from memagent.ui import attachments as attachments_module
+from memagent.ui.attachments import (
+    MAX_ATTACHMENT_CHARS,
+    Attachment,
+    attach_mentions,
+    cap,
+    compose_message,
+    mentioned_paths,
+    run_shell_escape,
+)
 from memagent.ui.completion import ReplCompleter, path_candidates
 
 
@@ -79,3 +91,28 @@ def test_completer_completes_commands_at_the_start_and_paths_after_at(tmp_path):
     assert complete("please read @rea") == ["readme.md"]
     assert complete("mail bob@rea") == []
     assert complete("/review @rea") == ["readme.md"]
+
+
+def test_a_named_pipe_is_refused_at_once_instead_of_blocking_the_prompt(tmp_path):
+    os.mkfifo(tmp_path / "notes")  # a repository can ship one; opening it to read would wait for a writer
+    started = time.monotonic()
+    attachments, notes = attach_mentions("see @notes", tmp_path)
+    assert attachments == [] and notes == ["@notes: not a regular file (not attached)"]
+    assert time.monotonic() - started < 5
+
+
+def test_a_long_file_attaches_its_ends_and_tells_the_model_to_page_with_read_file(tmp_path):
+    lines = [f"line {n:06d} of the generated report" for n in range(20_000)]
+    (tmp_path / "report.txt").write_text("\n".join(lines) + "\n")
+    [attachment], [note] = attach_mentions("summarise @report.txt", tmp_path)
+    assert len(attachment.text) < MAX_ATTACHMENT_CHARS + 500
+    assert attachment.text.startswith("line 000000") and attachment.text.rstrip().endswith("line 019999 of the generated report")
+    assert "read_file pages through the whole file report.txt" in attachment.text
+    assert note.startswith("attached report.txt (start and end only")
+
+
+def test_a_huge_file_is_read_only_up_to_the_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(attachments_module, "MAX_MENTION_READ_BYTES", 64 * 1024)
+    (tmp_path / "huge.log").write_text("x" * 99 + "\n" + "y" * 300_000 + "\nlast line\n")
+    [attachment], _ = attach_mentions("@huge.log", tmp_path)
+    assert "only its first 65,536 bytes were read here" in attachment.text and "last line" not in attachment.text

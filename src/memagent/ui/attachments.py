@@ -3,8 +3,11 @@
 ``@path`` (at the start or after whitespace; ``@"a path with spaces"`` also works) attaches the
 file's text to the message, when the path names a file inside the project (resolved like
 ``read_file``: no ``..`` or symlink escape). A directory attaches its listing. Each attachment
-is capped at :data:`MAX_ATTACHMENT_CHARS`. Tokens that name nothing are left alone (``@user``
-in prose stays prose).
+is capped at :data:`MAX_ATTACHMENT_CHARS`; a longer file attaches its start and end with a note
+telling the model to page through the rest with ``read_file`` (at most
+:data:`MAX_MENTION_READ_BYTES` are read, so a huge file never stalls the prompt). Only regular
+files attach: a named pipe or a device is refused in one line (reading one could block forever).
+Tokens that name nothing are left alone (``@user`` in prose stays prose).
 
 ``!command`` runs a shell command in the project root at once (with the environment's secrets
 removed, as for the ``bash`` tool), shows its output, and keeps it to attach to the next message,
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,7 @@ from typing import Mapping
 from memagent.decoding import decode, looks_binary
 
 MAX_ATTACHMENT_CHARS = 50_000
+MAX_MENTION_READ_BYTES = 4 * 1024 * 1024  # of one @file; the model reads past it with read_file
 MAX_LISTING_ENTRIES = 200
 _MENTION = re.compile(r'(?:(?<=\s)|^)@(?:"([^"]+)"|([^\s"]+))')
 _TRAILING = ".,;:!?)]}'"
@@ -48,12 +53,37 @@ def compose_message(text: str, attachments: list[Attachment]) -> str:
     return "\n\n".join([text, *(a.render() for a in attachments)])
 
 
-def cap(text: str, limit: int = MAX_ATTACHMENT_CHARS) -> str:
-    """Head and tail of a long text with a note of how much was left out."""
+def cap(text: str, limit: int = MAX_ATTACHMENT_CHARS, *, rest: str = "") -> str:
+    """Head and tail of a long text with a note of how much was left out (``rest``: where the
+    whole text can be read)."""
     if len(text) <= limit:
         return text
     half = limit // 2
-    return f"{text[:half]}\n[… {len(text) - limit:,} characters left out …]\n{text[-half:]}"
+    return f"{text[:half]}\n[… {len(text) - limit:,} characters left out{rest} …]\n{text[-half:]}"
+
+
+def _read_mention(path: Path, label: str) -> tuple[str | None, str]:
+    """(the text to attach, or None; the note for the user) for one mentioned file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a named pipe must not block the open
+    except OSError as exc:
+        return None, f"@{label}: cannot be read ({exc.strerror or exc})"
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, f"@{label}: not a regular file (not attached)"
+        try:
+            data = fh.read(MAX_MENTION_READ_BYTES)
+        except OSError as exc:
+            return None, f"@{label}: cannot be read ({exc.strerror or exc})"
+    if looks_binary(data[:8192]):
+        return None, f"@{label}: a binary file (not attached)"
+    text = decode(data).text  # a Latin-1 or UTF-16 file reads as the text it is
+    if len(text) <= MAX_ATTACHMENT_CHARS and len(data) == info.st_size:
+        return text, f"attached {label}"
+    read = "" if len(data) == info.st_size else f"; only its first {len(data):,} bytes were read here"
+    rest = f"{read}; read_file pages through the whole file {label} ({info.st_size:,} bytes) with offset and limit"
+    return cap(text, rest=rest), f"attached {label} (start and end only: {info.st_size:,} bytes)"
 
 
 def _inside(root: Path, raw: str) -> Path | None:
@@ -95,17 +125,10 @@ def attach_mentions(text: str, root: Path) -> tuple[list[Attachment], list[str]]
             more = f"\n(and {len(entries) - MAX_LISTING_ENTRIES} more)" if len(entries) > MAX_LISTING_ENTRIES else ""
             attachments.append(Attachment(f"directory {label}", "\n".join(entries[:MAX_LISTING_ENTRIES]) + more))
             continue
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            notes.append(f"@{token}: cannot be read ({exc.strerror or exc})")
-            continue
-        if looks_binary(data[:8192]):
-            notes.append(f"@{token}: a binary file (not attached)")
-            continue
-        decoded = decode(data)  # a Latin-1 or UTF-16 file reads as the text it is
-        attachments.append(Attachment(f"file {label}", cap(decoded.text)))
-        notes.append(f"attached {label}")
+        text, note = _read_mention(path, label)
+        notes.append(note)
+        if text is not None:
+            attachments.append(Attachment(f"file {label}", text))
     return attachments, notes
 
 
