@@ -116,3 +116,17 @@ def test_a_huge_file_is_read_only_up_to_the_bound(tmp_path, monkeypatch):
     (tmp_path / "huge.log").write_text("x" * 99 + "\n" + "y" * 300_000 + "\nlast line\n")
     [attachment], _ = attach_mentions("@huge.log", tmp_path)
     assert "only its first 65,536 bytes were read here" in attachment.text and "last line" not in attachment.text
+
+
+def test_shell_escape_of_a_flood_keeps_its_ends_without_holding_it_in_memory(tmp_path):
+    done = run_shell_escape("echo first; yes 'the same line again' | head -c 30000000; echo; echo last", tmp_path)
+    assert done.source.endswith("(exit 0)")
+    assert done.text.startswith("first\n") and done.text.endswith("last")
+    assert len(done.text) < MAX_ATTACHMENT_CHARS + 200 and "bytes left out" in done.text
+
+
+def test_shell_escape_that_times_out_keeps_what_it_printed(tmp_path):
+    started = time.monotonic()
+    done = run_shell_escape("echo started; sleep 30 & wait", tmp_path, timeout=1.0)
+    assert time.monotonic() - started < 15  # the whole group was killed, sleep included
+    assert done.source.endswith("(timed out after 1 s)") and done.text == "started"

@@ -22,10 +22,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import IO, Mapping
 
 from memagent.decoding import decode, looks_binary
 
@@ -132,23 +132,35 @@ def attach_mentions(text: str, root: Path) -> tuple[list[Attachment], list[str]]
     return attachments, notes
 
 
+def _output_ends(sink: IO[bytes], budget: int = MAX_ATTACHMENT_CHARS) -> str:
+    """What a command wrote to ``sink``: whole when short, else its start and end with a note
+    of how many bytes were left out (never more than ``budget`` bytes read into memory)."""
+    size = os.fstat(sink.fileno()).st_size
+    if size <= budget:
+        return os.pread(sink.fileno(), size, 0).decode("utf-8", "replace")
+    half = budget // 2
+    head = os.pread(sink.fileno(), half, 0).decode("utf-8", "replace")
+    tail = os.pread(sink.fileno(), half, size - half).decode("utf-8", "replace")
+    return f"{head}\n[… {size - 2 * half:,} bytes left out …]\n{tail}"
+
+
 def run_shell_escape(command: str, root: Path, timeout: float = 120.0, env: Mapping[str, str] | None = None) -> Attachment:
     """Run ``command`` with the shell in ``root``; its output (stdout and stderr) as an attachment.
 
     The environment is ``env`` (default: this process's) without secrets, as for the ``bash``
-    tool: the output goes to the model and into the transcript."""
+    tool: the output goes to the model and into the transcript. The output streams to a
+    temporary file, so a command that prints without end costs no memory; Ctrl-C or the timeout
+    kills it and everything it started."""
     from memagent.childenv import filtered_environment
+    from memagent.tools.executor import Command, LocalExecutor
 
-    try:
-        done = subprocess.run(
-            command, shell=True, cwd=root, capture_output=True, text=True, errors="replace", timeout=timeout,
-            stdin=subprocess.DEVNULL, env=filtered_environment(os.environ if env is None else env),
-        )
-    except subprocess.TimeoutExpired as exc:
-        partial = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
-        return Attachment(f"command `{command}` (timed out after {timeout:g} s)", cap(partial))
-    output = (done.stdout or "") + (done.stderr or "")
-    return Attachment(f"command `{command}` (exit {done.returncode})", cap(output.rstrip("\n")) or "(no output)")
+    environment = filtered_environment(os.environ if env is None else env)
+    with tempfile.TemporaryFile() as sink:
+        done = LocalExecutor().run(Command(root, environment, timeout, script=command), sink)
+        output = _output_ends(sink).rstrip("\n")
+    if done.timed_out:
+        return Attachment(f"command `{command}` (timed out after {timeout:g} s)", output or "(no output)")
+    return Attachment(f"command `{command}` (exit {done.code})", output or "(no output)")
 
 
 __all__ = ["Attachment", "attach_mentions", "cap", "compose_message", "mentioned_paths", "run_shell_escape"]
