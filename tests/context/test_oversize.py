@@ -9,7 +9,7 @@ from pathlib import Path
 
 from context.ctx_harness import PlannedBrain, SMALL, new_harness
 from memagent.config import Settings
-from memagent.context.oversize import MIN_LIMIT_TOKENS, AttachmentShelf
+from memagent.context.oversize import MIN_LIMIT_TOKENS, SAMPLE_CHARS, AttachmentShelf
 from memagent.llm.scripted import FunctionModel, reply, tool_call
 from memagent.llm.tokens import ratio_count
 from memagent.llm.types import ModelRequest, PromptTooLongError, text_block, tool_result_block
@@ -57,6 +57,23 @@ def test_small_text_is_untouched_and_the_same_text_reuses_its_file(tmp_path):
     _, again = other.fit([text_block(big)])
     linked = tmp_path / again[0].path
     assert linked.read_text() == big and os.stat(linked).st_ino == os.stat(tmp_path / first[0].path).st_ino
+
+
+def test_a_huge_text_is_measured_by_its_start_and_a_text_near_the_limit_whole(tmp_path):
+    asked: list[int] = []
+
+    def counting(text: str) -> int:
+        asked.append(len(text))
+        return ratio_count(text)
+
+    huge = log_text(200_000)  # ~10 MB: its first 256 KB are already far above the limit
+    one = AttachmentShelf(tmp_path / "a", "a", 5_000, counting)
+    [_], [attached] = one.fit([text_block(huge)])
+    assert max(asked) == SAMPLE_CHARS and abs(attached.tokens - ratio_count(huge)) < ratio_count(huge) // 20
+    asked.clear()
+    near = log_text(12_000)  # ~600 KB, but a limit its start does not reach: counted whole, then kept
+    fitted, found = AttachmentShelf(tmp_path / "b", "b", ratio_count(near) + 10, counting).fit([text_block(near)])
+    assert found == [] and fitted[0]["text"] == near and max(asked) == len(near)
 
 
 def test_tool_outputs_as_strings_and_as_block_lists_keep_their_images_and_flags(tmp_path):

@@ -31,6 +31,7 @@ HEAD_CHARS = 2_400
 TAIL_CHARS = 1_200
 MIN_LIMIT_TOKENS = 2_000  # a preview is about 1,000 tokens: never shrink below twice that
 READ_FILE_LINE_CHARS = 2_000  # read_file shows this much of one line
+SAMPLE_CHARS = 256 * 1024  # a huge text is measured by its start first
 
 TextCounter = Callable[[str], int]
 
@@ -108,10 +109,15 @@ class AttachmentShelf:
         self.count = count
 
     def too_big(self, text: str, limit: int) -> int:
-        """The token estimate of ``text`` when it is above ``limit``, else 0 (cheap for small text:
-        a token is never fewer than one UTF-8 byte)."""
+        """The token estimate of ``text`` when it is above ``limit``, else 0. Cheap for small text
+        (a token is never fewer than one UTF-8 byte) and for huge text: when a start of it is
+        already above the limit, the whole is, and its size is extrapolated from that start."""
         if len(text) * 4 <= limit or len(text.encode("utf-8", "surrogatepass")) <= limit:
             return 0
+        if len(text) > 2 * SAMPLE_CHARS:
+            start = self.count(text[:SAMPLE_CHARS])
+            if start > limit:
+                return start * len(text) // SAMPLE_CHARS
         tokens = self.count(text)
         return tokens if tokens > limit else 0
 
@@ -200,4 +206,4 @@ class AttachmentShelf:
         return out, found
 
 
-__all__ = ["Attached", "AttachmentShelf", "MIN_LIMIT_TOKENS", "human_size", "preview"]
+__all__ = ["Attached", "AttachmentShelf", "MIN_LIMIT_TOKENS", "SAMPLE_CHARS", "human_size", "preview"]
