@@ -76,3 +76,16 @@ def test_task_ids_print_plain_and_a_missing_id_hints_at_the_shell_comment(run_cl
     linked = run_cli("-C", str(project), "tasks", "update", "1", "--blocks", "4")
     assert linked.returncode == 0, linked.stderr
     assert json.loads(run_cli("-C", str(project), "tasks", "show", "4", "--json").stdout)["blockedBy"] == [1]
+
+
+def test_task_errors_name_the_option_typed_and_print_plain_ids(run_cli, project):
+    run_cli("-C", str(project), "tasks", "add", "first")
+    run_cli("-C", str(project), "tasks", "add", "second", "--blocked-by", "1")
+    bad = run_cli("-C", str(project), "tasks", "add", "x", "--blocked-by", "abc")
+    assert bad.returncode == 2 and bad.stderr.startswith("memagent: --blocked-by/--after expects task ids"), bad.stderr
+    missing = run_cli("-C", str(project), "tasks", "add", "x", "--blocked-by", "9")
+    assert missing.returncode == 1 and "task 9 does not exist" in missing.stderr and "#" not in missing.stderr
+    cycle = run_cli("-C", str(project), "tasks", "update", "1", "--blocked-by", "2")
+    assert cycle.returncode == 1 and "cycle" in cycle.stderr and "#" not in cycle.stderr
+    blocked = run_cli("-C", str(project), "tasks", "update", "2", "--status", "in_progress")
+    assert blocked.returncode == 1 and "task 2 cannot be set in_progress: it is blocked by 1" in blocked.stderr

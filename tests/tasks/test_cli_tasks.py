@@ -195,12 +195,12 @@ def test_update_status_owner_and_edges(runner, project):
 def test_refusals_exit_1_with_one_line(runner, project):
     seed(project)
     cycle = run(runner, project, "update", "1", "--after", "3", code=1)
-    assert cycle.stderr.count("\n") == 1 and "cycle #3 → #1" in cycle.stderr
+    assert cycle.stderr.count("\n") == 1 and "cycle 3 → 1" in cycle.stderr
     blocked = run(runner, project, "done", "3", code=1)
-    assert blocked.stderr.startswith("memagent: task #3 cannot be set completed: it is blocked by #1")
+    assert blocked.stderr.startswith("memagent: task 3 cannot be set completed: it is blocked by 1")
     assert "--force" in blocked.stderr and blocked.stderr.count("\n") == 1
     missing = run(runner, project, "show", "42", code=1)
-    assert missing.stderr == "memagent: task #42 does not exist\n"
+    assert missing.stderr == "memagent: task 42 does not exist\n"
     run(runner, project, "update", "42", "--status", "completed", code=1)
     run(runner, project, "add", "x", "--after", "42", code=1)
     assert TaskStore(project / ".tasks").get(3).status == "pending"
@@ -211,7 +211,7 @@ def test_usage_errors_exit_2(runner, project):
     run(runner, project, "update", "1", "--status", "finished", code=2)
     run(runner, project, "update", "1", code=2)
     bad = run(runner, project, "add", "x", "--after", "two", code=2)
-    assert "--after expects task ids" in bad.stderr
+    assert "--blocked-by/--after expects task ids" in bad.stderr
     run(runner, project, "show", "abc", code=2)
     result = runner.invoke(app, ["tasks", "list", "-C", str(project / "no-such-dir")])
     assert result.exit_code == 2 and "is not a directory" in result.stderr

@@ -85,18 +85,23 @@ def parse_task_id(value: str) -> int:
     return int(digits)
 
 
+def _plain_ids(message: str) -> str:
+    """``#3`` → ``3``: an id copied from a message must not start a shell comment."""
+    return re.sub(r"#(?=[0-9])", "", message)
+
+
 def _run(action: Callable[[], Any]) -> Any:
     """Turn store failures into one-line errors with exit code 1."""
     try:
         return action()
     except TaskBlocked as exc:
         fail(
-            f"task #{exc.task.id} cannot be set {exc.status}: it is blocked by {', '.join(exc.blockers)} "
-            "(finish those first, or pass --force)",
+            _plain_ids(f"task {exc.task.id} cannot be set {exc.status}: it is blocked by {', '.join(exc.blockers)} "
+                       "(finish those first, or pass --force)"),
             EXIT_FAILURE,
         )
     except TaskError as exc:
-        fail(str(exc), EXIT_FAILURE)
+        fail(_plain_ids(str(exc)), EXIT_FAILURE)
     except OSError as exc:
         fail(f"cannot access the task files: {exc.strerror or exc} ({exc.filename or ''})", EXIT_FAILURE)
 
@@ -405,7 +410,7 @@ def add(
     """Create a task (optionally blocked by others with --blocked-by / --after)."""
     if not subject.strip():
         fail('the task subject is empty; usage: memagent tasks add "SUBJECT"', EXIT_USAGE)
-    blockers = _parse_ids(after, "--after")
+    blockers = _parse_ids(after, "--blocked-by/--after")
     store = _store(ctx, root)
     task = _run(lambda: store.create(subject, desc, blocked_by=blockers, owner=owner))
     _report(task, as_json, "Created")
@@ -429,8 +434,8 @@ def update(
     as_json: bool = JsonOption,
 ) -> None:
     """Change a task's status or owner, or add dependencies."""
-    blockers = _parse_ids(after, "--after")
-    dependents = _parse_ids(before, "--before")
+    blockers = _parse_ids(after, "--blocked-by/--after")
+    dependents = _parse_ids(before, "--blocks/--before")
     if status is None and owner is None and not blockers and not dependents:
         fail("nothing to change: give --status, --owner, --blocked-by (--after) or --blocks (--before)", EXIT_USAGE)
     store = _store(ctx, root)
