@@ -67,6 +67,7 @@ WIDENING_SETTINGS = (
     "require_review",
     "output_cap_chars",
     "saved_output_max_bytes",
+    "inline_max_tokens",
     "bash_timeout",
 )
 

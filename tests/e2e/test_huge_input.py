@@ -97,7 +97,8 @@ def test_a_message_the_api_still_finds_too_long_is_shrunk_and_the_turn_retried(t
     spec = "Review this spec:\n" + big_log(0.1, "clause")  # ~26k tokens by the fake: over its 20k
     with FakeAnthropic([text("Reviewed."), text("And done.")], max_input_tokens=20_000) as fake:
         env = env_for(fake, tmp_path / "home")
-        (project / ".memagent.toml").write_text("inline_max_tokens = 100000\n")  # sent whole at first
+        (tmp_path / "home").mkdir()  # the user's own config: an untrusted project may not raise the limit
+        (tmp_path / "home" / "config.toml").write_text("inline_max_tokens = 100000\n")  # sent whole at first
         first = memagent(project, env, "-p", spec)
         second = memagent(project, env, "-c", "-p", "thanks")
     assert first.returncode == 0, first.stderr
