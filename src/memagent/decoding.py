@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from typing import Any
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -75,6 +76,20 @@ class Decoded:
 def scrub(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (they cannot be written as UTF-8)."""
     return SURROGATES.sub("\ufffd", text) if SURROGATES.search(text) else text
+
+
+def scrub_value(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with every string scrubbed; the same object
+    when nothing in it needed it, else a copy of the parts that changed."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        items = {key: scrub_value(item) for key, item in value.items()}
+        return value if all(items[key] is value[key] for key in value) else items
+    if isinstance(value, (list, tuple)):
+        parts = [scrub_value(item) for item in value]
+        return value if all(new is old for new, old in zip(parts, value)) else type(value)(parts)
+    return value
 
 
 def _bom(data: bytes) -> tuple[bytes, str] | None:
@@ -184,4 +199,4 @@ def describe(decoded: Decoded, what: str) -> str | None:
     return f"{what} is not UTF-8; decoded it as {decoded.label}"
 
 
-__all__ = ["Decoded", "decode", "describe", "looks_binary", "scrub", "text_from_input"]
+__all__ = ["Decoded", "decode", "describe", "looks_binary", "scrub", "scrub_value", "text_from_input"]

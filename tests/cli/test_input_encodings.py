@@ -5,6 +5,7 @@ the transcript stays valid UTF-8."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,25 @@ def test_the_cli_reads_and_edits_a_latin1_file_in_its_encoding(cli_env, project)
     assert not read_result.get("is_error")
     assert "Grüße, café au lait" in read_result["content"] and "Latin-1" in read_result["content"]
     assert (project / "greet.py").read_bytes() == source.replace("café au lait", "crème brûlée").encode("latin-1")
+
+
+def test_a_file_name_that_is_not_utf8_never_breaks_the_request(cli_env, project):
+    """A repository can hold a Latin-1 file name: glob, grep and bash outputs carrying it reach
+    the API as valid UTF-8 (U+FFFD for the odd byte) and the session goes on."""
+    from fakeapi import tool
+
+    os.close(os.open(os.path.join(os.fsencode(project), b"caf\xe9.txt"), os.O_CREAT | os.O_WRONLY, 0o644))
+    (project / "menu.txt").write_bytes(b"caf\xe9 au lait\n")  # Latin-1 text too
+    script = [tool("glob", {"pattern": "*.txt"}), tool("grep", {"pattern": "lait"}), tool("bash", {"command": "ls"}),
+              text("Listed."), text("Still fine.")]
+    with FakeAnthropic(script) as fake:
+        first = run(cli_env, project, fake, "--yes", "-p", "list the files")
+        second = run(cli_env, project, fake, "-c", "-p", "and now?")
+    assert first.returncode == 0, first.stderr.decode()
+    assert first.stdout == b"Listed.\n" and second.stdout == b"Still fine.\n", second.stderr.decode()
+    assert fake.errors == []
+    results = [json.dumps(r["messages"][-1]["content"][0]["content"], ensure_ascii=False) for r in fake.requests[1:4]]
+    assert "caf\ufffd.txt" in results[0] and "caf\ufffd.txt" in results[2], results  # glob, bash ls
+    assert "menu.txt:1: caf\u00e9 au lait" in results[1]  # grep decodes the file's own Latin-1 text
+    for path in (project / ".transcripts").glob("*.jsonl"):
+        path.read_bytes().decode("utf-8")
