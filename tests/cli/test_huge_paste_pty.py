@@ -62,3 +62,30 @@ def test_a_2mb_paste_is_set_aside_the_status_counts_what_was_sent_and_the_next_t
     assert saved.read_text() == paste.strip()
     history = (isolated_env / "history").read_text()
     assert "and now?" in history and "trace 017000" not in history  # a 2 MB entry is not saved to the history file
+
+
+def test_a_one_line_paste_of_a_megabyte_is_set_aside_and_the_next_turn_works(spawn, fake, project):
+    """Minified JSON: one line, no newline to cut at; the paste still goes as a preview and a file."""
+    fake.add(text("It is one JSON array."), text("Second answer."))
+    paste = "[" + ",".join(f'{{"id":{n},"name":"item-{n}","ok":true}}' for n in range(30_000)) + "]"
+    assert len(paste) > 1_000_000 and "\n" not in paste
+    child = spawn()
+    child.expect(PROMPT)
+    child.send("\x1b[200~" + paste + "\x1b[201~")
+    child.send("\r")
+    child.expect("too large to send whole", timeout=180)
+    expect_text(child, "It is one JSON array.")
+    child.expect(PROMPT)
+    child.send("and now?\r")
+    expect_text(child, "Second answer.")
+    child.expect(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF, timeout=60)
+    child.close()
+    assert child.exitstatus == 0
+    assert fake.too_long == [] and fake.errors == [] and len(fake.requests) == 2
+    first = fake.requests[0]["messages"][-1]["content"][0]["text"]
+    assert first.startswith('[{"id":0,') and first.rstrip().endswith('"name":"item-29999","ok":true}]')
+    assert "Some lines are long" in first  # the model is told how to read a line longer than read_file shows
+    saved = next(project.glob(".transcripts/*/attachments/message-*.txt"))
+    assert saved.read_text() == paste
