@@ -345,14 +345,34 @@ def cmd_mcp(session: "Session", arg: str) -> Reply:
     client = next((f for f in getattr(session, "features", None) or [] if getattr(f, "name", "") == "mcp"), None)
     if client is None:
         return Reply("MCP is not enabled in this session.")
+    verb, _, name = arg.partition(" ")
+    if verb == "approve":
+        return _approve_tools(session, client, name.strip())
     return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
+
+
+def _approve_tools(session: "Session", client: Any, name: str) -> Reply:
+    """``/mcp approve NAME``: the server's tool list as it is now is approved for this project."""
+    from memagent.features.mcp_client import approve_tool_list
+    from memagent.mcp_bridge.manager import READY
+    from memagent.trust import TrustError
+
+    status = next((s for s in client.statuses() if s.name == name), None)
+    if status is None or status.status != READY:
+        return Reply(f"no running MCP server named {name!r}; /mcp lists them", "red")
+    try:
+        approve_tool_list(session.paths.home, session.paths.root, status)
+    except TrustError as exc:
+        return Reply(str(exc), "red")
+    tools = ", ".join(t.name for t in status.tools) or "no tools"
+    return Reply(f"Approved the tools of {name} ({tools}); they are offered from the next session (/clear starts one).")
 
 
 MODE_EFFECT = {
     "default": "tools that change things ask first",
     "acceptEdits": "file edits run without asking; bash asks",
     "plan": "only read-only tools run; the model plans and changes nothing",
-    "bypassPermissions": "nothing asks; deny rules still refuse",
+    "bypassPermissions": "nothing asks but writes to protected paths; deny rules and the guard still refuse",
 }
 MODE_CYCLE = ("default", "acceptEdits", "plan")  # Shift-Tab; bypassPermissions only for a --yes session
 
@@ -367,10 +387,9 @@ def mode_named(name: str) -> str | None:
 
 def set_permission_mode(session: "Session", mode: str) -> str:
     """Switch the running session's permission mode (from the next tool call on); the reply text."""
-    permissions = session.agent.permissions
-    before = permissions.mode
-    permissions.policy = permissions.policy.with_mode(mode)
-    session.agent.auto_approve = mode == "bypassPermissions"  # --yes no longer overrides a stricter mode
+    gate = session.agent.permissions
+    before = gate.mode
+    gate.policy = gate.policy.with_mode(mode)  # leaving bypassPermissions ends --yes too
     return f"permission mode: {before} → {mode} ({MODE_EFFECT[mode]})"
 
 
@@ -385,21 +404,19 @@ def cmd_permissions(session: "Session", arg: str) -> Reply:
     """Show the mode and rules, or switch the mode: ``/permissions plan``."""
     from memagent.permissions import MODES
 
-    policy = getattr(session.agent, "permissions", None)
+    gate = getattr(session.agent, "permissions", None)
     if arg:
         mode = mode_named(arg)
         if mode is None:
             return Reply(f"unknown permission mode {arg!r}; use one of: {', '.join(MODES)}", "red")
-        if policy is None:
-            return Reply("permissions: this session has no permission policy to switch", "red")
+        if gate is None:
+            return Reply("permissions: this session has no permission gate to switch", "red")
         return Reply(set_permission_mode(session, mode) + " · Shift-Tab cycles modes")
-    if policy is None:
+    if gate is None:
         return Reply("permissions: every tool call that changes something asks first (no rules)")
-    lines = ["Permissions:"] + [f"  {line}" for line in policy.describe()]
-    if session.agent.auto_approve:
-        lines.append("  --yes: every other tool call is approved without asking")
-    lines.append("  (rules come from config.toml, a trusted project's .memagent.toml and the 'always' answers "
-                 "saved for this project; `memagent trust --status` shows them)")
+    lines = ["Permissions:"] + [f"  {line}" for line in gate.describe()]
+    lines.append("  asks before a call that " + ", ".join(gate.policy.asks_for()))
+    lines.append("  ('always' approves exactly that call; `memagent doctor` shows the project's trust)")
     lines.append(f"  Switch with /permissions MODE ({', '.join(MODES)}) or Shift-Tab.")
     return Reply("\n".join(lines))
 
@@ -411,7 +428,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("tasks", "/tasks", "in-progress and ready tasks of the project's task graph", cmd_tasks),
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
-    Command("mcp", "/mcp", "MCP servers: status and tools", cmd_mcp),
+    Command("mcp", "/mcp [approve NAME]", "MCP servers: status and tools; approve a server's changed tool list", cmd_mcp),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
     Command("permissions", "/permissions [mode]", "the permission mode and rules, or switch the mode (Shift-Tab cycles)",
