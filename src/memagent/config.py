@@ -35,17 +35,7 @@ from memagent.paths import (  # re-exported: settings and paths are usually need
     memagent_home,
     project_paths,
 )
-
-# A current Claude Sonnet id; checked against the installed SDK's model list in tests.
-DEFAULT_MODEL = "claude-sonnet-5-5"
-# A cheaper model for summaries and memory extraction.
-DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
-
-# Context windows by model-name prefix; anything unknown gets the conservative default.
-CONTEXT_WINDOWS = {
-    "claude-": 200_000,
-}
-DEFAULT_CONTEXT_WINDOW = 200_000
+from memagent.models import DEFAULT_MODEL, DEFAULT_SMALL_MODEL, info as model_info, resolve as resolve_model
 
 ENV_PREFIX = "MEMAGENT_"
 
@@ -78,6 +68,7 @@ WIDENING_SETTINGS = (
     "require_review",
     "output_cap_chars",
     "saved_output_max_bytes",
+    "inline_max_tokens",
     "bash_timeout",
 )
 # Permission rules: every source's rules apply together (they are not replaced by a later file).
@@ -232,13 +223,18 @@ class Settings(BaseSettings):
     )
 
     model: str = Field(DEFAULT_MODEL, min_length=1)
-    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``)."""
+    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``): an id, or an alias of
+    :mod:`memagent.models` (``sonnet``, ``opus``, ``haiku``) resolved to the current id."""
     small_model: str = Field(DEFAULT_SMALL_MODEL, min_length=1)
-    """A cheaper model for compaction summaries and memory extraction."""
-    max_tokens: int = Field(8192, ge=1)
-    """Output-token limit of one model response."""
+    """A cheaper model for compaction summaries and memory extraction (aliases work too)."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Output-token limit of one model response; unset: the model's default (model registry)."""
     compact_tokens: int | None = Field(None, ge=1)
     """Auto-compaction threshold in tokens; unset: a quarter of the window, at most 50,000."""
+    inline_max_tokens: int | None = Field(None, ge=2_000)
+    """A user message or tool output estimated above this many tokens reaches the model as its
+    start and end plus a file it reads with read_file (the transcript keeps it whole); unset:
+    half the compaction threshold, at least 8,000 and at most a quarter of the context window."""
     keep_tool_results: int = Field(3, ge=0)
     """Micro-compaction keeps the newest N tool results verbatim in the request."""
     micro_compact_batch: int = Field(12, ge=1)
@@ -323,6 +319,11 @@ class Settings(BaseSettings):
     transcript_retention: int | None = Field(None, ge=1, le=100_000)
     """Days a transcript is kept (older ones are deleted at session start); unset keeps them all."""
 
+    @field_validator("model", "small_model")
+    @classmethod
+    def _resolve_alias(cls, value: str) -> str:
+        return resolve_model(value)
+
     @field_validator("chroma_url", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
@@ -364,10 +365,12 @@ class Settings(BaseSettings):
 
     @property
     def context_window(self) -> int:
-        for prefix, size in CONTEXT_WINDOWS.items():
-            if self.model.startswith(prefix):
-                return size
-        return DEFAULT_CONTEXT_WINDOW
+        return model_info(self.model).context_window
+
+    @property
+    def response_tokens(self) -> int:
+        """Output tokens asked per response: ``max_tokens``, else the model's default."""
+        return self.max_tokens or model_info(self.model).default_max_tokens
 
     @property
     def compaction_threshold(self) -> int:
@@ -375,6 +378,13 @@ class Settings(BaseSettings):
         if self.compact_tokens:
             return self.compact_tokens
         return min(self.context_window // 4, 50_000)
+
+    @property
+    def inline_limit_tokens(self) -> int:
+        """See ``inline_max_tokens``."""
+        if self.inline_max_tokens:
+            return self.inline_max_tokens
+        return max(8_000, min(self.compaction_threshold // 2, self.context_window // 4))
 
 
 def setting_names() -> list[str]:

@@ -33,15 +33,16 @@ from memagent.config import (
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import (
     ResumeError,
     Resumed,
-    latest_session_id,
     load_session,
     newest_of_logical_session,
     seed_conversation,
 )
+from memagent.context.sessions import choose_session
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
@@ -56,7 +57,7 @@ from memagent.features.todos import TodoFeature
 from memagent.llm.metered import meter_of
 from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
-from memagent.llm.tokens import preload as preload_tokenizer
+from memagent.llm.tokens import lazy_counter, preload as preload_tokenizer
 from memagent.paths import child_environment
 from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
@@ -99,6 +100,7 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+    kind: str = "interactive"  # recorded in session_start: interactive | headless | subagent
     # the user's own command line, so trusted: rules, folders and MCP servers for this run only
     allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
     disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
@@ -126,6 +128,7 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     trusted: bool = False  # the user trusts this project (its files may widen what memagent does)
     claude: ClaudeSettings = field(default_factory=ClaudeSettings)  # what Claude Code's settings files gave
+    resume_note: str | None = None  # which session -c chose and why, for the user
     logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
 
     @property
@@ -201,23 +204,29 @@ def _settings(
     return settings, notices
 
 
-def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
-    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
-    earlier session starts a new one with a warning."""
+def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str], str | None]:
+    """The session to continue, if any, its warnings, and (for ``-c``) which session was chosen
+    and why. ``-r`` with an unknown id is an error; ``-c`` with no earlier session starts a new
+    one with a warning. ``-c`` prefers the newest session that is interactive or did work
+    (:func:`memagent.context.sessions.choose_session`)."""
     if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
         raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
     if not (options.resume_id or options.continue_latest):
-        return None, []
-    session_id = latest_session_id(paths.transcripts)
+        return None, [], None
+    note = None
+    session_id = None
     if options.resume_id:  # the newest transcript of that logical session, else the id as given
         session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
     if session_id is None:
-        return None, ["no earlier session in this project to continue; starting a new one"]
+        choice = choose_session(paths.transcripts)
+        if choice is None:
+            return None, ["no earlier session in this project to continue; starting a new one"], None
+        session_id, note = choice.info.id, f"continuing {choice.describe()}"
     try:
         resumed = load_session(paths.transcripts, session_id)
     except ResumeError as exc:
         raise SetupError(str(exc), code=1) from None
-    return resumed, list(resumed.warnings)
+    return resumed, list(resumed.warnings), note
 
 
 def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
@@ -228,8 +237,20 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
+def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
+    """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
+    folder = paths.transcripts / session_id / "attachments"
+    try:
+        shown = folder.relative_to(paths.root).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return AttachmentShelf(folder, shown, settings.inline_limit_tokens,
+                           lazy_counter(settings.tokenizer, settings.tokenizer_json))
+
+
 def _open_conversation(
-    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str,
+    shelf: AttachmentShelf, warnings: list[str], kind: str,
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -241,11 +262,12 @@ def _open_conversation(
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
+        kind=kind,
         logical_session=logical,
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
-        seed_conversation(conversation, resumed)
+        warnings += seed_conversation(conversation, resumed, shelf)
     return conversation
 
 
@@ -400,7 +422,9 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
     )
 
 
-def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
+def _policy(
+    parts: Parts, features: list[Feature], system: list, registry: ToolRegistry, shelf: AttachmentShelf
+) -> CompactingContext:
     return CompactingContext(
         model=parts.model,
         settings=parts.settings,
@@ -411,6 +435,7 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
         reinject=[feature.reinject for feature in features],
         before_drop=[feature.before_drop for feature in features],
         requests=parts.compaction_requests,
+        shelf=shelf,
     )
 
 
@@ -559,7 +584,7 @@ def open_session(
     warnings += _trust_notices(paths, trust)
     warnings += claude.notes + added_notes
     settings = settings.model_copy(update={"hooks": settings.hooks.merged(claude.hooks)})
-    resumed, resume_warnings = _find_resume(paths, options)
+    resumed, resume_warnings, resume_note = _find_resume(paths, options)
     warnings += resume_warnings
     settings_trusted = trust.file_trusted(paths.project_config.name)
     gate = session_gate(paths, settings, session_mode(options, settings, claude), env,
@@ -571,7 +596,8 @@ def open_session(
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     logical = options.session_id or logical_session_id(resumed, session_id)
-    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
+    shelf = attachment_shelf(paths, settings, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical, shelf, warnings, options.kind)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
     shell = ShellConfig.from_settings(settings, paths.home, extra_env=dict(claude.env))
@@ -592,18 +618,18 @@ def open_session(
         tool_context=_tool_context(paths, settings, session_id, options.add_dirs),
         system=system,
         conversation=conversation,
-        context=_policy(parts, features, system, registry),
+        context=_policy(parts, features, system, registry, shelf),
         approver=notifying(approver, features),
         non_interactive=options.non_interactive,
         features=features,
-        config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
+        config=AgentConfig(model=settings.model, max_tokens=settings.response_tokens),
         permissions=gate,
     )
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
-        trusted=trust.trusted, claude=claude,
+        trusted=trust.trusted, claude=claude, resume_note=resume_note,
     )
 
 

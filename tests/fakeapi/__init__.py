@@ -29,6 +29,11 @@ four cache breakpoints). A violation is answered 400 ``invalid_request_error`` a
 ``errors``. A request that finds the script empty gets 500 "fake server: script exhausted"
 (with ``x-should-retry: false``) and is recorded in ``errors`` too.
 
+Too-long mode: ``FakeAnthropic(max_input_tokens=N)`` (``--max-input-tokens N``) answers 400
+``prompt is too long: X tokens > N maximum`` to any request estimated above N tokens, as the real
+API does above the model's window; ``count_tokens=False`` (``--no-count-tokens``) removes the
+count-tokens endpoint.
+
 Usage reported: ``input_tokens`` ≈ characters/4 of the request; when the request carries
 ``cache_control``, the prefix up to a breakpoint is "written" and a later request sharing a
 written prefix reports it as ``cache_read_input_tokens`` (``cache_creation_input_tokens`` for the

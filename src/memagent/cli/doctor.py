@@ -106,7 +106,10 @@ def store_report(paths: ProjectPaths, settings: Settings, embedder: Any = None) 
         from memagent.memory.service import MemoryService
 
         service = MemoryService.open(paths, settings, embedder=embedder)
-        return {"status": "ok", **plain(service.backend_info())}
+        service.stats()  # reads every card file, so unreadable ones are known
+        skipped = [n.removeprefix("skipped ") for n in service.notices() if n.startswith("skipped ")]
+        status = "ok" if not skipped else f"{plural(len(skipped), 'card file')} cannot be read (skipped)"
+        return {"status": status, "unreadable_cards": skipped, **plain(service.backend_info())}
     except Exception as exc:
         return {"status": "error: " + " ".join(str(exc).split())}
     finally:
@@ -278,6 +281,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  embedding  {embedding[0]}")
         lines += [f"             {more}" for more in embedding[1:]]
         lines.append(f"  store      {report['store']['status']}")
+        lines += [f"    ! {problem}" for problem in report["store"].get("unreadable_cards") or []]
         for label, store in (report["store"].get("stores") or {}).items():
             lines.append(f"    {label}: {store.get('location')} ({plural(int(store.get('active', 0)), 'active card')})")
     return "\n".join(lines) + "\n"

@@ -321,6 +321,9 @@ def search(
     root: Optional[Path] = RootOption,
 ) -> None:
     """Search memory (dense + lexical ranking), best first, with scores."""
+    if not query.strip():
+        fail('the search query is empty; usage: memagent memory search "QUERY" (`memagent memory list` shows every card)',
+             EXIT_USAGE)
     service = _open(ctx, root)
     with _indexing(service):
         hits: list[Hit] = _run(
@@ -525,7 +528,8 @@ def stats(
         size = info.get("size_bytes")
         on_disk = f", {size / 1_048_576:.1f} MiB on disk" if size else ""
         _out(f"  {label} store: {info['location']} ({info['active']} active, {info['inactive']} inactive{on_disk})")
-    _out(f"  embedder: {data['embedder']['name']} (dim {data['embedder']['dim']})")
+    embedder = data["embedder"]
+    _out(f"  embedder: {embedder['name']} ({embedder.get('model_id') or 'no model'}, dim {embedder['dim']})")
     learning = data["learning"]
     _out(
         f"  learning: {learning['extraction_runs']} extraction runs ({learning['failed_runs']} failed), "

@@ -202,7 +202,7 @@ class Reading(MemoryCore):
                 "by_scope": by_scope,
                 "by_source": dict(sorted(by_source.items())),
                 "stores": stores,
-                "embedder": {"name": self._embedder.preference_name(), "dim": self._embedder.known_dim()},
+                "embedder": self._embedder.describe(),
                 "near_duplicates": sum(len(s.catalog.near_duplicates()) for s in self._stores_in_use()
                                        if s.catalog.exists),
             }

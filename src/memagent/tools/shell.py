@@ -16,7 +16,8 @@
   sandbox of :mod:`memagent.tools.sandbox` when it can start (project writable, its power files
   read-only, home hidden, no network) — and never with a secret in its environment.
 * While it runs, new output is passed to ``ctx.progress`` (the REPL shows the last lines live);
-  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group.
+  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group,
+  and when the user interrupted it the model gets the output printed so far.
 * The saved full output is itself capped (``saved_output_max_bytes``): head and tail are kept
   and the total size is noted in the middle.
 """
@@ -42,7 +43,7 @@ from memagent.permissions.danger import dangerous_reason
 from memagent.permissions.effects import Effect, declares
 from memagent.redact import RedactingWriter
 from memagent.tools import claude_names
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolOutcome
+from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
 from memagent.tools.executor import Command, SandboxedExecutor
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from memagent.config import Settings
 
 MAX_TIMEOUT_SECONDS = 600.0
+INTERRUPTED_COMMAND = "The user interrupted this command; it and its child processes were killed."
 # Above this much output only the head and tail bytes are decoded.
 FULL_DECODE_LIMIT_BYTES = 64 * 1024 * 1024
 HEAD_SHARE = 0.4  # of the cap; the rest goes to the tail
@@ -237,6 +239,9 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
                 done = executor.run(Command(root, env, timeout, script=command), sink, progress=ctx.progress)
             except SandboxRefused as exc:
                 raise ToolError(f"{exc}. The command was not run.") from None
+            except ToolCancelled:  # the user interrupted it: the model gets what it printed so far
+                body = render_output(sink, ctx, shell.saved_output_max_bytes).rstrip("\n") or "(no output)"
+                return ToolOutcome(f"{INTERRUPTED_COMMAND}\nPartial output:\n{body}", is_error=True)
             output = render_output(sink, ctx, shell.saved_output_max_bytes)
         code, notice = done.code, done.notice
         prefix = notice + "\n" if notice else ""
