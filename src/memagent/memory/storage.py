@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from memagent.fsutil import atomic_write
+from memagent.memory import arrivals
 from memagent.memory.cardfiles import CardFileError, CardFiles, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError
@@ -138,6 +139,7 @@ class Store:
         if not changed and not removed and not gone_problems and catalog.get_meta("folders") == folders:
             return 0
         with self.locked(), catalog.transaction() as db:
+            arrived = []
             for card_id, path, stamp in changed:
                 if problems.get(str(path), ("", None))[1] == stamp:
                     continue  # still the same bad file: reported already
@@ -149,6 +151,9 @@ class Store:
                     continue
                 catalog.put(db, card, path, stamp, self.files.is_private(path))
                 catalog.clear_problems(db, [str(path)])
+                if card_id not in known:
+                    arrived.append(card_id)
+            arrivals.note(db, arrived)  # new files from outside still meet the correction rule
             catalog.remove(db, [cid for cid in removed if cid in known])
             catalog.clear_problems(db, gone_problems)
             catalog.set_meta(db, "folders", folders)
