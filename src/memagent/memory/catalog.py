@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from memagent.memory import card_facts
 from memagent.memory.cards import MemoryCard, iso_utc
 from memagent.memory.cardfiles import Stamp
 from memagent.memory.lexical import Corpus, LexicalIndex, score_query, term_counts, tokenize
@@ -153,6 +154,7 @@ class Catalog:
                 db.execute("PRAGMA secure_delete = ON")
                 db.execute("PRAGMA synchronous = NORMAL")
                 db.executescript(_SCHEMA)
+                card_facts.create_tables(db)
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 if found is None:
                     db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -248,6 +250,7 @@ class Catalog:
                 card.model_dump_json(),
             ),
         )
+        card_facts.put(db, card)
 
     def _adjust_totals(self, db: sqlite3.Connection, active: bool, n: int, length: float) -> None:
         db.execute("INSERT OR IGNORE INTO totals VALUES (?, 0, 0)", (int(active),))
@@ -268,6 +271,7 @@ class Catalog:
             if old[2] is not None:
                 db.execute("INSERT OR IGNORE INTO vector_deletes VALUES (?)", (card_id,))
             removed.append(card_id)
+        card_facts.remove(db, removed)
         return removed
 
     def clear(self, db: sqlite3.Connection) -> None:
@@ -275,6 +279,7 @@ class Catalog:
         for table in ("cards", "postings", "totals", "vector_deletes", "problems", "near_duplicates"):
             db.execute(f"DELETE FROM {table}")
         db.execute("DELETE FROM meta WHERE key != 'schema'")
+        card_facts.clear(db)
 
     def erase_checkpoint(self) -> None:
         """After an erasure: fold the write-ahead log into the file (zeroed pages) and empty it."""

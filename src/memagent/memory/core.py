@@ -9,16 +9,18 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
-from memagent.memory.cards import CARD_ID_RE, MemoryCard
+from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now
 from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
+from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.storage import Progress, Store
 from memagent.memory.store import EmbedderInfo
 
@@ -57,6 +59,9 @@ class MemoryCore:
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
+        self.clock: Callable[[], datetime] = utc_now  # "now" for time questions ("last week"); tests set it
+        self.retrieval = RetrievalParts()
+        self.recall = Recall(self.retrieval)
 
     # -- plumbing ------------------------------------------------------------------------
 

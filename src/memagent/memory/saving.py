@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from memagent.memory import arrivals
+from memagent.memory import arrivals, card_facts
 from memagent.memory.cards import MemoryCard, Provenance, utc_now
 from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Comparer, Decision, Neighbour, decide
@@ -169,6 +169,9 @@ class Saving(MemoryCore):
         if not neighbours:
             return Decision("add")
         duplicate_at = self.gate.duplicate_cosine if vector is not None else self.gate.duplicate_overlap
+        if not self.retrieval.corrections:  # switched off (a benchmark's ablation): near-duplicates only
+            best = max(neighbours, key=lambda n: n.similarity)
+            return Decision("duplicate", best) if best.similarity >= duplicate_at else Decision("add")
         return decide(card.content, card.created_at, neighbours, duplicate_at=duplicate_at,
                       comparer=comparer or self.comparer(vector is not None))
 
@@ -204,9 +207,18 @@ class Saving(MemoryCore):
     def _sync(self, *, vectors: bool, force: bool = False) -> None:
         """The core's sync, then the correction rule for card files that arrived from outside."""
         super()._sync(vectors=vectors, force=force)
-        if vectors:
-            for store in self._stores_in_use():
+        for store in self._stores_in_use():
+            self._fill_card_facts(store)
+            if vectors and self.retrieval.corrections:
                 self._judge_arrivals(store)
+
+    def _fill_card_facts(self, store: "Store") -> None:
+        """A catalog written before card facts existed gets them once (``memory.card_facts``)."""
+        catalog = store.open_catalog()
+        if card_facts.is_filled(catalog.db()):
+            return
+        with store.locked(), catalog.transaction() as db:
+            card_facts.fill(db)
 
     def _judge_arrivals(self, store: "Store") -> None:
         """Judge new card files (a pull, a rebuild) oldest first, as ``memory add`` would have:

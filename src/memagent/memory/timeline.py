@@ -1,0 +1,221 @@
+"""Dates and periods a text mentions, as time windows: "On 12 March 2026 …", "since April",
+"in Q2", "last spring", "the January outage", "last week".
+
+:func:`periods_in` reads a card's content relative to when it was written (so "last spring" in a
+card from September 2026 is spring 2026) and a question relative to today. Each mention becomes
+a half-open UTC window ``[start, end)`` as wide as what it names: a day, a week, a month (or a
+third of one: "early", "mid", "late"), a quarter, a season (meteorological, northern: spring is
+March–May), a year.
+
+Dates are parsed by ``dateparser`` (its ``search_dates``, English only, past dates preferred);
+seasons, quarters and halves, which it does not know, are read from a small vocabulary. Only what
+names a date is kept: dateparser also reads "at 04:30", "a second" or "we" as times, and those
+are dropped. It costs a few milliseconds per text and about half a second on first use (its
+import and first parse), so a text is only parsed when it contains a word that can start a date
+(:func:`mentions_time`), is cut to ``MAX_CHARS``, and the module is imported only here, inside
+the functions (never on the ``--help`` or ``tasks`` paths).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Iterator
+
+Period = tuple[datetime, datetime]
+
+MAX_CHARS = 600  # parse at most this much of a text (the dates of a card are near its start)
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+_MONTH_WORDS = frozenset(_MONTHS) | frozenset(m[:3] for m in _MONTHS) | {"sept"}
+_WEEKDAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
+_RELATIVE = frozenset(("yesterday", "today", "tomorrow", "ago", "week", "weeks"))
+_SEASON_MONTH = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+_THIRDS = {"early": (1, 11), "mid": (11, 21), "late": (21, 32)}
+_WORD = re.compile(r"[A-Za-z]+|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|\d+")
+_QUARTER = re.compile(r"\b(?:Q([1-4])|H([12]))(?:\s+(?:of\s+)?((?:19|20)\d\d))?\b")
+_ORDINAL_QUARTER = re.compile(r"\b(first|second|third|fourth) quarter(?:\s+of\s+((?:19|20)\d\d))?\b", re.I)
+_SEASON = re.compile(r"\b(?:(last|this|next|early|late)\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?\b",
+                     re.I)
+_MODIFIED_MONTH = re.compile(r"\b(early|mid|late)[\s-]+(?=" + "|".join(_MONTHS) + r")", re.I)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+_MAY_CONTEXT = frozenset("in since of during early mid late last this next until by from to before after the".split())
+
+
+def _is_month(word: str, previous: str, following: str) -> bool:
+    """A month name: a full name ("march", "March") or a capitalised abbreviation ("Mar"); "May"
+    only capitalised and where a month goes ("in May", "May 2026"), not "May I ask …"."""
+    low = word.lower()
+    if low not in _MONTH_WORDS:
+        return False
+    if low == "may":
+        return word == "May" and (previous.lower() in _MAY_CONTEXT or following[:1].isdigit())
+    return low in _MONTHS or word[:1].isupper()
+
+
+def mentions_time(text: str) -> bool:
+    """Whether ``text`` has a word a date could be made of (cheap; decides whether to parse)."""
+    words = _WORD.findall(text[:MAX_CHARS])
+    for i, word in enumerate(words):
+        low = word.lower()
+        previous, following = (words[i - 1] if i else ""), (words[i + 1] if i + 1 < len(words) else "")
+        if (_is_month(word, previous, following) or low in _WEEKDAYS or low in _RELATIVE
+                or low in _SEASON_MONTH or low in ("quarter", "month", "year") or "-" in word or "/" in word
+                or (word.isdigit() and len(word) == 4 and word[:2] in ("19", "20"))):
+            return True
+    return bool(_QUARTER.search(text[:MAX_CHARS]))
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def _month(year: int, month: int) -> Period:
+    start = datetime(year, month, 1, tzinfo=timezone.utc)
+    return start, datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+
+
+def _months(year: int, first: int, count: int) -> Period:
+    start = _month(year, first)[0]
+    last_year, last_month = year + (first + count - 2) // 12, (first + count - 2) % 12 + 1
+    return start, _month(last_year, last_month)[1]
+
+
+def _latest_start(candidates: list[Period], base: datetime, before: bool) -> Period:
+    """The latest window starting at or before ``base`` (``before``: ending before it too)."""
+    usable = [p for p in candidates if (p[1] <= base if before else p[0] <= base)]
+    return max(usable) if usable else min(candidates)
+
+
+def _season(word: str, modifier: str | None, year: str | None, base: datetime) -> Period:
+    first = _SEASON_MONTH[word.lower()]
+    if year:
+        return _months(int(year) - (first == 12), first, 3)
+    occurrences = [_months(y, first, 3) for y in range(base.year - 2, base.year + 2)]
+    modifier = (modifier or "").lower()
+    if modifier == "next":
+        return min(p for p in occurrences if p[0] > base)
+    if modifier == "last":
+        current = _latest_start(occurrences, base, before=False)
+        return _latest_start(occurrences, base, before=True) if current[1] > base else current
+    return _latest_start(occurrences, base, before=False)
+
+
+def _quarter(number: int, months: int, year: str | None, base: datetime) -> Period:
+    first = (number - 1) * months + 1
+    if year:
+        return _months(int(year), first, months)
+    return _latest_start([_months(y, first, months) for y in (base.year - 1, base.year)], base, before=False)
+
+
+def _vocabulary_periods(text: str, base: datetime) -> Iterator[tuple[int, int, Period]]:
+    """(start, end, window) of seasons, quarters and halves, which dateparser does not read."""
+    for match in _SEASON.finditer(text):
+        yield match.start(), match.end(), _season(match.group(2), match.group(1), match.group(3), base)
+    for match in _QUARTER.finditer(text):
+        quarter, half = match.group(1), match.group(2)
+        window = _quarter(int(quarter), 3, match.group(3), base) if quarter else _quarter(int(half), 6, match.group(3), base)
+        yield match.start(), match.end(), window
+    for match in _ORDINAL_QUARTER.finditer(text):
+        yield match.start(), match.end(), _quarter(_ORDINALS[match.group(1).lower()], 3, match.group(2), base)
+
+
+# --------------------------------------------------------------------------- dateparser
+
+
+def _granularity(phrase: str) -> str | None:
+    """What a date phrase names: "day", "week", "month" or "year"; ``None`` when it names no
+    date at all (a time of day, a duration, a stray word)."""
+    raw = _WORD.findall(phrase)
+    words = [w.lower() for w in raw]
+    has_month = any(_is_month(w, raw[i - 1] if i else "in", raw[i + 1] if i + 1 < len(raw) else "")
+                    for i, w in enumerate(raw))
+    if any("-" in w or "/" in w for w in words) or any(w in _WEEKDAYS or w in ("yesterday", "today", "tomorrow")
+                                                         for w in words):
+        return "day"
+    if has_month:
+        return "day" if any(w.isdigit() and len(w) <= 2 for w in words) else "month"
+    relative = bool({"last", "this", "next", "ago", "previous", "past", "coming"} & set(words))
+    if relative and ("week" in words or "weeks" in words):
+        return "week"
+    if relative and ("month" in words or "months" in words):
+        return "month"
+    if relative and ("year" in words or "years" in words) or any(w.isdigit() and len(w) == 4 for w in words):
+        return "year"
+    return None
+
+
+def _window(moment: datetime, granularity: str, modifier: str | None) -> Period:
+    moment = _utc(moment)
+    day = datetime(moment.year, moment.month, moment.day, tzinfo=timezone.utc)
+    if granularity == "day":
+        return day, day + timedelta(days=1)
+    if granularity == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    if granularity == "year":
+        return datetime(moment.year, 1, 1, tzinfo=timezone.utc), datetime(moment.year + 1, 1, 1, tzinfo=timezone.utc)
+    start, end = _month(moment.year, moment.month)
+    if modifier in _THIRDS:
+        first, last = _THIRDS[modifier]
+        return start.replace(day=first), min(end, start + timedelta(days=last - 1))
+    return start, end
+
+
+def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) -> Iterator[Period]:
+    from dateparser.search import search_dates
+
+    plain = list(text)
+    for start, end in masked:  # what the vocabulary read is not handed to dateparser again
+        plain[start:end] = " " * (end - start)
+    cleaned = _MODIFIED_MONTH.sub(lambda m: m.group(1) + " ", "".join(plain))
+    settings = {"RELATIVE_BASE": base.astimezone(timezone.utc).replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
+    found = search_dates(cleaned, languages=["en"], settings=settings) or []
+    position = 0
+    for phrase, moment in found:
+        at = cleaned.find(phrase, position)
+        position = max(position, at + len(phrase)) if at >= 0 else position
+        granularity = _granularity(phrase)
+        if granularity is None:
+            continue
+        before = cleaned[max(0, at - 8):at].lower().split() if at >= 0 else []
+        modifier = next((w for w in reversed(before) if w in _THIRDS), None) if before else None
+        yield _window(moment, granularity, modifier)
+
+
+def periods_in(text: str, base: datetime) -> list[Period]:
+    """Every window ``text`` names, read relative to ``base`` (when it was written, or now);
+    sorted and without repeats."""
+    text = text[:MAX_CHARS]
+    if not mentions_time(text):
+        return []
+    base = _utc(base)
+    vocabulary = list(_vocabulary_periods(text, base))
+    periods = {window for _, _, window in vocabulary}
+    periods.update(_parsed_periods(text, base, [(s, e) for s, e, _ in vocabulary]))
+    return sorted(periods)
+
+
+def hull(periods: list[Period]) -> Period | None:
+    """The smallest window holding all of ``periods``."""
+    if not periods:
+        return None
+    return min(p[0] for p in periods), max(p[1] for p in periods)
+
+
+def overlaps(a: Period, b: Period) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def warm_up() -> None:
+    """Import dateparser and parse once (about half a second), off the critical path."""
+    periods_in("on 12 March 2026", datetime.now(timezone.utc))
+
+
+__all__ = ["MAX_CHARS", "Period", "hull", "mentions_time", "overlaps", "periods_in", "warm_up"]
