@@ -115,7 +115,7 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
             content = " ".join(card.content.split())
             lines.append(
                 f"[Memory#{card.id}] score {hit.score:.3f} ({card.memory_type}, {card.scope}, "
-                f"conf {card.confidence:.2f}, {card.created_at.date().isoformat()}) {content}"
+                f"conf {card.confidence:.2f}, {card.created_at.date().isoformat()}) {content}{hit.history_note()}"
             )
         return "\n".join(lines)
 

@@ -149,6 +149,24 @@ class Understanding:
     def names(self) -> list[str]:
         return sorted(self.described | self.people)
 
+    def rewritten(self, query: str) -> str:
+        """The question in its own words with each description replaced by the name it stands
+        for ("how do I compile the deploy CLI?" → "how do I compile Harbor?")."""
+        if not self.described:
+            return query
+        name = " and ".join(sorted(self.described))
+        words = list(re.finditer(r"[\w'’-]+", query))
+        matched = [i for i, w in enumerate(words) if (terms := tokenize(w.group(0)))
+                   and all(t in self.description_terms for t in terms)]
+        if not matched:
+            return query
+        first, last = words[matched[0]], words[matched[-1]]
+        start = first.start()
+        if matched[0] > 0 and words[matched[0] - 1].group(0).lower() in ("the", "our", "this", "that"):
+            start = words[matched[0] - 1].start()
+        possessive = "'s" if last.group(0).lower().endswith(("'s", "’s")) else ""
+        return query[:start] + name + possessive + query[last.end():]
+
     def lexical_query(self, query: str) -> str:
         """The query for the lexical index: described systems by their names instead of their
         descriptions (the card that defines a name is not the answer to every question about

@@ -57,7 +57,7 @@ class Injection(Reading):
         if not hits:
             return None
         lines = [Marker.MEMORIES.value]
-        lines.extend(self._block_with_staleness(hit.card) for hit in hits)
+        lines.extend(self._block_with_staleness(hit.card) + hit.history_note() for hit in hits)
         lines.append(CITE_INSTRUCTION)
         return "\n".join(lines)
 

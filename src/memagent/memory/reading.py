@@ -12,6 +12,11 @@ from memagent.memory.core import MemoryCore
 from memagent.memory.storage import Store
 
 
+HISTORY_DEPTH = 2  # predecessors shown with a current card
+HISTORY_CHARS = 120  # of each predecessor's text, in a history note
+CHAIN_SLACK = 3  # extra ranked cards fetched, since folding chains can merge results
+
+
 @dataclass
 class Hit:
     """A ranked card; ``history`` holds the cards it corrected (newest first), which are shown
@@ -22,9 +27,16 @@ class Hit:
     parts: dict[str, float] = field(default_factory=dict)
     history: list[MemoryCard] = field(default_factory=list)
 
+    def history_note(self, width: int = HISTORY_CHARS) -> str:
+        """`` (corrects [Memory#m_…] of 2026-01-12: "…")`` for each card this one corrected, or ""."""
+        notes = []
+        for old in self.history:
+            text = " ".join(old.content.split())
+            text = text if len(text) <= width else text[: width - 1].rstrip() + "…"
+            notes.append(f'{old.citation()} of {old.created_at.date().isoformat()}: "{text}"')
+        return f" (corrects {'; '.join(notes)})" if notes else ""
 
-HISTORY_DEPTH = 2  # predecessors shown with a current card
-CHAIN_SLACK = 3  # extra ranked cards fetched, since folding chains can merge results
+
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,7 @@ class Reading(MemoryCore):
         plan = self.recall.understand(query, stores, now)
         pool = candidate_pool(k) * (4 if wanted.memory_type or wanted.scope else 1)
         classes = (True, False)  # superseded cards answer through their successor
-        vector = self._embed([query])[0] if self.dim > 0 else None
+        vector = self._embed([plan.dense_query])[0] if self.dim > 0 else None  # described systems by name
         dense: list[tuple[str, float]] = []
         lexical: list[tuple[str, float]] = []
         signals = {}

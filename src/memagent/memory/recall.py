@@ -44,6 +44,7 @@ class Plan:
     """One query, understood: the text to search lexically and what ranking should know."""
 
     lexical_query: str
+    dense_query: str
     facts: QueryFacts
     understanding: Understanding
     index: EntityIndex
@@ -81,7 +82,7 @@ class Recall:
         understanding = index.understand(query) if index else Understanding()
         facts = QueryFacts(systems=understanding.systems, asks_person=bool(index.people) and asks_for_person(query),
                            period=query_window(query, now), described=understanding.described)
-        return Plan(understanding.lexical_query(query), facts, understanding, index)
+        return Plan(understanding.lexical_query(query), understanding.rewritten(query), facts, understanding, index)
 
     def enrich(self, store: "Store", signals: dict[str, CardSignals], plan: Plan) -> None:
         """Add card facts to the signals of this store's candidates, in place."""
