@@ -19,6 +19,9 @@ Baselines, over the same card texts and questions: **dense** = plain MiniLM cosi
 **BM25** = plain Okapi BM25 order (memagent's tokenizer, ``LexicalIndex.search(raw=True)``).
 Metrics: R@1, R@5 (an evidence card in the top 1 / 5) and MRR@5, per split and per kind.
 
+``--without-dates`` imports the cards without their ``created_at`` (a hand-written file): they
+are then dated at import time, in file order, and only the dates in their text remain.
+
 ``--ablate`` adds one memagent row per part switched off (corrections on import, entity
 expansion, dates from the text, and all three), each on a fresh store.
 """
@@ -190,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ablate", action="store_true", help="add a row per part switched off")
     parser.add_argument("--misses", choices=["dev", "test"], help="list the questions missed at rank 1")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
+    parser.add_argument("--without-dates", action="store_true",
+                        help="import the cards without created_at (they are dated at import, in file order)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"error: no benchmark data at {args.data}", file=sys.stderr)
@@ -197,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     from memagent.memory.embeddings import load_embedder
 
     cards, questions, now = load(args.data)
+    if args.without_dates:
+        cards = [{k: v for k, v in card.items() if k != "created_at"} for card in cards]
     embedder = load_embedder("onnx")
     ranked, imported = memagent_rankings(cards, questions, now, embedder)
     methods = {"memagent": ranked}

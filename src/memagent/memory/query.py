@@ -148,20 +148,38 @@ def query_window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
     """The period a query names ("in July 2022", "mid-March", "this spring", "last week", "the
     January outage"), read relative to ``now`` by ``memory.timeline``; None when it names none.
     A month without a year is its latest occurrence not after ``now``."""
-    from memagent.memory.timeline import hull, mentions_time, periods_in
+    asked = _asked(text, now)
+    return None if asked is None else asked[0]
 
-    if not mentions_time(text):
+
+def _asked(text: str, now: datetime) -> tuple[tuple[datetime, datetime], bool] | None:
+    from memagent.memory.timeline import asked_period, mentions_time
+
+    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    return asked_period(text, now) if mentions_time(text) else None
+
+
+def mention_window(window: tuple[datetime, datetime], until: datetime | None = None) -> tuple[datetime, datetime]:
+    """``window`` widened to whole months, then by the slack with which things are written down
+    about a period (a card created in the result may be about it), and up to ``until`` for a
+    period counted back from now ("last year": anything written since may be about it)."""
+    start = datetime(window[0].year, window[0].month, 1, tzinfo=timezone.utc)
+    last = window[1] - timedelta(microseconds=1)
+    end = datetime(last.year + (last.month == 12), last.month % 12 + 1, 1, tzinfo=timezone.utc) + _AFTER_SLACK
+    return start - _BEFORE_SLACK, max(end, until) if until is not None else end
+
+
+def time_windows(text: str, now: datetime) -> tuple[tuple[datetime, datetime], tuple[datetime, datetime]] | None:
+    """(the period the query names, the window in which a card about it was probably written)."""
+    asked = _asked(text, now)
+    if asked is None:
         return None
-    return hull(periods_in(text, now))
-
-
-def mention_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime]:
-    """``window`` widened by the slack with which things are written down about it: a card
-    created in the result may be about the period."""
-    return window[0] - _BEFORE_SLACK, window[1] + _AFTER_SLACK
+    window, counted_back = asked
+    until = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)) if counted_back else None
+    return window, mention_window(window, until)
 
 
 def query_time_range(text: str, now: datetime) -> tuple[datetime, datetime] | None:
     """The window in which a card about the period the query names was probably written."""
-    window = query_window(text, now if now.tzinfo else now.replace(tzinfo=timezone.utc))
-    return None if window is None else mention_window(window)
+    windows = time_windows(text, now)
+    return None if windows is None else windows[1]

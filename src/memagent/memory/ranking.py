@@ -48,7 +48,7 @@ from typing import Mapping, Sequence
 FUSIONS = ("adaptive", "weighted", "rrf")
 SCOPE_PRIORITY = {"session": 1.0, "project": 0.5, "user": 0.0}
 CURRENT_CANDIDATES = 5  # a present-tense question orders this many leading candidates by age
-WRITTEN_THEN = 0.75  # time signal of a card written in the named period whose text names no time in it
+WRITTEN_THEN = 0.75  # time signal of a card written in the named period, when others' texts name a time in it
 TIME_EVIDENCE_CANDIDATES = 20  # a period the query names counts if one of this many leading candidates is from it
 
 
@@ -80,11 +80,13 @@ class CardSignals:
 class QueryFacts:
     """What the store understood about a query beyond its words (``memory.entities``,
     ``memory.timeline``): the systems it names or describes, whether it asks for a person
-    ("who signs off on …"), and the time window it names (``None``: read from the text here)."""
+    ("who signs off on …"), and the time window it names (``memory.query.time_windows``).
+    Without facts, :func:`rank` reads the time window from the query text itself."""
 
     systems: frozenset[str] = frozenset()
     asks_person: bool = False
     period: tuple[datetime, datetime] | None = None
+    written: tuple[datetime, datetime] | None = None  # when a card about that period was probably written
     described: frozenset[str] = frozenset()  # the systems it called by a description, not by name
 
 
@@ -292,27 +294,30 @@ class QueryContext:
     systems: frozenset[str] = frozenset()
     asks_person: bool = False
     described: frozenset[str] = frozenset()
+    dated_in_text: bool = False  # a leading candidate's text names a time in the window
 
     @classmethod
     def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime,
                    outside_period: float = 0.0, facts: QueryFacts | None = None) -> "QueryContext":
         if not query:
             return cls()
-        from memagent.memory.query import asks_about_present, mention_window, query_time_range
+        from memagent.memory.query import asks_about_present, time_windows
 
-        facts = facts or QueryFacts()
+        if facts is None:
+            windows = time_windows(query, now)
+            facts = QueryFacts(period=windows[0], written=windows[1]) if windows else QueryFacts()
         words = frozenset(_name_words(query))
         people = frozenset(c.person for c in cards if c.person and _mentions(words, c.person))
-        window = facts.period if facts.period is not None else query_time_range(query, now)
-        said_then = mention_window(window) if window is not None else None
+        window, said_then = facts.period, facts.written
         leading = cards[:TIME_EVIDENCE_CANDIDATES]
         if window is not None and not any(_in_window(c, window, said_then) for c in leading):
             window = said_then = None
+        dated_in_text = window is not None and any(_names_time_in(c, window) for c in leading)
         rivals = frozenset(c.id for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None)
         rival_times = [_as_utc(c.created_at) for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None]
         span = (min(rival_times), max(rival_times)) if rival_times and asks_about_present(query) else None
         return cls(words, people, said_then, span, outside_period, rivals, window, facts.systems, facts.asks_person,
-                   facts.described)
+                   facts.described, dated_in_text)
 
     def current_signal(self, card: CardSignals) -> float:
         """0..1 by creation time among the candidates when the query asks about the present."""
@@ -332,10 +337,10 @@ class QueryContext:
             return 0.5
         if card.created_at is None and not card.periods:
             return 0.5
-        if any(start < self.named_window[1] and self.named_window[0] < stop for start, stop in card.periods):
-            return 1.0  # the text names a time in the window
+        if _names_time_in(card, self.named_window):
+            return 1.0
         if _in_window(card, self.named_window, self.time_range):
-            return WRITTEN_THEN  # written around then, about whatever
+            return WRITTEN_THEN if self.dated_in_text else 1.0  # a date in a text is better evidence
         return self.outside_period
 
     def entity_signal(self, card: CardSignals) -> float:
@@ -353,6 +358,10 @@ class QueryContext:
         if not self.asks_person:
             return 0.5
         return 1.0 if card.names_person else 0.0
+
+
+def _names_time_in(card: CardSignals, window: tuple[datetime, datetime]) -> bool:
+    return any(start < window[1] and window[0] < stop for start, stop in card.periods)
 
 
 def _in_window(card: CardSignals, window: tuple[datetime, datetime],

@@ -76,12 +76,14 @@ class Recall:
         return merged
 
     def understand(self, query: str, stores: Sequence["Store"], now: datetime) -> Plan:
-        from memagent.memory.query import asks_for_person, query_window
+        from memagent.memory.query import asks_for_person, time_windows
 
         index = self.entity_index(stores)
         understanding = index.understand(query) if index else Understanding()
+        windows = time_windows(query, now)
         facts = QueryFacts(systems=understanding.systems, asks_person=bool(index.people) and asks_for_person(query),
-                           period=query_window(query, now), described=understanding.described)
+                           period=windows[0] if windows else None, written=windows[1] if windows else None,
+                           described=understanding.described)
         return Plan(understanding.lexical_query(query), understanding.rewritten(query), facts, understanding, index)
 
     def enrich(self, store: "Store", signals: dict[str, CardSignals], plan: Plan) -> None:

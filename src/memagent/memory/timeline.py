@@ -7,13 +7,15 @@ a half-open UTC window ``[start, end)`` as wide as what it names: a day, a week,
 third of one: "early", "mid", "late"), a quarter, a season (meteorological, northern: spring is
 March–May), a year.
 
-Dates are parsed by ``dateparser`` (its ``search_dates``, English only, past dates preferred);
-seasons, quarters and halves, which it does not know, are read from a small vocabulary. Only what
-names a date is kept: dateparser also reads "at 04:30", "a second" or "we" as times, and those
-are dropped. It costs a few milliseconds per text and about half a second on first use (its
-import and first parse), so a text is only parsed when it contains a word that can start a date
-(:func:`mentions_time`), is cut to ``MAX_CHARS``, and the module is imported only here, inside
-the functions (never on the ``--help`` or ``tasks`` paths).
+Dates are parsed by ``dateparser`` (``DateDataParser.get_date_data``: English only, past dates
+preferred, with its own granularity — day, week, month, year). What it is given is found here:
+runs of date words that name a date (a month, weekday, year or full date: "on 4th October, 2023",
+"the December 2025"; or a qualified unit: "last week", "two weeks ago"), so "at 04:30", "a
+second" or "we" are never read as dates. Seasons, quarters and halves, which dateparser does not
+know, come from a small vocabulary. A parse costs a couple of milliseconds, and about half a
+second on first use (the import and the first parse): a text is only parsed when it contains a
+word a date can be made of (:func:`mentions_time`), it is cut to ``MAX_CHARS``, and dateparser is
+imported only inside these functions (never on the ``--help`` or ``tasks`` paths).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def _is_month(word: str, previous: str, following: str) -> bool:
     if low not in _MONTH_WORDS:
         return False
     if low == "may":
-        return word == "May" and (previous.lower() in _MAY_CONTEXT or following[:1].isdigit())
+        day_before = previous[:1].isdigit() and len(previous.rstrip("stndrh")) <= 2  # "1 May", "3rd May"
+        return word == "May" and (previous.lower() in _MAY_CONTEXT or following[:1].isdigit() or day_before)
     return low in _MONTHS or word[:1].isupper()
 
 
@@ -114,41 +117,92 @@ def _quarter(number: int, months: int, year: str | None, base: datetime) -> Peri
     return _latest_start([_months(y, first, months) for y in (base.year - 1, base.year)], base, before=False)
 
 
-def _vocabulary_periods(text: str, base: datetime) -> Iterator[tuple[int, int, Period]]:
-    """(start, end, window) of seasons, quarters and halves, which dateparser does not read."""
+def _vocabulary_periods(text: str, base: datetime) -> Iterator[tuple[int, int, Period, bool]]:
+    """(start, end, window, relative) of seasons, quarters and halves, which dateparser does not read."""
     for match in _SEASON.finditer(text):
-        yield match.start(), match.end(), _season(match.group(2), match.group(1), match.group(3), base)
+        window = _season(match.group(2), match.group(1), match.group(3), base)
+        yield match.start(), match.end(), window, match.group(3) is None
     for match in _QUARTER.finditer(text):
         quarter, half = match.group(1), match.group(2)
         window = _quarter(int(quarter), 3, match.group(3), base) if quarter else _quarter(int(half), 6, match.group(3), base)
-        yield match.start(), match.end(), window
+        yield match.start(), match.end(), window, match.group(3) is None
     for match in _ORDINAL_QUARTER.finditer(text):
-        yield match.start(), match.end(), _quarter(_ORDINALS[match.group(1).lower()], 3, match.group(2), base)
+        yield (match.start(), match.end(), _quarter(_ORDINALS[match.group(1).lower()], 3, match.group(2), base),
+               match.group(2) is None)
 
 
 # --------------------------------------------------------------------------- dateparser
 
+_TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|\d+(?:st|nd|rd|th)?|[A-Za-z]+|,")
+_QUALIFIERS = frozenset(("last", "this", "next", "ago", "past", "previous", "coming"))
+_UNITS = frozenset(("day", "days", "week", "weeks", "weekend", "month", "months", "year", "years"))
+_COUNTS = frozenset(("a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                     "eleven", "twelve", "few", "couple", "of"))
+_DAYS = frozenset(("yesterday", "today", "tomorrow"))
 
-def _granularity(phrase: str) -> str | None:
-    """What a date phrase names: "day", "week", "month" or "year"; ``None`` when it names no
-    date at all (a time of day, a duration, a stray word)."""
-    raw = _WORD.findall(phrase)
-    words = [w.lower() for w in raw]
-    has_month = any(_is_month(w, raw[i - 1] if i else "in", raw[i + 1] if i + 1 < len(raw) else "")
-                    for i, w in enumerate(raw))
-    if any("-" in w or "/" in w for w in words) or any(w in _WEEKDAYS or w in ("yesterday", "today", "tomorrow")
-                                                         for w in words):
-        return "day"
-    if has_month:
-        return "day" if any(w.isdigit() and len(w) <= 2 for w in words) else "month"
-    relative = bool({"last", "this", "next", "ago", "previous", "past", "coming"} & set(words))
-    if relative and ("week" in words or "weeks" in words):
-        return "week"
-    if relative and ("month" in words or "months" in words):
-        return "month"
-    if relative and ("year" in words or "years" in words) or any(w.isdigit() and len(w) == 4 for w in words):
-        return "year"
+
+def _token_kind(word: str, previous: str, following: str) -> str | None:
+    """What a word can be inside a date phrase: an ``anchor`` (it names a date), ``glue``
+    (a day number, a count, "the", ",", "of"), a ``qualifier`` or a ``unit``; ``None`` outside."""
+    low = word.lower()
+    if _is_month(word, previous, following) or low in _WEEKDAYS or low in _DAYS or "-" in word or "/" in word:
+        return "anchor"
+    if word.isdigit() and len(word) == 4 and word[:2] in ("19", "20"):
+        return "anchor"
+    if low in _QUALIFIERS:
+        return "qualifier"
+    if low in _UNITS:
+        return "unit"
+    if word[:1].isdigit() and len(word.rstrip("stndrh")) <= 2 or low in _COUNTS or low in ("the", ","):
+        return "glue"
     return None
+
+
+def _date_phrases(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every run of date words that names a date: a month, weekday, year or
+    full date ("on 4th October, 2023", "August 3, 2023", "the December 2025"), or a qualified unit
+    ("last week", "two weeks ago", "this year")."""
+    tokens = list(_TOKEN.finditer(text))
+    words = [t.group(0) for t in tokens]
+    kinds = [_token_kind(w, words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else "")
+             for i, w in enumerate(words)]
+    i = 0
+    while i < len(tokens):
+        if kinds[i] is None:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(tokens) and kinds[j + 1] is not None:
+            j += 1
+        run, end = kinds[i:j + 1], j + 1
+        while i <= j and words[i].lower() in ("the", ",", "of"):
+            i += 1
+        while j >= i and words[j] in (",", "the", "of", "a", "an"):
+            j -= 1
+        if i <= j and ("anchor" in run or ("qualifier" in run and "unit" in run)):
+            yield tokens[i].start(), tokens[j].end()
+        i = end
+
+
+def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) -> Iterator[tuple[Period, bool]]:
+    """Windows of the date phrases dateparser reads (see :func:`_date_phrases`), each with
+    whether it is relative (no year or full date in it: read from ``base``)."""
+    from dateparser.date import DateDataParser
+
+    plain = list(text)
+    for start, end in masked:  # what the vocabulary read is not handed to dateparser again
+        plain[start:end] = " " * (end - start)
+    cleaned = _MODIFIED_MONTH.sub(lambda m: m.group(1) + " ", "".join(plain))
+    settings = {"RELATIVE_BASE": base.astimezone(timezone.utc).replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
+    parser = DateDataParser(languages=["en"], settings=settings)
+    for start, end in _date_phrases(cleaned):
+        phrase = cleaned[start:end]
+        found = parser.get_date_data(phrase)
+        if found.date_obj is None or found.period not in ("day", "week", "month", "year"):
+            continue
+        before = cleaned[max(0, start - 8):start].lower().split()
+        modifier = next((w for w in reversed(before) if w in _THIRDS), None)
+        yield _window(found.date_obj, found.period, modifier), _is_relative(phrase)
 
 
 def _window(moment: datetime, granularity: str, modifier: str | None) -> Period:
@@ -168,38 +222,43 @@ def _window(moment: datetime, granularity: str, modifier: str | None) -> Period:
     return start, end
 
 
-def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) -> Iterator[Period]:
-    from dateparser.search import search_dates
-
-    plain = list(text)
-    for start, end in masked:  # what the vocabulary read is not handed to dateparser again
-        plain[start:end] = " " * (end - start)
-    cleaned = _MODIFIED_MONTH.sub(lambda m: m.group(1) + " ", "".join(plain))
-    settings = {"RELATIVE_BASE": base.astimezone(timezone.utc).replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
-    found = search_dates(cleaned, languages=["en"], settings=settings) or []
-    position = 0
-    for phrase, moment in found:
-        at = cleaned.find(phrase, position)
-        position = max(position, at + len(phrase)) if at >= 0 else position
-        granularity = _granularity(phrase)
-        if granularity is None:
-            continue
-        before = cleaned[max(0, at - 8):at].lower().split() if at >= 0 else []
-        modifier = next((w for w in reversed(before) if w in _THIRDS), None) if before else None
-        yield _window(moment, granularity, modifier)
 
 
-def periods_in(text: str, base: datetime) -> list[Period]:
-    """Every window ``text`` names, read relative to ``base`` (when it was written, or now);
-    sorted and without repeats."""
+def _mentions(text: str, base: datetime) -> list[tuple[Period, bool]]:
+    """Every (window, relative) ``text`` names; relative: read from ``base`` ("last week", "in
+    March") rather than stated in full ("12 March 2026", "Q2 2026")."""
     text = text[:MAX_CHARS]
     if not mentions_time(text):
         return []
     base = _utc(base)
     vocabulary = list(_vocabulary_periods(text, base))
-    periods = {window for _, _, window in vocabulary}
-    periods.update(_parsed_periods(text, base, [(s, e) for s, e, _ in vocabulary]))
-    return sorted(periods)
+    found = [(window, relative) for _, _, window, relative in vocabulary]
+    found += list(_parsed_periods(text, base, [(s, e) for s, e, _, _ in vocabulary]))
+    return found
+
+
+def periods_in(text: str, base: datetime) -> list[Period]:
+    """Every window ``text`` names, read relative to ``base`` (when it was written, or now);
+    sorted and without repeats."""
+    return sorted({window for window, _ in _mentions(text, base)})
+
+
+def asked_period(text: str, now: datetime) -> tuple[Period, bool] | None:
+    """The one window a question asks about — the hull of what it names, where a date stated in
+    full overrides relative words around it ("the week before August 3, 2023" is about August) —
+    and whether it was counted back from now ("last week", "a year ago", "this spring")."""
+    found = _mentions(text, now)
+    stated = [window for window, relative in found if not relative]
+    window = hull(stated or [window for window, _ in found])
+    if window is None:
+        return None
+    counted_back = not stated and any(w.lower() in _QUALIFIERS for w in _WORD.findall(text))
+    return window, counted_back
+
+
+def _is_relative(phrase: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(phrase)]
+    return not any(len(w) == 4 and w.isdigit() or "-" in w or "/" in w for w in words)
 
 
 def hull(periods: list[Period]) -> Period | None:
@@ -218,4 +277,4 @@ def warm_up() -> None:
     periods_in("on 12 March 2026", datetime.now(timezone.utc))
 
 
-__all__ = ["MAX_CHARS", "Period", "hull", "mentions_time", "overlaps", "periods_in", "warm_up"]
+__all__ = ["MAX_CHARS", "Period", "asked_period", "hull", "mentions_time", "overlaps", "periods_in", "warm_up"]
