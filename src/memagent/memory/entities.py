@@ -66,7 +66,7 @@ class Mention:
 
 
 def _clean_name(raw: str) -> str | None:
-    name = " ".join(raw.split()).strip(" '\u2019")
+    name = " ".join(raw.split()).strip(" .'\u2019")
     if name.endswith(("'s", "\u2019s")):
         name = name[:-2]
     if not name or name.split()[0].lower() in _NOT_NAMES or len(name) > 60:
@@ -144,6 +144,7 @@ class Understanding:
     people: frozenset[str] = frozenset()
     described: frozenset[str] = frozenset()  # systems found by a description, not by name
     description_terms: frozenset[str] = frozenset()  # the query's terms that made up those descriptions
+    about_itself: bool = False  # the question has no other words: "what is the ingestion pipeline?"
 
     @property
     def names(self) -> list[str]:
@@ -152,7 +153,7 @@ class Understanding:
     def rewritten(self, query: str) -> str:
         """The question in its own words with each description replaced by the name it stands
         for ("how do I compile the deploy CLI?" → "how do I compile Harbor?")."""
-        if not self.described:
+        if not self.described or self.about_itself:
             return query
         name = " and ".join(sorted(self.described))
         words = list(re.finditer(r"[\w'’-]+", query))
@@ -173,6 +174,8 @@ class Understanding:
         it), and the names of the people whose role it mentions added."""
         if not self.names:
             return query
+        if self.about_itself:
+            return " ".join([query, *self.names])
         kept = [t for t in tokenize(query) if t not in self.description_terms]
         return " ".join([*kept, *self.names])
 
@@ -218,7 +221,9 @@ class EntityIndex:
                 used |= matched
         people = {n for n, roles in self.people.items() if any(_holds(terms, role, topic, named | described, self)
                                                                for role, topic in roles)}
-        return Understanding(frozenset(named | described), frozenset(people), frozenset(described), frozenset(used))
+        itself = bool(described) and all(t in used or t in GENERIC_HEADS for t in terms)
+        return Understanding(frozenset(named | described), frozenset(people), frozenset(described), frozenset(used),
+                             itself)
 
 
 def _describes(terms: Sequence[str], words: Sequence[str], description: str) -> set[str]:

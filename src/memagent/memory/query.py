@@ -126,7 +126,8 @@ def asks_about_present(text: str) -> bool:
 
 _PERSON_QUESTION = re.compile(
     r"^\W*(?:who|whom|whose)\b|\b(?:who|whom)(?:'s|\s+(?:should|do|does|can|could|would|will|to|is|are|was|"
-    r"needs?|has|have|decides?|signs?|owns?|approves?|maintains?|leads?|runs?))\b|"
+    r"needs?|has|have|decides?|signs?|owns?|approves?|maintains?|leads?|runs?)|\s+(?:i|we|you)\s+"
+    r"(?:should|need|must|can|could|ask|talk))\b|"
     r"\bwhich\s+(?:person|engineer|teammate|developer|colleague|reviewer|owner)\b|\bwhose\s+approval\b",
     re.IGNORECASE)
 

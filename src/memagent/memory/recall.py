@@ -83,7 +83,7 @@ class Recall:
         windows = time_windows(query, now)
         facts = QueryFacts(systems=understanding.systems, asks_person=bool(index.people) and asks_for_person(query),
                            period=windows[0] if windows else None, written=windows[1] if windows else None,
-                           described=understanding.described)
+                           described=frozenset() if understanding.about_itself else understanding.described)
         return Plan(understanding.lexical_query(query), understanding.rewritten(query), facts, understanding, index)
 
     def enrich(self, store: "Store", signals: dict[str, CardSignals], plan: Plan) -> None:
