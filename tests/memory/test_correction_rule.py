@@ -207,3 +207,15 @@ def test_the_comparer_embeds_each_masked_text_once(embedder):
     for _ in range(3):
         comparer.verdict("Alice owns billing.", "Bob owns billing now.")
     assert sum(len(c) for c in calls) == 2
+
+
+def test_import_from_another_tool_keeps_links_made_with_its_own_ids(service):
+    report = service.import_cards([
+        _record("The tax client times out after 30 seconds.", 1, id="T-7"),
+        _record("The tax client timeout was raised to 90 seconds.", 6, id="T-8", supersedes="T-7"),
+        _record("The tax service is called over gRPC.", 2, id="T-9", supersedes="T-404"),  # not in this import
+    ])
+    assert report.refused == [] and report.added == 3 and report.superseded == 1
+    cards = {c.provenance.original_id: c for c in service.list(include_all=True)}
+    assert cards["T-8"].supersedes == cards["T-7"].id and cards["T-7"].superseded_by == cards["T-8"].id
+    assert cards["T-7"].status == "superseded" and cards["T-9"].supersedes is None

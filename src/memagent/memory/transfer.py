@@ -1,7 +1,7 @@
 """Export and import: every card as JSON-ready dicts, and cards brought from dicts through the gate.
 
 Imported records may come from another tool: an id that is not a memagent id is replaced by a
-new one and kept as ``provenance.original_id``. Links (``supersedes``/``superseded_by``) to cards
+new one and kept as ``provenance.original_id``; links between records by such ids follow. Links (``supersedes``/``superseded_by``) to cards
 that are neither in this store nor in the same import are dropped: re-importing an old export
 after a ``forget`` never links a card to the erased one.
 """
@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from memagent.memory.cards import CARD_ID_RE, MemoryCard
+from memagent.memory.cards import CARD_ID_RE, MemoryCard, new_card_id
 from memagent.memory.corrections import Decision, Neighbour
 from memagent.memory.erasure import Erasure
 from memagent.memory.gate import check_card
@@ -44,6 +44,13 @@ class ImportReport:
 @dataclass(frozen=True)
 class _Known:
     incoming: set[str]  # ids of the records being imported
+    renamed: dict[str, str]  # foreign id (another tool's) -> the memagent id it gets here
+
+    @classmethod
+    def of(cls, items: Sequence[Any]) -> "_Known":
+        ids = [str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id") is not None]
+        renamed = {raw: new_card_id() for raw in ids if not CARD_ID_RE.match(raw)}
+        return cls(set(ids), renamed)
 
 
 class Transfer(Saving, Erasure):
@@ -70,7 +77,7 @@ class Transfer(Saving, Erasure):
         report = ImportReport()
         with self._lock, self._guard("import"):
             self._sync(vectors=True)
-            known = _Known({str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id")})
+            known = _Known.of(items)
             cards = self._gated(items, report, known)
             cards.sort(key=lambda c: c.created_at)  # stable: file order among equal times
             for start in range(0, len(cards), IMPORT_BATCH):
@@ -112,6 +119,8 @@ class Transfer(Saving, Erasure):
                     report.duplicates += 1
                     continue
                 card = self._apply_decision(card, decision, pending, stored_links, report)
+            elif card.active and card.supersedes:  # the record says it corrects a card: retire that one
+                self._retire(card.supersedes, card.id, pending, stored_links, report)
             pending[card.id] = (card, vector)
         by_store: dict[str, list[tuple[MemoryCard, bool, list[float] | None]]] = {}
         for card, vector in pending.values():
@@ -124,6 +133,21 @@ class Transfer(Saving, Erasure):
             report.added += len(items)
         for card_id, link in stored_links:
             self._link_stored(card_id, **link)
+
+    def _retire(self, older_id: str, newer_id: str, pending: dict[str, tuple[MemoryCard, list[float] | None]],
+                stored_links: list[tuple[str, dict[str, str]]], report: ImportReport) -> None:
+        """Mark ``older_id`` (imported earlier, or stored) superseded by ``newer_id`` if it is
+        still active."""
+        if older_id in pending:
+            older, vector = pending[older_id]
+            if older.active:
+                pending[older_id] = (older.model_copy(update={"status": "superseded", "superseded_by": newer_id}), vector)
+                report.superseded += 1
+            return
+        stored = self._get_many([older_id]).get(older_id)
+        if stored is not None and stored.active:
+            stored_links.append((older_id, {"superseded_by": newer_id}))
+            report.superseded += 1
 
     def _apply_decision(self, card: MemoryCard, decision: Decision,
                         pending: dict[str, tuple[MemoryCard, list[float] | None]],
@@ -158,13 +182,18 @@ class Transfer(Saving, Erasure):
             return None, "missing content"
         raw_id = data.get("id")
         if raw_id is not None and not (isinstance(raw_id, str) and CARD_ID_RE.match(raw_id)):
-            data.pop("id")
+            data["id"] = known.renamed[str(raw_id)]
             provenance = dict(data.get("provenance") or {}) if isinstance(data.get("provenance"), Mapping) else {}
             provenance["original_id"] = str(raw_id)[:200]
             data["provenance"] = provenance
         for link in ("supersedes", "superseded_by"):
             target = data.get(link)
-            if target is not None and not self._linkable(target, known):
+            if target is None:
+                continue
+            target = known.renamed.get(str(target), target)  # a link by the other tool's id
+            if self._linkable(target, known):
+                data[link] = target
+            else:
                 data.pop(link)
         if data.get("scope") == "project" and not data.get("scope_id"):
             data["scope_id"] = self._project_scope_id
@@ -178,7 +207,7 @@ class Transfer(Saving, Erasure):
         card forgotten since the export."""
         if not isinstance(target, str):
             return False
-        return target in known.incoming or self._locate(target) is not None
+        return target in known.incoming or target in known.renamed.values() or self._locate(target) is not None
 
 
 class _Similarities:
