@@ -198,6 +198,9 @@ def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) ->
     for start, end in _date_phrases(cleaned):
         phrase = cleaned[start:end]
         found = parser.get_date_data(phrase)
+        if found.date_obj is None:  # "last December", "last week of October 2023": the named part
+            named = " ".join(w for w in phrase.split() if _token_kind(w, "in", "") in ("anchor", "glue"))
+            found = parser.get_date_data(named) if named and named != phrase else found
         if found.date_obj is None or found.period not in ("day", "week", "month", "year"):
             continue
         before = cleaned[max(0, start - 8):start].lower().split()
@@ -246,13 +249,15 @@ def periods_in(text: str, base: datetime) -> list[Period]:
 def asked_period(text: str, now: datetime) -> tuple[Period, bool] | None:
     """The one window a question asks about — the hull of what it names, where a date stated in
     full overrides relative words around it ("the week before August 3, 2023" is about August) —
-    and whether it was counted back from now ("last week", "a year ago", "this spring")."""
+    and whether it was counted back from now in units ("last week", "a year ago"; not "last
+    December", which names its month)."""
     found = _mentions(text, now)
     stated = [window for window, relative in found if not relative]
     window = hull(stated or [window for window, _ in found])
     if window is None:
         return None
-    counted_back = not stated and any(w.lower() in _QUALIFIERS for w in _WORD.findall(text))
+    words = {w.lower() for w in _WORD.findall(text)}
+    counted_back = not stated and bool(words & _QUALIFIERS) and bool(words & _UNITS)  # "last week", "a year ago"
     return window, counted_back
 
 
