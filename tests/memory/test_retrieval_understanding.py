@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memagent.memory import card_facts
+from memagent.memory.injection import CITATION_RE as CITATION
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=timezone.utc)
 CARDS = {
@@ -124,3 +125,15 @@ def test_a_catalog_from_before_card_facts_is_filled_on_the_next_search(store, pa
 def test_each_part_can_be_switched_off(store):
     store.retrieval.entities = False
     assert store.recall.understand("How do I compile the deploy CLI?", store._stores_in_use(), NOW).facts.systems == frozenset()
+
+
+def test_the_injected_block_keeps_its_budget_and_the_best_card(service):
+    long_text = "Harbor's rollout runbook: " + " ".join(f"step {i} checks the canary metrics." for i in range(40))
+    service.save("Harbor rolls out with a 5 minute canary before promoting.", "procedure")
+    for i in range(4):
+        service.save(f"{long_text} Variant {i} for cluster prod-{i}.", "procedure")
+    block = service.context_for_turn("How does the Harbor rollout and canary work?")
+    cited = CITATION.findall(block)
+    assert 1 <= len(cited) < 5 and len(block) <= service.knobs.block_chars + 600  # + marker and instruction
+    huge = service.context_for_turn("Which runbook steps check the canary metrics for prod-3?")
+    assert len(CITATION.findall(huge)) >= 1  # the best card goes in even when it alone is over budget

@@ -28,7 +28,8 @@ from memagent.memory.store import EmbedderInfo
 class MemoryKnobs:
     """The memory settings the service uses (built from ``config.Settings``)."""
 
-    k: int = 5
+    k: int = 6
+    block_chars: int = 2400  # budget of the injected memory block
     min_relevance: float | None = None  # None: the ranking's default threshold
     session_card_days: float = 7.0
     archive_after_days: float = 180.0

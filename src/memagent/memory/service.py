@@ -48,6 +48,7 @@ def gate_of(settings: "Settings") -> GateConfig:
 def knobs_of(settings: "Settings") -> MemoryKnobs:
     return MemoryKnobs(
         k=settings.memory_k,
+        block_chars=settings.memory_block_chars,
         min_relevance=settings.memory_min_relevance,
         session_card_days=settings.memory_session_card_days,
         archive_after_days=settings.memory_archive_after_days,
