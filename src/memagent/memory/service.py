@@ -134,9 +134,9 @@ class MemoryService(Transfer):
                 store.close()
 
     def warm_up(self) -> None:
-        """Load the embedder, bring the indexes up to date with the files and open them, and do
-        the periodic clean-up (expired session cards, archival). Meant for a background thread at
-        session start: searches wait on the lock."""
+        """Load the embedder, bring the indexes up to date with the files and open them, do the
+        periodic clean-up (expired session cards, archival) and load the date parser. Meant for a
+        background thread at session start: searches wait on the lock."""
         with self._lock, self._guard("warm-up"):
             for store in self._stores_in_use():
                 store.sync_files(force=True)
@@ -144,6 +144,9 @@ class MemoryService(Transfer):
             for store in self._stores_in_use():
                 store.vector_index(self._embedder_info(), create=False)
         self.maintain()
+        from memagent.memory.timeline import warm_up as read_a_date
+
+        read_a_date()  # dateparser's import and first parse (half a second) off the first question
 
     def maintain(self) -> int:
         """Erase session cards of other sessions older than the session-card lifetime, and archive
