@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
     "config": {"paths"},
     "__main__": {"cli"},
-    "trust": {"config", "paths", "errors", "fsutil"},
+    "trust": {"config", "paths", "errors", "fsutil", "redact"},
     "permissions": {"config", "paths", "errors", "markers", "trust"},
     "todo": {"markers", "errors"},
     "commands_md": {"config", "paths", "errors", "fsutil"},

@@ -114,3 +114,15 @@ def test_doctor_shows_the_permission_mode_and_trust(run_cli, project, cli_env):
     assert result.returncode == 0, result.stderr
     assert "mode     default (0 allow, 0 ask, 1 deny rules, 0 saved for this project)" in result.stdout
     assert "not trusted" in result.stdout and "asks for auto_approve, permission_mode" in result.stdout
+
+
+def test_a_saved_rule_never_keeps_a_secret(tmp_path):
+    """An "always" answer on a command holding a key saves the rule redacted (it will ask again)."""
+    from memagent.trust import save_rule, saved_rules
+
+    home, root = tmp_path / "home", tmp_path / "project"
+    root.mkdir()
+    key = "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc9x"
+    save_rule(home, root, f"Bash(curl -u {key}: https://api.stripe.com/v1/charges)")
+    assert key not in (home / "projects.json").read_text()
+    assert saved_rules(home, root) == ["Bash(curl -u [REDACTED:stripe-key]: https://api.stripe.com/v1/charges)"]

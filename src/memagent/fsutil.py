@@ -7,8 +7,12 @@ cannot leave an empty file behind; callers that rewrite many small files at once
 graph) may trade that for speed, since a crashed *process* is safe either way.
 
 Private data folders (:func:`private_dir`) are created 0700, their files 0600, and may carry
-their own ``.gitignore`` of ``*``: transcripts, saved outputs, the task graph and the REPL
-history are nobody else's to read, and not meant to be committed by a ``git add -A``.
+their own ``.gitignore`` of ``*``: transcripts, saved outputs, the task graph, private memory
+cards and the REPL history are nobody else's to read, and not meant to be committed by a
+``git add -A``. Every folder memagent creates for its data (:func:`make_dirs`), and every
+missing parent on the way to it (``$MEMAGENT_HOME`` itself, when the first command to run is
+``memagent memory add`` or ``memagent mcp serve``), is created 0700: whichever command runs first,
+nothing memagent writes is readable by other users.
 """
 
 from __future__ import annotations
@@ -31,15 +35,17 @@ def _default_mode() -> int:
     return 0o644
 
 
-def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mode: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically; an existing file keeps its permissions."""
+def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mode: bool = True,
+                 new_mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically; an existing file keeps its permissions, a new one
+    gets ``new_mode`` (default: 0666 less the umask). ``keep_mode=False``: 0600 always."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     mode = None
     if keep_mode:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
-            mode = _default_mode()
+            mode = _default_mode() if new_mode is None else new_mode
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -61,13 +67,31 @@ PRIVATE_FILE_MODE = 0o600
 IGNORE_EVERYTHING = "*\n"
 
 
+def make_dirs(path: Path) -> Path:
+    """Create ``path`` and every missing parent with mode 0700 (``Path.mkdir(parents=True)``
+    would give the parents the default mode); folders that exist are left as they are."""
+    missing: list[Path] = []
+    cursor = path
+    while not cursor.exists():
+        missing.append(cursor)
+        if cursor.parent == cursor:
+            break
+        cursor = cursor.parent
+    for folder in reversed(missing):
+        with suppress(FileExistsError):  # another process made it first
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+    if not path.is_dir():
+        path.mkdir()  # raises the reason: a file in the way, a dangling link
+    return path
+
+
 def private_dir(path: Path, *, gitignore: bool = False) -> Path:
     """Make ``path`` (and missing parents) with mode 0700; tighten it if it already exists.
 
     With ``gitignore``, a ``.gitignore`` containing ``*`` is added when missing (an existing one,
     perhaps edited by the user, is kept).
     """
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    make_dirs(path)
     with suppress(OSError):  # a folder owned by someone else: writing will say why
         if path.stat().st_mode & 0o077:
             os.chmod(path, PRIVATE_DIR_MODE)

@@ -30,6 +30,7 @@ from filelock import FileLock, Timeout
 
 from memagent.config import WIDENING_SETTINGS
 from memagent.fsutil import atomic_write, private_dir
+from memagent.redact import redact
 
 STORE_NAME = "projects.json"
 LOCK_TIMEOUT_SECONDS = 10.0
@@ -112,6 +113,7 @@ class TrustStore:
                 key = project_key(root)
                 record = ProjectRecord.from_dict(projects.get(key))
                 change(record)
+                record.allow = [redact(rule) for rule in record.allow]  # a rule never keeps a secret
                 projects[key] = record.to_dict()
                 body = json.dumps({"version": 1, "projects": projects}, indent=2, ensure_ascii=False) + "\n"
                 atomic_write(self.path, body, keep_mode=False)

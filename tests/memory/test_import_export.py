@@ -25,7 +25,14 @@ def test_round_trip_into_a_fresh_project(open_service, tmp_path, isolated_env):
     assert report.refused == [] and report.duplicates == 0 and report.added == 4
     assert progress[-1] == (4, 4)
     again = target.export()
-    assert sorted(again, key=lambda r: r["id"]) == sorted(exported, key=lambda r: r["id"])
+    # an import is the user's act, not their words: every card comes back as project knowledge
+    # the user vouched for (source import, user scope lowered to project); the rest is kept
+    assert {r["source"] for r in again} == {"import"}
+    assert {r["id"]: r["scope"] for r in again} == {a.id: "project", b.id: "project", c.id: "project", d.id: "session"}
+    unchanged = ("content", "memory_type", "confidence", "importance", "status", "created_at", "supersedes",
+                 "superseded_by", "files", "provenance")
+    assert sorted(({k: r[k] for k in unchanged} for r in again), key=lambda r: r["content"]) == sorted(
+        ({k: r[k] for k in unchanged} for r in exported), key=lambda r: r["content"])
     assert target.get(b.id).status == "superseded" and target.get(b.id).superseded_by == c.id
     assert [x.id for x in target.chain(c.id)] == [b.id, c.id]
 
@@ -56,6 +63,7 @@ def test_import_minimal_records_through_the_gate(service):
     assert "missing content" in reasons[5]
     assert "confidence" in reasons[6]
     assert "memory_type" in reasons[7]
-    lisbon = [card for card in service.list(scope="user")]
-    assert len(lisbon) == 1 and lisbon[0].created_at.year == 2025 and lisbon[0].source == "user"
+    assert service.list(scope="user") == []  # an imported card never claims the user's own scope
+    lisbon = [card for card in service.list(scope="project") if "Lisbon" in card.content]
+    assert len(lisbon) == 1 and lisbon[0].created_at.year == 2025 and lisbon[0].source == "import"
     assert service.get("m_0123456789ab") is not None

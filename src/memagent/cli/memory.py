@@ -423,6 +423,8 @@ class SourceChoice(str, Enum):
     assistant = "assistant"
     tool = "tool"
     system = "system"
+    import_ = "import"
+    repository = "repository"
 
 
 @app.command("forget")

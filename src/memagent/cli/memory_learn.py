@@ -1,16 +1,20 @@
 """`memagent memory profile` and `memagent memory review` (registered on the `memory` app).
 
 ``profile`` prints the user and project profiles aggregated from active cards (``--json``).
-``review`` walks the newest automatic cards — pending ones first when ``require_review`` is
-set — and asks, for each, keep / edit / forget / skip / quit. Without a terminal on stdin it
-only lists them and says how to review. Nothing here imports anthropic.
+``review`` first shows the repository's cards this machine did not write (see
+``memory.provenance``) — every one in a project the user has not trusted, where they wait here
+before they are used, and those that claim more than they earned in a trusted one — and asks
+accept / forget / skip for each; ``--accept ID`` accepts without asking. Then it walks the newest
+automatic cards — pending ones first when ``require_review`` is set — and asks, for each, keep /
+edit / forget / skip / quit. Without a terminal on stdin it only lists them and says how to
+review. Nothing here imports anthropic.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -20,6 +24,7 @@ from memagent.ui.safe_text import printable
 if TYPE_CHECKING:
     from memagent.paths import ProjectPaths
     from memagent.memory.hygiene import ReviewItem
+    from memagent.memory.provenance import Standing
     from memagent.memory.service import MemoryService
 
 WIDTH = 100
@@ -100,24 +105,38 @@ def review_command(
     ctx: typer.Context,
     root: Optional[Path] = RootOption,
     limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many cards to review."),
+    accept: Optional[List[str]] = typer.Option(
+        None, "--accept", help="Accept this repository card (id or unique prefix) as it is; repeatable.",
+        show_default=False),
     as_json: bool = JsonOption,
 ) -> None:
-    """Review the newest automatic memories: keep, edit or forget each."""
+    """Review repository cards this machine did not write (accept or forget), then the newest
+    automatic memories (keep, edit or forget)."""
     from memagent.memory.history import LearningHistory
     from memagent.memory.hygiene import review_queue
+    from memagent.trust import is_trusted
 
     service, paths = _open_service(ctx, root)
+    if accept:
+        _accept(service, accept)
+        return
+    trusted = is_trusted(paths.home, paths.root)
+    standings = _guarded(lambda: service.repository_cards(every_one=not trusted))[:limit]
     history = LearningHistory.for_paths(paths)
     items = _guarded(lambda: review_queue(service, history, limit))
+    items = [item for item in items if item.card.source != "repository"]
     if as_json:
         print_json(
-            [
+            [_standing_json(standing, held=not trusted) for standing in standings]
+            + [
                 {"card": item.card.model_dump(mode="json"), "pending": item.pending,
-                 "intended_action": item.intended_action, "target_id": item.target_id}
+                 "intended_action": item.intended_action, "target_id": item.target_id, "repository": None}
                 for item in items
             ]
         )
         return
+    if standings:
+        _review_repository(service, standings, trusted, _interactive_terminal())
     pairs = _guarded(service.near_duplicates)
     if pairs:
         _review_duplicates(service, pairs, _interactive_terminal())
@@ -133,6 +152,64 @@ def review_command(
         )
         return
     _interactive(service, history, paths, items)
+
+
+def _accept(service: "MemoryService", ids: list[str]) -> None:
+    for memory_id in ids:
+        try:
+            full = _guarded(lambda: service.resolve(memory_id))
+        except LookupError as exc:
+            fail(str(exc), EXIT_FAILURE)
+        card = _guarded(lambda: service.accept(full))
+        if card is None:
+            fail(f"{full} is not a card of this project's store", EXIT_FAILURE)
+        typer.echo(f"Accepted {full}: it now stands as its file says.")
+
+
+def _standing_json(standing: "Standing", held: bool) -> dict[str, Any]:
+    return {
+        "card": standing.earned.model_dump(mode="json"),
+        "pending": held,
+        "intended_action": None,
+        "target_id": None,
+        "repository": {
+            "claimed": standing.claimed.model_dump(mode="json"),
+            "overclaims": standing.overclaims,
+            "file": str(standing.path),
+        },
+    }
+
+
+def _describe_standing(standing: "Standing") -> str:
+    earned = standing.earned
+    claims = ", ".join(standing.overclaims)
+    lines = [
+        f"{earned.id}  [repository] {earned.memory_type}, counted as {earned.scope}, from the repository, "
+        f"conf {earned.confidence:.2f}" + (f"; the file claims {claims}" if claims else ""),
+        f"    {_short(earned.content)}",
+    ]
+    return "\n".join(lines)
+
+
+def _review_repository(service: "MemoryService", standings: list["Standing"], trusted: bool,
+                       interactive: bool) -> None:
+    """Card files this machine did not write (a clone, a pull, an edit by someone else)."""
+    why = ("they claim more than they earned" if trusted
+           else "this project is not trusted: they are not used until you accept them")
+    typer.echo(f"{len(standings)} repository card{'' if len(standings) == 1 else 's'} this machine did not write ({why}):")
+    for standing in standings:
+        typer.echo(printable(_describe_standing(standing)))
+        if not interactive:
+            continue
+        choice = typer.prompt("  [a]ccept, [f]orget, [s]kip", default="s").strip().lower()[:1]
+        if choice == "a":
+            _guarded(lambda: service.accept(standing.earned.id))
+            typer.echo("    accepted")
+        elif choice == "f":
+            _guarded(lambda: service.forget([standing.earned.id]))
+            typer.echo("    forgotten")
+    if not interactive:
+        typer.echo("Accept one with `memagent memory review --accept ID`, or erase it with `memagent memory forget ID`.")
 
 
 def _review_duplicates(service: "MemoryService", pairs: list[tuple[str, str, float]], interactive: bool) -> None:

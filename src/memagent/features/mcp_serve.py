@@ -96,8 +96,10 @@ def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
         cards = _call(lambda: service.list(memory_type=args.memory_type, scope=args.scope, limit=args.limit))
         if not cards:
             return "No memories yet."
+        from memagent.memory.consolidation import trust_label
+
         return "\n".join(
-            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, "
+            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, {trust_label(c.source)}, "
             f"{c.created_at.date().isoformat()}) {' '.join(c.content.split())}"
             for c in cards
         )
@@ -126,9 +128,12 @@ def serve_stdio(paths: "ProjectPaths", settings: "Settings") -> None:
     def open_memory() -> "MemoryService":
         from memagent.memory.service import MemoryService, MemoryUnavailable
 
+        from memagent.trust import is_trusted
+
         if not settings.memory_enabled:
             raise MemoryUnavailable("memory is turned off in the settings")
-        return MemoryService.open(paths, settings, session_id="")
+        return MemoryService.open(paths, settings, session_id="",
+                                  hold_repository_cards=not is_trusted(paths.home, paths.root))
 
     memory = LazyMemory(open_memory)
     registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks)))

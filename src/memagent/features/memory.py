@@ -171,8 +171,11 @@ def open_memory(
         from memagent.memory.service import MemoryService, MemoryUnavailable
     except ImportError as exc:  # a broken install must not stop the agent
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
+    from memagent.trust import is_trusted
+
     try:
-        service = MemoryService.open(paths, settings, session_id)
+        service = MemoryService.open(paths, settings, session_id,
+                                     hold_repository_cards=not is_trusted(paths.home, paths.root))
     except MemoryUnavailable as exc:
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)

@@ -105,6 +105,8 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
     def memory_search(args: MemorySearchInput, ctx: ToolContext) -> str:
         """Search long-term memory; returns ranked memories with ids and scores, best first.
         Cite a memory you rely on as [Memory#id]."""
+        from memagent.memory.consolidation import trust_label
+
         service = _service(service_factory)
         hits = _call(lambda: service.search(args.query, args.k, memory_type=args.memory_type, scope=args.scope))
         if not hits:
@@ -115,7 +117,8 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
             content = " ".join(card.content.split())
             lines.append(
                 f"[Memory#{card.id}] score {hit.score:.3f} ({card.memory_type}, {card.scope}, "
-                f"conf {card.confidence:.2f}, {card.created_at.date().isoformat()}) {content}{hit.history_note()}"
+                f"conf {card.confidence:.2f}, {trust_label(card.source)}, {card.created_at.date().isoformat()}) "
+                f"{content}{hit.history_note()}"
             )
         return "\n".join(lines)
 

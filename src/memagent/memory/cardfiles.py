@@ -22,9 +22,11 @@ body::
     ---
     Use pytest-xdist for the test suite.
 
-Files are written atomically. A file that cannot be read (bad YAML, a field out of range, an id
-that does not match its file name) is reported by name by :meth:`CardFiles.read` and skipped by
-every scan; it never takes memory down.
+Files are written atomically and created 0600 (git keeps no permissions but the executable
+bit, so committed cards are unaffected); private cards (``private/``) stay 0600 in a 0700 folder. A file
+that cannot be read (bad YAML, a field out of range, an id that does not match its file name) is
+reported by name by :meth:`CardFiles.read` and skipped by every scan; a file whose name is not
+UTF-8 is named by :meth:`CardFiles.misnamed` and skipped too. None of them takes memory down.
 """
 
 from __future__ import annotations
@@ -33,13 +35,16 @@ import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import yaml
 from pydantic import ValidationError
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs, private_dir
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
+
+if TYPE_CHECKING:
+    from memagent.memory.provenance import Witness
 
 SHARED_DIR = "cards"
 PRIVATE_DIR = "private"
@@ -152,7 +157,7 @@ class CardFiles:
     def ensure_layout(self, identity: str | None = None) -> None:
         """Create the folders, the ``.gitignore`` that keeps the index and private cards out of
         git and, given one, the project's identity file (see ``memory.identity``)."""
-        self.shared.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.shared)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             atomic_write(ignore, GITIGNORE, durable=False)
@@ -164,23 +169,39 @@ class CardFiles:
                 atomic_write(marker, identity + "\n", durable=False)
 
     identity: str | None = None  # the project's identity, recorded with its first card
+    # records what is written and judges what is read (see ``memory.provenance``); None: the
+    # files stand as written (the user's own store)
+    witness: "Witness | None" = None
 
     def write(self, card: MemoryCard, private: bool, *, durable: bool = True) -> Path:
         """Write (or rewrite) the card's file atomically; a card moving between shared and private
         loses its old file."""
         self.ensure_layout(self.identity)
         path = self.path_for(card.id, private)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, render(card), durable=durable)
+        if private:
+            private_dir(path.parent)
+        data = render(card).encode("utf-8")
+        atomic_write(path, data, durable=durable, keep_mode=not private, new_mode=PRIVATE_FILE_MODE)
+        if self.witness is not None:
+            self.witness.wrote(card, data)
         other = self.path_for(card.id, not private)
         if other.exists():
             other.unlink()
         return path
 
-    def read(self, path: Path) -> MemoryCard:
-        """The card in ``path``; raises :class:`CardFileError` naming the file."""
+    def read(self, path: Path, *, as_claimed: bool = False) -> MemoryCard:
+        """The card in ``path`` as far as it is earned (see ``memory.provenance``), or as the file
+        claims it with ``as_claimed``; raises :class:`CardFileError` naming the file."""
+        card, data = self.read_with_bytes(path)
+        if self.witness is None or as_claimed:
+            return card
+        return self.witness.earned(card, data)
+
+    def read_with_bytes(self, path: Path) -> tuple[MemoryCard, bytes]:
+        """The card as its file claims it, and the file's bytes."""
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise CardFileError(f"{path}: not UTF-8 text") from None
         except OSError as exc:
@@ -188,7 +209,7 @@ class CardFiles:
         card = parse(text, str(path))
         if card.id != path.stem:
             raise CardFileError(f"{path}: its id {card.id} does not match the file name")
-        return card
+        return card, data
 
     def delete(self, card_id: str) -> Path | None:
         """Remove the card's file; returns the path removed, if any."""
@@ -214,7 +235,7 @@ class CardFiles:
         for folder in self.folders():
             for entry in _entries(folder):
                 name = entry.name
-                if not name.endswith(SUFFIX) or name.startswith("."):
+                if not name.endswith(SUFFIX) or name.startswith(".") or not _utf8(name):
                     continue
                 try:
                     st = entry.stat()
@@ -225,6 +246,26 @@ class CardFiles:
 
     def is_private(self, path: Path) -> bool:
         return path.parent == self.private
+
+    def misnamed(self) -> list[str]:
+        """One line per card file whose name is not UTF-8 (skipped by every scan), the name shown
+        with its undecodable bytes escaped."""
+        found = []
+        for folder in self.folders():
+            for entry in _entries(folder):
+                if entry.name.endswith(SUFFIX) and not _utf8(entry.name):
+                    shown = os.fsencode(entry.path).decode("utf-8", errors="backslashreplace")
+                    found.append(f"{shown}: the file name is not UTF-8; rename it to <id>.md")
+        return found
+
+
+def _utf8(name: str) -> bool:
+    """A name the file system gave as valid UTF-8 (undecodable bytes arrive as surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _entries(folder: Path) -> Iterator[os.DirEntry]:

@@ -19,7 +19,9 @@ MemoryType = Literal[
     "preference", "fact", "skill", "habit", "event", "context", "constraint", "decision", "procedure"
 ]
 Scope = Literal["user", "project", "session"]
-Source = Literal["user", "assistant", "tool", "system"]
+# "import": brought in by ``memagent memory import``; "repository": a card file this machine did
+# not write (team knowledge, see ``memory.provenance``)
+Source = Literal["user", "assistant", "tool", "system", "import", "repository"]
 Status = Literal["active", "superseded", "contradicted", "archived"]
 
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from memagent.fsutil import make_dirs
 from memagent.memory import card_facts
 from memagent.memory.cards import MemoryCard, iso_utc
 from memagent.memory.cardfiles import Stamp
@@ -146,7 +147,7 @@ class Catalog:
 
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.path.parent)
             try:
                 db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                      check_same_thread=False)

@@ -32,7 +32,7 @@ from memagent.memory.extraction import find_json_object
 from memagent.memory.screening import Candidate
 
 Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
-TRUST = {"user": 3, "system": 3, "assistant": 2, "tool": 1}
+TRUST = {"user": 3, "system": 3, "assistant": 2, "import": 2, "tool": 1, "repository": 1}
 NEIGHBOURS = 3  # similar cards shown per candidate
 # Calibrated relevance (0..1) for a card to count as similar, and how far below the best
 # neighbour another may be. Measured on bench/bench_learning.py: cards about the same subject
@@ -259,12 +259,14 @@ class Consolidator:
 
 
 TRUST_LABELS = {"user": "user-stated", "system": "user-stated", "assistant": "agent-inferred",
-                "tool": "from tool output, unverified"}
+                "tool": "from tool output, unverified", "import": "imported by the user",
+                "repository": "from the repository, unverified"}
 
 
 def trust_label(source: str) -> str:
     """How far to trust a card, by where it was learned, for the injected ``[Memory#id]`` block:
-    ``user-stated``, ``agent-inferred`` or ``from tool output, unverified``."""
+    ``user-stated``, ``agent-inferred``, ``imported by the user``, ``from tool output,
+    unverified`` or ``from the repository, unverified``."""
     return TRUST_LABELS.get(source, "unverified")
 
 

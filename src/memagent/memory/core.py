@@ -20,6 +20,7 @@ from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
+from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.storage import Progress, Store
 from memagent.memory.store import EmbedderInfo
@@ -60,6 +61,10 @@ class MemoryCore:
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
+        # judges the project's card files (see ``memory.provenance``); set by ``MemoryService.open``
+        self.witness: Witness | None = None
+        # a session or MCP server in an untrusted project: repository cards wait in review
+        self.hold_repository = False
         self.clock: Callable[[], datetime] = utc_now  # "now" for time questions ("last week"); tests set it
         self.retrieval = RetrievalParts()
         self.recall = Recall(self.retrieval)
@@ -117,6 +122,7 @@ class MemoryCore:
             found.extend(store.notices)
             store.notices.clear()
             found.extend(f"skipped {problem}" for problem in store.problems())
+            found.extend(f"skipped {problem}" for problem in store.files.misnamed())
         return found
 
     # -- keeping the index in step with the files ----------------------------------------
@@ -201,7 +207,10 @@ class MemoryCore:
         return matches[0]
 
     def _visible(self, entry: Entry) -> bool:
-        """Session cards of other sessions are not shown to this session."""
+        """Session cards of other sessions are not shown to this session, nor repository cards
+        that wait in review (``hold_repository``)."""
+        if self.hold_repository and entry.source == REPOSITORY:
+            return False
         if entry.scope != "session" or not self.session_id:
             return True
         return entry.scope_id == self.session_id

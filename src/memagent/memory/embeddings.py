@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
 
 from memagent.errors import one_line
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -362,7 +362,7 @@ def graph_cache_path(weights_sha256: str, cache_dir: Path | None = None) -> Path
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """The shared atomic write, into a cache folder that may not exist yet."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     atomic_write(path, data, durable=True)
 
 

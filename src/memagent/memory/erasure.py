@@ -108,6 +108,8 @@ class Erasure(Injection):
             tracked = git_tracked([p for p in files if not store.files.is_private(p)])
             report.erased.extend(store.erase(sorted(ids)))
             report.tracked.extend(tracked)
+        if report.erased and self.witness is not None:
+            self.witness.ledger.forget(report.erased)
         if report.erased and self._on_forget is not None:
             self._on_forget(report.erased)
         return report

@@ -3,6 +3,12 @@
 The checks here are pure: they look at a candidate card and return a refusal reason or ``None``.
 The service runs them *before* anything is written, so a refused card never touches disk. The
 near-duplicate decision needs the store and lives in the service; the thresholds live here.
+
+Secrets are refused in every card. Personal data (e-mail addresses, phone numbers, payment card
+numbers, IBANs) is refused in every card that can leave this machine (project cards in
+``.memory/cards/``, which are committed) and in every card the user did not state themselves
+(learned, imported, saved by a tool or an MCP client); only the user's own words, saved where
+nobody else reads them (user scope, session scope or ``--private``), may keep it.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from memagent.memory.cards import MemoryCard
-from memagent.memory.secrets import secret_kinds
+from memagent.memory.secrets import personal_data_kinds, secret_kinds
 
 
 @dataclass(frozen=True)
@@ -40,10 +46,16 @@ def _card_texts(card: MemoryCard) -> Iterable[tuple[str, str]]:
         yield "files", path
 
 
-def check_card(card: MemoryCard, config: GateConfig) -> str | None:
-    """The first reason to refuse ``card`` (length, confidence, secrets), or ``None``.
+def may_hold_personal_data(card: MemoryCard, private: bool) -> bool:
+    """Only the user's own words, kept where nobody else reads them (see the module docstring)."""
+    return card.source == "user" and (private or card.scope in ("user", "session"))
 
-    A secret refusal names the kind of secret and the field, never the secret itself.
+
+def check_card(card: MemoryCard, config: GateConfig, *, private: bool = False) -> str | None:
+    """The first reason to refuse ``card`` (length, confidence, secrets, personal data), or
+    ``None``. ``private``: the card is kept out of git (``.memory/private/``).
+
+    A refusal names the kind of secret or personal data and the field, never the value itself.
     """
     length = len(card.content)
     if length < config.min_chars:
@@ -59,13 +71,21 @@ def check_card(card: MemoryCard, config: GateConfig) -> str | None:
             f"confidence {card.confidence:.2f} is below the minimum {config.min_confidence:.2f}; "
             "only save what is known to be true"
         )
+    personal_allowed = may_hold_personal_data(card, private)
     for field_name, text in _card_texts(card):
+        where = "" if field_name == "content" else f" (in {field_name})"
         kinds = secret_kinds(text)
         if kinds:
-            where = "" if field_name == "content" else f" (in {field_name})"
             return (
                 f"looks like it contains a secret: {', '.join(kinds)}{where}; "
                 "memories must never hold credentials — save where the secret is kept, not the secret"
+            )
+        personal = [] if personal_allowed else personal_data_kinds(text)
+        if personal:
+            return (
+                f"holds personal data: {', '.join(personal)}{where}; memories shared with the project or "
+                "learned automatically must not keep personal data — save the fact without it "
+                "(only your own words in a user-scope or --private card may keep it)"
             )
     return None
 
@@ -98,4 +118,4 @@ class RateLimiter:
         self._counts[session_id] = self._counts.get(session_id, 0) + 1
 
 
-__all__ = ["GateConfig", "RateLimiter", "check_card", "term_overlap"]
+__all__ = ["GateConfig", "RateLimiter", "check_card", "may_hold_personal_data", "term_overlap"]

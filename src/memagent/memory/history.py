@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths
@@ -84,7 +84,7 @@ class LearningHistory:
         line = json.dumps(stamped, ensure_ascii=False, separators=(",", ":")) + "\n"
         target = self._file_for(scope)
         with self._lock:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(target.parent)
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 os.write(fd, line.encode("utf-8"))

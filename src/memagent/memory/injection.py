@@ -22,15 +22,17 @@ def format_block(card: MemoryCard) -> str:
     """``[Memory#m_…] (decision, project, conf 0.90, user-stated, session S turn 4, 2026-11-20) content``
     (the trust label says where the card was learned: see ``consolidation.trust_label``)."""
     origin = []
-    if card.provenance.session_id:
+    if card.source == "repository":
+        pass  # the trust label says it; its provenance fields are claims, not facts
+    elif card.provenance.session_id:
         origin.append(f"session {card.provenance.session_id}")
         if card.provenance.turn is not None:
             origin.append(f"turn {card.provenance.turn}")
     else:
         origin.append(f"from {card.source}")
-    meta = ", ".join(
-        [card.memory_type, card.scope, f"conf {card.confidence:.2f}", trust_label(card.source), " ".join(origin), card.created_at.date().isoformat()]
-    )
+    parts = [card.memory_type, card.scope, f"conf {card.confidence:.2f}", trust_label(card.source), " ".join(origin),
+             card.created_at.date().isoformat()]
+    meta = ", ".join(part for part in parts if part)
     content = " ".join(card.content.split())
     return f"{card.citation()} ({meta}) {content}"
 

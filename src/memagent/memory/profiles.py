@@ -9,10 +9,11 @@ User profile (user-scope cards): communication style, languages, tools, expertis
 Project profile (project-scope cards): goal, stack, constraints, key decisions (with their date),
 conventions and procedures, current phase, other facts.
 
-Each profile is cached on disk next to its store (``$MEMAGENT_HOME/memory/profile.json``,
-``<project>/.memory/profile.json``) with a fingerprint of the contributing cards (id, status,
-updated_at); it is rebuilt when the fingerprint changes. The cache is never created for a
-store that does not exist yet, and :func:`invalidate_profiles` (called on forget) deletes it.
+Each profile is cached on disk in ``$MEMAGENT_HOME`` (``memory/profile.json`` for the user,
+``cache/profiles/<project>.json`` for a project: never in the project, where a repository could
+ship a cache of its own) with a fingerprint of the contributing cards (id, status, updated_at);
+it is rebuilt when the fingerprint changes. The cache is never created for a store that does not
+exist yet, and :func:`invalidate_profiles` (called on forget) deletes it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory.cards import MemoryCard, iso_utc
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 PROFILE_TOKENS = 400  # per profile
 PROFILE_FILE = "profile.json"
+PROJECT_CACHE_DIR = "profiles"
 PROFILE_VERSION = 1
 MIN_CONFIDENCE = 0.5  # decayed or doubtful cards stay out of the profile
 MIN_IMPORTANCE = 0.3  # minor details are retrieved per turn when relevant, not profiled
@@ -204,7 +206,12 @@ def _read_cache(path: Path | None, key: str) -> tuple[bool, str | None]:
 
 
 def _write_cache(path: Path | None, key: str, text: str | None) -> None:
-    if path is None or not path.parent.is_dir():
+    if path is None:
+        return
+    if path.parent.name == PROJECT_CACHE_DIR:
+        with suppress(OSError):
+            make_dirs(path.parent)
+    if not path.parent.is_dir():
         return  # never create a store directory just for a cache
     payload = json.dumps({"fingerprint": key, "text": text}, ensure_ascii=False)
     with suppress(OSError):  # a cache that cannot be written is rebuilt next time
@@ -212,6 +219,8 @@ def _write_cache(path: Path | None, key: str, text: str | None) -> None:
 
 
 def _cached(path: Path | None, cards: Sequence[MemoryCard], max_tokens: int, build) -> str | None:
+    """The cached text when its fingerprint matches; built (and cached once there are cards, or a
+    cache to replace) otherwise."""
     key = fingerprint(cards, max_tokens)
     hit, text = _read_cache(path, key)
     if hit:
@@ -224,17 +233,20 @@ def _cached(path: Path | None, cards: Sequence[MemoryCard], max_tokens: int, bui
 
 def cache_files(paths: "ProjectPaths") -> tuple[Path, Path]:
     """(user cache, project cache)."""
-    return Path(paths.user_memory) / PROFILE_FILE, Path(paths.memory) / PROFILE_FILE
+    project = hashlib.sha256(str(Path(paths.root).resolve()).encode("utf-8")).hexdigest()[:16]
+    return (Path(paths.user_memory) / PROFILE_FILE,
+            Path(paths.home) / "cache" / PROJECT_CACHE_DIR / f"{project}.json")
 
 
 def active_cards(service: "MemoryService", scope: str) -> list[MemoryCard]:
-    return [c for c in service.list(scope=scope, limit=MAX_CARDS) if c.active and _profiled(c)]
+    return [c for c in service.list(scope=scope, limit=MAX_CARDS) if c.active and c.scope == scope and _profiled(c)]
 
 
 def _profiled(card: MemoryCard) -> bool:
     """Profiles hold what is stable: one-off events only when they mark a phase; never what
-    tool output taught (a file or a command's output is not the user's word)."""
-    if card.importance < MIN_IMPORTANCE or card.source == "tool":
+    tool output taught (a file or a command's output is not the user's word), nor a card file
+    this machine did not write (team knowledge from the repository: see ``memory.provenance``)."""
+    if card.importance < MIN_IMPORTANCE or card.source in ("tool", "repository"):
         return False
     return card.memory_type != "event" or bool(_PHASE.search(card.content))
 

@@ -9,6 +9,7 @@ from typing import Any
 from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard, utc_now
 from memagent.memory.catalog import Entry
 from memagent.memory.core import MemoryCore
+from memagent.memory.provenance import REPOSITORY
 from memagent.memory.storage import Store
 
 
@@ -210,6 +211,9 @@ class Reading(MemoryCore):
         if session:
             clauses.append("(' ' || sessions || ' ') LIKE ?")
             args.append(f"% {session} %")
+        if self.hold_repository:
+            clauses.append("source != ?")
+            args.append(REPOSITORY)
         active = None if include_all or (status and status != "active") else True
         if status and status != "active" and not include_all:
             active = False

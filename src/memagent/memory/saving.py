@@ -3,7 +3,13 @@ look-alike facts are added: ``memory.corrections``), explicit corrections and me
 
 The correction rule is applied wherever a card arrives: here for ``memory add``, the memory tools
 and MCP saves; in ``memory.transfer`` for import; and, for card files that appeared from outside
-(a pull, a rebuild of the catalog), on the next sync of the vectors (``memory.arrivals``)."""
+(a pull, a rebuild of the catalog), on the next sync of the vectors (``memory.arrivals``).
+
+Every rewrite of a card that exists (a correction marking the old card superseded, a merge, a
+metadata update) happens under the store's cross-process lock after checking that the card's
+file is still there: a ``memagent memory forget`` in another process that erased it meanwhile
+wins, and the card never comes back.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from memagent.memory.cards import MemoryCard, Provenance, utc_now
 from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Comparer, Decision, Neighbour, decide
 from memagent.memory.gate import check_card, term_overlap
+from memagent.memory.provenance import REPOSITORY
 
 if TYPE_CHECKING:
     from memagent.memory.storage import Store
@@ -101,7 +108,7 @@ class Saving(MemoryCore):
 
     def save_card(self, request: SaveRequest) -> SaveResult:
         card = request.card
-        reason = check_card(card, self.gate)
+        reason = check_card(card, self.gate, private=request.private)
         if reason is None and request.auto:
             reason = self._rate.refusal(self.session_id)
         if reason is not None:
@@ -119,38 +126,61 @@ class Saving(MemoryCore):
             vector = self._embed([card.content])[0]
             if old is None:
                 decision = self.judge_new_card(card, vector)
-                if decision.action == "duplicate" and decision.other is not None:
-                    existing = self._get_many([decision.other.id])[decision.other.id]
-                    merged = self._merge_into(existing, card)
-                    return SaveResult("duplicate", merged, f"near-duplicate of {existing.id} (similarity "
+                other = self._get_many([decision.other.id]).get(decision.other.id) if decision.other else None
+                if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
+                    merged = self._merge_into(other, card)
+                    return SaveResult("duplicate", merged, f"near-duplicate of {other.id} (similarity "
                                       f"{decision.other.similarity:.2f}); kept the existing memory")
-                if decision.action == "supersedes" and decision.other is not None:
-                    old = self._get_many([decision.other.id])[decision.other.id]
+                if decision.action == "supersedes" and other is not None:
+                    old = other
                     card = card.model_copy(update={"supersedes": old.id})
-                elif decision.action == "superseded" and decision.other is not None:
-                    card = card.model_copy(update={"status": "superseded", "superseded_by": decision.other.id})
-            self._write_new(card, vector, old, request.private)
+                elif decision.action == "superseded" and other is not None:
+                    card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
+            if not self._write_new(card, vector, old, request.private):
+                return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
                 self._rate.record(self.session_id)
         if old is not None:
             return SaveResult("superseded", card, f"supersedes {old.id}")
         return SaveResult("added", card, "")
 
-    def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> None:
+    def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> bool:
+        """Write a new card (and mark the card it corrects superseded); False when the corrected
+        card was forgotten meanwhile (nothing is written then)."""
         store = self._store_for_scope(card.scope)
         info = self._embedder_info()
-        store.write(card, private, vector, info)
-        if old is not None:
-            self._link_stored(old.id, superseded_by=card.id)
-        elif card.superseded_by:
-            self._link_stored(card.superseded_by, supersedes=card.id)
+        if old is None:
+            store.write(card, private, vector, info)
+            if card.superseded_by:  # an older card than the one that corrects it
+                self._link_stored(card.superseded_by, supersedes=card.id)
+            return True
+        old_store = self._locate(old.id) or store
+        with old_store.locked():
+            path = old_store.files.locate(old.id)
+            if path is None:
+                return False
+            store.write(card, private, vector, info)
+            replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
+            old_store.write(replaced, old_store.files.is_private(path), None, None)
+        return True
+
+    def _rewrite(self, card: MemoryCard) -> bool:
+        """Rewrite a stored card's file in place; False when it was forgotten meanwhile."""
+        store = self._locate(card.id)
+        if store is None:
+            return False
+        with store.locked():
+            path = store.files.locate(card.id)
+            if path is None:
+                return False
+            store.write(card, store.files.is_private(path), None, None)
+        return True
 
     def _link_stored(self, card_id: str, *, superseded_by: str | None = None, supersedes: str | None = None) -> None:
         """Record a correction on a stored card: it is ``superseded_by`` a newer card, or (when it
         has no such link yet) it ``supersedes`` an older one."""
-        store = self._locate(card_id)
-        found = self._get_many([card_id]).get(card_id) if store is not None else None
-        if store is None or found is None:
+        found = self._get_many([card_id]).get(card_id)
+        if found is None:
             return
         if superseded_by is not None:
             update = {"status": "superseded", "superseded_by": superseded_by, "updated_at": utc_now()}
@@ -158,7 +188,7 @@ class Saving(MemoryCore):
             update = {"supersedes": supersedes, "updated_at": utc_now()}
         else:
             return
-        store.write(found.model_copy(update=update), self._is_private(store, card_id), None, None)
+        self._rewrite(found.model_copy(update=update))
 
     def judge_new_card(self, card: MemoryCard, vector: list[float] | None, extra: Sequence[Neighbour] = (),
                        comparer: Comparer | None = None) -> Decision:
@@ -242,10 +272,21 @@ class Saving(MemoryCore):
                 continue
             older, newer = ((decision.other.id, card.id) if decision.action == "supersedes"
                             else (card.id, decision.other.id))
+            if not self._may_correct(newer, older):
+                continue
             self._link_stored(newer, supersedes=older)
             self._link_stored(older, superseded_by=newer)
         with store.locked(), catalog.transaction() as db:
             arrivals.done(db, ids)
+
+    def _may_correct(self, newer_id: str, older_id: str) -> bool:
+        """A card from the repository (a pull, a clone: see ``memory.provenance``) never retires a
+        card this machine earned; the other way round is fine."""
+        cards = self._get_many([newer_id, older_id])
+        newer, older = cards.get(newer_id), cards.get(older_id)
+        if newer is None or older is None:
+            return False
+        return newer.source != REPOSITORY or older.source == REPOSITORY
 
     def _merge_into(self, existing: MemoryCard, new: MemoryCard) -> MemoryCard:
         """A restatement strengthens the existing card and keeps the new provenance beside it."""
@@ -262,8 +303,7 @@ class Saving(MemoryCore):
         )
         if merged != existing:
             merged.updated_at = utc_now()
-            store = self._locate(existing.id) or self._store_for_scope(existing.scope)
-            store.write(merged, self._is_private(store, existing.id), None, None)
+            self._rewrite(merged)
         return merged
 
     def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
@@ -307,8 +347,7 @@ class Saving(MemoryCore):
             if touch:
                 updated.updated_at = utc_now()
             with self._guard("update"):
-                store.write(updated, self._is_private(store, card_id), None, None)
-            return updated
+                return updated if self._rewrite(updated) else None
 
 
 __all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]

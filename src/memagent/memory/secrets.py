@@ -1,8 +1,9 @@
-"""The secret scanner, as the memory write gate uses it (it lives in :mod:`memagent.redact`)."""
+"""The secret and personal-data scanner, as the memory write gate uses it (it lives in
+:mod:`memagent.redact`)."""
 
 from __future__ import annotations
 
-from memagent.redact import SecretFinding, find_secrets, secret_kinds
+from memagent.redact import SecretFinding, find_secrets, personal_data_kinds, secret_kinds
 from memagent.redact import redact as _redact
 
 
@@ -11,4 +12,4 @@ def redact(text: str, mask: str = "[REDACTED]") -> str:
     return _redact(text, mask)
 
 
-__all__ = ["SecretFinding", "find_secrets", "redact", "secret_kinds"]
+__all__ = ["SecretFinding", "find_secrets", "personal_data_kinds", "redact", "secret_kinds"]

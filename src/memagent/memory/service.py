@@ -25,6 +25,18 @@ from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
 from memagent.memory.identity import project_identity
+from memagent.memory.cardfiles import CardFileError
+from memagent.memory.cards import MemoryCard
+from memagent.memory.provenance import (
+    IMPORT,
+    PROVENANCE_VERSION,
+    REPOSITORY,
+    REVIEW,
+    Standing,
+    Witness,
+    ledger_for,
+    refresh_catalog,
+)
 from memagent.memory.injection import CITE_INSTRUCTION, format_block
 from memagent.memory.reading import Hit
 from memagent.memory.saving import SaveResult
@@ -69,12 +81,17 @@ class MemoryService(Transfer):
         embedder: Embedder | None = None,
         check_embedder: bool = True,
         gate: GateConfig | None = None,
+        hold_repository_cards: bool = False,
     ) -> "MemoryService":
         """Open both stores. Cheap: nothing is created until the first write, and the embedder
         and the vector index are loaded on first use (list, show and forget never load them).
 
         Given an ``embedder`` and ``check_embedder``, the embedder is probed and compared with
         the one the stores' indexes were built with now rather than on first use.
+
+        Project card files earn their provenance from the ledger in ``$MEMAGENT_HOME`` (see
+        ``memory.provenance``); ``hold_repository_cards`` (a session or an MCP server in a
+        project the user has not trusted) keeps repository cards out of searches and listings.
         """
         handle = (EmbedderHandle.of(embedder) if embedder is not None
                   else EmbedderHandle(settings.embedder, cache_dir=paths.home / "cache"))
@@ -86,8 +103,9 @@ class MemoryService(Transfer):
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
         else:
             where = StoreLocation.local("project", paths.memory / "index")
+        witness = Witness(ledger_for(paths.home))
         stores = {
-            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity),
+            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity, witness=witness),
             "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / "index"),
                           lock_wait=wait),
         }
@@ -100,8 +118,11 @@ class MemoryService(Transfer):
         service = cls(stores, handle, session_id=session_id, project_root_id=str(paths.root),
                       gate=gate or gate_of(settings), knobs=knobs_of(settings), on_forget=erase_elsewhere)
         service.project_root = paths.root
+        service.witness = witness
+        service.hold_repository = hold_repository_cards
         try:
             service._check_locations(settings)
+            service._refresh_provenance()
             if embedder is not None and check_embedder:
                 service._check_indexes(EmbedderInfo.of(embedder))
         except (StoreError, MemoryUnavailable) as exc:
@@ -132,6 +153,25 @@ class MemoryService(Transfer):
         with self._lock:
             for store in self._stores.values():
                 store.close()
+            if self.witness is not None:
+                self.witness.ledger.close()
+
+    def _refresh_provenance(self) -> None:
+        """A catalog built before the ledger existed holds cards as their files claimed them:
+        read them once more, as earned."""
+        store = self._stores["project"]
+        if not (store.exists or store.catalog.exists):
+            return
+        with self._lock, self._guard("open"):
+            fresh = not store.catalog.exists or store.open_catalog().count() == 0
+            catalog = store.open_catalog()
+            if catalog.get_meta("provenance") == PROVENANCE_VERSION:
+                return
+            if fresh:  # it will be filled from the files as they are earned
+                with store.locked(), catalog.transaction() as db:
+                    catalog.set_meta(db, "provenance", PROVENANCE_VERSION)
+            else:
+                refresh_catalog(store)
 
     def warm_up(self) -> None:
         """Load the embedder, bring the indexes up to date with the files and open them, do the
@@ -215,6 +255,48 @@ class MemoryService(Transfer):
                 with store.locked(), store.open_catalog().transaction() as db:
                     store.catalog.drop_near_duplicate(db, keep_id, drop_id)
         return True
+
+    def repository_cards(self, *, every_one: bool) -> list[Standing]:
+        """Project card files this machine did not write, or that changed since (see
+        ``memory.provenance``): what each claims and what it earned; ``every_one``, or only those
+        that claim more than they earned. Newest first."""
+        store = self._stores["project"]
+        with self._lock, self._guard("read"):
+            self._sync(vectors=False)
+            if not store.catalog.exists:
+                return []
+            found = []
+            for card_id in store.open_catalog().ids_where("source = ? ORDER BY created_at DESC", [REPOSITORY]):
+                path = store.files.locate(card_id)
+                try:
+                    claimed, data = store.files.read_with_bytes(path) if path is not None else (None, b"")
+                except CardFileError:
+                    continue
+                if claimed is None or path is None:
+                    continue
+                earned = self.witness.earned(claimed, data) if self.witness is not None else claimed
+                standing = Standing(claimed, earned, path)
+                if earned.source == REPOSITORY and (every_one or standing.overclaims):
+                    found.append(standing)
+            return found
+
+    def accept(self, memory_id: str) -> MemoryCard | None:
+        """The user vouches for a repository card: it stands as its file says from now on (a
+        card memagent itself marked as from the repository becomes an imported one). ``None``
+        when there is no such project card."""
+        store = self._stores["project"]
+        with self._lock, self._guard("accept"):
+            path = store.files.locate(memory_id)
+            if path is None or self.witness is None:
+                return None
+            card, data = store.files.read_with_bytes(path)
+            if card.source == REPOSITORY:
+                card = card.model_copy(update={"source": IMPORT})
+                store.write(card, store.files.is_private(path), None, None)
+            else:
+                self.witness.wrote(card, data, how=REVIEW)
+                refresh_catalog(store, [memory_id])
+            return card
 
     def backend_info(self) -> dict[str, Any]:
         """For `memagent doctor`: where the stores are, the embedder, and card counts."""

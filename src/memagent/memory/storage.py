@@ -22,15 +22,18 @@ import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from memagent.fsutil import atomic_write
+from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory import arrivals
 from memagent.memory.cardfiles import CardFileError, CardFiles, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError
 from memagent.memory.errors import StoreError
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex
+
+if TYPE_CHECKING:
+    from memagent.memory.provenance import Witness
 
 Progress = Callable[[int, int], None]  # (done, total)
 Embed = Callable[[Sequence[str]], list[list[float]]]
@@ -47,11 +50,11 @@ class Store:
     """See the module docstring."""
 
     def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
-                 identity: str | None = None) -> None:
+                 identity: str | None = None, witness: "Witness | None" = None) -> None:
         from filelock import FileLock
 
         self.label = label
-        self.files = CardFiles(root, identity)
+        self.files = CardFiles(root, identity, witness)
         self.catalog = Catalog(self.files.index / CATALOG_FILE)
         self.location = location
         self.vectors: VectorIndex | None = None
@@ -87,7 +90,7 @@ class Store:
         from filelock import Timeout
 
         try:
-            self.files.index.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.files.index)
         except OSError as exc:
             raise StoreError(f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}") from None
         try:

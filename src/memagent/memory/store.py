@@ -38,6 +38,7 @@ from typing import Any, Iterable, Sequence
 from urllib.parse import urlparse
 
 from memagent.errors import one_line as _one_line
+from memagent.fsutil import make_dirs
 from memagent.memory.errors import StoreError
 
 
@@ -282,7 +283,7 @@ class VectorIndex:
         assert path is not None
         if create:
             try:
-                path.mkdir(parents=True, exist_ok=True)
+                make_dirs(path)
             except OSError as exc:
                 raise StoreError(f"cannot create memory index {path}: {exc.strerror or exc}") from None
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())

@@ -1,7 +1,10 @@
 """Export and import: every card as JSON-ready dicts, and cards brought from dicts through the gate.
 
-Imported records may come from another tool: an id that is not a memagent id is replaced by a
-new one and kept as ``provenance.original_id``; links between records by such ids follow. Links (``supersedes``/``superseded_by``) to cards
+Importing is the user's own act, but not their own words: every imported card is project
+knowledge the user vouched for, with source ``import`` (never user-stated) and at most project
+scope. Imported records may come from another tool: an id that is not a memagent id is replaced
+by a new one and kept as ``provenance.original_id``, and links between records made with such ids
+follow it. Links (``supersedes``/``superseded_by``) to cards
 that are neither in this store nor in the same import are dropped: re-importing an old export
 after a ``forget`` never links a card to the erased one.
 """
@@ -195,6 +198,9 @@ class Transfer(Saving, Erasure):
                 data[link] = target
             else:
                 data.pop(link)
+        data["source"] = "import"
+        if data.get("scope") == "user":
+            data["scope"], data["scope_id"] = "project", None
         if data.get("scope") == "project" and not data.get("scope_id"):
             data["scope_id"] = self._project_scope_id
         try:

@@ -15,6 +15,9 @@ from disk, so two processes never lose each other's updates. An operation that c
 files first writes them all to ``.txn.json`` (atomically); whoever takes the lock next finishes
 an interrupted transaction, so a crash leaves the graph as it was before or after, never half.
 Reads go through :class:`~memagent.tasks.index.TaskIndex`; writes parse only the files they touch.
+
+Secrets and personal data in a subject, description or owner are replaced by placeholders
+naming their kind (:func:`memagent.redact.redact`) before anything is written.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from memagent.redact import redact
 from memagent.tasks import graph
 from memagent.tasks.files import atomic_write, directory_lock, stamp_of
 from memagent.tasks.index import JOURNAL_LIMIT, Entry, TaskIndex, journal_record
@@ -198,9 +202,10 @@ class TaskStore:
     def create(
         self, subject: str, description: str = "", blocked_by: Iterable[int] = (), owner: str = ""
     ) -> Task:
-        subject = _clean_subject(subject)
+        subject = redact(_clean_subject(subject))
         _check_text("description", description)
         _check_text("owner", owner)
+        description, owner = redact(description), redact(owner)
         with self._transaction() as tx:
             task_id = self._next_id()
             task = Task(id=task_id, subject=subject, description=description, owner=owner, created_at=tx.now)
@@ -226,6 +231,7 @@ class TaskStore:
             raise TaskError(f"status {status!r} is not one of {', '.join(STATUSES)}")
         if owner is not None:
             _check_text("owner", owner)
+            owner = redact(owner)
         with self._transaction() as tx:
             task = tx.load(task_id)
             before = task.to_dict()

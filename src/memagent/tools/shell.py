@@ -39,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Mapping
 from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memagent.fsutil import make_dirs
 from memagent.redact import RedactingWriter
 from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
@@ -411,7 +412,7 @@ def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
 
     Returns how the result should name it: its display path, and the cap when it applied."""
     directory = outputs_dir(ctx)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(directory)  # 0700, and the session folder on the way too
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:

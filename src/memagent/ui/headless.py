@@ -24,7 +24,6 @@ the turn ended in an error (including ``--max-turns`` reached), 130 when interru
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -39,6 +38,7 @@ from memagent.events import (
     WaitingForModel,
 )
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, consume_turn, report_warnings
+from memagent.ui.safe_text import json_line, printable
 
 
 @dataclass
@@ -152,7 +152,7 @@ def run_headless(session: Any, prompt: str, out: IO[str], err: IO[str], *, outpu
     started = time.monotonic()
 
     def emit(obj: dict[str, Any]) -> None:
-        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
         out.flush()
 
     streaming = output_format == "stream-json"
@@ -168,7 +168,7 @@ def run_headless(session: Any, prompt: str, out: IO[str], err: IO[str], *, outpu
         err.write("memagent: interrupted\n")
         return EXIT_INTERRUPTED
     if result["is_error"]:
-        err.write(f"memagent: {result['error']}\n")
+        err.write(f"memagent: {printable(str(result['error']))}\n")
         return EXIT_FAILURE
     return EXIT_OK
 

@@ -76,11 +76,11 @@ def run_print(
         err.write("memagent: interrupted\n")
         return EXIT_INTERRUPTED
     if outcome.failed:
-        err.write(f"memagent: {' '.join(str(outcome.error).split())}\n")
+        err.write(f"memagent: {printable(' '.join(str(outcome.error).split()))}\n")
         return EXIT_FAILURE
-    answer = outcome.final_text.strip()
-    if answer and out.isatty():  # a terminal must not receive raw control sequences; a pipe gets the text as is
-        answer = printable(answer)
+    # never the model's raw control sequences (OSC 52 sets the clipboard, OSC 8 hides links): a
+    # pipe often ends in a terminal too; --output-format json carries the exact text as data
+    answer = printable(outcome.final_text.strip())
     if answer:
         out.write(answer + "\n")
         out.flush()

@@ -4,10 +4,15 @@ Task subjects, memory cards, tool summaries, tool output and model text may hold
 control sequences (``ESC [ 2 J`` clears the screen, ``ESC ] 52`` writes the clipboard, cursor
 moves can hide part of a command in an approval prompt) or bidirectional overrides that make
 text read differently from what it is. :func:`printable` shows each such character as a visible
-escape (``\\x1b``, ``\\u202e``) instead; newlines and tabs are kept. It imports nothing.
+escape (``\\x1b``, ``\\u202e``) instead; newlines and tabs are kept. :func:`json_line` does the same
+for machine-readable output without changing the data: every such character inside a JSON string
+is written as a ``\\uXXXX`` escape, which any JSON parser reads back as the same character.
+It imports nothing but :mod:`json`.
 """
 
 from __future__ import annotations
+
+import json
 
 _C0 = [c for c in range(0x20) if c not in (0x09, 0x0A)]
 _C1 = list(range(0x7F, 0xA0))  # DEL and the 8-bit controls (0x9b is a one-byte CSI)
@@ -28,6 +33,16 @@ def printable(text: str, *, newlines: bool = True) -> str:
     return safe if newlines else safe.replace("\n", "\\n")
 
 
+_JSON_ESCAPES: dict[int, str] = {code: f"\\u{code:04x}" for code in [0x7F, *range(0x80, 0xA0), *_BIDI]}
+
+
+def json_line(value: object) -> str:
+    """``value`` as one line of JSON that a terminal cannot act on: C0 controls are escaped by
+    JSON itself, DEL, the C1 controls and bidirectional overrides as ``\\uXXXX`` here. Parsing
+    it gives back exactly ``value``."""
+    return json.dumps(value, ensure_ascii=False).translate(_JSON_ESCAPES)
+
+
 def printable_data(value: object) -> object:
     """``value`` (JSON-like: dicts, lists, strings) with :func:`printable` applied to every string."""
     if isinstance(value, str):
@@ -39,4 +54,4 @@ def printable_data(value: object) -> object:
     return value
 
 
-__all__ = ["printable", "printable_data"]
+__all__ = ["json_line", "printable", "printable_data"]

@@ -1,0 +1,53 @@
+"""A card file whose name is not UTF-8 is named (its bad bytes escaped) and skipped; it never
+takes memory down: not the CLI, not a session, whichever folder it lies in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fakeapi import FakeAnthropic, text
+
+LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}
+BAD = b"m_\xff\xfe-broken.md"
+
+
+def plant_bad_name(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(os.fsencode(folder) + b"/" + BAD, "w") as fh:
+        fh.write("---\nid: m_000000000001\n---\nNot a valid card name\n")
+
+
+def test_list_and_search_name_the_file_and_carry_on(run_cli, project):
+    added = run_cli("-C", str(project), "memory", "add", "The build uses ninja through CMake presets", env=LEXICAL)
+    assert added.returncode == 0, added.stderr
+    plant_bad_name(project / ".memory" / "cards")
+    listed = run_cli("-C", str(project), "memory", "list", env=LEXICAL)
+    assert listed.returncode == 0, listed.stderr
+    assert "ninja through CMake" in listed.stdout
+    assert "m_\\xff\\xfe-broken.md" in listed.stderr and "not UTF-8" in listed.stderr
+    found = run_cli("-C", str(project), "memory", "search", "ninja build", env=LEXICAL)
+    assert found.returncode == 0 and "ninja through CMake" in found.stdout
+
+
+def test_a_bad_name_in_the_private_folder_or_the_user_store_is_skipped_too(run_cli, project, cli_env):
+    """Variants: .memory/private/ and $MEMAGENT_HOME/memory/cards/."""
+    added = run_cli("-C", str(project), "memory", "add", "Use tabs in Makefiles", "--scope", "user", env=LEXICAL)
+    assert added.returncode == 0, added.stderr
+    plant_bad_name(project / ".memory" / "private")
+    plant_bad_name(Path(cli_env["MEMAGENT_HOME"]) / "memory" / "cards")
+    stats = run_cli("-C", str(project), "memory", "stats", env=LEXICAL)
+    assert stats.returncode == 0, stats.stderr
+    assert stats.stderr.count("not UTF-8") == 2
+
+
+def test_a_session_keeps_memory_on(run_cli, project):
+    """Variant: a session (`-p`) with memory on answers and still retrieves the good cards."""
+    run_cli("-C", str(project), "memory", "add", "Deploys are frozen on Fridays", env=LEXICAL)
+    plant_bad_name(project / ".memory" / "cards")
+    with FakeAnthropic() as fake:
+        fake.add(text("No deploys on Fridays."))
+        result = run_cli("-C", str(project), "-p", "Can I deploy on Fridays?", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL})
+        assert result.returncode == 0, result.stderr
+        assert "memory is off" not in result.stderr
+        assert "Deploys are frozen on Fridays" in str(fake.requests[0]["messages"][-1])
