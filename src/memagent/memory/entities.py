@@ -180,12 +180,52 @@ class Understanding:
         return " ".join([*kept, *self.names])
 
 
+class MentionFinder:
+    """Which of an index's systems a text mentions, and whether it names one of its people —
+    one compiled pattern each, for the candidates of every search."""
+
+    def __init__(self, systems: Iterable[str], people: Iterable[str]) -> None:
+        names = sorted(systems, key=len, reverse=True)
+        self._by_lower = {name.lower(): name for name in names}
+        self._systems = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE) if names else None
+        words = sorted({w for name in people for w in name.split() if len(w) >= 3 and w[:1].isupper()}, key=len,
+                       reverse=True)
+        self._people = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b") if words else None
+
+    def systems_in(self, text: str) -> frozenset[str]:
+        if self._systems is None:
+            return frozenset()
+        return frozenset(self._by_lower[m.lower()] for m in self._systems.findall(text) if m.lower() in self._by_lower)
+
+    def names_someone(self, text: str) -> bool:
+        return self._people is not None and self._people.search(text) is not None
+
+
 @dataclass
 class EntityIndex:
     """Every mention of a store's cards, by name (see the module docstring)."""
 
     systems: dict[str, list[str]] = field(default_factory=dict)  # name -> descriptions
     people: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # name -> (role, topic)
+    _finder: MentionFinder | None = field(default=None, init=False, repr=False, compare=False)
+    _descriptions: dict[str, list[tuple[str, list[str]]]] | None = field(default=None, init=False, repr=False,
+                                                                          compare=False)
+
+    def finder(self) -> MentionFinder:
+        if self._finder is None:
+            self._finder = MentionFinder(self.systems, self.people)
+        return self._finder
+
+    def description_parts(self) -> dict[str, list[tuple[str, list[str]]]]:
+        """Per system: (head, modifiers) of each description, tokenized once."""
+        if self._descriptions is None:
+            self._descriptions = {}
+            for name, descriptions in self.systems.items():
+                for description in descriptions:
+                    parts = [t for t in tokenize(description) if t not in STOPWORDS]
+                    if parts:
+                        self._descriptions.setdefault(name, []).append((parts[-1], parts[:-1]))
+        return self._descriptions
 
     @classmethod
     def of(cls, mentions: Iterable[Mention]) -> "EntityIndex":
@@ -214,8 +254,8 @@ class EntityIndex:
         named = {n for n, t in self.name_terms("system").items() if t and t <= set(terms)}
         described: set[str] = set()
         used: set[str] = set()
-        for name, descriptions in self.systems.items():
-            matched = set().union(*(_describes(terms, words, d) for d in descriptions)) if name not in named else set()
+        for name, parts in self.description_parts().items():
+            matched = set().union(*(_describes(terms, words, h, m) for h, m in parts)) if name not in named else set()
             if matched:
                 described.add(name)
                 used |= matched
@@ -226,14 +266,10 @@ class EntityIndex:
                              itself)
 
 
-def _describes(terms: Sequence[str], words: Sequence[str], description: str) -> set[str]:
-    """The question's terms that refer to a description (none: it does not): its head noun
-    (after "the", "our", "this", or with one of its modifiers), or — for a generic head — a
-    modifier right before a generic word."""
-    parts = [t for t in tokenize(description) if t not in STOPWORDS]
-    if not parts:
-        return set()
-    head, modifiers = parts[-1], parts[:-1]
+def _describes(terms: Sequence[str], words: Sequence[str], head: str, modifiers: Sequence[str]) -> set[str]:
+    """The question's terms that refer to a description (its ``head`` noun and ``modifiers``;
+    none: it does not): the head noun (after "the", "our", "this", or with one of its
+    modifiers), or — for a generic head — a modifier right before a generic word."""
     for i, term in enumerate(terms):
         before = terms[i - 1] if i else ""
         modified = bool(before) and any(_similar(before, m) for m in modifiers)
@@ -266,4 +302,4 @@ def _holds(terms: Sequence[str], role: str, topic: str, systems: set[str], index
     return len({q for q in terms if any(_similar(q, t) for t in topic_terms)}) >= 2
 
 
-__all__ = ["EntityIndex", "GENERIC_HEADS", "Mention", "ROLE_NOUNS", "Understanding", "mentions_in"]
+__all__ = ["EntityIndex", "GENERIC_HEADS", "Mention", "MentionFinder", "ROLE_NOUNS", "Understanding", "mentions_in"]

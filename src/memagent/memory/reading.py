@@ -82,12 +82,14 @@ class Reading(MemoryCore):
         now = self.clock()
         plan = self.recall.understand(query, stores, now)
         pool = candidate_pool(k) * (4 if wanted.memory_type or wanted.scope else 1)
-        classes = (True, False)  # superseded cards answer through their successor
         vector = self._embed([plan.dense_query])[0] if self.dim > 0 else None  # described systems by name
         dense: list[tuple[str, float]] = []
         lexical: list[tuple[str, float]] = []
         signals = {}
         for store in stores:
+            # superseded cards answer through their successor: the inactive side is searched too
+            # (only when this store holds any)
+            classes = (True, False) if wanted.include_inactive or store.catalog.count(False) else (True,)
             found_dense, found_lexical = self._candidates(store, plan.lexical_query, vector, pool, classes)
             known = store.catalog.entries([i for i, _ in found_dense + found_lexical])
             dense.extend(d for d in found_dense if d[0] in known)  # else a teammate's card on a shared server
@@ -109,20 +111,28 @@ class Reading(MemoryCore):
             query=query,
             facts=plan.facts,
         )
-        return self._fold_chains([(h.id, h.score, dict(h.parts)) for h in ranked], k, wanted)
+        successors = {i: s.superseded_by for i, s in signals.items() if s.superseded_by}
+        return self._fold_chains([(h.id, h.score, dict(h.parts)) for h in ranked], k, wanted, successors)
 
     def _fold_chains(self, ranked: list[tuple[str, float, dict[str, float]]], k: int,
-                     wanted: SearchFilter) -> list[Hit]:
+                     wanted: SearchFilter, successors: dict[str, str]) -> list[Hit]:
         """Each ranked card as the current card of its correction chain, with the cards it
-        corrected as its history: a superseded card is never a result of its own."""
+        corrected as its history: a superseded card is never a result of its own. ``successors``
+        (older id -> newer id) holds the links the candidates' card facts already gave."""
+        from memagent.memory.card_facts import successors as stated_successors
+
         cards = self._get_many([card_id for card_id, _, _ in ranked])
+        for store in self._stores_in_use():  # a link only the newer card states (one query for all)
+            if store.catalog.exists:
+                found = stated_successors(store.catalog.db(), [i for i, _, _ in ranked if i not in successors])
+                successors = {**found, **successors}
         hits: list[Hit] = []
         shown: set[str] = set()
         for card_id, score, parts in ranked:
             card = cards.get(card_id)
             if card is None:
                 continue
-            current = self._current_of(card, wanted)
+            current = self._current_of(card, wanted, successors) if card.id in successors or card.superseded_by else card
             if current.id in shown:
                 continue
             history = self._history_of(current)
@@ -132,12 +142,12 @@ class Reading(MemoryCore):
                 break
         return hits
 
-    def _current_of(self, card: MemoryCard, wanted: SearchFilter) -> MemoryCard:
+    def _current_of(self, card: MemoryCard, wanted: SearchFilter, successors: dict[str, str]) -> MemoryCard:
         """The newest card of ``card``'s chain that this search may show (itself if none)."""
         seen = {card.id}
         current = card
         while True:
-            newer_id = current.superseded_by or self._successor_id(current.id)
+            newer_id = current.superseded_by or successors.get(current.id) or self._successor_id(current.id)
             newer = self._get_many([newer_id]).get(newer_id) if newer_id and newer_id not in seen else None
             if newer is None or newer.status not in ("active", "superseded"):
                 break

@@ -14,20 +14,16 @@ the systems and people it mentions, and its links to the card it corrects or tha
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Sequence
 
 from memagent.memory import card_facts
 from memagent.memory.entities import EntityIndex, Understanding
-from memagent.memory.lexical import tokenize
 from memagent.memory.ranking import CardSignals, QueryFacts
 
 if TYPE_CHECKING:
     from memagent.memory.storage import Store
-
-_CAPITALISED = re.compile(r"\b[A-Z][\w.-]*")
 
 
 @dataclass
@@ -56,11 +52,13 @@ class Recall:
     def __init__(self, parts: RetrievalParts) -> None:
         self.parts = parts
         self._indexes: dict[str, tuple[int, EntityIndex]] = {}
+        self._merged: tuple[tuple, EntityIndex] | None = None
 
     def entity_index(self, stores: Sequence["Store"]) -> EntityIndex:
-        merged = EntityIndex()
+        """The stores' entity indexes, merged; rebuilt only when a store's mentions changed."""
         if not self.parts.entities:
-            return merged
+            return EntityIndex()
+        parts = []
         for store in stores:
             if not store.catalog.exists:
                 continue
@@ -69,11 +67,17 @@ class Recall:
             cached = self._indexes.get(store.label)
             if cached is None or cached[0] != revision:
                 cached = self._indexes[store.label] = (revision, card_facts.entity_index(db))
-            for name, descriptions in cached[1].systems.items():
-                merged.systems.setdefault(name, []).extend(descriptions)
-            for name, roles in cached[1].people.items():
-                merged.people.setdefault(name, []).extend(roles)
-        return merged
+            parts.append((store.label, cached[0], cached[1]))
+        key = tuple((label, revision) for label, revision, _ in parts)
+        if self._merged is None or self._merged[0] != key:
+            merged = EntityIndex()
+            for _, _, index in parts:
+                for name, descriptions in index.systems.items():
+                    merged.systems.setdefault(name, []).extend(descriptions)
+                for name, roles in index.people.items():
+                    merged.people.setdefault(name, []).extend(roles)
+            self._merged = (key, merged)
+        return self._merged[1]
 
     def understand(self, query: str, stores: Sequence["Store"], now: datetime) -> Plan:
         from memagent.memory.query import asks_for_person, time_windows
@@ -94,7 +98,7 @@ class Recall:
         db = store.catalog.db()
         links = card_facts.links(db, ids)
         windows = card_facts.periods(db, ids) if self.parts.timeline else {}
-        mentions = _mentions(db, ids, plan.index) if plan.index else {}
+        mentions = _mentions(db, ids, plan) if plan.index else {}
         defines = card_facts.definitions(db, ids) if plan.facts.described else {}
         for card_id in ids:
             supersedes, superseded_by = links.get(card_id, (None, None))
@@ -105,18 +109,16 @@ class Recall:
                 defines=frozenset(defines.get(card_id, ())))
 
 
-def _mentions(db, ids: Sequence[str], index: EntityIndex) -> dict[str, tuple[frozenset[str], bool]]:
-    """Per card: the systems its text mentions and whether it names a person of the index."""
-    systems = index.name_terms("system")
-    people = {name: {w.lower() for w in name.split() if len(w) >= 3} for name in index.people}
-    found: dict[str, tuple[frozenset[str], bool]] = {}
-    for card_id, content in card_facts.contents(db, ids):
-        terms = set(tokenize(content))
-        capitalised = {w.lower() for w in _CAPITALISED.findall(content)}
-        mentioned = frozenset(name for name, name_terms in systems.items() if name_terms and name_terms <= terms)
-        named = any(words & capitalised for words in people.values())
-        found[card_id] = (mentioned, named)
-    return found
+def _mentions(db, ids: Sequence[str], plan: Plan) -> dict[str, tuple[frozenset[str], bool]]:
+    """Per card: the systems its text mentions (when the query refers to one) and whether it
+    names a person of the index (when the query asks who)."""
+    want_systems, want_people = bool(plan.facts.systems), plan.facts.asks_person
+    if not (want_systems or want_people):
+        return {}
+    finder = plan.index.finder()
+    return {card_id: (finder.systems_in(content) if want_systems else frozenset(),
+                      want_people and finder.names_someone(content))
+            for card_id, content in card_facts.contents(db, ids)}
 
 
 __all__ = ["Plan", "Recall", "RetrievalParts"]
