@@ -54,6 +54,8 @@ def test_the_judge_without_an_embedder_still_separates_the_pairs():
     ("The web tier deploys to the blue cluster.", "The worker tier deploys to the green cluster."),
     ("Beacon's queue notify-high is drained by four worker pods.", "Beacon's queue notify-bulk is drained by one worker pod."),
     ("On 3 March the deploy pipeline failed for two hours.", "On 9 April the deploy pipeline failed for two hours."),
+    ("Jon: Agreed!", "Jon: Bye!"),  # chat turns imported as cards: who speaks is no subject
+    ("Gina: Can't wait too!", "Gina: ;)"),
 ])
 def test_look_alike_facts_are_two_facts(old, new):
     assert judge(old, new).relation == "distinct"

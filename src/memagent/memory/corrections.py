@@ -150,11 +150,11 @@ def _kind(raw: str, low: str) -> str:
 
 def _tokens(text: str) -> list[_Token]:
     tokens: list[_Token] = []
-    clause, initial = 0, True
+    clause, initial, after_colon = 0, True, False
     for match in _CHUNK.finditer(text.replace("\u2019", "'")):
         chunk = match.group(0)
         ends_clause = chunk.rstrip("\"')]}*”’")[-1:] in {",", ";", ":", ".", "!", "?"} or chunk in {"—", "–"}
-        ends_sentence = chunk.rstrip("\"')]}*”’")[-1:] in {".", ";", ":", "!", "?"}
+        ends_sentence = chunk.rstrip("\"')]}*”’")[-1:] in {".", ";", "!", "?"}
         core = chunk if chunk.startswith("`") else chunk.strip(_EDGE).rstrip(".")
         if core.endswith("'s"):
             core = core[:-2]
@@ -164,14 +164,17 @@ def _tokens(text: str) -> list[_Token]:
                 continue
             low = raw.strip("`").lower()
             kind = _kind(raw, low)
-            if len(raw) == 1 and raw.isupper() and not initial:
+            if len(raw) == 1 and raw.isupper() and raw != "I" and not initial:
                 kind = "ident"  # a label: "consumer A", "plan B"
+            elif after_colon and kind == "name" and raw[1:].islower():
+                kind = "word"  # "Jon: Agreed!", "Decision: Use …": a capital after a colon
             tokens.append(_Token(raw, low, kind, clause, initial))
-            initial = False
+            initial = after_colon = False
         if ends_clause:
             clause += 1
         if ends_sentence:
             initial = True
+        after_colon = chunk.endswith(":")
     return tokens
 
 
@@ -329,6 +332,9 @@ def parse(text: str) -> Statement:
     keys: set[str] = set()
     initials: set[str] = set()
     values: dict[str, set[str]] = {}
+    if len(tokens) > 1 and tokens[0].kind == "name" and tokens[1].clause > tokens[0].clause \
+            and text.lstrip().startswith(tokens[0].raw + ":"):
+        skipped = skipped | {0}  # "Jon: …": who says it, not what is said
     for i, token in enumerate(tokens):
         if i in skipped:
             continue
@@ -428,9 +434,13 @@ def changed_slots(old: Statement, new: Statement) -> list[str]:
 
 def key_overlap(old: Statement, new: Statement) -> float:
     """Share of the smaller key set found in the other: a topic measure without an embedder."""
-    if not old.keys or not new.keys:
+    return _overlap(old.keys, new.keys)
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
         return 0.0
-    small, large = sorted((old.keys, new.keys), key=len)
+    small, large = sorted((a, b), key=len)
     return sum(1 for word in small if any(_same_word(word, other) for other in large)) / len(small)
 
 
@@ -512,6 +522,8 @@ def _judge(old: Statement, new: Statement, topic: _Lazy) -> Verdict:
     if changes == 0:
         return Verdict("restates", "same subject and values")
     kind = _update_kind(slots, opposite, negation)
+    if not _same_topic(old, new, only_old, only_new, negation, renamed="name" in slots):
+        return Verdict("distinct", "too little in common to be the same fact")
     if changes == 1 and kind is not None and topic >= TOPIC_UPDATE and (len(only_new) <= 2 or new.changes):
         return Verdict("updates", f"one changed slot ({kind})", kind)
     if changes == 2 and words_differ and len(only_old) <= 1 and kind is not None and new.changes \
@@ -522,6 +534,22 @@ def _judge(old: Statement, new: Statement, topic: _Lazy) -> Verdict:
     if changes >= 2:
         return Verdict("distinct", "differs in more than one place (another subject)")
     return Verdict("distinct", "another subject or relation")
+
+
+def _same_topic(old: Statement, new: Statement, only_old: set[str], only_new: set[str], negation: bool,
+                renamed: bool) -> bool:
+    """A changed slot can only be a correction between statements that share most of their
+    content words — two of them at least when what changed is a name ("Alice owns billing" /
+    "Bob owns billing now", not "Bye Nate" / "Thanks Joanna, bye"); a flipped negation only when
+    little else changed."""
+    old_keys = old.keys - (old.initials - new.keys)  # an opening name the other does not use
+    new_keys = new.keys - (new.initials - old.keys)
+    if not new_keys or _overlap(old_keys, new_keys) < 0.5:
+        return False
+    shared = sum(1 for word in old_keys if any(_same_word(word, other) for other in new_keys))
+    if renamed and shared < 2:
+        return False
+    return not negation or (len(only_old) <= 2 and len(only_new) <= 2)
 
 
 def _retuned(slots: Sequence[str], only_old: set[str], words_differ: bool, new: Statement) -> bool:
