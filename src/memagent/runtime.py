@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature
@@ -23,12 +23,20 @@ from memagent.config import (
     credentials_from_env,
     load_settings_with_notices,
     project_paths,
+    setting_origin,
 )
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
-from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
+from memagent.context.resume import (
+    ResumeError,
+    Resumed,
+    latest_session_id,
+    load_session,
+    newest_of_logical_session,
+    seed_conversation,
+)
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
@@ -50,6 +58,8 @@ from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.executor import LocalExecutor
+from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
 
 
@@ -76,9 +86,19 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
+    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+    # the user's own command line, so trusted: rules, folders and MCP servers for this run only
+    allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
+    disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
+    add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
+    session_id: str | None = None  # the logical session id of a new session (--session-id)
+    system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
+    append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
 
 
 @dataclass
@@ -95,6 +115,7 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
 
     @property
     def usage(self) -> UsageMeter | None:
@@ -158,15 +179,22 @@ def _settings(
         raise SetupError(str(exc)) from None
     if not options.memory:
         settings = settings.model_copy(update={"memory_enabled": False})
+    if options.add_dirs:
+        writable = tuple(settings.sandbox_writable) + tuple(str(d) for d in options.add_dirs)
+        settings = settings.model_copy(update={"sandbox_writable": writable})
     return settings, notices
 
 
 def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
     """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
     earlier session starts a new one with a warning."""
+    if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
+        raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
     if not (options.resume_id or options.continue_latest):
         return None, []
-    session_id = options.resume_id or latest_session_id(paths.transcripts)
+    session_id = latest_session_id(paths.transcripts)
+    if options.resume_id:  # the newest transcript of that logical session, else the id as given
+        session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
     if session_id is None:
         return None, ["no earlier session in this project to continue; starting a new one"]
     try:
@@ -184,7 +212,9 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
-def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> Conversation:
+def _open_conversation(
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
+) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
@@ -195,7 +225,7 @@ def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str,
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
-        logical_session=logical_session_id(resumed, session_id),
+        logical_session=logical,
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
@@ -241,6 +271,12 @@ class Parts:
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    logical_session: str = ""  # one id across -c/-r; empty: this session's own id
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
+    prefetch_memory: bool = True  # see SessionOptions
+    memory_upkeep: bool = True  # see SessionOptions
+    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
+    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -269,12 +305,14 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     memory = open_memory(
         parts.paths,
         parts.settings,
-        logical_session_id(resumed, parts.session_id),
+        parts.logical_session or logical_session_id(resumed, parts.session_id),
         model=parts.model,
         record=parts.conversation.record,
         processed_ids=_processed_ids(parts.resumed, parts.conversation),
         current_task=current_task,
         warn=parts.warnings.append,
+        prefetch=parts.prefetch_memory,
+        upkeep=parts.memory_upkeep,
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -284,10 +322,14 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
 
 
 def _hooks(parts: Parts) -> HooksFeature:
+    """Hooks a project file defines run in the session's sandbox unless the user's own config
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
         transcript_path=lambda: transcript, warn=parts.warnings.append,
+        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
     )
 
 
@@ -295,7 +337,8 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
     """MCP servers start in the background when the tools are first asked for (the REPL composes
     its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
     return mcp_client_feature(
-        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append
+        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append,
+        extra_servers=parts.mcp_servers,
     )
 
 
@@ -320,8 +363,8 @@ def _permissions(
     from the settings plus the ones saved for this project."""
     mode = options.permission_mode or ("bypassPermissions" if options.auto_approve else settings.permission_mode)
     try:
-        return project_permissions(paths.home, paths.root, mode=mode, allow=settings.allow, ask=settings.ask,
-                                   deny=settings.deny, warn=warn)
+        return project_permissions(paths.home, paths.root, mode=mode, allow=[*settings.allow, *options.allowed_tools],
+                                   ask=settings.ask, deny=[*settings.deny, *options.disallowed_tools], warn=warn)
     except PermissionRuleError as exc:
         raise SetupError(f"permissions: {exc}") from None
 
@@ -351,6 +394,7 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
@@ -363,21 +407,25 @@ def open_session(
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
-    conversation = _open_conversation(paths, settings, session_id, resumed)
+    logical = options.session_id or logical_session_id(resumed, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
+    shell = ShellConfig.from_settings(settings, paths.home)
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
+        CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical, dict(options.mcp_servers),
+        options.prefetch_memory, options.memory_upkeep,
+        shell, project_hooks=setting_origin(paths, "hooks", env, trusted=trusted) == "project",
     )
     features, memory_off_reason = compose_features(parts)
-    system = build_system(paths.root, [feature.system_text() for feature in features])
-    shell = ShellConfig.from_settings(settings, paths.home)
+    system = build_system(paths.root, [feature.system_text() for feature in features],
+                          base=options.system_prompt, append=options.append_system_prompt)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,
         tools=registry,
-        tool_context=_tool_context(paths, settings, session_id),
+        tool_context=_tool_context(paths, settings, session_id, options.add_dirs),
         system=system,
         conversation=conversation,
         context=_policy(parts, features, system, registry),
@@ -391,13 +439,14 @@ def open_session(
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
-        resumed_from=resumed.session_id if resumed else None, warnings=warnings,
+        resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
     )
 
 
-def _tool_context(paths: ProjectPaths, settings: Settings, session_id: str) -> ToolContext:
+def _tool_context(paths: ProjectPaths, settings: Settings, session_id: str, extra_roots: tuple[Path, ...] = ()) -> ToolContext:
     return ToolContext(
         root=paths.root,
+        extra_roots=tuple(extra_roots),
         session_id=session_id,
         outputs_dir=paths.transcripts / session_id / "outputs",
         bash_timeout=settings.bash_timeout,

@@ -42,9 +42,14 @@ def environment_block(root: Path) -> str:
     )
 
 
-def build_system(root: Path, texts: Sequence[str | None] = ()) -> list[Block]:
+def build_system(
+    root: Path, texts: Sequence[str | None] = (), *, base: str | None = None, append: str | None = None
+) -> list[Block]:
     """The base prompt, then each feature's stable text (instructions, skills, the memory
-    profile), in the order given; nothing here may change between turns of one session."""
-    blocks = [text_block(BASE_PROMPT + "\n" + environment_block(root))]
-    blocks.extend(text_block(text) for text in texts if text)
-    return blocks
+    profile), in the order given; nothing here may change between turns of one session.
+
+    ``base`` (``--system-prompt``) replaces the base prompt and its environment block (an empty
+    one leaves them out); ``append`` (``--append-system-prompt``) comes last. Blank texts are
+    left out: the Messages API refuses an empty text block."""
+    head = BASE_PROMPT + "\n" + environment_block(root) if base is None else base
+    return [text_block(text) for text in (head, *texts, append) if text and text.strip()]

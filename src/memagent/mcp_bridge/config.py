@@ -19,8 +19,10 @@ servers widen what the agent can do (they run programs chosen by the repository)
 used only when the project is trusted; otherwise they are listed as skipped.
 
 A stdio server's environment is a small safe set inherited from ours (``PATH``, ``HOME``,
-``LANG``, …) plus its ``env`` entries: API keys in our environment are not handed to third-party
-servers unless the configuration passes them explicitly.
+``LANG``, …; a secret-looking value among them is dropped) plus its ``env`` entries: API keys in
+our environment are not handed to third-party servers unless the configuration names them
+explicitly — and memagent's own API credentials (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``)
+never, even when named: a server naming one is not started, and says why.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Union
+
+from memagent.childenv import NEVER_PASSED, is_secret_variable
+from memagent.fsutil import resolves_inside
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
@@ -108,6 +113,8 @@ def expand(value: str, env: Mapping[str, str]) -> str:
 
     def one(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
+        if name.upper() in NEVER_PASSED:
+            raise McpConfigError(f"{name} is memagent's own API credential; it is never passed to a server")
         found = env.get(name)
         if default is not None:
             return found or default  # as in the shell: unset or empty takes the default
@@ -177,13 +184,24 @@ def read_servers_file(path: Path) -> dict[str, Any]:
 
 
 def load_mcp_config(
-    user_file: Path, project_file: Path | None, env: Mapping[str, str], *, project_trusted: bool
+    user_file: Path,
+    project_file: Path | None,
+    env: Mapping[str, str],
+    *,
+    project_trusted: bool,
+    extra_servers: Mapping[str, Any] | None = None,
 ) -> McpConfig:
-    """Both files merged (project entries win by name); never raises for bad content."""
+    """Both files merged (project entries win by name); never raises for bad content.
+
+    ``extra_servers`` (``mcpServers`` entries the user gave on the command line, ``--mcp-config``)
+    are the user's own choice, used like the user file's and winning over both files by name."""
     config = McpConfig()
     entries: dict[str, tuple[Any, str]] = {}
     sources = [(user_file, "user")] + ([(project_file, "project")] if project_file is not None else [])
     for path, origin in sources:
+        if origin == "project" and path.is_symlink() and not resolves_inside(path, path.parent):
+            config.problems.append(f"{path}: a symlink to a file outside the project; not read")
+            continue
         try:
             servers = read_servers_file(path)
         except McpConfigError as exc:
@@ -194,6 +212,8 @@ def load_mcp_config(
             continue
         for name, entry in servers.items():
             entries[str(name)] = (entry, origin)
+    for name, entry in (extra_servers or {}).items():
+        entries[str(name)] = (entry, "command line")
     for name, (entry, origin) in entries.items():
         try:
             config.servers.append(parse_server(name, entry, env, origin))
@@ -204,7 +224,11 @@ def load_mcp_config(
 
 def server_environment(spec: StdioServer, env: Mapping[str, str]) -> dict[str, str]:
     """What a stdio server runs with: the safe inherited set, then its own ``env``."""
-    base = {key: env[key] for key in INHERITED_VARS if env.get(key) and not env[key].startswith("()")}
+    base = {
+        key: env[key]
+        for key in INHERITED_VARS
+        if env.get(key) and not env[key].startswith("()") and not is_secret_variable(key, env[key])
+    }
     return {**base, **spec.env}
 
 

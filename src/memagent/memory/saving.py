@@ -262,6 +262,10 @@ class Saving(MemoryCore):
                       key=lambda c: c.created_at)
         index = store.vector_index(self._embedder_info(), create=False) if self.dim > 0 else None
         vectors = index.vectors([c.id for c in todo]) if index is not None else {}
+        if index is not None:  # a card still waiting for its vector (background indexing) waits here too
+            unready = {c.id for c in todo if c.id not in vectors}
+            todo = [c for c in todo if c.id not in unready]
+            ids = [i for i in ids if i not in unready]
         comparer = self.comparer(bool(vectors))
         for card in todo:
             current = self._get_many([card.id]).get(card.id)
