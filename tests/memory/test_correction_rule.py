@@ -185,6 +185,23 @@ def test_pulled_card_files_meet_the_rule_on_the_next_search(service, paths):
     assert service.get(new.id).supersedes == old.id
 
 
+def test_a_big_pull_indexed_in_the_background_is_judged_once_its_vectors_are_in(service, paths):
+    """More new files than a search embeds itself: the vectors come from the background, and the
+    correction waits for them instead of being judged without (or skipped)."""
+    service.save("Beacon's templates are Handlebars files, one folder per locale.")
+    service.inline_embed_max = 8  # background upkeep on, as in a session
+    filler = [_card(f"Beacon's locale folder number {n} holds the {n}th region's templates.", 3) for n in range(20)]
+    old = _card("Log retention in Loki is 14 days.", 2)  # a change only the embedder tells
+    new = _card("Loki keeps logs for 30 days since the storage upgrade.", 9)
+    _pulled(paths, *filler, new, old)
+    service.search("how long are logs kept?", 5)  # notes the arrivals, starts the indexing
+    assert service.wait_for_upkeep()
+    hits = service.search("how long are logs kept?", 5)
+    assert old.id not in [h.card.id for h in hits] and hits[0].card.id == new.id
+    assert service.get(old.id).superseded_by == new.id
+    assert service.get(filler[0].id).status == "active"
+
+
 def test_a_rebuild_of_the_catalog_judges_the_files_and_keeps_look_alikes(service, paths):
     _pulled(paths,
             _card("Harbor deploys services tagged tier: web to the prod-blue cluster.", 3),
