@@ -83,3 +83,19 @@ def test_dateparser_stays_off_the_light_commands(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.stderr.strip().endswith("CLEAN"), result.stderr[-500:]
+
+
+def test_a_card_made_of_dates_costs_a_bounded_number_of_parses(monkeypatch):
+    """A hostile card full of date phrases: only the first MAX_PHRASES are parsed (a parse costs
+    milliseconds; a card is parsed on every import and rebuild)."""
+    from dateparser.date import DateDataParser
+
+    from memagent.memory import timeline
+
+    calls = []
+    real = DateDataParser.get_date_data
+    monkeypatch.setattr(DateDataParser, "get_date_data", lambda self, text, *a, **k: calls.append(text) or real(self, text, *a, **k))
+    hostile = " ".join(f"on {day} March 2026," for day in range(1, 29)) * 3
+    found = periods_in(hostile, WRITTEN)
+    assert 0 < len(calls) <= 2 * timeline.MAX_PHRASES
+    assert found[0][0] == datetime(2026, 3, 1, tzinfo=timezone.utc)  # the first ones still count

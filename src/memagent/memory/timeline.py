@@ -14,19 +14,22 @@ runs of date words that name a date (a month, weekday, year or full date: "on 4t
 second" or "we" are never read as dates. Seasons, quarters and halves, which dateparser does not
 know, come from a small vocabulary. A parse costs a couple of milliseconds, and about half a
 second on first use (the import and the first parse): a text is only parsed when it contains a
-word a date can be made of (:func:`mentions_time`), it is cut to ``MAX_CHARS``, and dateparser is
-imported only inside these functions (never on the ``--help`` or ``tasks`` paths).
+word a date can be made of (:func:`mentions_time`), only its first ``MAX_PHRASES`` date phrases
+within ``MAX_CHARS`` are parsed, and dateparser is imported only inside these functions (never
+on the ``--help`` or ``tasks`` paths).
 """
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from itertools import islice
 from typing import Iterator
 
 Period = tuple[datetime, datetime]
 
 MAX_CHARS = 600  # parse at most this much of a text (the dates of a card are near its start)
+MAX_PHRASES = 12  # and at most this many date phrases of it (a parse costs milliseconds)
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
@@ -195,7 +198,7 @@ def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) ->
     cleaned = _MODIFIED_MONTH.sub(lambda m: m.group(1) + " ", "".join(plain))
     settings = {"RELATIVE_BASE": base.astimezone(timezone.utc).replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
     parser = DateDataParser(languages=["en"], settings=settings)
-    for start, end in _date_phrases(cleaned):
+    for start, end in islice(_date_phrases(cleaned), MAX_PHRASES):
         phrase = cleaned[start:end]
         found = parser.get_date_data(phrase)
         if found.date_obj is None:  # "last December", "last week of October 2023": the named part
@@ -282,4 +285,4 @@ def warm_up() -> None:
     periods_in("on 12 March 2026", datetime.now(timezone.utc))
 
 
-__all__ = ["MAX_CHARS", "Period", "asked_period", "hull", "mentions_time", "overlaps", "periods_in", "warm_up"]
+__all__ = ["MAX_CHARS", "MAX_PHRASES", "Period", "asked_period", "hull", "mentions_time", "overlaps", "periods_in", "warm_up"]
