@@ -74,7 +74,7 @@ def _run(mode: str, src: str, root: Path, cards: int, home: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", required=True, help="the other checkout's src/ directory")
+    parser.add_argument("--against", help="the other checkout's src/ directory (required)")
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--child", choices=["build", "measure"], help=argparse.SUPPRESS)
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(args.child, args.src, args.root, args.cards)
         return 0
+    if not args.against:
+        parser.error("--against is required")
     sides = {"this checkout": str(REPO / "src"), "against": str(Path(args.against).resolve())}
     results: dict[str, list[dict]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory(prefix="memagent-warm-") as tmp:
