@@ -210,6 +210,8 @@ class EntityIndex:
     _finder: MentionFinder | None = field(default=None, init=False, repr=False, compare=False)
     _descriptions: dict[str, list[tuple[str, list[str]]]] | None = field(default=None, init=False, repr=False,
                                                                           compare=False)
+    _terms: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _role_terms: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def finder(self) -> MentionFinder:
         if self._finder is None:
@@ -245,8 +247,15 @@ class EntityIndex:
 
     def name_terms(self, kind: str) -> dict[str, frozenset[str]]:
         """Index terms of each name of one kind ("system" or "person")."""
-        names = self.systems if kind == "system" else self.people
-        return {name: frozenset(tokenize(name)) for name in names}
+        if kind not in self._terms:  # tokenized once per index (an index is not changed once used)
+            names = self.systems if kind == "system" else self.people
+            self._terms[kind] = {name: frozenset(tokenize(name)) for name in names}
+        return self._terms[kind]
+
+    def role_terms(self, role: str) -> list[str]:
+        if role not in self._role_terms:
+            self._role_terms[role] = tokenize(role)
+        return self._role_terms[role]
 
     def understand(self, query: str) -> Understanding:
         terms = tokenize(query)
@@ -292,7 +301,7 @@ def _definite(words: Sequence[str], term: str) -> bool:
 def _holds(terms: Sequence[str], role: str, topic: str, systems: set[str], index: EntityIndex) -> bool:
     """Whether the question names this role ("the release manager", "who leads …") over the same
     topic: a system it refers to, or two of the topic's words."""
-    role_terms = tokenize(role)
+    role_terms = index.role_terms(role)
     if not role_terms or not any(_similar(role_terms[-1], q) for q in terms):
         return False
     topic_terms = set(tokenize(topic))
