@@ -281,8 +281,12 @@ class Settings(BaseSettings):
     """The same threshold in lexical-only mode (share of shared terms)."""
     memory_auto_writes_per_session: int = Field(20, ge=0)
     """Automatically learned cards allowed per session (explicit saves are not limited)."""
-    memory_k: int = Field(5, ge=1, le=50)
-    """Memories injected per turn."""
+    memory_k: int = Field(6, ge=1, le=50)
+    """Memories injected per turn, best first (a correction brings the card it corrected along,
+    as history)."""
+    memory_block_chars: int = Field(2400, ge=200)
+    """Budget of the injected memory block in characters: cards after the first that would go
+    over it are left out."""
     memory_min_relevance: float | None = Field(None, ge=0.0, le=1.0)
     """Relevance (0..1) under which a memory is not injected; unset: the ranking's default."""
     memory_session_card_days: float = Field(7.0, gt=0)

@@ -333,7 +333,8 @@ def search(
         )
     if as_json:
         print_json(
-            [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card)} for h in hits]
+            [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card),
+              "history": [_card_json(c) for c in h.history]} for h in hits]
         )
         return
     if not hits:
@@ -341,6 +342,8 @@ def search(
         return
     for hit in hits:
         _out(f"{hit.score:.3f}  {_card_line(hit.card, _place(service, hit.card))}")
+        for old in hit.history:  # what this card corrected: shown only here
+            _out(f"       was: {_short(old.content, 70)}  ({old.status}, {old.created_at.date().isoformat()}, {old.id})")
 
 
 @app.command("add")

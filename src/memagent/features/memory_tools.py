@@ -136,7 +136,8 @@ def memory_tools(
             content = " ".join(card.content.split())
             lines.append(
                 f"[Memory#{card.id}] score {hit.score:.3f} ({card.memory_type}, {card.scope}, "
-                f"conf {card.confidence:.2f}, {trust_label(card.source)}, {card.created_at.date().isoformat()}) {content}"
+                f"conf {card.confidence:.2f}, {trust_label(card.source)}, {card.created_at.date().isoformat()}) "
+                f"{content}{hit.history_note()}"
             )
         return "\n".join(lines)
 
