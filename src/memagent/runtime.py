@@ -308,6 +308,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         warn=parts.warnings.append,
         prefetch=parts.prefetch_memory,
         upkeep=parts.memory_upkeep,
+        conversation=parts.conversation,
     )
     if memory.feature is not None:
         features.append(memory.feature)

@@ -59,6 +59,7 @@ class MemoryFeature(BaseFeature):
         current_task: Callable[[], str | None],
         warn: Callable[[str], None],
         end_of_session_wait: float = 30.0,
+        conversation: Conversation | None = None,
     ) -> None:
         self.service = service
         self.learner = learner
@@ -69,7 +70,14 @@ class MemoryFeature(BaseFeature):
         self.end_of_session_wait = end_of_session_wait
         self._profile: str | None = self._render_profile()
         self._extracted_at_turn = 0  # conversation.user_turns at the last periodic extraction
-        self._conversation: Conversation | None = None
+        self._conversation: Conversation | None = conversation
+
+    def _messages(self) -> tuple[list[Message], list[str]]:
+        """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
+        conversation = self._conversation
+        if conversation is None:
+            return [], []
+        return list(conversation.messages), list(conversation.ids)
 
     def _render_profile(self) -> str | None:
         try:
@@ -82,7 +90,7 @@ class MemoryFeature(BaseFeature):
         from memagent.features.memory_tools import memory_tools
 
         service = self.service
-        return memory_tools(lambda: service)
+        return memory_tools(lambda: service, self._messages)
 
     def system_text(self) -> str | None:
         return block(Marker.PROFILE, self._profile) if self._profile else None
@@ -165,6 +173,7 @@ def open_memory(
     warn: Callable[[str], None],
     prefetch: bool = True,
     upkeep: bool = True,
+    conversation: Conversation | None = None,
 ) -> MemoryOpening:
     """Open the stores, decay unused cards (at most daily), start the background learner and the
     warm-up (``prefetch``: also load the embedder and the vector index before the first search
@@ -190,7 +199,7 @@ def open_memory(
 
     feature = MemoryFeature(
         service, learner, settings=settings, profile=lambda: render_profile(service, paths),
-        current_task=current_task, warn=warn,
+        current_task=current_task, warn=warn, conversation=conversation,
     )
     return MemoryOpening(feature)
 
