@@ -529,8 +529,11 @@ def stats(
     learning = data["learning"]
     _out(
         f"  learning: {learning['extraction_runs']} extraction runs ({learning['failed_runs']} failed), "
+        f"{learning['consolidation_calls']} consolidation calls ({learning['consolidation_failed']} failed), "
         f"{learning['candidates']} candidates, {learning['pending_review']} pending review"
     )
+    if learning.get("last_failure"):
+        _out(f"    last failure: {_short(str(learning['last_failure']), 120)}")
     for title, key in (("decisions", "decisions"), ("gate refusals", "gate_refusals"), ("dropped", "dropped")):
         shown = ", ".join(f"{k} {v}" for k, v in learning[key].items()) or "none"
         _out(f"    {title}: {shown}")

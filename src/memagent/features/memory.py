@@ -151,6 +151,25 @@ class MemoryFeature(BaseFeature):
             self.warn("memory extraction at session end skipped (interrupted)")
         except Exception as exc:  # learning must never block the exit
             self.warn(f"memory extraction at session end failed: {one_line(exc)}")
+        failure = failure_line(learner)
+        if failure:
+            self.warn(failure)
+
+
+def failure_line(learner: "BackgroundLearner") -> str | None:
+    """What went wrong with learning this session, in one line, or ``None`` (never silent)."""
+    failed = learner.failed_attempts
+    shaky = sum(r.consolidation_failures for r in learner.reports)
+    if not failed and not shaky:
+        return None
+    runs = failed + len(learner.reports)
+    parts = []
+    if failed:
+        parts.append(f"{failed} of {runs} extraction run{'s' if runs != 1 else ''} failed "
+                     f"({learner.failures[-1].error if learner.failures else 'retried'})")
+    if shaky:
+        parts.append(f"{shaky} consolidation answer{'s were' if shaky != 1 else ' was'} unusable")
+    return "memory learning: " + "; ".join(parts) + "; see `memagent memory stats`"
 
 
 @dataclass

@@ -145,6 +145,7 @@ class Consolidator:
     neighbours: int = NEIGHBOURS
     min_relevance: float = MIN_RELEVANCE
     model_calls: int = 0
+    failures: int = 0  # answers unusable twice: their candidates are skipped, and counted
     _replaced: dict[str, str] = field(default_factory=dict)
 
     def run(self, candidates: Sequence[Candidate]) -> list[Decision]:
@@ -176,6 +177,8 @@ class Consolidator:
             actions = parse_actions(self.ask(CONSOLIDATION_SYSTEM, prompt))
             if actions is not None:
                 break
+        if actions is None:
+            self.failures += 1
         decisions = []
         for item in pending:
             chosen = (actions or {}).get(item.number)

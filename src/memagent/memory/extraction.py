@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memagent.markers import kind_of
+from memagent.markers import Marker, kind_of
 from memagent.memory.cards import MemoryType, Scope
 
 TOOL_OUTPUT_CHARS = 240  # per tool result shown to the extractor
@@ -214,10 +214,17 @@ class RenderedSlice:
         return not any(s.origin in ("user", "assistant") and s.text.strip() for s in self.segments)
 
 
+# Injected blocks whose frame and ``[Memory#…]`` lines are removed rather than the whole block:
+# the user's words may follow them in the same text.
+_STRIPPED_KINDS = (Marker.MEMORIES, Marker.PROFILE)
+
+
 def is_injected_text(text: str) -> bool:
     """Text memagent put into a user message itself (a summary, re-injected state, the hand-over
-    of the previous session, memories, reminders, hook output…): never the user's words."""
-    return is_context_block(text) or kind_of(text) is not None
+    of the previous session, reminders, hook output…): never the user's words. Memory blocks
+    are not counted here: :func:`strip_injected_memory` removes them from around the user's words."""
+    kind = kind_of(text)
+    return is_context_block(text) or (kind is not None and kind not in _STRIPPED_KINDS)
 
 
 _ATTACHMENT_RE = re.compile(r'<attachment source="([^"]*)">\n?(.*?)\n?</attachment>', re.S)

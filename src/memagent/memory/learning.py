@@ -57,7 +57,14 @@ EXTRACTION_RECORD = "extraction"
 
 
 class LearningError(Exception):
-    """A learning run failed (model or store); ``str()`` is a one-line reason."""
+    """A learning run failed (model or store); ``str()`` is a one-line reason. ``retry``: worth
+    trying the same slice again at once (a model or store error), unlike an answer that was
+    unusable twice in a row. ``report`` is what the failed run did."""
+
+    def __init__(self, message: str, *, retry: bool = True, report: "LearningReport | None" = None) -> None:
+        super().__init__(message)
+        self.retry = retry
+        self.report = report
 
 
 @dataclass
@@ -72,6 +79,8 @@ class LearningReport:
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
+    consolidation_calls: int = 0
+    consolidation_failures: int = 0  # consolidation answers that were unusable twice
     error: str | None = None
 
     @property
@@ -85,6 +94,8 @@ class LearningReport:
         """One line for the UI, e.g. ``learned 2 memories (1 update), 1 already known``."""
         if self.error:
             return f"memory learning failed: {self.error}"
+        if self.consolidation_failures:
+            return f"memory consolidation failed: {self.consolidation_failures} unusable answer(s)"
         new = len(self.stored)
         parts = [f"learned {new} memor{'y' if new == 1 else 'ies'}"]
         details = [f"{self.count(a)} {a.lower()}" for a in ("UPDATE", "CONTRADICT") if self.count(a)]
@@ -244,9 +255,8 @@ class LearningPipeline:
             self._release(remaining, done=False)
             report.error = str(exc) if isinstance(exc, LearningError) else _one_line(exc)
             self._log_run(report)
-            if isinstance(exc, LearningError):
-                raise
-            raise LearningError(report.error) from exc
+            retry = exc.retry if isinstance(exc, LearningError) else True
+            raise LearningError(report.error, retry=retry, report=report) from exc
         self._log_run(report)
         return report
 
@@ -264,9 +274,8 @@ class LearningPipeline:
             if parsed.error is None:
                 break
         assert parsed is not None
-        if parsed.error is not None:
-            report.dropped.append(("answer", parsed.error))
-            return
+        if parsed.error is not None:  # a failure, counted and shown, never a run that "found nothing"
+            raise LearningError(f"the extraction answer was unusable twice ({parsed.error})", retry=False)
         report.dropped.extend(("item", why) for why in parsed.dropped)
         screening = screen(parsed.memories, rendered, self.session_date)
         report.dropped.extend(screening.dropped)
@@ -284,6 +293,8 @@ class LearningPipeline:
             record=self._log_decision,
         )
         report.decisions.extend(consolidator.run(screening.candidates))
+        report.consolidation_calls += consolidator.model_calls
+        report.consolidation_failures += consolidator.failures
 
     def _ask(self, system: str, prompt: str, max_tokens: int, report: LearningReport) -> str:
         request = ModelRequest(
@@ -367,6 +378,8 @@ class LearningPipeline:
                 "dropped": len(report.dropped),
                 "counts": counts,
                 "model_calls": report.model_calls,
+                "consolidation_calls": report.consolidation_calls,
+                "consolidation_failed": report.consolidation_failures,
                 "input_tokens": report.input_tokens,
                 "output_tokens": report.output_tokens,
                 "error": report.error,
@@ -410,6 +423,8 @@ class BackgroundLearner:
         self.on_report = on_report
         self.warnings: list[str] = []
         self.reports: list[LearningReport] = []
+        self.failures: list[LearningReport] = []  # jobs that failed for good (after the retry)
+        self.failed_attempts = 0  # every failed run, retries included (each is a "run" in the history)
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._outstanding = 0
         self._idle = threading.Condition()
@@ -457,9 +472,14 @@ class BackgroundLearner:
                 message = f"memory learning ({job.reason}) failed (attempt {attempt}): {exc}"
                 log.warning(message)
                 self.warnings.append(message)
-                if attempt == 1:
+                self.failed_attempts += 1
+                retry = getattr(exc, "retry", True)
+                if attempt == 1 and retry:
                     time.sleep(self.retry_delay)
-                continue
+                    continue
+                failed = getattr(exc, "report", None) or LearningReport(job.reason, job.ids, error=str(exc))
+                self.failures.append(failed)
+                return
             self.reports.append(report)
             if self.on_report is not None:
                 try:
