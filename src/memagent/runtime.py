@@ -23,6 +23,7 @@ from memagent.config import (
     credentials_from_env,
     load_settings_with_notices,
     project_paths,
+    setting_origin,
 )
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
@@ -57,6 +58,8 @@ from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.executor import LocalExecutor
+from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
 
 
@@ -272,6 +275,8 @@ class Parts:
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
     prefetch_memory: bool = True  # see SessionOptions
     memory_upkeep: bool = True  # see SessionOptions
+    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
+    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
@@ -318,10 +323,14 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
 
 
 def _hooks(parts: Parts) -> HooksFeature:
+    """Hooks a project file defines run in the session's sandbox unless the user's own config
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
         transcript_path=lambda: transcript, warn=parts.warnings.append,
+        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
     )
 
 
@@ -386,6 +395,7 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
@@ -402,15 +412,16 @@ def open_session(
     conversation = _open_conversation(paths, settings, session_id, resumed, logical)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
+    shell = ShellConfig.from_settings(settings, paths.home)
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical, dict(options.mcp_servers),
         options.prefetch_memory, options.memory_upkeep,
+        shell, project_hooks=setting_origin(paths, "hooks", env, trusted=trusted) == "project",
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],
                           base=options.system_prompt, append=options.append_system_prompt)
-    shell = ShellConfig.from_settings(settings, paths.home)
     registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
     agent = Agent(
         model=chat_model,

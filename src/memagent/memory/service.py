@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from memagent.fsutil import UnsafePath, refuse_symlinks
 from memagent.errors import one_line
 from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
@@ -97,6 +98,10 @@ class MemoryService(Transfer):
         if embedder is not None and check_embedder:
             _probe_embedder(embedder)
         wait = settings.memory_lock_wait
+        try:  # the project's cards live in a real folder, never through a symlink out of it
+            refuse_symlinks(paths.root, paths.memory)
+        except UnsafePath as exc:
+            raise MemoryUnavailable(str(exc)) from None
         identity = project_identity(paths.memory, paths.root, record=False)
         if settings.chroma_url:
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
