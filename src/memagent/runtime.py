@@ -314,6 +314,8 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         prefetch=parts.prefetch_memory,
         upkeep=parts.memory_upkeep,
         conversation=parts.conversation,
+        transcript_session=parts.session_id,
+        exclude_sessions=[resumed.session_id] if resumed else [],
     )
     if memory.feature is not None:
         features.append(memory.feature)

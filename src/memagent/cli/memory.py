@@ -561,4 +561,11 @@ def _register_transfer_commands() -> None:
     app.command("import")(import_command)
 
 
+def _register_learning_commands() -> None:
+    from memagent.cli.memory_learn import learn_command
+
+    app.command("learn")(learn_command)
+
+
 _register_transfer_commands()
+_register_learning_commands()

@@ -60,6 +60,7 @@ class MemoryFeature(BaseFeature):
         warn: Callable[[str], None],
         end_of_session_wait: float = 30.0,
         conversation: Conversation | None = None,
+        catch_up: "CatchUpRun | None" = None,
     ) -> None:
         self.service = service
         self.learner = learner
@@ -71,6 +72,7 @@ class MemoryFeature(BaseFeature):
         self._profile: str | None = self._render_profile()
         self._extracted_at_turn = 0  # conversation.user_turns at the last periodic extraction
         self._conversation: Conversation | None = conversation
+        self.catch_up = catch_up  # earlier sessions' unmined messages, learned in the background
 
     def _messages(self) -> tuple[list[Message], list[str]]:
         """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
@@ -130,10 +132,15 @@ class MemoryFeature(BaseFeature):
     def close(self) -> None:
         """Learn from what was not mined yet (bounded wait), then close the store."""
         learner, self.learner = self.learner, None
+        catch_up, self.catch_up = self.catch_up, None
         try:
+            if catch_up is not None:
+                catch_up.finish(self.end_of_session_wait, self.warn)
             if learner is not None:
                 self._learn_at_end(learner)
         finally:
+            if catch_up is not None:
+                catch_up.release()
             self.service.close()
 
     def _learn_at_end(self, learner: "BackgroundLearner") -> None:
@@ -172,6 +179,81 @@ def failure_line(learner: "BackgroundLearner") -> str | None:
     return "memory learning: " + "; ".join(parts) + "; see `memagent memory stats`"
 
 
+class CatchUpRun:
+    """The start-up catch-up (``memory.catchup``) on a daemon thread, and this session's live
+    mark (held until :meth:`release`, so no other session mines this one while it runs)."""
+
+    def __init__(self, live_mark, work: "Callable[[], list] | None") -> None:
+        self.live_mark = live_mark
+        self.reports: list = []
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+        if work is not None:
+            self._thread = threading.Thread(target=self._run, args=(work,), name="memagent-catch-up", daemon=True)
+            self._thread.start()
+
+    def _run(self, work: "Callable[[], list]") -> None:
+        try:
+            self.reports = work() or []
+        except Exception as exc:  # never reaches the session; said at its end
+            self.error = one_line(exc)
+
+    def finish(self, timeout: float, warn: Callable[[str], None]) -> None:
+        """Wait (bounded) and say what the catch-up learned or why it failed."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                warn("memory: learning from earlier sessions did not finish; the rest waits for the next start")
+                return
+        for line in catch_up_lines(self.reports, self.error):
+            warn(line)
+
+    def release(self) -> None:
+        if self.live_mark is not None:
+            self.live_mark.release()
+
+
+def catch_up_lines(reports: list, error: str | None = None) -> list[str]:
+    """One line per earlier session a catch-up learned from or failed on (nothing when it found
+    nothing new)."""
+    lines = [f"memory learning from earlier sessions failed: {error}"] if error else []
+    for report in reports:
+        if report.error or report.stored or report.consolidation_failures:
+            lines.append(f"memory (earlier session {report.session_id}): {report.summary()}")
+    return lines
+
+
+def catch_up_now(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService", *,
+                 exclude: Sequence[str] = (), only: str | None = None, max_sessions: int | None = None,
+                 max_messages: int | None = None) -> list | None:
+    """Mine earlier sessions' unmined messages now (see ``memory.catchup``); ``None`` when another
+    process is catching up in this project."""
+    from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
+    from memagent.memory import catchup
+    from memagent.memory.history import LearningHistory
+
+    lock = catchup.hold_catch_up(paths.memory)
+    if lock is None:
+        return None
+    try:
+        files = [p for p in iter_transcripts(paths.transcripts) if only is None or p.stem == only]
+        sessions = []
+        for path in files[-catchup.SCAN_SESSIONS:]:
+            try:
+                sessions.append((path.stem, read_records(path).records))
+            except TranscriptError:
+                continue
+        history = LearningHistory.for_paths(paths)
+        pending, settled = catchup.plan(
+            sessions, paths.memory, history, exclude=exclude, only=only,
+            max_sessions=max_sessions or catchup.MAX_SESSIONS, max_messages=max_messages or catchup.MAX_MESSAGES)
+
+        return catchup.mine(pending, history, settled,
+                            lambda **session: _pipeline(paths, settings, model, service, **session))
+    finally:
+        lock.release()
+
+
 @dataclass
 class MemoryOpening:
     """What :func:`open_memory` found: a feature, or the one-line reason memory is off."""
@@ -193,6 +275,8 @@ def open_memory(
     prefetch: bool = True,
     upkeep: bool = True,
     conversation: Conversation | None = None,
+    transcript_session: str | None = None,
+    exclude_sessions: Sequence[str] = (),
 ) -> MemoryOpening:
     """Open the stores, decay unused cards (at most daily), start the background learner and the
     warm-up (``prefetch``: also load the embedder and the vector index before the first search
@@ -219,6 +303,8 @@ def open_memory(
     feature = MemoryFeature(
         service, learner, settings=settings, profile=lambda: render_profile(service, paths),
         current_task=current_task, warn=warn, conversation=conversation,
+        catch_up=_start_catch_up(paths, settings, model, service, transcript_session or session_id,
+                                 exclude_sessions, one_shot=not upkeep),
     )
     return MemoryOpening(feature)
 
@@ -248,6 +334,30 @@ def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None]
             pass
 
     threading.Thread(target=warm, name="memagent-memory-warm-up", daemon=True).start()
+
+
+def _start_catch_up(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService",
+                    session_id: str, exclude: Sequence[str], *, one_shot: bool) -> CatchUpRun:
+    """Mark this session live, then learn earlier sessions' unmined messages in the background
+    (one session for a one-shot prompt); nothing when automatic extraction is off."""
+    from memagent.memory.catchup import hold_live_mark
+    from memagent.memory.learning import auto_extract_enabled
+
+    mark = hold_live_mark(paths.memory, session_id)
+    if not auto_extract_enabled(settings):
+        return CatchUpRun(mark, None)
+    skip = [session_id, *exclude]
+    return CatchUpRun(mark, lambda: catch_up_now(paths, settings, model, service, exclude=skip,
+                                                 max_sessions=1 if one_shot else None) or [])
+
+
+def _pipeline(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService", **session):
+    from memagent.llm.tokens import lazy_counter
+    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning import LearningPipeline
+
+    return LearningPipeline(model, service, count_tokens=lazy_counter(settings.tokenizer, settings.tokenizer_json),
+                            settings=settings, history=LearningHistory.for_paths(paths), **session)
 
 
 def _start_learner(

@@ -82,6 +82,7 @@ class LearningReport:
     consolidation_calls: int = 0
     consolidation_failures: int = 0  # consolidation answers that were unusable twice
     error: str | None = None
+    session_id: str | None = None  # set by a catch-up: the earlier session mined
 
     @property
     def stored(self) -> list[str]:
