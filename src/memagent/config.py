@@ -70,6 +70,7 @@ WIDENING_SETTINGS = (
     "memory_duplicate_cosine",
     "memory_duplicate_overlap",
     "memory_auto_writes_per_session",
+    "memory_auto_writes_per_day",
     "memory_min_relevance",
     "memory_session_card_days",
     "memory_archive_after_days",
@@ -223,6 +224,9 @@ class Settings(BaseSettings):
     """The same threshold in lexical-only mode (share of shared terms)."""
     memory_auto_writes_per_session: int = Field(20, ge=0)
     """Automatically learned cards allowed per session (explicit saves are not limited)."""
+    memory_auto_writes_per_day: int = Field(60, ge=0)
+    """Automatically learned cards allowed per day in a project, counted on disk across every
+    process (``-p`` runs included); 0: no daily limit."""
     memory_k: int = Field(5, ge=1, le=50)
     """Memories injected per turn."""
     memory_min_relevance: float | None = Field(None, ge=0.0, le=1.0)
@@ -363,6 +367,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 STRICTER_WHEN = {
     "require_review": lambda value, current: value is True,
     "memory_min_confidence": lambda value, current: isinstance(value, (int, float)) and value >= current,
+    "memory_auto_writes_per_day": lambda value, current: isinstance(value, int) and 0 < value <= (current or value),
 }
 
 

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fakeapi import FakeAnthropic, delay, text, tool
 from memagent.memory.catchup import hold_live_mark, plan, record_mined, session_state
 from memagent.memory.history import LearningHistory
@@ -49,6 +51,7 @@ def _killed_session(cli_env, project) -> str:
     return transcript.stem
 
 
+@pytest.mark.timeout(600)  # several real CLI runs: slow on a loaded machine
 def test_a_session_killed_after_a_stated_preference_is_learned_at_the_next_start(run_cli, cli_env, project):
     (project / "README.md").write_text("# demo\n")
     killed = _killed_session(cli_env, project)
@@ -77,6 +80,7 @@ def test_a_session_killed_after_a_stated_preference_is_learned_at_the_next_start
     assert len(brain.extraction_prompts) == 1
 
 
+@pytest.mark.timeout(600)  # several real CLI runs: slow on a loaded machine
 def test_memory_learn_by_hand_mines_the_named_session(run_cli, cli_env, project):
     (project / "README.md").write_text("# demo\n")
     killed = _killed_session(cli_env, project)
@@ -93,6 +97,7 @@ def test_memory_learn_by_hand_mines_the_named_session(run_cli, cli_env, project)
     assert [c for c in _cards(run_cli, project) if c["content"] == TABS.content]
 
 
+@pytest.mark.timeout(600)  # several real CLI runs: slow on a loaded machine
 def test_a_failed_catch_up_is_said_and_retried_at_the_next_start(run_cli, cli_env, project):
     (project / "README.md").write_text("# demo\n")
     killed = _killed_session(cli_env, project)
