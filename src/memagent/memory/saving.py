@@ -190,22 +190,22 @@ class Saving(MemoryCore):
         return None
 
     def _merge_into(self, existing: MemoryCard, new: MemoryCard) -> MemoryCard:
-        """A restatement strengthens the existing card and keeps the new provenance beside it."""
-        provenance = list(existing.merged_from)
-        if new.provenance != Provenance() and new.provenance != existing.provenance and new.provenance not in provenance:
-            provenance.append(new.provenance)
-        merged = existing.model_copy(
-            update={
-                "confidence": max(existing.confidence, new.confidence),
-                "importance": max(existing.importance, new.importance),
-                "files": list(dict.fromkeys([*existing.files, *new.files])),
-                "merged_from": provenance,
-            }
-        )
-        if merged != existing:
-            merged.updated_at = utc_now()
-            self._rewrite(merged)
+        """A restatement strengthens the existing card (``memory.reinforcement``)."""
+        from memagent.memory.reinforcement import reinforced
+
+        merged = existing.model_copy(update=reinforced(existing, new))
+        merged.updated_at = utc_now()
+        self._rewrite(merged)
         return merged
+
+    def reinforce(self, card_id: str, evidence: MemoryCard) -> MemoryCard | None:
+        """``evidence`` restates the active card ``card_id``: strengthen it (the consolidator's
+        NOOP with a target). ``None`` when there is no such active card."""
+        with self._lock, self._guard("save"):
+            existing = self._get_many([card_id]).get(card_id)
+            if existing is None or not existing.active:
+                return None
+            return self._merge_into(existing, evidence)
 
     def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
         """A new card superseding ``memory_id``; unspecified fields are carried over."""
