@@ -39,9 +39,11 @@ def cap_for(*sources: str) -> float:
 
 
 def raised_confidence(current: float, restated: float, cap: float) -> float:
+    """The stronger of the two statements, raised toward ``cap`` (a statement already above the
+    cap keeps its own value: the cap bounds the raise, not the evidence)."""
     base = max(current, restated)
     if base >= cap:
-        return max(current, min(base, cap)) if current <= cap else current
+        return base
     return round(min(cap, base + GAP_SHARE * (cap - base)), 3)
 
 
