@@ -213,7 +213,15 @@ def memory_main(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
     if root is not None:
         ctx.meta[_ROOT_KEY] = root
     if ctx.invoked_subcommand is None:
-        list_cards(ctx, None, None, None, False, 50, 0, False, None)
+        list_cards(ctx, None, None, None, False, 50, 0, False, None, None)
+
+
+TASK_SCAN = 100_000
+
+
+def _learned_under(task_hint: Optional[str], task: int) -> bool:
+    """A card's ``task_hint`` names graph task ``task`` as ``#ID subject``."""
+    return bool(task_hint) and (task_hint == f"#{task}" or task_hint.startswith(f"#{task} "))
 
 
 @app.command("list")
@@ -227,19 +235,19 @@ def list_cards(
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
+    task: Optional[int] = typer.Option(
+        None, "--task", min=1, help="Only cards learned while task #ID of the graph was in progress.",
+        show_default=False),
 ) -> None:
     """List memory cards, newest first (active ones unless --status or --all)."""
     service = _open(ctx, root)
-    cards = _run(
-        lambda: service.list(
-            memory_type=_value(memory_type),
-            scope=_value(scope),
-            status=_value(status),
-            include_all=show_all,
-            limit=limit,
-            offset=offset,
-        )
-    )
+    query = {"memory_type": _value(memory_type), "scope": _value(scope), "status": _value(status),
+             "include_all": show_all}
+    if task is None:
+        cards = _run(lambda: service.list(**query, limit=limit, offset=offset))
+    else:
+        every = _run(lambda: service.list(**query, limit=TASK_SCAN, offset=0))
+        cards = [c for c in every if _learned_under(c.task_hint, task)][offset: offset + limit]
     if as_json:
         print_json([_card_json(c) for c in cards])
         return

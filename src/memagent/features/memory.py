@@ -12,14 +12,14 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from memagent.agent.feature import BaseFeature, TurnInput
+from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
 from memagent.config import ProjectPaths, Settings
 from memagent.context.conversation import Conversation
 from memagent.errors import one_line
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Message, ModelResponse
 from memagent.markers import Marker, block, kind_of, text_of
-from memagent.tools.base import Tool
+from memagent.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
     from memagent.memory.learning import BackgroundLearner
@@ -73,6 +73,8 @@ class MemoryFeature(BaseFeature):
         self._extracted_at_turn = 0  # conversation.user_turns at the last periodic extraction
         self._conversation: Conversation | None = conversation
         self.catch_up = catch_up  # earlier sessions' unmined messages, learned in the background
+        self._event: str | None = None  # a learning trigger seen in this turn (memory.triggers)
+        self._event_task: str | None = None  # the task in progress when that trigger fired
 
     def _messages(self) -> tuple[list[Message], list[str]]:
         """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
@@ -112,12 +114,34 @@ class MemoryFeature(BaseFeature):
         except Exception as exc:
             self.warn(f"memory citation update failed: {one_line(exc)}")
 
+    def check_tool(self, call: ToolCall) -> str | None:
+        """Before a call that may finish a task: note the task in progress (the cards its
+        completion triggers are learned under it)."""
+        from memagent.memory.triggers import trigger_of
+
+        if trigger_of(call.name, call.input, False) is not None:
+            self._event_task = self._task_now() or self._event_task
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        from memagent.memory.triggers import trigger_of
+
+        self._event = trigger_of(call.name, call.input, outcome.is_error) or self._event
+
+    def _task_now(self) -> str | None:
+        try:
+            return self.current_task()
+        except Exception:  # a label is a nicety; learning goes on without it
+            return None
+
     def after_turn(self, conversation: Conversation) -> None:
         self._conversation = conversation
         every = self.settings.extract_every_turns
         due = every > 0 and conversation.user_turns - self._extracted_at_turn >= every
-        if self.learner is not None and due:
-            self.learner.submit(conversation.messages, conversation.ids, "periodic")
+        event, self._event = self._event, None
+        task, self._event_task = (self._event_task, None) if event else (None, self._event_task)
+        if self.learner is not None and (due or event):
+            self.learner.submit(conversation.messages, conversation.ids, event or "periodic", task=task)
             self._extracted_at_turn = conversation.user_turns
 
     def reinject(self) -> str | None:

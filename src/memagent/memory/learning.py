@@ -233,10 +233,12 @@ class LearningPipeline:
 
     # -- the run ----------------------------------------------------------------------------
 
-    def process(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str) -> LearningReport:
+    def process(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
+                task: str | None = None) -> LearningReport:
         """Learn from the messages not yet processed. A long slice is sent in parts (each marked
-        processed and recorded as it succeeds). Raises :class:`LearningError` on failure; the
-        ids not yet done stay unprocessed so a retry can mine them."""
+        processed and recorded as it succeeds). ``task``: the task the cards are learned under
+        (default: ``task_hint()`` now). Raises :class:`LearningError` on failure; the ids not
+        yet done stay unprocessed so a retry can mine them."""
         chosen, chosen_ids = self._claim(messages, ids)
         report = LearningReport(reason=reason, message_ids=chosen_ids)
         if not chosen_ids:
@@ -245,7 +247,7 @@ class LearningPipeline:
         try:
             for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens, self.count_tokens):
                 before = len(report.stored)
-                self._run(part, part_ids, report)
+                self._run(part, part_ids, report, task)
                 self._release(part_ids, done=True)
                 remaining = remaining[len(part_ids) :]
                 if self.record is not None:
@@ -261,7 +263,8 @@ class LearningPipeline:
         self._log_run(report)
         return report
 
-    def _run(self, messages: list[dict[str, Any]], ids: list[str], report: LearningReport) -> None:
+    def _run(self, messages: list[dict[str, Any]], ids: list[str], report: LearningReport,
+             task: str | None = None) -> None:
         rendered = render_messages(messages, ids)
         if rendered.empty:
             return
@@ -289,7 +292,7 @@ class LearningPipeline:
             service=service,
             ask=lambda system, user: self._ask(system, user, CONSOLIDATION_MAX_TOKENS, report),
             session_id=self.session_id,
-            task_hint=self.task_hint() if self.task_hint else None,
+            task_hint=task or (self.task_hint() if self.task_hint else None),
             hold_for_review=self.require_review,
             record=self._log_decision,
         )
@@ -401,6 +404,7 @@ class _Job:
     messages: list[dict[str, Any]]
     ids: list[str]
     reason: str
+    task: str | None = None
 
 
 class BackgroundLearner:
@@ -432,16 +436,18 @@ class BackgroundLearner:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str) -> bool:
-        """Queue a slice for learning; returns ``False`` when nothing in it is new, or when
-        automatic extraction is off (:func:`auto_extract_enabled`)."""
+    def submit(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
+               task: str | None = None) -> bool:
+        """Queue a slice for learning (``task``: the task its cards are learned under); returns
+        ``False`` when nothing in it is new, or when automatic extraction is off
+        (:func:`auto_extract_enabled`)."""
         if self._closed or not auto_extract_enabled(self.pipeline.settings):
             return False
         done = self.pipeline.processed_ids
         fresh = [(m, str(i)) for m, i in zip(messages, ids) if str(i) not in done]
         if not fresh:
             return False
-        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason)
+        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason, task)
         with self._idle:
             self._outstanding += 1
         self._ensure_thread()
@@ -468,7 +474,7 @@ class BackgroundLearner:
     def _run(self, job: _Job) -> None:
         for attempt in (1, 2):
             try:
-                report = self.pipeline.process(job.messages, job.ids, job.reason)
+                report = self.pipeline.process(job.messages, job.ids, job.reason, job.task)
             except Exception as exc:  # never let a learning failure reach the session
                 message = f"memory learning ({job.reason}) failed (attempt {attempt}): {exc}"
                 log.warning(message)
