@@ -53,7 +53,7 @@ def test_completing_a_task_triggers_one_extraction_and_its_cards_carry_the_task(
     runs = [json.loads(line) for line in (project / ".memory" / "history.jsonl").read_text().splitlines()]
     assert [r["reason"] for r in runs if r["kind"] == "run"] == [TASK_COMPLETED]
     listing = run_cli("-C", str(project), "memory", "list", "--task", "1", "--json", env=LEXICAL)
-    (card,) = json.loads(listing.stdout)
+    (card,) = [c for c in json.loads(listing.stdout) if c["memory_type"] != "event"]
     assert card["content"] == UV.content and card["task_hint"] == "#1 Switch the project to uv"
     other = run_cli("-C", str(project), "memory", "list", "--task", "2", "--json", env=LEXICAL)
     assert json.loads(other.stdout) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
@@ -61,6 +62,7 @@ class MemoryFeature(BaseFeature):
         end_of_session_wait: float = 30.0,
         conversation: Conversation | None = None,
         catch_up: "CatchUpRun | None" = None,
+        transcript_session: str | None = None,
     ) -> None:
         self.service = service
         self.learner = learner
@@ -74,6 +76,8 @@ class MemoryFeature(BaseFeature):
         self._conversation: Conversation | None = conversation
         self.catch_up = catch_up  # earlier sessions' unmined messages, learned in the background
         self._event: str | None = None  # a learning trigger seen in this turn (memory.triggers)
+        self.transcript_session = transcript_session  # the session's event card links its transcript
+        self._started = datetime.now(timezone.utc)
         self._event_task: str | None = None  # the task in progress when that trigger fired
 
     def _messages(self) -> tuple[list[Message], list[str]]:
@@ -162,10 +166,32 @@ class MemoryFeature(BaseFeature):
                 catch_up.finish(self.end_of_session_wait, self.warn)
             if learner is not None:
                 self._learn_at_end(learner)
+                self._write_event()
         finally:
             if catch_up is not None:
                 catch_up.release()
             self.service.close()
+
+    def _write_event(self) -> None:
+        """The session as a dated ``event`` card (``memory.session_event``), when it did something."""
+        from memagent.context.digest import deterministic_digest
+        from memagent.memory.session_end import worth_learning_at_end
+        from memagent.memory.learning import auto_extract_enabled
+        from memagent.memory.session_event import save_session_event
+
+        conversation = self._conversation
+        if (conversation is None or self.transcript_session is None or not auto_extract_enabled(self.settings)
+                or not worth_learning_at_end(conversation.messages)):
+            return
+        try:
+            result = save_session_event(
+                self.service, self.transcript_session, self._started, deterministic_digest(conversation.messages),
+                f".transcripts/{self.transcript_session}.jsonl", self._task_now())
+        except Exception as exc:
+            self.warn(f"memory: the session's event card was not written: {one_line(exc)}")
+            return
+        if result.status == "refused":
+            self.warn(f"memory: the session's event card was refused: {result.reason}")
 
     def _learn_at_end(self, learner: "BackgroundLearner") -> None:
         """A one-line ``-p "hi"`` session is not worth an extraction call; see ``memory.session_end``."""
@@ -326,7 +352,7 @@ def open_memory(
 
     feature = MemoryFeature(
         service, learner, settings=settings, profile=lambda: render_profile(service, paths),
-        current_task=current_task, warn=warn, conversation=conversation,
+        current_task=current_task, warn=warn, conversation=conversation, transcript_session=transcript_session,
         catch_up=_start_catch_up(paths, settings, model, service, transcript_session or session_id,
                                  exclude_sessions, one_shot=not upkeep),
     )

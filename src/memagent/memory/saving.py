@@ -47,6 +47,9 @@ class SaveRequest:
     card: MemoryCard
     private: bool = False
     auto: bool = False
+    # a record of its own (a session's event card): never merged into a near-duplicate, never
+    # taken for a correction of one
+    distinct: bool = False
 
 
 class Saving(MemoryCore):
@@ -112,7 +115,7 @@ class Saving(MemoryCore):
                     return SaveResult("refused", None, f"{old.id} is already {old.status}{newer}; correct the current card")
             vector = self._embed([card.content])[0]
             excluded = {card.supersedes} if card.supersedes else set()
-            duplicate = self._find_duplicate(card, vector, excluded)
+            duplicate = None if request.distinct else self._find_duplicate(card, vector, excluded)
             if duplicate is not None and old is None:
                 existing, similarity = duplicate
                 kind = correction_kind(existing.content, card.content)
