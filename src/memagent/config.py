@@ -71,6 +71,7 @@ WIDENING_SETTINGS = (
     "memory_duplicate_overlap",
     "memory_auto_writes_per_session",
     "memory_auto_writes_per_day",
+    "memory_max_cards",
     "memory_min_relevance",
     "memory_session_card_days",
     "memory_archive_after_days",
@@ -224,6 +225,9 @@ class Settings(BaseSettings):
     """The same threshold in lexical-only mode (share of shared terms)."""
     memory_auto_writes_per_session: int = Field(20, ge=0)
     """Automatically learned cards allowed per session (explicit saves are not limited)."""
+    memory_max_cards: int = Field(0, ge=0)
+    """Active memory cards a store (the project's, the user's) may hold; a save past it archives
+    the lowest-value cards (never drops them) and says so. 0: no quota."""
     memory_auto_writes_per_day: int = Field(60, ge=0)
     """Automatically learned cards allowed per day in a project, counted on disk across every
     process (``-p`` runs included); 0: no daily limit."""

@@ -103,6 +103,8 @@ def _saved(result: "SaveResult", note: str) -> str:
     card = result.card
     if result.status == "duplicate":
         return f"Already remembered as [Memory#{card.id}] ({result.reason}); nothing new was saved."
+    if "memory_max_cards" in result.reason:  # the quota archived others: the user is told
+        note += f" Note: {result.reason[result.reason.index('memory_max_cards'):]}."
     if result.status == "superseded":
         return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}); it supersedes [Memory#{card.supersedes}].{note}"
     return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}).{note}"

@@ -34,6 +34,8 @@ class GateConfig:
     max_auto_writes_per_session: int = 20
     # Automatic writes allowed per day in the project, across processes (0: no daily limit).
     max_auto_writes_per_day: int = 0
+    # Active cards a store may hold; past it the lowest-value are archived (0: no quota).
+    max_cards: int = 0
 
 
 def _card_texts(card: MemoryCard) -> Iterable[tuple[str, str]]:

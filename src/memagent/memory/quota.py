@@ -16,7 +16,7 @@ import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from memagent.fsutil import atomic_write, make_dirs
 
@@ -67,4 +67,41 @@ class WriteLedger:
             atomic_write(self.path, payload + "\n", durable=False, keep_mode=False)
 
 
-__all__ = ["LEDGER_NAME", "WriteLedger"]
+
+
+# -- the size quota -------------------------------------------------------------------------------
+#
+# ``memory_max_cards`` (0: none) bounds the active cards of each store (the project's, the
+# user's). The count is the store's catalog on disk, so every process sees the same number. A
+# save that takes a store past it archives the lowest-value active cards of that store (never
+# the card just saved): status ``archived``, file kept, ``memory list --status archived`` shows
+# them, ``memory edit ID --status active`` brings one back. Nothing is dropped, and the save
+# says what it archived.
+
+USER_STATED_BONUS = 0.25  # what the user said outlives what was inferred
+
+
+def card_value(entry: Any, uses: int = 0) -> float:
+    """How much a card is worth keeping: confidence × (½ + importance), more for the user's own
+    words and for use (``uses``: times it was retrieved or cited)."""
+    value = float(entry.confidence) * (0.5 + float(entry.importance))
+    if entry.source in ("user", "system"):
+        value += USER_STATED_BONUS
+    return value + 0.05 * min(uses, 10)
+
+
+def over_quota(entries: Iterable[Any], limit: int, keep: str, uses: Mapping[str, int] | None = None) -> list[str]:
+    """Ids of the active cards to archive so that at most ``limit`` stay active, lowest value
+    first (ties: the one idle longest), never ``keep``."""
+    active = [e for e in entries if e.status == "active"]
+    excess = len(active) - limit
+    if limit <= 0 or excess <= 0:
+        return []
+    uses = uses or {}
+    floor = datetime.min.replace(tzinfo=timezone.utc)
+    ranked = sorted((e for e in active if e.id != keep),
+                    key=lambda e: (card_value(e, uses.get(e.id, 0)), e.last_used_at or e.created_at or floor))
+    return [e.id for e in ranked[:excess]]
+
+
+__all__ = ["LEDGER_NAME", "WriteLedger", "card_value", "over_quota"]

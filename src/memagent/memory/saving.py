@@ -129,9 +129,11 @@ class Saving(MemoryCore):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
                 self._rate.record(self.session_id)
+            archived = self._enforce_quota(card)
+        told = quota_note(archived, self.gate.max_cards)
         if old is not None:
-            return SaveResult("superseded", card, f"supersedes {old.id}")
-        return SaveResult("added", card, "")
+            return SaveResult("superseded", card, "; ".join(filter(None, [f"supersedes {old.id}", told])))
+        return SaveResult("added", card, told)
 
     def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> bool:
         """Write a new card (and mark the card it corrects superseded); False when the corrected
@@ -150,6 +152,26 @@ class Saving(MemoryCore):
             replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
             old_store.write(replaced, old_store.files.is_private(path), None, None)
         return True
+
+    def _enforce_quota(self, card: MemoryCard) -> list[str]:
+        """At ``memory_max_cards`` active cards in ``card``'s store, archive the lowest-value
+        others (``memory.quota``); returns their ids, also told as a notice."""
+        from memagent.memory.quota import over_quota
+
+        limit = self.gate.max_cards
+        store = self._store_for_scope(card.scope)
+        if limit <= 0 or not store.catalog.exists:
+            return []
+        catalog = store.open_catalog()
+        if catalog.count(True) <= limit:
+            return []
+        entries = list(catalog.all_entries(True))
+        uses = {card_id: n for card_id, (_, n) in catalog.usage([e.id for e in entries]).items()}
+        archived = [i for i in over_quota(entries, limit, card.id, uses)
+                    if self.update_card(i, status="archived", touch=False) is not None]
+        if archived:
+            store.notices.append(quota_note(archived, limit))
+        return archived
 
     def _rewrite(self, card: MemoryCard) -> bool:
         """Rewrite a stored card's file in place; False when it was forgotten meanwhile."""
@@ -254,4 +276,14 @@ class Saving(MemoryCore):
                 return updated if self._rewrite(updated) else None
 
 
-__all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]
+def quota_note(archived: list[str], limit: int) -> str:
+    """What a save at the quota did, in one line ("" when it archived nothing)."""
+    if not archived:
+        return ""
+    shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
+    return (f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
+            f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
+            "shows them")
+
+
+__all__ = ["quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]

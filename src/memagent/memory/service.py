@@ -56,6 +56,7 @@ def gate_of(settings: "Settings") -> GateConfig:
         duplicate_overlap=settings.memory_duplicate_overlap,
         max_auto_writes_per_session=settings.memory_auto_writes_per_session,
         max_auto_writes_per_day=settings.memory_auto_writes_per_day,
+        max_cards=settings.memory_max_cards,
     )
 
 
