@@ -225,6 +225,10 @@ class Settings(BaseSettings):
     """The same threshold in lexical-only mode (share of shared terms)."""
     memory_auto_writes_per_session: int = Field(20, ge=0)
     """Automatically learned cards allowed per session (explicit saves are not limited)."""
+    memory_topics: tuple[str, ...] = ()
+    """Topics that matter to this project, given to memory extraction as data (at most 20 used)."""
+    memory_examples: tuple[str, ...] = ()
+    """Example memories of the kind this project wants, given to extraction as data (at most 5)."""
     memory_max_cards: int = Field(0, ge=0)
     """Active memory cards a store (the project's, the user's) may hold; a save past it archives
     the lowest-value cards (never drops them) and says so. 0: no quota."""

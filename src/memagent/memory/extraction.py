@@ -333,11 +333,13 @@ def split_slice(
     return parts
 
 
-def extraction_prompt(rendered: RenderedSlice, session_date: date) -> str:
-    """The user message of an extraction request."""
+def extraction_prompt(rendered: RenderedSlice, session_date: date, steering: str = "") -> str:
+    """The user message of an extraction request; ``steering``: the project's guidance and the
+    session summary as data blocks (``memory.steering``)."""
     first, last = (rendered.message_ids[0], rendered.message_ids[-1]) if rendered.message_ids else ("?", "?")
+    guidance = f"{steering}\n\n" if steering else ""
     return (
-        f"Session date: {session_date.isoformat()} ({session_date.strftime('%A')}).\n"
+        f"Session date: {session_date.isoformat()} ({session_date.strftime('%A')}).\n{guidance}"
         f"Extract memories from messages #{first} to #{last}:\n\n{rendered.text}"
     )
 

@@ -48,6 +48,7 @@ from memagent.memory.extraction import (
 )
 from memagent.memory.screening import Candidate, screen
 from memagent.memory.history import LearningHistory, learning_stats
+from memagent.memory.steering import Steering, latest_summary
 
 log = logging.getLogger("memagent.memory.learning")
 
@@ -234,10 +235,11 @@ class LearningPipeline:
     # -- the run ----------------------------------------------------------------------------
 
     def process(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
-                task: str | None = None) -> LearningReport:
+                task: str | None = None, summary: str | None = None) -> LearningReport:
         """Learn from the messages not yet processed. A long slice is sent in parts (each marked
         processed and recorded as it succeeds). ``task``: the task the cards are learned under
-        (default: ``task_hint()`` now). Raises :class:`LearningError` on failure; the ids not
+        (default: ``task_hint()`` now); ``summary``: the session's latest compaction summary, given to
+        the extractor as context (``memory.steering``). Raises :class:`LearningError` on failure; the ids not
         yet done stay unprocessed so a retry can mine them."""
         chosen, chosen_ids = self._claim(messages, ids)
         report = LearningReport(reason=reason, message_ids=chosen_ids)
@@ -247,7 +249,7 @@ class LearningPipeline:
         try:
             for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens, self.count_tokens):
                 before = len(report.stored)
-                self._run(part, part_ids, report, task)
+                self._run(part, part_ids, report, task, summary)
                 self._release(part_ids, done=True)
                 remaining = remaining[len(part_ids) :]
                 if self.record is not None:
@@ -264,14 +266,14 @@ class LearningPipeline:
         return report
 
     def _run(self, messages: list[dict[str, Any]], ids: list[str], report: LearningReport,
-             task: str | None = None) -> None:
+             task: str | None = None, summary: str | None = None) -> None:
         rendered = render_messages(messages, ids)
         if rendered.empty:
             return
         service = self._service()
         if service is None:
             raise LearningError("memory is off")
-        prompt = extraction_prompt(rendered, self.session_date)
+        prompt = extraction_prompt(rendered, self.session_date, Steering.of(self.settings, summary).render())
         parsed = None
         for _ in range(2):  # one retry on an unusable answer
             parsed = parse_extraction(self._ask(EXTRACTION_SYSTEM, prompt, EXTRACTION_MAX_TOKENS, report))
@@ -405,6 +407,7 @@ class _Job:
     ids: list[str]
     reason: str
     task: str | None = None
+    summary: str | None = None
 
 
 class BackgroundLearner:
@@ -447,7 +450,8 @@ class BackgroundLearner:
         fresh = [(m, str(i)) for m, i in zip(messages, ids) if str(i) not in done]
         if not fresh:
             return False
-        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason, task)
+        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason, task,
+                   latest_summary(messages))
         with self._idle:
             self._outstanding += 1
         self._ensure_thread()
@@ -474,7 +478,7 @@ class BackgroundLearner:
     def _run(self, job: _Job) -> None:
         for attempt in (1, 2):
             try:
-                report = self.pipeline.process(job.messages, job.ids, job.reason, job.task)
+                report = self.pipeline.process(job.messages, job.ids, job.reason, job.task, job.summary)
             except Exception as exc:  # never let a learning failure reach the session
                 message = f"memory learning ({job.reason}) failed (attempt {attempt}): {exc}"
                 log.warning(message)
