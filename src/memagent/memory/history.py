@@ -16,6 +16,8 @@ Records (one JSON object per line, every one with ``kind`` and ``time``)
     ``review``    a user's review verdict (keep, edit, forget) on a card
     ``pending``   an automatic card held back for review (``require_review``)
     ``decay``     a confidence change by hygiene: card_id, base, confidence
+    ``mined``     what a catch-up mined of an earlier session: session_id, ids, stored, complete
+                  (nothing of the session is left to mine); see ``memory.catchup``
 
 Refused candidates are logged with their reason only, never their text: a refusal can be a
 secret, and nothing refused may touch disk.
