@@ -70,3 +70,16 @@ def test_restating_resets_decay_and_decay_does_not_undo_it(open_service, history
     assert again.status == "duplicate" and again.card.confidence > 0.9
     assert apply_decay(service, history, now=utc_now() + timedelta(days=1), force=True) == []
     assert service.get(card.id).confidence == again.card.confidence
+
+
+def test_memory_stats_shows_the_most_and_least_used_cards(open_service):
+    service = open_service("s")
+    cited = service.save("The CI runs on GitHub Actions with a matrix of Python versions.", "fact").card
+    once = service.save("Releases are tagged vMAJOR.MINOR.PATCH on main.", "procedure").card
+    never = service.save("The logo was drawn by the design team in 2024.", "fact").card
+    for _ in range(3):
+        service.note_citations(f"As [Memory#{cited.id}] says")
+    service.note_citations(f"See [Memory#{once.id}].")
+    stats = service.stats()
+    assert [c["id"] for c in stats["most_used"]] == [cited.id, once.id] and stats["most_used"][0]["uses"] == 3
+    assert stats["least_used"][0]["id"] == never.id and stats["least_used"][0]["uses"] == 0

@@ -534,6 +534,9 @@ def stats(
         on_disk = f", {size / 1_048_576:.1f} MiB on disk" if size else ""
         _out(f"  {label} store: {info['location']} ({info['active']} active, {info['inactive']} inactive{on_disk})")
     _out(f"  embedder: {data['embedder']['name']} (dim {data['embedder']['dim']})")
+    for title, key in (("most used", "most_used"), ("least used", "least_used")):
+        shown = ", ".join(f"{c['id']} ({c['memory_type']}, {c['uses']}×)" for c in data.get(key, [])) or "none"
+        _out(f"  {title}: {shown}")
     learning = data["learning"]
     _out(
         f"  learning: {learning['extraction_runs']} extraction runs ({learning['failed_runs']} failed), "
