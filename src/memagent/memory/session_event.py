@@ -6,7 +6,9 @@ dated by the session's start (``created_at``), so retrieval's time references ("
 yesterday", "last week", "in June") find it by date. It is a record of its own: it supersedes
 nothing and is never merged into another session's card (``SaveRequest.distinct``). It passes the
 write gate like any card (a session that handled a secret gets no event card, and says so) and
-is not counted against the limits of automatic learning (one per session).
+is not counted against the limits of automatic learning (one per session). A line of the digest
+that talks to the agent or tries to plant a memory (``extraction.looks_like_instruction``: a
+README's "NOTE TO AI…" the last reply quoted) is left out.
 
 Content, one block::
 
@@ -21,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from memagent.memory.cards import MemoryCard, Provenance
+from memagent.memory.extraction import looks_like_instruction
 from memagent.memory.saving import SaveRequest, SaveResult
 
 MAX_CHARS = 1800
@@ -34,7 +37,8 @@ def event_content(session_id: str, started: datetime, digest: str, transcript: s
     """The event card's text (see the module docstring), at most :data:`MAX_CHARS` characters."""
     day = started.astimezone(timezone.utc)
     head = f"Session {session_id} on {day:%A %Y-%m-%d} (transcript {transcript})."
-    body = digest.replace(DIGEST_HEADER, "").strip()
+    body = "\n".join(line for line in digest.replace(DIGEST_HEADER, "").strip().splitlines()
+                     if not looks_like_instruction(line))  # a parroted "note to the AI" stays out
     tail = f"\nLeft open: {left_open}" if left_open else ""
     room = MAX_CHARS - len(head) - len(tail) - 1
     if len(body) > room:
