@@ -526,6 +526,7 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
     service = MemoryService.open(paths, settings, "bench-eval", embedder=embedder)
     result = evaluate(service)
     stats = learning_stats(paths)
+    caught_up = [r for r in history.records("run") if r.get("reason") == "catch_up"]
     service.close()
     shutil.rmtree(workdir, ignore_errors=True)
     result.update(
@@ -537,6 +538,8 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
         learning_input_tokens=stats["input_tokens"],
         token_ratio=round(stats["input_tokens"] / transcript, 3),
         extraction_runs=stats["extraction_runs"],
+        catch_up_runs=len(caught_up),
+        catch_up_messages=sum(len(r.get("message_ids") or ()) for r in caught_up),
         decisions=stats["decisions"],
         gate_refusals=stats["gate_refusals"],
         dropped=stats["dropped"],

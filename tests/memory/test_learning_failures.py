@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakeapi import FakeAnthropic, error
 from fakeapi.server import is_memory_extraction
 from memory.learnkit import message_step, request_text
@@ -38,6 +40,7 @@ def _stats(run_cli, project) -> dict:
     return json.loads(result.stdout)["learning"]
 
 
+@pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_malformed_extraction_json_is_a_failure_shown_at_exit_in_stats_and_in_doctor(run_cli, project):
     result, fake = _run_session(run_cli, project, lambda prompt: '{"memories": [{"content": "cut off')
     assert result.returncode == 0, result.stderr
@@ -53,6 +56,7 @@ def test_malformed_extraction_json_is_a_failure_shown_at_exit_in_stats_and_in_do
     assert len(extraction_calls) == 2  # one retry inside the run; an unusable answer is not retried again
 
 
+@pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_an_api_error_during_extraction_is_counted_too(run_cli, project):
     result, _ = _run_session(run_cli, project, lambda prompt: error(400, "invalid request: prompt too odd"))
     assert result.returncode == 0, result.stderr
@@ -61,6 +65,7 @@ def test_an_api_error_during_extraction_is_counted_too(run_cli, project):
     assert stats["failed_runs"] == 2 and "prompt too odd" in stats["last_failure"]
 
 
+@pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_an_unusable_consolidation_answer_is_counted(run_cli, project):
     # a first session stores the card; the second restates it, so consolidation is asked
     card = {"content": "The project deploys with make ship from the release branch.", "memory_type": "procedure",

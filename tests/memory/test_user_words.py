@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from datetime import date
 
+import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 from memagent.markers import Marker, block, summary_block
 from memagent.memory.extraction import ExtractedMemory, render_messages
@@ -37,6 +39,7 @@ def _save_in_print_mode(run_cli, project, prompt: str, save: dict) -> list[dict]
         return [json.loads(json.dumps(r)) for r in fake.requests]
 
 
+@pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_remember_that_i_use_uv_becomes_the_users_words_with_the_quote(run_cli, project):
     _save_in_print_mode(run_cli, project, "Please remember that I use uv for all my Python projects.", {
         "content": UV, "memory_type": "preference", "scope": "user", "confidence": 0.9,
@@ -48,6 +51,7 @@ def test_remember_that_i_use_uv_becomes_the_users_words_with_the_quote(run_cli, 
     assert card["provenance"]["session_id"]
 
 
+@pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_a_quote_the_user_never_said_stays_an_inference(run_cli, project):
     requests = _save_in_print_mode(run_cli, project, "Which package manager should this project use?", {
         "content": UV, "memory_type": "preference", "scope": "project",
@@ -58,6 +62,7 @@ def test_a_quote_the_user_never_said_stays_an_inference(run_cli, project):
     assert "not the user's words" in json.dumps(result)
 
 
+@pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_the_hand_over_of_the_previous_session_is_not_the_users_words(run_cli, project):
     # session 1: the assistant (not the user) says the project uses uv
     with FakeAnthropic() as fake:
