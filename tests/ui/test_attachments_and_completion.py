@@ -79,3 +79,11 @@ def test_completer_completes_commands_at_the_start_and_paths_after_at(tmp_path):
     assert complete("please read @rea") == ["readme.md"]
     assert complete("mail bob@rea") == []
     assert complete("/review @rea") == ["readme.md"]
+
+
+def test_completion_shows_a_commands_argument_hint_and_description(tmp_path):
+    meta = {"git:commit": "TYPE — Commit the staged work", "git:push": "Push"}
+    completer = ReplCompleter(tmp_path, lambda: ["git:commit", "git:push", "help"], lambda: meta)
+    found = list(completer.get_completions(Document("/git:"), CompleteEvent(completion_requested=True)))
+    assert [(c.text, c.display_meta_text) for c in found] == [
+        ("/git:commit", "TYPE — Commit the staged work"), ("/git:push", "Push")]

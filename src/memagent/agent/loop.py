@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Generator, Iterator, Protocol, Sequence
 
 from memagent.events import (
     AgentEvent,
@@ -84,6 +84,7 @@ class AgentConfig:
     max_tokens: int = 8192
     max_rounds: int = 100  # model calls in one turn before the loop stops itself
     max_pause_continuations: int = 5
+    max_stop_continuations: int = 8  # times Stop hooks may send the model back to work in one turn
 
 
 @dataclass
@@ -155,6 +156,12 @@ class Agent:
                 "user", [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in pending]
             )
 
+    def run_tool(self, name: str, tool_input: dict[str, Any], call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
+        """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the
+        model's calls take: the features' checks, the permission gate and approval, then the tool.
+        Yields its events and returns the outcome; nothing is added to the conversation."""
+        return (yield from self._run_one({"id": call_id, "name": name, "input": tool_input}))
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 
@@ -194,8 +201,14 @@ class Agent:
 
     def _rounds(self) -> Iterator[AgentEvent]:
         pauses = 0
+        continued = 0
         retried_too_long = False
         for _ in range(self.config.max_rounds):
+            halted = self._halted()
+            if halted:
+                yield Notice(halted, "warning")
+                yield TurnEnded("halted", error=None)
+                return
             yield from self._storage_notice()
             yield from self.context.before_request(self.conversation)
             request = self.build_request()
@@ -226,9 +239,33 @@ class Agent:
             if stop == "pause_turn" and content and pauses < self.config.max_pause_continuations:
                 pauses += 1
                 continue
+            if stop == "end_turn" and continued < self.config.max_stop_continuations:
+                more = self._continuation(response.text())
+                if more:
+                    continued += 1
+                    if not content:
+                        self.conversation.append("assistant", [text_block("(no answer)")])
+                    self.conversation.append("user", [text_block(more)])
+                    continue
             yield from self._finish(response, stop, content)
             return
         yield TurnEnded("max_rounds", error=f"stopped after {self.config.max_rounds} model calls in one turn")
+
+    def _halted(self) -> str | None:
+        """The first feature's reason to end the turn now (a hook's ``continue: false``)."""
+        for feature in self.features:
+            reason = feature.halt_reason()
+            if reason:
+                return reason
+        return None
+
+    def _continuation(self, text: str) -> str | None:
+        """The first feature's reason not to stop yet (a ``Stop`` hook that blocks)."""
+        for feature in self.features:
+            more = feature.continue_turn(text)
+            if more:
+                return more
+        return None
 
     def _finish(self, response: ModelResponse, stop: str, content: list[Block]) -> Iterator[AgentEvent]:
         if stop == "max_tokens":
@@ -290,7 +327,7 @@ class Agent:
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw), tool, summary, value)
+            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw, tool), tool, summary, value)
         yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
         return outcome
 

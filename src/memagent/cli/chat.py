@@ -135,6 +135,7 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
                                  memory_upkeep=False)
     if fresh:  # a new logical session too: --session-id named the first one only
         wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
+        wanted.start_source = "clear"
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 
@@ -250,8 +251,9 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
 
 
 def offer_trust(paths: "ProjectPaths") -> None:
-    """Ask whether to trust the project: the first time its settings file asks for widening
-    settings (a "no" is remembered until the file asks for more), and whenever a power file of a
+    """Ask whether to trust the project: the first time its settings files (``.memagent.toml``,
+    Claude Code's ``.claude/settings.json`` and ``.claude/settings.local.json``) ask for widening
+    settings (a "no" is remembered until a file asks for more), and whenever a power file of a
     trusted project changed since it was trusted (the diff is shown; a "no" is remembered for
     that content)."""
     from memagent.trust import TrustError, trust_state
@@ -267,13 +269,16 @@ def offer_trust(paths: "ProjectPaths") -> None:
 
 
 def _offer_first_trust(paths: "ProjectPaths") -> None:
+    from memagent.claude_settings import project_widening
     from memagent.trust import decline_trust, requested_widening, should_ask, trust_project
 
-    asks = requested_widening(paths.project_config)
+    files = [(paths.project_config.name, requested_widening(paths.project_config)), *project_widening(paths)]
+    files = [(name, keys) for name, keys in files if keys]
+    asks = [key if name == paths.project_config.name else f"{name}:{key}" for name, keys in files for key in keys]
     if not asks or not should_ask(paths.home, paths.root, asks):
         return
-    question = (f"This project's {paths.project_config.name} asks for: {', '.join(asks)}.\n"
-                f"Trust this project ({paths.root})?")
+    wants = "\n".join(f"This project's {name} asks for: {', '.join(keys)}." for name, keys in files)
+    question = f"{wants}\nTrust this project ({paths.root})?"
     if typer.confirm(question, default=False):
         trust_project(paths.home, paths.root)
     else:

@@ -150,8 +150,12 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     report["credentials"] = credential_report(env)
     report["sandbox"] = sandbox_report(paths, settings)
     report["sandbox_mounts"] = sandbox_mounts(paths, settings)
-    report["permissions"] = gate_report(paths, settings, env, settings_trusted)
+    from memagent.runtime import claude_settings_for
+
+    claude = claude_settings_for(paths, trust)
+    report["permissions"] = gate_report(paths, settings, env, settings_trusted, claude)
     report["trust"] = trust_report(paths.home, paths.root, paths.project_config)
+    report["claude_settings"] = claude_report(paths, claude)
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
@@ -172,15 +176,45 @@ def learning_report(paths: ProjectPaths) -> dict[str, Any]:
     return {key: stats.get(key) for key in keys}
 
 
-def gate_report(paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool) -> dict[str, Any]:
+def claude_report(paths: ProjectPaths, found: Any) -> dict[str, Any]:
+    """Claude Code's settings files: which exist, the rules each gave (also among the gate's
+    rules), the mode, hooks, env and what waits for trust."""
+    from memagent.claude_settings import settings_files
+
+    return {
+        "files": [{"file": label, "path": str(path), "exists": path.exists()} for path, label, _ in settings_files(paths)],
+        "rules": found.rules_by_source(),
+        "default_mode": list(found.default_mode) if found.default_mode else None,
+        "hooks": sorted({hook.source for event in found.hooks.events.values() for hook in event}),
+        "env": sorted(found.env),
+        "notes": found.notes + list(found.hooks.notes),
+    }
+
+
+def _describe_claude(claude: dict[str, Any]) -> list[str]:
+    """The files, the mode, hooks and env (their rules are listed under Permissions)."""
+    present = [f["file"] for f in claude["files"] if f["exists"]]
+    lines = ["Claude Code settings", f"  files    {', '.join(present) if present else 'none'}"]
+    if claude["default_mode"]:
+        lines.append(f"  mode     {claude['default_mode'][0]}  (from {claude['default_mode'][1]})")
+    if claude["hooks"]:
+        lines.append(f"  hooks    from {', '.join(claude['hooks'])}")
+    if claude["env"]:
+        lines.append(f"  env      {', '.join(claude['env'])}")
+    lines += [f"  ! {note}" for note in claude["notes"]]
+    return lines
+
+
+def gate_report(paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool,
+                claude: Any = None) -> dict[str, Any]:
     """The gate's policy as a session here would have it: the mode, each rule with the file it
-    came from, and what asks by effect."""
+    came from (Claude Code's settings files too), and what asks by effect."""
     from memagent.runtime import SessionOptions, SetupError, session_gate, session_mode
     from memagent.permissions import SAVED_ORIGIN
 
     try:
-        gate = session_gate(paths, settings, session_mode(SessionOptions(), settings), env,
-                            settings_trusted=settings_trusted, warn=lambda line: None)
+        gate = session_gate(paths, settings, session_mode(SessionOptions(), settings, claude), env,
+                            settings_trusted=settings_trusted, warn=lambda line: None, claude=claude)
     except SetupError as exc:
         return {"mode": settings.permission_mode, "error": str(exc), "rules": [], "asks_for": [], "saved_rules": 0}
     policy = gate.policy
@@ -260,6 +294,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines += [f"    {line}" for line in report.get("sandbox_mounts", [])]
     settings_name = Path(report["paths"]["project config"]["path"]).name
     lines += _describe_permissions(report["permissions"], report["trust"], settings_name)
+    if "claude_settings" in report:
+        lines += _describe_claude(report["claude_settings"])
     lines.append("Versions")
     for name, version in report["versions"].items():
         lines.append(f"  {name.ljust(14)}  {version}")

@@ -23,8 +23,9 @@ class Reply:
     text: str = ""
     style: str = ""  # a rich style for the whole text ("red" for errors)
     exit: bool = False
-    send: str = ""  # a prompt the REPL sends as the user's next message (/init, custom commands)
+    send: str = ""  # a prompt the REPL sends as the user's next message (/init)
     action: str = ""  # something only the REPL can do: "clear" (a new session)
+    invoke: Any = None  # a prompt command to run (commands_md.Invocation: files, skills, MCP prompts)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def cmd_help(session: Any, arg: str, custom: "CommandSet | None" = None) -> Repl
     width = max(len(c.usage) for c in (*COMMANDS, *extra))
     lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
     if extra:
-        lines += ["Custom commands (Markdown prompts):"]
+        lines += ["Custom commands (Markdown prompts, skills, MCP prompts):"]
         lines += [f"  {c.usage.ljust(width)}  {c.description} [{c.source}]" for c in extra]
     return Reply("\n".join(lines) + "\n\n" + INPUT_HELP + "\n" + CONTEXT_HELP)
 
@@ -370,6 +371,9 @@ def cmd_permissions(session: "Session", arg: str) -> Reply:
     if gate is None:
         return Reply("permissions: every tool call that changes something asks first (no rules)")
     lines = ["Permissions:"] + [f"  {line}" for line in gate.describe()]
+    claude = getattr(session, "claude", None)
+    if claude is not None and claude.default_mode is not None and claude.default_mode[0] == gate.mode:
+        lines.append(f"  mode from {claude.default_mode[1]} (defaultMode: {claude.default_mode[0]})")
     lines.append("  asks before a call that " + ", ".join(gate.policy.asks_for()))
     lines.append("  ('always' approves exactly that call; `memagent doctor` shows the project's trust)")
     return Reply("\n".join(lines))
@@ -423,14 +427,14 @@ def run_command(
 ) -> Reply:
     """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.
 
-    Built-in commands win; then the custom (Markdown) commands in ``custom``, whose expanded
-    prompt comes back as ``Reply.send``."""
+    Built-in commands win; then the prompt commands in ``custom`` (Markdown files, skills, MCP
+    prompts), whose invocation comes back as ``Reply.invoke`` for the REPL to run."""
     head, _, arg = line.strip().partition(" ")
     command = find_command(head[1:].lower())
     if command is None:
         found = custom.get(head[1:]) if custom is not None else None
         if found is not None:
-            return Reply(send=found.expand(arg))
+            return Reply(invoke=found.invoke(arg))
         return Reply(f"Unknown command {head} — type /help", "red")
     if command.name == "help":
         return cmd_help(None, arg.strip(), custom)

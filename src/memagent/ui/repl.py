@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from memagent import __version__
-from memagent.ui.commands import Reply, is_command, run_command
+from memagent.ui.commands import Reply, find_command, is_command, run_command
 from memagent.ui.printmode import consume_turn
 from memagent.ui.safe_text import printable
 from memagent.ui.status import StatusLine
@@ -219,7 +219,7 @@ class Repl:
     _exit_armed: bool = False
     records_lost: bool = False  # set at close: part of the transcript could not be written
     _approver: Any = None
-    _custom: Any = None  # CommandSet, discovered on first use
+    _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
     _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
 
     def run(self) -> int:
@@ -238,7 +238,7 @@ class Repl:
         if self.read_line is None:
             from memagent.ui.completion import ReplCompleter
 
-            self._prompt = make_prompt_session(self.paths.history_file, ReplCompleter(self.paths.root, self._command_names))
+            self._prompt = make_prompt_session(self.paths.history_file, ReplCompleter(self.paths.root, self._command_names, self._command_meta))
         self._print_banner()
         if self.first_message:
             self._queued.append(self.first_message)
@@ -359,7 +359,12 @@ class Repl:
     def _command(self, text: str, renderer=None) -> bool:
         """Run a slash command; True when the REPL should quit."""
         assert self.console is not None
-        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=self._custom_commands())
+        custom = self._custom_commands()
+        name = text.split()[0][1:]
+        if find_command(name.lower()) is None and custom.get(name) is None:
+            self._session()  # an MCP server's prompt is known once the session (and its servers) are up
+            custom = self._custom_commands()
+        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=custom)
         if reply.text:
             self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
         if reply.action == "clear":
@@ -367,6 +372,8 @@ class Repl:
         self._sync_status_model()
         if reply.send and renderer is not None:
             self._turn(reply.send, renderer)
+        if reply.invoke is not None and renderer is not None:
+            self._turn("", renderer, invocation=reply.invoke)
         return reply.exit
 
     # ------------------------------------------------------------------ ecosystem: commands, context
@@ -378,21 +385,31 @@ class Repl:
             self._status.model = loader.session.agent.config.model or self._status.model
 
     def _custom_commands(self):
-        """The Markdown commands of the project and the user (discovered once)."""
-        if self._custom is None:
-            from memagent.commands_md import discover_commands
-            from memagent.ui.commands import builtin_names
+        """The prompt commands: command files, skills and, once the session is open, the MCP
+        servers' prompts (problems are shown once)."""
+        loader = self._loader
+        session = loader.session if loader is not None else None
+        if self._custom is None or (session is not None and self._custom[0] is not session):
+            from memagent.ui.slash import early_commands, session_commands
 
-            self._custom = discover_commands(self.paths.root, self.paths.home, builtin_names())
+            found = session_commands(session) if session is not None else early_commands(self.paths)
+            said = self._custom[1].problems if self._custom is not None else []
             assert self.console is not None
-            for problem in self._custom.problems:
-                self.console.print(f"warning: {problem}", style="yellow", markup=False)
-        return self._custom
+            for problem in found.problems:
+                if problem not in said:
+                    self.console.print(f"warning: {problem}", style="yellow", markup=False)
+            self._custom = (session, found)
+        return self._custom[1]
 
     def _command_names(self) -> list[str]:
         from memagent.ui.commands import COMMANDS
 
         return [c.name for c in COMMANDS] + self._custom_commands().names()
+
+    def _command_meta(self) -> dict[str, str]:
+        from memagent.ui.slash import completion_meta
+
+        return completion_meta(self._custom_commands())
 
     def _shell(self, command: str) -> None:
         """``!command``: run it now, show the output, keep it for the next message."""
@@ -438,9 +455,14 @@ class Repl:
         ).start()
         self._session()
 
-    def _turn(self, text: str, renderer) -> None:
+    def _turn(self, text: str, renderer, invocation=None) -> None:
         session = self._session()
-        events = session.agent.run_turn(self._with_attachments(text))
+        if invocation is not None:
+            from memagent.ui.slash import invocation_events
+
+            events = invocation_events(session.agent, invocation, attach=self._with_attachments)
+        else:
+            events = session.agent.run_turn(self._with_attachments(text))
         try:
             with self._turn_keys():
                 interrupted = consume_turn(session.agent, events, renderer.handle)
