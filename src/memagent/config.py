@@ -61,6 +61,8 @@ WIDENING_SETTINGS = (
     "memory_duplicate_cosine",
     "memory_duplicate_overlap",
     "memory_auto_writes_per_session",
+    "memory_auto_writes_per_day",
+    "memory_max_cards",
     "memory_min_relevance",
     "memory_session_card_days",
     "memory_archive_after_days",
@@ -287,6 +289,16 @@ class Settings(BaseSettings):
     memory_block_chars: int = Field(2400, ge=200)
     """Budget of the injected memory block in characters: cards after the first that would go
     over it are left out."""
+    memory_topics: tuple[str, ...] = ()
+    """Topics that matter to this project, given to memory extraction as data (at most 20 used)."""
+    memory_examples: tuple[str, ...] = ()
+    """Example memories of the kind this project wants, given to extraction as data (at most 5)."""
+    memory_max_cards: int = Field(0, ge=0)
+    """Active memory cards a store (the project's, the user's) may hold; a save past it archives
+    the lowest-value cards (never drops them) and says so. 0: no quota."""
+    memory_auto_writes_per_day: int = Field(60, ge=0)
+    """Automatically learned cards allowed per day in a project, counted on disk across every
+    process (``-p`` runs included); 0: no daily limit."""
     memory_min_relevance: float | None = Field(None, ge=0.0, le=1.0)
     """Relevance (0..1) under which a memory is not injected; unset: the ranking's default."""
     memory_session_card_days: float = Field(7.0, gt=0)
@@ -439,6 +451,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 STRICTER_WHEN = {
     "require_review": lambda value, current: value is True,
     "memory_min_confidence": lambda value, current: isinstance(value, (int, float)) and value >= current,
+    "memory_auto_writes_per_day": lambda value, current: isinstance(value, int) and 0 < value <= (current or value),
 }
 
 

@@ -324,11 +324,12 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     """Every capability of a session, in a fixed order (the order of their tools and prompt
     text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
 
+    task_graph = TaskGraphFeature(parts.paths.tasks)
+
     def current_task() -> str | None:
         item = parts.todo.in_progress()
-        return str(item["text"]) if item else None
+        return str(item["text"]) if item else task_graph.in_progress()
 
-    task_graph = TaskGraphFeature(parts.paths.tasks)
     resumed = parts.resumed
     features: list[Feature] = [
         InstructionsFeature(
@@ -356,6 +357,9 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         warn=parts.warnings.append,
         prefetch=parts.prefetch_memory,
         upkeep=parts.memory_upkeep,
+        conversation=parts.conversation,
+        transcript_session=parts.session_id,
+        exclude_sessions=[resumed.session_id] if resumed else [],
     )
     if memory.feature is not None:
         features.append(memory.feature)

@@ -14,7 +14,7 @@ def _registry(factory) -> ToolRegistry:
 def test_names_and_inputs_match_the_design(service):
     schemas = {s["name"]: s["input_schema"] for s in _registry(lambda: service).schemas()}
     assert list(schemas) == ["memory_save", "memory_search", "memory_delete", "memory_stats"]
-    assert set(schemas["memory_save"]["properties"]) == {"content", "memory_type", "scope", "confidence", "supersedes"}
+    assert set(schemas["memory_save"]["properties"]) == {"content", "memory_type", "scope", "confidence", "supersedes", "quote"}
     assert set(schemas["memory_save"]["required"]) == {"content", "memory_type"}
     assert set(schemas["memory_search"]["properties"]) == {"query", "k", "memory_type", "scope"}
     assert schemas["memory_search"]["required"] == ["query"]

@@ -163,7 +163,20 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     if check_memory:
         report["embedding"], embedder = embedding_report()
         report["store"] = store_report(paths, settings, embedder)
+        report["learning"] = learning_report(paths)
     return report
+
+
+def learning_report(paths: ProjectPaths) -> dict[str, Any]:
+    """How automatic learning went: runs, failures (never silent), the last failure's reason."""
+    from memagent.memory.history import learning_stats
+
+    try:
+        stats = learning_stats(paths)
+    except OSError as exc:
+        return {"status": _reason(exc)}
+    keys = ("extraction_runs", "failed_runs", "consolidation_calls", "consolidation_failed", "last_failure", "last_run")
+    return {key: stats.get(key) for key in keys}
 
 
 def claude_report(paths: ProjectPaths, found: Any) -> dict[str, Any]:
@@ -250,6 +263,20 @@ def _describe_permissions(perms: dict[str, Any], trust: dict[str, Any], settings
     return lines
 
 
+def _describe_learning(learning: dict[str, Any]) -> list[str]:
+    if "status" in learning:
+        return [f"  learning   {learning['status']}"]
+    if not learning.get("extraction_runs"):
+        return ["  learning   no extraction run yet"]
+    line = (f"  learning   {plural(int(learning['extraction_runs']), 'extraction run')}, {learning['failed_runs']} failed; "
+            f"{plural(int(learning['consolidation_calls'] or 0), 'consolidation call')}, "
+            f"{learning['consolidation_failed']} failed")
+    lines = [line]
+    if learning.get("last_failure"):
+        lines.append(f"             last failure: {' '.join(str(learning['last_failure']).split())[:160]}")
+    return lines
+
+
 def render_text(report: dict[str, Any]) -> str:
     lines = ["Paths"]
     width = max(len(name) for name in report["paths"])
@@ -284,6 +311,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines += [f"    ! {problem}" for problem in report["store"].get("unreadable_cards") or []]
         for label, store in (report["store"].get("stores") or {}).items():
             lines.append(f"    {label}: {store.get('location')} ({plural(int(store.get('active', 0)), 'active card')})")
+        lines += _describe_learning(report.get("learning") or {})
     return "\n".join(lines) + "\n"
 
 

@@ -60,7 +60,7 @@ class MemoryCore:
         self._project_scope_id = project_root_id
         self.gate = gate or GateConfig()
         self.knobs = knobs or MemoryKnobs()
-        self._rate = RateLimiter(self.gate.max_auto_writes_per_session)
+        self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day)
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
@@ -77,6 +77,14 @@ class MemoryCore:
         self.clock: Callable[[], datetime] = utc_now  # "now" for time questions ("last week"); tests set it
         self.retrieval = RetrievalParts()
         self.recall = Recall(self.retrieval)
+
+    def count_writes_on_disk(self, folder: Path) -> None:
+        """Keep the automatic-write limits in ``folder`` (``memory.quota``), shared by every
+        process of the project, instead of in this process."""
+        from memagent.memory.quota import WriteLedger
+
+        self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day,
+                                 ledger=WriteLedger(folder))
 
     # -- plumbing ------------------------------------------------------------------------
 

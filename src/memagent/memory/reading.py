@@ -303,7 +303,33 @@ class Reading(MemoryCore):
                 "embedder": self._embedder.describe(),
                 "near_duplicates": sum(len(s.catalog.near_duplicates()) for s in self._stores_in_use()
                                        if s.catalog.exists),
+                **self._usage_extremes(USAGE_SHOWN),
             }
+
+    def _usage_extremes(self, n: int) -> dict[str, list[dict[str, Any]]]:
+        """The ``n`` most used active cards (used at least once) and the ``n`` least used (never
+        or longest ago first): id, type, uses, last used."""
+        rows = []
+        for store in self._stores_in_use():
+            if not store.catalog.exists:
+                continue
+            catalog = store.open_catalog()
+            entries = list(catalog.all_entries(True))
+            usage = catalog.usage([e.id for e in entries])
+            for entry in entries:
+                last, uses = usage.get(entry.id, (None, 0))
+                rows.append((uses, last.isoformat() if last else "", entry))
+
+        def shown(row: tuple[int, str, Any]) -> dict[str, Any]:
+            uses, last, entry = row
+            return {"id": entry.id, "memory_type": entry.memory_type, "uses": uses, "last_used_at": last or None}
+
+        most = sorted((r for r in rows if r[0] > 0), key=lambda r: (-r[0], r[1]), reverse=False)[:n]
+        least = sorted(rows, key=lambda r: (r[0], r[1], r[2].created_at.isoformat() if r[2].created_at else ""))[:n]
+        return {"most_used": [shown(r) for r in most], "least_used": [shown(r) for r in least]}
+
+
+USAGE_SHOWN = 5  # cards listed as most and least used by ``stats``
 
 
 __all__ = ["Hit", "Reading"]

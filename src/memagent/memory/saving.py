@@ -60,6 +60,9 @@ class SaveRequest:
     card: MemoryCard
     private: bool = False
     auto: bool = False
+    # a record of its own (a session's event card): never merged into a near-duplicate, never
+    # taken for a correction of one
+    distinct: bool = False
 
 
 class Saving(MemoryCore):
@@ -124,7 +127,7 @@ class Saving(MemoryCore):
                     newer = f" by {old.superseded_by}" if old.superseded_by else ""
                     return SaveResult("refused", None, f"{old.id} is already {old.status}{newer}; correct the current card")
             vector = self._embed([card.content])[0]
-            if old is None:
+            if old is None and not request.distinct:
                 decision = self.judge_new_card(card, vector)
                 other = self._get_many([decision.other.id]).get(decision.other.id) if decision.other else None
                 if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
@@ -140,9 +143,11 @@ class Saving(MemoryCore):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
                 self._rate.record(self.session_id)
+            archived = self._enforce_quota(card)
+        told = quota_note(archived, self.gate.max_cards)
         if old is not None:
-            return SaveResult("superseded", card, f"supersedes {old.id}")
-        return SaveResult("added", card, "")
+            return SaveResult("superseded", card, "; ".join(filter(None, [f"supersedes {old.id}", told])))
+        return SaveResult("added", card, told)
 
     def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> bool:
         """Write a new card (and mark the card it corrects superseded); False when the corrected
@@ -163,6 +168,26 @@ class Saving(MemoryCore):
             replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
             old_store.write(replaced, old_store.files.is_private(path), None, None)
         return True
+
+    def _enforce_quota(self, card: MemoryCard) -> list[str]:
+        """At ``memory_max_cards`` active cards in ``card``'s store, archive the lowest-value
+        others (``memory.quota``); returns their ids, also told as a notice."""
+        from memagent.memory.quota import over_quota
+
+        limit = self.gate.max_cards
+        store = self._store_for_scope(card.scope)
+        if limit <= 0 or not store.catalog.exists:
+            return []
+        catalog = store.open_catalog()
+        if catalog.count(True) <= limit:
+            return []
+        entries = list(catalog.all_entries(True))
+        uses = {card_id: n for card_id, (_, n) in catalog.usage([e.id for e in entries]).items()}
+        archived = [i for i in over_quota(entries, limit, card.id, uses)
+                    if self.update_card(i, status="archived", touch=False) is not None]
+        if archived:
+            store.notices.append(quota_note(archived, limit))
+        return archived
 
     def _rewrite(self, card: MemoryCard) -> bool:
         """Rewrite a stored card's file in place; False when it was forgotten meanwhile."""
@@ -293,22 +318,22 @@ class Saving(MemoryCore):
         return newer.source != REPOSITORY or older.source == REPOSITORY
 
     def _merge_into(self, existing: MemoryCard, new: MemoryCard) -> MemoryCard:
-        """A restatement strengthens the existing card and keeps the new provenance beside it."""
-        provenance = list(existing.merged_from)
-        if new.provenance != Provenance() and new.provenance != existing.provenance and new.provenance not in provenance:
-            provenance.append(new.provenance)
-        merged = existing.model_copy(
-            update={
-                "confidence": max(existing.confidence, new.confidence),
-                "importance": max(existing.importance, new.importance),
-                "files": list(dict.fromkeys([*existing.files, *new.files])),
-                "merged_from": provenance,
-            }
-        )
-        if merged != existing:
-            merged.updated_at = utc_now()
-            self._rewrite(merged)
+        """A restatement strengthens the existing card (``memory.reinforcement``)."""
+        from memagent.memory.reinforcement import reinforced
+
+        merged = existing.model_copy(update=reinforced(existing, new))
+        merged.updated_at = utc_now()
+        self._rewrite(merged)
         return merged
+
+    def reinforce(self, card_id: str, evidence: MemoryCard) -> MemoryCard | None:
+        """``evidence`` restates the active card ``card_id``: strengthen it (the consolidator's
+        NOOP with a target). ``None`` when there is no such active card."""
+        with self._lock, self._guard("save"):
+            existing = self._get_many([card_id]).get(card_id)
+            if existing is None or not existing.active:
+                return None
+            return self._merge_into(existing, evidence)
 
     def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
         """A new card superseding ``memory_id``; unspecified fields are carried over."""
@@ -354,4 +379,14 @@ class Saving(MemoryCore):
                 return updated if self._rewrite(updated) else None
 
 
-__all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]
+def quota_note(archived: list[str], limit: int) -> str:
+    """What a save at the quota did, in one line ("" when it archived nothing)."""
+    if not archived:
+        return ""
+    shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
+    return (f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
+            f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
+            "shows them")
+
+
+__all__ = ["quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]

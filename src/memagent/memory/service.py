@@ -55,6 +55,8 @@ def gate_of(settings: "Settings") -> GateConfig:
         duplicate_cosine=settings.memory_duplicate_cosine,
         duplicate_overlap=settings.memory_duplicate_overlap,
         max_auto_writes_per_session=settings.memory_auto_writes_per_session,
+        max_auto_writes_per_day=settings.memory_auto_writes_per_day,
+        max_cards=settings.memory_max_cards,
     )
 
 
@@ -125,6 +127,7 @@ class MemoryService(Transfer):
         service.project_root = paths.root
         service.witness = witness
         service.hold_repository = hold_repository_cards
+        service.count_writes_on_disk(paths.memory / "index")
         try:
             service._check_locations(settings)
             service._refresh_provenance()
