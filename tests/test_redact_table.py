@@ -76,6 +76,8 @@ SHAPES = [
     ("Authorization Basic", "Authorization: Basic {v}", BASIC, "basic-auth"),
     ("password in a URL", "DATABASE_URL is postgres://app:{v}@db.internal:5432/app", "s3cret" + fake(ALNUM, 6, 81), "connection-password"),
     (".env secret", "PAYMENT_SECRET={v}", fake(ALNUM, 24, 82), "env-secret"),
+    (".env password (short name)", "DB_PW={v}", "dbpw-" + fake(ALNUM, 12, 197), "env-secret"),
+    (".env credentials", "export APP_CREDS={v}", "creds-" + fake(ALNUM, 12, 198), "env-secret"),
     ("password assignment", 'password = "{v}"', "hunter2-" + fake(ALNUM, 8, 83), "password"),
     ("Discord bot token", "bot {v}", "M" + fake(URLSAFE, 23, 84) + "." + fake(URLSAFE, 6, 85) + "." + fake(URLSAFE, 27, 86), "discord-token"),
     ("Discord webhook", "notify {v}", "https://discord" + ".com/api/webhooks/123456789012345678/" + fake(URLSAFE, 68, 87), "discord-webhook"),

@@ -7,8 +7,9 @@ typed in the REPL, a hook, an MCP server — gets a copy of memagent's environme
   ``MEMAGENT_CHROMA_URL``) and any name matching one of :data:`SECRET_NAME_PATTERNS`
   (``*PASS*``, ``*PWD``, ``*TOKEN*``, ``*SECRET*``, ``*PAT``, ``*CREDENTIAL*``, ``*DSN``,
   ``*WEBHOOK*`` …; compared in capitals, ``PWD`` and ``OLDPWD`` are kept), ``KEY`` ending a part
-  of the name (``API_KEY``, ``APIKEY``, ``AWS_ACCESS_KEY_ID``; not ``KEYBOARD``) or the word
-  ``AUTH`` (``SSH_AUTH_SOCK``);
+  of the name (``API_KEY``, ``APIKEY``, ``AWS_ACCESS_KEY_ID``; not ``KEYBOARD``) or one of the
+  words ``AUTH`` (``SSH_AUTH_SOCK``), ``PW`` (``DB_PW``), ``CRED``/``CREDS`` (``APP_CREDS``),
+  ``SALT`` (``SESSION_SALT``) and ``MNEMONIC`` as a part of the name;
 * by value: a URL carrying a password (``postgres://app:hunter2@db``) or a secret query
   parameter (``?token=…``), a webhook URL, or any value that the redactor recognises as a key
   (:func:`memagent.redact.contains_secret`), whatever the variable is called.
@@ -37,7 +38,8 @@ SECRET_NAMES = frozenset({"MEMAGENT_CHROMA_URL", "DBUS_SESSION_BUS_ADDRESS"})
 # The agent's own credentials: passed to no child, whatever the settings say.
 NEVER_PASSED = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"})
 
-_AUTH_WORD = re.compile(r"(^|_)AUTH($|_)")
+# Words that name a secret when they are a whole part of the name (``DB_PW``, not ``PWM_MODE``).
+_SECRET_WORD = re.compile(r"(^|_)(AUTH|PW|CREDS?|SALT|MNEMONIC)($|_)")
 # ``*KEY*`` where KEY ends a part of the name (API_KEY, APIKEY, AWS_ACCESS_KEY_ID, SSH_KEYS),
 # so that KEYBOARD_LAYOUT stays.
 _KEY_WORD = re.compile(r"KEYS?($|_)")
@@ -60,7 +62,7 @@ def secret_name(name: str) -> bool:
         return False
     if upper.startswith(SECRET_PREFIXES) or upper in SECRET_NAMES:
         return True
-    if _AUTH_WORD.search(upper) or _KEY_WORD.search(upper):
+    if _SECRET_WORD.search(upper) or _KEY_WORD.search(upper):
         return True
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_NAME_PATTERNS)
 

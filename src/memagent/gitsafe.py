@@ -109,6 +109,33 @@ def driver_overrides(repo: Path, env: dict[str, str], timeout: float = DEFAULT_T
     return overrides
 
 
+# Names (lower case, as git prints them) that run a program or pull configuration from
+# elsewhere, beyond the driver keys: what makes a repository's configuration "armed".
+_FIXED_NAMES = frozenset(item.split("=", 1)[0].lower() for item in FIXED_OVERRIDES) - {
+    "protocol.ext.allow", "submodule.recurse"}
+_PULLS_OR_RUNS = re.compile(r"^(include\.path|includeif\..+\.path|pager\..+|interactive\.difffilter|"
+                            r"core\.worktree|alias\..+)$", re.IGNORECASE)
+
+
+def names_a_program(name: str) -> bool:
+    """True for a configuration name that makes git run a program (a hook folder, an fsmonitor,
+    a pager, a driver, an alias …) or read configuration from elsewhere (``include``)."""
+    lowered = name.lower()
+    return lowered in _FIXED_NAMES or bool(_PROGRAM_KEY.match(name) or _PULLS_OR_RUNS.match(name))
+
+
+def config_names(config_file: Path, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[str]:
+    """The names set in one configuration file (not what it includes); reading runs nothing.
+    An absent file has none; :class:`GitError` when git cannot read it."""
+    if not config_file.exists():
+        return []
+    done = _run(["git", *_fixed(), "config", "--file", str(config_file), "--name-only", "--list", "-z"],
+                git_environment(), timeout)
+    if done.returncode != 0:
+        raise GitError(f"{config_file}: git cannot read it")
+    return [name.strip("\n") for name in done.stdout.split("\0") if name.strip("\n")]
+
+
 def _fixed() -> list[str]:
     return [arg for item in FIXED_OVERRIDES for arg in ("-c", item)]
 
@@ -141,4 +168,7 @@ def run_git(
     return _run([*argv, *args], clean, timeout)
 
 
-__all__ = ["FIXED_OVERRIDES", "GitError", "config_value", "driver_overrides", "git_environment", "run_git"]
+__all__ = [
+    "FIXED_OVERRIDES", "GitError", "config_names", "config_value", "driver_overrides", "git_environment",
+    "names_a_program", "run_git",
+]

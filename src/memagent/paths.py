@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Mapping
 
 PROJECT_MARKERS = (".git", ".memagent.toml")
+# ``$MEMAGENT_HOME/data-roots``: every project where a session kept a transcript, one absolute
+# path a line, so the sandbox of every other project can hide that project's data.
+DATA_ROOTS_FILE = "data-roots"
 
 
 def memagent_home(env: Mapping[str, str] | None = None) -> Path:
@@ -124,3 +127,28 @@ __all__ = [
     "project_paths",
     "user_home",
 ]
+
+
+def record_data_root(home: Path, root: Path) -> None:
+    """Remember that ``root`` holds memagent's data (transcripts, private cards): the sandbox
+    hides it from commands run in any other project. Best effort: never fails a session."""
+    line = str(root.resolve())
+    if "\n" in line or not home.is_dir():
+        return
+    if Path(line) in data_roots(home):
+        return
+    try:
+        fd = os.open(home / DATA_ROOTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    except OSError:
+        return
+
+
+def data_roots(home: Path) -> list[Path]:
+    """The projects :func:`record_data_root` remembered (absolute paths only)."""
+    try:
+        text = (home / DATA_ROOTS_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [Path(line) for line in dict.fromkeys(text.splitlines()) if line.startswith("/")]

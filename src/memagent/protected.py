@@ -9,8 +9,8 @@ and the files git-hook frameworks (pre-commit, lefthook, husky) run on the user'
 
 This module is the one list of those paths. Two parts read it:
 
-- the sandbox mounts each of them read-only (and keeps a missing one from being created), so a
-  sandboxed command cannot plant them;
+- the sandbox mounts each of them read-only (and keeps a missing one from being created, or
+  removes it when the command ends), so a sandboxed command cannot plant them;
 - the gate treats a file-tool write to one of them as *protected*: it asks even where edits are
   otherwise approved (``acceptEdits``).
 
@@ -39,6 +39,7 @@ PROTECTED_FILES = (
 PROTECTED_FOLDERS = (
     ".git/hooks",
     ".git/info",
+    ".git/worktrees",  # each linked worktree's commondir, gitdir and config.worktree
     ".memagent",
     ".claude",
     ".agents",
@@ -47,6 +48,12 @@ PROTECTED_FOLDERS = (
     ".vscode",
     ".husky",  # git hooks husky installs (core.hooksPath)
 )
+# Files git reads for its configuration and hooks that a git folder usually lacks: ``commondir``
+# points git at another folder (git reads it in any git folder, not only a linked worktree's),
+# ``config.worktree`` is configuration once ``extensions.worktreeConfig`` is set. A stand-in
+# folder would stop git (it must read the file if the name exists), so in the sandbox a missing
+# one is kept missing instead: one a command created is removed when the command ends.
+GIT_REDIRECTS = (".git/commondir", ".git/config.worktree")
 # Read-only when ``.git`` is a *file* (``gitdir: …``): it names where git keeps its data.
 GIT_LINK = ".git"
 
@@ -75,6 +82,8 @@ def protected_reason(relative: str | PurePosixPath) -> str | None:
     for folder in PROTECTED_FOLDERS:
         if text == folder or text.startswith(folder + "/"):
             return f"{folder}/ configures what runs in this project"
+    if text in GIT_REDIRECTS:
+        return f"{text} tells git where its configuration and hooks are"
     if parts[0] == GIT_LINK and len(parts) == 1:
         return ".git tells git where this repository lives"
     return None
@@ -85,4 +94,4 @@ def is_protected(relative: str | PurePosixPath) -> bool:
     return protected_reason(relative) is not None
 
 
-__all__ = ["GIT_LINK", "POWER_FILES", "PROTECTED_FILES", "PROTECTED_FOLDERS", "is_protected", "protected_reason"]
+__all__ = ["GIT_LINK", "GIT_REDIRECTS", "POWER_FILES", "PROTECTED_FILES", "PROTECTED_FOLDERS", "is_protected", "protected_reason"]

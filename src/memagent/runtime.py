@@ -58,7 +58,7 @@ from memagent.llm.metered import meter_of
 from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import lazy_counter, preload as preload_tokenizer
-from memagent.paths import child_environment
+from memagent.paths import child_environment, record_data_root
 from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
@@ -257,6 +257,7 @@ def _open_conversation(
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
     except TranscriptError as exc:
         raise SetupError(str(exc), code=1) from None
+    record_data_root(paths.home, paths.root)  # other projects' sandboxes hide this one's data
     conversation = Conversation(recorder=transcript, session_id=session_id)
     conversation.start(
         model=settings.model,

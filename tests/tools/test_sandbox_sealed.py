@@ -87,6 +87,34 @@ def test_protected_paths_cannot_be_planted(fake_home: Path, tmp_path: Path, comm
     assert "fsmonitor" not in (project / ".git" / "config").read_text()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp -r .git evil && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> evil/config && echo ../evil > .git/commondir",
+        "printf '[core]\\n\\tfsmonitor = ./x.sh\\n' > .git/config.worktree",
+        "mkdir -p .git/worktrees/w && echo ../../../evil > .git/worktrees/w/commondir",
+    ],
+    ids=["commondir", "config.worktree", "worktrees"],
+)
+def test_files_that_redirect_git_configuration_cannot_be_planted(fake_home: Path, tmp_path: Path, command: str) -> None:
+    """git reads ``.git/commondir`` in any git folder (not only a linked worktree's) and
+    ``.git/config.worktree`` when the user enabled worktree configuration: planted, the user's
+    next ``git status`` on the host would run the attacker's fsmonitor."""
+    project = git_repo(tmp_path / "proj")
+    subprocess.run(["git", "-C", str(project), "config", "extensions.worktreeConfig", "true"], check=True)
+    canary = tmp_path / "ran"
+    (project / "x.sh").write_text(f"#!/bin/sh\necho ran >> {canary}\n")
+    (project / "x.sh").chmod(0o755)
+    shell = sandboxed(project)
+    bash_result(shell, project, command + " ; echo done")
+    assert not (project / ".git" / "commondir").exists() and not (project / ".git" / "config.worktree").exists()
+    assert not (project / ".git" / "worktrees").exists()
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True, check=True)
+    assert not canary.exists()
+    status = bash_result(shell, project, "git status --short && echo GIT-WORKS")  # git still works inside
+    assert "GIT-WORKS" in status.content, status.content
+
+
 def test_existing_protected_files_stay_as_they_are(fake_home: Path, tmp_path: Path) -> None:
     project = git_repo(tmp_path / "proj")
     (project / ".mcp.json").write_text('{"mcpServers": {}}\n')
@@ -232,10 +260,12 @@ def test_unix_sockets_outside_the_project_are_unreachable(fake_home: Path, tmp_p
     assert run_bash(shell, project, "ls -A /run | wc -l") == "0\n[exit code: 0]"
 
 
-def test_other_projects_transcripts_are_hidden(fake_home: Path, tmp_path: Path) -> None:
+def test_other_projects_transcripts_and_private_cards_are_hidden(fake_home: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     (other / ".transcripts").mkdir(parents=True)
     (other / ".transcripts" / "s.jsonl").write_text("other-transcript-canary")
+    (other / ".memory" / "private").mkdir(parents=True)
+    (other / ".memory" / "private" / "m_0123456789ab.md").write_text("other-private-card-canary")
     (other / "README.md").write_text("other-readme")
     memagent_home = tmp_path / "mhome"
     memagent_home.mkdir()
@@ -246,9 +276,34 @@ def test_other_projects_transcripts_are_hidden(fake_home: Path, tmp_path: Path) 
         f'{{"version": 1, "projects": {{"{other}": {{"trusted": true}}, "{project}": {{}}}}}}'
     )
     shell = sandboxed(project, tmp_visible=True, memagent_home=memagent_home)
-    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/README.md .transcripts/mine.jsonl")
-    assert "other-transcript-canary" not in out
+    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md {other}/README.md"
+                                   " .transcripts/mine.jsonl")
+    assert "other-transcript-canary" not in out and "other-private-card-canary" not in out
     assert "other-readme" in out and "my-transcript" in out
+
+
+def test_a_project_where_a_session_ran_is_hidden_without_a_trust_record(fake_home: Path, tmp_path: Path) -> None:
+    """A session records its project in ``$MEMAGENT_HOME/data-roots`` (a plain session in a
+    project never asked about trust leaves no trust record): that project's transcripts and
+    private cards are hidden from commands in every other project."""
+    from memagent.paths import record_data_root
+
+    other = tmp_path / "other"
+    (other / ".transcripts").mkdir(parents=True)
+    (other / ".transcripts" / "s.jsonl").write_text("untrusted-transcript-canary")
+    (other / ".memory" / "private").mkdir(parents=True)
+    (other / ".memory" / "private" / "m_0123456789ab.md").write_text("untrusted-private-canary")
+    memagent_home = tmp_path / "mhome"
+    memagent_home.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    record_data_root(memagent_home, other)
+    record_data_root(memagent_home, project)
+    record_data_root(memagent_home, other)  # once is enough
+    assert (memagent_home / "data-roots").read_text().count(str(other.resolve())) == 1
+    shell = sandboxed(project, tmp_visible=True, memagent_home=memagent_home)
+    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md")
+    assert "untrusted-transcript-canary" not in out and "untrusted-private-canary" not in out
 
 
 def test_the_plan_never_mounts_the_project_parent_or_a_named_folder(fake_home: Path, tmp_path: Path) -> None:
@@ -278,6 +333,11 @@ LEAKY = {
     "REDIS_URL": "redis://:secret11@cache:6379/0",
     "BACKUP_TARGET": "https://backup.example.com/upload?token=secret12",
     "DEPLOY_HELPER": "ghp_" + "a1B2c3D4e5F6g7H8i9J0a1B2c3D4e5F6g7H8",
+    # names the issue's patterns did not cover
+    "DB_PW": "dbpw-secret-13",
+    "APP_CREDS": "creds-secret-14",
+    "LICENSE_SIGNING_SALT": "salt-secret-15",
+    "WALLET_MNEMONIC": "mnemonic-secret-16",
 }
 
 
@@ -297,7 +357,9 @@ def test_secret_variables_never_reach_a_command(fake_home: Path, project: Path, 
     assert "NPM_CONFIG_REGISTRY=https://registry.example.com/" in out and "PLAIN_SETTING=visible" in out
 
 
-@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "PATH", "HOME", "LANG", "KEYBOARD_LAYOUT", "TERM"])
+@pytest.mark.parametrize(
+    "name", ["PWD", "OLDPWD", "PATH", "HOME", "LANG", "KEYBOARD_LAYOUT", "TERM", "PWM_MODE", "SALTSTACK_HOME"]
+)
 def test_ordinary_variables_are_kept(name: str) -> None:
     assert not is_secret_variable(name, "/usr/bin")
     assert filtered_environment({name: "/usr/bin"}) == {name: "/usr/bin"}
@@ -405,3 +467,46 @@ def test_hooks_a_framework_runs_on_the_next_commit_cannot_be_planted(fake_home: 
     ):
         assert "PLANTED" not in run_bash(shell, project, command + " && echo PLANTED"), command
     assert tree(project) == before
+
+
+NESTED = "git init -q vendor/lib && git -C vendor/lib commit -q --allow-empty -m v"
+
+
+@pytest.mark.parametrize(
+    "arming",
+    [
+        'git -C vendor/lib config core.fsmonitor "$PWD/x.sh"',
+        "printf '#!/bin/sh\\nexit 0\\n' > vendor/lib/.git/hooks/post-checkout && chmod +x vendor/lib/.git/hooks/post-checkout",
+        "git -C vendor/lib config include.path ../../../evil.cfg",
+        "printf '[filter \"x\"]\\n\\tclean = ./x.sh\\n' >> vendor/lib/.git/config",
+    ],
+    ids=["fsmonitor", "hook", "include", "filter"],
+)
+def test_a_planted_nested_repository_is_disarmed(fake_home: Path, tmp_path: Path, arming: str) -> None:
+    """A command makes a repository nested in the working tree, arms its configuration and
+    registers it in the index: the user's next git status would run git (and its fsmonitor)
+    inside it, on the host. Its .git is renamed aside when the command ends."""
+    project = git_repo(tmp_path / "proj")
+    canary = tmp_path / "ran"
+    (project / "x.sh").write_text(f"#!/bin/sh\necho ran >> {canary}\n")
+    (project / "x.sh").chmod(0o755)
+    shell = sandboxed(project)
+    register = "git update-index --add --cacheinfo 160000,$(git -C vendor/lib rev-parse HEAD),vendor/lib"
+    out = bash_result(shell, project, f"{NESTED} && {arming} && {register} && echo ARMED")
+    assert "ARMED" in out.content, out.content  # every step worked inside: the disarming is what holds
+    assert not (project / "vendor/lib/.git").exists() and (project / "vendor/lib/.git.disabled-by-memagent").is_dir()
+    subprocess.run(["git", "-C", str(project), "status"], capture_output=True, check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A"], capture_output=True, check=True)
+    assert not canary.exists()
+
+
+def test_plain_and_untouched_nested_repositories_are_left_alone(fake_home: Path, tmp_path: Path) -> None:
+    project = git_repo(tmp_path / "proj")
+    mine = project / "tools" / "mine"
+    subprocess.run([*GIT, "init", "-q", str(mine)], check=True)
+    subprocess.run(["git", "-C", str(mine), "config", "core.hooksPath", ".husky"], check=True)  # the user's own
+    shell = sandboxed(project)
+    out = bash_result(shell, project, f"{NESTED} && echo MADE")
+    assert "MADE" in out.content, out.content
+    assert (project / "vendor/lib/.git").is_dir()  # a plain clone or init configures nothing
+    assert (mine / ".git").is_dir()  # not changed by the command

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import yaml
 from pydantic import ValidationError
 
-from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs, private_dir
+from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs, private_dir, refuse_symlinks
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
 
 if TYPE_CHECKING:
@@ -123,7 +123,8 @@ def parse(text: str, where: str) -> MemoryCard:
 
 @dataclass(frozen=True)
 class CardFiles:
-    """The card files of one local store directory (see the module docstring)."""
+    """The card files of one local store directory (see the module docstring). A card folder
+    that is a symlink is neither read, written nor deleted from (it may lead out of the store)."""
 
     root: Path
 
@@ -151,7 +152,7 @@ class CardFiles:
             return None
         for folder in self.folders():
             path = folder / f"{card_id}{SUFFIX}"
-            if path.is_file():
+            if not folder.is_symlink() and path.is_file():
                 return path
         return None
 
@@ -181,6 +182,7 @@ class CardFiles:
         path = self.path_for(card.id, private)
         if private:
             private_dir(path.parent)
+        refuse_symlinks(self.root, path)  # a card folder swapped for a link: never written through
         data = render(card).encode("utf-8")
         atomic_write(path, data, durable=durable, keep_mode=not private, new_mode=PRIVATE_FILE_MODE)
         if self.witness is not None:

@@ -109,11 +109,12 @@ PHRASES: tuple[Phrase, ...] = (
         # a line of a .env file, also as read_file shows it ("    12\tAPI_KEY=…")
         (
             r"(?m)^\s*(?:\d+\t)?(?:export\s+)?(?:[A-Z][A-Z0-9_]*"
-            r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|DSN|WEBHOOK)[A-Z0-9_]*|[A-Z][A-Z0-9_]*_PAT)"
+            r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|DSN|WEBHOOK)[A-Z0-9_]*"
+            r"|[A-Z][A-Z0-9_]*_(?:PAT|PW|CREDS|SALT))"
             r"\s*=\s*['\"]?([^\s'\"#]{3,})"
         ),
         _env_value_is_secret,
-        ("key", "token", "secret", "pass", "pwd", "credential", "dsn", "webhook", "_pat"),
+        ("key", "token", "secret", "pass", "pwd", "credential", "dsn", "webhook", "_pat", "_pw", "_creds", "_salt"),
     ),
     Phrase(
         "password or secret assignment",

@@ -9,7 +9,8 @@ mounted (a later mount covers an earlier one):
 3. **hidden**: the home folder (an empty, private, writable tmpfs), ``$MEMAGENT_HOME``, the
    folders that hold the machine's service sockets (``/run`` with ``$XDG_RUNTIME_DIR``, …), every
    other listening Unix socket outside the project (found in ``/proc/net/unix``), other
-   projects' ``.transcripts`` (every project ``$MEMAGENT_HOME/projects.json`` knows), and the
+   projects' ``.transcripts`` and private cards (``.memory/private``; every project
+   ``$MEMAGENT_HOME/projects.json`` knows), and the
    ``sandbox_hidden`` setting. When the project *is* the home folder (or holds it), the home
    folder cannot be hidden as a whole and its secret entries (:data:`SECRET_HOME_ENTRIES`) are
    hidden one by one;
@@ -41,7 +42,8 @@ from pathlib import Path
 from typing import Iterable
 
 from memagent.gitsafe import GitError, config_value
-from memagent.protected import GIT_LINK, PROTECTED_FILES, PROTECTED_FOLDERS
+from memagent.paths import data_roots
+from memagent.protected import GIT_LINK, GIT_REDIRECTS, PROTECTED_FILES, PROTECTED_FOLDERS
 
 # Home entries hidden one by one when the home folder itself cannot be hidden.
 SECRET_HOME_ENTRIES = (
@@ -82,6 +84,7 @@ class MountPlan:
     writable: list[Path] = field(default_factory=list)
     protected: list[Path] = field(default_factory=list)  # existing: bound read-only
     placeholders: list[Path] = field(default_factory=list)  # missing: an empty read-only folder
+    kept_missing: list[Path] = field(default_factory=list)  # missing: removed if the command makes it
     keep_visible: list[Path] = field(default_factory=list)  # re-shown read-only inside a hidden folder
     refusal: str | None = None
 
@@ -97,6 +100,7 @@ class MountPlan:
             f"writable: {names(self.writable)}",
             f"read-only, protected: {names(self.protected, 20)}",
             f"protected while missing (an empty read-only stand-in during each command): {names(self.placeholders, 20)}",
+            f"kept missing (removed when a command creates it): {names(self.kept_missing)}",
             f"hidden: {names(self.hidden)}",
             f"allowed caches (read-only): {names(self.caches)}",
         ]
@@ -187,6 +191,16 @@ def protected_mounts(root: Path) -> tuple[list[Path], list[Path], str | None]:
     return existing, missing, None
 
 
+def git_redirects(root: Path) -> list[Path]:
+    """The files that redirect the project's git configuration (``.git/commondir``,
+    ``.git/config.worktree``) when ``.git`` is a real folder: bound read-only when present, kept
+    missing when not."""
+    git = root / GIT_LINK
+    if not git.is_dir() or git.is_symlink():
+        return []
+    return [root / name for name in GIT_REDIRECTS]
+
+
 def _first_missing(root: Path, path: Path) -> Path:
     """The highest folder (or ``path`` itself) between ``root`` and ``path`` that does not exist."""
     for candidate in reversed(_between(root, path)):
@@ -245,16 +259,24 @@ def listening_sockets() -> list[Path]:
     return list(found)
 
 
+# What another project keeps that only its own sessions may read: transcripts, private cards.
+OTHER_PROJECTS_DATA = (".transcripts", ".memory/private")
+
+
 def known_projects(memagent_home: Path | None) -> list[Path]:
-    """Every project ``$MEMAGENT_HOME/projects.json`` knows (trusted or not)."""
+    """Every project ``$MEMAGENT_HOME/projects.json`` knows (trusted or not), and every project
+    where a session kept a transcript (``$MEMAGENT_HOME/data-roots``)."""
     if memagent_home is None:
         return []
+    found = data_roots(memagent_home)
     try:
         data = json.loads((memagent_home / PROJECTS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
+        return found
     projects = data.get("projects") if isinstance(data, dict) else None
-    return [Path(key) for key in projects if isinstance(key, str) and key.startswith("/")] if isinstance(projects, dict) else []
+    if isinstance(projects, dict):
+        found += [Path(key) for key in projects if isinstance(key, str) and key.startswith("/")]
+    return list(dict.fromkeys(found))
 
 
 def _existing_real(paths: Iterable[Path]) -> list[Path]:
@@ -287,7 +309,7 @@ def hidden_paths(
     if memagent_home is not None:
         wanted.append(memagent_home)
     wanted += [Path(p) for p in SOCKET_FOLDERS]  # $XDG_RUNTIME_DIR lives in /run/user/<uid>
-    wanted += [p / ".transcripts" for p in known_projects(memagent_home) if real(p) != root]
+    wanted += [p / data for p in known_projects(memagent_home) if real(p) != root for data in OTHER_PROJECTS_DATA]
     covered = [Path(s) for s in scratch]
     found: list[Path] = []
     for path in _existing_real(wanted):
@@ -342,6 +364,7 @@ def plan_mounts(
     git = root / GIT_LINK  # bound onto itself: a mount point cannot be renamed or replaced
     pinned = [git] if git.is_dir() and not git.is_symlink() else []
     existing, missing, refusal = protected_mounts(root)
+    redirects = git_redirects(root)
     keep = [dns for dns in _existing_real([Path(RESOLV_CONF)]) if network and _under_any(dns, covered)]
     if linked is not None and not inside(linked, root):
         keep.append(linked)
@@ -351,8 +374,9 @@ def plan_mounts(
         hidden=covered,
         caches=allowed,
         writable=[root, *pinned, *extra_writable],
-        protected=existing,
+        protected=[*existing, *(p for p in redirects if os.path.lexists(p))],
         placeholders=missing,
+        kept_missing=[p for p in redirects if not os.path.lexists(p)],
         keep_visible=keep,
         refusal=refusal,
     )

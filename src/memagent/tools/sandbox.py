@@ -30,18 +30,20 @@ import fcntl
 import hashlib
 import importlib.util
 import os
-import sys
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from memagent.childenv import filtered_environment, is_secret_variable
 from memagent.tools.mounts import PRIVATE_SCRATCH, MountPlan, inside, plan_mounts, real
+from memagent.tools.nested_repos import disarm_planted
 
 if TYPE_CHECKING:
     from memagent.config import Settings
@@ -299,9 +301,12 @@ class Sandbox:
             except BaseException:
                 self._finish(state)
                 raise
+        started = time.time_ns()
         try:
             yield plan
         finally:
+            _remove_created(plan.kept_missing)
+            disarm_planted(root, started)
             with self._lock:
                 self._finish(state)
 
@@ -333,6 +338,17 @@ class Sandbox:
         if self.status(root).active:
             env["TMPDIR"] = "/tmp"
         return env
+
+
+def _remove_created(paths: Iterable[Path]) -> None:
+    """Remove what a command created at a name that must stay missing (``.git/commondir``): no
+    process of the command is left (the sandbox's PID namespace died with it)."""
+    for path in paths:
+        with suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                path.unlink()
 
 
 def _remove_placeholders(paths: set[Path]) -> None:
