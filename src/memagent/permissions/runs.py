@@ -33,6 +33,9 @@ SHELL_BUILTINS = frozenset(
      "readarray", "set", "shopt", "declare", "typeset", "local", "export", "readonly", "let", "unset", "read",
      "printf", "test", "[", "[[", "getopts", "shift", "wait", "disown", "ulimit", "umask", "cd", "pushd", "popd"}
 )
+# Builtins that can change what a later command name runs (``alias x=rm``, ``hash -p /bin/rm x``,
+# ``enable -f lib.so x``, ``shopt -s expand_aliases``): whatever runs after them is hidden.
+NAME_REDEFINERS = frozenset({"alias", "hash", "enable", "shopt"})
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _WRAPPER_VALUE = re.compile(r"^(?:-.*|\d+(?:\.\d+)?[smhd]?|[A-Za-z_][A-Za-z0-9_]*=.*)$")
 _CODE_IN_TEXT = re.compile(r"\$[({\[]|`")
@@ -76,6 +79,8 @@ class CommandRuns:
             self._command_string(name, args, command)
         elif name in SHELL_BUILTINS:
             self.found.add_complex(f"the shell builtin {name}")
+            if name in NAME_REDEFINERS and _redefines_names(name, args):
+                self.found.add_hidden(f"{name} may change what a later command name runs")
             self._evaluated_names(args, command)
 
     def _command_string(self, name: str, args: list[Word], command: SimpleCommand) -> None:
@@ -175,6 +180,21 @@ class CommandRuns:
                 self.found.add_hidden(why)
         elif nested.commands:
             self.found.add_hidden("a word holds shell code that may run")
+
+
+def _redefines_names(name: str, args: list[Word]) -> bool:
+    """Whether ``name args`` may change what a later command name runs; listing (``alias``,
+    ``hash`` alone, ``hash -r``, ``shopt -p``) does not."""
+    literals = [w.literal for w in args]
+    if any(word is None for word in literals):
+        return True
+    if name == "alias":
+        return any("=" in word for word in literals if word)
+    if name == "hash":
+        return "-p" in literals or any(word and word.startswith("-") and "p" in word[1:] for word in literals)
+    if name == "enable":
+        return any(word and word.startswith("-") and "f" in word[1:] for word in literals) or bool(literals)
+    return "expand_aliases" in literals and "-s" in literals
 
 
 def _inner_starts(args: list[Word]) -> list[int]:

@@ -14,13 +14,9 @@ from . import (
 )
 from .harness import Attack
 
-# Holes still open in the gate's shell parse: ``alias`` and ``hash -p`` are read as shell builtins
-# that only make a command complex (no allow rule applies), not as hiding what a later command
-# name runs, so a deny rule never sees the ``rm`` behind ``x``.
-OPEN_IN_THE_GATE = {
-    "4/deny-alias": "the gate does not see that an alias defined in the command decides what a later name runs",
-    "4/deny-hash-p": "the gate does not see that hash -p decides what a later command name runs",
-}
+# Holes known to be open, by attack id, with the reason (each runs as a strict xfail until it is
+# closed). None today: ``alias``/``hash -p`` were the last two (closed in ``permissions/runs.py``).
+OPEN_IN_THE_GATE: dict[str, str] = {}
 
 
 def _expected(attack: Attack) -> Attack:
