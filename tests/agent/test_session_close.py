@@ -13,6 +13,7 @@ class ImpatientLearner:
 
     def __init__(self):
         self.submitted = []
+        self.failed_attempts, self.reports, self.failures = 0, [], []  # nothing failed before the Ctrl-C
         self.pipeline = type("Pipeline", (), {"processed_ids": frozenset()})()
 
     def submit(self, messages, ids, reason):

@@ -4,6 +4,8 @@ preference."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fakeapi import FakeAnthropic, text, tool
@@ -50,4 +52,7 @@ def test_the_second_session_starts_with_tasks_summary_and_the_corrected_preferen
     assert "the evaluator comes next" in continuity[0]  # where it stopped
     everything = "\n".join(_texts(newest) + _texts(request["system"]))
     assert "4 spaces" in everything  # the corrected preference reached the model
-    assert "2 spaces" not in everything.replace("not 2", "")  # the old value is gone
+    # the old value is gone as a memory of its own: it is shown only as what the new card corrects
+    outside_history = re.sub(r'\(corrects \[Memory#\w+\][^"]*"[^"]*"\)', "", everything)
+    assert "2 spaces" not in outside_history.replace("not 2", "")
+    assert re.search(r'4 spaces[^\n]*\(corrects \[Memory#\w+\][^"]*"[^"]*2 spaces', everything)
