@@ -434,19 +434,31 @@ def forget(
     ),
     source: Optional[SourceChoice] = typer.Option(None, "--source", help="Erase every card from this source."),
     erase_all: bool = typer.Option(False, "--all", help="Erase every memory, project and user."),
+    with_history: bool = typer.Option(
+        False, "--with-history", help="With card ids: also erase the older versions each card replaced."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
 ) -> None:
-    """Erase memories from disk for good: ids, a scope, a session's or a source's cards, or all."""
+    """Erase memories from disk for good: ids, a scope, a session's or a source's cards, or all.
+
+    A card that replaced older versions of itself (a correction) is erased alone unless
+    --with-history is given or the question about its earlier versions is answered yes."""
     chosen = sum(bool(x) for x in (memory_ids, scope, erase_all, source, session and scope is None))
     if chosen != 1:
         fail("give card ids, or --scope, --session, --source or --all (exactly one of them)", EXIT_USAGE)
     service = _open(ctx, root)
     ids = [_resolve(service, i) for i in memory_ids or []]  # a bad id fails before anything is asked
+    older = _earlier_versions(service, ids)
     what = _forget_target(ids, scope, session, source, erase_all)
+    if older and with_history:
+        what += f" and the {_count(len(older), 'earlier version', 'earlier versions')} replaced ({', '.join(older)})"
     if not yes and not _confirm(f"Erase {what}? This cannot be undone"):
         fail("nothing erased", EXIT_FAILURE)
+    if older and not with_history and not yes:
+        with_history = _confirm(f"Also erase its {_count(len(older), 'earlier version', 'earlier versions')} "
+                                f"({', '.join(older)}), older wording of the same memory?")
     if erase_all:
         report = _run(lambda: service.forget_where("1 = 1", []))
     elif scope is not None:
@@ -459,14 +471,30 @@ def forget(
     elif session:
         report = _run(lambda: service.forget_session(session))
     else:
-        report = _run(lambda: service.forget_report(ids))
+        report = _run(lambda: service.forget_report(ids, with_history=with_history))
     erased = len(report.erased)
+    kept = [] if with_history else older
     if as_json:
-        print_json({"erased": erased, "ids": report.erased, "tracked_by_git": [str(p) for p in report.tracked]})
+        print_json({"erased": erased, "ids": report.erased, "kept_earlier_versions": kept,
+                    "tracked_by_git": [str(p) for p in report.tracked]})
     else:
-        _out(f"Erased {_count(erased, 'memory', 'memories')}.")
+        shown = f" ({', '.join(report.erased[:5])}{' …' if erased > 5 else ''})" if ids else ""
+        _out(f"Erased {_count(erased, 'memory', 'memories')}{shown}.")
+        if kept:
+            _out(f"Kept {_count(len(kept), 'earlier version', 'earlier versions')} ({', '.join(kept)}); "
+                 f"erase them with `memagent memory forget {' '.join(kept)}`.")
     if report.tracked:
         _warn_git_history(report.tracked)
+
+
+def _earlier_versions(service: "MemoryService", ids: list[str]) -> list[str]:
+    """The older versions the given cards replaced (not themselves among the ids), in order."""
+    found: dict[str, None] = {}
+    for memory_id in ids:
+        for older in _run(lambda: service.earlier_versions(memory_id)):
+            if older not in ids:
+                found[older] = None
+    return list(found)
 
 
 def _forget_target(ids: list[str], scope: Optional[ScopeChoice], session: Optional[str],

@@ -43,19 +43,60 @@ def git_tracked(paths: list[Path]) -> list[Path]:
 class Erasure(Injection):
     """The forgetting part of the service (see the module docstring)."""
 
-    def forget(self, memory_ids: Iterable[str]) -> int:
-        """Erase cards (and the older versions they superseded); returns how many were erased."""
-        return len(self.forget_report(memory_ids).erased)
+    def forget(self, memory_ids: Iterable[str], *, with_history: bool = True) -> int:
+        """Erase cards (and, with ``with_history``, the older versions they superseded); returns
+        how many were erased."""
+        return len(self.forget_report(memory_ids, with_history=with_history).erased)
 
-    def forget_report(self, memory_ids: Iterable[str]) -> ForgetReport:
+    def forget_report(self, memory_ids: Iterable[str], *, with_history: bool = True) -> ForgetReport:
+        """Erase exactly these cards, plus the chain of older versions each superseded when
+        ``with_history`` (see :meth:`earlier_versions`)."""
         with self._lock, self._guard("forget"):
             targets: dict[str, set[str]] = {}
+            withheld = {i: s.label for s in self._stores.values() for i in s.withheld()}
             for memory_id in dict.fromkeys(memory_ids):
-                for card in self._with_predecessors(memory_id):
+                if memory_id in withheld:  # forgotten before, its file came back: erase the file again
+                    targets.setdefault(withheld[memory_id], set()).add(memory_id)
+                    continue
+                chain = self._with_predecessors(memory_id)
+                for card in chain if with_history else chain[:1]:
                     store = self._locate(card.id)
                     if store is not None:
                         targets.setdefault(store.label, set()).add(card.id)
             return self._erase(targets)
+
+    def withheld(self) -> list[tuple[str, Path, str]]:
+        """(id, file, forgotten at) of every forgotten card whose file came back."""
+        with self._lock, self._guard("read"):
+            return [(i, path, when) for s in self._stores.values() for i, (path, when) in s.withheld().items()]
+
+    def readmit(self, memory_ids: Iterable[str]) -> None:
+        """Use cards whose file came back after a forget again (the user chose to keep them)."""
+        ids = list(memory_ids)
+        with self._lock, self._guard("readmit"):
+            for store in self._stores.values():
+                mine = [i for i in ids if i in store.withheld()]
+                if mine:
+                    store.readmit(mine)
+
+    def earlier_versions(self, memory_id: str) -> list[str]:
+        """The ids of the older versions a card superseded, newest first (what
+        ``forget_report(..., with_history=True)`` erases beside it)."""
+        with self._lock, self._guard("forget"):
+            return [card.id for card in self._with_predecessors(memory_id)[1:]]
+
+    def tombstoned(self) -> dict[str, str]:
+        """Every forgotten id of both stores, with when it was forgotten."""
+        found: dict[str, str] = {}
+        for store in self._stores.values():
+            found.update(store.tombstoned())
+        return found
+
+    def revive(self, memory_ids: Iterable[str]) -> None:
+        """Take ids off the tombstone lists: the user chose to have these cards again."""
+        ids = list(memory_ids)
+        for store in self._stores.values():
+            store.revive(ids)
 
     def _with_predecessors(self, memory_id: str) -> list[MemoryCard]:
         out: list[MemoryCard] = []

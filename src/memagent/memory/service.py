@@ -25,6 +25,7 @@ from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
+from memagent.memory.cardfiles import INDEX_DIR
 from memagent.memory.identity import project_identity
 from memagent.memory.cardfiles import CardFileError
 from memagent.memory.cards import MemoryCard
@@ -106,11 +107,12 @@ class MemoryService(Transfer):
         if settings.chroma_url:
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
         else:
-            where = StoreLocation.local("project", paths.memory / "index")
+            where = StoreLocation.local("project", paths.memory / INDEX_DIR)
         witness = Witness(ledger_for(paths.home))
         stores = {
-            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity, witness=witness),
-            "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / "index"),
+            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity, witness=witness,
+                             commit_vectors=settings.memory_commit_vectors),
+            "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / INDEX_DIR),
                           lock_wait=wait),
         }
 
@@ -119,7 +121,7 @@ class MemoryService(Transfer):
 
             on_forget(paths, ids)
 
-        service = cls(stores, handle, session_id=session_id, project_root_id=str(paths.root),
+        service = cls(stores, handle, session_id=session_id, project_root_id=identity,
                       gate=gate or gate_of(settings), knobs=knobs_of(settings), on_forget=erase_elsewhere)
         service.project_root = paths.root
         service.witness = witness
@@ -140,6 +142,7 @@ class MemoryService(Transfer):
         for store in self._stores.values():
             _check_writable(store)
             with self._guard("open"):
+                store.migrate_layout()
                 migrate_legacy_store(store)
         if settings.chroma_url:
             with self._guard("open"):

@@ -42,10 +42,12 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory import gitview
-from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
+from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
+from memagent.memory.layout import (TOMBSTONE_NAME, VECTORS_NAME, ensure_local, legacy_entries, local_dir, migrate_layout,
+                                    vectors_dir)
 from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
 
@@ -68,9 +70,8 @@ FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤
 BACKGROUND_SCAN_INTERVAL_S = 60.0  # larger stores: a background full scan at most this often
 EMBED_BATCH = 64
 CACHE_BATCH = 1000  # cached vectors written to the index per step
-VECTORS_DIR = "vectors"  # the committed vector cache beside the cards (memory.vectorcache)
 NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
-TOMBSTONE_FILE = "tombstones.jsonl"
+TOMBSTONE_FILE = TOMBSTONE_NAME
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class Store:
     """See the module docstring."""
 
     def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
-                 identity: str | None = None, witness: "Witness | None" = None) -> None:
+                 identity: str | None = None, witness: "Witness | None" = None,
+                 commit_vectors: bool = False) -> None:
         from filelock import FileLock
 
         self.label = label
@@ -107,6 +109,7 @@ class Store:
         self._foreign_change = False  # a quick sync saw a change only a full scan can finish
         self.full_scan_interval = FULL_SCAN_INTERVAL_S
         self.reloads = 0  # how often Chroma was reconnected to follow another process
+        self.commit_vectors = commit_vectors  # the vector cache beside the cards (see ``memory.layout``)
 
     @property
     def root(self) -> Path:
@@ -243,12 +246,17 @@ class Store:
         if not changed and not removed and not gone_problems and unchanged_meta:
             return 0
         with self.locked(), catalog.transaction() as db:
+            tombstones = self.tombstoned() if changed else {}
             for card_id, (path_text, stamp) in changed.items():
                 if problems.get(path_text, ("", None))[1] == stamp:
                     continue  # still the same bad file: reported already
                 path = Path(path_text)
                 if not path.exists():
                     removed.append(card_id)  # removed since it was listed
+                    continue
+                if card_id in tombstones:  # forgotten here; the file came back (a pull, a checkout)
+                    catalog.note_problem(db, path, _came_back(path, card_id, tombstones[card_id]), stamp)
+                    removed.append(card_id)
                     continue
                 try:
                     card = self.files.read(path)
@@ -272,13 +280,11 @@ class Store:
         if not self.root.is_dir():
             return 0
         total = self.catalog.card_bytes() if self.catalog.exists else 0
-        card_folders = {SHARED_DIR, PRIVATE_DIR}
-        for child in self.root.iterdir():
+        card_folders = {self.files.shared, self.files.private}
+        for path in self.root.rglob("*"):
             try:
-                if child.is_file():
-                    total += child.stat().st_size
-                elif child.is_dir() and child.name not in card_folders:
-                    total += sum(f.stat().st_size for f in child.rglob("*") if f.is_file())
+                if path.parent not in card_folders and path.is_file():
+                    total += path.stat().st_size
             except OSError:
                 continue  # removed while we looked
         return total
@@ -415,7 +421,7 @@ class Store:
         return done
 
     def vector_cache(self, embedder: EmbedderInfo) -> VectorCache:
-        return VectorCache(self.root / VECTORS_DIR, embedder.model_id, embedder.dim)
+        return VectorCache(vectors_dir(self.root, self.commit_vectors), embedder.model_id, embedder.dim)
 
     def cached_vectors(self, embedder: EmbedderInfo, pending: Sequence[tuple[str, str, bool]]) -> list[VectorItem]:
         """(id, digest, active, vector) of the pending (id, digest, active) whose vector the cache
@@ -496,6 +502,7 @@ class Store:
         paths = []
         if embedder is not None and embedder.dim > 0:
             import chromadb  # noqa: F401  (seconds on a busy machine: not while holding the lock)
+        items = [(self.files.portable(card, private), private, vector) for card, private, vector in items]
         with self.locked():
             before = repr(self.files.folder_stamps())
             index = None
@@ -528,12 +535,12 @@ class Store:
         tombstone keeps each id and the time. Returns the ids erased."""
         catalog = self.open_catalog()
         with self.locked():
-            for card_id in ids:
-                self.files.delete(card_id)
+            deleted = {card_id for card_id in ids if self.files.delete(card_id) is not None}
             digests = catalog.digests(ids)
             with catalog.transaction() as db:
-                erased = catalog.remove(db, ids)
-            VectorCache(self.root / VECTORS_DIR, "", 0).forget(digests)
+                erased = sorted(set(catalog.remove(db, ids)) | deleted)
+            for folder in (self.root / VECTORS_NAME, local_dir(self.root) / VECTORS_NAME):
+                VectorCache(folder, "", 0).forget(digests)
             index = self.vector_index(None, create=False)
             if index is not None and erased:
                 self.follow_other_writers()
@@ -547,18 +554,74 @@ class Store:
             self._write_tombstones(erased)
         return erased
 
+    @property
+    def tombstone_file(self) -> Path:
+        return local_dir(self.root) / TOMBSTONE_FILE
+
+    def migrate_layout(self) -> list[str]:
+        """Move local files of the earlier layout into ``local/`` (see ``memory.layout``)."""
+        from filelock import FileLock, Timeout
+
+        if not self.root.is_dir() or not legacy_entries(self.root) and (
+                self.commit_vectors or not (self.root / VECTORS_NAME).is_dir()):
+            return []
+        lock = FileLock(str(ensure_local(self.root) / ".layout.lock"), timeout=self.lock_wait)
+        try:
+            with lock:
+                moved = migrate_layout(self.root, commit_vectors=self.commit_vectors)
+        except Timeout:
+            raise StoreError(f"the {self.label} memory store {self.root} is busy in another memagent process") from None
+        except OSError as exc:
+            raise StoreError(f"cannot move the local files of {self.root} into local/: {exc.strerror or exc}") from None
+        if moved:
+            self.notices.append(f"moved the local memory files of {self.root} into local/ ({', '.join(moved)})")
+        return moved
+
     def _write_tombstones(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        path = self.root / TOMBSTONE_FILE
+        ensure_local(self.root)
+        path = self.tombstone_file
         stamp = iso_utc(utc_now())
         existing = path.read_text(encoding="utf-8") if path.exists() else ""
         lines = [json.dumps({"id": i, "forgotten_at": stamp}) for i in ids]
         atomic_write(path, existing + "\n".join(lines) + "\n")
 
+    def revive(self, ids: Sequence[str]) -> None:
+        """Take ids off the tombstone list (the user chose to keep a card that came back)."""
+        path = self.tombstone_file
+        drop = set(ids)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return
+        kept = [line for line in lines if _tombstone_id(line) not in drop]
+        if len(kept) != len(lines):
+            atomic_write(path, "".join(line + "\n" for line in kept))
+
+    def withheld(self) -> dict[str, tuple[Path, str]]:
+        """Forgotten ids whose card file is back (a ``git pull``, a checkout): the file and when
+        the id was forgotten. They are not in the catalog, so nothing searches or injects them."""
+        found: dict[str, tuple[Path, str]] = {}
+        for card_id, when in self.tombstoned().items():
+            path = self.files.locate(card_id)
+            if path is not None:
+                found[card_id] = (path, when)
+        return found
+
+    def readmit(self, ids: Sequence[str]) -> None:
+        """Use cards that came back after a forget again: off the tombstone list, and read at
+        the next sync."""
+        self.revive(ids)
+        paths = [str(p) for p in (self.files.locate(i) for i in ids) if p is not None]
+        catalog = self.open_catalog()
+        with self.locked(), catalog.transaction() as db:
+            catalog.clear_problems(db, paths)
+        self.sync_files(force=True)
+
     def tombstoned(self) -> dict[str, str]:
         """Forgotten ids and when."""
-        path = self.root / TOMBSTONE_FILE
+        path = self.tombstone_file
         found: dict[str, str] = {}
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -591,6 +654,19 @@ class Store:
         if self.vectors is not None:
             self.vectors.close()
         self.catalog.close()
+
+
+def _came_back(path: Path, card_id: str, when: str) -> str:
+    day = when[:10] or "earlier"
+    return (f"{path}: {card_id} was forgotten here ({day}) and its file came back (a git pull or checkout?); "
+            "not used. Keep or erase it with `memagent memory review`")
+
+
+def _tombstone_id(line: str) -> str | None:
+    try:
+        return str(json.loads(line)["id"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 __all__ = ["EMBED_BATCH", "Progress", "Store", "TOMBSTONE_FILE"]

@@ -5,7 +5,9 @@ knowledge the user vouched for, with source ``import`` (never user-stated) and a
 scope. Imported records may come from another tool: an id that is not a memagent id is replaced
 by a new one and kept as ``provenance.original_id``. Links (``supersedes``/``superseded_by``) to cards
 that are neither in this store nor in the same import are dropped: re-importing an old export
-after a ``forget`` never links a card to the erased one.
+after a ``forget`` never links a card to the erased one, and a record whose id was forgotten here
+is skipped (named in the report) unless the import is forced, which takes the id off the
+tombstone list.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class ImportReport:
     added: int = 0
     duplicates: int = 0
     refused: list[tuple[int, str]] = field(default_factory=list)  # (record index, reason)
+    forgotten: list[tuple[int, str, str]] = field(default_factory=list)  # (record index, id, forgotten at)
     ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -36,6 +39,7 @@ class ImportReport:
             "added": self.added,
             "duplicates": self.duplicates,
             "refused": [{"index": i, "reason": r} for i, r in self.refused],
+            "skipped_forgotten": [{"index": i, "id": c, "forgotten_at": t} for i, c, t in self.forgotten],
             "ids": list(self.ids),
         }
 
@@ -43,6 +47,8 @@ class ImportReport:
 @dataclass(frozen=True)
 class _Known:
     incoming: set[str]  # ids of the records being imported
+    tombstones: dict[str, str]  # ids forgotten here, and when
+    force: bool  # import forgotten ids anyway
 
 
 class Transfer(Saving, Erasure):
@@ -57,19 +63,24 @@ class Transfer(Saving, Erasure):
             cards.sort(key=lambda c: (c.created_at, c.id))
             return [card.model_dump(mode="json") for card in cards]
 
-    def import_cards(self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None) -> ImportReport:
-        """Add cards from dicts (at least ``content``) through the gate, in batches."""
+    def import_cards(self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None, *,
+                     force: bool = False) -> ImportReport:
+        """Add cards from dicts (at least ``content``) through the gate, in batches. A record
+        whose id was forgotten here is skipped unless ``force`` (see the module docstring)."""
         items = list(records)
         report = ImportReport()
         with self._lock, self._guard("import"):
             self._sync(vectors=True)
             incoming = {str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id")}
+            known = _Known(incoming, self.tombstoned(), force)
             for start in range(0, len(items), IMPORT_BATCH):
-                self._import_batch(items[start : start + IMPORT_BATCH], start, report, _Known(incoming))
+                self._import_batch(items[start : start + IMPORT_BATCH], start, report, known)
                 if progress:
                     progress(min(start + IMPORT_BATCH, len(items)), len(items))
             if not items and progress:
                 progress(0, 0)
+            if force:
+                self.revive([i for i in report.ids if i in known.tombstones])
         return report
 
     def _import_batch(self, batch: Sequence[Mapping[str, Any]], offset: int, report: ImportReport,
@@ -82,6 +93,8 @@ class Transfer(Saving, Erasure):
             reason = reason or (check_card(card, self.gate) if card is not None else "invalid")
             if card is None or reason:
                 report.refused.append((index, reason))
+            elif card.id in known.tombstones and not known.force:
+                report.forgotten.append((index, card.id, known.tombstones[card.id]))
             elif card.id in seen_ids or self._locate(card.id) is not None:
                 report.duplicates += 1
             else:
