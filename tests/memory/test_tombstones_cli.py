@@ -195,3 +195,35 @@ def test_mcp_serve_cannot_resurrect_a_forgotten_id(run_cli, project):
     assert secret not in listed
     assert secret not in listed_ids(run_cli, project)
     assert secret in (project / ".memory" / "local" / "tombstones.jsonl").read_text()
+
+
+@pytest.mark.timeout(400)
+def test_forget_names_the_transcripts_and_tracked_files_that_still_hold_the_text(run_cli, project):
+    git("init", "-q", cwd=project)
+    secret = add(run_cli, project, SECRET)
+    git("add", ".memory", cwd=project)
+    git("commit", "-qm", "card", cwd=project)
+    with FakeAnthropic([text("It is in memory.")]) as fake:
+        asked = run_cli("-C", str(project), "-p", "what is the vault codename?",
+                        env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url}, timeout=240)
+        assert asked.returncode == 0, asked.stderr
+        assert "Quetzal-lantern-5521" in json.dumps(fake.requests)  # injected this time
+    session = next((project / ".transcripts").glob("*.jsonl")).stem
+    erased = json.loads(cli(run_cli, project, "forget", secret, "--yes", "--json").stdout)
+    assert erased["in_transcripts"] == [session]
+    assert [Path(p).name for p in erased["tracked_by_git"]] == [f"{secret}.md"]
+    said = cli(run_cli, project, "forget", add(run_cli, project, "The audit happens every quarter"), "--yes")
+    assert "transcript" not in said.stderr  # a card no session saw names none
+
+
+def test_a_committed_vector_cache_file_is_named_as_still_in_git_history(open_service, paths):
+    from memagent.config import Settings
+
+    service = open_service(settings=Settings(memory_commit_vectors=True))
+    card = service.save(SECRET, "fact").card
+    git("init", "-q", cwd=paths.root)
+    git("add", ".memory", cwd=paths.root)
+    git("commit", "-qm", "cards", cwd=paths.root)
+    report = service.forget_report([card.id])
+    names = sorted(p.name for p in report.tracked)
+    assert len(names) == 2 and f"{card.id}.md" in names and any(n.endswith(".vec") for n in names)

@@ -476,7 +476,7 @@ def forget(
     kept = [] if with_history else older
     if as_json:
         print_json({"erased": erased, "ids": report.erased, "kept_earlier_versions": kept,
-                    "tracked_by_git": [str(p) for p in report.tracked]})
+                    "tracked_by_git": [str(p) for p in report.tracked], "in_transcripts": report.transcripts})
     else:
         shown = f" ({', '.join(report.erased[:5])}{' …' if erased > 5 else ''})" if ids else ""
         _out(f"Erased {_count(erased, 'memory', 'memories')}{shown}.")
@@ -485,6 +485,14 @@ def forget(
                  f"erase them with `memagent memory forget {' '.join(kept)}`.")
     if report.tracked:
         _warn_git_history(report.tracked)
+    if report.transcripts:
+        sessions = report.transcripts
+        shown = " ".join(sessions[:5]) + (" …" if len(sessions) > 5 else "")
+        sys.stderr.write(
+            f"memagent: the text is still in {_count(len(sessions), 'session transcript', 'session transcripts')} "
+            f"(your record of the conversation, not rewritten): {shown}; "
+            "`memagent sessions rm ID` deletes one.\n"
+        )
 
 
 def _earlier_versions(service: "MemoryService", ids: list[str]) -> list[str]:
@@ -514,7 +522,7 @@ def _warn_git_history(tracked: list[Path]) -> None:
     """Erasing the file does not erase git's copies: say so, and how to purge them."""
     names = " ".join(str(p) for p in tracked[:5]) + (" …" if len(tracked) > 5 else "")
     sys.stderr.write(
-        f"memagent: {_count(len(tracked), 'erased card file is', 'erased card files are')} still in this "
+        f"memagent: {_count(len(tracked), 'file that held it is', 'files that held it are')} still in this "
         f"repository's git history: {names}\n"
         "  Commit the deletion; to purge the text from history too, rewrite it, e.g. "
         "`git filter-repo --invert-paths --path <file>` (then force-push and ask clones to re-clone).\n"

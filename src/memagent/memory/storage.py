@@ -577,6 +577,15 @@ class Store:
             self.notices.append(f"moved the local memory files of {self.root} into local/ ({', '.join(moved)})")
         return moved
 
+    def committed_vector_files(self, ids: Sequence[str]) -> list[Path]:
+        """The files of a vector cache kept beside the cards (committed) that hold these cards'
+        vectors: git keeps their old lines in its history after a forget."""
+        folder = self.root / VECTORS_NAME
+        if not folder.is_dir() or not self.catalog.exists:
+            return []
+        shards = {f"{digest[:2]}.vec" for digest in self.catalog.digests(ids) if digest}
+        return sorted(p for model in folder.iterdir() if model.is_dir() for p in model.iterdir() if p.name in shards)
+
     def _write_tombstones(self, ids: Sequence[str]) -> None:
         if not ids:
             return
