@@ -91,7 +91,7 @@ def test_rewriting_a_repository_card_does_not_launder_it(open_service, paths, em
 
 
 def test_a_private_card_file_from_elsewhere_is_team_knowledge_too(open_service, paths):
-    """Variant: .memory/private/ is git-ignored by memagent, but a repository can still ship it."""
+    """Variant: .memory/local/private/ is git-ignored by memagent, but a repository can still ship it."""
     plant(paths, folder="local/private")
     card = open_service().get(FORGED_ID)
     assert card.source == "repository" and card.scope == "project"

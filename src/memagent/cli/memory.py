@@ -155,7 +155,7 @@ def _card_line(card: "MemoryCard", where: str = "") -> str:
 
 def _place(service: "MemoryService", card: "MemoryCard") -> str:
     """Where the card's file lives: ``repo`` (.memory/cards, committed), ``private``
-    (.memory/private, git-ignored) or ``user`` ($MEMAGENT_HOME/memory)."""
+    (.memory/local/private, git-ignored) or ``user`` ($MEMAGENT_HOME/memory)."""
     where = service.where(card.id) or ""
     if where.startswith("user"):
         return "user"
@@ -349,7 +349,7 @@ def add(
         ScopeChoice.project, "--scope", "-s",
         help="project (this repo, committed with it), user (every project) or session (this session only).",
     ),
-    private: bool = typer.Option(False, "--private", help="Keep a project card out of git (.memory/private/)."),
+    private: bool = typer.Option(False, "--private", help="Keep a project card out of git (.memory/local/private/)."),
     confidence: float = typer.Option(0.9, "--confidence", min=0.0, max=1.0, help="How sure (0-1)."),
     importance: float = typer.Option(0.5, "--importance", min=0.0, max=1.0, help="How important (0-1)."),
     as_json: bool = JsonOption,
