@@ -1,7 +1,9 @@
 """`memagent memory profile` and `memagent memory review` (registered on the `memory` app).
 
 ``profile`` prints the user and project profiles aggregated from active cards (``--json``).
-``review`` first shows the repository's cards this machine did not write (see
+``review`` first shows the cards forgotten here whose file came back (a ``git pull``, a checkout)
+and asks erase again / keep for each (an interactive session asks the same before it starts:
+:func:`offer_returned_cards`); then the repository's cards this machine did not write (see
 ``memory.provenance``) — every one in a project the user has not trusted, where they wait here
 before they are used, and those that claim more than they earned in a trusted one — and asks
 accept / forget / skip for each; ``--accept ID`` accepts without asking. Then it walks the newest
@@ -195,6 +197,28 @@ def _review_came_back(service: "MemoryService", came_back: list[tuple[str, Path,
     if not interactive:
         typer.echo("Erase one again with `memagent memory forget ID`, or run `memagent memory review` "
                    "in a terminal to keep it.")
+
+
+def offer_returned_cards(paths: "ProjectPaths", settings: Any) -> None:
+    """Before an interactive session: a card forgotten here whose file came back (a pull, a
+    checkout) is not used until the user decides; ask now (erase again, keep, or skip)."""
+    from memagent.memory.layout import TOMBSTONE_NAME, local_dir
+    from memagent.memory.service import MemoryService, MemoryUnavailable
+
+    if not (local_dir(paths.memory) / TOMBSTONE_NAME).is_file():
+        return  # nothing was ever forgotten here: nothing to open
+    try:
+        service = MemoryService.open(paths, settings)
+    except MemoryUnavailable:
+        return  # the session says why when it opens memory itself
+    try:
+        came_back = service.withheld()
+        if came_back:
+            _review_came_back(service, came_back, interactive=True)
+    except MemoryUnavailable as exc:
+        sys.stderr.write(f"memagent: memory unavailable: {exc}\n")
+    finally:
+        service.close()
 
 
 def _accept(service: "MemoryService", ids: list[str]) -> None:
