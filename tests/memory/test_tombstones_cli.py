@@ -209,9 +209,14 @@ def test_forget_names_the_transcripts_and_tracked_files_that_still_hold_the_text
         assert asked.returncode == 0, asked.stderr
         assert "Quetzal-lantern-5521" in json.dumps(fake.requests)  # injected this time
     session = next((project / ".transcripts").glob("*.jsonl")).stem
+    home = Path(os.environ["MEMAGENT_HOME"])
+    assert any(b"Quetzal-lantern-5521" in p.read_bytes() for p in home.rglob("*.json"))  # the profile cache
     erased = json.loads(cli(run_cli, project, "forget", secret, "--yes", "--json").stdout)
     assert erased["in_transcripts"] == [session]
     assert [Path(p).name for p in erased["tracked_by_git"]] == [f"{secret}.md"]
+    holding = [p for root in (project / ".memory", home) for p in root.rglob("*")
+               if p.is_file() and b"Quetzal-lantern-5521" in p.read_bytes()]
+    assert holding == []  # cards, index, history, vector cache, profile caches: every file memagent wrote
     said = cli(run_cli, project, "forget", add(run_cli, project, "The audit happens every quarter"), "--yes")
     assert "transcript" not in said.stderr  # a card no session saw names none
 
@@ -227,3 +232,17 @@ def test_a_committed_vector_cache_file_is_named_as_still_in_git_history(open_ser
     report = service.forget_report([card.id])
     names = sorted(p.name for p in report.tracked)
     assert len(names) == 2 and f"{card.id}.md" in names and any(n.endswith(".vec") for n in names)
+
+
+@pytest.mark.timeout(300)
+def test_an_imported_card_is_scoped_by_identity_not_by_a_path(run_cli, project, tmp_path):
+    record = {"id": "m_00000000abcd", "content": "The API gateway listens on port 8443", "memory_type": "fact",
+              "scope": "project", "scope_id": "/home/alice/src/app",
+              "files": [str(project / "gateway" / "config.yaml"), "/home/alice/src/app/gateway/main.go"]}
+    export = tmp_path / "from-alice.json"
+    export.write_text(json.dumps([record]))
+    cli(run_cli, project, "import", str(export))
+    written = (project / ".memory" / "cards" / "m_00000000abcd.md").read_text()
+    identity = (project / ".memory" / "project-id").read_text().strip()
+    assert f"scope_id: {identity}" in written and "/home/alice/src/app\n" not in written
+    assert "- gateway/config.yaml" in written and str(project) not in written
