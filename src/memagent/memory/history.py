@@ -55,7 +55,7 @@ def history_files(paths: "ProjectPaths") -> tuple[Path, Path]:
     """(project history, user history) for a :class:`memagent.config.ProjectPaths`; a store of
     the earlier layout has its local files moved first (see ``memory.layout``)."""
     for root in (Path(paths.memory), Path(paths.user_memory)):
-        migrate_layout(root)
+        migrate_layout(root, vectors=False)
     return local_dir(paths.memory) / HISTORY_NAME, local_dir(paths.user_memory) / HISTORY_NAME
 
 

@@ -82,13 +82,14 @@ def legacy_entries(root: Path) -> list[Path]:
     return found
 
 
-def migrate_layout(root: Path, *, commit_vectors: bool = False) -> list[str]:
+def migrate_layout(root: Path, *, commit_vectors: bool = False, vectors: bool = True) -> list[str]:
     """Move a store's local files from the earlier layout into ``local/`` (see the module
-    docstring); returns one line per thing moved. Cheap when there is nothing to move."""
+    docstring); returns one line per thing moved. Cheap when there is nothing to move.
+    ``vectors=False`` leaves the vector cache to the store, which knows the setting."""
     moved: list[str] = []
     entries = legacy_entries(root)
     shared_vectors = Path(root) / VECTORS_NAME
-    if (not commit_vectors and shared_vectors.is_dir() and not shared_vectors.is_symlink()
+    if (vectors and not commit_vectors and shared_vectors.is_dir() and not shared_vectors.is_symlink()
             and not (local_dir(root) / VECTORS_NAME).exists() and not _git_tracks(shared_vectors)):
         entries.append(shared_vectors)
     if not entries:
@@ -116,6 +117,29 @@ def _drop_legacy_gitignore(root: Path) -> None:
         return
     if pristine and not _git_tracks(ignore):
         ignore.unlink(missing_ok=True)
+
+
+def migrate_store(root: Path, *, commit_vectors: bool, lock_wait: float) -> list[str]:
+    """:func:`migrate_layout` under the store's layout lock (``local/.layout.lock``), skipped
+    without a lock when there is nothing to move; raises ``TimeoutError`` or ``OSError``."""
+    from filelock import FileLock
+
+    root = Path(root)
+    shared_vectors = root / VECTORS_NAME
+    if not root.is_dir() or not legacy_entries(root) and (commit_vectors or not shared_vectors.is_dir()):
+        return []
+    with FileLock(str(ensure_local(root) / ".layout.lock"), timeout=lock_wait):  # its Timeout is a TimeoutError
+        return migrate_layout(root, commit_vectors=commit_vectors)
+
+
+def committed_vector_files(root: Path, digests: list[str]) -> list[Path]:
+    """The files of a committed vector cache (``vectors/`` beside the cards) that hold vectors
+    of these content digests."""
+    folder = Path(root) / VECTORS_NAME
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    shards = {f"{digest[:2]}.vec" for digest in digests if digest}
+    return sorted(p for model in folder.iterdir() if model.is_dir() for p in model.iterdir() if p.name in shards)
 
 
 def _git_tracks(folder: Path) -> bool:
@@ -172,9 +196,11 @@ __all__ = [
     "PRIVATE_NAME",
     "TOMBSTONE_NAME",
     "VECTORS_NAME",
+    "committed_vector_files",
     "ensure_local",
     "legacy_entries",
     "local_dir",
     "migrate_layout",
+    "migrate_store",
     "vectors_dir",
 ]

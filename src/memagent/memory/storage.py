@@ -32,7 +32,6 @@ follow other processes' writes) and remembers the generation it reconnected at.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from contextlib import contextmanager
@@ -40,14 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from memagent.fsutil import atomic_write, make_dirs
+from memagent.fsutil import make_dirs
 from memagent.memory import gitview
 from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
-from memagent.memory.cards import MemoryCard, iso_utc, utc_now
+from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
-from memagent.memory.layout import (TOMBSTONE_NAME, VECTORS_NAME, ensure_local, legacy_entries, local_dir, migrate_layout,
+from memagent.memory.layout import (TOMBSTONE_NAME, VECTORS_NAME, committed_vector_files, local_dir, migrate_store,
                                     vectors_dir)
+from memagent.memory.tombstones import Tombstones, came_back_reason
 from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
 
@@ -110,6 +110,7 @@ class Store:
         self.full_scan_interval = FULL_SCAN_INTERVAL_S
         self.reloads = 0  # how often Chroma was reconnected to follow another process
         self.commit_vectors = commit_vectors  # the vector cache beside the cards (see ``memory.layout``)
+        self.tombstones = Tombstones(root)
 
     @property
     def root(self) -> Path:
@@ -255,7 +256,7 @@ class Store:
                     removed.append(card_id)  # removed since it was listed
                     continue
                 if card_id in tombstones:  # forgotten here; the file came back (a pull, a checkout)
-                    catalog.note_problem(db, path, _came_back(path, card_id, tombstones[card_id]), stamp)
+                    catalog.note_problem(db, path, came_back_reason(path, card_id, tombstones[card_id]), stamp)
                     removed.append(card_id)
                     continue
                 try:
@@ -551,25 +552,14 @@ class Store:
                 catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
                 self._seen_generation = catalog.bump_generation(db)
             catalog.erase_checkpoint()
-            self._write_tombstones(erased)
+            self.tombstones.add(erased)
         return erased
-
-    @property
-    def tombstone_file(self) -> Path:
-        return local_dir(self.root) / TOMBSTONE_FILE
 
     def migrate_layout(self) -> list[str]:
         """Move local files of the earlier layout into ``local/`` (see ``memory.layout``)."""
-        from filelock import FileLock, Timeout
-
-        if not self.root.is_dir() or not legacy_entries(self.root) and (
-                self.commit_vectors or not (self.root / VECTORS_NAME).is_dir()):
-            return []
-        lock = FileLock(str(ensure_local(self.root) / ".layout.lock"), timeout=self.lock_wait)
         try:
-            with lock:
-                moved = migrate_layout(self.root, commit_vectors=self.commit_vectors)
-        except Timeout:
+            moved = migrate_store(self.root, commit_vectors=self.commit_vectors, lock_wait=self.lock_wait)
+        except TimeoutError:
             raise StoreError(f"the {self.label} memory store {self.root} is busy in another memagent process") from None
         except OSError as exc:
             raise StoreError(f"cannot move the local files of {self.root} into local/: {exc.strerror or exc}") from None
@@ -578,35 +568,13 @@ class Store:
         return moved
 
     def committed_vector_files(self, ids: Sequence[str]) -> list[Path]:
-        """The files of a vector cache kept beside the cards (committed) that hold these cards'
-        vectors: git keeps their old lines in its history after a forget."""
-        folder = self.root / VECTORS_NAME
-        if not folder.is_dir() or not self.catalog.exists:
-            return []
-        shards = {f"{digest[:2]}.vec" for digest in self.catalog.digests(ids) if digest}
-        return sorted(p for model in folder.iterdir() if model.is_dir() for p in model.iterdir() if p.name in shards)
-
-    def _write_tombstones(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        ensure_local(self.root)
-        path = self.tombstone_file
-        stamp = iso_utc(utc_now())
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
-        lines = [json.dumps({"id": i, "forgotten_at": stamp}) for i in ids]
-        atomic_write(path, existing + "\n".join(lines) + "\n")
+        """The committed vector cache files holding these cards' vectors (git keeps their old
+        lines in its history after a forget)."""
+        return committed_vector_files(self.root, self.catalog.digests(ids)) if self.catalog.exists else []
 
     def revive(self, ids: Sequence[str]) -> None:
-        """Take ids off the tombstone list (the user chose to keep a card that came back)."""
-        path = self.tombstone_file
-        drop = set(ids)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return
-        kept = [line for line in lines if _tombstone_id(line) not in drop]
-        if len(kept) != len(lines):
-            atomic_write(path, "".join(line + "\n" for line in kept))
+        """Take ids off the tombstone list (the user chose to have these cards again)."""
+        self.tombstones.remove(ids)
 
     def withheld(self) -> dict[str, tuple[Path, str]]:
         """Forgotten ids whose card file is back (a ``git pull``, a checkout): the file and when
@@ -630,19 +598,7 @@ class Store:
 
     def tombstoned(self) -> dict[str, str]:
         """Forgotten ids and when."""
-        path = self.tombstone_file
-        found: dict[str, str] = {}
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return found
-        for line in lines:
-            try:
-                record = json.loads(line)
-                found[str(record["id"])] = str(record.get("forgotten_at", ""))
-            except (ValueError, KeyError, TypeError):
-                continue
-        return found
+        return self.tombstones.all()
 
     def rebuild(self, embedder: EmbedderInfo, embed: Embed, progress: Progress | None = None) -> int:
         """Rebuild the catalog and the index from the files (``memagent memory reindex``)."""
@@ -663,19 +619,6 @@ class Store:
         if self.vectors is not None:
             self.vectors.close()
         self.catalog.close()
-
-
-def _came_back(path: Path, card_id: str, when: str) -> str:
-    day = when[:10] or "earlier"
-    return (f"{path}: {card_id} was forgotten here ({day}) and its file came back (a git pull or checkout?); "
-            "not used. Keep or erase it with `memagent memory review`")
-
-
-def _tombstone_id(line: str) -> str | None:
-    try:
-        return str(json.loads(line)["id"])
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 __all__ = ["EMBED_BATCH", "Progress", "Store", "TOMBSTONE_FILE"]
