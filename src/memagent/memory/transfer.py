@@ -165,7 +165,7 @@ class Transfer(Saving, Erasure):
     def _linkable(self, target: Any, known: _Known) -> bool:
         """A link survives only to a card that is here or comes with this import: never to a
         card forgotten since the export."""
-        if not isinstance(target, str):
+        if not isinstance(target, str) or target in known.tombstones and not known.force:
             return False
         return target in known.incoming or self._locate(target) is not None
 
