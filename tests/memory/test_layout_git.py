@@ -163,3 +163,13 @@ def test_two_layouts_at_once_are_merged_not_dropped(tmp_path):
     assert [json.loads(line)["id"] for line in lines] == ["m_000000000001", "m_000000000002"]
     assert sorted(p.name for p in (memory / "local" / "private").iterdir()) == ["m_000000000003.md", "m_000000000004.md"]
     assert not (memory / "private").exists() and not (memory / "tombstones.jsonl").exists()
+
+
+def test_a_symlinked_local_folder_from_a_repository_is_refused_in_one_line(run_cli, project, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".memory").mkdir()
+    (project / ".memory" / "local").symlink_to(elsewhere)
+    added = run_cli("-C", str(project), "memory", "add", "Releases are tagged vX.Y.Z on main", env=LEXICAL)
+    assert added.returncode == 1 and "symlink" in added.stderr and len(added.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in added.stderr and list(elsewhere.iterdir()) == []

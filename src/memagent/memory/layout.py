@@ -33,7 +33,7 @@ import os
 import shutil
 from pathlib import Path
 
-from memagent.fsutil import atomic_write, make_dirs
+from memagent.fsutil import atomic_write, make_dirs, refuse_symlinks
 
 LOCAL_DIR = "local"
 PRIVATE_NAME = "private"
@@ -56,8 +56,11 @@ def local_dir(root: Path) -> Path:
 
 
 def ensure_local(root: Path) -> Path:
-    """Create the local part with the ``.gitignore`` that keeps all of it out of git."""
+    """Create the local part with the ``.gitignore`` that keeps all of it out of git; raises
+    ``fsutil.UnsafePath`` (an ``OSError``) when a symlink is in the way."""
     local = local_dir(root)
+    for inside in (INDEX_NAME, PRIVATE_NAME):  # a repository may ship symlinks here: never followed
+        refuse_symlinks(Path(root), local / inside)
     make_dirs(local)
     ignore = local / ".gitignore"
     if not ignore.exists():
@@ -77,7 +80,7 @@ def vectors_dir(root: Path, commit: bool = False) -> Path:
 def legacy_entries(root: Path) -> list[Path]:
     """What a store of the earlier layout still keeps outside ``local/``."""
     root = Path(root)
-    found = [root / name for name in _LEGACY_FILES if (root / name).is_file()]
+    found = [root / name for name in _LEGACY_FILES if (root / name).is_file() and not (root / name).is_symlink()]
     found += [root / name for name in _LEGACY_DIRS if (root / name).is_dir() and not (root / name).is_symlink()]
     return found
 

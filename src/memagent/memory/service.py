@@ -25,7 +25,8 @@ from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
-from memagent.memory.cardfiles import INDEX_DIR
+from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR
+from memagent.memory.layout import LOCAL_DIR, VECTORS_NAME
 from memagent.memory.identity import project_identity
 from memagent.memory.cardfiles import CardFileError
 from memagent.memory.cards import MemoryCard
@@ -101,6 +102,8 @@ class MemoryService(Transfer):
         wait = settings.memory_lock_wait
         try:  # the project's cards live in a real folder, never through a symlink out of it
             refuse_symlinks(paths.root, paths.memory)
+            for inside in (INDEX_DIR, PRIVATE_DIR, f"{LOCAL_DIR}/{VECTORS_NAME}"):  # nor out of its local part
+                refuse_symlinks(paths.root, paths.memory / inside)
         except UnsafePath as exc:
             raise MemoryUnavailable(str(exc)) from None
         identity = project_identity(paths.memory, paths.root, record=False)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from memagent.fsutil import make_dirs
+from memagent.fsutil import make_dirs, refuse_symlinks
 from memagent.memory import gitview
 from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard
@@ -135,6 +135,7 @@ class Store:
         from filelock import Timeout
 
         try:
+            refuse_symlinks(self.root, self.files.index)  # a repository may ship local/ as a symlink
             make_dirs(self.files.index)
         except OSError as exc:
             raise StoreError(f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}") from None
