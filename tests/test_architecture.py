@@ -29,20 +29,22 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"paths"},
     "childenv": {"redact"},
     "__main__": {"cli"},
-    "trust": {"config", "paths", "errors", "fsutil", "redact"},
-    "permissions": {"config", "paths", "errors", "markers", "trust"},
+    "trust": {"config", "paths", "errors", "fsutil", "protected", "redact"},
+    # the gate: effects, the shell parse, rules and the policy; leaves only, so tools can declare
+    # effects and the loop can ask it without knowing any store
+    "permissions": {"protected", "errors", "markers"},
     "todo": {"markers", "errors"},
     "commands_md": {"config", "paths", "errors", "fsutil"},
     # the model adapter and the stores know nothing of the loop
     "llm": CORE_BASE,
     "tasks": CORE_BASE,
     "memory": CORE_BASE | {"llm", "tasks"},
-    "tools": CORE_BASE,
+    "tools": CORE_BASE | {"permissions"},
     "context": CORE_BASE | {"llm"},
     # the loop: context, model and tool protocols, no store
-    "agent": CORE_BASE | {"context", "llm", "tools"},
+    "agent": CORE_BASE | {"context", "llm", "tools", "permissions"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
-    "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust"},
+    "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust", "permissions"},
     "features": CORE_BASE
     | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md"},
     "runtime": CORE_BASE
@@ -136,6 +138,8 @@ def test_the_console_script_path_stays_light():
 
 
 FORBIDDEN_EDGES = [
+    ("permissions/gate.py", "from memagent.tools import base"),
+    ("permissions/shell.py", "from memagent import trust"),
     ("agent/loop.py", "from memagent import runtime"),
     ("agent/loop.py", "from memagent.memory import cards"),
     ("agent/loop.py", "import memagent.cli.main"),
