@@ -106,6 +106,8 @@ class MemoryService(Transfer):
                 refuse_symlinks(paths.root, paths.memory / inside)
         except UnsafePath as exc:
             raise MemoryUnavailable(str(exc)) from None
+        except OSError:
+            pass  # a file where a folder should be: the writability check below names it
         identity = project_identity(paths.memory, paths.root, record=False)
         if settings.chroma_url:
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
