@@ -8,14 +8,17 @@ renders the agent's events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from pydantic import ValidationError
+
 from memagent import __version__
-from memagent.agent.feature import Feature
+from memagent.agent.feature import Feature, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
 from memagent.agent.prompt import build_system
+from memagent.claude_settings import CLAUDE_NOT_TRUSTED, ClaudeSettings, read_claude_settings
 from memagent.config import (
     CHANGED_SINCE_TRUSTED,
     NOT_TRUSTED,
@@ -26,20 +29,20 @@ from memagent.config import (
     load_settings_with_notices,
     project_paths,
     rule_sources,
-    setting_origin,
 )
 from memagent.context.compaction import CompactingContext
 from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import (
     ResumeError,
     Resumed,
-    latest_session_id,
     load_session,
     newest_of_logical_session,
     seed_conversation,
 )
+from memagent.context.sessions import choose_session
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.features.context import ContextToolsFeature
@@ -54,14 +57,13 @@ from memagent.features.todos import TodoFeature
 from memagent.llm.metered import meter_of
 from memagent.llm.metered import MeteredModel
 from memagent.llm.protocol import ChatModel
-from memagent.llm.tokens import preload as preload_tokenizer
+from memagent.llm.tokens import lazy_counter, preload as preload_tokenizer
 from memagent.paths import child_environment
-from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource
+from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
-from memagent.tools.executor import LocalExecutor
 from memagent.tools.sandbox import clear_stale_placeholders
 from memagent.tools.shell import ShellConfig
 
@@ -98,12 +100,14 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+    kind: str = "interactive"  # recorded in session_start: interactive | headless | subagent
     # the user's own command line, so trusted: rules, folders and MCP servers for this run only
     allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
     disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
     add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
     session_id: str | None = None  # the logical session id of a new session (--session-id)
+    start_source: str = "startup"  # why it starts, for SessionStart hooks ("clear" after /clear)
     system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
     append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
 
@@ -122,6 +126,9 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    trusted: bool = False  # the user trusts this project (its files may widen what memagent does)
+    claude: ClaudeSettings = field(default_factory=ClaudeSettings)  # what Claude Code's settings files gave
+    resume_note: str | None = None  # which session -c chose and why, for the user
     logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
 
     @property
@@ -197,23 +204,29 @@ def _settings(
     return settings, notices
 
 
-def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
-    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
-    earlier session starts a new one with a warning."""
+def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str], str | None]:
+    """The session to continue, if any, its warnings, and (for ``-c``) which session was chosen
+    and why. ``-r`` with an unknown id is an error; ``-c`` with no earlier session starts a new
+    one with a warning. ``-c`` prefers the newest session that is interactive or did work
+    (:func:`memagent.context.sessions.choose_session`)."""
     if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
         raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
     if not (options.resume_id or options.continue_latest):
-        return None, []
-    session_id = latest_session_id(paths.transcripts)
+        return None, [], None
+    note = None
+    session_id = None
     if options.resume_id:  # the newest transcript of that logical session, else the id as given
         session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
     if session_id is None:
-        return None, ["no earlier session in this project to continue; starting a new one"]
+        choice = choose_session(paths.transcripts)
+        if choice is None:
+            return None, ["no earlier session in this project to continue; starting a new one"], None
+        session_id, note = choice.info.id, f"continuing {choice.describe()}"
     try:
         resumed = load_session(paths.transcripts, session_id)
     except ResumeError as exc:
         raise SetupError(str(exc), code=1) from None
-    return resumed, list(resumed.warnings)
+    return resumed, list(resumed.warnings), note
 
 
 def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
@@ -224,8 +237,20 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
+def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
+    """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
+    folder = paths.transcripts / session_id / "attachments"
+    try:
+        shown = folder.relative_to(paths.root).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return AttachmentShelf(folder, shown, settings.inline_limit_tokens,
+                           lazy_counter(settings.tokenizer, settings.tokenizer_json))
+
+
 def _open_conversation(
-    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str,
+    shelf: AttachmentShelf, warnings: list[str], kind: str,
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -237,11 +262,12 @@ def _open_conversation(
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
+        kind=kind,
         logical_session=logical,
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
-        seed_conversation(conversation, resumed)
+        warnings += seed_conversation(conversation, resumed, shelf)
     return conversation
 
 
@@ -288,24 +314,30 @@ class Parts:
     prefetch_memory: bool = True  # see SessionOptions
     memory_upkeep: bool = True  # see SessionOptions
     shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
-    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
+    shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
+    permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
+    start_source: str = "startup"  # why the session starts (SessionStart hooks)
+    project_trusted: bool = False  # the user trusts the project (its CLAUDE.md may import from ~, its commands pre-approve)
 
 
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     """Every capability of a session, in a fixed order (the order of their tools and prompt
     text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
 
+    task_graph = TaskGraphFeature(parts.paths.tasks)
+
     def current_task() -> str | None:
         item = parts.todo.in_progress()
-        return str(item["text"]) if item else None
+        return str(item["text"]) if item else task_graph.in_progress()
 
-    task_graph = TaskGraphFeature(parts.paths.tasks)
     resumed = parts.resumed
     features: list[Feature] = [
         InstructionsFeature(
-            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
+            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(),
+            user_home=parts.paths.user_home, trusted=parts.project_trusted, warn=parts.warnings.append,
         ),
-        SkillsFeature(parts.paths.root, parts.paths.home, warn=parts.warnings.append),
+        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.project_trusted,
+                      warn=parts.warnings.append),
         TodoFeature(parts.todo, parts.conversation.record),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
@@ -325,6 +357,9 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         warn=parts.warnings.append,
         prefetch=parts.prefetch_memory,
         upkeep=parts.memory_upkeep,
+        conversation=parts.conversation,
+        transcript_session=parts.session_id,
+        exclude_sessions=[resumed.session_id] if resumed else [],
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -335,14 +370,51 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
 
 def _hooks(parts: Parts) -> HooksFeature:
     """Hooks a project file defines run in the session's sandbox unless the user's own config
-    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host (each hook knows
+    where it came from)."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
-    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
-        transcript_path=lambda: transcript, warn=parts.warnings.append,
-        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
+        transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
+        shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
+        source="resume" if parts.resumed is not None else parts.start_source,
+        condition=hook_condition(parts.paths.root),
+        sandboxed=parts.shell.executor if parts.settings.sandbox_project_hooks else None,
+        pass_env=parts.settings.sandbox_pass_env,
     )
+
+
+def hook_condition(root: Path) -> Callable[[str, ToolCall], bool]:
+    """A hook's ``if`` rule, judged by the gate's own matching: does the rule, as a deny rule,
+    cover the call (any part of a compound command)? False for a rule or call it cannot read."""
+
+    def covers(rule: str, call: ToolCall) -> bool:
+        if call.tool is None:
+            return False
+        try:
+            declared = call.tool.declare(call.tool.validate(call.input))
+            policy = Policy.from_sources("default", [RuleSource("if", deny=[rule])], root=root)
+        except (PermissionRuleError, ValidationError):
+            return False
+        verdict = policy.decide(call.name, declared)
+        return verdict.action == "deny" and verdict.rule is not None
+
+    return covers
+
+
+def notifying(approver: Approver, features: list[Feature]) -> Approver:
+    """The approver, after telling ``Notification`` hooks that memagent waits for the user."""
+    hooks = [f for f in features if isinstance(f, HooksFeature)]
+    if not hooks:
+        return approver
+
+    def ask(tool, tool_input, summary, *more):  # type: ignore[no-untyped-def]
+        for feature in hooks:
+            name = tool.claude.name if tool.claude is not None else tool.name
+            feature.notify(f"memagent needs your permission to use {name}")
+        return approver(tool, tool_input, summary, *more)
+
+    return ask
 
 
 def _mcp_client(parts: Parts) -> McpClientFeature:
@@ -354,7 +426,9 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
     )
 
 
-def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
+def _policy(
+    parts: Parts, features: list[Feature], system: list, registry: ToolRegistry, shelf: AttachmentShelf
+) -> CompactingContext:
     return CompactingContext(
         model=parts.model,
         settings=parts.settings,
@@ -365,19 +439,23 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
         reinject=[feature.reinject for feature in features],
         before_drop=[feature.before_drop for feature in features],
         requests=parts.compaction_requests,
+        shelf=shelf,
     )
 
 
 COMMAND_LINE_ORIGIN = "the command line (--allowedTools / --disallowedTools)"
 
 
-def session_mode(options: SessionOptions, settings: Settings) -> str:
-    """--permission-mode, else --yes (bypassPermissions), else the setting (``auto_approve = true``
-    is bypassPermissions when no mode is set)."""
+def session_mode(options: SessionOptions, settings: Settings, claude: ClaudeSettings | None = None) -> str:
+    """--permission-mode, else --yes (bypassPermissions), else memagent's own setting when a file
+    sets it, else Claude Code's ``defaultMode``, else the setting (``auto_approve = true`` is
+    bypassPermissions when no mode is set)."""
     if options.permission_mode:
         return options.permission_mode
     if options.auto_approve:
         return "bypassPermissions"
+    if "permission_mode" not in settings.model_fields_set and claude is not None and claude.default_mode:
+        return claude.default_mode[0]
     if settings.permission_mode == "default" and settings.auto_approve:
         return "bypassPermissions"
     return settings.permission_mode
@@ -385,11 +463,11 @@ def session_mode(options: SessionOptions, settings: Settings) -> str:
 
 def session_gate(
     paths: ProjectPaths, settings: Settings, mode: str, env: Mapping[str, str] | None, *, settings_trusted: bool,
-    warn: Callable[[str], None], command_line: RuleSource | None = None,
+    warn: Callable[[str], None], command_line: RuleSource | None = None, claude: ClaudeSettings | None = None,
 ) -> Gate:
     """The session's one gate: the mode, every rule with the file it came from (user config, a
-    trusted project file, the environment, ``--allowedTools``/``--disallowedTools``, the
-    "always" answers saved for this project)."""
+    trusted project file, the environment, Claude Code's settings files,
+    ``--allowedTools``/``--disallowedTools``, the "always" answers saved for this project)."""
     from memagent.trust import TrustError, save_rule, saved_rules
 
     try:
@@ -398,6 +476,9 @@ def session_gate(
     except ConfigError as exc:
         raise SetupError(str(exc)) from None
     sources.append(_unsourced(settings, sources))
+    if claude is not None:
+        sources += [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+                    for label, rules in claude.rules_by_source().items()]
     if command_line is not None:
         sources.append(command_line)
     sources.append(RuleSource(SAVED_ORIGIN, allow=saved_rules(paths.home, paths.root)))
@@ -442,6 +523,35 @@ def _trust_notices(paths: ProjectPaths, trust: "TrustState") -> list[str]:
     return lines
 
 
+def claude_settings_for(paths: ProjectPaths, trust: "TrustState") -> ClaudeSettings:
+    """Claude Code's settings files, each of the project's widening only when trusted as it is now;
+    a rule memagent cannot read is a notice, not a failure."""
+    def check(rule: str) -> str | None:
+        try:
+            parse_rule(rule)
+        except PermissionRuleError as exc:
+            return str(exc)
+        return None
+
+    def why_not(label: str) -> str:
+        return CHANGED_SINCE_TRUSTED if trust.trusted and label in trust.changed else CLAUDE_NOT_TRUSTED
+
+    return read_claude_settings(paths, trusted=trust.file_trusted, why_not=why_not, check_rule=check)
+
+
+def _added_dirs(options: SessionOptions, claude: ClaudeSettings, paths: ProjectPaths) -> tuple[list[Path], list[str]]:
+    """--add-dir folders and the settings' ``additionalDirectories`` (relative to the project
+    root), each an existing folder; a missing one is a notice."""
+    found, notes = list(options.add_dirs), []
+    for raw, source in claude.additional_directories:
+        folder = (raw if raw.is_absolute() else paths.root / raw).resolve()
+        if folder.is_dir():
+            found.append(folder)
+        else:
+            notes.append(f"{source}: additionalDirectories: {raw} is not a folder; ignored")
+    return found, notes
+
+
 def _apply_retention(paths: ProjectPaths, settings: Settings, resumed: Resumed | None) -> list[str]:
     """guard: delete transcripts older than ``transcript_retention`` days (never the resumed one)."""
     if not settings.transcript_retention:
@@ -471,13 +581,18 @@ def open_session(
     from memagent.trust import trust_state
 
     trust = trust_state(paths.home, paths.root)
+    claude = claude_settings_for(paths, trust)
+    added, added_notes = _added_dirs(options, claude, paths)
+    options = replace(options, add_dirs=tuple(added))
     settings, warnings = _settings(paths, options, env, trust)
     warnings += _trust_notices(paths, trust)
-    resumed, resume_warnings = _find_resume(paths, options)
+    warnings += claude.notes + added_notes
+    settings = settings.model_copy(update={"hooks": settings.hooks.merged(claude.hooks)})
+    resumed, resume_warnings, resume_note = _find_resume(paths, options)
     warnings += resume_warnings
     settings_trusted = trust.file_trusted(paths.project_config.name)
-    gate = session_gate(paths, settings, session_mode(options, settings), env,
-                        settings_trusted=settings_trusted, warn=warnings.append,
+    gate = session_gate(paths, settings, session_mode(options, settings, claude), env,
+                        settings_trusted=settings_trusted, warn=warnings.append, claude=claude,
                         command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools))
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
@@ -485,15 +600,17 @@ def open_session(
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     logical = options.session_id or logical_session_id(resumed, session_id)
-    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
+    shelf = attachment_shelf(paths, settings, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical, shelf, warnings, options.kind)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
-    shell = ShellConfig.from_settings(settings, paths.home)
+    shell = ShellConfig.from_settings(settings, paths.home, extra_env=dict(claude.env))
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trust.file_trusted(".mcp.json"), logical,
-        dict(options.mcp_servers), options.prefetch_memory, options.memory_upkeep, shell,
-        project_hooks=setting_origin(paths, "hooks", env, trusted=settings_trusted) == "project",
+        CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env},
+        trust.file_trusted(".mcp.json"), logical, dict(options.mcp_servers), options.prefetch_memory,
+        options.memory_upkeep, shell, shell_env=shell.extra_env, permission_mode=lambda: gate.mode,
+        start_source=options.start_source, project_trusted=trust.trusted,
     )
     features, memory_off_reason = compose_features(parts)
     system = build_system(paths.root, [feature.system_text() for feature in features],
@@ -505,17 +622,18 @@ def open_session(
         tool_context=_tool_context(paths, settings, session_id, options.add_dirs),
         system=system,
         conversation=conversation,
-        context=_policy(parts, features, system, registry),
-        approver=approver,
+        context=_policy(parts, features, system, registry, shelf),
+        approver=notifying(approver, features),
         non_interactive=options.non_interactive,
         features=features,
-        config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
+        config=AgentConfig(model=settings.model, max_tokens=settings.response_tokens),
         permissions=gate,
     )
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
+        trusted=trust.trusted, claude=claude, resume_note=resume_note,
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 from fakeapi import FakeAnthropic, text, tool
 
 from memagent.memory.layout import LOCAL_GITIGNORE, migrate_layout
+from memory.learnkit import Brain, Fact
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical", "MEMAGENT_AUTO_EXTRACT": "false"}
 # A store as memagent before `.memory/local/` wrote it: made by running that version's
@@ -85,6 +86,50 @@ def test_the_default_embedder_keeps_its_vector_cache_out_of_git(run_cli, project
     names = staged(project)
     assert only_cards_and_identity(names), names
     assert str(tmp_path) not in staged_bytes(project)
+
+
+LEARNED = [
+    Fact("we always deploy with make ship", "The project deploys with make ship.", "procedure"),
+    Fact("we always lint with ruff", "The project lints with ruff.", "procedure"),
+]
+
+
+@pytest.mark.timeout(600)
+def test_learning_keeps_its_locks_and_counts_in_the_local_index(run_cli, project):
+    """Catch-up (live marks, its lock) and the daily limit (the write counts) keep their files
+    in `.memory/local/index/`: no top-level `index/` appears, so nothing is migrated again at
+    the next open (which would move a running session's live mark), and git stages none of it."""
+    git("init", "-q", cwd=project)
+    (project / ".memagent.toml").write_text("memory_auto_writes_per_day = 1\n")
+    brain = Brain(facts=LEARNED)
+    memory = project / ".memory"
+    for fact in LEARNED:
+        with FakeAnthropic(responder=brain) as fake:
+            result = run_cli("-C", str(project), "-p", f"Remember: {fact.trigger}.",
+                             env={"MEMAGENT_EMBEDDER": "lexical", "ANTHROPIC_BASE_URL": fake.url}, timeout=180)
+            assert result.returncode == 0, result.stderr
+            assert fake.errors == []
+        assert "into local/" not in result.stderr  # nothing of the old layout was made to move
+        assert not (memory / "index").exists()
+    assert len(brain.extraction_prompts) == 2  # learning ran in both sessions
+
+    index = memory / "local" / "index"
+    assert (index / "catchup.lock").is_file() and list((index / "live").glob("*.lock"))
+    counts = json.loads((index / "auto_writes.json").read_text())
+    assert sum(counts["sessions"].values()) == 1  # the daily limit held across the two processes
+    history = (memory / "local" / "history.jsonl").read_text()
+    assert "already saved today" in history
+    assert not any((memory / name).exists() for name in ("index", "history.jsonl", "private", "tombstones.jsonl"))
+
+    listed = run_cli("-C", str(project), "memory", "list", "--json", env={"MEMAGENT_EMBEDDER": "lexical"})
+    assert listed.returncode == 0 and "into local/" not in listed.stderr, listed.stderr
+    assert _learned(json.loads(listed.stdout)) == {LEARNED[0].content}
+    names = staged(project)
+    assert only_cards_and_identity(names), names
+
+
+def _learned(cards: list[dict]) -> set[str]:
+    return {c["content"] for c in cards if c["memory_type"] != "event"}
 
 
 def _unpack_main_layout(project: Path) -> dict[str, str]:

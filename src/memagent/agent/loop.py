@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Generator, Iterator, Protocol, Sequence
 
 from memagent.events import (
     AgentEvent,
@@ -30,6 +30,7 @@ from memagent.events import (
 from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.agent.live_tools import run_with_progress
 from memagent.context.conversation import Conversation
+from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm.protocol import ChatModel
@@ -84,6 +85,8 @@ class AgentConfig:
     max_tokens: int = 8192
     max_rounds: int = 100  # model calls in one turn before the loop stops itself
     max_pause_continuations: int = 5
+    max_stop_continuations: int = 8  # times Stop hooks may send the model back to work in one turn
+    max_too_long_retries: int = 4  # "prompt is too long" answers survived in one turn
 
 
 @dataclass
@@ -102,6 +105,7 @@ class Agent:
     # The one gate every call goes through (default: default mode, no rules, this project).
     permissions: Gate | None = None
     _partial_text: list[str] = field(default_factory=list)
+    _partial_outcomes: dict[str, ToolOutcome] = field(default_factory=dict)  # interrupted calls' output so far
     _storage_problem: str | None = None
 
     def __post_init__(self) -> None:
@@ -130,7 +134,7 @@ class Agent:
             yield TurnEnded("refused", error=f"prompt blocked: {refused}")
             return
         try:
-            self._add_user_message(user_text)
+            yield from self._add_user_message(scrub(user_text))
             yield from self._rounds()
         except KeyboardInterrupt:
             self.repair_after_interrupt()
@@ -155,6 +159,12 @@ class Agent:
                 "user", [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in pending]
             )
 
+    def run_tool(self, name: str, tool_input: dict[str, Any], call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
+        """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the
+        model's calls take: the features' checks, the permission gate and approval, then the tool.
+        Yields its events and returns the outcome; nothing is added to the conversation."""
+        return (yield from self._run_one({"id": call_id, "name": name, "input": tool_input}))
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 
@@ -178,7 +188,7 @@ class Agent:
                 return reason
         return None
 
-    def _add_user_message(self, user_text: str) -> None:
+    def _add_user_message(self, user_text: str) -> Iterator[AgentEvent]:
         """The user's words, then each feature's per-turn context (memories, continuity): in the
         newest message, never the system prompt, so the cached prefix stays byte-stable."""
         blocks: list[Block] = []
@@ -190,12 +200,26 @@ class Agent:
             extra = feature.turn_context(turn)
             if extra:
                 blocks.append(text_block(extra))
-        self.conversation.append("user", blocks)
+        yield from self._append_user(blocks)
+
+    def _append_user(self, blocks: list[Block]) -> Iterator[AgentEvent]:
+        """Append a user message as the context policy lets it be sent (a text too large for the
+        context goes as a preview and a file); the transcript keeps it whole."""
+        fitted, notes = self.context.fit(blocks)
+        self.conversation.append("user", fitted, whole=blocks if notes else None)
+        for note in notes:
+            yield Notice(note, "info")
 
     def _rounds(self) -> Iterator[AgentEvent]:
         pauses = 0
-        retried_too_long = False
+        continued = 0
+        too_long = 0
         for _ in range(self.config.max_rounds):
+            halted = self._halted()
+            if halted:
+                yield Notice(halted, "warning")
+                yield TurnEnded("halted", error=None)
+                return
             yield from self._storage_notice()
             yield from self.context.before_request(self.conversation)
             request = self.build_request()
@@ -203,12 +227,10 @@ class Agent:
             try:
                 response = yield from self._stream(request)
             except PromptTooLongError as exc:
-                if retried_too_long:
-                    yield TurnEnded("error", error=f"{exc} (still too long after compacting)")
+                too_long += 1
+                if too_long > self.config.max_too_long_retries or not (yield from self._recover(too_long)):
+                    yield TurnEnded("error", error=f"{exc} (the context could not be made smaller)")
                     return
-                retried_too_long = True
-                yield Notice("The prompt was too long for the model; compacting and retrying once.", "warning")
-                yield from self.context.force_compact(self.conversation)
                 continue
             except ModelError as exc:
                 yield TurnEnded("error", error=str(exc))
@@ -226,9 +248,39 @@ class Agent:
             if stop == "pause_turn" and content and pauses < self.config.max_pause_continuations:
                 pauses += 1
                 continue
+            if stop == "end_turn" and continued < self.config.max_stop_continuations:
+                more = self._continuation(response.text())
+                if more:
+                    continued += 1
+                    if not content:
+                        self.conversation.append("assistant", [text_block("(no answer)")])
+                    self.conversation.append("user", [text_block(more)])
+                    continue
             yield from self._finish(response, stop, content)
             return
         yield TurnEnded("max_rounds", error=f"stopped after {self.config.max_rounds} model calls in one turn")
+
+    def _halted(self) -> str | None:
+        """The first feature's reason to end the turn now (a hook's ``continue: false``)."""
+        for feature in self.features:
+            reason = feature.halt_reason()
+            if reason:
+                return reason
+        return None
+
+    def _continuation(self, text: str) -> str | None:
+        """The first feature's reason not to stop yet (a ``Stop`` hook that blocks)."""
+        for feature in self.features:
+            more = feature.continue_turn(text)
+            if more:
+                return more
+        return None
+
+    def _recover(self, attempt: int) -> Iterator[AgentEvent]:
+        """After "prompt is too long": the context policy makes the context smaller; True when it did."""
+        yield Notice("The request was too long for the model; making the context smaller and retrying.", "warning")
+        changed = yield from self.context.recover_too_long(self.conversation, attempt)
+        return bool(changed)
 
     def _finish(self, response: ModelResponse, stop: str, content: list[Block]) -> Iterator[AgentEvent]:
         if stop == "max_tokens":
@@ -266,19 +318,18 @@ class Agent:
                 names.append(call["name"])
                 outcome = yield from self._run_one(call)
                 results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
-        except KeyboardInterrupt:
-            done = {b["tool_use_id"] for b in results}
-            results += [
-                tool_result_block(c["id"], INTERRUPTED_TOOL, is_error=True) for c in calls if c["id"] not in done
-            ]
-            self.conversation.append("user", results)
+        except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C in the tool, or in the renderer
+            results += _interrupted_results(calls, results, self._partial_outcomes)
+            self._partial_outcomes.clear()
+            fitted, notes = self.context.fit(results)
+            self.conversation.append("user", fitted, whole=results if notes else None)
             raise
         blocks = list(results)
         for feature in self.features:
             text = feature.after_tools(names)
             if text:
                 blocks.append(text_block(text))
-        self.conversation.append("user", blocks)
+        yield from self._append_user(blocks)
 
     def _run_one(self, call: Block) -> Iterator[AgentEvent]:
         name, raw = call["name"], call.get("input") or {}
@@ -290,7 +341,7 @@ class Agent:
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw), tool, summary, value)
+            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw, tool), tool, summary, value)
         yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
         return outcome
 
@@ -303,7 +354,8 @@ class Agent:
         if refusal is not None:
             return refusal
         if tool.streams_output:
-            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id)
+            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id,
+                                                   on_partial=lambda done: self._partial_outcomes.update({call.id: done}))
         else:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
@@ -368,6 +420,22 @@ class Agent:
         if not messages or messages[-1]["role"] != "assistant":
             return []
         return tool_use_ids(messages[-1])
+
+
+def _interrupted_results(calls: list[Block], results: list[Block], partial: dict[str, ToolOutcome]) -> list[Block]:
+    """Error results for the calls of a round that got none; the call that was running when the
+    user interrupted gets what it had done so far (``partial``, by call id: bash's output)."""
+    done = {b["tool_use_id"] for b in results}
+    blocks = []
+    for call in calls:
+        if call["id"] in done:
+            continue
+        outcome = partial.get(call["id"])
+        if outcome is not None and outcome.content:
+            blocks.append(tool_result_block(call["id"], outcome.content, is_error=True, images=outcome.images))
+        else:
+            blocks.append(tool_result_block(call["id"], INTERRUPTED_TOOL, is_error=True))
+    return blocks
 
 
 def _clean_content(content: list[Block]) -> list[Block]:

@@ -108,9 +108,10 @@ def import_command(
     if as_json:
         print_json(report.as_dict())
     else:
+        corrected = f", {report.superseded} corrected by a newer card" if report.superseded else ""
         skipped = f", {len(report.forgotten)} forgotten here" if report.forgotten else ""
         _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, "
-             f"{len(report.refused)} refused{skipped}.")
+             f"{len(report.refused)} refused{corrected}{skipped}.")
         for index, reason in report.refused[:20]:
             _out(f"  record {index + 1}: {reason}")
         if len(report.refused) > 20:

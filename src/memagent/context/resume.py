@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
@@ -46,6 +47,8 @@ class Resumed:
     path: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
+    previewed: set[str] = field(default_factory=set)  # ids of messages the model got as a preview
+    set_aside: dict[str, int] = field(default_factory=dict)  # message id -> the lower limit it was shrunk to
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -143,7 +146,19 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         model=start.get("model"),
         path=path,
         logical_session=str(start.get("logical_session") or path.stem),
+        previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
+        set_aside=_set_aside(records),
     )
+
+
+def _set_aside(records: Sequence[dict]) -> dict[str, int]:
+    """Message id -> the lowest limit a ``set_aside`` record shrank it to."""
+    limits: dict[str, int] = {}
+    for record in records:
+        if record.get("type") == "set_aside" and isinstance(record.get("limit"), int):
+            for message_id in record.get("ids") or []:
+                limits[str(message_id)] = min(record["limit"], limits.get(str(message_id), record["limit"]))
+    return limits
 
 
 def _kept_position(records: list[dict], marker_index: int, kept_from: str, path: Path, warnings: list[str]) -> int:
@@ -206,16 +221,35 @@ def _last_todo(records: Sequence[dict]) -> dict | None:
 # ------------------------------------------------------------ continuing
 
 
-def seed_conversation(conversation: Conversation, resumed: Resumed) -> None:
-    """Start a new session's conversation from a resumed one.
+def seed_conversation(conversation: Conversation, resumed: Resumed, shelf: AttachmentShelf | None = None) -> list[str]:
+    """Start a new session's conversation from a resumed one; returns notes on what was repaired.
 
     The messages are recorded in the new transcript (after a ``resume`` record naming the old
     session), so the new transcript alone rebuilds the context on the next resume; they open no
-    user turn. The restored todo list is recorded too.
+    user turn. A text too large for the context (a session that could never get an answer) is
+    set aside on ``shelf`` first: the model gets its preview, the old transcript keeps it whole.
+    The restored todo list is recorded too.
     """
-    conversation.seed(resumed.messages, resumed_from=resumed.session_id, warnings=resumed.warnings)
+    messages, notes = _fit_resumed(resumed, shelf)
+    conversation.seed(messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes])
     if resumed.todo is not None:
         conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
+    return notes
+
+
+def _fit_resumed(resumed: Resumed, shelf: AttachmentShelf | None) -> tuple[list[Message], list[str]]:
+    """The resumed messages as they may be sent; a note for each text that was sent whole before
+    (a wedged session: every request with it failed) and is set aside now."""
+    if shelf is None:
+        return resumed.messages, []
+    messages: list[Message] = []
+    notes: list[str] = []
+    for message, message_id in zip(resumed.messages, resumed.ids):
+        [fitted], found = shelf.fit_messages([message], resumed.set_aside.get(message_id))
+        messages.append(fitted)
+        if message_id not in resumed.previewed and message_id not in resumed.set_aside:
+            notes += [f"repaired on resume: {a.note()[0].lower()}{a.note()[1:]}" for a in found]
+    return messages, notes
 
 
 __all__ = [

@@ -10,7 +10,9 @@ A store directory (``<project>/.memory/`` or ``$MEMAGENT_HOME/memory/``)::
         private/<id>.md    cards that never leave this machine (session cards, ``--private``)
         history.jsonl      the learning decisions (see ``memory.history``)
         tombstones.jsonl   ids of forgotten cards and when (no text)
-        index/             the catalog and the Chroma index, rebuilt from the card files at will
+        index/             the catalog and the Chroma index, rebuilt from the card files at will;
+                           the live marks of running sessions and the catch-up lock
+                           (``memory.catchup``), the day's automatic-write counts (``memory.quota``)
         vectors/           the vector cache, unless it is committed beside the cards
 
 So ``git add .memory`` stages the cards and the identity file and nothing that churns between
@@ -66,6 +68,19 @@ def ensure_local(root: Path) -> Path:
     if not ignore.exists():
         atomic_write(ignore, LOCAL_GITIGNORE, durable=False)
     return local
+
+
+def index_dir(root: Path) -> Path:
+    """The store's index folder, ``local/index`` (not created here): the catalog, the Chroma
+    index, the live marks and catch-up lock, the automatic-write counts."""
+    return local_dir(root) / INDEX_NAME
+
+
+def ensure_index(root: Path) -> Path:
+    """:func:`index_dir`, created inside the local part (its ``.gitignore`` first, so nothing
+    written there is ever staged); raises ``fsutil.UnsafePath`` (an ``OSError``) on a symlink."""
+    ensure_local(root)
+    return make_dirs(index_dir(root))
 
 
 def vectors_dir(root: Path, commit: bool = False) -> Path:
@@ -200,7 +215,9 @@ __all__ = [
     "TOMBSTONE_NAME",
     "VECTORS_NAME",
     "committed_vector_files",
+    "ensure_index",
     "ensure_local",
+    "index_dir",
     "legacy_entries",
     "local_dir",
     "migrate_layout",

@@ -40,16 +40,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from memagent.fsutil import make_dirs, refuse_symlinks
-from memagent.memory import gitview
+from memagent.memory import arrivals, gitview
 from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
-from memagent.memory.layout import (TOMBSTONE_NAME, VECTORS_NAME, committed_vector_files, local_dir, migrate_store,
-                                    vectors_dir)
+from memagent.memory.layout import TOMBSTONE_NAME, migrate_store, vectors_dir
 from memagent.memory.tombstones import Tombstones, came_back_reason
 from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
+from memagent.memory.store_forgetting import StoreForgetting
 
 if TYPE_CHECKING:
     from memagent.memory.provenance import Witness
@@ -86,7 +86,7 @@ class Scan:
     known: dict[str, tuple[str, Stamp]] | None = None  # the catalog's stamps, read beside it
 
 
-class Store:
+class Store(StoreForgetting):
     """See the module docstring."""
 
     def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
@@ -249,6 +249,8 @@ class Store:
             return 0
         with self.locked(), catalog.transaction() as db:
             tombstones = self.tombstoned() if changed else {}
+            arrived = []
+            known_before = catalog.entries(list(changed)) if changed else {}
             for card_id, (path_text, stamp) in changed.items():
                 if problems.get(path_text, ("", None))[1] == stamp:
                     continue  # still the same bad file: reported already
@@ -268,6 +270,9 @@ class Store:
                     continue
                 catalog.put(db, card, path, stamp, self.files.is_private(path))
                 catalog.clear_problems(db, [path_text])
+                if card_id not in known_before:
+                    arrived.append(card_id)
+            arrivals.note(db, arrived)  # new files from outside still meet the correction rule
             catalog.remove(db, removed)
             catalog.clear_problems(db, gone_problems)
             if folders is not None:
@@ -532,30 +537,6 @@ class Store:
                                              if v is not None and not private})
         return paths
 
-    def erase(self, ids: Sequence[str]) -> list[str]:
-        """Delete cards' files, catalog rows and vectors (every byte of a local index); a
-        tombstone keeps each id and the time. Returns the ids erased."""
-        catalog = self.open_catalog()
-        with self.locked():
-            deleted = {card_id for card_id in ids if self.files.delete(card_id) is not None}
-            digests = catalog.digests(ids)
-            with catalog.transaction() as db:
-                erased = sorted(set(catalog.remove(db, ids)) | deleted)
-            for folder in (self.root / VECTORS_NAME, local_dir(self.root) / VECTORS_NAME):
-                VectorCache(folder, "", 0).forget(digests)
-            index = self.vector_index(None, create=False)
-            if index is not None and erased:
-                self.follow_other_writers()
-                index.delete(erased)
-                index.purge(erased)
-            with catalog.transaction() as db:
-                catalog.mark_deleted(db, erased)
-                catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
-                self._seen_generation = catalog.bump_generation(db)
-            catalog.erase_checkpoint()
-            self.tombstones.add(erased)
-        return erased
-
     def migrate_layout(self) -> list[str]:
         """Move local files of the earlier layout into ``local/`` (see ``memory.layout``)."""
         try:
@@ -567,39 +548,6 @@ class Store:
         if moved:
             self.notices.append(f"moved the local memory files of {self.root} into local/ ({', '.join(moved)})")
         return moved
-
-    def committed_vector_files(self, ids: Sequence[str]) -> list[Path]:
-        """The committed vector cache files holding these cards' vectors (git keeps their old
-        lines in its history after a forget)."""
-        return committed_vector_files(self.root, self.catalog.digests(ids)) if self.catalog.exists else []
-
-    def revive(self, ids: Sequence[str]) -> None:
-        """Take ids off the tombstone list (the user chose to have these cards again)."""
-        self.tombstones.remove(ids)
-
-    def withheld(self) -> dict[str, tuple[Path, str]]:
-        """Forgotten ids whose card file is back (a ``git pull``, a checkout): the file and when
-        the id was forgotten. They are not in the catalog, so nothing searches or injects them."""
-        found: dict[str, tuple[Path, str]] = {}
-        for card_id, when in self.tombstoned().items():
-            path = self.files.locate(card_id)
-            if path is not None:
-                found[card_id] = (path, when)
-        return found
-
-    def readmit(self, ids: Sequence[str]) -> None:
-        """Use cards that came back after a forget again: off the tombstone list, and read at
-        the next sync."""
-        self.revive(ids)
-        paths = [str(p) for p in (self.files.locate(i) for i in ids) if p is not None]
-        catalog = self.open_catalog()
-        with self.locked(), catalog.transaction() as db:
-            catalog.clear_problems(db, paths)
-        self.sync_files(force=True)
-
-    def tombstoned(self) -> dict[str, str]:
-        """Forgotten ids and when."""
-        return self.tombstones.all()
 
     def rebuild(self, embedder: EmbedderInfo, embed: Embed, progress: Progress | None = None) -> int:
         """Rebuild the catalog and the index from the files (``memagent memory reindex``)."""
