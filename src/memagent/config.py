@@ -51,6 +51,7 @@ WIDENING_SETTINGS = (
     "hooks",
     "mcp_servers",
     "chroma_url",
+    "memory_commit_vectors",
     "sandbox",
     "sandbox_network",
     "sandbox_writable",
@@ -309,6 +310,9 @@ class Settings(BaseSettings):
     """See ``memory_archive_after_days``."""
     memory_lock_wait: float = Field(10.0, gt=0)
     """Seconds to wait for a memory store another process is writing before giving up."""
+    memory_commit_vectors: bool = False
+    """Keep the vector cache in ``.memory/vectors/`` beside the cards, to commit it (a clone then
+    need not embed the team's cards); off: ``.memory/local/vectors/``, which git ignores."""
 
     # --- mcp: MCP client and hooks ---------------------------------------------------------
     mcp_startup_wait: float = Field(10.0, ge=0)

@@ -186,7 +186,7 @@ def test_the_first_command_leaves_memagent_home_and_private_cards_private(run_cl
     card_id = json.loads(added.stdout)["card"]["id"]
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o700
     assert stat.S_IMODE(fresh.parent.stat().st_mode) == 0o700  # a missing parent is made private too
-    private = project / ".memory" / "private"
+    private = project / ".memory" / "local" / "private"
     assert stat.S_IMODE(private.stat().st_mode) == 0o700
     assert stat.S_IMODE((private / f"{card_id}.md").stat().st_mode) == 0o600
     for path in fresh.rglob("*"):

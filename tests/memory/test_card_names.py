@@ -31,10 +31,10 @@ def test_list_and_search_name_the_file_and_carry_on(run_cli, project):
 
 
 def test_a_bad_name_in_the_private_folder_or_the_user_store_is_skipped_too(run_cli, project, cli_env):
-    """Variants: .memory/private/ and $MEMAGENT_HOME/memory/cards/."""
+    """Variants: .memory/local/private/ and $MEMAGENT_HOME/memory/cards/."""
     added = run_cli("-C", str(project), "memory", "add", "Use tabs in Makefiles", "--scope", "user", env=LEXICAL)
     assert added.returncode == 0, added.stderr
-    plant_bad_name(project / ".memory" / "private")
+    plant_bad_name(project / ".memory" / "local" / "private")
     plant_bad_name(Path(cli_env["MEMAGENT_HOME"]) / "memory" / "cards")
     stats = run_cli("-C", str(project), "memory", "stats", env=LEXICAL)
     assert stats.returncode == 0, stats.stderr

@@ -67,8 +67,8 @@ def test_project_memory_on_a_server(chroma_url, paths, embedder):
     card = first.save("The team deploys with Argo CD", "decision", confidence=0.9).card
     first.save("The user likes emoji-free answers", "preference", "user")
     assert (paths.memory / "cards" / f"{card.id}.md").is_file(), "the card file is the truth"
-    assert not (paths.memory / "index" / "chroma.sqlite3").exists(), "the project index is on the server"
-    assert (paths.user_memory / "index" / "chroma.sqlite3").exists(), "user cards stay local"
+    assert not (paths.memory / "local" / "index" / "chroma.sqlite3").exists(), "the project index is on the server"
+    assert (paths.user_memory / "local" / "index" / "chroma.sqlite3").exists(), "user cards stay local"
     identity = (paths.memory / "project-id").read_text().strip()
     info = first.backend_info()
     assert info["stores"]["project"]["remote"] is True and info["stores"]["project"]["index"] == chroma_url

@@ -89,7 +89,7 @@ def test_refusals_and_errors_exit_1_with_one_line(cli, paths):
 
 def test_damaged_index_is_reported_and_rebuilt_from_the_files(cli, paths):
     card_id = _json(cli("add", "The nightly build publishes wheels to the internal index", "--json"))["card"]["id"]
-    (paths.memory / "index" / "chroma.sqlite3").write_bytes(b"")  # a 0-byte database
+    (paths.memory / "local" / "index" / "chroma.sqlite3").write_bytes(b"")  # a 0-byte database
     found = cli("search", "where do nightly wheels go", "--json")
     assert found.exit_code == 0, found.output
     assert [h["card"]["id"] for h in json.loads(found.stdout)] == [card_id]

@@ -34,7 +34,7 @@ def test_the_daily_limit_holds_across_three_print_runs(run_cli, project):
     listing = run_cli("-C", str(project), "memory", "list", "--all", "--json", env=LEXICAL)
     contents = {c["content"] for c in json.loads(listing.stdout) if c["memory_type"] != "event"}
     assert contents == {FACTS[0].content, FACTS[1].content}
-    history = [json.loads(line) for line in (project / ".memory" / "history.jsonl").read_text().splitlines()]
+    history = [json.loads(line) for line in (project / ".memory" / "local" / "history.jsonl").read_text().splitlines()]
     refused = [r for r in history if r.get("action") == "REFUSED"]
     assert len(refused) == 1 and "already saved today" in refused[0]["reason"]
 

@@ -27,7 +27,8 @@ def test_a_card_file_is_readable_markdown_with_front_matter(service, paths):
     head, body = text.split("\n---\n", 1)
     assert head.startswith("---\n") and f"id: {card.id}" in head and "memory_type: decision" in head
     assert "- pyproject.toml" in head and body == "Use ruff for linting\n"
-    assert (paths.memory / ".gitignore").read_text().splitlines()[1:] == ["index/", "private/"]
+    assert (paths.memory / "local" / ".gitignore").read_text().splitlines()[-1] == "*"  # all local stays out of git
+    assert not (paths.memory / ".gitignore").exists()
 
 
 def test_hand_edit_and_hand_delete_are_seen_by_the_next_search(service, paths):
@@ -48,10 +49,10 @@ def test_a_deleted_index_is_rebuilt_from_the_files(open_service, paths):
     first = open_service()
     card = first.save("Feature flags are stored in Unleash", "fact").card
     first.close()
-    shutil.rmtree(paths.memory / "index")
+    shutil.rmtree(paths.memory / "local" / "index")
     second = open_service()
     assert [h.card.id for h in second.search("where do feature flags live?", k=1)] == [card.id]
-    assert (paths.memory / "index" / "chroma.sqlite3").exists()
+    assert (paths.memory / "local" / "index" / "chroma.sqlite3").exists()
 
 
 def test_bad_front_matter_is_named_and_skipped(service, paths):
@@ -178,7 +179,7 @@ def test_a_locked_store_fails_fast_with_one_line(paths, embedder):
     service = __import__("memagent.memory.service", fromlist=["MemoryService"]).MemoryService.open(
         paths, Settings(memory_lock_wait=0.5), "s", embedder=embedder)
     service.save("Something worth keeping about the build", "fact")
-    holder = FileLock(str(paths.memory / "index" / ".lock"))
+    holder = FileLock(str(paths.memory / "local" / "index" / ".lock"))
     holder.acquire()
     try:
         started = time.monotonic()
@@ -201,7 +202,7 @@ def test_forget_leaves_no_byte_under_the_store_or_home(service, paths, files_con
     service.close()
     assert files_containing(marker.encode(), paths.memory, paths.home) == []
     assert files_containing(b"quetzal", paths.memory, paths.home) == []  # nor its index terms
-    tombstones = [json.loads(x) for x in (paths.memory / "tombstones.jsonl").read_text().splitlines()]
+    tombstones = [json.loads(x) for x in (paths.memory / "local" / "tombstones.jsonl").read_text().splitlines()]
     assert [t["id"] for t in tombstones] == [card.id]
 
 

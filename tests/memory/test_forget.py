@@ -38,7 +38,7 @@ def test_forget_erases_every_byte(service, paths, files_containing):
     assert files_containing(needle, *dirs) == []
     assert [h.card.id for h in service.search("coffee machine floor")] == [keep.id]
 
-    tombstones = [json.loads(line) for line in (paths.memory / "tombstones.jsonl").read_text().splitlines()]
+    tombstones = [json.loads(line) for line in (paths.memory / "local" / "tombstones.jsonl").read_text().splitlines()]
     assert {t["id"] for t in tombstones} == {old.id, new.id}
     assert all(set(t) == {"id", "forgotten_at"} for t in tombstones)
 
@@ -81,7 +81,7 @@ def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing)
     from memagent.memory.store import scrub_hnsw_segments
 
     card = service.save("The on-call rotation changes every Monday", "fact").card
-    index = paths.memory / "index"
+    index = paths.memory / "local" / "index"
     data_files = list(index.glob("*/data_level0.bin"))
     assert data_files
     for data in data_files:

@@ -63,7 +63,7 @@ def test_history_renders_a_card_and_forget_erases_its_text(brain, make_pipeline,
     line = describe_record(shown[0], job)
     assert line.endswith("ADD (session sess-1, message 1): no similar memory")
     assert history_for(paths, tabs)[0]["scope"] == "user"
-    assert (paths.user_memory / "history.jsonl").exists()  # user cards are logged beside the user store
+    assert (paths.user_memory / "local" / "history.jsonl").exists()  # user cards are logged beside the user store
     render_profile(service, paths)
     assert any(p.exists() for p in cache_files(paths))
 

@@ -38,7 +38,9 @@ def test_import_gives_foreign_ids_memagent_ids_and_never_relinks_forgotten_cards
     new = service.correct(old.id, "The cache TTL is ten minutes").card
     exported = service.export()
     assert service.forget([new.id]) == 2  # the correction and the card it superseded
-    again = service.import_cards([r for r in exported if r["id"] == new.id])
+    skipped = service.import_cards([r for r in exported if r["id"] == new.id])
+    assert skipped.added == 0 and [i for _, i, _ in skipped.forgotten] == [new.id]  # a forgotten id stays forgotten
+    again = service.import_cards([r for r in exported if r["id"] == new.id], force=True)
     assert again.added == 1
     restored = service.get(new.id)
     assert restored is not None and restored.supersedes is None  # no link to the erased card

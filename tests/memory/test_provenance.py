@@ -91,8 +91,8 @@ def test_rewriting_a_repository_card_does_not_launder_it(open_service, paths, em
 
 
 def test_a_private_card_file_from_elsewhere_is_team_knowledge_too(open_service, paths):
-    """Variant: .memory/private/ is git-ignored by memagent, but a repository can still ship it."""
-    plant(paths, folder="private")
+    """Variant: .memory/local/private/ is git-ignored by memagent, but a repository can still ship it."""
+    plant(paths, folder="local/private")
     card = open_service().get(FORGED_ID)
     assert card.source == "repository" and card.scope == "project"
 
@@ -133,7 +133,7 @@ def test_a_catalog_built_before_the_ledger_is_read_again_as_earned(open_service,
     from memagent.memory.store import StoreLocation
 
     plant(paths)
-    old = Store("project", paths.memory, StoreLocation.local("project", paths.memory / "index"))
+    old = Store("project", paths.memory, StoreLocation.local("project", paths.memory / "local" / "index"))
     old.sync_files(force=True)
     assert old.catalog.entries([FORGED_ID])[FORGED_ID].source == "user"
     old.close()

@@ -105,7 +105,7 @@ def test_card_facts_leave_with_an_erased_card(store, paths):
     assert "Harbor" in store.recall.entity_index(store._stores_in_use()).systems
     store.forget([harbor])
     assert "Harbor" not in store.recall.entity_index(store._stores_in_use()).systems
-    db = sqlite3.connect(paths.memory / "index" / "catalog.sqlite3")
+    db = sqlite3.connect(paths.memory / "local" / "index" / "catalog.sqlite3")
     try:
         for table in ("card_links", "card_periods", "card_mentions"):
             assert db.execute(f"SELECT COUNT(*) FROM {table} WHERE id = ?", (harbor,)).fetchone()[0] == 0

@@ -30,8 +30,8 @@ def test_cards_go_to_their_store(service, paths):
     service.save("This repo uses tabs in Makefiles", "fact", "project")
     assert len(list((paths.user_memory / "cards").glob("m_*.md"))) == 1
     assert len(list((paths.memory / "cards").glob("m_*.md"))) == 1
-    assert (paths.memory / "index" / "chroma.sqlite3").exists()
-    assert (paths.memory / ".gitignore").read_text().count("index/") == 1
+    assert (paths.memory / "local" / "index" / "chroma.sqlite3").exists()
+    assert (paths.memory / "local" / ".gitignore").read_text().splitlines()[-1] == "*"
     stats = service.stats()
     assert stats["stores"]["user"]["active"] == 1 and stats["stores"]["project"]["active"] == 1
     assert stats["by_scope"] == {"user": 1, "project": 1, "session": 0}

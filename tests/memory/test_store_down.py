@@ -83,7 +83,7 @@ def test_backend_info(service, paths):
     assert info["embedder"]["dim"] == 384 and info["embedder"]["model_id"] == "all-MiniLM-L6-v2"
     assert info["stores"]["project"] == {
         "location": str(paths.memory),
-        "index": str(paths.memory / "index"),
+        "index": str(paths.memory / "local" / "index"),
         "remote": False,
         "exists": False,
         "active": 0,
@@ -100,7 +100,7 @@ def test_reindex_leaves_no_orphan_segments(open_service, paths):
     service = open_service()
     service.save("Feature branches are squashed on merge", "decision")
     service.save("Old decision kept for history", "decision", importance=0.2)
-    index = paths.memory / "index"
+    index = paths.memory / "local" / "index"
     before = {p.name for p in index.iterdir() if p.is_dir()}
     assert service.reindex() == 2
     after = {p.name for p in index.iterdir() if p.is_dir()}

@@ -50,7 +50,7 @@ def test_completing_a_task_triggers_one_extraction_and_its_cards_carry_the_task(
         assert result.returncode == 0, result.stderr
         assert fake.errors == []
     assert len(brain.extraction_prompts) == 1  # the trigger mined it all: the session end found nothing new
-    runs = [json.loads(line) for line in (project / ".memory" / "history.jsonl").read_text().splitlines()]
+    runs = [json.loads(line) for line in (project / ".memory" / "local" / "history.jsonl").read_text().splitlines()]
     assert [r["reason"] for r in runs if r["kind"] == "run"] == [TASK_COMPLETED]
     listing = run_cli("-C", str(project), "memory", "list", "--task", "1", "--json", env=LEXICAL)
     (card,) = [c for c in json.loads(listing.stdout) if c["memory_type"] != "event"]

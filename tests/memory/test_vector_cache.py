@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from memagent.config import project_paths
+from memagent.config import Settings, project_paths
 from memagent.memory.catalog import digest_of
 from memagent.memory.vectorcache import VectorCache
 
@@ -44,7 +44,7 @@ def _clone(paths, tmp_path):
 
 
 def test_a_clone_uses_the_committed_vectors_instead_of_embedding(open_service, paths, tmp_path, embedder):
-    service = open_service()
+    service = open_service(settings=Settings(memory_commit_vectors=True))  # the team commits the cache
     cards = [service.save(text, "fact").card for text in TEXTS]
     private = service.save("My local checkout uses a venv in .venv", "fact", private=True).card
     service.close()
@@ -98,7 +98,7 @@ def test_a_poisoned_cache_can_at_worst_mis_rank(tmp_path, embedder):
 
 
 def test_a_poisoned_entry_in_a_clone_mis_ranks_but_never_crashes(open_service, paths, tmp_path, embedder):
-    service = open_service()
+    service = open_service(settings=Settings(memory_commit_vectors=True))  # the team commits the cache
     cards = [service.save(text, "fact").card for text in TEXTS]
     service.close()
     cache = VectorCache(paths.memory / "vectors", embedder.model_id, embedder.dim)
@@ -123,7 +123,7 @@ def test_a_poisoned_entry_in_a_clone_mis_ranks_but_never_crashes(open_service, p
 def test_forgetting_removes_the_cached_vector(service, paths, embedder):
     card = service.save("The vault codename is Quetzal-lantern-5521", "fact").card
     other = service.save("The audit happens every quarter", "fact").card
-    folder = paths.memory / "vectors" / embedder.model_id
+    folder = paths.memory / "local" / "vectors" / embedder.model_id  # local unless the team commits it
     assert digest_of(card.content) in "".join(p.read_text() for p in folder.glob("*.vec"))
     assert service.forget([card.id]) == 1
     text = "".join(p.read_text() for p in folder.glob("*.vec"))

@@ -338,6 +338,10 @@ def run_interactive(options: ChatOptions) -> int:
         settings = load_settings(paths, overrides={"model": options.model})
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
+    if options.memory and settings.memory_enabled:
+        from memagent.cli.memory_learn import offer_returned_cards
+
+        offer_returned_cards(paths, settings)
     if options.pick_session:
         chosen = pick_session(paths, sys.stdin, sys.stdout)
         if chosen is None and list_has_sessions(paths):

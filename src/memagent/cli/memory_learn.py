@@ -1,7 +1,9 @@
 """`memagent memory profile` and `memagent memory review` (registered on the `memory` app).
 
 ``profile`` prints the user and project profiles aggregated from active cards (``--json``).
-``review`` first shows the repository's cards this machine did not write (see
+``review`` first shows the cards forgotten here whose file came back (a ``git pull``, a checkout)
+and asks erase again / keep for each (an interactive session asks the same before it starts:
+:func:`offer_returned_cards`); then the repository's cards this machine did not write (see
 ``memory.provenance``) — every one in a project the user has not trusted, where they wait here
 before they are used, and those that claim more than they earned in a trusted one — and asks
 accept / forget / skip for each; ``--accept ID`` accepts without asking. Then it walks the newest
@@ -120,6 +122,9 @@ def review_command(
     if accept:
         _accept(service, accept)
         return
+    came_back = _guarded(service.withheld)
+    if came_back and not as_json:
+        _review_came_back(service, came_back, _interactive_terminal())
     trusted = is_trusted(paths.home, paths.root)
     standings = _guarded(lambda: service.repository_cards(every_one=not trusted))[:limit]
     history = LearningHistory.for_paths(paths)
@@ -127,7 +132,8 @@ def review_command(
     items = [item for item in items if item.card.source != "repository"]
     if as_json:
         print_json(
-            [_standing_json(standing, held=not trusted) for standing in standings]
+            [_came_back_json(card_id, path, when) for card_id, path, when in came_back]
+            + [_standing_json(standing, held=not trusted) for standing in standings]
             + [
                 {"card": item.card.model_dump(mode="json"), "pending": item.pending,
                  "intended_action": item.intended_action, "target_id": item.target_id, "repository": None}
@@ -152,6 +158,67 @@ def review_command(
         )
         return
     _interactive(service, history, paths, items)
+
+
+def _came_back_text(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The card a returned file claims (as JSON) and one line of its text, or why it cannot be read."""
+    from memagent.memory.cardfiles import CardFileError, CardFiles
+
+    try:
+        card, _ = CardFiles(path.parent).read_with_bytes(path)
+    except CardFileError as exc:
+        return None, str(exc)
+    return card.model_dump(mode="json"), _short(card.content)
+
+
+def _came_back_json(card_id: str, path: Path, when: str) -> dict[str, Any]:
+    card, _ = _came_back_text(path)
+    return {"card": card, "pending": True, "intended_action": "forgotten_came_back", "target_id": card_id,
+            "repository": {"file": str(path), "forgotten_at": when}}
+
+
+def _review_came_back(service: "MemoryService", came_back: list[tuple[str, Path, str]], interactive: bool) -> None:
+    """Cards forgotten here whose file came back (a pull, a checkout): not used until the user
+    keeps them; erase them again or keep them."""
+    typer.echo(f"{len(came_back)} forgotten card{'' if len(came_back) == 1 else 's'} came back "
+               "(a git pull or checkout?) and {} not used:".format("is" if len(came_back) == 1 else "are"))
+    for card_id, path, when in came_back:
+        _, text = _came_back_text(path)
+        typer.echo(printable(f"{card_id}  forgotten {when[:10]}, file {path}\n    {text}"))
+        if not interactive:
+            continue
+        choice = typer.prompt("  [e]rase again, [k]eep, [s]kip", default="s").strip().lower()[:1]
+        if choice == "e":
+            _guarded(lambda: service.forget_report([card_id], with_history=False))
+            typer.echo("    erased (commit the deletion so the file does not come back)")
+        elif choice == "k":
+            _guarded(lambda: service.readmit([card_id]))
+            typer.echo("    kept: it is used again")
+    if not interactive:
+        typer.echo("Erase one again with `memagent memory forget ID`, or run `memagent memory review` "
+                   "in a terminal to keep it.")
+
+
+def offer_returned_cards(paths: "ProjectPaths", settings: Any) -> None:
+    """Before an interactive session: a card forgotten here whose file came back (a pull, a
+    checkout) is not used until the user decides; ask now (erase again, keep, or skip)."""
+    from memagent.memory.layout import TOMBSTONE_NAME, local_dir
+    from memagent.memory.service import MemoryService, MemoryUnavailable
+
+    if not (local_dir(paths.memory) / TOMBSTONE_NAME).is_file():
+        return  # nothing was ever forgotten here: nothing to open
+    try:
+        service = MemoryService.open(paths, settings)
+    except MemoryUnavailable:
+        return  # the session says why when it opens memory itself
+    try:
+        came_back = service.withheld()
+        if came_back:
+            _review_came_back(service, came_back, interactive=True)
+    except MemoryUnavailable as exc:
+        sys.stderr.write(f"memagent: memory unavailable: {exc}\n")
+    finally:
+        service.close()
 
 
 def _accept(service: "MemoryService", ids: list[str]) -> None:

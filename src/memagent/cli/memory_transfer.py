@@ -93,24 +93,32 @@ def _json_lines(path: Path, text: str) -> Iterator[Any]:
 def import_command(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="JSON array or JSON Lines; each card needs at least `content`."),
+    force: bool = typer.Option(False, "--force", help="Import cards whose id was forgotten here too."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
 ) -> None:
-    """Import cards through the write gate, in batches; reports added, duplicates and refusals."""
+    """Import cards through the write gate, in batches; reports added, duplicates and refusals.
+
+    A card whose id was forgotten here (`memagent memory forget`) is skipped, one line each,
+    unless --force."""
     records = _read_records(file)
     service = _open(ctx, root)
     with _indexing(service), _StderrProgress("importing") as progress:
-        report = _run(lambda: service.import_cards(records, progress=progress))
+        report = _run(lambda: service.import_cards(records, progress=progress, force=force))
     if as_json:
         print_json(report.as_dict())
     else:
         corrected = f", {report.superseded} corrected by a newer card" if report.superseded else ""
+        skipped = f", {len(report.forgotten)} forgotten here" if report.forgotten else ""
         _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, "
-             f"{len(report.refused)} refused{corrected}.")
+             f"{len(report.refused)} refused{corrected}{skipped}.")
         for index, reason in report.refused[:20]:
             _out(f"  record {index + 1}: {reason}")
         if len(report.refused) > 20:
             _out(f"  … and {len(report.refused) - 20} more refusals")
+        for index, card_id, when in report.forgotten:
+            _out(f"  record {index + 1}: skipped {card_id}, forgotten here {when[:19].replace('T', ' ')} "
+                 "(--force imports it)")
     if records and len(report.refused) == len(records):
         raise typer.Exit(EXIT_FAILURE)  # every record was refused: nothing was imported
 

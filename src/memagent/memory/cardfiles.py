@@ -1,14 +1,9 @@
 """Memory cards as files: the source of truth of a store.
 
-Layout of a local store directory (``<project>/.memory/`` or ``$MEMAGENT_HOME/memory/``)::
-
-    cards/<id>.md        one card per file, meant to be committed and reviewed like code
-    private/<id>.md      cards that never leave this machine (session cards, ``--private``)
-    tombstones.jsonl     ids of forgotten cards and when (no text)
-    history.jsonl        the learning decisions (see ``memory.history``)
-    project-id           the stable identity of the project (see ``memory.identity``)
-    index/               the Chroma index and the catalog, rebuilt from the files at will
-    .gitignore           written by memagent: ``index/`` and ``private/``
+Layout of a local store directory (``<project>/.memory/`` or ``$MEMAGENT_HOME/memory/``): see
+``memory.layout``. The shared cards are ``cards/<id>.md`` (meant to be committed and reviewed like
+code); private cards (session cards, ``--private``) are ``local/private/<id>.md``, in the part of
+the store git ignores.
 
 A card file is Markdown with YAML front matter holding every field but the content, which is the
 body::
@@ -43,15 +38,15 @@ from pydantic import ValidationError
 
 from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs, private_dir, refuse_symlinks
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, iso_utc
+from memagent.memory.layout import INDEX_NAME, LOCAL_DIR, PRIVATE_NAME, ensure_local
 
 if TYPE_CHECKING:
     from memagent.memory.provenance import Witness
 
 SHARED_DIR = "cards"
-PRIVATE_DIR = "private"
-INDEX_DIR = "index"
+PRIVATE_DIR = f"{LOCAL_DIR}/{PRIVATE_NAME}"
+INDEX_DIR = f"{LOCAL_DIR}/{INDEX_NAME}"
 SUFFIX = ".md"
-GITIGNORE = f"# Written by memagent: the index is rebuilt from the card files; private cards stay here.\n{INDEX_DIR}/\n{PRIVATE_DIR}/\n"
 
 Stamp = tuple[int, int, int]  # (mtime_ns, size, inode): changes whenever the file does
 
@@ -157,12 +152,10 @@ class CardFiles:
         return None
 
     def ensure_layout(self, identity: str | None = None) -> None:
-        """Create the folders, the ``.gitignore`` that keeps the index and private cards out of
-        git and, given one, the project's identity file (see ``memory.identity``)."""
+        """Create the folders, the local part git ignores (``memory.layout``) and, given one,
+        the project's identity file (see ``memory.identity``)."""
         make_dirs(self.shared)
-        ignore = self.root / ".gitignore"
-        if not ignore.exists():
-            atomic_write(ignore, GITIGNORE, durable=False)
+        ensure_local(self.root)
         if identity is not None:
             from memagent.memory.identity import IDENTITY_FILE
 
@@ -174,6 +167,21 @@ class CardFiles:
     # records what is written and judges what is read (see ``memory.provenance``); None: the
     # files stand as written (the user's own store)
     witness: "Witness | None" = None
+
+    def portable(self, card: MemoryCard, private: bool) -> MemoryCard:
+        """The card as a shared file of a project store holds it: scoped by the project's identity
+        (never an absolute local path, as cards written before the identity did) and with the
+        files it names relative to the project. Private cards and the user store are unchanged."""
+        if private or self.identity is None:
+            return card
+        update: dict[str, Any] = {}
+        if card.scope == "project" and card.scope_id != self.identity:
+            update["scope_id"] = self.identity
+        project = self.root.parent
+        files = [_relative(name, project) for name in card.files]
+        if files != card.files:
+            update["files"] = files
+        return card.model_copy(update=update) if update else card
 
     def write(self, card: MemoryCard, private: bool, *, durable: bool = True) -> Path:
         """Write (or rewrite) the card's file atomically; a card moving between shared and private
@@ -277,6 +285,16 @@ class CardFiles:
                     shown = os.fsencode(entry.path).decode("utf-8", errors="backslashreplace")
                     found.append(f"{shown}: the file name is not UTF-8; rename it to <id>.md")
         return found
+
+
+def _relative(name: str, project: Path) -> str:
+    """``name`` relative to the project when it is an absolute path inside it."""
+    if not os.path.isabs(name):
+        return name
+    try:
+        return Path(name).relative_to(project).as_posix()
+    except ValueError:
+        return name
 
 
 def _utf8(name: str) -> bool:

@@ -13,11 +13,11 @@ What counts as mined
 
 Which sessions
     Only sessions that ran with memory on: each holds a *live mark* while it runs (an exclusive
-    ``flock`` on ``.memory/index/live/<session>.lock``, released by the kernel when the process
+    ``flock`` on ``.memory/local/index/live/<session>.lock``, released by the kernel when the process
     dies, even by SIGKILL). A session whose mark is still held is running and learns for itself;
     one without a mark ran with memory off (or before this version) and is left alone. A session
     another one resumed is skipped: the resumer carried its messages over and learns them. One
-    catch-up at a time per project (``.memory/index/catchup.lock``); a second process skips.
+    catch-up at a time per project (``.memory/local/index/catchup.lock``); a second process skips.
 
 Nothing here reads transcripts itself: the caller passes each session's records (the
 ``context`` room owns the transcript format), oldest first.
@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from memagent.fsutil import make_dirs
 from memagent.memory.history import LearningHistory
+from memagent.memory.layout import ensure_index, index_dir
 from memagent.memory.session_end import worth_learning_at_end
 
 MAX_SESSIONS = 3  # sessions mined per start
@@ -45,7 +46,7 @@ EXTRACTION_RECORD = "extraction"  # a session's own record of the ids it mined (
 
 
 def _lock_dir(memory_dir: Path) -> Path:
-    return Path(memory_dir) / "index" / "live"
+    return index_dir(memory_dir) / "live"  # machine-local, beside the catalog (see ``memory.layout``)
 
 
 def _lock_path(memory_dir: Path, session_id: str) -> Path:
@@ -60,8 +61,10 @@ class FileLock:
         self.path = path
 
     @classmethod
-    def try_hold(cls, path: Path) -> "FileLock | None":
-        """The lock, or ``None`` when another process holds it."""
+    def try_hold(cls, path: Path, memory_dir: Path) -> "FileLock | None":
+        """The lock on ``path`` (inside the index folder of the store at ``memory_dir``), or
+        ``None`` when another process holds it."""
+        ensure_index(memory_dir)  # the local part and its .gitignore first: a lock is never staged
         make_dirs(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
@@ -81,7 +84,7 @@ class FileLock:
 def hold_live_mark(memory_dir: Path, session_id: str) -> FileLock | None:
     """Mark ``session_id`` as running with memory on (held until released or the process dies)."""
     try:
-        return FileLock.try_hold(_lock_path(memory_dir, session_id))
+        return FileLock.try_hold(_lock_path(memory_dir, session_id), memory_dir)
     except OSError:
         return None
 
@@ -254,7 +257,7 @@ def mine(pending: Sequence[Unmined], history: LearningHistory, settled: Sequence
 def hold_catch_up(memory_dir: Path) -> FileLock | None:
     """One catch-up at a time per project; ``None`` when another process is catching up."""
     try:
-        return FileLock.try_hold(Path(memory_dir) / "index" / "catchup.lock")
+        return FileLock.try_hold(index_dir(memory_dir) / "catchup.lock", memory_dir)
     except OSError:
         return None
 

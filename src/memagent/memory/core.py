@@ -78,13 +78,13 @@ class MemoryCore:
         self.retrieval = RetrievalParts()
         self.recall = Recall(self.retrieval)
 
-    def count_writes_on_disk(self, folder: Path) -> None:
-        """Keep the automatic-write limits in ``folder`` (``memory.quota``), shared by every
-        process of the project, instead of in this process."""
+    def count_writes_on_disk(self, store_root: Path) -> None:
+        """Keep the automatic-write limits in the index folder of the store at ``store_root``
+        (``memory.quota``), shared by every process of the project, instead of in this process."""
         from memagent.memory.quota import WriteLedger
 
         self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day,
-                                 ledger=WriteLedger(folder))
+                                 ledger=WriteLedger.of_store(store_root))
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -259,9 +259,11 @@ class MemoryCore:
         for store in self._stores_in_use():
             if store.catalog.exists:
                 found.update(_cached_cards(store, [i for i in wanted if i not in found]))
-        for card_id in wanted:
-            if card_id in found:
-                continue
+        missing = [card_id for card_id in wanted if card_id not in found]
+        forgotten = self._tombstoned_ids() if missing else set()
+        for card_id in missing:
+            if card_id in forgotten:
+                continue  # a forgotten card whose file came back is not used (see ``Store.withheld``)
             for store in self._stores.values():
                 card = self._read_file(store, card_id)
                 if card is not None:
@@ -280,6 +282,9 @@ class MemoryCore:
     def _is_private(self, store: Store, card_id: str) -> bool:
         path = store.files.locate(card_id)
         return path is not None and store.files.is_private(path)
+
+    def _tombstoned_ids(self) -> set[str]:
+        return {card_id for store in self._stores.values() for card_id in store.tombstoned()}
 
     def get(self, memory_id: str) -> MemoryCard | None:
         """The card (read from its file), or ``None``."""

@@ -1,11 +1,15 @@
 """Forgetting: a card's file, its catalog row and every byte of its vector leave the store.
 
-What a forget cannot reach is said, never hidden: a card file that git tracks is still in the
-repository's history (:func:`git_tracked` tells, and the CLI explains how to purge it).
+What a forget cannot reach is said, never hidden: a card file (or a committed vector cache file)
+that git tracks is still in the repository's history (:func:`git_tracked` tells, and the CLI
+explains how to purge it), and the session transcripts that hold the card's text are named:
+transcripts are the user's record of what was said, deleted whole with ``memagent sessions rm``
+and never rewritten here (a running session appends to its transcript).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -20,6 +24,7 @@ from memagent.memory.storage import Store
 class ForgetReport:
     erased: list[str] = field(default_factory=list)
     tracked: list[Path] = field(default_factory=list)  # erased files git still has in its history
+    transcripts: list[str] = field(default_factory=list)  # sessions whose transcript holds an erased text
 
     def __int__(self) -> int:
         return len(self.erased)
@@ -43,19 +48,60 @@ def git_tracked(paths: list[Path]) -> list[Path]:
 class Erasure(Injection):
     """The forgetting part of the service (see the module docstring)."""
 
-    def forget(self, memory_ids: Iterable[str]) -> int:
-        """Erase cards (and the older versions they superseded); returns how many were erased."""
-        return len(self.forget_report(memory_ids).erased)
+    def forget(self, memory_ids: Iterable[str], *, with_history: bool = True) -> int:
+        """Erase cards (and, with ``with_history``, the older versions they superseded); returns
+        how many were erased."""
+        return len(self.forget_report(memory_ids, with_history=with_history).erased)
 
-    def forget_report(self, memory_ids: Iterable[str]) -> ForgetReport:
+    def forget_report(self, memory_ids: Iterable[str], *, with_history: bool = True) -> ForgetReport:
+        """Erase exactly these cards, plus the chain of older versions each superseded when
+        ``with_history`` (see :meth:`earlier_versions`)."""
         with self._lock, self._guard("forget"):
             targets: dict[str, set[str]] = {}
+            withheld = {i: s.label for s in self._stores.values() for i in s.withheld()}
             for memory_id in dict.fromkeys(memory_ids):
-                for card in self._with_predecessors(memory_id):
+                if memory_id in withheld:  # forgotten before, its file came back: erase the file again
+                    targets.setdefault(withheld[memory_id], set()).add(memory_id)
+                    continue
+                chain = self._with_predecessors(memory_id)
+                for card in chain if with_history else chain[:1]:
                     store = self._locate(card.id)
                     if store is not None:
                         targets.setdefault(store.label, set()).add(card.id)
             return self._erase(targets)
+
+    def withheld(self) -> list[tuple[str, Path, str]]:
+        """(id, file, forgotten at) of every forgotten card whose file came back."""
+        with self._lock, self._guard("read"):
+            return [(i, path, when) for s in self._stores.values() for i, (path, when) in s.withheld().items()]
+
+    def readmit(self, memory_ids: Iterable[str]) -> None:
+        """Use cards whose file came back after a forget again (the user chose to keep them)."""
+        ids = list(memory_ids)
+        with self._lock, self._guard("readmit"):
+            for store in self._stores.values():
+                mine = [i for i in ids if i in store.withheld()]
+                if mine:
+                    store.readmit(mine)
+
+    def earlier_versions(self, memory_id: str) -> list[str]:
+        """The ids of the older versions a card superseded, newest first (what
+        ``forget_report(..., with_history=True)`` erases beside it)."""
+        with self._lock, self._guard("forget"):
+            return [card.id for card in self._with_predecessors(memory_id)[1:]]
+
+    def tombstoned(self) -> dict[str, str]:
+        """Every forgotten id of both stores, with when it was forgotten."""
+        found: dict[str, str] = {}
+        for store in self._stores.values():
+            found.update(store.tombstoned())
+        return found
+
+    def revive(self, memory_ids: Iterable[str]) -> None:
+        """Take ids off the tombstone lists: the user chose to have these cards again."""
+        ids = list(memory_ids)
+        for store in self._stores.values():
+            store.revive(ids)
 
     def _with_predecessors(self, memory_id: str) -> list[MemoryCard]:
         out: list[MemoryCard] = []
@@ -97,19 +143,56 @@ class Erasure(Injection):
 
     def _erase(self, targets: dict[str, set[str]]) -> ForgetReport:
         report = ForgetReport()
+        texts: list[str] = []
         for label, ids in targets.items():
             if not ids:
                 continue
             store: Store = self._stores[label]
             files = [p for p in (store.files.locate(i) for i in sorted(ids)) if p is not None]
-            tracked = git_tracked([p for p in files if not store.files.is_private(p)])
+            shared = [p for p in files if not store.files.is_private(p)]
+            tracked = git_tracked(shared + store.committed_vector_files(sorted(ids)))
+            texts.extend(_contents(shared + [p for p in files if store.files.is_private(p)]))
             report.erased.extend(store.erase(sorted(ids)))
             report.tracked.extend(tracked)
+        report.transcripts = self._transcripts_holding(report.erased, texts)
         if report.erased and self.witness is not None:
             self.witness.ledger.forget(report.erased)
         if report.erased and self._on_forget is not None:
             self._on_forget(report.erased)
         return report
+
+    def _transcripts_holding(self, ids: list[str], texts: list[str]) -> list[str]:
+        """The sessions of this project whose transcript holds an erased card's id or text."""
+        folder = self.project_root / ".transcripts" if self.project_root is not None else None
+        if not ids or folder is None or not folder.is_dir():
+            return []
+        needles = {f"[Memory#{i}]".encode() for i in ids}
+        for content in texts:
+            needles.add(json.dumps(content, ensure_ascii=False)[1:-1].encode("utf-8"))
+            needles.add(json.dumps(content)[1:-1].encode("ascii"))
+        found = []
+        for path in sorted(folder.glob("*.jsonl")):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if any(needle in data for needle in needles):
+                found.append(path.stem)
+        return found
+
+
+def _contents(paths: list[Path]) -> list[str]:
+    """The text of each card file (as written), skipping one that cannot be read."""
+    from memagent.memory.cardfiles import CardFileError, CardFiles
+
+    found = []
+    for path in paths:
+        try:
+            card, _ = CardFiles(path.parent).read_with_bytes(path)
+        except CardFileError:
+            continue
+        found.append(card.content)
+    return found
 
 
 __all__ = ["Erasure", "ForgetReport", "git_tracked"]

@@ -57,7 +57,7 @@ def may_hold_personal_data(card: MemoryCard, private: bool) -> bool:
 
 def check_card(card: MemoryCard, config: GateConfig, *, private: bool = False) -> str | None:
     """The first reason to refuse ``card`` (length, confidence, secrets, personal data), or
-    ``None``. ``private``: the card is kept out of git (``.memory/private/``).
+    ``None``. ``private``: the card is kept out of git (``.memory/local/private/``).
 
     A refusal names the kind of secret or personal data and the field, never the value itself.
     """

@@ -2,8 +2,9 @@
 
 Where
     Decisions about project- and session-scope cards, and extraction-run summaries, go to
-    ``<project>/.memory/history.jsonl``; decisions about user-scope cards go to
-    ``$MEMAGENT_HOME/memory/history.jsonl``, next to the store that holds them, so forgetting a
+    ``<project>/.memory/local/history.jsonl`` (the part of the store git ignores: see
+    ``memory.layout``); decisions about user-scope cards go to
+    ``$MEMAGENT_HOME/memory/local/history.jsonl``, next to the store that holds them, so forgetting a
     user card never depends on which project wrote about it.
 
 Records (one JSON object per line, every one with ``kind`` and ``time``)
@@ -38,12 +39,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from memagent.fsutil import atomic_write, make_dirs
+from memagent.memory.layout import HISTORY_NAME as LAYOUT_HISTORY_NAME
+from memagent.memory.layout import LOCAL_DIR, ensure_local, local_dir, migrate_layout
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths
 
 
-HISTORY_NAME = "history.jsonl"
+HISTORY_NAME = LAYOUT_HISTORY_NAME
 # Fields that may carry card text; ``erase`` drops them.
 TEXT_FIELDS = ("content", "quote", "reason_text", "old_content", "new_content", "target_content")
 
@@ -53,8 +56,11 @@ def _now() -> str:
 
 
 def history_files(paths: "ProjectPaths") -> tuple[Path, Path]:
-    """(project history, user history) for a :class:`memagent.config.ProjectPaths`."""
-    return Path(paths.memory) / HISTORY_NAME, Path(paths.user_memory) / HISTORY_NAME
+    """(project history, user history) for a :class:`memagent.config.ProjectPaths`; a store of
+    the earlier layout has its local files moved first (see ``memory.layout``)."""
+    for root in (Path(paths.memory), Path(paths.user_memory)):
+        migrate_layout(root, vectors=False)
+    return local_dir(paths.memory) / HISTORY_NAME, local_dir(paths.user_memory) / HISTORY_NAME
 
 
 class LearningHistory:
@@ -88,7 +94,10 @@ class LearningHistory:
         line = json.dumps(stamped, ensure_ascii=False, separators=(",", ":")) + "\n"
         target = self._file_for(scope)
         with self._lock:
-            make_dirs(target.parent)
+            if target.parent.name == LOCAL_DIR:  # a store's local part: with the .gitignore that keeps it out of git
+                ensure_local(target.parent.parent)
+            else:
+                make_dirs(target.parent)
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 os.write(fd, line.encode("utf-8"))

@@ -1,7 +1,7 @@
 """Limits kept on disk, shared by every process of a project.
 
 :class:`WriteLedger` counts automatic memory writes per day and per session in
-``.memory/index/auto_writes.json`` (machine-local, git-ignored with the index): ``{"day":
+``.memory/local/index/auto_writes.json`` (machine-local, git-ignored with the index): ``{"day":
 "2026-11-25", "sessions": {"<session id>": 3, ...}}``. Reads and updates hold an exclusive
 ``flock`` on ``auto_writes.lock`` beside it and replace the file atomically, so three ``-p``
 runs started together count every write once. A new day starts a new count; a file that cannot
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from memagent.fsutil import atomic_write, make_dirs
+from memagent.memory.layout import ensure_index, index_dir
 
 LEDGER_NAME = "auto_writes.json"
 
@@ -33,9 +34,19 @@ class WriteLedger:
     def __init__(self, folder: Path, today: Callable[[], str] = _today) -> None:
         self.path = Path(folder) / LEDGER_NAME
         self._today = today
+        self._store: Path | None = None
+
+    @classmethod
+    def of_store(cls, root: Path, today: Callable[[], str] = _today) -> "WriteLedger":
+        """The ledger of the store at ``root``, in its index folder (``memory.layout``)."""
+        ledger = cls(index_dir(root), today)
+        ledger._store = Path(root)
+        return ledger
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        if self._store is not None:
+            ensure_index(self._store)  # the local part and its .gitignore first: never staged
         make_dirs(self.path.parent)
         fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:

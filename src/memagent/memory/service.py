@@ -25,6 +25,8 @@ from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
+from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR
+from memagent.memory.layout import LOCAL_DIR, VECTORS_NAME
 from memagent.memory.identity import project_identity
 from memagent.memory.cardfiles import CardFileError
 from memagent.memory.cards import MemoryCard
@@ -103,17 +105,22 @@ class MemoryService(Transfer):
         wait = settings.memory_lock_wait
         try:  # the project's cards live in a real folder, never through a symlink out of it
             refuse_symlinks(paths.root, paths.memory)
+            for inside in (INDEX_DIR, PRIVATE_DIR, f"{LOCAL_DIR}/{VECTORS_NAME}"):  # nor out of its local part
+                refuse_symlinks(paths.root, paths.memory / inside)
         except UnsafePath as exc:
             raise MemoryUnavailable(str(exc)) from None
+        except OSError:
+            pass  # a file where a folder should be: the writability check below names it
         identity = project_identity(paths.memory, paths.root, record=False)
         if settings.chroma_url:
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
         else:
-            where = StoreLocation.local("project", paths.memory / "index")
+            where = StoreLocation.local("project", paths.memory / INDEX_DIR)
         witness = Witness(ledger_for(paths.home))
         stores = {
-            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity, witness=witness),
-            "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / "index"),
+            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity, witness=witness,
+                             commit_vectors=settings.memory_commit_vectors),
+            "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / INDEX_DIR),
                           lock_wait=wait),
         }
 
@@ -122,12 +129,12 @@ class MemoryService(Transfer):
 
             on_forget(paths, ids)
 
-        service = cls(stores, handle, session_id=session_id, project_root_id=str(paths.root),
+        service = cls(stores, handle, session_id=session_id, project_root_id=identity,
                       gate=gate or gate_of(settings), knobs=knobs_of(settings), on_forget=erase_elsewhere)
         service.project_root = paths.root
         service.witness = witness
         service.hold_repository = hold_repository_cards
-        service.count_writes_on_disk(paths.memory / "index")
+        service.count_writes_on_disk(paths.memory)  # in .memory/local/index (memory.layout)
         try:
             service._check_locations(settings)
             service._refresh_provenance()
@@ -144,6 +151,7 @@ class MemoryService(Transfer):
         for store in self._stores.values():
             _check_writable(store)
             with self._guard("open"):
+                store.migrate_layout()
                 migrate_legacy_store(store)
         if settings.chroma_url:
             with self._guard("open"):

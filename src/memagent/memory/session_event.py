@@ -1,7 +1,7 @@
 """Every session ends as a dated ``event`` card: what was asked, what was touched, how it ended
 and what was left open, linked to its transcript.
 
-The card is written by memagent (``source: assistant``, machine-local: ``.memory/private/``),
+The card is written by memagent (``source: assistant``, machine-local: ``.memory/local/private/``),
 dated by the session's start (``created_at``), so retrieval's time references ("what did we do
 yesterday", "last week", "in June") find it by date. It is a record of its own: it supersedes
 nothing and is never merged into another session's card (``SaveRequest.distinct``). It passes the

@@ -32,7 +32,6 @@ follow other processes' writes) and remembers the generation it reconnected at.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from contextlib import contextmanager
@@ -40,14 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from memagent.fsutil import atomic_write, make_dirs
+from memagent.fsutil import make_dirs, refuse_symlinks
 from memagent.memory import arrivals, gitview
-from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
-from memagent.memory.cards import MemoryCard, iso_utc, utc_now
+from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
+from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
+from memagent.memory.layout import TOMBSTONE_NAME, migrate_store, vectors_dir
+from memagent.memory.tombstones import Tombstones, came_back_reason
 from memagent.memory.vectorcache import VectorCache
 from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
+from memagent.memory.store_forgetting import StoreForgetting
 
 if TYPE_CHECKING:
     from memagent.memory.provenance import Witness
@@ -68,9 +70,8 @@ FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤
 BACKGROUND_SCAN_INTERVAL_S = 60.0  # larger stores: a background full scan at most this often
 EMBED_BATCH = 64
 CACHE_BATCH = 1000  # cached vectors written to the index per step
-VECTORS_DIR = "vectors"  # the committed vector cache beside the cards (memory.vectorcache)
 NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
-TOMBSTONE_FILE = "tombstones.jsonl"
+TOMBSTONE_FILE = TOMBSTONE_NAME
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,12 @@ class Scan:
     known: dict[str, tuple[str, Stamp]] | None = None  # the catalog's stamps, read beside it
 
 
-class Store:
+class Store(StoreForgetting):
     """See the module docstring."""
 
     def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
-                 identity: str | None = None, witness: "Witness | None" = None) -> None:
+                 identity: str | None = None, witness: "Witness | None" = None,
+                 commit_vectors: bool = False) -> None:
         from filelock import FileLock
 
         self.label = label
@@ -107,6 +109,8 @@ class Store:
         self._foreign_change = False  # a quick sync saw a change only a full scan can finish
         self.full_scan_interval = FULL_SCAN_INTERVAL_S
         self.reloads = 0  # how often Chroma was reconnected to follow another process
+        self.commit_vectors = commit_vectors  # the vector cache beside the cards (see ``memory.layout``)
+        self.tombstones = Tombstones(root)
 
     @property
     def root(self) -> Path:
@@ -131,6 +135,7 @@ class Store:
         from filelock import Timeout
 
         try:
+            refuse_symlinks(self.root, self.files.index)  # a repository may ship local/ as a symlink
             make_dirs(self.files.index)
         except OSError as exc:
             raise StoreError(f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}") from None
@@ -243,6 +248,7 @@ class Store:
         if not changed and not removed and not gone_problems and unchanged_meta:
             return 0
         with self.locked(), catalog.transaction() as db:
+            tombstones = self.tombstoned() if changed else {}
             arrived = []
             known_before = catalog.entries(list(changed)) if changed else {}
             for card_id, (path_text, stamp) in changed.items():
@@ -251,6 +257,10 @@ class Store:
                 path = Path(path_text)
                 if not path.exists():
                     removed.append(card_id)  # removed since it was listed
+                    continue
+                if card_id in tombstones:  # forgotten here; the file came back (a pull, a checkout)
+                    catalog.note_problem(db, path, came_back_reason(path, card_id, tombstones[card_id]), stamp)
+                    removed.append(card_id)
                     continue
                 try:
                     card = self.files.read(path)
@@ -277,13 +287,11 @@ class Store:
         if not self.root.is_dir():
             return 0
         total = self.catalog.card_bytes() if self.catalog.exists else 0
-        card_folders = {SHARED_DIR, PRIVATE_DIR}
-        for child in self.root.iterdir():
+        card_folders = {self.files.shared, self.files.private}
+        for path in self.root.rglob("*"):
             try:
-                if child.is_file():
-                    total += child.stat().st_size
-                elif child.is_dir() and child.name not in card_folders:
-                    total += sum(f.stat().st_size for f in child.rglob("*") if f.is_file())
+                if path.parent not in card_folders and path.is_file():
+                    total += path.stat().st_size
             except OSError:
                 continue  # removed while we looked
         return total
@@ -420,7 +428,7 @@ class Store:
         return done
 
     def vector_cache(self, embedder: EmbedderInfo) -> VectorCache:
-        return VectorCache(self.root / VECTORS_DIR, embedder.model_id, embedder.dim)
+        return VectorCache(vectors_dir(self.root, self.commit_vectors), embedder.model_id, embedder.dim)
 
     def cached_vectors(self, embedder: EmbedderInfo, pending: Sequence[tuple[str, str, bool]]) -> list[VectorItem]:
         """(id, digest, active, vector) of the pending (id, digest, active) whose vector the cache
@@ -501,6 +509,7 @@ class Store:
         paths = []
         if embedder is not None and embedder.dim > 0:
             import chromadb  # noqa: F401  (seconds on a busy machine: not while holding the lock)
+        items = [(self.files.portable(card, private), private, vector) for card, private, vector in items]
         with self.locked():
             before = repr(self.files.folder_stamps())
             index = None
@@ -528,54 +537,17 @@ class Store:
                                              if v is not None and not private})
         return paths
 
-    def erase(self, ids: Sequence[str]) -> list[str]:
-        """Delete cards' files, catalog rows and vectors (every byte of a local index); a
-        tombstone keeps each id and the time. Returns the ids erased."""
-        catalog = self.open_catalog()
-        with self.locked():
-            for card_id in ids:
-                self.files.delete(card_id)
-            digests = catalog.digests(ids)
-            with catalog.transaction() as db:
-                erased = catalog.remove(db, ids)
-            VectorCache(self.root / VECTORS_DIR, "", 0).forget(digests)
-            index = self.vector_index(None, create=False)
-            if index is not None and erased:
-                self.follow_other_writers()
-                index.delete(erased)
-                index.purge(erased)
-            with catalog.transaction() as db:
-                catalog.mark_deleted(db, erased)
-                catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
-                self._seen_generation = catalog.bump_generation(db)
-            catalog.erase_checkpoint()
-            self._write_tombstones(erased)
-        return erased
-
-    def _write_tombstones(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        path = self.root / TOMBSTONE_FILE
-        stamp = iso_utc(utc_now())
-        existing = path.read_text(encoding="utf-8") if path.exists() else ""
-        lines = [json.dumps({"id": i, "forgotten_at": stamp}) for i in ids]
-        atomic_write(path, existing + "\n".join(lines) + "\n")
-
-    def tombstoned(self) -> dict[str, str]:
-        """Forgotten ids and when."""
-        path = self.root / TOMBSTONE_FILE
-        found: dict[str, str] = {}
+    def migrate_layout(self) -> list[str]:
+        """Move local files of the earlier layout into ``local/`` (see ``memory.layout``)."""
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return found
-        for line in lines:
-            try:
-                record = json.loads(line)
-                found[str(record["id"])] = str(record.get("forgotten_at", ""))
-            except (ValueError, KeyError, TypeError):
-                continue
-        return found
+            moved = migrate_store(self.root, commit_vectors=self.commit_vectors, lock_wait=self.lock_wait)
+        except TimeoutError:
+            raise StoreError(f"the {self.label} memory store {self.root} is busy in another memagent process") from None
+        except OSError as exc:
+            raise StoreError(f"cannot move the local files of {self.root} into local/: {exc.strerror or exc}") from None
+        if moved:
+            self.notices.append(f"moved the local memory files of {self.root} into local/ ({', '.join(moved)})")
+        return moved
 
     def rebuild(self, embedder: EmbedderInfo, embed: Embed, progress: Progress | None = None) -> int:
         """Rebuild the catalog and the index from the files (``memagent memory reindex``)."""

@@ -6,7 +6,9 @@ scope. Imported records may come from another tool: an id that is not a memagent
 by a new one and kept as ``provenance.original_id``, and links between records made with such ids
 follow it. Links (``supersedes``/``superseded_by``) to cards
 that are neither in this store nor in the same import are dropped: re-importing an old export
-after a ``forget`` never links a card to the erased one.
+after a ``forget`` never links a card to the erased one, and a record whose id was forgotten here
+is skipped (named in the report) unless the import is forced, which takes the id off the
+tombstone list.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class ImportReport:
     duplicates: int = 0
     superseded: int = 0  # cards this import found corrected by a newer one
     refused: list[tuple[int, str]] = field(default_factory=list)  # (record index, reason)
+    forgotten: list[tuple[int, str, str]] = field(default_factory=list)  # (record index, id, forgotten at)
     ids: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -40,6 +43,7 @@ class ImportReport:
             "duplicates": self.duplicates,
             "superseded": self.superseded,
             "refused": [{"index": i, "reason": r} for i, r in self.refused],
+            "skipped_forgotten": [{"index": i, "id": c, "forgotten_at": t} for i, c, t in self.forgotten],
             "ids": list(self.ids),
         }
 
@@ -48,12 +52,14 @@ class ImportReport:
 class _Known:
     incoming: set[str]  # ids of the records being imported
     renamed: dict[str, str]  # foreign id (another tool's) -> the memagent id it gets here
+    tombstones: dict[str, str]  # ids forgotten here, and when
+    force: bool  # import forgotten ids anyway
 
     @classmethod
-    def of(cls, items: Sequence[Any]) -> "_Known":
+    def of(cls, items: Sequence[Any], tombstones: dict[str, str], force: bool) -> "_Known":
         ids = [str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id") is not None]
         renamed = {raw: new_card_id() for raw in ids if not CARD_ID_RE.match(raw)}
-        return cls(set(ids), renamed)
+        return cls(set(ids), renamed, tombstones, force)
 
 
 class Transfer(Saving, Erasure):
@@ -68,19 +74,21 @@ class Transfer(Saving, Erasure):
             cards.sort(key=lambda c: (c.created_at, c.id))
             return [card.model_dump(mode="json") for card in cards]
 
-    def import_cards(self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None) -> ImportReport:
+    def import_cards(self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None, *,
+                     force: bool = False) -> ImportReport:
         """Add cards from dicts (at least ``content``) through the gate, oldest first, in batches.
 
         Each card meets the same rule as ``memory add`` (``corrections.decide``), against the
         store and the cards imported before it: a restatement is a duplicate, a correction
         supersedes the card it corrects (a teammate's export holding both versions of a fact
         leaves the newer one current), a look-alike fact is added. Cards that arrive with their
-        own links or status (a memagent export) keep them."""
+        own links or status (a memagent export) keep them. A record whose id was forgotten here
+        is skipped unless ``force`` (see the module docstring)."""
         items = list(records)
         report = ImportReport()
         with self._lock, self._guard("import"):
             self._sync(vectors=True)
-            known = _Known.of(items)
+            known = _Known.of(items, self.tombstoned(), force)
             cards = self._gated(items, report, known)
             cards.sort(key=lambda c: c.created_at)  # stable: file order among equal times
             for start in range(0, len(cards), IMPORT_BATCH):
@@ -89,6 +97,8 @@ class Transfer(Saving, Erasure):
                     progress(min(start + IMPORT_BATCH, len(cards)), len(cards))
             if not cards and progress:
                 progress(0, 0)
+            if force:
+                self.revive([i for i in report.ids if i in known.tombstones])
         return report
 
     def _gated(self, items: Sequence[Any], report: ImportReport, known: "_Known") -> list[MemoryCard]:
@@ -100,6 +110,8 @@ class Transfer(Saving, Erasure):
             reason = reason or (check_card(card, self.gate) if card is not None else "invalid")
             if card is None or reason:
                 report.refused.append((index, reason))
+            elif card.id in known.tombstones and not known.force:
+                report.forgotten.append((index, card.id, known.tombstones[card.id]))
             elif card.id in seen_ids or self._locate(card.id) is not None:
                 report.duplicates += 1
             else:
@@ -211,7 +223,7 @@ class Transfer(Saving, Erasure):
     def _linkable(self, target: Any, known: _Known) -> bool:
         """A link survives only to a card that is here or comes with this import: never to a
         card forgotten since the export."""
-        if not isinstance(target, str):
+        if not isinstance(target, str) or target in known.tombstones and not known.force:
             return False
         return target in known.incoming or target in known.renamed.values() or self._locate(target) is not None
 

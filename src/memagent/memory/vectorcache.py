@@ -1,9 +1,11 @@
-"""The vectors of the shared cards, kept beside them so that a clone need not embed them again.
+"""The vectors of the shared cards by content hash, so that a card is embedded once (and, when the
+cache is committed, a clone need not embed the team's cards again).
 
-Layout (committed with the cards)::
+Layout (in ``.memory/local/vectors/``, or ``.memory/vectors/`` committed with the cards when the
+``memory_commit_vectors`` setting is on: see ``memory.layout``)::
 
-    .memory/vectors/<model id>/<xx>.vec    one text file per first byte of the content hash
-    .memory/vectors/.gitattributes         ``*.vec merge=union``: two branches' additions merge
+    vectors/<model id>/<xx>.vec    one text file per first byte of the content hash
+    vectors/.gitattributes         ``*.vec merge=union``: two branches' additions merge
 
 Each ``.vec`` file starts with a header line ``memagent-vectors 1 <model id> <dim>`` followed by
 one line per vector: the content hash (the catalog's ``digest_of``: 24 hex digits), a space, and
