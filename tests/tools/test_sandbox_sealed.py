@@ -266,6 +266,9 @@ def test_other_projects_transcripts_and_private_cards_are_hidden(fake_home: Path
     (other / ".transcripts" / "s.jsonl").write_text("other-transcript-canary")
     (other / ".memory" / "private").mkdir(parents=True)
     (other / ".memory" / "private" / "m_0123456789ab.md").write_text("other-private-card-canary")
+    (other / ".memory" / "local" / "private").mkdir(parents=True)
+    (other / ".memory" / "local" / "private" / "m_0123456789ac.md").write_text("other-local-card-canary")
+    (other / ".memory" / "local" / "history.jsonl").write_text("other-history-canary")
     (other / "README.md").write_text("other-readme")
     memagent_home = tmp_path / "mhome"
     memagent_home.mkdir()
@@ -277,8 +280,10 @@ def test_other_projects_transcripts_and_private_cards_are_hidden(fake_home: Path
     )
     shell = sandboxed(project, tmp_visible=True, memagent_home=memagent_home)
     out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md {other}/README.md"
+                                   f" {other}/.memory/local/private/*.md {other}/.memory/local/history.jsonl"
                                    " .transcripts/mine.jsonl")
     assert "other-transcript-canary" not in out and "other-private-card-canary" not in out
+    assert "other-local-card-canary" not in out and "other-history-canary" not in out
     assert "other-readme" in out and "my-transcript" in out
 
 

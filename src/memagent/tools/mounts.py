@@ -259,8 +259,10 @@ def listening_sockets() -> list[Path]:
     return list(found)
 
 
-# What another project keeps that only its own sessions may read: transcripts, private cards.
-OTHER_PROJECTS_DATA = (".transcripts", ".memory/private")
+# What another project keeps that only its own sessions may read: transcripts, and everything of
+# its memory store that git must not see (``.memory/local``: private cards, history, index; the
+# layout before that kept private cards in ``.memory/private``).
+OTHER_PROJECTS_DATA = (".transcripts", ".memory/local", ".memory/private")
 
 
 def known_projects(memagent_home: Path | None) -> list[Path]:
