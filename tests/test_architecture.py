@@ -31,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     "trust": {"config", "paths", "errors", "fsutil", "redact"},
     "permissions": {"config", "paths", "errors", "markers", "trust"},
     "todo": {"markers", "errors"},
+    "checkpoints": {"fsutil"},
     "commands_md": {"config", "paths", "errors", "fsutil"},
     # the model adapter and the stores know nothing of the loop
     "llm": CORE_BASE,
@@ -43,12 +44,12 @@ ALLOWED: dict[str, set[str]] = {
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust"},
     "features": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md"},
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md", "checkpoints"},
     "runtime": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md"},
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "checkpoints"},
     # the outside: rendering and the command line
     "ui": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime"},
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime", "checkpoints"},
     "cli": None,  # the entry point may import any room
 }
 TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}

@@ -62,6 +62,7 @@ WIDENING_SETTINGS = (
     "sandbox",
     "sandbox_network",
     "sandbox_writable",
+    "checkpoints",  # turning the safety net off is the user's call, not a cloned repository's
 )
 
 
@@ -269,6 +270,13 @@ class Settings(BaseSettings):
     """Files or folders hidden from sandboxed commands, besides the usual secrets in the home folder."""
     saved_output_max_bytes: int = 8 * 1024 * 1024
     """Cap on a long command's full output saved under .transcripts (head and tail kept)."""
+
+    # --- agents: checkpoints ---
+    checkpoints: bool = True
+    """Record the working tree at the start of every user turn (a shadow git repository under
+    ``$MEMAGENT_HOME/checkpoints``), so ``/rewind`` and ``memagent rewind`` can restore it."""
+    checkpoint_max_file_bytes: int = Field(10 * 1024 * 1024, ge=0)
+    """Files larger than this are left out of checkpoints (a rewind leaves them as they are)."""
 
     @property
     def context_window(self) -> int:

@@ -31,6 +31,9 @@ from memagent.context.policy import CompactionRequest
 from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
+from memagent.checkpoints import Restored, ShadowRepo
+from memagent.context.rewind import RewindError
+from memagent.features.checkpoints import CheckpointFeature, RewindPlan, plan_rewind, record_for, restore_code
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
 from memagent.features.instructions import InstructionsFeature
@@ -116,6 +119,36 @@ class Session:
     def learner(self):  # -> BackgroundLearner | None
         feature = self.memory_feature
         return feature.learner if feature is not None else None
+
+    @property
+    def checkpoints(self) -> CheckpointFeature | None:
+        return next((f for f in self.features if isinstance(f, CheckpointFeature)), None)
+
+    def plan_rewind(self, turn: int) -> RewindPlan:
+        """Where ``/rewind turn`` would go (between turns only); RewindError when it cannot."""
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
+        if self.transcript.pending:
+            raise RewindError("the transcript is not fully written yet (see the warning above); try again later")
+        return plan_rewind(self.transcript.path, turn)
+
+    def rewind(self, plan: RewindPlan, *, code: bool = True, conversation: bool = True,
+               forget: list[str] | None = None) -> Restored | None:
+        """Carry out a plan: files back as the turn's checkpoint recorded them (``code``), the
+        conversation back to before the turn's message (``conversation``), the memory cards
+        ``forget`` names erased. Raises CheckpointError when the files cannot be restored
+        (nothing is changed then)."""
+        checkpoints = self.checkpoints
+        restored = restore_code(checkpoints.repo if checkpoints else None, plan) if code else None
+        forgotten: list[str] = []
+        if forget and self.memory is not None:
+            forgotten = list(self.memory.forget_report(forget).erased)
+        record = record_for(plan, code=code, conversation=conversation, restored=restored, forgotten=forgotten)
+        if conversation:
+            self.agent.rewind(record, plan.history.messages, plan.history.ids, plan.point.number - 1, plan.records)
+        else:
+            self.agent.conversation.record(record)
+        return restored
 
     def close(self) -> list[str]:
         """End the session: every feature closes (memory learns from what was not mined yet,
@@ -254,6 +287,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     task_graph = TaskGraphFeature(parts.paths.tasks)
     resumed = parts.resumed
     features: list[Feature] = [
+        *_checkpoints(parts),  # first: no tool of a turn runs before the turn's checkpoint
         InstructionsFeature(
             parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
         ),
@@ -281,6 +315,13 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     features.append(_hooks(parts))
     features.append(_mcp_client(parts))
     return features, memory.off_reason
+
+
+def _checkpoints(parts: Parts) -> list[Feature]:
+    if not parts.settings.checkpoints:
+        return []
+    repo = ShadowRepo.for_project(parts.paths.home, parts.paths.root, max_file_bytes=parts.settings.checkpoint_max_file_bytes)
+    return [CheckpointFeature(repo, parts.session_id, parts.conversation.record, warn=parts.warnings.append)]
 
 
 def _hooks(parts: Parts) -> HooksFeature:

@@ -13,6 +13,8 @@ Hooks, in the order a session meets them:
   Asked once per session; it must not change between turns.
 - ``check_prompt(text)``: before a user message joins the conversation; a returned string
   refuses the prompt with that reason (a ``UserPromptSubmit`` hook that blocks).
+- ``turn_started(number)``: a user turn (1-based, as the session counts them) is about to
+  begin: nothing of it has run yet (the working-tree checkpoint).
 - ``turn_context(turn)``: text for the newest user message (relevant memories, continuity).
 - ``check_tool(call)``: before a tool runs (after validation, before approval); a returned
   string refuses the call with that reason (``PreToolUse``).
@@ -23,6 +25,9 @@ Hooks, in the order a session meets them:
 - ``after_turn(conversation)``: a user turn is over (periodic memory extraction, ``Stop``).
 - ``reinject()``: state re-injected verbatim after a compaction, from the feature's own store.
 - ``before_drop(messages, ids)``: a compaction is about to drop these messages.
+- ``after_rewind(records)``: the conversation went back to the start of an earlier turn;
+  ``records`` are the transcript records still in effect, from which a feature restores the
+  state it records (the todo list).
 - ``close()``: the session ends.
 
 :class:`BaseFeature` implements every hook as a no-op, so a feature overrides only what it uses.
@@ -65,6 +70,8 @@ class Feature(Protocol):
 
     def check_prompt(self, text: str) -> str | None: ...
 
+    def turn_started(self, number: int) -> None: ...
+
     def turn_context(self, turn: TurnInput) -> str | None: ...
 
     def check_tool(self, call: ToolCall) -> str | None: ...
@@ -81,6 +88,8 @@ class Feature(Protocol):
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None: ...
 
+    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -96,6 +105,9 @@ class BaseFeature:
         return None
 
     def check_prompt(self, text: str) -> str | None:
+        return None
+
+    def turn_started(self, number: int) -> None:
         return None
 
     def turn_context(self, turn: TurnInput) -> str | None:
@@ -120,6 +132,9 @@ class BaseFeature:
         return None
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
+        return None
+
+    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
         return None
 
     def close(self) -> None:

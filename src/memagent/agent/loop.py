@@ -35,6 +35,7 @@ from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import (
     Block,
+    Message,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -133,6 +134,8 @@ class Agent:
             yield TurnEnded("refused", error=f"prompt blocked: {refused}")
             return
         try:
+            for feature in self.features:
+                feature.turn_started(self.conversation.user_turns + 1)
             self._add_user_message(user_text)
             yield from self._rounds()
         except KeyboardInterrupt:
@@ -157,6 +160,20 @@ class Agent:
             self.conversation.append(
                 "user", [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in pending]
             )
+
+    def rewind(
+        self, record: dict[str, Any], messages: list[Message], ids: list[str], user_turns: int,
+        records: Sequence[dict[str, Any]],
+    ) -> None:
+        """Take the conversation back to the start of an earlier turn (between turns only).
+
+        ``record`` is the transcript's ``rewind`` record; ``messages``/``ids`` the history rebuilt
+        from the records still in effect (``records``), from which each feature restores its own
+        state; the context policy forgets what it knew of the history that is gone."""
+        self.conversation.rewind(record, messages, ids, user_turns)
+        self.context.rewound()
+        for feature in self.features:
+            feature.after_rewind(records)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()

@@ -96,6 +96,15 @@ class Conversation:
         if self.ids:
             self.record({"type": "resume_end", "seeded_through": self.ids[-1]})
 
+    def rewind(self, record: dict[str, Any], messages: list[Message], ids: list[str], user_turns: int) -> None:
+        """Go back to an earlier point: the ``rewind`` record is written first, then the history
+        it leaves (rebuilt from the transcript by the caller) replaces the live one, and the turn
+        count goes back with it (the next turn gets the number of the one rewound to)."""
+        self.record(record)
+        self.messages = copy.deepcopy(messages)
+        self.ids = list(ids)
+        self.user_turns = user_turns
+
     def replace(self, messages: list[Message], ids: list[str]) -> None:
         """Swap in a compacted history. The transcript is never touched."""
         self.messages = messages

@@ -30,6 +30,11 @@ class ContextPolicy(Protocol):
         """Learn the exact size of the request that was just answered."""
         ...
 
+    def rewound(self) -> None:
+        """The conversation went back to an earlier turn: forget what was learned about the
+        history that is gone (when compaction last ran, waits tied to turn numbers)."""
+        ...
+
 
 @dataclass
 class CompactionRequest:
@@ -63,4 +68,7 @@ class PassThroughContext:
         return iter(())
 
     def observe(self, usage: Usage, sent: list[Message]) -> None:
+        return None
+
+    def rewound(self) -> None:
         return None

@@ -1,6 +1,7 @@
 """Rebuild a session's working context from its transcript (``memagent -c`` / ``-r ID``).
 
-The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
+Only the records still in effect count: a ``rewind`` record takes the conversation back to the
+start of a user turn (:func:`memagent.context.rewind.active_records`). The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
 that time) followed by every message from its ``kept_from`` id onward, in file order. Then the
 history is repaired so the Messages-API invariants hold (:mod:`memagent.context.history`):
 empty blocks dropped, neighbours with the same role merged (the first id is kept, as
@@ -20,6 +21,7 @@ from typing import Any, Sequence
 
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
+from memagent.context.rewind import active_records
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
@@ -86,8 +88,38 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         loaded = read_records(path)
     except TranscriptError as exc:
         raise ResumeError(str(exc)) from None
-    records, warnings = loaded.records, list(loaded.warnings)
+    warnings = list(loaded.warnings)
+    records = active_records(loaded.records, warnings)
     start = next((r for r in records if r.get("type") == "session_start"), {})
+    history = rebuild_history(records, path, warnings)
+    return Resumed(
+        session_id=path.stem,
+        messages=history.messages,
+        ids=history.ids,
+        todo=last_todo(records),
+        warnings=warnings,
+        compactions=history.compactions,
+        summary=history.summary,
+        model=start.get("model"),
+        path=path,
+        logical_session=str(start.get("logical_session") or path.stem),
+    )
+
+
+@dataclass
+class History:
+    """A working context rebuilt from transcript records."""
+
+    messages: list[Message]
+    ids: list[str]
+    compactions: int = 0
+    summary: str | None = None  # the last compaction's summary, when there was one
+
+
+def rebuild_history(records: Sequence[dict], path: Path, warnings: list[str]) -> History:
+    """The working context the records leave: from the last compaction on (its summary and
+    re-injected state, then the messages it kept), repaired so the API accepts it. ``records``
+    are the ones in effect (:func:`memagent.context.rewind.active_records`)."""
     compactions = [i for i, r in enumerate(records) if r.get("type") == "compaction"]
     head: list[Block] | None = None
     summary: str | None = None
@@ -101,7 +133,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
             str(marker.get("transcript_name") or f"{path.parent.name}/{path.name}"),
             marker.get("current_request") or None,
         )
-        first = _kept_position(records, compactions[-1], str(marker.get("kept_from")), path, warnings)
+        first = _kept_position(list(records), compactions[-1], str(marker.get("kept_from")), path, warnings)
     messages, ids = _message_records(records[first:], path, warnings)
     if head is not None:
         messages, ids = assemble(head, messages, ids, "compaction")
@@ -109,18 +141,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
     problems = request_problems(messages) if messages else []
     if problems:
         raise ResumeError(f"cannot rebuild a valid conversation from {path}: {problems[0]}")
-    return Resumed(
-        session_id=path.stem,
-        messages=messages,
-        ids=ids,
-        todo=_last_todo(records),
-        warnings=warnings,
-        compactions=len(compactions),
-        summary=summary,
-        model=start.get("model"),
-        path=path,
-        logical_session=str(start.get("logical_session") or path.stem),
-    )
+    return History(messages, ids, len(compactions), summary)
 
 
 def _kept_position(records: list[dict], marker_index: int, kept_from: str, path: Path, warnings: list[str]) -> int:
@@ -173,7 +194,8 @@ def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -
     return messages, ids
 
 
-def _last_todo(records: Sequence[dict]) -> dict | None:
+def last_todo(records: Sequence[dict]) -> dict | None:
+    """The todo list the last ``todo`` record holds, if any."""
     for record in reversed(records):
         if record.get("type") == "todo" and isinstance(record.get("items"), list):
             return {"items": copy.deepcopy(record["items"])}
@@ -196,8 +218,11 @@ def seed_conversation(conversation: Conversation, resumed: Resumed) -> None:
 
 
 __all__ = [
+    "History",
     "ResumeError",
     "Resumed",
+    "last_todo",
+    "rebuild_history",
     "latest_session_id",
     "load_session",
     "seed_conversation",

@@ -23,6 +23,15 @@ Record types (:data:`RECORD_TYPES`):
   messages between them were copied from the resumed session and open no user turn
 - ``session_summary``: summary (a rule-made digest of the session), open_todos, ended_at; written
   at session end for the next session's continuity note
+- ``checkpoint``: turn (the user turn about to start), commit (the working tree at that moment,
+  in the shadow repository of :mod:`memagent.checkpoints`), changed (files changed since the
+  previous checkpoint), skipped (files too large to keep, nested repositories), seconds; or
+  error (why no checkpoint could be taken)
+- ``rewind``: to_turn, message_id (the message that opened that turn), conversation (true: the
+  conversation goes back to the start of that turn; every record from that message to this one
+  stops counting, see :mod:`memagent.context.rewind`), code (true: the files were restored),
+  checkpoint (the commit restored), before (a checkpoint of the tree just before, to undo it),
+  restored / removed (paths), forgotten (memory card ids erased as learned after that point)
 - ``session_end``: read when present; this version does not write it
 Every record carries ``type`` and ``time`` (UTC ISO 8601).
 """
@@ -46,7 +55,8 @@ from memagent.redact import redact_value
 
 
 RECORD_TYPES = frozenset(
-    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary", "session_end"}
+    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary",
+     "session_end", "checkpoint", "rewind"}
 )
 
 

@@ -1,9 +1,10 @@
 """The todo list as a feature: the ``todo`` tool, the nudge after quiet rounds, the list saved
-in the transcript after each change and re-injected after a compaction."""
+in the transcript after each change, re-injected after a compaction and put back as it was when
+the conversation is rewound."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +70,16 @@ class TodoFeature(BaseFeature):
         if called:
             self._record({"type": TODO_RECORD, "items": self.manager.items})
         return self.manager.reminder()
+
+    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
+        """The list as the last ``todo`` record still in effect left it (empty without one)."""
+        last = next((r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)),
+                    None)
+        try:
+            self.manager.update(last["items"] if last else [])
+        except TodoError:
+            self.manager.update([])
+        self._record({"type": TODO_RECORD, "items": self.manager.items})
 
     def reinject(self) -> str | None:
         if not self.manager.items:
