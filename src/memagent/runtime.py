@@ -32,8 +32,15 @@ from memagent.context.resume import ResumeError, Resumed, latest_session_id, loa
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
 from memagent.checkpoints import Restored, ShadowRepo
-from memagent.context.rewind import RewindError
-from memagent.features.checkpoints import CheckpointFeature, RewindPlan, plan_rewind, record_for, restore_code
+from memagent.context.rewind import RewindError, TurnPoint
+from memagent.features.checkpoints import (
+    CheckpointFeature,
+    RewindPlan,
+    plan_rewind,
+    read_turns,
+    record_for,
+    restore_code,
+)
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
 from memagent.features.instructions import InstructionsFeature
@@ -123,6 +130,14 @@ class Session:
     @property
     def checkpoints(self) -> CheckpointFeature | None:
         return next((f for f in self.features if isinstance(f, CheckpointFeature)), None)
+
+    def rewind_points(self) -> list[TurnPoint]:
+        """The user turns ``/rewind`` can go back to (an empty list before the first one)."""
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
+        if not self.transcript.path.exists():
+            return []
+        return read_turns(self.transcript.path)[0]
 
     def plan_rewind(self, turn: int) -> RewindPlan:
         """Where ``/rewind turn`` would go (between turns only); RewindError when it cannot."""

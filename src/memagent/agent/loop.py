@@ -135,7 +135,7 @@ class Agent:
             return
         try:
             for feature in self.features:
-                feature.turn_started(self.conversation.user_turns + 1)
+                feature.turn_started(self.conversation.turn_number + 1)
             self._add_user_message(user_text)
             yield from self._rounds()
         except KeyboardInterrupt:
@@ -162,7 +162,7 @@ class Agent:
             )
 
     def rewind(
-        self, record: dict[str, Any], messages: list[Message], ids: list[str], user_turns: int,
+        self, record: dict[str, Any], messages: list[Message], ids: list[str], turns_before: int,
         records: Sequence[dict[str, Any]],
     ) -> None:
         """Take the conversation back to the start of an earlier turn (between turns only).
@@ -170,7 +170,7 @@ class Agent:
         ``record`` is the transcript's ``rewind`` record; ``messages``/``ids`` the history rebuilt
         from the records still in effect (``records``), from which each feature restores its own
         state; the context policy forgets what it knew of the history that is gone."""
-        self.conversation.rewind(record, messages, ids, user_turns)
+        self.conversation.rewind(record, messages, ids, turns_before)
         self.context.rewound()
         for feature in self.features:
             feature.after_rewind(records)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
-from memagent.context.rewind import active_records
+from memagent.context.rewind import active_records, turn_points
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
@@ -47,6 +47,7 @@ class Resumed:
     path: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
+    checkpoints: list[str | None] = field(default_factory=list)  # per message: the checkpoint of the turn it opens
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -92,6 +93,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
     records = active_records(loaded.records, warnings)
     start = next((r for r in records if r.get("type") == "session_start"), {})
     history = rebuild_history(records, path, warnings)
+    by_message = {p.message_id: p.checkpoint for p in turn_points(records)}
     return Resumed(
         session_id=path.stem,
         messages=history.messages,
@@ -103,6 +105,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         model=start.get("model"),
         path=path,
         logical_session=str(start.get("logical_session") or path.stem),
+        checkpoints=[by_message.get(message_id) for message_id in history.ids],
     )
 
 
@@ -212,7 +215,8 @@ def seed_conversation(conversation: Conversation, resumed: Resumed) -> None:
     session), so the new transcript alone rebuilds the context on the next resume; they open no
     user turn. The restored todo list is recorded too.
     """
-    conversation.seed(resumed.messages, resumed_from=resumed.session_id, warnings=resumed.warnings)
+    conversation.seed(resumed.messages, resumed_from=resumed.session_id, warnings=resumed.warnings,
+                      checkpoints=resumed.checkpoints)
     if resumed.todo is not None:
         conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
 

@@ -6,11 +6,12 @@ session goes on from there. :func:`active_records` applies the rewinds of a tran
 (a later rewind may go back further, or to a turn opened after an earlier rewind), so that a
 resume, a compaction, ``sessions`` and the next rewind all see the same history.
 
-User turns are numbered from 1 the way :class:`~memagent.context.conversation.Conversation`
-counts them live: a user message that answers no tool call and holds the user's own words
-(messages copied from a resumed session, between ``resume`` and ``resume_end``, open none). The
-``checkpoint`` record naming a turn gives the state of the working tree at its start
-(:mod:`memagent.checkpoints`).
+User turns are numbered from 1 over the conversation the user sees, as
+:attr:`~memagent.context.conversation.Conversation.turn_number` counts them live: a user message
+that answers no tool call and holds the user's own words, the ones copied from a resumed session
+(between ``resume`` and ``resume_end``) included. The ``checkpoint`` record naming a turn gives
+the state of the working tree at its start (:mod:`memagent.checkpoints`); a resume carries the
+checkpoints of the turns it copies.
 """
 
 from __future__ import annotations
@@ -86,14 +87,11 @@ def turn_points(active: Sequence[dict[str, Any]]) -> list[TurnPoint]:
     """Every user turn of the active records, oldest first, with its checkpoint."""
     points: list[TurnPoint] = []
     checkpoints: dict[int, str] = {}
-    seeding = False
     for position, record in enumerate(active):
         kind = record.get("type")
-        if kind in ("resume", "resume_end"):
-            seeding = kind == "resume"
-        elif kind == "checkpoint" and isinstance(record.get("turn"), int) and record.get("commit"):
+        if kind == "checkpoint" and isinstance(record.get("turn"), int) and record.get("commit"):
             checkpoints[record["turn"]] = str(record["commit"])
-        elif kind == "message" and not seeding:
+        elif kind == "message":
             message = {"role": record.get("role"), "content": record.get("content")}
             if isinstance(message["content"], list) and opens_user_turn(message):
                 points.append(TurnPoint(len(points) + 1, str(record.get("id")), user_words(message["content"]),

@@ -24,7 +24,8 @@ class Reply:
     style: str = ""  # a rich style for the whole text ("red" for errors)
     exit: bool = False
     send: str = ""  # a prompt the REPL sends as the user's next message (/init, custom commands)
-    action: str = ""  # something only the REPL can do: "clear" (a new session)
+    action: str = ""  # something only the REPL can do: "clear" (a new session), "rewind" (the picker)
+    argument: str = ""  # the command's argument, for an action
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,17 @@ def cmd_clear(session: Any, arg: str) -> Reply:
     return Reply(action="clear")
 
 
+def cmd_rewind(session: "Session", arg: str) -> Reply:
+    """Asks questions, so the REPL runs it (:mod:`memagent.ui.rewind`)."""
+    from memagent.ui.rewind import parse
+
+    try:
+        parse(arg)
+    except ValueError as exc:
+        return Reply(str(exc), "red")
+    return Reply(action="rewind", argument=arg)
+
+
 def cmd_model(session: "Session", arg: str) -> Reply:
     """Show the model, or switch the main model for the rest of this session."""
     current = session.agent.config.model or getattr(session.agent.model, "name", "")
@@ -370,6 +382,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
+    Command("rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind),
     Command("model", "/model [name]", "show the model, or switch to another one", cmd_model),
     Command("cost", "/cost", "tokens used and the estimated price of this session", cmd_cost),
     Command("init", "/init [notes]", "ask the model to draft AGENTS.md for this project", cmd_init),
