@@ -45,8 +45,11 @@ ALLOWED: dict[str, set[str]] = {
     "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust"},
     "features": CORE_BASE
     | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md", "checkpoints"},
+    # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
+    "factory": CORE_BASE
+    | {"agent", "context", "llm", "tools", "todo", "permissions", "features", "checkpoints"},
     "runtime": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "checkpoints"},
+    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "checkpoints", "factory"},
     # the outside: rendering and the command line
     "ui": CORE_BASE
     | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime", "checkpoints"},

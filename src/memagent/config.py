@@ -278,6 +278,11 @@ class Settings(BaseSettings):
     checkpoint_max_file_bytes: int = Field(10 * 1024 * 1024, ge=0)
     """Files larger than this are left out of checkpoints (a rewind leaves them as they are)."""
 
+    # --- agents: subagents ---
+    subagent_max_depth: int = Field(2, ge=1, le=5)
+    """How deep subagents may nest: 1 lets the session's agent start subagents only; 2 (the
+    default) lets a subagent whose definition lists ``task`` start its own, and so on."""
+
     @property
     def context_window(self) -> int:
         for prefix, size in CONTEXT_WINDOWS.items():

@@ -1,9 +1,10 @@
-"""Composition: build a ready-to-run session from options, in one direction.
+"""Opening a session: what only a session does, then the agent factory for the rest.
 
-settings → model → transcript (and what a resume brings back) → features → system prompt and
-tools → context policy → agent. Each capability is a :mod:`memagent.features` module; adding one
-is one line in :func:`compose_features`. Terminal-free: the CLI passes in an approver and
-renders the agent's events.
+options → trust → settings → resume → permissions → retention → model → transcript (and what a
+resume brings back) → :class:`memagent.factory.Parts` → features and agent
+(:func:`memagent.factory.compose_features`, :func:`memagent.factory.build_agent`). Each
+capability is a :mod:`memagent.features` module; adding one is one line in ``compose_features``.
+Terminal-free: the CLI passes in an approver and renders the agent's events.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature
-from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
-from memagent.agent.prompt import build_system
+from memagent.agent.loop import Agent, Approver, deny_all
+from memagent.checkpoints import Restored
 from memagent.config import (
     ConfigError,
     ProjectPaths,
@@ -24,15 +25,13 @@ from memagent.config import (
     load_settings_with_notices,
     project_paths,
 )
-from memagent.context.compaction import CompactingContext
-from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
+from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
-from memagent.checkpoints import Restored, ShadowRepo
-from memagent.context.rewind import RewindError, TurnPoint
+from memagent.factory import Controls, Parts, build_agent, compose_features
 from memagent.features.checkpoints import (
     CheckpointFeature,
     RewindPlan,
@@ -41,26 +40,15 @@ from memagent.features.checkpoints import (
     record_for,
     restore_code,
 )
-from memagent.features.context import ContextToolsFeature
-from memagent.features.continuity import ContinuityFeature
-from memagent.features.instructions import InstructionsFeature
-from memagent.features.hooks import HooksFeature
-from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
-from memagent.features.memory import MemoryFeature, open_memory
-from memagent.features.skills import SkillsFeature
-from memagent.features.tasks import TaskGraphFeature
-from memagent.features.todos import TodoFeature
-from memagent.llm.metered import meter_of
-from memagent.llm.metered import MeteredModel
+from memagent.features.memory import MemoryFeature
+from memagent.fsutil import private_dir
+from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
 from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
-from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.tools.builtin import builtin_tools
-from memagent.tools.shell import ShellConfig
 
 
 class SetupError(Exception):
@@ -274,101 +262,6 @@ def _processed_ids(resumed: Resumed | None, conversation: Conversation) -> set[s
     return processed_ids_after_resume(old_records, resumed.ids, conversation.ids)
 
 
-@dataclass
-class Parts:
-    """What the features are built from: the session's own objects, made before any feature."""
-
-    paths: ProjectPaths
-    settings: Settings
-    session_id: str
-    model: ChatModel
-    conversation: Conversation
-    todo: TodoManager
-    compaction_requests: CompactionRequest
-    resumed: Resumed | None
-    warnings: list[str]
-    env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
-    trusted: bool = False  # the user trusts this project: its files may widen what memagent does
-
-
-def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
-    """Every capability of a session, in a fixed order (the order of their tools and prompt
-    text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
-
-    def current_task() -> str | None:
-        item = parts.todo.in_progress()
-        return str(item["text"]) if item else None
-
-    task_graph = TaskGraphFeature(parts.paths.tasks)
-    resumed = parts.resumed
-    features: list[Feature] = [
-        *_checkpoints(parts),  # first: no tool of a turn runs before the turn's checkpoint
-        InstructionsFeature(
-            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
-        ),
-        SkillsFeature(parts.paths.root, parts.paths.home, warn=parts.warnings.append),
-        TodoFeature(parts.todo, parts.conversation.record),
-        task_graph,
-        ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
-        ContinuityFeature(
-            parts.paths.transcripts, task_graph.snapshot, parts.todo, record=parts.conversation.record,
-            exclude={parts.session_id} | ({resumed.session_id} if resumed else set()), resuming=resumed is not None,
-        ),
-    ]
-    memory = open_memory(
-        parts.paths,
-        parts.settings,
-        logical_session_id(resumed, parts.session_id),
-        model=parts.model,
-        record=parts.conversation.record,
-        processed_ids=_processed_ids(parts.resumed, parts.conversation),
-        current_task=current_task,
-        warn=parts.warnings.append,
-    )
-    if memory.feature is not None:
-        features.append(memory.feature)
-    features.append(_hooks(parts))
-    features.append(_mcp_client(parts))
-    return features, memory.off_reason
-
-
-def _checkpoints(parts: Parts) -> list[Feature]:
-    if not parts.settings.checkpoints:
-        return []
-    repo = ShadowRepo.for_project(parts.paths.home, parts.paths.root, max_file_bytes=parts.settings.checkpoint_max_file_bytes)
-    return [CheckpointFeature(repo, parts.session_id, parts.conversation.record, warn=parts.warnings.append)]
-
-
-def _hooks(parts: Parts) -> HooksFeature:
-    transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
-    return HooksFeature(
-        parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
-        transcript_path=lambda: transcript, warn=parts.warnings.append,
-    )
-
-
-def _mcp_client(parts: Parts) -> McpClientFeature:
-    """MCP servers start in the background when the tools are first asked for (the REPL composes
-    its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
-    return mcp_client_feature(
-        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append
-    )
-
-
-def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
-    return CompactingContext(
-        model=parts.model,
-        settings=parts.settings,
-        session_id=parts.session_id,
-        transcript_name=f"{parts.paths.transcripts.name}/{parts.session_id}.jsonl",
-        system=system,
-        tools=registry.schemas(),
-        reinject=[feature.reinject for feature in features],
-        before_drop=[feature.before_drop for feature in features],
-        requests=parts.compaction_requests,
-    )
-
-
 def _permissions(
     paths: ProjectPaths, settings: Settings, options: SessionOptions, warn: Callable[[str], None]
 ) -> SessionPermissions:
@@ -425,25 +318,11 @@ def open_session(
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted,
+        logical_session_id(resumed, session_id), _processed_ids(resumed, conversation),
     )
     features, memory_off_reason = compose_features(parts)
-    system = build_system(paths.root, [feature.system_text() for feature in features])
-    shell = ShellConfig.from_settings(settings, paths.home)
-    registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
-    agent = Agent(
-        model=chat_model,
-        tools=registry,
-        tool_context=_tool_context(paths, settings, session_id),
-        system=system,
-        conversation=conversation,
-        context=_policy(parts, features, system, registry),
-        approver=approver,
-        auto_approve=options.auto_approve or settings.auto_approve,
-        non_interactive=options.non_interactive,
-        features=features,
-        config=AgentConfig(model=settings.model, max_tokens=settings.max_tokens),
-        permissions=permissions,
-    )
+    controls = Controls(permissions, approver, options.auto_approve or settings.auto_approve, options.non_interactive)
+    agent = build_agent(parts, features, controls)
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
@@ -451,14 +330,4 @@ def open_session(
     )
 
 
-def _tool_context(paths: ProjectPaths, settings: Settings, session_id: str) -> ToolContext:
-    return ToolContext(
-        root=paths.root,
-        session_id=session_id,
-        outputs_dir=paths.transcripts / session_id / "outputs",
-        bash_timeout=settings.bash_timeout,
-        output_cap_chars=settings.output_cap_chars,
-    )
-
-
-__all__ = ["MISSING_KEY", "Parts", "Session", "SessionOptions", "SetupError", "compose_features", "make_model", "open_session"]
+__all__ = ["MISSING_KEY", "Session", "SessionOptions", "SetupError", "make_model", "open_session"]

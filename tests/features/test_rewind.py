@@ -183,7 +183,7 @@ def test_a_resumed_session_can_rewind_to_the_turns_it_carried_over(root):
     list(first.agent.run_turn("change b"))
     first.close()
     model = ScriptedModel(three_turns()[4:] + [reply("redo")])
-    second = open_session(SessionOptions(root=root, memory=False, auto_approve=True, continue_latest=True), model=model)
+    second = open_session(SessionOptions(root=root, memory=False, auto_approve=True, resume_id=first.session_id), model=model)
     list(second.agent.run_turn("change c"))
     plan = second.plan_rewind(1)
     assert [p.first_line for p in plan.points] == ["change a", "change b", "change c"]
@@ -194,7 +194,7 @@ def test_a_resumed_session_can_rewind_to_the_turns_it_carried_over(root):
     list(second.agent.run_turn("redo b"))
     assert [p.first_line for p in second.plan_rewind(1).points] == ["change a", "redo b"]
     second.close()
-    third = open_session(SessionOptions(root=root, memory=False, continue_latest=True), model=ScriptedModel([]))
+    third = open_session(SessionOptions(root=root, memory=False, resume_id=second.session_id), model=ScriptedModel([]))
     assert user_texts(third.agent.conversation.messages) == ["change a", "redo b"]
     assert third.agent.conversation.turn_number == 2
     third.close()

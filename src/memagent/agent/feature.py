@@ -30,15 +30,22 @@ Hooks, in the order a session meets them:
   state it records (the todo list).
 - ``close()``: the session ends.
 
+And one question asked when a subagent is built (:mod:`memagent.features.subagents`):
+
+- ``for_subagent(child)``: what of this feature the subagent gets — ``self`` (shared: stateless
+  text and tools bound to a shared store), a new instance of its own (its todo list), or None
+  (nothing: the default).
+
 :class:`BaseFeature` implements every hook as a no-op, so a feature overrides only what it uses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from memagent.context.conversation import Conversation
+from memagent.context.policy import CompactionRequest
 from memagent.llm.types import Message, ModelResponse
 from memagent.tools.base import Tool, ToolOutcome
 
@@ -58,6 +65,18 @@ class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SubagentContext:
+    """What a feature may use to give a subagent its own part (see ``for_subagent``)."""
+
+    name: str  # the subagent's type, e.g. "Explore"
+    session_id: str  # the subagent's own session (its transcript)
+    record: Callable[[dict[str, Any]], None]  # writes a record to the subagent's transcript
+    compaction_requests: CompactionRequest  # the subagent's compact tool and context policy share it
+    depth: int  # 1 for a subagent of the session's agent, 2 for a subagent of that one, …
+    spawn: Any = None  # builds the subagent's own children (the agent factory), when it may have any
 
 
 @runtime_checkable
@@ -91,6 +110,8 @@ class Feature(Protocol):
     def after_rewind(self, records: Sequence[dict[str, Any]]) -> None: ...
 
     def close(self) -> None: ...
+
+    def for_subagent(self, child: SubagentContext) -> "Feature | None": ...
 
 
 class BaseFeature:
@@ -140,5 +161,8 @@ class BaseFeature:
     def close(self) -> None:
         return None
 
+    def for_subagent(self, child: SubagentContext) -> "Feature | None":
+        return None
 
-__all__ = ["BaseFeature", "Feature", "ToolCall", "TurnInput"]
+
+__all__ = ["BaseFeature", "Feature", "SubagentContext", "ToolCall", "TurnInput"]

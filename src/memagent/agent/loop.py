@@ -13,6 +13,8 @@ hooks in order and knows nothing of what they do.
 
 from __future__ import annotations
 
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterator, Protocol, Sequence
@@ -29,6 +31,7 @@ from memagent.events import (
 )
 from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.agent.live_tools import run_with_progress
+from memagent.agent.parallel import run_concurrently
 from memagent.context.conversation import Conversation
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
@@ -60,6 +63,11 @@ class Approver(Protocol):
 
 def deny_all(tool: Tool, tool_input: dict[str, Any], summary: str) -> Approval:
     return Approval.DENY
+
+
+# Who is asking, while an approver runs: "" for the session's own agent, a subagent's name
+# otherwise (the approval prompt says which subagent asks).
+ASKER: ContextVar[str] = ContextVar("memagent_asker", default="")
 
 
 DENIED_MESSAGE = (
@@ -116,8 +124,12 @@ class Agent:
     _always_allowed: set[str] = field(default_factory=set)
     # guard: the permission mode and rules (None: every call that needs approval asks)
     permissions: PermissionGate | None = None
+    name: str = ""  # a subagent's name ("" for the session's own agent)
     _partial_text: list[str] = field(default_factory=list)
     _storage_problem: str | None = None
+    # set from another thread to stop the running turn (a parent agent cancelling its subagent,
+    # a parallel call group interrupted); cleared when the turn ends
+    _cancel: threading.Event = field(default_factory=threading.Event)
 
     # ------------------------------------------------------------------ public
 
@@ -142,8 +154,17 @@ class Agent:
             self.repair_after_interrupt()
             yield TurnEnded("cancelled", error="cancelled by the user")
         finally:
+            self._cancel.clear()
             for feature in self.features:
                 feature.after_turn(self.conversation)
+
+    def cancel(self) -> None:
+        """Stop the running turn from another thread, as Ctrl-C would (it ends as ``cancelled``)."""
+        self._cancel.set()
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise KeyboardInterrupt
 
     def repair_after_interrupt(self) -> None:
         """Make the history valid again after a cancel that happened anywhere in a turn.
@@ -216,6 +237,7 @@ class Agent:
         pauses = 0
         retried_too_long = False
         for _ in range(self.config.max_rounds):
+            self._check_cancel()
             yield from self._storage_notice()
             yield from self.context.before_request(self.conversation)
             request = self.build_request()
@@ -266,6 +288,7 @@ class Agent:
         self._partial_text.clear()
         response: ModelResponse | None = None
         for event in self.model.stream(request):
+            self._check_cancel()
             if isinstance(event, TextDelta):
                 self._partial_text.append(event.text)
                 yield AssistantText(event.text)
@@ -279,26 +302,50 @@ class Agent:
     # ------------------------------------------------------------------ tools
 
     def _run_tools(self, calls: list[Block]) -> Iterator[AgentEvent]:
-        results: list[Block] = []
-        names: list[str] = []
+        """Run a response's tool calls; neighbours that may run together (``Tool.concurrent``)
+        run at once. The results go back in the order of the calls."""
+        outcomes: dict[str, ToolOutcome] = {}
+        names = [call["name"] for call in calls]
         try:
-            for call in calls:
-                names.append(call["name"])
-                outcome = yield from self._run_one(call)
-                results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
+            for group in self._call_groups(calls):
+                self._check_cancel()
+                if len(group) == 1:
+                    outcomes[group[0]["id"]] = yield from self._run_one(group[0])
+                    continue
+                runs = [lambda call=call: self._run_one(call) for call in group]
+                finished = yield from run_concurrently(runs, self._cancel)
+                for call, outcome in zip(group, finished):
+                    outcomes[call["id"]] = outcome or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
         except KeyboardInterrupt:
-            done = {b["tool_use_id"] for b in results}
-            results += [
-                tool_result_block(c["id"], INTERRUPTED_TOOL, is_error=True) for c in calls if c["id"] not in done
-            ]
-            self.conversation.append("user", results)
+            self.conversation.append("user", self._results(calls, outcomes))
             raise
-        blocks = list(results)
+        blocks = self._results(calls, outcomes)
         for feature in self.features:
             text = feature.after_tools(names)
             if text:
                 blocks.append(text_block(text))
         self.conversation.append("user", blocks)
+
+    def _call_groups(self, calls: list[Block]) -> list[list[Block]]:
+        """Consecutive calls of concurrent tools form one group; every other call is alone."""
+        groups: list[tuple[bool, list[Block]]] = []
+        for call in calls:
+            found = self.tools.get(call["name"])
+            concurrent = found is not None and found.concurrent
+            if concurrent and groups and groups[-1][0]:
+                groups[-1][1].append(call)
+            else:
+                groups.append((concurrent, [call]))
+        return [group for _, group in groups]
+
+    @staticmethod
+    def _results(calls: list[Block], outcomes: dict[str, ToolOutcome]) -> list[Block]:
+        """One tool_result per call, in call order; a call without an outcome was interrupted."""
+        results = []
+        for call in calls:
+            outcome = outcomes.get(call["id"]) or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
+            results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
+        return results
 
     def _run_one(self, call: Block) -> Iterator[AgentEvent]:
         name, raw = call["name"], call.get("input") or {}
@@ -325,7 +372,7 @@ class Agent:
         if refusal is not None:
             return refusal
         if tool.streams_output:
-            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id)
+            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id, self._cancel)
         else:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
@@ -351,7 +398,11 @@ class Agent:
             return None
         if self.non_interactive:
             return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name), is_error=True)
-        decision = self.approver(tool, raw, summary)
+        asking = ASKER.set(self.name)
+        try:
+            decision = self.approver(tool, raw, summary)
+        finally:
+            ASKER.reset(asking)
         if decision is Approval.ALWAYS:
             self._always_allowed.add(tool.name)
             if self.permissions is not None:
@@ -386,6 +437,7 @@ def _clean_content(content: list[Block]) -> list[Block]:
 
 
 __all__ = [
+    "ASKER",
     "Agent",
     "AgentConfig",
     "Approval",

@@ -11,8 +11,9 @@ Nothing secret reaches the file: every string of a record is passed through
 gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
 Record types (:data:`RECORD_TYPES`):
-- ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional); written
-  lazily, just before the first other record
+- ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional); for a
+  subagent also kind (``subagent``), agent, description, parent_session; written lazily, just
+  before the first other record
 - ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only)
 - ``compaction``: summary, reinjected (state texts), current_request, transcript_name, kept_from
   (message id where the kept tail starts), dropped_from, dropped_messages, tokens_before/after,
@@ -32,6 +33,10 @@ Record types (:data:`RECORD_TYPES`):
   stops counting, see :mod:`memagent.context.rewind`), code (true: the files were restored),
   checkpoint (the commit restored), before (a checkpoint of the tree just before, to undo it),
   restored / removed (paths), forgotten (memory card ids erased as learned after that point)
+- ``subagent``: session_id (the subagent's own transcript, whose ``session_start`` has kind
+  ``subagent``, agent, description and parent_session), agent, description, status
+  (``started``, then how its turn ended: ``end_turn``, ``error``, ``cancelled``, …), tool_calls,
+  usage, cost, error
 - ``session_end``: read when present; this version does not write it
 Every record carries ``type`` and ``time`` (UTC ISO 8601).
 """
@@ -56,7 +61,7 @@ from memagent.redact import redact_value
 
 RECORD_TYPES = frozenset(
     {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary",
-     "session_end", "checkpoint", "rewind"}
+     "session_end", "checkpoint", "rewind", "subagent"}
 )
 
 

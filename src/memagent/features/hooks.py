@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
+from memagent.agent.feature import BaseFeature, Feature, SubagentContext, ToolCall, TurnInput
 from memagent.context.conversation import Conversation
 from memagent.config import HookCommand, HooksSettings
 from memagent.llm.types import Message
@@ -235,5 +235,28 @@ class HooksFeature(BaseFeature):
     def _tool_fields(call: ToolCall) -> dict[str, Any]:
         return {"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.input}
 
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        """A subagent's tool calls meet the same PreToolUse and PostToolUse hooks; the session's
+        other events stay the session's."""
+        return SubagentToolHooks(self)
 
-__all__ = ["HookResult", "HooksFeature", "matches", "run_hook"]
+
+class SubagentToolHooks(BaseFeature):
+    """The tool hooks of a session, for one of its subagents."""
+
+    name = "hooks"
+
+    def __init__(self, hooks: HooksFeature) -> None:
+        self.hooks = hooks
+
+    def check_tool(self, call: ToolCall) -> str | None:
+        return self.hooks.check_tool(call)
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self.hooks.after_tool(call, outcome)
+
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        return self
+
+
+__all__ = ["HookResult", "HooksFeature", "SubagentToolHooks", "matches", "run_hook"]

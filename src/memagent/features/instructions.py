@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.markers import Marker
 
 INSTRUCTION_NAMES = ("AGENTS.md", "CLAUDE.md")
@@ -258,6 +258,9 @@ class InstructionsFeature(BaseFeature):
 
     def reinject(self) -> str | None:
         return f"{REINJECT_HEADER}\n{self._text}" if self._text else None
+
+    def for_subagent(self, child: SubagentContext) -> "InstructionsFeature":
+        return self  # a subagent follows the project's instructions too
 
 
 def describe_files(files: list[InstructionFile]) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, Feature, SubagentContext
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemoteTool, ServerStatus
 from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolOutcome
@@ -36,6 +36,20 @@ def _key_argument(schema: dict[str, Any]) -> str | None:
         if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
             return str(name)
     return None
+
+
+class SharedTools(BaseFeature):
+    """Tools a subagent borrows from a feature of its session."""
+
+    def __init__(self, name: str, tools: list[Tool]) -> None:
+        self.name = name
+        self._tools = tools
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        return self
 
 
 def _describe(remote: RemoteTool) -> str:
@@ -74,6 +88,10 @@ class McpClientFeature(BaseFeature):
 
     def close(self) -> None:
         self.manager.close()
+
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        """The session's servers (their tools only: they stay the session's to close)."""
+        return SharedTools(self.name, self.tools())
 
     # ------------------------------------------------------------------ helpers
 

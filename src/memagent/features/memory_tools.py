@@ -62,6 +62,14 @@ def _service(factory: Callable[[], "MemoryService"]) -> "MemoryService":
         raise ToolError(f"long-term memory is off: {exc}. Carry on without it.") from None
 
 
+def _provenance(ctx: ToolContext) -> dict[str, str] | None:
+    """The session that saves (a subagent's own session), and the subagent, when one saves."""
+    found = {"session_id": ctx.session_id} if ctx.session_id else {}
+    if ctx.agent:
+        found["agent"] = ctx.agent
+    return found or None
+
+
 def _call(action: Callable[[], object]):
     from memagent.memory.service import MemoryUnavailable
 
@@ -88,7 +96,7 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
                 args.scope,
                 confidence=args.confidence,
                 source="assistant",
-                provenance={"session_id": ctx.session_id} if ctx.session_id else None,
+                provenance=_provenance(ctx),
                 supersedes=args.supersedes,
             )
         )

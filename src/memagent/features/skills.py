@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.markers import Marker
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
@@ -222,6 +222,9 @@ class SkillsFeature(BaseFeature):
 
     def system_text(self) -> str | None:
         return self._text
+
+    def for_subagent(self, child: SubagentContext) -> "SkillsFeature":
+        return self  # the same skills, loaded by the same tool
 
 
 # ------------------------------------------------------------------ writing new skills

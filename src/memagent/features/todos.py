@@ -8,7 +8,7 @@ from typing import Any, Callable, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
@@ -80,6 +80,10 @@ class TodoFeature(BaseFeature):
         except TodoError:
             self.manager.update([])
         self._record({"type": TODO_RECORD, "items": self.manager.items})
+
+    def for_subagent(self, child: SubagentContext) -> "TodoFeature":
+        """A subagent keeps a checklist of its own, saved in its own transcript."""
+        return TodoFeature(TodoManager(), child.record)
 
     def reinject(self) -> str | None:
         if not self.manager.items:

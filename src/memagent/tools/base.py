@@ -49,6 +49,9 @@ class ToolContext:
     # they come (an empty string is a heartbeat) and must call it regularly; it raises
     # ToolCancelled when the call was cancelled. None when nobody listens.
     progress: ProgressCallback | None = None
+    # The subagent this call belongs to ("" for the session's own agent): what it saves (a
+    # memory card) names it.
+    agent: str = ""
 
 
 @dataclass
@@ -78,6 +81,9 @@ class Tool(Generic[InputT]):
     # worker thread so the loop can show it live; the others run inline (a thread hand-off
     # costs milliseconds on a busy machine, on every call).
     streams_output: bool = False
+    # Calls of this tool in one response may run at the same time (each in its own thread): the
+    # ``task`` tool, whose subagents work side by side. Results still go back in call order.
+    concurrent: bool = False
 
     def schema(self) -> dict[str, Any]:
         schema = self.input_model.model_json_schema()

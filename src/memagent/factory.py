@@ -1,0 +1,339 @@
+"""The agent factory: building an agent — model, tools, gate, context policy, features — apart
+from opening a session (trust, settings, resume, transcripts, retention: :mod:`memagent.runtime`).
+
+:func:`compose_features` makes a session's capabilities from its :class:`Parts`, in a fixed order;
+:func:`build_agent` turns parts, features and :class:`Controls` into an :class:`Agent` (system
+prompt, tool registry, context policy, tool context). A subagent is built by the same two steps
+(:class:`Spawner`): its parts are its own (conversation and transcript of kind ``subagent``, todo
+list, compaction channel), its features are what each of its parent's features gives a subagent
+(``Feature.for_subagent``), its tools are narrowed by its definition within its parent's, and its
+controls are its parent's gate and approver (questions from subagents working side by side are
+asked one at a time).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from memagent import __version__
+from memagent.agent.feature import Feature, SubagentContext
+from memagent.agent.loop import Agent, AgentConfig, Approver, PermissionGate
+from memagent.agent.prompt import build_system, subagent_prompt
+from memagent.checkpoints import ShadowRepo
+from memagent.config import ProjectPaths, Settings
+from memagent.context.compaction import CompactingContext
+from memagent.context.conversation import Conversation
+from memagent.context.policy import CompactionRequest
+from memagent.context.resume import Resumed
+from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id
+from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition, discover_agents
+from memagent.features.checkpoints import CheckpointFeature
+from memagent.features.context import ContextToolsFeature
+from memagent.features.continuity import ContinuityFeature
+from memagent.features.hooks import HooksFeature
+from memagent.features.instructions import InstructionsFeature
+from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
+from memagent.features.memory import open_memory
+from memagent.features.skills import SkillsFeature
+from memagent.features.subagents import ChildAgent, SubagentsFeature
+from memagent.features.tasks import TaskGraphFeature
+from memagent.features.todos import TodoFeature
+from memagent.llm.metered import MeteredModel, meter_of
+from memagent.llm.protocol import ChatModel
+from memagent.permissions import READ_ONLY_TOOLS
+from memagent.pricing import UsageMeter
+from memagent.todo import TodoManager
+from memagent.tools.base import Tool, ToolContext, ToolRegistry
+from memagent.tools.builtin import builtin_tools
+from memagent.tools.shell import ShellConfig
+
+# Claude Code's model aliases in a subagent definition, as memagent's settings name them.
+MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-6", "haiku": "claude-haiku-4-5"}
+
+
+@dataclass
+class Parts:
+    """What the features are built from: the agent's own objects, made before any feature."""
+
+    paths: ProjectPaths
+    settings: Settings
+    session_id: str
+    model: ChatModel
+    conversation: Conversation
+    todo: TodoManager
+    compaction_requests: CompactionRequest
+    resumed: Resumed | None
+    warnings: list[str]
+    env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
+    trusted: bool = False  # the user trusts this project: its files may widen what memagent does
+    logical_session: str = ""  # the first session of a chain of resumes (memory's session scope)
+    processed_ids: set[str] = field(default_factory=set)  # messages already mined for memories
+
+
+@dataclass
+class Controls:
+    """How an agent's tool calls are decided: the gate (mode and rules), who is asked, and
+    whether anyone can be."""
+
+    permissions: PermissionGate | None
+    approver: Approver
+    auto_approve: bool = False
+    non_interactive: bool = False
+
+
+def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
+    """Every capability of a session, in a fixed order (the order of their tools and prompt
+    text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
+
+    def current_task() -> str | None:
+        item = parts.todo.in_progress()
+        return str(item["text"]) if item else None
+
+    task_graph = TaskGraphFeature(parts.paths.tasks)
+    resumed = parts.resumed
+    features: list[Feature] = [
+        *_checkpoints(parts),  # first: no tool of a turn runs before the turn's checkpoint
+        InstructionsFeature(
+            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
+        ),
+        SkillsFeature(parts.paths.root, parts.paths.home, warn=parts.warnings.append),
+        TodoFeature(parts.todo, parts.conversation.record),
+        task_graph,
+        ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
+        ContinuityFeature(
+            parts.paths.transcripts, task_graph.snapshot, parts.todo, record=parts.conversation.record,
+            exclude={parts.session_id} | ({resumed.session_id} if resumed else set()), resuming=resumed is not None,
+        ),
+    ]
+    memory = open_memory(
+        parts.paths,
+        parts.settings,
+        parts.logical_session or parts.session_id,
+        model=parts.model,
+        record=parts.conversation.record,
+        processed_ids=parts.processed_ids,
+        current_task=current_task,
+        warn=parts.warnings.append,
+    )
+    if memory.feature is not None:
+        features.append(memory.feature)
+    features.append(_hooks(parts))
+    features.append(_mcp_client(parts))
+    features.append(_subagents(parts))
+    return features, memory.off_reason
+
+
+def _checkpoints(parts: Parts) -> list[Feature]:
+    if not parts.settings.checkpoints:
+        return []
+    repo = ShadowRepo.for_project(parts.paths.home, parts.paths.root, max_file_bytes=parts.settings.checkpoint_max_file_bytes)
+    return [CheckpointFeature(repo, parts.session_id, parts.conversation.record, warn=parts.warnings.append)]
+
+
+def _hooks(parts: Parts) -> HooksFeature:
+    transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    return HooksFeature(
+        parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
+        transcript_path=lambda: transcript, warn=parts.warnings.append,
+    )
+
+
+def _mcp_client(parts: Parts) -> McpClientFeature:
+    """MCP servers start in the background when the tools are first asked for (the REPL composes
+    its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
+    return mcp_client_feature(
+        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append
+    )
+
+
+def _subagents(parts: Parts) -> SubagentsFeature:
+    agents = discover_agents(parts.paths.root, parts.paths.home)
+    parts.warnings.extend(agents.problems)
+    return SubagentsFeature(agents, Spawner(parts), parts.conversation.record, 0, parts.settings.subagent_max_depth)
+
+
+# ---------------------------------------------------------------------- building
+
+
+def build_agent(
+    parts: Parts, features: list[Feature], controls: Controls, *, name: str = "", base_prompt: str | None = None,
+    allow: Callable[[Tool], bool] | None = None, model_name: str | None = None,
+) -> Agent:
+    """An agent from its parts and features: the system prompt (``base_prompt``, else memagent's
+    own, then each feature's stable text), the built-in tools and the features' (those ``allow``
+    keeps), the compacting context policy, and the tool context of its session."""
+    paths, settings = parts.paths, parts.settings
+    system = build_system(paths.root, [feature.system_text() for feature in features], base=base_prompt)
+    shell = ShellConfig.from_settings(settings, paths.home)
+    tools = builtin_tools(shell) + [t for feature in features for t in feature.tools()]
+    registry = ToolRegistry.of(t for t in tools if allow is None or allow(t))
+    agent = Agent(
+        model=parts.model,
+        tools=registry,
+        tool_context=_tool_context(parts, name),
+        system=system,
+        conversation=parts.conversation,
+        context=_policy(parts, features, system, registry),
+        approver=controls.approver,
+        auto_approve=controls.auto_approve,
+        non_interactive=controls.non_interactive,
+        features=features,
+        config=AgentConfig(model=model_name or settings.model, max_tokens=settings.max_tokens),
+        permissions=controls.permissions,
+        name=name,
+    )
+    for feature in features:
+        if isinstance(feature, SubagentsFeature) and isinstance(feature.spawn, Spawner):
+            feature.spawn.attach(agent)
+    return agent
+
+
+def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
+    return CompactingContext(
+        model=parts.model,
+        settings=parts.settings,
+        session_id=parts.session_id,
+        transcript_name=f"{parts.paths.transcripts.name}/{parts.session_id}.jsonl",
+        system=system,
+        tools=registry.schemas(),
+        reinject=[feature.reinject for feature in features],
+        before_drop=[feature.before_drop for feature in features],
+        requests=parts.compaction_requests,
+    )
+
+
+def _tool_context(parts: Parts, agent_name: str = "") -> ToolContext:
+    return ToolContext(
+        root=parts.paths.root,
+        session_id=parts.session_id,
+        outputs_dir=parts.paths.transcripts / parts.session_id / "outputs",
+        bash_timeout=parts.settings.bash_timeout,
+        output_cap_chars=parts.settings.output_cap_chars,
+        agent=agent_name,
+    )
+
+
+# ---------------------------------------------------------------------- subagents
+
+
+def is_read_only(tool: Tool) -> bool:
+    """A tool that changes nothing (what a definition without ``tools`` gets)."""
+    return tool.name in READ_ONLY_TOOLS and tool.name != "todo"
+
+
+def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[Tool], bool]:
+    """Which tools a subagent of ``definition`` gets: never one its parent lacks, never ``task``
+    unless listed, the read-only ones when the definition lists none."""
+    listed = definition.tools
+    prefixes = tuple(f"{name}__" for name in listed or () if name.startswith("mcp__"))
+
+    def allow(tool: Tool) -> bool:
+        if parent.get(tool.name) is None:
+            return False
+        if tool.name == "task" and not definition.allows_task:
+            return False
+        if listed is None:
+            return is_read_only(tool)
+        return ALL_TOOLS in listed or tool.name in listed or tool.name.startswith(prefixes)
+
+    return allow
+
+
+def child_model_name(definition: AgentDefinition, parent_model: str | None, settings: Settings) -> str:
+    """The model a definition asks for: an alias, an id, or (``inherit``/none) the parent's."""
+    wanted = (definition.model or "").strip()
+    if not wanted or wanted == "inherit":
+        return parent_model or settings.model
+    if wanted == "haiku":
+        return settings.small_model
+    return MODEL_ALIASES.get(wanted, wanted)
+
+
+def serialized(approver: Approver, lock: threading.Lock) -> Approver:
+    """One question at a time, whichever subagent asks."""
+
+    def ask(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return approver(*args, **kwargs)
+
+    return ask  # type: ignore[return-value]
+
+
+class Spawner:
+    """Builds the subagents of one agent (attached once that agent is built)."""
+
+    def __init__(self, parts: Parts, depth: int = 0, ask_lock: threading.Lock | None = None) -> None:
+        self.parts = parts
+        self.depth = depth
+        self.ask_lock = ask_lock or threading.Lock()
+        self._parent: Agent | None = None
+
+    def attach(self, agent: Agent) -> None:
+        self._parent = agent
+
+    def __call__(self, definition: AgentDefinition, description: str) -> ChildAgent:
+        parent = self._parent
+        if parent is None:
+            raise RuntimeError("the spawner is not attached to its agent")
+        parts = self._child_parts(definition, description, parent)
+        meter = UsageMeter()
+        parts.model = _child_model(parent.model, meter)
+        spawn = Spawner(parts, self.depth + 1, self.ask_lock)
+        context = SubagentContext(definition.name, parts.session_id, parts.conversation.record,
+                                  parts.compaction_requests, self.depth + 1, spawn)
+        features = [own for feature in parent.features if (own := feature.for_subagent(context)) is not None]
+        controls = Controls(parent.permissions, serialized(parent.approver, self.ask_lock), parent.auto_approve,
+                            parent.non_interactive)
+        agent = build_agent(
+            parts, features, controls, name=definition.name, base_prompt=subagent_prompt(definition.name, definition.prompt),
+            allow=tool_filter(definition, parent.tools), model_name=child_model_name(definition, parent.config.model, parts.settings),
+        )
+        owned = [f for f in features if not any(f is mine for mine in parent.features)]
+        return ChildAgent(agent, parts.session_id, meter, lambda: _close(owned, parts.conversation))
+
+    def _child_parts(self, definition: AgentDefinition, description: str, parent: Agent) -> Parts:
+        mine = self.parts
+        session_id = new_session_id()
+        try:
+            transcript = TranscriptWriter.open(mine.paths.transcripts, session_id)
+        except TranscriptError as exc:
+            from memagent.tools.base import ToolError
+
+            raise ToolError(f"cannot start the subagent: {exc}") from None
+        conversation = Conversation(recorder=transcript, session_id=session_id)
+        conversation.start(
+            kind="subagent", agent=definition.name, description=description, parent_session=mine.session_id,
+            model=child_model_name(definition, parent.config.model, mine.settings), cwd=str(mine.paths.root),
+            version=__version__, logical_session=mine.logical_session or mine.session_id,
+        )
+        return Parts(mine.paths, mine.settings, session_id, mine.model, conversation, TodoManager(), CompactionRequest(),
+                     None, [], mine.env, mine.trusted, mine.logical_session or mine.session_id)
+
+
+def _child_model(model: ChatModel, meter: UsageMeter) -> ChatModel:
+    """The parent's model, metered on its own and into the parent's meter too."""
+    parent = meter_of(model)
+    if parent is None:
+        return MeteredModel(model, meter)
+    return MeteredModel(parent.inner, meter, also=parent)
+
+
+def _close(features: list[Feature], conversation: Conversation) -> list[str]:
+    problems = []
+    for feature in reversed(features):
+        try:
+            feature.close()
+        except Exception as exc:  # closing must not hide the subagent's answer
+            problems.append(f"while closing {feature.name}: {exc}")
+    recorder = conversation.recorder
+    if recorder is not None:
+        recorder.close()
+        if recorder.failure:
+            problems.append(recorder.failure)
+    return problems
+
+
+__all__ = ["Controls", "Parts", "Spawner", "build_agent", "child_model_name", "compose_features", "tool_filter"]
