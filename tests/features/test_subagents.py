@@ -218,3 +218,35 @@ def test_parse_tools_reads_claude_code_names():
     assert parse_tools(None) == (None, ())
     assert parse_tools("") == (None, ())
     assert parse_tools("Bogus Tool") == ((), ("Bogus Tool",))
+
+
+def test_what_a_subagent_saves_to_memory_names_it_and_a_rewind_offers_it(root, isolated_env):
+    (isolated_env / "config.toml").write_text('embedder = "lexical"\nauto_extract = false\n')
+
+    def answer(request: ModelRequest):
+        if is_child(request):
+            if not answered(request):
+                return reply(tool_call("memory_save", {"content": "The parser lives in src/parse.py and is hand written",
+                                                       "memory_type": "fact"}))
+            return reply("saved it")
+        if answered(request):
+            return reply("done")
+        return reply(tool_call("task", {"description": "learn", "prompt": "Remember where the parser is.",
+                                        "subagent_type": "general-purpose"}))
+
+    session = open_session(SessionOptions(root=root, memory=True, auto_approve=True), model=FunctionModel(answer))
+    assert session.memory is not None, session.memory_off_reason
+    list(session.agent.run_turn("learn about the parser"))
+    cards = session.memory.list(include_all=True, limit=10)
+    saved = [c for c in cards if "parser" in c.content]
+    assert len(saved) == 1
+    card = saved[0]
+    assert card.provenance.agent == "general-purpose"
+    link = next(r for r in records(root, session.session_id) if r["type"] == "subagent")
+    assert card.provenance.session_id == link["session_id"]
+
+    from memagent.features.checkpoints import learned_since
+
+    plan = session.plan_rewind(1)
+    assert [c.id for c in learned_since(session.memory, plan)] == [card.id]
+    session.close()

@@ -28,6 +28,7 @@ from memagent.llm.invariants import request_problems
 from memagent.llm.types import Block, Message
 
 MESSAGE_MARKERS = (b'"type":"message"', b'"type": "message"')
+SUBAGENT_MARKERS = (b'"kind":"subagent"', b'"kind": "subagent"')
 
 
 class ResumeError(Exception):
@@ -68,15 +69,18 @@ def session_path(transcripts_dir: Path, session_id: str) -> Path:
 
 
 def _has_messages(path: Path) -> bool:
+    """Holds a message, and is a session of its own (not a subagent's: its first line says)."""
     try:
         raw = path.read_bytes()
     except OSError:
         return False
-    return any(marker in raw for marker in MESSAGE_MARKERS)
+    first = raw.split(b"\n", 1)[0]
+    return any(marker in raw for marker in MESSAGE_MARKERS) and not any(m in first for m in SUBAGENT_MARKERS)
 
 
 def latest_session_id(transcripts_dir: Path) -> str | None:
-    """The newest session in this project that holds at least one message."""
+    """The newest session in this project that holds at least one message (a subagent's
+    transcript is part of its parent's session, never one to continue)."""
     for path in reversed(list(iter_transcripts(transcripts_dir))):
         if _has_messages(path):
             return path.stem

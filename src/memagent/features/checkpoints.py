@@ -104,6 +104,7 @@ class RewindPlan:
     history: History
     records: list[dict[str, Any]]  # the records in effect before the turn's message
     warnings: list[str] = field(default_factory=list)
+    subagents: list[str] = field(default_factory=list)  # sessions of the subagents started since
 
 
 def read_turns(path: Path) -> tuple[list[TurnPoint], list[dict[str, Any]], list[str]]:
@@ -130,7 +131,8 @@ def plan_rewind(path: Path, turn: int) -> RewindPlan:
         raise RewindError(str(exc)) from None
     start = next((r for r in active if r.get("type") == "session_start"), {})
     logical = str(start.get("logical_session") or path.stem)
-    return RewindPlan(path.stem, logical, point, points, history, before, warnings)
+    subagents = [str(r["session_id"]) for r in active[point.position:] if r.get("type") == "subagent" and r.get("session_id")]
+    return RewindPlan(path.stem, logical, point, points, history, before, warnings, list(dict.fromkeys(subagents)))
 
 
 def restore_code(repo: ShadowRepo | None, plan: RewindPlan) -> Restored:
@@ -169,13 +171,13 @@ def turn_time(point: TurnPoint) -> datetime | None:
 
 
 def learned_since(service: Any, plan: RewindPlan) -> list[Any]:
-    """Memory cards this session (or a subagent of it) saved since the turn started: what a
+    """Memory cards this session (or a subagent it started) saved since the turn started: what a
     rewind offers to forget. ``service`` is a :class:`memagent.memory.service.MemoryService`."""
     since = turn_time(plan.point)
     if service is None or since is None:
         return []
     found = []
-    for session in dict.fromkeys((plan.logical_session, plan.session_id)):
+    for session in dict.fromkeys((plan.logical_session, plan.session_id, *plan.subagents)):
         for card in service.list(session=session, include_all=True, limit=1000):
             created = card.created_at if card.created_at.tzinfo else card.created_at.replace(tzinfo=timezone.utc)
             if created >= since and card.id not in {c.id for c in found}:

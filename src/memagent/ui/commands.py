@@ -295,6 +295,24 @@ def cmd_rewind(session: "Session", arg: str) -> Reply:
     return Reply(action="rewind", argument=arg)
 
 
+def cmd_agents(session: "Session", arg: str) -> Reply:
+    """The subagent definitions the task tool can run, where each comes from, and its tools."""
+    from memagent.features.subagents import SubagentsFeature
+
+    feature = next((f for f in session.features if isinstance(f, SubagentsFeature)), None)
+    if feature is None:
+        return Reply("Subagents are not available in this session.")
+    lines = ["Subagents (the model starts them with the task tool):"]
+    for definition in feature.agents.definitions:
+        model = definition.model or "inherit"
+        lines.append(f"  {definition.name}  [{definition.source}; tools: {definition.describe_tools()}; model: {model}]")
+        lines.append(f"      {definition.description[:150]}")
+    lines += [f"  ! {problem}" for problem in feature.agents.problems]
+    lines.append("Add your own as Markdown files in .claude/agents/ or .memagent/agents/ (this project), "
+                 "~/.claude/agents/ or $MEMAGENT_HOME/agents/ (every project).")
+    return Reply("\n".join(lines))
+
+
 def cmd_model(session: "Session", arg: str) -> Reply:
     """Show the model, or switch the main model for the rest of this session."""
     current = session.agent.config.model or getattr(session.agent.model, "name", "")
@@ -382,6 +400,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
+    Command("agents", "/agents", "the subagents the model can start (task tool) and their tools", cmd_agents),
     Command("rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind),
     Command("model", "/model [name]", "show the model, or switch to another one", cmd_model),
     Command("cost", "/cost", "tokens used and the estimated price of this session", cmd_cost),
