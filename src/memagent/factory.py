@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 from memagent import __version__
 from memagent.agent.feature import Feature, SubagentContext
 from memagent.agent.loop import Agent, AgentConfig, Approver, PermissionGate
-from memagent.agent.prompt import build_system, subagent_prompt
+from memagent.agent.prompt import build_system, environment_block, subagent_prompt
 from memagent.checkpoints import ShadowRepo
 from memagent.config import ProjectPaths, Settings
 from memagent.context.compaction import CompactingContext
@@ -69,8 +69,10 @@ class Parts:
     warnings: list[str]
     env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
-    logical_session: str = ""  # the first session of a chain of resumes (memory's session scope)
+    logical_session: str = ""  # one id across -c/-r (memory's session scope); empty: this session's own id
     processed_ids: set[str] = field(default_factory=set)  # messages already mined for memories
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
+    extra_roots: tuple[Path, ...] = ()  # folders the file tools may also use (--add-dir)
 
 
 @dataclass
@@ -145,7 +147,8 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
     """MCP servers start in the background when the tools are first asked for (the REPL composes
     its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
     return mcp_client_feature(
-        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append
+        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append,
+        extra_servers=parts.mcp_servers,
     )
 
 
@@ -159,14 +162,16 @@ def _subagents(parts: Parts) -> SubagentsFeature:
 
 
 def build_agent(
-    parts: Parts, features: list[Feature], controls: Controls, *, name: str = "", base_prompt: str | None = None,
-    allow: Callable[[Tool], bool] | None = None, model_name: str | None = None,
+    parts: Parts, features: list[Feature], controls: Controls, *, name: str = "", system_prompt: str | None = None,
+    append_system_prompt: str | None = None, allow: Callable[[Tool], bool] | None = None, model_name: str | None = None,
 ) -> Agent:
-    """An agent from its parts and features: the system prompt (``base_prompt``, else memagent's
-    own, then each feature's stable text), the built-in tools and the features' (those ``allow``
-    keeps), the compacting context policy, and the tool context of its session."""
+    """An agent from its parts and features: the system prompt (``system_prompt`` in place of
+    memagent's own and its environment block, then each feature's stable text, then
+    ``append_system_prompt``), the built-in tools and the features' (those ``allow`` keeps), the
+    compacting context policy, and the tool context of its session."""
     paths, settings = parts.paths, parts.settings
-    system = build_system(paths.root, [feature.system_text() for feature in features], base=base_prompt)
+    system = build_system(paths.root, [feature.system_text() for feature in features], base=system_prompt,
+                          append=append_system_prompt)
     shell = ShellConfig.from_settings(settings, paths.home)
     tools = builtin_tools(shell) + [t for feature in features for t in feature.tools()]
     registry = ToolRegistry.of(t for t in tools if allow is None or allow(t))
@@ -208,6 +213,7 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
 def _tool_context(parts: Parts, agent_name: str = "") -> ToolContext:
     return ToolContext(
         root=parts.paths.root,
+        extra_roots=tuple(parts.extra_roots),
         session_id=parts.session_id,
         outputs_dir=parts.paths.transcripts / parts.session_id / "outputs",
         bash_timeout=parts.settings.bash_timeout,
@@ -287,8 +293,9 @@ class Spawner:
         features = [own for feature in parent.features if (own := feature.for_subagent(context)) is not None]
         controls = Controls(parent.permissions, serialized(parent.approver, self.ask_lock), parent.auto_approve,
                             parent.non_interactive)
+        base = subagent_prompt(definition.name, definition.prompt) + "\n" + environment_block(parts.paths.root)
         agent = build_agent(
-            parts, features, controls, name=definition.name, base_prompt=subagent_prompt(definition.name, definition.prompt),
+            parts, features, controls, name=definition.name, system_prompt=base,
             allow=tool_filter(definition, parent.tools), model_name=child_model_name(definition, parent.config.model, parts.settings),
         )
         owned = [f for f in features if not any(f is mine for mine in parent.features)]
@@ -310,7 +317,8 @@ class Spawner:
             version=__version__, logical_session=mine.logical_session or mine.session_id,
         )
         return Parts(mine.paths, mine.settings, session_id, mine.model, conversation, TodoManager(), CompactionRequest(),
-                     None, [], mine.env, mine.trusted, mine.logical_session or mine.session_id)
+                     None, [], mine.env, mine.trusted, mine.logical_session or mine.session_id,
+                     extra_roots=mine.extra_roots)
 
 
 def _child_model(model: ChatModel, meter: UsageMeter) -> ChatModel:

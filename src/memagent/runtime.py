@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature
@@ -27,7 +27,14 @@ from memagent.config import (
 )
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
-from memagent.context.resume import ResumeError, Resumed, latest_session_id, load_session, seed_conversation
+from memagent.context.resume import (
+    ResumeError,
+    Resumed,
+    latest_session_id,
+    load_session,
+    newest_of_logical_session,
+    seed_conversation,
+)
 from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
@@ -77,6 +84,14 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+    # the user's own command line, so trusted: rules, folders and MCP servers for this run only
+    allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
+    disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
+    add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
+    mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
+    session_id: str | None = None  # the logical session id of a new session (--session-id)
+    system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
+    append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
 
 
 @dataclass
@@ -93,6 +108,7 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
 
     @property
     def usage(self) -> UsageMeter | None:
@@ -194,15 +210,22 @@ def _settings(
         raise SetupError(str(exc)) from None
     if not options.memory:
         settings = settings.model_copy(update={"memory_enabled": False})
+    if options.add_dirs:
+        writable = tuple(settings.sandbox_writable) + tuple(str(d) for d in options.add_dirs)
+        settings = settings.model_copy(update={"sandbox_writable": writable})
     return settings, notices
 
 
 def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
     """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
     earlier session starts a new one with a warning."""
+    if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
+        raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
     if not (options.resume_id or options.continue_latest):
         return None, []
-    session_id = options.resume_id or latest_session_id(paths.transcripts)
+    session_id = latest_session_id(paths.transcripts)
+    if options.resume_id:  # the newest transcript of that logical session, else the id as given
+        session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
     if session_id is None:
         return None, ["no earlier session in this project to continue; starting a new one"]
     try:
@@ -220,7 +243,9 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
-def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None) -> Conversation:
+def _open_conversation(
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
+) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
@@ -231,7 +256,7 @@ def _open_conversation(paths: ProjectPaths, settings: Settings, session_id: str,
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
-        logical_session=logical_session_id(resumed, session_id),
+        logical_session=logical,
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
@@ -269,8 +294,8 @@ def _permissions(
     from the settings plus the ones saved for this project."""
     mode = options.permission_mode or ("bypassPermissions" if options.auto_approve else settings.permission_mode)
     try:
-        return project_permissions(paths.home, paths.root, mode=mode, allow=settings.allow, ask=settings.ask,
-                                   deny=settings.deny, warn=warn)
+        return project_permissions(paths.home, paths.root, mode=mode, allow=[*settings.allow, *options.allowed_tools],
+                                   ask=settings.ask, deny=[*settings.deny, *options.disallowed_tools], warn=warn)
     except PermissionRuleError as exc:
         raise SetupError(f"permissions: {exc}") from None
 
@@ -312,21 +337,23 @@ def open_session(
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
-    conversation = _open_conversation(paths, settings, session_id, resumed)
+    logical = options.session_id or logical_session_id(resumed, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted,
-        logical_session_id(resumed, session_id), _processed_ids(resumed, conversation),
+        CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical,
+        _processed_ids(resumed, conversation), dict(options.mcp_servers), tuple(options.add_dirs),
     )
     features, memory_off_reason = compose_features(parts)
     controls = Controls(permissions, approver, options.auto_approve or settings.auto_approve, options.non_interactive)
-    agent = build_agent(parts, features, controls)
+    agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
+                        append_system_prompt=options.append_system_prompt)
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
-        resumed_from=resumed.session_id if resumed else None, warnings=warnings,
+        resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
     )
 
 

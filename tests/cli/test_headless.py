@@ -27,13 +27,16 @@ def test_stream_json_is_one_event_per_line_from_init_to_result(run_cli, fake, pr
     result = _run(run_cli, fake, project, "--output-format", "stream-json", prompt="what is in notes.txt?")
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]  # every line is one JSON object
-    assert [e["type"] for e in events] == ["init", "assistant", "tool_use", "tool_result", "assistant", "result"]
+    assert [e["type"] for e in events] == ["system", "assistant", "assistant", "user", "assistant", "result"]
     init, said, use, outcome, answer, final = events
-    assert init["session_id"] and "read_file" in init["tools"] and init["model"] == "claude-sonnet-5-5"
-    assert said["text"] == "Let me look."
-    assert use == {"type": "tool_use", "id": "toolu_read", "name": "read_file", "input": {"path": "notes.txt"}}
-    assert outcome["tool_use_id"] == "toolu_read" and "alpha" in outcome["content"] and outcome["is_error"] is False
-    assert answer["text"] == "The file says alpha."
+    assert init["subtype"] == "init" and init["session_id"] and "read_file" in init["tools"]
+    assert init["model"] == "claude-sonnet-5-5"
+    assert said["message"]["content"] == [{"type": "text", "text": "Let me look."}]
+    assert use["message"]["content"] == [{"type": "tool_use", "id": "toolu_read", "name": "read_file",
+                                          "input": {"path": "notes.txt"}}]
+    [block] = outcome["message"]["content"]
+    assert block["tool_use_id"] == "toolu_read" and "alpha" in block["content"] and block["is_error"] is False
+    assert answer["message"]["content"] == [{"type": "text", "text": "The file says alpha."}]
     assert final["subtype"] == "success" and final["is_error"] is False
     assert final["result"] == "The file says alpha." and final["session_id"] == init["session_id"]
     assert final["num_turns"] == 2

@@ -53,5 +53,5 @@ def test_stream_json_escapes_tool_output_and_text(run_cli, fake, project):
     events = [json.loads(line) for line in out.splitlines()]
     result = next(e for e in events if e["type"] == "result")
     assert result["result"] == ANSWER
-    tool_result = next(e for e in events if e["type"] == "tool_result")
-    assert "ZXZpbA==" in tool_result["content"]
+    tool_result = next(e for e in events if e["type"] == "user")["message"]["content"][0]
+    assert tool_result["type"] == "tool_result" and "ZXZpbA==" in tool_result["content"]

@@ -4,6 +4,7 @@ and no process the command started is left running (print mode and the REPL in a
 from __future__ import annotations
 
 import io
+import json
 import signal
 import subprocess
 import sys
@@ -94,3 +95,95 @@ def test_repl_sighup_kills_the_running_command(cli_env, project, fake):
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+# ------------------------------------------------------------------ headless runs end with a result
+
+
+def _headless(cli_env, project, fake, *flags, stdin=subprocess.DEVNULL):
+    return subprocess.Popen(
+        [sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", *flags],
+        env={**cli_env, "ANTHROPIC_BASE_URL": fake.url},
+        stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _signal_and_wait(proc, signum, ready) -> tuple[str, str]:
+    try:
+        assert ready(), "the run never got to the point to interrupt"
+        proc.send_signal(signum)
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.parametrize("signum, output_format", [
+    (signal.SIGTERM, "json"), (signal.SIGHUP, "json"), (signal.SIGHUP, "stream-json"), (signal.SIGINT, "json"),
+])
+def test_a_signal_while_waiting_for_the_model_ends_with_a_json_result(cli_env, project, fake, signum, output_format):
+    from fakeapi import delay
+
+    fake.add(delay(60, text("too late")))
+    proc = _headless(cli_env, project, fake, "-p", "wait", "--output-format", output_format)
+    out, err = _signal_and_wait(proc, signum, lambda: fake.wait_for_requests(1, timeout=120))
+    assert proc.returncode == 128 + signum, err
+    final = json.loads(out.splitlines()[-1])
+    reason = "interrupted" if signum == signal.SIGINT else f"interrupted by {signal.Signals(signum).name}"
+    assert final["type"] == "result" and final["is_error"] is True and final["errors"] == [reason]
+    assert final["subtype"] == "error_during_execution" and final["terminal_reason"] == "aborted_streaming"
+    assert final["session_id"] and final["num_turns"] == 1
+    assert err.strip().splitlines()[-1] == f"memagent: {reason}" and "Traceback" not in err
+    if output_format == "json":
+        assert len(out.splitlines()) == 1
+
+
+def test_sigterm_during_a_command_kills_it_and_says_so_in_the_result(cli_env, project, fake):
+    token = "sleep 300.7143"
+    fake.add(tool("bash", {"command": f"{token} & {token} & wait"}, id="toolu_long"), text("never"))
+    proc = _headless(cli_env, project, fake, "--yes", "-p", "wait", "--output-format", "json")
+    out, err = _signal_and_wait(proc, signal.SIGTERM, lambda: wait_for(lambda: len(pids_running(token)) == 2, 120))
+    assert proc.returncode == 143, err
+    final = json.loads(out)
+    assert final["terminal_reason"] == "aborted_tools" and final["errors"] == ["interrupted by SIGTERM"]
+    assert wait_for(lambda: not pids_running(token), 5), "the command's processes survived memagent"
+    resumed = subprocess.run([sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", "-c", "-p", "again",
+                              "--output-format", "json"], env={**cli_env, "ANTHROPIC_BASE_URL": fake.url},
+                             capture_output=True, text=True, timeout=120)
+    assert json.loads(resumed.stdout)["session_id"] == final["session_id"]  # the history is valid: -c works
+    assert fake.errors == []
+
+
+def test_text_mode_prints_what_was_produced_and_the_reason(cli_env, project, fake):
+    from fakeapi import stall
+
+    fake.add(stall(5, 60, text("The first half of the answer, and the second half.")))
+    proc = _headless(cli_env, project, fake, "-p", "explain")
+
+    def streaming() -> bool:
+        if not fake.wait_for_requests(1, timeout=120):
+            return False
+        time.sleep(3)  # the first deltas reach memagent
+        return True
+
+    out, err = _signal_and_wait(proc, signal.SIGTERM, streaming)
+    assert proc.returncode == 143, err
+    assert out.strip() and "The first half of the answer, and the second half.".startswith(out.strip())
+    assert err.strip().splitlines()[-1] == "memagent: interrupted by SIGTERM"
+
+
+def test_stream_input_waiting_for_a_line_ends_on_sighup_after_the_turns_so_far(cli_env, project, fake):
+    fake.add(text("Answer one."))
+    proc = _headless(cli_env, project, fake, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+                     stdin=subprocess.PIPE)
+    proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": "one"}}) + "\n")
+    proc.stdin.flush()
+
+    def answered() -> bool:
+        return wait_for(lambda: fake.remaining == 0, 120) and (time.sleep(2) or True)
+
+    out, err = _signal_and_wait(proc, signal.SIGHUP, answered)
+    assert proc.returncode == 129, err
+    results = [obj for obj in map(json.loads, out.splitlines()) if obj["type"] == "result"]
+    assert [r["result"] for r in results] == ["Answer one."]
+    assert err.strip().splitlines()[-1] == "memagent: interrupted by SIGHUP"

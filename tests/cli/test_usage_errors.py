@@ -30,7 +30,7 @@ def memagent(*args: str, cwd) -> subprocess.CompletedProcess:
         (["taks"], "no such command 'taks'; did you mean 'tasks'?"),
         (["-r", "-p", "hi"], "-r needs a session id"),
         (["tasks", "nosuch"], "No such command 'nosuch'"),
-        (["-p"], "Option '-p' requires an argument"),
+        (["-p"], "stdin was empty"),  # -p alone reads the prompt from stdin, as in Claude Code
         (["-c", "-r", "x", "-p", "hi"], "use either -c or -r"),
     ],
 )

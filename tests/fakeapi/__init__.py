@@ -17,6 +17,10 @@ or, from a test, ``with FakeAnthropicProcess(steps, tmp_path) as fake: fake.url,
 fake.errors``. The port file receives the port number once the server listens; the log file is
 rewritten (atomically) after every request as ``{"requests": [...], "errors": [...]}``.
 
+``--tolerate-system-role`` (``FakeAnthropic(tolerate_system_role=True)``) accepts the ``role:
+system`` messages Claude Code 2.1.x sends, for running Claude Code itself against the fake side by
+side with memagent; memagent's own tests never use it.
+
 Every request is validated (roles alternate from ``user``; every ``tool_use`` answered by a
 ``tool_result`` first in the next user message; no orphan results; unique ids; no empty content
 or blank text; ``model``/``max_tokens`` present; tools have ``name``/``input_schema``; at most four
@@ -41,16 +45,17 @@ JSON script format (a list; each item is one answer, consumed in order)::
     {"error": 529, "message": "Overloaded", "error_type": "overloaded_error", "retry_after": 0.01}
     {"cut": 4, "step": {"text": "..."}}               SSE stream closed after 4 events
     {"delay": 2.5, "step": {"text": "..."}}           answer after 2.5 s
+    {"stall": 6, "seconds": 30, "step": {"text": "..."}}  pause 30 s after 6 SSE events
 
 The full forms produced by the Python helpers (``{"type": "message", ...}``, ``{"type": "error",
-...}``, ``{"type": "cut", ...}``, ``{"type": "delay", ...}``, ``{"type": "stream_error", ...}``)
+...}``, ``{"type": "cut", ...}``, ``{"type": "delay", ...}``, ``{"type": "stall", ...}``, ``{"type": "stream_error", ...}``)
 are accepted as well. SSE events are counted from ``message_start`` (1), ``ping`` (2), then each
 block's start / deltas / stop, ``message_delta``, ``message_stop``.
 """
 
 from fakeapi.process import FakeAnthropicProcess
 from fakeapi.server import EXHAUSTED, FakeAnthropic, PromptCache, estimate_tokens
-from fakeapi.steps import cut, delay, error, normalize_step, stream_error, text, thinking, tool, turn
+from fakeapi.steps import cut, delay, error, normalize_step, stall, stream_error, text, thinking, tool, turn
 from fakeapi.validation import check_request
 
 __all__ = [
@@ -64,6 +69,7 @@ __all__ = [
     "error",
     "estimate_tokens",
     "normalize_step",
+    "stall",
     "stream_error",
     "text",
     "thinking",

@@ -43,13 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-file", type=Path, help="rewrite {requests, errors} JSON here after each request")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require this key (x-api-key or bearer)")
+    parser.add_argument("--tolerate-system-role", action="store_true",
+                        help="accept role: system messages (Claude Code 2.1.x sends them); comparison runs only")
     args = parser.parse_args(argv)
 
     try:
         steps = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
         if isinstance(steps, dict):
             steps = steps.get("steps", [])
-        fake = FakeAnthropic(steps, api_key=args.api_key, port=args.port)
+        fake = FakeAnthropic(steps, api_key=args.api_key, port=args.port,
+                             tolerate_system_role=args.tolerate_system_role)
     except (OSError, ValueError) as exc:
         print(f"fakeapi: bad script: {exc}", file=sys.stderr)
         return 2

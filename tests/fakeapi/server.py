@@ -188,7 +188,9 @@ class FakeAnthropic:
     extraction requests with ``{"memories": []}``, so the agent's background extraction never
     races a test's scripted conversation; pass ``chores=None`` to script extraction yourself.
     ``api_key``: when set, requests must carry it (``x-api-key`` or ``Authorization: Bearer``)
-    or get a 401 like the real API.
+    or get a 401 like the real API. ``tolerate_system_role`` accepts the ``role: system`` messages
+    Claude Code 2.1.x sends (for running Claude Code itself against this fake, side by side with
+    memagent); memagent's own tests never set it.
     """
 
     def __init__(
@@ -199,6 +201,7 @@ class FakeAnthropic:
         api_key: str | None = None,
         port: int = 0,
         chores: Responder | None | str = "default",
+        tolerate_system_role: bool = False,
     ) -> None:
         self._steps: list[Step] = []
         self._lock = threading.Lock()
@@ -213,6 +216,7 @@ class FakeAnthropic:
         self.chores: Responder | None = chores  # type: ignore[assignment]
         self.chore_requests: list[dict[str, Any]] = []
         self.api_key = api_key
+        self.tolerate_system_role = tolerate_system_role  # only for comparing with Claude Code
         self.cache = PromptCache()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -366,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reject([f"request body is not valid JSON: {exc}"], None)
             return
         number = self.fake._record_request(body, self._header_dict(), counting)
-        problems = check_request(body, counting_tokens=counting)
+        problems = check_request(body, counting_tokens=counting, tolerate_system_role=self.fake.tolerate_system_role)
         if problems:
             self._reject(problems, number)
             return
@@ -420,11 +424,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "stream_error":
             self._answer_message(step["step"], body, stop_after=int(step["after_events"]),
                                  error=error_body(step["error_type"], step["message"]))
+        elif kind == "stall":
+            self._answer_message(step["step"], body, pause=(int(step["after_events"]), float(step["seconds"])))
         else:
             self._answer_message(step, body)
 
     def _answer_message(self, step: Step, body: dict[str, Any], stop_after: int | None = None,
-                        error: dict[str, Any] | None = None) -> None:
+                        error: dict[str, Any] | None = None, pause: tuple[int, float] | None = None) -> None:
         overrides = {k: v for k, v in step.get("usage", {}).items() if k != "output_tokens"}
         usage = {**self.fake.cache.usage_for(body), **overrides}
         model = str(body.get("model"))
@@ -441,6 +447,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
         self.end_headers()
         for sent, (name, data) in enumerate(sse_events(step, model, usage)):
+            if pause is not None and sent == pause[0] and self.fake.wait(pause[1]):
+                self.close_connection = True  # the server is stopping
+                return
             if stop_after is not None and sent >= stop_after:
                 if error is not None:
                     self._write_chunk(f"event: error\ndata: {json.dumps(error)}\n\n")

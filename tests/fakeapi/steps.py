@@ -107,12 +107,18 @@ def cut(after_events: int = 4, step: Step | None = None) -> Step:
             "step": step or text("This answer will be cut off in the middle of the stream.")}
 
 
+def stall(after_events: int, seconds: float, step: Step) -> Step:
+    """A stream that sends ``after_events`` SSE events, then pauses ``seconds`` before the rest
+    (a model that stops mid-answer: for interrupting a turn while text is streaming)."""
+    return {"type": "stall", "after_events": after_events, "seconds": seconds, "step": step}
+
+
 def delay(seconds: float, step: Step) -> Step:
     """Wait ``seconds`` before answering with ``step`` (for cancellation and timeout tests)."""
     return {"type": "delay", "seconds": seconds, "step": step}
 
 
-STEP_TYPES = {"message", "error", "stream_error", "cut", "delay"}
+STEP_TYPES = {"message", "error", "stream_error", "cut", "delay", "stall"}
 
 
 def check_step(step: Any) -> None:
@@ -125,7 +131,7 @@ def check_step(step: Any) -> None:
     elif step["type"] == "error":
         if not isinstance(step.get("status"), int):
             raise ValueError(f"error step needs an integer status: {step!r}")
-    elif step["type"] in ("cut", "stream_error", "delay"):
+    elif step["type"] in ("cut", "stream_error", "delay", "stall"):
         check_step(step.get("step"))
 
 
@@ -154,4 +160,6 @@ def normalize_step(raw: Any) -> Step:
         return cut(int(raw["cut"]), normalize_step(raw["step"]) if "step" in raw else None)
     if "delay" in raw:
         return delay(float(raw["delay"]), normalize_step(raw["step"]))
+    if "stall" in raw:
+        return stall(int(raw["stall"]), float(raw.get("seconds", 30)), normalize_step(raw["step"]))
     raise ValueError(f"not a fake API step: {raw!r}")

@@ -18,8 +18,12 @@ USER_BLOCK_TYPES = {"text", "image", "document", "tool_result", "search_result"}
 ASSISTANT_BLOCK_TYPES = {"text", "tool_use", "thinking", "redacted_thinking", "server_tool_use"}
 
 
-def check_request(body: Any, *, counting_tokens: bool = False) -> list[str]:
-    """All the reasons the real API would answer this body with a 400 (as far as we model it)."""
+def check_request(body: Any, *, counting_tokens: bool = False, tolerate_system_role: bool = False) -> list[str]:
+    """All the reasons the real API would answer this body with a 400 (as far as we model it).
+
+    ``tolerate_system_role`` skips ``role: system`` messages instead of rejecting them: Claude
+    Code 2.1.x sends such messages, and the side-by-side comparison runs it against this fake.
+    memagent's own tests never set it."""
     if not isinstance(body, dict):
         return ["request body must be a JSON object"]
     problems: list[str] = []
@@ -30,7 +34,9 @@ def check_request(body: Any, *, counting_tokens: bool = False) -> list[str]:
     if not isinstance(messages, list) or not messages:
         problems.append("messages: at least one message is required")
     else:
-        problems += _check_messages(messages)
+        if tolerate_system_role:
+            messages = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
+        problems += _check_messages(messages) if messages else ["messages: at least one message is required"]
     breakpoints = count_cache_breakpoints(body)
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         problems.append(

@@ -268,3 +268,56 @@ def test_wait_for_requests_sees_a_request_that_is_still_being_answered():
         assert fake.wait_for_requests(1, timeout=5)
         assert worker.is_alive(), "the request is seen before its delayed answer"
         worker.join(timeout=5)
+
+
+def test_a_system_role_message_is_rejected_unless_tolerated_for_the_claude_code_comparison():
+    system_message = {"role": "system", "content": [{"type": "text", "text": "a reminder"}]}
+    with FakeAnthropic([text("never")]) as strict:
+        status, answer = post(strict, body([u("a"), system_message]))
+        assert status == 400 and "Input should be 'user' or 'assistant'" in answer["error"]["message"]
+    with FakeAnthropic([text("fine")], tolerate_system_role=True) as tolerant:
+        assert post(tolerant, body([u("a"), system_message]))[0] == 200
+        # tolerated means skipped: the rest of the conversation is still checked
+        status, answer = post(tolerant, body([system_message, u("a"), u("b")]))
+        assert status == 400 and "roles must alternate" in answer["error"]["message"]
+        status, answer = post(tolerant, body([system_message]))
+        assert status == 400 and "at least one message" in answer["error"]["message"]
+        assert tolerant.remaining == 0
+
+
+def test_a_stalled_stream_pauses_mid_answer_then_finishes():
+    from fakeapi import stall
+
+    with FakeAnthropic([stall(4, 0.6, text("first part and the rest"))]) as fake:
+        started = time.monotonic()
+        status, raw = post(fake, body([u("a")], stream=True))
+        elapsed = time.monotonic() - started
+    assert status == 200 and elapsed >= 0.6
+    deltas = [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: ")]
+    text_parts = [d["delta"]["text"] for d in deltas if d.get("delta", {}).get("type") == "text_delta"]
+    assert "".join(text_parts) == "first part and the rest"
+    assert normalize_step({"stall": 4, "seconds": 2, "step": "x"}) == stall(4, 2, text("x"))
+
+
+def test_the_tolerance_flag_reaches_the_separate_process(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests_dir = Path(__file__).resolve().parents[1]
+    (tmp_path / "script.json").write_text(json.dumps(["fine"]))
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, "-m", "fakeapi", "--script", str(tmp_path / "script.json"),
+                             "--port-file", str(port_file), "--tolerate-system-role"], cwd=tests_dir,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port_file.read_text()}"
+        fake = type("Remote", (), {"url": url})()
+        system_message = {"role": "system", "content": [{"type": "text", "text": "a reminder"}]}
+        assert post(fake, body([u("a"), system_message]))[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -28,10 +28,18 @@ def test_stream_json_events_in_order_with_a_tool_error(make_agent, tmp_path):
     out, err = io.StringIO(), io.StringIO()
     assert run_print(_session(agent), "read nope", out, err, output_format="stream-json") == 0
     events = _lines(out)
-    assert [e["type"] for e in events] == ["init", "assistant", "tool_use", "tool_result", "assistant", "result"]
+    assert [(e["type"], e.get("subtype")) for e in events] == [
+        ("system", "init"), ("assistant", None), ("assistant", None), ("user", None), ("assistant", None),
+        ("result", "success"),
+    ]
     assert events[0]["session_id"] == "20261122-120000-abcd" and "read_file" in events[0]["tools"]
-    assert events[3]["is_error"] is True and events[3]["tool_use_id"] == "toolu_1"
+    assert events[1]["message"]["content"] == [{"type": "text", "text": "Reading."}]
+    assert events[2]["message"]["content"][0]["type"] == "tool_use"
+    assert events[1]["message"]["id"] == events[2]["message"]["id"]  # two blocks of one message
+    [block] = events[3]["message"]["content"]
+    assert block["type"] == "tool_result" and block["is_error"] is True and block["tool_use_id"] == "toolu_1"
     assert events[-1]["result"] == "It is missing." and events[-1]["num_turns"] == 2
+    assert events[-1]["permission_denials"] == []  # the call ran (and failed): not a denial
     assert err.getvalue() == ""  # stdout carries everything; stderr only warnings and errors
 
 
@@ -41,7 +49,9 @@ def test_session_warnings_are_notices_in_the_stream_and_lines_on_stderr(make_age
     out, err = io.StringIO(), io.StringIO()
     assert run_print(session, "hi", out, err, output_format="stream-json") == 0
     events = _lines(out)
-    assert events[1] == {"type": "notice", "level": "warning", "text": "skill skipped: x/SKILL.md: bad front matter"}
+    notice = events[1]
+    assert (notice["type"], notice["subtype"], notice["level"]) == ("system", "notice", "warning")
+    assert notice["text"] == "skill skipped: x/SKILL.md: bad front matter"
     assert err.getvalue() == "memagent: warning: skill skipped: x/SKILL.md: bad front matter\n"
 
 

@@ -62,10 +62,14 @@ def subagent_prompt(name: str, body: str) -> str:
     return SUBAGENT_PROMPT.format(name=name, body=body.strip())
 
 
-def build_system(root: Path, texts: Sequence[str | None] = (), base: str | None = None) -> list[Block]:
-    """The base prompt (memagent's own, or ``base``: a subagent's), then each feature's stable
-    text (instructions, skills, the memory profile), in the order given; nothing here may change
-    between turns of one session."""
-    blocks = [text_block((base or BASE_PROMPT) + "\n" + environment_block(root))]
-    blocks.extend(text_block(text) for text in texts if text)
-    return blocks
+def build_system(
+    root: Path, texts: Sequence[str | None] = (), *, base: str | None = None, append: str | None = None
+) -> list[Block]:
+    """The base prompt, then each feature's stable text (instructions, skills, the memory
+    profile), in the order given; nothing here may change between turns of one session.
+
+    ``base`` (``--system-prompt``) replaces the base prompt and its environment block (an empty
+    one leaves them out); ``append`` (``--append-system-prompt``) comes last. Blank texts are
+    left out: the Messages API refuses an empty text block."""
+    head = BASE_PROMPT + "\n" + environment_block(root) if base is None else base
+    return [text_block(text) for text in (head, *texts, append) if text and text.strip()]

@@ -12,9 +12,9 @@ import signal
 import sys
 from contextlib import contextmanager
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator, Optional
+from typing import IO, TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 import typer
 
@@ -38,6 +38,46 @@ class ChatOptions:
     output_format: str = "text"
     max_turns: Optional[int] = None
     permission_mode: Optional[str] = None
+    input_format: str = "text"
+    replay_user_messages: bool = False
+    # Claude Code's flags (see memagent.cli.claude_flags), checked by apply_claude_flags
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    add_dirs: tuple[Path, ...] = ()
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    session_id: Optional[str] = None
+    system_prompt: Optional[str] = None
+    append_system_prompt: Optional[str] = None
+
+    @property
+    def headless(self) -> bool:
+        """Print mode: ``-p``, or stream-json messages on stdin (as the Agent SDK runs it)."""
+        return self.prompt is not None or self.input_format == "stream-json"
+
+    def apply_claude_flags(
+        self,
+        *,
+        allowed_tools: Sequence[str] = (),
+        disallowed_tools: Sequence[str] = (),
+        add_dirs: Sequence[Path] = (),
+        mcp_configs: Sequence[str] = (),
+        session_id: Optional[str] = None,
+        system_prompt: tuple[Optional[str], Optional[Path]] = (None, None),
+        append_system_prompt: tuple[Optional[str], Optional[Path]] = (None, None),
+    ) -> None:
+        """Check and keep Claude Code's flags; raises ``claude_flags.FlagError`` (one line)."""
+        from memagent.cli import claude_flags as flags
+
+        self.allowed_tools = flags.split_rules(allowed_tools)
+        self.disallowed_tools = flags.split_rules(disallowed_tools)
+        self.add_dirs = flags.check_dirs(add_dirs)
+        self.mcp_servers = flags.mcp_servers_from(mcp_configs)
+        self.system_prompt = flags.prompt_text(*system_prompt, "--system-prompt")
+        self.append_system_prompt = flags.prompt_text(*append_system_prompt, "--append-system-prompt")
+        if session_id is not None:
+            if self.continue_latest or self.resume_id or self.pick_session:
+                raise flags.FlagError("--session-id starts a new session; to continue one use -r ID (or -c)")
+            self.session_id = flags.check_session_id(session_id)
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
@@ -62,6 +102,13 @@ def session_options(options: ChatOptions, *, non_interactive: bool):
         resume_id=options.resume_id,
         continue_latest=options.continue_latest,
         permission_mode=options.permission_mode,
+        allowed_tools=options.allowed_tools,
+        disallowed_tools=options.disallowed_tools,
+        add_dirs=options.add_dirs,
+        mcp_servers=options.mcp_servers,
+        session_id=options.session_id,
+        system_prompt=options.system_prompt,
+        append_system_prompt=options.append_system_prompt,
     )
 
 
@@ -76,8 +123,8 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
     from memagent.runtime import open_session
 
     wanted = session_options(options, non_interactive=non_interactive)
-    if fresh:
-        wanted.resume_id, wanted.continue_latest = None, False
+    if fresh:  # a new logical session too: --session-id named the first one only
+        wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 
@@ -108,8 +155,9 @@ def close_session(session) -> int:
     return EXIT_FAILURE if records_lost(session) else 0
 
 
-def run_print_mode(options: ChatOptions) -> int:
-    from memagent.ui.printmode import OUTPUT_FORMATS, run_print
+def check_print_options(options: ChatOptions) -> None:
+    """Usage errors of print mode, before anything is opened."""
+    from memagent.ui.printmode import INPUT_FORMATS, OUTPUT_FORMATS
 
     check_root(options.root)
     if options.pick_session:
@@ -117,18 +165,45 @@ def run_print_mode(options: ChatOptions) -> int:
              EXIT_USAGE)
     if options.output_format not in OUTPUT_FORMATS:
         fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, not {options.output_format!r}", EXIT_USAGE)
-    prompt = read_prompt(options.prompt or "", sys.stdin)
-    threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
-    session = open_or_fail(options, non_interactive=not options.auto_approve)
-    code = EXIT_FAILURE
-    try:
-        color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
-        return run_print(
-            session, prompt, sys.stdout, sys.stderr, color=color,
-            output_format=options.output_format, max_turns=options.max_turns,
-        )
-    finally:
-        closed = close_session(session)
+    if options.input_format not in INPUT_FORMATS:
+        fail(f"--input-format must be one of {', '.join(INPUT_FORMATS)}, not {options.input_format!r}", EXIT_USAGE)
+    streaming_in = options.input_format == "stream-json"
+    if streaming_in and options.output_format != "stream-json":
+        fail("--input-format stream-json needs --output-format stream-json", EXIT_USAGE)
+    if streaming_in and options.prompt not in (None, "-"):
+        fail("with --input-format stream-json the messages come on stdin, not as -p PROMPT", EXIT_USAGE)
+    if options.replay_user_messages and not streaming_in:
+        fail("--replay-user-messages goes with --input-format stream-json and --output-format stream-json", EXIT_USAGE)
+
+
+def run_print_mode(options: ChatOptions) -> int:
+    """``-p``: one turn (or one per stdin message with stream-json input); SIGTERM and SIGHUP
+    end it like Ctrl-C, with a final result and exit code 128 + the signal."""
+    from memagent.ui.printmode import run_print, signals_interrupt
+
+    check_print_options(options)
+    streaming_in = options.input_format == "stream-json"
+    with signals_interrupt() as stop:
+        try:
+            prompt = "" if streaming_in else read_prompt(options.prompt or "", sys.stdin)
+            threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
+            session = open_or_fail(options, non_interactive=not options.auto_approve)
+        except KeyboardInterrupt:
+            fail(f"{stop.reason} before the session started", stop.exit_code)
+        try:
+            color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+            if streaming_in:
+                from memagent.ui.stream_input import run_stream_input
+
+                code = run_stream_input(session, sys.stdin.buffer, sys.stdout, sys.stderr, stop=stop,
+                                        replay=options.replay_user_messages, max_turns=options.max_turns)
+            else:
+                code = run_print(
+                    session, prompt, sys.stdout, sys.stderr, color=color,
+                    output_format=options.output_format, max_turns=options.max_turns, stop=stop,
+                )
+        finally:
+            closed = close_session(session)
     return code or closed
 
 
@@ -275,10 +350,10 @@ def run_chat(options: ChatOptions) -> None:
     if options.pick_session and options.prompt is None and not sys.stdin.isatty():
         fail("-r needs a session id when there is no terminal to pick one in; `memagent sessions list` shows them",
              EXIT_USAGE)
-    with exit_on_termination_signals():
-        if options.prompt is not None:
-            code = run_print_mode(options)
-        else:
+    if options.headless:
+        code = run_print_mode(options)
+    else:
+        with exit_on_termination_signals():
             code = run_interactive(options)
     if code:
         raise typer.Exit(code)

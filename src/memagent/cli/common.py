@@ -22,10 +22,19 @@ RootOption = typer.Option(
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
+class Failure(typer.Exit):
+    """The exit :func:`fail` raises: it keeps the one-line message, so that a run that asked
+    for JSON output can also get it as a JSON error object (see ``cli.main.run``)."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(code)
+        self.message = message
+
+
 def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:
     """Print ``memagent: <message>`` on stderr and exit; never a traceback for user errors."""
     sys.stderr.write(f"memagent: {message}\n")
-    raise typer.Exit(code)
+    raise Failure(message, code)
 
 
 def resolve_paths(ctx: typer.Context | None, root: Optional[Path] = None) -> ProjectPaths:

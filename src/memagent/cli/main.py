@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 import typer
 
 from memagent import __version__
-from memagent.cli.common import EXIT_USAGE, RootOption, fail
+from memagent.cli.common import EXIT_USAGE, Failure, RootOption, fail
 
 SUBCOMMANDS = {
     "tasks": "The task graph in .tasks/: list, show, ready, blocked, tree, add, update, done, cancel, check.",
@@ -123,10 +123,7 @@ def __getattr__(name: str) -> typer.Typer:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def value_options() -> frozenset[str]:
-    """The chat options that take a value (the token after them is never a prompt or command).
-
-    Read from :func:`main`'s signature, so a new option cannot be forgotten here."""
+def _option_names(with_value: bool | None) -> frozenset[str]:
     import inspect
 
     from typer.models import OptionInfo
@@ -134,9 +131,21 @@ def value_options() -> frozenset[str]:
     names: set[str] = set()
     for parameter in inspect.signature(main).parameters.values():
         info = parameter.default
-        if isinstance(info, OptionInfo) and str(parameter.annotation) != "bool":
-            names.update(decl for decl in info.param_decls if decl.startswith("-"))
+        if isinstance(info, OptionInfo) and (with_value is None or (str(parameter.annotation) != "bool") == with_value):
+            names.update(decl for decl in info.param_decls or () if decl.startswith("-"))
     return frozenset(names)
+
+
+def value_options() -> frozenset[str]:
+    """The chat options that take a value (the token after them is never a prompt or command).
+
+    Read from :func:`main`'s signature, so a new option cannot be forgotten here."""
+    return _option_names(with_value=True)
+
+
+def option_names() -> frozenset[str]:
+    """Every option of the chat command, flags included (and ``--help``)."""
+    return _option_names(with_value=None) | {"-h", "--help"}
 
 
 def _positionals(argv: Sequence[str], takes_value: frozenset[str]) -> list[int]:
@@ -187,11 +196,21 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
 
     ``memagent "fix the bug" --yes`` → the bare words become the REPL's first message (a
     sub-command name in first position keeps priority); ``-r`` with no id → a session picker.
-    A single word that looks like a mistyped sub-command is refused rather than sent.
+    A single word that looks like a mistyped sub-command is refused rather than sent. Claude
+    Code's spellings are accepted (see :mod:`memagent.cli.claude_flags`): ``-p`` as a flag,
+    options with several values; its options memagent lacks are refused by name.
     """
+    from memagent.cli import claude_flags
+
     args = list(argv)
     if invoked_subcommand(args) is not None or COMPLETION_OPTIONS & set(args):
         return args
+    try:
+        claude_flags.refuse_unsupported(args, value_options())
+    except claude_flags.FlagError as exc:
+        fail(str(exc), EXIT_USAGE)
+    args = claude_flags.expand_variadic(args, option_names())
+    args, print_words = claude_flags.print_flag_form(args, option_names())
     for flag in ("-r", "--resume"):
         if flag in args:
             index = args.index(flag)
@@ -199,6 +218,10 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
             if following is None or (following.startswith("-") and following != "-") or " " in following:
                 args[index] = PICK_OPTION
     positions = _positionals(args, value_options())
+    if print_words is not None:  # -p as a flag: the bare words are the prompt, else stdin
+        words = [args[i] for i in positions]
+        rest = [arg for i, arg in enumerate(args) if i not in set(positions) and arg != "--"]
+        return rest + ["-p", " ".join(words) if words else "-"]
     if not positions or args[positions[0]] in SUBCOMMANDS:
         return args
     words = [args[i] for i in positions]
@@ -220,7 +243,7 @@ def main(
     ctx: typer.Context,
     prompt: Optional[str] = typer.Option(
         None, "-p", "--print", metavar="PROMPT",
-        help='Run one prompt to completion, print the answer and exit ("-" reads stdin).',
+        help='Run one prompt to completion, print the answer and exit ("-", or no PROMPT, reads stdin).',
     ),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the latest session in this project."),
     resume: Optional[str] = typer.Option(
@@ -236,13 +259,50 @@ def main(
         None, "--permission-mode", metavar="MODE",
         help="default | acceptEdits (file edits run without asking) | plan (read-only tools only) | bypassPermissions.",
     ),
+    skip_permissions: bool = typer.Option(
+        False, "--dangerously-skip-permissions", help="Same as --permission-mode bypassPermissions (deny rules still apply)."
+    ),
+    allowed_tools: Optional[list[str]] = typer.Option(
+        None, "--allowedTools", "--allowed-tools", metavar="RULES",
+        help='Allow these tools for this run without asking: permission rules, e.g. "Read Bash(git log:*)".',
+    ),
+    disallowed_tools: Optional[list[str]] = typer.Option(
+        None, "--disallowedTools", "--disallowed-tools", metavar="RULES",
+        help='Refuse these tools for this run: permission rules, e.g. "Bash(rm:*) WebFetch".',
+    ),
+    add_dir: Optional[list[Path]] = typer.Option(
+        None, "--add-dir", metavar="DIR", help="Let the file tools and commands also read and write DIR."
+    ),
+    mcp_config: Optional[list[str]] = typer.Option(
+        None, "--mcp-config", metavar="FILE|JSON", help='More MCP servers: a file or a JSON string with "mcpServers".'
+    ),
+    system_prompt: Optional[str] = typer.Option(
+        None, "--system-prompt", metavar="TEXT", help="Use TEXT instead of memagent's base system prompt."
+    ),
+    system_prompt_file: Optional[Path] = typer.Option(None, "--system-prompt-file", metavar="FILE", help="--system-prompt from a file."),
+    append_system_prompt: Optional[str] = typer.Option(
+        None, "--append-system-prompt", metavar="TEXT", help="Add TEXT at the end of the system prompt."
+    ),
+    append_system_prompt_file: Optional[Path] = typer.Option(
+        None, "--append-system-prompt-file", metavar="FILE", help="--append-system-prompt from a file."
+    ),
+    session_id: Optional[str] = typer.Option(
+        None, "--session-id", metavar="UUID", help="Start a new session under this id (a UUID); -r UUID continues it."
+    ),
     version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True, help="Show the version."),
     first_message: Optional[str] = typer.Option(None, FIRST_MESSAGE_OPTION, hidden=True),
     pick_session: bool = typer.Option(False, PICK_OPTION, hidden=True),
     output_format: Optional[str] = typer.Option(
-        None, "--output-format", help="With -p: text (default), json (one result object) or stream-json (one event per line)."
+        None, "--output-format", help="With -p: text (default), json (one result object) or stream-json (one message per line)."
+    ),
+    input_format: Optional[str] = typer.Option(
+        None, "--input-format", help="With -p: text (default) or stream-json (user messages as JSON lines on stdin, a turn each)."
     ),
     max_turns: Optional[int] = typer.Option(None, "--max-turns", help="With -p: stop after N model calls (exit 1).", min=1),
+    verbose: bool = typer.Option(False, "--verbose", help="Accepted for Claude Code's stream-json (always complete here)."),
+    replay_user_messages: bool = typer.Option(
+        False, "--replay-user-messages", help="With stream-json input and output: echo each input message back."
+    ),
 ) -> None:
     """Chat with the agent in this project (default), or run a sub-command."""
     ctx.obj = {"root": root}
@@ -250,37 +310,83 @@ def main(
         if prompt is not None or continue_ or resume or pick_session:
             fail("-p, -c and -r go with chat, not with a sub-command", EXIT_USAGE)
         return
-    if sum((continue_, resume is not None, pick_session)) > 1:
-        fail("use either -c or -r, not both", EXIT_USAGE)
-    if model is not None and not model.strip():
-        fail("--model: the model id is empty (leave the option out for the default)", EXIT_USAGE)
-    if prompt is not None and first_message is not None:
-        fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({first_message!r})", EXIT_USAGE)
-    if (output_format is not None or max_turns is not None) and prompt is None:
-        fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
-    if permission_mode is not None:
-        from memagent.permissions import MODES
-
-        if permission_mode not in MODES:
-            fail(f"--permission-mode {permission_mode!r}: use one of {', '.join(MODES)}", EXIT_USAGE)
     from memagent.cli.chat import ChatOptions, run_chat
 
-    run_chat(
-        ChatOptions(
-            root=root,
-            prompt=prompt,
-            continue_latest=continue_,
-            resume_id=resume,
-            auto_approve=yes,
-            model=model.strip() if model else None,
-            memory=not no_memory,
-            first_message=first_message,
-            pick_session=pick_session,
-            output_format=output_format or "text",
-            max_turns=max_turns,
-            permission_mode=permission_mode,
-        )
+    options = ChatOptions(
+        root=root,
+        prompt=prompt,
+        continue_latest=continue_,
+        resume_id=resume,
+        auto_approve=yes,
+        model=model,
+        memory=not no_memory,
+        first_message=first_message,
+        pick_session=pick_session,
+        output_format=output_format or "text",
+        max_turns=max_turns,
+        permission_mode=permission_mode,
+        input_format=input_format or "text",
+        replay_user_messages=replay_user_messages,
     )
+    try:
+        _check_chat(options, output_format_given=output_format is not None, skip_permissions=skip_permissions)
+        _apply_claude_flags(
+            options, allowed_tools=allowed_tools or (), disallowed_tools=disallowed_tools or (), add_dirs=add_dir or (),
+            mcp_configs=mcp_config or (), session_id=session_id,
+            system_prompt=(system_prompt, system_prompt_file), append_system_prompt=(append_system_prompt, append_system_prompt_file),
+        )
+        run_chat(options)
+    except Failure as exc:  # a usage or setup error before any turn: JSON too, when JSON was asked for
+        if options.output_format in ("json", "stream-json"):
+            print_error_result(exc.message)
+        raise
+
+
+def _check_chat(options, *, output_format_given: bool, skip_permissions: bool) -> None:
+    """The chat command's own usage errors (one line, exit 2)."""
+    if sum((options.continue_latest, options.resume_id is not None, options.pick_session)) > 1:
+        fail("use either -c or -r, not both", EXIT_USAGE)
+    if options.model is not None:
+        if not options.model.strip():
+            fail("--model: the model id is empty (leave the option out for the default)", EXIT_USAGE)
+        options.model = options.model.strip()
+    if options.prompt is not None and options.first_message is not None:
+        fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({options.first_message!r})",
+             EXIT_USAGE)
+    if (output_format_given or options.max_turns is not None) and not options.headless:
+        fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
+    options.permission_mode = _permission_mode(options.permission_mode, skip_permissions)
+
+
+def _apply_claude_flags(options, **flags) -> None:
+    from memagent.cli.claude_flags import FlagError
+
+    try:
+        options.apply_claude_flags(**flags)
+    except FlagError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def print_error_result(reason: str) -> None:
+    """A run that asked for JSON output and failed before its turn also gets the reason as a
+    JSON ``result`` object on stdout (the one line on stderr stays)."""
+    from memagent.ui.headless_shapes import setup_error_result
+    from memagent.ui.safe_text import json_line
+
+    sys.stdout.write(json_line(setup_error_result(reason)) + "\n")
+    sys.stdout.flush()
+
+
+def _permission_mode(mode: Optional[str], skip_permissions: bool) -> Optional[str]:
+    from memagent.permissions import MODES
+
+    if mode is not None and mode not in MODES:
+        fail(f"--permission-mode {mode!r}: use one of {', '.join(MODES)}", EXIT_USAGE)
+    if skip_permissions:
+        if mode not in (None, "bypassPermissions"):
+            fail(f"--dangerously-skip-permissions contradicts --permission-mode {mode}", EXIT_USAGE)
+        return "bypassPermissions"
+    return mode
 
 
 def _command_for(argv: Sequence[str]):
@@ -296,24 +402,48 @@ def _command_for(argv: Sequence[str]):
     return polish_help(typer.main.get_command(app))
 
 
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for json or stream-json output (read before parsing, so a
+    usage error can answer in JSON too)."""
+    for index, token in enumerate(argv):
+        if token == "--":
+            return False
+        if token.startswith("--output-format="):
+            value = token.partition("=")[2]
+        elif token == "--output-format" and index + 1 < len(argv):
+            value = argv[index + 1]
+        else:
+            continue
+        return value in ("json", "stream-json")
+    return False
+
+
+def _exit(argv: Sequence[str], code: int, message: str | None) -> NoReturn:
+    """Exit with ``code``; an error before the chat command ran (the command line itself) is
+    also a JSON ``result`` when the command line asked for JSON output."""
+    if code and message and wants_json(argv):
+        print_error_result(message)
+    sys.exit(code)
+
+
 def run() -> None:
     """Console entry point: usage errors become one line on stderr and exit code 2."""
+    argv = sys.argv[1:]
     try:
-        argv = sys.argv[1:]
         _check_text(argv)
-        argv = rewrite_argv(argv)
-        command = _command_for(argv)
-        code = command.main(args=argv, prog_name="memagent", standalone_mode=False)
+        rewritten = rewrite_argv(argv)
+        code = _command_for(rewritten).main(args=rewritten, prog_name="memagent", standalone_mode=False)
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        _exit(argv, exc.exit_code, getattr(exc, "message", None))
     except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("\nmemagent: interrupted\n")
-        sys.exit(130)
+        _exit(argv, 130, "interrupted")
     except typer.TyperException as exc:  # typer's (vendored click) usage and parameter errors
         from memagent.cli.wording import usage_error_line
 
         ctx = getattr(exc, "ctx", None)
         hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
-        sys.stderr.write(f"memagent: {usage_error_line(exc)}{hint}\n")
-        sys.exit(getattr(exc, "exit_code", EXIT_USAGE))
+        line = usage_error_line(exc)
+        sys.stderr.write(f"memagent: {line}{hint}\n")
+        _exit(argv, getattr(exc, "exit_code", EXIT_USAGE), line)
     sys.exit(code if isinstance(code, int) else 0)

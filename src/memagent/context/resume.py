@@ -15,6 +15,7 @@ a missing or unreadable transcript is a :class:`ResumeError` naming the file.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -83,6 +84,29 @@ def latest_session_id(transcripts_dir: Path) -> str | None:
     transcript is part of its parent's session, never one to continue)."""
     for path in reversed(list(iter_transcripts(transcripts_dir))):
         if _has_messages(path):
+            return path.stem
+    return None
+
+
+def _logical_session_of(path: Path) -> str | None:
+    """The logical session a transcript belongs to, from its first record (``session_start``);
+    None for a subagent's transcript (part of its parent's session, never one to continue)."""
+    try:
+        with path.open("rb") as fh:
+            record = json.loads(fh.readline(1 << 20) or b"null")
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and record.get("type") == "session_start" and record.get("kind") != "subagent":
+        return str(record.get("logical_session") or path.stem)
+    return None
+
+
+def newest_of_logical_session(transcripts_dir: Path, logical_id: str) -> str | None:
+    """The newest transcript of the logical session ``logical_id`` (the id a chain of resumes
+    keeps reporting), or None when no transcript belongs to it."""
+    wanted = logical_id.strip()
+    for path in reversed(list(iter_transcripts(Path(transcripts_dir)))):
+        if _logical_session_of(path) == wanted:
             return path.stem
     return None
 
@@ -233,6 +257,7 @@ __all__ = [
     "rebuild_history",
     "latest_session_id",
     "load_session",
+    "newest_of_logical_session",
     "seed_conversation",
     "session_path",
 ]

@@ -162,11 +162,19 @@ class McpClientFeature(BaseFeature):
 
 
 def mcp_client_feature(
-    paths: "ProjectPaths", settings: "Settings", env: Mapping[str, str], *, project_trusted: bool, warn: Warn
+    paths: "ProjectPaths",
+    settings: "Settings",
+    env: Mapping[str, str],
+    *,
+    project_trusted: bool,
+    warn: Warn,
+    extra_servers: Mapping[str, Any] | None = None,
 ) -> McpClientFeature:
     """The feature as the runtime composes it: ``$MEMAGENT_HOME/mcp.json`` and the project's
-    ``.mcp.json`` (the latter only when the project is trusted), and the ``mcp_*`` settings."""
-    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=project_trusted)
+    ``.mcp.json`` (the latter only when the project is trusted), the servers given on the
+    command line (``--mcp-config``), and the ``mcp_*`` settings."""
+    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=project_trusted,
+                             extra_servers=extra_servers)
     return McpClientFeature(
         config,
         env=env,

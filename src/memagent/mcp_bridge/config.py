@@ -177,9 +177,17 @@ def read_servers_file(path: Path) -> dict[str, Any]:
 
 
 def load_mcp_config(
-    user_file: Path, project_file: Path | None, env: Mapping[str, str], *, project_trusted: bool
+    user_file: Path,
+    project_file: Path | None,
+    env: Mapping[str, str],
+    *,
+    project_trusted: bool,
+    extra_servers: Mapping[str, Any] | None = None,
 ) -> McpConfig:
-    """Both files merged (project entries win by name); never raises for bad content."""
+    """Both files merged (project entries win by name); never raises for bad content.
+
+    ``extra_servers`` (``mcpServers`` entries the user gave on the command line, ``--mcp-config``)
+    are the user's own choice, used like the user file's and winning over both files by name."""
     config = McpConfig()
     entries: dict[str, tuple[Any, str]] = {}
     sources = [(user_file, "user")] + ([(project_file, "project")] if project_file is not None else [])
@@ -194,6 +202,8 @@ def load_mcp_config(
             continue
         for name, entry in servers.items():
             entries[str(name)] = (entry, origin)
+    for name, entry in (extra_servers or {}).items():
+        entries[str(name)] = (entry, "command line")
     for name, (entry, origin) in entries.items():
         try:
             config.servers.append(parse_server(name, entry, env, origin))

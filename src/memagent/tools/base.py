@@ -45,6 +45,8 @@ class ToolContext:
     outputs_dir: Path | None = None  # where capped outputs are saved in full
     bash_timeout: float = 120.0
     output_cap_chars: int = 30_000
+    # Folders outside the root the file tools may also use (``--add-dir``), resolved.
+    extra_roots: tuple[Path, ...] = ()
     # Set by the loop for the duration of one call: a long-running tool passes output chunks as
     # they come (an empty string is a heartbeat) and must call it regularly; it raises
     # ToolCancelled when the call was cancelled. None when nobody listens.

@@ -42,6 +42,8 @@ from memagent.tools.paths import (
     outputs_dir,
     project_root,
     resolve_path,
+    shown_path,
+    walk_base,
     walk_files,
 )
 
@@ -412,13 +414,15 @@ def glob(inp: GlobInput, ctx: ToolContext) -> str:
     pattern = _normalise_pattern(ctx, inp.pattern)
     root = project_root(ctx)
     start = resolve_path(ctx, literal_prefix(pattern) or ".")
+    base = walk_base(ctx, start)
     regex = compile_glob(pattern)
     found: list[tuple[float, str]] = []
     if start.is_dir():
-        for path, rel in walk_files(root, start, IgnoreRules.for_root(root)):
-            if regex.match(rel):
+        for path, rel in walk_files(base, start, IgnoreRules.for_root(base)):
+            listed = shown_path(base, root, rel)
+            if regex.match(listed):
                 with suppress(OSError):
-                    found.append((path.stat().st_mtime, rel))
+                    found.append((path.stat().st_mtime, listed))
     if not found:
         hint = ""
         if "/" not in pattern and "**" not in pattern:
@@ -545,10 +549,11 @@ def grep(inp: GrepInput, ctx: ToolContext) -> str:
             raise ToolError(f"{shown_target} is binary, unreadable or larger than {limit}; not searched.")
         files = [(target, shown_target)]
     else:
+        base = walk_base(ctx, target)
         files = (
-            (path, rel)
-            for path, rel in walk_files(root, target, IgnoreRules.for_root(root))
-            if _filter_accepts(file_filter, glob_pattern, rel)
+            (path, shown_path(base, root, rel))
+            for path, rel in walk_files(base, target, IgnoreRules.for_root(base))
+            if _filter_accepts(file_filter, glob_pattern, shown_path(base, root, rel))
         )
 
     results: list[str] = []

@@ -58,11 +58,30 @@ def _is_within(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
 
 
+def allowed_roots(ctx: ToolContext) -> tuple[Path, ...]:
+    """The folders besides the project root the user gave the file tools (``--add-dir``)."""
+    return tuple(Path(p).expanduser().resolve() for p in ctx.extra_roots)
+
+
+def walk_base(ctx: ToolContext, start: Path) -> Path:
+    """The folder a search starting at ``start`` lists paths from: the project root, or the
+    added folder ``start`` lies in (whose files are then shown with absolute paths)."""
+    root = project_root(ctx)
+    if _is_within(start, root):
+        return root
+    return next((base for base in allowed_roots(ctx) if _is_within(start, base)), root)
+
+
+def shown_path(base: Path, root: Path, rel: str) -> str:
+    """A walked file as the model sees it: relative to the root, absolute in an added folder."""
+    return rel if base == root else f"{base.as_posix().rstrip('/')}/{rel}"
+
+
 def resolve_path(ctx: ToolContext, raw: str, *, extra_roots: tuple[Path, ...] = ()) -> Path:
     """Resolve ``raw`` against the project root, refusing anything that lands outside it.
 
-    ``extra_roots`` are further allowed (resolved) directories, e.g. the outputs directory
-    when it was configured outside the project.
+    The folders of ``ctx.extra_roots`` (``--add-dir``) and ``extra_roots`` (resolved, e.g. the
+    outputs directory when it was configured outside the project) are allowed too.
     """
     if not raw or not raw.strip():
         raise ToolError("Path is empty.")
@@ -75,7 +94,7 @@ def resolve_path(ctx: ToolContext, raw: str, *, extra_roots: tuple[Path, ...] = 
         resolved = candidate.resolve()
     except (OSError, RuntimeError) as exc:  # symlink loops, unreadable components
         raise ToolError(f"Cannot resolve path {raw!r}: {exc}") from exc
-    for base in (root, *extra_roots):
+    for base in (root, *allowed_roots(ctx), *extra_roots):
         if _is_within(resolved, base):
             return resolved
     hint = ""

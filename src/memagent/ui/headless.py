@@ -1,33 +1,35 @@
 """Machine-readable print mode: ``--output-format json`` and ``--output-format stream-json``.
 
-``json`` writes one object to stdout when the turn is over; ``stream-json`` writes one JSON
-object per line as the turn runs. Every object has a ``type``:
+The objects are the ones Claude Code's ``claude -p`` writes (built in
+:mod:`memagent.ui.headless_shapes`), so scripts and the ``claude-agent-sdk`` parser written for
+it read memagent's output unchanged. ``json`` writes only the ``result`` object, when the turn
+is over; ``stream-json`` writes one object per line as the turn runs: ``system``/``init``, then
+``assistant`` lines (the model's messages, one per content block), ``user`` lines (each tool's
+result), ``system``/``notice`` lines (memagent's warnings, compaction, retries) and last the
+``result``.
 
-- ``init`` (first): ``session_id``, ``model``, ``cwd``, ``tools`` (the tool names);
-- ``assistant``: ``text``, a piece of the answer, complete up to the next tool call;
-- ``tool_use``: ``id``, ``name``, ``input``;
-- ``tool_result``: ``tool_use_id``, ``name``, ``content``, ``is_error``;
-- ``notice``: ``level`` (info, warning, error) and ``text`` (session warnings, compaction,
-  retries, …);
-- ``result`` (last, and the only object of ``json``): ``subtype`` (``success``,
-  ``error_max_turns``, ``error_during_execution``, ``error_interrupted``), ``is_error``,
-  ``result`` (the final answer), ``error`` (one line, or null), ``stop_reason``,
-  ``session_id``, ``model``, ``num_turns`` (model calls in the turn), ``duration_ms``,
-  ``usage`` (``input_tokens``, ``output_tokens``, ``cache_read_input_tokens``,
-  ``cache_creation_input_tokens``, summed over every model call of the session, summaries and
-  memory extraction included) and ``total_cost_usd`` (an estimate from the price table in
-  :mod:`memagent.pricing`; null for a model with no known price).
+The ``result``: ``subtype`` (``success``, ``error_max_turns``, ``error_during_execution``),
+``is_error``, ``result`` (the final answer; after an interruption, what was produced),
+``errors`` (on an error), ``session_id`` (the logical session: the same across ``-c``/``-r``),
+``num_turns`` (model calls in the turn), ``duration_ms``, ``duration_api_ms`` (time spent
+waiting for the model), ``usage`` (tokens of every model call of the turn, summaries and memory
+extraction included), ``modelUsage`` (the agent's own calls per model), ``total_cost_usd``
+(the session's cost so far, from :mod:`memagent.pricing`; null when a model's price is
+unknown), ``permission_denials`` (``tool_name``, ``tool_use_id``, ``tool_input`` of each call
+that was refused), ``terminal_reason``, ``stop_reason``, and memagent's ``model`` and ``error``.
 
-Warnings and errors also go to stderr as one line each; the exit code is 0 on success, 1 when
-the turn ended in an error (including ``--max-turns`` reached), 130 when interrupted.
+Warnings and errors also go to stderr as one line each. Exit codes: 0 success, 1 the turn ended
+in an error (including ``--max-turns`` reached), 128 + the signal number when interrupted
+(130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), with a final ``result`` that says so.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Callable
 
+from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.events import (
     AgentEvent,
     AssistantText,
@@ -37,140 +39,309 @@ from memagent.events import (
     TurnEnded,
     WaitingForModel,
 )
-from memagent.ui.printmode import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, consume_turn, report_warnings
+from memagent.llm.types import ModelResponse
+from memagent.tools.base import ToolOutcome
+from memagent.ui import headless_shapes as shapes
+from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal, consume_turn, report_warnings
 from memagent.ui.safe_text import json_line, printable
 
 
-@dataclass
-class HeadlessRecorder:
-    """Turns the event stream into JSON objects; ``emit`` receives each (stream-json)."""
+class TurnTap(BaseFeature):
+    """Watches the loop from inside, as the first feature of the session: each model response
+    as it completes, and which tool calls were validated and which of those actually ran (a
+    validated call that never ran was refused: a rule, the mode, a hook or no one to approve)."""
 
-    emit: Any = None  # Callable[[dict], None] | None
+    name = "headless"
+
+    def __init__(self, on_response: Callable[[ModelResponse], None]):
+        self.on_response = on_response
+        self.validated: dict[str, ToolCall] = {}
+        self.ran: set[str] = set()
+
+    def after_response(self, response: ModelResponse) -> None:
+        self.on_response(response)
+
+    def check_tool(self, call: ToolCall) -> str | None:
+        self.validated[call.id] = call
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self.ran.add(call.id)
+
+    def refused(self, tool_use_id: str) -> ToolCall | None:
+        call = self.validated.get(tool_use_id)
+        return call if call is not None and tool_use_id not in self.ran else None
+
+
+@dataclass
+class TurnRecord:
+    """What one turn produced, as the events and the tap report it."""
+
+    started: float = field(default_factory=time.monotonic)
     rounds: int = 0
-    final_text: str = ""
+    api_ms: float = 0.0
+    waiting_since: float | None = None
+    responses: list[ModelResponse] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
+    running_tool: str | None = None
+    denials: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = ""
+    final_text: str = ""
     error: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    _text: list[str] = field(default_factory=list)
+
+    def model_answered(self) -> None:
+        if self.waiting_since is not None:
+            self.api_ms += (time.monotonic() - self.waiting_since) * 1000
+            self.waiting_since = None
+
+    @property
+    def produced(self) -> str:
+        """The answer so far: the final text, else what streamed since the newest complete
+        response, else the newest response's text."""
+        if self.final_text.strip():
+            return self.final_text.strip()
+        partial = "".join(self.partial).strip()
+        if partial:
+            return partial
+        return self.responses[-1].text().strip() if self.responses else ""
+
+
+def _one_line(text: str | None) -> str | None:
+    return " ".join(text.split()) if text else None
+
+
+class HeadlessRun:
+    """One headless session: any number of turns, each from an ``init`` line to a ``result``
+    (stream-json writes every line; json only the results)."""
+
+    def __init__(self, session: Any, out: IO[str], err: IO[str], *, streaming: bool, stop: StopSignal | None = None):
+        self.session, self.out, self.err = session, out, err
+        self.streaming = streaming
+        self.stop = stop or StopSignal()
+        self.turn = TurnRecord()
+        self.tap = TurnTap(self._on_response)
+        agent = session.agent
+        agent.features = [self.tap, *agent.features]
+        self._warnings_seen = 0
+
+    # ------------------------------------------------------------------ output
+
+    @property
+    def session_id(self) -> str:
+        return str(getattr(self.session, "logical_session_id", "") or getattr(self.session, "session_id", ""))
+
+    def write(self, obj: dict[str, Any]) -> None:
+        self.out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
+        self.out.flush()
+
+    def _stream(self, obj: dict[str, Any]) -> None:
+        if self.streaming:
+            self.write(obj)
+
+    def _report_warnings(self) -> None:
+        warnings = getattr(self.session, "warnings", [])
+        for warning in warnings[self._warnings_seen:]:
+            self._stream(shapes.notice("warning", warning, self.session_id))
+        self._warnings_seen = report_warnings(warnings, self._warnings_seen, self.err)
+
+    # ------------------------------------------------------------------ one turn
+
+    def single(self, prompt: str) -> int:
+        """Run one turn (``-p PROMPT``) and return the exit code."""
+        return self.exit_code(self.run_turn(prompt))
+
+    def run_turn(self, prompt: str) -> dict[str, Any]:
+        """Run one user turn to its end and write its ``result``; returns that object. Each turn
+        opens with the ``init`` line and the session warnings not reported yet."""
+        self._stream(init_message(self.session, self.session_id))
+        self._report_warnings()
+        self.turn = TurnRecord()
+        self.tap.validated.clear()
+        self.tap.ran.clear()
+        usage_before = _meter_snapshot(self.session)
+        agent = self.session.agent
+        interrupted = consume_turn(agent, agent.run_turn(prompt), self.handle)
+        self.turn.model_answered()
+        self._report_warnings()
+        result = self._result(interrupted, usage_before)
+        self.write(result)
+        self._tell_stderr(result)
+        return result
 
     def handle(self, event: AgentEvent) -> None:
+        turn = self.turn
         if isinstance(event, WaitingForModel):
-            self.rounds += 1
+            turn.rounds += 1
+            turn.waiting_since = time.monotonic()
         elif isinstance(event, AssistantText):
-            self._text.append(event.text)
+            turn.partial.append(event.text)
         elif isinstance(event, ToolCallStarted):
-            self._flush_text()
-            self._send({"type": "tool_use", "id": event.id, "name": event.name, "input": event.input})
+            turn.running_tool = event.id
         elif isinstance(event, ToolCallFinished):
-            self._send({"type": "tool_result", "tool_use_id": event.id, "name": event.name,
-                        "content": event.content, "is_error": event.is_error})
+            turn.running_tool = None
+            self._tool_finished(event)
         elif isinstance(event, Notice):
-            self._flush_text()
-            self._send({"type": "notice", "level": event.level, "text": event.text})
+            self._stream(shapes.notice(event.level, event.text, self.session_id))
         elif isinstance(event, TurnEnded):
-            self._flush_text()
-            self.final_text, self.stop_reason, self.error = event.final_text, event.stop_reason, event.error
-            self.usage = dict(event.usage)
+            turn.model_answered()
+            turn.stop_reason, turn.final_text, turn.error = event.stop_reason, event.final_text, event.error
 
-    def _flush_text(self) -> None:
-        text = "".join(self._text)
-        self._text.clear()
-        if text.strip():
-            self._send({"type": "assistant", "text": text})
+    def _on_response(self, response: ModelResponse) -> None:
+        self.turn.model_answered()
+        self.turn.responses.append(response)
+        self.turn.partial.clear()
+        for line in shapes.assistant_messages(response, self.session_id):
+            self._stream(line)
 
-    def _send(self, obj: dict[str, Any]) -> None:
-        if self.emit is not None:
-            self.emit(obj)
+    def _tool_finished(self, event: ToolCallFinished) -> None:
+        refused = self.tap.refused(event.id)
+        if refused is not None:
+            self.turn.denials.append({"tool_name": refused.name, "tool_use_id": refused.id, "tool_input": refused.input})
+        self._stream(shapes.tool_result_message(event.id, event.content, event.is_error, self.session_id))
+
+    # ------------------------------------------------------------------ the result
+
+    def _outcome(self, interrupted: bool) -> tuple[str, str | None, str]:
+        """(subtype, error, terminal_reason) of the turn just run."""
+        turn = self.turn
+        if interrupted or turn.stop_reason == "cancelled":
+            return "error_during_execution", self.stop.reason, ("aborted_tools" if turn.running_tool else "aborted_streaming")
+        if turn.stop_reason == "max_rounds":
+            return "error_max_turns", turn.error, "max_turns"
+        if turn.error is not None or not turn.stop_reason:
+            reason = shapes.TERMINAL_REASONS.get(turn.stop_reason, "model_error")
+            return "error_during_execution", turn.error or "the turn did not finish", reason
+        return "success", None, "completed"
+
+    def _result(self, interrupted: bool, usage_before: Any) -> dict[str, Any]:
+        from memagent.pricing import cost_usd
+
+        subtype, error, terminal = self._outcome(interrupted)
+        turn = self.turn
+        usage, cost = _turn_usage_and_cost(self.session, turn, usage_before)
+        return shapes.result_message(
+            subtype=subtype,
+            session_id=self.session_id,
+            result=turn.produced,
+            error=_one_line(error),
+            stop_reason=(turn.responses[-1].stop_reason if turn.responses else None),
+            terminal_reason=terminal,
+            num_turns=turn.rounds,
+            duration_ms=int((time.monotonic() - turn.started) * 1000),
+            duration_api_ms=int(turn.api_ms),
+            usage=usage,
+            total_cost_usd=cost,
+            model=_model_name(self.session),
+            model_usage=shapes.model_usage(turn.responses, cost_usd),
+            permission_denials=turn.denials,
+        )
+
+    def _tell_stderr(self, result: dict[str, Any]) -> None:
+        if result["is_error"]:
+            self.err.write(f"memagent: {printable(str(result['error']))}\n")
+            self.err.flush()
+
+    def exit_code(self, result: dict[str, Any]) -> int:
+        if result.get("terminal_reason") in ("aborted_tools", "aborted_streaming"):
+            return self.stop.exit_code
+        return EXIT_FAILURE if result["is_error"] else EXIT_OK
 
 
-def init_object(session: Any) -> dict[str, Any]:
+def _permission_mode(agent: Any) -> str:
+    permissions = getattr(agent, "permissions", None)
+    if permissions is not None:
+        return str(permissions.mode)
+    return "bypassPermissions" if getattr(agent, "auto_approve", False) else "default"
+
+
+def _api_key_source() -> str:
+    from memagent.config import credentials_from_env
+
+    creds = credentials_from_env()
+    if creds.api_key:
+        return "ANTHROPIC_API_KEY"
+    return "ANTHROPIC_AUTH_TOKEN" if creds.auth_token else "none"
+
+
+def _features_named(session: Any, name: str) -> list[Any]:
+    return [f for f in getattr(session, "features", None) or [] if getattr(f, "name", "") == name]
+
+
+def _mcp_servers(session: Any) -> list[dict[str, str]]:
+    servers = []
+    for feature in _features_named(session, "mcp"):
+        for status in feature.manager.statuses():
+            servers.append({"name": status.name, "status": shapes.MCP_STATES.get(status.status, status.status)})
+    return servers
+
+
+def _slash_commands(session: Any) -> list[str]:
+    paths = getattr(session, "paths", None)
+    if paths is None:
+        return []
+    from memagent.commands_md import discover_commands
+
+    return discover_commands(paths.root, paths.home).names()
+
+
+def init_message(session: Any, session_id: str) -> dict[str, Any]:
+    """The ``system``/``init`` line: what this session runs with."""
+    from memagent import __version__
+
     agent = session.agent
-    tools = agent.tools.names() if hasattr(agent.tools, "names") else []
-    return {
-        "type": "init",
-        "session_id": getattr(session, "session_id", ""),
-        "model": agent.config.model or getattr(agent.model, "name", ""),
-        "cwd": str(getattr(agent.tool_context, "root", "")),
-        "tools": tools,
-    }
+    skills = [skill.name for feature in _features_named(session, "skills") for skill in feature.index.skills]
+    return shapes.system_init(
+        session_id=session_id,
+        cwd=str(getattr(agent.tool_context, "root", "")),
+        model=_model_name(session),
+        tools=agent.tools.names() if hasattr(agent.tools, "names") else [],
+        mcp_servers=_mcp_servers(session),
+        permission_mode=_permission_mode(agent),
+        slash_commands=_slash_commands(session),
+        skills=skills,
+        api_key_source=_api_key_source(),
+        version=__version__,
+    )
 
 
-def _usage_and_cost(session: Any, recorder: HeadlessRecorder) -> tuple[dict[str, int], float | None]:
+def _model_name(session: Any) -> str:
+    agent = session.agent
+    return str(agent.config.model or getattr(agent.model, "name", "") or "")
+
+
+def _meter_snapshot(session: Any) -> Any:
     from memagent.llm.metered import meter_of
-    from memagent.pricing import cost_usd
 
     metered = meter_of(session.agent.model)
-    if metered is None:  # an unmetered model: the last response's usage is all there is
-        usage = {k: int(recorder.usage.get(k, 0)) for k in
-                 ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")}
-        return usage, cost_usd(session.agent.config.model or "", usage)
-    meter = metered.snapshot()
-    usage = {
-        "input_tokens": meter.input_tokens,
-        "output_tokens": meter.output_tokens,
-        "cache_read_input_tokens": meter.cache_read_tokens,
-        "cache_creation_input_tokens": meter.cache_write_tokens,
-    }
-    return usage, (round(meter.cost, 6) if meter.cost is not None else None)
+    return metered.snapshot() if metered is not None else None
 
 
-def result_object(session: Any, recorder: HeadlessRecorder, interrupted: bool, duration_ms: int) -> dict[str, Any]:
-    usage, cost = _usage_and_cost(session, recorder)
-    if interrupted or recorder.stop_reason == "cancelled":
-        subtype, error = "error_interrupted", recorder.error or "interrupted"
-    elif recorder.stop_reason == "max_rounds":
-        subtype, error = "error_max_turns", recorder.error
-    elif recorder.error is not None or not recorder.stop_reason:
-        subtype, error = "error_during_execution", recorder.error or "the turn did not finish"
+def _turn_usage_and_cost(session: Any, turn: TurnRecord, before: Any) -> tuple[dict[str, int], float | None]:
+    """The turn's tokens (every metered call, else the agent's own responses) and the session's
+    cost so far; the cost is None when a model's price is unknown."""
+    from memagent.pricing import cost_usd, price_for
+
+    after = _meter_snapshot(session)
+    if after is None or before is None:
+        usage = shapes.zero_usage()
+        cost: float | None = 0.0
+        for response in turn.responses:
+            for key, value in response.usage.to_dict().items():
+                usage[key] += value
+            one = cost_usd(response.model or _model_name(session), response.usage)
+            cost = None if one is None or cost is None else cost + one
+        calls = len(turn.responses)
     else:
-        subtype, error = "success", None
-    return {
-        "type": "result",
-        "subtype": subtype,
-        "is_error": subtype != "success",
-        "result": recorder.final_text.strip(),
-        "error": " ".join(error.split()) if error else None,
-        "stop_reason": recorder.stop_reason or None,
-        "session_id": getattr(session, "session_id", ""),
-        "model": session.agent.config.model or getattr(session.agent.model, "name", ""),
-        "num_turns": recorder.rounds,
-        "duration_ms": duration_ms,
-        "usage": usage,
-        "total_cost_usd": cost,
-    }
+        usage = {
+            "input_tokens": after.input_tokens - before.input_tokens,
+            "cache_creation_input_tokens": after.cache_write_tokens - before.cache_write_tokens,
+            "cache_read_input_tokens": after.cache_read_tokens - before.cache_read_tokens,
+            "output_tokens": after.output_tokens - before.output_tokens,
+        }
+        cost, calls = after.cost, after.calls
+    if calls == 0 and price_for(_model_name(session)) is None:
+        cost = None  # nothing was spent, but a price that is not known is not zero either
+    return usage, (round(cost, 6) if cost is not None else None)
 
 
-def _warnings(warnings: list[str], start: int, err: IO[str], recorder: HeadlessRecorder) -> int:
-    """Session warnings go to stderr, and into the stream as ``notice`` events."""
-    for warning in warnings[start:]:
-        recorder.handle(Notice(warning, "warning"))
-    return report_warnings(warnings, start, err)
-
-
-def run_headless(session: Any, prompt: str, out: IO[str], err: IO[str], *, output_format: str, color: bool = False) -> int:
-    """Run one turn, writing ``json`` or ``stream-json`` to ``out``; returns the exit code."""
-    started = time.monotonic()
-
-    def emit(obj: dict[str, Any]) -> None:
-        out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
-        out.flush()
-
-    streaming = output_format == "stream-json"
-    recorder = HeadlessRecorder(emit=emit if streaming else None)
-    if streaming:
-        emit(init_object(session))
-    seen = _warnings(session.warnings, 0, err, recorder)
-    interrupted = consume_turn(session.agent, session.agent.run_turn(prompt), recorder.handle)
-    _warnings(session.warnings, seen, err, recorder)
-    result = result_object(session, recorder, interrupted, int((time.monotonic() - started) * 1000))
-    emit(result)
-    if result["subtype"] == "error_interrupted":
-        err.write("memagent: interrupted\n")
-        return EXIT_INTERRUPTED
-    if result["is_error"]:
-        err.write(f"memagent: {printable(str(result['error']))}\n")
-        return EXIT_FAILURE
-    return EXIT_OK
-
-
-__all__ = ["HeadlessRecorder", "init_object", "result_object", "run_headless"]
+__all__ = ["HeadlessRun", "TurnRecord", "TurnTap", "init_message"]
