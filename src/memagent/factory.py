@@ -30,6 +30,7 @@ from memagent.context.policy import CompactionRequest
 from memagent.context.resume import Resumed
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id
 from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition, discover_agents
+from memagent.features.background_shells import BackgroundShellsFeature
 from memagent.features.checkpoints import CheckpointFeature
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
@@ -73,6 +74,7 @@ class Parts:
     processed_ids: set[str] = field(default_factory=set)  # messages already mined for memories
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
     extra_roots: tuple[Path, ...] = ()  # folders the file tools may also use (--add-dir)
+    shell: ShellConfig | None = None  # how commands run, and the session's background shells
 
 
 @dataclass
@@ -125,7 +127,20 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     features.append(_hooks(parts))
     features.append(_mcp_client(parts))
     features.append(_subagents(parts))
+    features.append(_background_shells(parts))
     return features, memory.off_reason
+
+
+def session_shell(settings: Settings, home: Path) -> ShellConfig:
+    """How a session runs commands (its sandbox, probed once) with its own background shells;
+    its subagents share it."""
+    return ShellConfig.from_settings(settings, home).with_background()
+
+
+def _background_shells(parts: Parts) -> BackgroundShellsFeature:
+    parts.shell = parts.shell or session_shell(parts.settings, parts.paths.home)
+    assert parts.shell.background is not None
+    return BackgroundShellsFeature(parts.shell.background, parts.settings.saved_output_max_bytes)
 
 
 def _checkpoints(parts: Parts) -> list[Feature]:
@@ -172,7 +187,7 @@ def build_agent(
     paths, settings = parts.paths, parts.settings
     system = build_system(paths.root, [feature.system_text() for feature in features], base=system_prompt,
                           append=append_system_prompt)
-    shell = ShellConfig.from_settings(settings, paths.home)
+    shell = parts.shell or ShellConfig.from_settings(settings, paths.home)
     tools = builtin_tools(shell) + [t for feature in features for t in feature.tools()]
     registry = ToolRegistry.of(t for t in tools if allow is None or allow(t))
     agent = Agent(
@@ -318,7 +333,7 @@ class Spawner:
         )
         return Parts(mine.paths, mine.settings, session_id, mine.model, conversation, TodoManager(), CompactionRequest(),
                      None, [], mine.env, mine.trusted, mine.logical_session or mine.session_id,
-                     extra_roots=mine.extra_roots)
+                     extra_roots=mine.extra_roots, shell=mine.shell)
 
 
 def _child_model(model: ChatModel, meter: UsageMeter) -> ChatModel:

@@ -56,7 +56,7 @@ EDIT_TOOLS = frozenset({"write_file", "edit_file"})
 # Tools that change nothing outside the conversation: the only ones plan mode runs.
 READ_ONLY_TOOLS = frozenset(
     {"read_file", "glob", "grep", "memory_search", "memory_stats", "recall", "task_get", "task_list",
-     "todo", "compact", "task"}  # task: a subagent's own calls go through the gate one by one
+     "todo", "compact", "task", "bash_output"}  # task: a subagent's own calls go through the gate one by one
 )
 _PATH_TOOLS = frozenset({"Read", "Write", "Edit"})
 

@@ -38,7 +38,7 @@ from memagent.context.resume import (
 from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
-from memagent.factory import Controls, Parts, build_agent, compose_features
+from memagent.factory import Controls, Parts, build_agent, compose_features, session_shell
 from memagent.features.checkpoints import (
     CheckpointFeature,
     RewindPlan,
@@ -345,6 +345,7 @@ def open_session(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical,
         _processed_ids(resumed, conversation), dict(options.mcp_servers), tuple(options.add_dirs),
+        session_shell(settings, paths.home),
     )
     features, memory_off_reason = compose_features(parts)
     controls = Controls(permissions, approver, options.auto_approve or settings.auto_approve, options.non_interactive)

@@ -44,6 +44,7 @@ from memagent.redact import RedactingWriter
 from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
+from memagent.tools.background import ShellError, ShellRegistry
 from memagent.tools.sandbox import Sandbox, SandboxConfig, scrubbed_environment
 
 if TYPE_CHECKING:
@@ -276,6 +277,10 @@ class BashInput(ToolInput):
         exclusiveMinimum=0,
         maximum=MAX_TIMEOUT_SECONDS,
     )
+    run_in_background: bool | SkipJsonSchema[None] = optional_field(
+        "Run the command in the background and return its id at once (no timeout); read its output "
+        "later with bash_output and stop it with kill_shell. For servers, watchers and long builds."
+    )
 
     @field_validator("timeout")
     @classmethod
@@ -287,10 +292,23 @@ class BashInput(ToolInput):
 
 @dataclass
 class ShellConfig:
-    """How the bash tool runs commands: the sandbox (probed once) and the saved-output cap."""
+    """How the bash tool runs commands: the sandbox (probed once), the saved-output cap, and
+    the session's background shells (None: ``run_in_background`` is refused)."""
 
     sandbox: Sandbox = field(default_factory=Sandbox)
     saved_output_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
+    background: ShellRegistry | None = None
+
+    def launch(self, command: str, root: Path) -> tuple[list[str], dict[str, str], str | None]:
+        """How a command runs: its argv (in the sandbox when it can start), its environment (no
+        secrets), and a notice to show once when it runs unconfined."""
+        argv, notice = self.sandbox.command(command, root)
+        return argv, child_environment(self.sandbox.environment(os.environ, root)), notice
+
+    def with_background(self) -> "ShellConfig":
+        """This configuration with a registry of background shells of its own."""
+        self.background = ShellRegistry(self.launch)
+        return self
 
     @classmethod
     def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "ShellConfig":
@@ -474,11 +492,25 @@ Run a shell command with bash in the project root and return its combined stdout
 Each call starts a fresh shell in the project root (`cd` does not carry over; chain with
 `&&`). Non-interactive (stdin is empty): never start editors, pagers or prompts. The result ends
 with the exit code. Long output keeps the head and tail; the full text is saved to a file
-you can open with read_file. Default timeout 120 s (`timeout` up to 600). Prefer read_file,
+you can open with read_file. Default timeout 120 s (`timeout` up to 600). For a server, a
+watcher or anything long, pass `run_in_background: true`: you get an id at once and read the
+output with bash_output. Prefer read_file,
 glob, grep, edit_file and write_file over cat, find, grep, sed and echo redirection.
 Commands usually run in a sandbox: only the project folder is writable, /tmp is private,
 secrets in the home folder are hidden and there is no network. Catastrophic commands
 (sudo, rm -rf /, mkfs, …) are refused."""
+
+
+def _start_background(shell: ShellConfig, command: str, root: Path) -> str:
+    if shell.background is None:
+        raise ToolError("background commands are not available here; run it without run_in_background")
+    try:
+        started = shell.background.start(command, root)
+    except (ShellError, OSError) as exc:
+        raise ToolError(f"the command could not start in the background: {exc}") from None
+    prefix = started.notice + "\n" if started.notice else ""
+    return (f"{prefix}Command running in background with ID: {started.id}. Read its output with bash_output "
+            f"(bash_id \"{started.id}\"); stop it with kill_shell (shell_id \"{started.id}\").")
 
 
 def bash_tool(config: ShellConfig | None = None) -> Tool:
@@ -494,10 +526,11 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
             raise ToolError(
                 f"Refused: {reason}. The command was not run; if it is really needed, ask the user to run it."
             )
-        timeout = inp.timeout or ctx.bash_timeout
         root = project_root(ctx)
-        argv, notice = shell.sandbox.command(command, root)
-        env = child_environment(shell.sandbox.environment(os.environ, root))
+        if inp.run_in_background:
+            return _start_background(shell, command, root)
+        timeout = inp.timeout or ctx.bash_timeout
+        argv, env, notice = shell.launch(command, root)
         with tempfile.TemporaryFile() as sink:
             code = run_command(argv, root, timeout, sink, env=env, progress=ctx.progress)
             output = render_output(sink, ctx, shell.saved_output_max_bytes)

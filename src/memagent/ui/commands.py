@@ -313,6 +313,27 @@ def cmd_agents(session: "Session", arg: str) -> Reply:
     return Reply("\n".join(lines))
 
 
+BASHES_USAGE = "usage: /bashes [kill ID]"
+
+
+def cmd_bashes(session: "Session", arg: str) -> Reply:
+    """The background shells of this session; ``/bashes kill ID`` stops one."""
+    from memagent.features.background_shells import BackgroundShellsFeature
+
+    feature = next((f for f in session.features if isinstance(f, BackgroundShellsFeature)), None)
+    if feature is None:
+        return Reply("Background shells are not available in this session.")
+    words = arg.split()
+    if words and (words[0] != "kill" or len(words) != 2):
+        return Reply(BASHES_USAGE, "red")
+    if words:
+        return Reply(feature.kill(words[1]))
+    lines = feature.listing()
+    if not lines:
+        return Reply("No background shells in this session (bash with run_in_background starts one).")
+    return Reply("\n".join(["Background shells:", *[f"  {line}" for line in lines], "Stop one with /bashes kill ID."]))
+
+
 def cmd_model(session: "Session", arg: str) -> Reply:
     """Show the model, or switch the main model for the rest of this session."""
     current = session.agent.config.model or getattr(session.agent.model, "name", "")
@@ -400,6 +421,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
+    Command("bashes", "/bashes [kill ID]", "background shells: list them, or stop one", cmd_bashes),
     Command("agents", "/agents", "the subagents the model can start (task tool) and their tools", cmd_agents),
     Command("rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind),
     Command("model", "/model [name]", "show the model, or switch to another one", cmd_model),
