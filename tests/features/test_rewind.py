@@ -224,3 +224,33 @@ def test_cards_learned_after_the_point_are_offered_and_forgotten(root, isolated_
     rewinds = [r for r in records(session) if r["type"] == "rewind"]
     assert rewinds[-1]["forgotten"] == [learned[0].id]
     session.close()
+
+
+def test_rewind_across_a_compaction_agrees_with_resume(root, isolated_env):
+    from memagent.llm.scripted import FunctionModel
+
+    (isolated_env / "config.toml").write_text("compact_tokens = 600\n")
+    pad = " lorem ipsum" * 80
+
+    def answer(request):
+        if not request.tools:  # the compaction summary
+            return reply("## Goal\nsummary of the early turns")
+        return reply("answer to " + user_texts(request.messages)[-1][:14])
+
+    session = open_session(SessionOptions(root=root, memory=False), model=FunctionModel(answer))
+    for prompt in ("first question", "second question", "third question", "fourth question"):
+        list(session.agent.run_turn(prompt + pad))
+    assert [r for r in records(session) if r["type"] == "compaction"], "the test needs a compaction"
+    assert [p.first_line[:15] for p in session.plan_rewind(1).points] == [
+        "first question ", "second question", "third question ", "fourth question"]
+
+    for turn in (4, 2):
+        session.rewind(session.plan_rewind(turn), code=False)
+        live = [m["content"] for m in session.agent.conversation.messages]
+        assert [m["content"] for m in load_session(root / ".transcripts", session.session_id).messages] == live
+        assert f"{['first', 'second', 'third', 'fourth'][turn - 1]} question" not in json.dumps(live)
+    assert [t[:14] for t in user_texts(session.agent.conversation.messages)] == ["first question"]
+    list(session.agent.run_turn("new second" + pad))
+    resumed = load_session(root / ".transcripts", session.session_id)
+    assert [m["content"] for m in resumed.messages] == [m["content"] for m in session.agent.conversation.messages]
+    session.close()
