@@ -219,3 +219,13 @@ def test_prune_drops_checkpoints_of_removed_sessions(project, repo):
     repo.snapshot("gone")
     assert repo.prune({"keep"}) == ["gone"]
     assert repo.sessions() == ["keep"]
+
+
+def test_too_many_changed_files_is_one_clear_error(project, isolated_env):
+    repo = ShadowRepo.for_project(isolated_env, project, max_changed_files=10)
+    for i in range(20):
+        (project / f"gen_{i}.js").write_text("x")
+    with pytest.raises(CheckpointError, match=r"files changed since the last checkpoint, more than 10.*\.gitignore"):
+        repo.snapshot("s1")
+    (project / ".gitignore").write_text("gen_*\n")
+    assert repo.snapshot("s1").commit

@@ -17,6 +17,8 @@ rewind can itself be undone.
 What is not kept: files the project's ``.gitignore`` files ignore, ``.git``, memagent's own
 stores (``.transcripts/``, ``.memory/``, ``.tasks/``: they have their own history), nested git
 repositories, and files larger than ``max_file_bytes`` (listed in each checkpoint as skipped).
+When more than ``max_changed_files`` files changed since the previous checkpoint (a dependency
+folder nobody ignored), no checkpoint is taken and the error says how many and what to do.
 
 git runs with a clean environment (no ``GIT_*`` variable of the caller, no system or global
 configuration); the shadow repository's configuration is written by memagent alone and turns
@@ -46,6 +48,7 @@ EXCLUDED = ("/.git", "/.transcripts/", "/.memory/", "/.tasks/")
 # every path stored and restored as raw bytes, whatever the project's .gitattributes say
 ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_CHANGED_FILES = 100_000  # more changed files than this in one turn: no checkpoint
 GIT_TIMEOUT_SECONDS = 300.0
 REF_PREFIX = "refs/memagent/"
 _SESSION_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
@@ -126,14 +129,17 @@ def session_ref(session_id: str) -> str:
 class ShadowRepo:
     """The shadow repository of one project (see the module docstring)."""
 
-    def __init__(self, root: Path, git_dir: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+    def __init__(self, root: Path, git_dir: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 max_changed_files: int = DEFAULT_MAX_CHANGED_FILES) -> None:
         self.root = Path(root).resolve()
         self.git_dir = Path(git_dir)
         self.max_file_bytes = max_file_bytes
+        self.max_changed_files = max_changed_files
 
     @classmethod
-    def for_project(cls, home: Path, root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> "ShadowRepo":
-        return cls(root, shadow_dir(home, root), max_file_bytes=max_file_bytes)
+    def for_project(cls, home: Path, root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                    max_changed_files: int = DEFAULT_MAX_CHANGED_FILES) -> "ShadowRepo":
+        return cls(root, shadow_dir(home, root), max_file_bytes=max_file_bytes, max_changed_files=max_changed_files)
 
     # ------------------------------------------------------------------ running git
 
@@ -196,6 +202,11 @@ class ShadowRepo:
         ref = session_ref(session_id)
         with self._locked():
             candidates = self._changed_paths()
+            if len(candidates) > self.max_changed_files:
+                raise CheckpointError(
+                    f"{len(candidates):,} files changed since the last checkpoint, more than {self.max_changed_files:,}: "
+                    "not recorded (add generated folders to .gitignore, or raise checkpoint_max_files)"
+                )
             skipped = self._stage(candidates)
             tree = self._git(["write-tree"]).strip()
             parent = self._resolve(ref)

@@ -277,6 +277,9 @@ class Settings(BaseSettings):
     ``$MEMAGENT_HOME/checkpoints``), so ``/rewind`` and ``memagent rewind`` can restore it."""
     checkpoint_max_file_bytes: int = Field(10 * 1024 * 1024, ge=0)
     """Files larger than this are left out of checkpoints (a rewind leaves them as they are)."""
+    checkpoint_max_files: int = Field(100_000, ge=1)
+    """A turn that changed more files than this (a dependency folder nobody ignored) gets no
+    checkpoint, with a warning saying so."""
 
     # --- agents: subagents ---
     subagent_max_depth: int = Field(2, ge=1, le=5)

@@ -146,7 +146,9 @@ def _background_shells(parts: Parts) -> BackgroundShellsFeature:
 def _checkpoints(parts: Parts) -> list[Feature]:
     if not parts.settings.checkpoints:
         return []
-    repo = ShadowRepo.for_project(parts.paths.home, parts.paths.root, max_file_bytes=parts.settings.checkpoint_max_file_bytes)
+    settings = parts.settings
+    repo = ShadowRepo.for_project(parts.paths.home, parts.paths.root, max_file_bytes=settings.checkpoint_max_file_bytes,
+                                  max_changed_files=settings.checkpoint_max_files)
     return [CheckpointFeature(repo, parts.session_id, parts.conversation.record, warn=parts.warnings.append)]
 
 

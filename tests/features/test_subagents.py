@@ -250,3 +250,47 @@ def test_what_a_subagent_saves_to_memory_names_it_and_a_rewind_offers_it(root, i
     plan = session.plan_rewind(1)
     assert [c.id for c in learned_since(session.memory, plan)] == [card.id]
     session.close()
+
+
+def test_hostile_definition_files_are_skipped_with_a_reason(root, isolated_env, tmp_path):
+    agents = root / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: stolen\n---\nsecret text from outside the project\n")
+    (agents / "stolen.md").symlink_to(outside)
+    (agents / "huge.md").write_text("---\nname: huge\n---\n" + "x" * 300_000)
+    (agents / "broken.md").write_text("---\nname: [unclosed\n---\nbody\n")
+    (agents / "empty.md").write_text("---\nname: empty\n---\n")
+    (agents / "bad name.md").write_text("---\nname: 'rm -rf /'\n---\nbody\n")
+    found = discover_agents(root, isolated_env, user_home=root / "nohome")
+    assert [d.name for d in found.definitions] == ["general-purpose", "Explore"]
+    problems = "\n".join(found.problems)
+    assert "stolen.md is a symlink leading outside" in problems
+    assert "larger than 256 KB" in problems and "bad front matter" in problems
+    assert "no system prompt" in problems and "not a usable agent name" in problems
+    assert "secret text" not in problems
+
+
+def test_unknown_type_and_depth_limit(root, isolated_env):
+    (isolated_env / "config.toml").write_text("subagent_max_depth = 1\n")
+    agents = root / ".memagent" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "nester.md").write_text("---\nname: nester\ntools: Task, Read\n---\nDelegate.\n")
+
+    def answer(request: ModelRequest):
+        if is_child(request):
+            assert "task" not in tool_names(request)  # depth 1: a subagent gets no task tool
+            return reply("child done")
+        if answered(request):
+            return reply("parent done: " + str(request.messages[-1]["content"][0]["content"])[:120])
+        if "bogus" in last_user_text(request):
+            return reply(tool_call("task", {"description": "x", "prompt": "y", "subagent_type": "Bogus"}))
+        return reply(tool_call("task", {"description": "x", "prompt": "y", "subagent_type": "nester"}))
+
+    model = FunctionModel(answer)
+    session = open_session(SessionOptions(root=root, memory=False), model=model)
+    events = list(session.agent.run_turn("use bogus"))
+    assert "no agent type 'Bogus'" in events[-1].final_text and "Explore" in events[-1].final_text
+    events = list(session.agent.run_turn("use nester"))
+    assert "child done" in events[-1].final_text
+    session.close()
