@@ -14,7 +14,8 @@ from fakeapi import FakeAnthropic, text, tool, turn
 from repl_kit import PROMPT, expect_text
 
 PTY_DIMENSIONS = (50, 160)
-READ_ONLY = {"read_file", "glob", "grep", "recall", "compact", "task_get", "task_list", "memory_search", "memory_stats"}
+READ_ONLY = {"read_file", "glob", "grep", "recall", "compact", "task_get", "task_list", "memory_search", "memory_stats",
+             "bash_output"}
 
 
 def system_text(body: dict) -> str:
