@@ -366,7 +366,7 @@ def fusion_table(sets: dict[str, list[PreparedCorpus]]) -> str:
 def embedding_speed(questions: Sequence[str], cards: Sequence[str], repeats: int = 31) -> str:
     """ONNX vs numpy backends on the same texts, interleaved in one run (so machine noise hits
     both alike): median/p95 ms per single query, and seconds per 1,000 card texts (median of 3)."""
-    embedders = [load_embedder("onnx"), load_embedder("numpy")]
+    embedders = [load_embedder("int8"), load_embedder("onnx"), load_embedder("numpy")]
     single: dict[str, list[float]] = {e.name: [] for e in embedders}
     bulk: dict[str, list[float]] = {e.name: [] for e in embedders}
     for embedder in embedders:
@@ -396,7 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("/work/shared/bench/locomo10.json"))
     parser.add_argument("--paraphrase", type=Path, default=REPO / "bench" / "paraphrase")
     parser.add_argument("--cache-dir", type=Path, default=REPO / "bench" / "out")
-    parser.add_argument("--embedder", default="onnx", choices=["onnx", "numpy"])
+    parser.add_argument("--embedder", default="int8", choices=["int8", "onnx", "numpy"],
+                        help="the embedding backend (int8: what memagent uses by default)")
     parser.add_argument("--grid", action="store_true", help="also search fusion weights on both sets")
     parser.add_argument("--markdown", type=Path, help="write the tables to this file")
     parser.add_argument("--embed-speed", action="store_true", help="also time the ONNX and numpy backends")

@@ -153,14 +153,18 @@ print(len(result["ids"][0]))
 """
 
 PEAK_RSS = """
-import resource, runpy, sys
+import atexit, runpy, sys
+def report():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                sys.stderr.write("\\nPEAK_RSS_KB " + line.split()[1] + "\\n")
+atexit.register(report)
 sys.argv = ["memagent", *sys.argv[1:]]
-try:
-    runpy.run_module("memagent", run_name="__main__")
-except SystemExit:
-    pass
-sys.stderr.write(f"\\nPEAK_RSS_KB {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
+runpy.run_module("memagent", run_name="__main__")
 """
+# VmHWM is this process's own high-water mark. ru_maxrss is not: a child started (fork/vfork +
+# exec) by a large parent reports the parent's peak, which made memory on and off look equal.
 
 
 def build_store(root: Path, n: int, embedder, rng: random.Random, texts: list[str] | None) -> float:

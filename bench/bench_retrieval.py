@@ -122,9 +122,9 @@ def cached_vectors(embedder, texts: list[str], cache_dir: Path, label: str) -> n
     return vectors
 
 
-def prepare(path: Path, cache_dir: Path) -> Prepared:
+def prepare(path: Path, cache_dir: Path, embedder_name: str = "auto") -> Prepared:
     cards, questions, now = load(path)
-    embedder = load_embedder()
+    embedder = load_embedder(embedder_name)
     lexical = LexicalIndex()
     for card in cards:
         lexical.add(card["id"], card["content"])
@@ -229,11 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=REPO / "bench" / "out")
     parser.add_argument("--by-kind", action="store_true", help="add a table per question kind")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
+    parser.add_argument("--embedder", default="auto", choices=["auto", "int8", "onnx", "numpy"],
+                        help="the embedding backend (auto: int8, as memagent uses)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"error: no benchmark data at {args.data}", file=sys.stderr)
         return 2
-    prepared = prepare(args.data, args.cache_dir)
+    prepared = prepare(args.data, args.cache_dir, args.embedder)
     methods = {"memagent": memagent(), "memagent, supersedes links hidden": without_links(memagent()),
                "dense (MiniLM)": dense_only, "BM25": bm25_only, "RRF (dense+BM25)": rrf}
     sections = [f"### Coding memory ({len(prepared.card_ids)} cards), all questions\n\n" + table(prepared, methods)]

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_ttft.py [--runs 7] [--typing 1.5]
+    python bench/bench_ttft.py [--runs 7] [--typing 1.5] [--store /work/bench-stores/store-10k]
 
 The fake API (``tests/fakeapi``) runs as a separate process and answers every request at once
 with a short text, so the figures are memagent's own overhead: process start, imports, opening
@@ -20,6 +20,9 @@ Measured per run, interleaved so that machine noise hits both sides alike:
 
 Prints medians in milliseconds and the memory-on / memory-off ratio of each row (target ≤ 1.3×
 for the REPL rows a user feels). The embedding graph is built once in a warm-up run first.
+
+``--store`` runs against a store of real cards built by ``bench_stores.py`` (its ``project`` and
+``home``) instead of an empty project: an empty store flatters memory-on (nothing to search).
 """
 
 from __future__ import annotations
@@ -85,14 +88,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--typing", type=float, default=1.5, help="seconds the simulated user types")
+    parser.add_argument("--store", type=Path, help="a store built by bench_stores.py (default: an empty project)")
     args = parser.parse_args()
     rows = {f"{name} [{mode}]": [] for name in ("REPL typed ahead: Enter→token", f"REPL typing {args.typing:g}s: Enter→token",
                                                  "REPL launch→token", "-p launch→answer") for mode in ("off", "on")}
     with tempfile.TemporaryDirectory() as tmp:
-        project = os.path.join(tmp, "project")
-        os.mkdir(project)
+        project = str(args.store / "project") if args.store else os.path.join(tmp, "project")
+        home = str(args.store / "home") if args.store else os.path.join(tmp, "home")
+        os.makedirs(project, exist_ok=True)
         with FakeAnthropicProcess([text(ANSWER)] * 2000, tmp) as fake:
-            env = dict(os.environ, MEMAGENT_HOME=os.path.join(tmp, "home"), HOME=os.path.join(tmp, "home"),
+            env = dict(os.environ, MEMAGENT_HOME=home, HOME=os.path.join(tmp, "home"),
                        ANTHROPIC_API_KEY="bench-key", ANTHROPIC_BASE_URL=fake.url, TERM="xterm-256color",
                        PROMPT_TOOLKIT_NO_CPR="1", ORT_DISABLE_TELEMETRY="1")
             repl_run(project, env, memory=True, typing=0)  # warm-up: the embedding graph cache

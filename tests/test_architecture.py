@@ -19,19 +19,20 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-LEAVES = ("events", "markers", "errors", "fsutil", "redact", "pricing", "paths", "protected")
-CORE_BASE_EXTRA = ("config",)
+LEAVES = ("events", "markers", "errors", "fsutil", "redact", "pricing", "paths", "protected", "gitsafe")
+CORE_BASE_EXTRA = ("config", "childenv")
 CORE_BASE = {*LEAVES, *CORE_BASE_EXTRA}
 ALLOWED: dict[str, set[str]] = {
     # leaves: shared vocabulary, importing nothing of memagent
     **{leaf: set() for leaf in LEAVES},
     "__init__": set(),
     "config": {"paths"},
+    "childenv": {"redact"},
     "__main__": {"cli"},
     "trust": {"config", "paths", "errors", "fsutil", "redact"},
     "permissions": {"config", "paths", "errors", "markers", "trust"},
     "todo": {"markers", "errors"},
-    "checkpoints": {"fsutil"},
+    "checkpoints": {"fsutil", "gitsafe"},
     "commands_md": {"config", "paths", "errors", "fsutil"},
     # the model adapter and the stores know nothing of the loop
     "llm": CORE_BASE,

@@ -9,7 +9,8 @@ from memagent.protected import is_protected, protected_reason
     "path",
     [".git/config", ".git/hooks/pre-commit", ".git/hooks", ".git", ".gitmodules", ".memagent.toml",
      "./.mcp.json", ".claude/settings.json", ".claude/commands/x.md", ".agents/skills/a/SKILL.md",
-     ".codex/config.toml", ".memagent/commands/c.md", ".vscode/tasks.json"],
+     ".codex/config.toml", ".memagent/commands/c.md", ".vscode/tasks.json", ".pre-commit-config.yaml",
+     "lefthook.yml", ".husky/pre-commit"],
 )
 def test_power_paths_are_protected(path):
     assert is_protected(path)

@@ -20,8 +20,9 @@ repositories, and files larger than ``max_file_bytes`` (listed in each checkpoin
 When more than ``max_changed_files`` files changed since the previous checkpoint (a dependency
 folder nobody ignored), no checkpoint is taken and the error says how many and what to do.
 
-git runs with a clean environment (no ``GIT_*`` variable of the caller, no system or global
-configuration); the shadow repository's configuration is written by memagent alone and turns
+git runs through :func:`memagent.gitsafe.run_git` (a clean environment, no system or global
+configuration, every program a configuration could name switched off), from inside the shadow
+repository, never the project's; its configuration is written by memagent alone and turns
 line-ending conversion, filters and ``ident`` off for every path (``info/attributes``), so a
 restore is byte for byte whatever the project's ``.gitattributes`` say. Each session's
 checkpoints form a chain of commits under ``refs/memagent/<session-id>``.
@@ -34,7 +35,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from memagent.fsutil import private_dir
+from memagent.gitsafe import GitError, run_git
 
 CHECKPOINTS_DIR = "checkpoints"
 EXCLUDED = ("/.git", "/.transcripts/", "/.memory/", "/.tasks/")
@@ -67,12 +68,6 @@ _CONFIG = (
     ("user.name", "memagent"),
     ("user.email", "checkpoints@memagent.invalid"),
 )
-_CLEAN_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_OPTIONAL_LOCKS": "0",
-}
 
 
 class CheckpointError(Exception):
@@ -146,24 +141,18 @@ class ShadowRepo:
     def _git(
         self, args: Sequence[str], *, timeout: float = GIT_TIMEOUT_SECONDS, check: bool = True, bare: bool = False
     ) -> str:
-        """``git`` on the shadow repository with the project as its work tree; stdout."""
+        """``git`` on the shadow repository with the project as its work tree (run from inside
+        the shadow repository: paths are relative to the work tree's top); stdout."""
         where = [] if bare else [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
-        argv = ["git", "--no-pager", *where, "-C", str(self.root), "-c", "safe.directory=*", *args]
-        env = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "TZ") if os.environ.get(name)}
-        env.setdefault("PATH", os.defpath)
         try:
-            done = subprocess.run(
-                argv, env={**env, **_CLEAN_ENV}, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise CheckpointError(f"git did not finish within {timeout:g} s") from None
-        except OSError as exc:
-            raise CheckpointError(f"git cannot run: {exc.strerror or exc}") from None
+            done = run_git([*where, "-c", "safe.directory=*", *args], self.git_dir if not bare else self.git_dir.parent,
+                           timeout=timeout)
+        except GitError as exc:
+            raise CheckpointError(str(exc)) from None
         if check and done.returncode != 0:
-            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            message = done.stderr.strip().splitlines()
             raise CheckpointError(f"git {args[0]} failed: {message[-1] if message else f'exit {done.returncode}'}")
-        return done.stdout.decode("utf-8", "surrogateescape")
+        return done.stdout
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -183,7 +172,6 @@ class ShadowRepo:
             raise CheckpointError(f"{self.root} is not a directory")
         if (self.git_dir / "HEAD").is_file():
             return
-        private_dir(self.git_dir.parent)
         private_dir(self.git_dir)
         self._git(["init", "--quiet", "--bare", str(self.git_dir)], bare=True)
         for key, value in _CONFIG:
@@ -231,8 +219,8 @@ class ShadowRepo:
         large = [p for p in candidates if not p.endswith("/") and self._too_large(p)]
         if large:
             self._git(["update-index", "--force-remove", "--", *large])
-        excludes = [f":(exclude,literal){p}" for p in (*nested, *large)]
-        self._git(["add", "--all", "--", ".", *excludes])
+        excludes = [f":(top,exclude,literal){p}" for p in (*nested, *large)]
+        self._git(["add", "--all", "--", ":/", *excludes])
         return nested + large
 
     def _too_large(self, relative: str) -> bool:

@@ -13,7 +13,8 @@ of the body) and ``argument-hint`` (shown after the name). Running ``/name some 
 the body as a user message with ``$ARGUMENTS`` replaced by everything after the name and
 ``$1`` … ``$9`` by the individual arguments (shell-style quoting); when the body mentions
 neither, the arguments are appended on a line of their own. A file whose front matter cannot
-be parsed is named in a warning and skipped.
+be parsed is named in a warning and skipped, and so is a file that is a symlink leading out of
+the project (for ``$MEMAGENT_HOME/commands/``: out of ``$MEMAGENT_HOME`` and the home folder).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from memagent.fsutil import resolves_inside
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 _POSITIONAL = re.compile(r"\$([1-9])")
@@ -115,8 +118,13 @@ def discover_commands(root: Path, home: Path, reserved: frozenset[str] = frozens
     for base, source in command_dirs(root, home):
         if not base.is_dir():
             continue
+        allowed = (root,) if source.startswith("project") else (home, Path.home())
         for path in sorted(base.rglob("*.md")):
             if not path.is_file() or not NAME_PATTERN.match(path.stem):
+                continue
+            if not resolves_inside(path, *allowed):  # a symlink out of the project (or your folders)
+                where = "the project" if source.startswith("project") else "your own folders"
+                found.problems.append(f"command skipped: {path} is a symlink leading outside {where}")
                 continue
             if path.stem.lower() in reserved:
                 found.problems.append(f"command /{path.stem} in {path} is ignored: a built-in command has that name")

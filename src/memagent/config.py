@@ -49,7 +49,8 @@ DEFAULT_CONTEXT_WINDOW = 200_000
 ENV_PREFIX = "MEMAGENT_"
 
 # Settings a project file may only set once the user trusts the project: each widens what the
-# agent may do without asking, or sends data somewhere the repository chooses.
+# agent may do without asking, sends data somewhere the repository chooses, deletes data, or
+# lowers a gate (memory's write gate, output caps, timeouts).
 WIDENING_SETTINGS = (
     "auto_approve",
     "permission_mode",
@@ -62,8 +63,27 @@ WIDENING_SETTINGS = (
     "sandbox",
     "sandbox_network",
     "sandbox_writable",
+    "sandbox_caches",
+    "sandbox_pass_env",
+    "transcript_retention",
+    "memory_min_confidence",
+    "memory_duplicate_cosine",
+    "memory_duplicate_overlap",
+    "memory_auto_writes_per_session",
+    "memory_min_relevance",
+    "memory_session_card_days",
+    "memory_archive_after_days",
+    "memory_archive_below_confidence",
+    "require_review",
+    "output_cap_chars",
+    "saved_output_max_bytes",
+    "bash_timeout",
     "checkpoints",  # turning the safety net off is the user's call, not a cloned repository's
 )
+
+# Settings only the user's own configuration (``$MEMAGENT_HOME/config.toml``, the environment,
+# flags) may set: a project file, trusted or not, cannot.
+USER_ONLY_SETTINGS = ("sandbox_project_hooks",)
 
 
 # --- mcp: hooks ----------------------------------------------------------------------------
@@ -162,9 +182,9 @@ class Settings(BaseSettings):
     """Micro-compaction keeps the newest N tool results verbatim in the request."""
     micro_compact_batch: int = Field(12, ge=1)
     """Old tool results are elided in batches of this size, so the cached prefix stays stable."""
-    bash_timeout: float = Field(120.0, gt=0)
+    bash_timeout: float = Field(120.0, gt=0, le=3600)
     """Default timeout of one ``bash`` call, in seconds."""
-    output_cap_chars: int = Field(30_000, ge=100)
+    output_cap_chars: int = Field(30_000, ge=100, le=10_000_000)
     """Tool output longer than this is cut (head and tail kept); the full text is saved."""
     auto_approve: bool = False
     """Run every tool without asking (as ``--yes``)."""
@@ -176,8 +196,9 @@ class Settings(BaseSettings):
     """Automatically learned memory cards stay inactive until ``memagent memory review``."""
     chroma_url: str | None = None
     """A Chroma server for the project's memory index (team mode) instead of the local folder."""
-    embedder: Literal["auto", "onnx", "numpy", "lexical"] = "auto"
-    """Where the embedding fallback chain starts: onnx → numpy → lexical (auto: onnx)."""
+    embedder: Literal["auto", "int8", "onnx", "numpy", "lexical"] = "auto"
+    """Where the embedding fallback chain starts: int8 (quantized ONNX) → onnx (fp32) → numpy →
+    lexical (auto: int8). A store re-embeds its cards when the variant changes."""
     # --- eco: project instructions ---
     instructions_max_chars: int = Field(40_000, ge=0)
     """Budget for the instruction files (AGENTS.md, CLAUDE.md and their imports) in the system
@@ -238,7 +259,7 @@ class Settings(BaseSettings):
     """Permission rules that always ask first, e.g. ``Bash(git push:*)``."""
     deny: tuple[str, ...] = ()
     """Permission rules that refuse a tool call, e.g. ``Read(.env)``; deny wins."""
-    transcript_retention: int | None = Field(None, ge=1)
+    transcript_retention: int | None = Field(None, ge=1, le=100_000)
     """Days a transcript is kept (older ones are deleted at session start); unset keeps them all."""
 
     @field_validator("chroma_url", mode="before")
@@ -267,8 +288,17 @@ class Settings(BaseSettings):
     sandbox_writable: tuple[str, ...] = ()
     """Folders besides the project root that sandboxed commands may write."""
     sandbox_hidden: tuple[str, ...] = ()
-    """Files or folders hidden from sandboxed commands, besides the usual secrets in the home folder."""
-    saved_output_max_bytes: int = 8 * 1024 * 1024
+    """Files or folders hidden from sandboxed commands, besides the home folder and the rest."""
+    sandbox_caches: tuple[str, ...] = ()
+    """Folders under the home folder (tool caches, toolchains) sandboxed commands may read, besides
+    the defaults (pip, npm, cargo, go, maven, gradle caches …); relative to the home folder."""
+    sandbox_project_hooks: bool = True
+    """Hooks a project file defines run in the sandbox (false: on the host, like the user's own);
+    only the user's own configuration may set it."""
+    sandbox_pass_env: tuple[str, ...] = ()
+    """Environment variables passed to commands, hooks and servers although their name or value
+    looks secret, e.g. ``["NPM_CONFIG_REGISTRY"]`` (never the agent's own API key)."""
+    saved_output_max_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024**3)
     """Cap on a long command's full output saved under .transcripts (head and tail kept)."""
 
     # --- agents: checkpoints ---
@@ -345,6 +375,33 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return data
 
 
+# Gate settings a project may always make *stricter* (a value the gate is at least this strict with).
+STRICTER_WHEN = {
+    "require_review": lambda value, current: value is True,
+    "memory_min_confidence": lambda value, current: isinstance(value, (int, float)) and value >= current,
+}
+
+
+def _stricter(key: str, value: Any, user: "_Layer") -> bool:
+    """True when a project's value of a gate setting only tightens what the user has."""
+    check = STRICTER_WHEN.get(key)
+    if check is None:
+        return False
+    current = user.values.get(key, Settings.model_fields[key].default)
+    try:
+        return bool(check(value, current))
+    except TypeError:
+        return False
+
+
+def _outside_project(path: Path, root: Path) -> bool:
+    """True for a symlink whose target lies outside ``root``: not the project's file to read."""
+    if not path.is_symlink():
+        return False
+    real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return real != base and base not in real.parents
+
+
 def _env_layer(env: Mapping[str, str]) -> _Layer:
     try:
         values = _MappingEnvSource(env)()
@@ -362,8 +419,12 @@ def _layers(
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
     user = _Layer(str(paths.user_config), _read_toml(paths.user_config))
-    project_values = _read_toml(paths.project_config)
-    widening = sorted(k for k in project_values if k in WIDENING_SETTINGS)
+    project_values: dict[str, Any] = {}
+    if _outside_project(paths.project_config, paths.root):
+        notices.append(f"{paths.project_config}: a symlink to a file outside the project; not read")
+    else:
+        project_values = _read_toml(paths.project_config)
+    widening = sorted(k for k in project_values if k in WIDENING_SETTINGS and not _stricter(k, project_values[k], user))
     if widening and not trusted:
         for key in widening:
             project_values.pop(key)
@@ -371,9 +432,36 @@ def _layers(
             f"{paths.project_config} asks for {', '.join(widening)}; ignored because this project is not "
             "trusted (run `memagent trust` in it to allow its settings)"
         )
+    user_only = sorted(k for k in project_values if k in USER_ONLY_SETTINGS)
+    for key in user_only:
+        project_values.pop(key)
+    if user_only:
+        notices.append(
+            f"{paths.project_config} sets {', '.join(user_only)}; ignored (only your own "
+            f"{paths.user_config.name} may set it)"
+        )
     project = _Layer(str(paths.project_config), project_values)
     flags = _Layer("the command line", {k: v for k, v in overrides.items() if v is not None}, _flag_name)
     return [user, project, _env_layer(env), flags], notices
+
+
+def setting_origin(
+    paths: ProjectPaths,
+    key: str,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    trusted: bool = False,
+) -> str:
+    """Which source the value of ``key`` comes from: ``"project"`` (the project's file),
+    ``"user"`` (the user's file, the environment or a flag) or ``"default"``."""
+    env = os.environ if env is None else env
+    layers, _ = _layers(paths, env, overrides or {}, trusted)
+    origin = "default"
+    for layer in layers:
+        if key in layer.values:
+            origin = "project" if layer.label == str(paths.project_config) else "user"
+    return origin
 
 
 def load_settings_with_notices(
@@ -434,8 +522,12 @@ def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[st
         problem = _PLAIN_PROBLEMS[kind]
     elif kind == "literal_error":
         problem = f"must be one of {ctx.get('expected', '')}".replace("'", "")
-    elif kind in ("greater_than_equal", "greater_than"):
-        problem = f"must be at least {ctx.get('ge', ctx.get('gt'))}"
+    elif kind == "greater_than_equal":
+        problem = f"must be at least {ctx.get('ge')}"
+    elif kind == "greater_than":
+        problem = f"must be more than {ctx.get('gt')}"
+    elif kind in ("less_than_equal", "less_than"):
+        problem = f"must be at most {ctx.get('le', ctx.get('lt'))}"
     else:
         problem = str(error.get("msg", "is not valid")).lower()
     value = merged.get(key)
@@ -451,11 +543,13 @@ __all__ = [
     "Credentials",
     "ProjectPaths",
     "Settings",
+    "USER_ONLY_SETTINGS",
     "WIDENING_SETTINGS",
     "credentials_from_env",
     "find_project_root",
     "load_settings",
     "load_settings_with_notices",
+    "setting_origin",
     "memagent_home",
     "project_paths",
     "setting_names",

@@ -49,6 +49,7 @@ from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
+from memagent.tools.executor import LocalExecutor
 from memagent.tools.shell import ShellConfig
 
 # Claude Code's model aliases in a subagent definition, as memagent's settings name them.
@@ -74,7 +75,10 @@ class Parts:
     processed_ids: set[str] = field(default_factory=set)  # messages already mined for memories
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
     extra_roots: tuple[Path, ...] = ()  # folders the file tools may also use (--add-dir)
-    shell: ShellConfig | None = None  # how commands run, and the session's background shells
+    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox (bash, hooks, background shells)
+    prefetch_memory: bool = True  # see runtime.SessionOptions
+    memory_upkeep: bool = True  # see runtime.SessionOptions
+    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
 
 
 @dataclass
@@ -121,13 +125,15 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         processed_ids=parts.processed_ids,
         current_task=current_task,
         warn=parts.warnings.append,
+        prefetch=parts.prefetch_memory,
+        upkeep=parts.memory_upkeep,
     )
     if memory.feature is not None:
         features.append(memory.feature)
     features.append(_hooks(parts))
     features.append(_mcp_client(parts))
     features.append(_subagents(parts))
-    features.append(_background_shells(parts))
+    features.extend(_background_shells(parts))
     return features, memory.off_reason
 
 
@@ -137,10 +143,10 @@ def session_shell(settings: Settings, home: Path) -> ShellConfig:
     return ShellConfig.from_settings(settings, home).with_background()
 
 
-def _background_shells(parts: Parts) -> BackgroundShellsFeature:
-    parts.shell = parts.shell or session_shell(parts.settings, parts.paths.home)
-    assert parts.shell.background is not None
-    return BackgroundShellsFeature(parts.shell.background, parts.settings.saved_output_max_bytes)
+def _background_shells(parts: Parts) -> list[Feature]:
+    if parts.shell.background is None:
+        return []
+    return [BackgroundShellsFeature(parts.shell.background, parts.settings.saved_output_max_bytes)]
 
 
 def _checkpoints(parts: Parts) -> list[Feature]:
@@ -153,10 +159,14 @@ def _checkpoints(parts: Parts) -> list[Feature]:
 
 
 def _hooks(parts: Parts) -> HooksFeature:
+    """Hooks a project file defines run in the session's sandbox unless the user's own config
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
+    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
         transcript_path=lambda: transcript, warn=parts.warnings.append,
+        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
     )
 
 
@@ -189,7 +199,7 @@ def build_agent(
     paths, settings = parts.paths, parts.settings
     system = build_system(paths.root, [feature.system_text() for feature in features], base=system_prompt,
                           append=append_system_prompt)
-    shell = parts.shell or ShellConfig.from_settings(settings, paths.home)
+    shell = parts.shell
     tools = builtin_tools(shell) + [t for feature in features for t in feature.tools()]
     registry = ToolRegistry.of(t for t in tools if allow is None or allow(t))
     agent = Agent(

@@ -13,6 +13,11 @@ cards and the REPL history are nobody else's to read, and not meant to be commit
 missing parent on the way to it (``$MEMAGENT_HOME`` itself, when the first command to run is
 ``memagent memory add`` or ``memagent mcp serve``), is created 0700: whichever command runs first,
 nothing memagent writes is readable by other users.
+
+A project's data folders (``.transcripts``, ``.tasks``, ``.memory``) are never reached through a
+symlink: a repository that ships ``.transcripts`` as a link to another folder, or a command that
+swaps ``.tasks`` for one, gets :class:`UnsafePath` (one line) instead of memagent writing,
+``chmod``-ing or deleting elsewhere (:func:`refuse_symlinks`).
 """
 
 from __future__ import annotations
@@ -62,6 +67,49 @@ def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mo
         raise
 
 
+class UnsafePath(OSError):
+    """A data folder or file that is a symlink (or reached through one): memagent refuses to
+    follow it. ``str()`` is one line."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "a symlink memagent does not follow"
+
+
+def refuse_symlinks(base: Path, path: Path) -> Path:
+    """``path`` when no part of it below ``base`` is a symlink; else :class:`UnsafePath`.
+
+    Parts that do not exist yet are fine (nothing to follow). ``path`` must lie under ``base``
+    (lexically); ``base`` itself is trusted as given."""
+    try:
+        relative = path.relative_to(base)
+    except ValueError:
+        raise UnsafePath(f"{path} is outside {base}") from None
+    current = base
+    for part in relative.parts:
+        current = current / part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                shown = relative.as_posix() if current == path else current.relative_to(base).as_posix()
+                raise UnsafePath(
+                    f"{shown} is a symlink; memagent keeps its data only in real folders inside the "
+                    "project (remove the link)"
+                )
+        except FileNotFoundError:
+            break
+    return path
+
+
+def resolves_inside(path: Path, *bases: Path) -> bool:
+    """True when ``path``, all symlinks and ``..`` resolved, lies in one of ``bases`` (resolved
+    too): what a file memagent reads by itself must do, so a symlink cannot lead it elsewhere."""
+    real = Path(os.path.realpath(path))
+    for base in bases:
+        folder = Path(os.path.realpath(base))
+        if real == folder or folder in real.parents:
+            return True
+    return False
+
+
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 IGNORE_EVERYTHING = "*\n"
@@ -85,16 +133,25 @@ def make_dirs(path: Path) -> Path:
     return path
 
 
-def private_dir(path: Path, *, gitignore: bool = False) -> Path:
+def private_dir(path: Path, *, gitignore: bool = False, inside: Path | None = None) -> Path:
     """Make ``path`` (and missing parents) with mode 0700; tighten it if it already exists.
+
+    With ``inside`` (the project root, for the project's data folders), no part of ``path`` below
+    it may be a symlink (:class:`UnsafePath`), checked before and after creating it. A folder
+    that is not ours (another owner) or a symlink is never ``chmod``-ed.
 
     With ``gitignore``, a ``.gitignore`` containing ``*`` is added when missing (an existing one,
     perhaps edited by the user, is kept).
     """
+    if inside is not None:
+        refuse_symlinks(inside, path)
     make_dirs(path)
+    if inside is not None:
+        refuse_symlinks(inside, path)
     with suppress(OSError):  # a folder owned by someone else: writing will say why
-        if path.stat().st_mode & 0o077:
-            os.chmod(path, PRIVATE_DIR_MODE)
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+            os.chmod(path, PRIVATE_DIR_MODE, follow_symlinks=False)
     if gitignore:
         ignore = path / ".gitignore"
         if not ignore.exists():

@@ -4,7 +4,8 @@ A repository is untrusted input, and the agent (or a command it runs) can write 
 the working tree. Some files in the tree, though, decide what runs later with the user's full
 power: git's configuration and hooks (``core.fsmonitor``, ``pre-commit``), a ``.git`` *file*
 that points git elsewhere, submodule definitions, and the configuration of memagent and of the
-other agents a user runs in the same folder (settings, MCP servers, hooks, skills, commands).
+other agents a user runs in the same folder (settings, MCP servers, hooks, skills, commands),
+and the files git-hook frameworks (pre-commit, lefthook, husky) run on the user's next commit.
 
 This module is the one list of those paths. Two parts read it:
 
@@ -26,6 +27,14 @@ PROTECTED_FILES = (
     ".gitmodules",
     ".memagent.toml",
     ".mcp.json",
+    # read by installed git hooks (pre-commit, lefthook) on the user's next commit
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yml",
+    ".lefthook.yaml",
+    "lefthook-local.yml",
+    "lefthook-local.yaml",
 )
 PROTECTED_FOLDERS = (
     ".git/hooks",
@@ -36,6 +45,7 @@ PROTECTED_FOLDERS = (
     ".codex",
     ".gemini",
     ".vscode",
+    ".husky",  # git hooks husky installs (core.hooksPath)
 )
 # Read-only when ``.git`` is a *file* (``gitdir: …``): it names where git keeps its data.
 GIT_LINK = ".git"

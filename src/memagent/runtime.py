@@ -24,6 +24,7 @@ from memagent.config import (
     credentials_from_env,
     load_settings_with_notices,
     project_paths,
+    setting_origin,
 )
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
@@ -56,6 +57,7 @@ from memagent.paths import child_environment
 from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
+from memagent.tools.sandbox import clear_stale_placeholders
 
 
 class SetupError(Exception):
@@ -81,6 +83,8 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
+    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
@@ -325,6 +329,7 @@ def open_session(
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
@@ -341,11 +346,13 @@ def open_session(
     conversation = _open_conversation(paths, settings, session_id, resumed, logical)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
+    shell = session_shell(settings, paths.home)
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical,
-        _processed_ids(resumed, conversation), dict(options.mcp_servers), tuple(options.add_dirs),
-        session_shell(settings, paths.home),
+        _processed_ids(resumed, conversation), dict(options.mcp_servers), tuple(options.add_dirs), shell,
+        options.prefetch_memory, options.memory_upkeep,
+        project_hooks=setting_origin(paths, "hooks", env, trusted=trusted) == "project",
     )
     features, memory_off_reason = compose_features(parts)
     controls = Controls(permissions, approver, options.auto_approve or settings.auto_approve, options.non_interactive)

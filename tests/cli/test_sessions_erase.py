@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from memagent.context.transcript import TranscriptWriter, prune_transcripts, read_records, redact_in_transcripts
 from memagent.llm.scripted import ScriptedModel, reply
+from memagent.paths import memagent_home
 from memagent.runtime import SessionOptions, open_session
 
 DAY = 86_400
@@ -17,6 +18,7 @@ DAY = 86_400
 
 def make_session(directory, session_id, text="hello", age_days=0.0):
     writer = TranscriptWriter.open(directory, session_id)
+    writer.set_header({"type": "session_start", "session_id": session_id, "model": "m"})
     writer.message({"role": "user", "content": [{"type": "text", "text": text}]})
     writer.close()
     outputs = directory / session_id / "outputs"
@@ -66,7 +68,9 @@ def test_retention_setting_prunes_at_session_start(tmp_path):
     directory = tmp_path / ".transcripts"
     old = make_session(directory, "20260101-000000-aaaa", age_days=10)
     recent = make_session(directory, "20261121-000000-bbbb", age_days=2)
-    (tmp_path / ".memagent.toml").write_text("transcript_retention = 7\n")
+    home = memagent_home()  # retention deletes data: the user's own config sets it
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("transcript_retention = 7\n")
     session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel([reply("hi")]))
     try:
         assert not old.exists() and recent.exists()

@@ -161,7 +161,9 @@ def test_a_stripe_key_and_an_email_never_reach_a_card(run_cli, project):
 def test_printing_every_key_shape_and_personal_datum_through_bash_leaves_none_on_disk(run_cli, project, cli_env):
     values = [value for _, _, value, _ in SHAPES]
     lines = [template.format(v=value) for _, template, value, _ in SHAPES] + [line for _, line, _, _ in PERSONAL]
-    (project / ".memagent.toml").write_text("output_cap_chars = 400\n")  # the full output is saved to a file
+    home = Path(cli_env["MEMAGENT_HOME"])  # the user's own config: an untrusted project may not lower a cap
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("output_cap_chars = 400\n")  # the full output is saved to a file
     command = "printf '%s\\n' " + " ".join(shlex.quote(line) for line in lines)
     requests, result = ask(run_cli, project, "print the fixtures", tool("bash", {"command": command}), extra=("--yes",))
     assert any(values[0] in json.dumps(r) for r in requests)  # the live session saw them

@@ -5,6 +5,7 @@ except the user's own files they were planted in."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -31,7 +32,9 @@ def plant(project: Path) -> None:
         f"slack: {VALUE['Slack token']}\n"
         f"the production deploy password is {VALUE['prose password']}\n"
     )
-    (project / ".memagent.toml").write_text("output_cap_chars = 400\n")  # long output is saved to a file
+    home = Path(os.environ["MEMAGENT_HOME"])  # the user's own config: an untrusted project may not lower a cap
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("output_cap_chars = 400\n")  # long output is saved to a file
 
 
 def files_under(*roots: Path) -> list[Path]:

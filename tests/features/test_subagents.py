@@ -94,7 +94,7 @@ def test_two_tasks_in_one_response_each_child_with_its_own_context_and_tools(roo
         texts = [b.get("text", "") for m in request.messages for b in m["content"] if b.get("type") == "text"]
         assert not any("look at alpha and beta" in t for t in texts)  # nothing of the parent's conversation
         assert tool_names(request) <= {"read_file", "glob", "grep", "memory_search", "memory_stats", "recall",
-                                       "task_get", "task_list", "compact"}
+                                       "task_get", "task_list", "compact", "bash_output"}
         assert "read_file" in tool_names(request) and "task" not in tool_names(request)
     parent_final = [r for r in model.requests if not is_child(r)][-1]
     results = [b for b in parent_final.messages[-1]["content"] if b.get("type") == "tool_result"]

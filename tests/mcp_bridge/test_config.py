@@ -113,3 +113,31 @@ def test_tool_names_are_api_safe():
     assert tool_name("my server", "do.it/now") == "mcp__my_server__do_it_now"
     long = tool_name("s" * 40, "t" * 40)
     assert len(long) == 64 and long.startswith("mcp__ssss")
+
+
+@pytest.mark.parametrize("name", ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"])
+def test_a_server_naming_memagents_own_key_is_not_started(tmp_path, name):
+    config = load_mcp_config(
+        write(tmp_path / "mcp.json", {
+            "stdio": {"command": "srv", "env": {"KEY": f"${{{name}}}"}},
+            "http": {"type": "http", "url": "https://example.com/mcp", "headers": {"x-api-key": f"${{{name}}}"}},
+        }),
+        None, {name: "sk-ant-own-key", "PATH": "/bin"}, project_trusted=True,
+    )
+    assert config.servers == []
+    assert len(config.broken) == 2 and all(name in str(b) and "never passed" in str(b) for b in config.broken)
+
+
+def test_inherited_values_shaped_like_secrets_are_dropped():
+    spec = StdioServer("s", "cmd")
+    env = {"PATH": "/bin", "HOME": "/h", "TERM": "https://hooks.slack.com/services/T0/B0/x", "USER": "me"}
+    assert server_environment(spec, env) == {"PATH": "/bin", "HOME": "/h", "USER": "me"}
+
+
+def test_a_project_mcp_json_linked_out_of_the_project_is_not_read(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    elsewhere = write(tmp_path / "elsewhere.json", {"x": {"command": "srv"}})
+    (project / ".mcp.json").symlink_to(elsewhere)
+    config = load_mcp_config(tmp_path / "none.json", project / ".mcp.json", {}, project_trusted=True)
+    assert config.servers == [] and "outside the project" in config.problems[0]

@@ -56,6 +56,13 @@ def onnx_embedder(graph_cache):
 
 
 @pytest.fixture(scope="session")
+def int8_embedder(graph_cache):
+    embedder = load_embedder("int8", cache_dir=graph_cache)
+    assert embedder.name == "all-MiniLM-L6-v2/onnx-int8", embedder.fallback_reasons
+    return embedder
+
+
+@pytest.fixture(scope="session")
 def numpy_embedder():
     embedder = load_embedder("numpy")
     assert embedder.name == "all-MiniLM-L6-v2/numpy", embedder.fallback_reasons

@@ -170,3 +170,68 @@ def test_module_import_is_light():
             "'chromadb','torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- the int8 variant: onnxruntime's quantizer, once, cached with the weights hash
+
+
+def test_int8_is_the_default_and_close_to_fp32_but_its_own_model(int8_embedder, onnx_embedder, graph_cache):
+    assert load_embedder(cache_dir=graph_cache).name == int8_embedder.name  # auto starts at int8
+    assert int8_embedder.model_id == "all-MiniLM-L6-v2@int8" != onnx_embedder.model_id
+    texts = PINNED_SENTENCES + ["How do I run the tests?", "Ünïcödé ✓ and emoji 🎉", "word " * 300]
+    quantized, full = int8_embedder.embed(texts), onnx_embedder.embed(texts)
+    cosines = (quantized * full).sum(axis=1)
+    assert quantized.shape == full.shape and cosines.min() > 0.97 and cosines.mean() > 0.985
+    np.testing.assert_allclose(np.linalg.norm(quantized, axis=1), 1.0, atol=1e-5)
+
+
+def test_int8_graph_is_quantized_once_and_cached_with_the_weights_hash(int8_embedder, graph_cache):
+    files = verified_model_files()
+    path = emb.int8_cache_path(files.weights_sha256, graph_cache)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert files.weights_sha256[:16] in path.name and meta["weights_sha256"] == files.weights_sha256
+    assert meta["quant_version"] == emb.QUANT_VERSION and meta["sha256"] == emb.sha256_file(path)
+    assert path.stat().st_size < graph_cache_path(files.weights_sha256, graph_cache).stat().st_size / 2
+    before = path.stat().st_mtime_ns
+    assert load_embedder("int8", cache_dir=graph_cache).name == int8_embedder.name
+    assert path.stat().st_mtime_ns == before  # reused, not quantized again
+
+
+def test_a_corrupt_int8_cache_is_quantized_again(int8_embedder, graph_cache, tmp_path):
+    files = verified_model_files()
+    source = emb.int8_cache_path(files.weights_sha256, graph_cache)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in (graph_cache_path(files.weights_sha256, graph_cache), source):
+        (cache / name.name).write_bytes(name.read_bytes())
+        (cache / name.with_suffix(".json").name).write_bytes(name.with_suffix(".json").read_bytes())
+    target = cache / source.name
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    again = load_embedder("int8", cache_dir=cache)
+    assert again.name == int8_embedder.name
+    assert target.read_bytes() == source.read_bytes()  # the quantizer is deterministic
+    np.testing.assert_allclose(again.embed(PINNED_SENTENCES), int8_embedder.embed(PINNED_SENTENCES), atol=1e-6)
+
+
+def test_without_the_quantizer_the_chain_falls_back_to_fp32(monkeypatch, graph_cache, tmp_path):
+    import memagent.memory.onnx_graph as graph
+
+    def unavailable(source, target):
+        raise ImportError("No module named 'onnxruntime.quantization'")
+
+    monkeypatch.setattr(graph, "quantize_graph", unavailable)
+    cache = tmp_path / "cache"
+    embedder = load_embedder(cache_dir=cache)
+    assert embedder.name == "all-MiniLM-L6-v2/onnx"
+    assert any(r.startswith("int8:") and "quantization" in r for r in embedder.fallback_reasons)
+    assert not list(cache.glob("*int8*"))
+
+
+def test_sessions_use_at_most_the_usable_cores(int8_embedder):
+    import onnxruntime as ort
+
+    options = emb.session_options(ort)
+    assert 1 <= options.intra_op_num_threads <= min(emb.MAX_THREADS, emb.usable_cores())
+    assert options.inter_op_num_threads == 1

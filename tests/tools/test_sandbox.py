@@ -227,7 +227,9 @@ def test_secret_variables(name: str, value: str, secret: bool) -> None:
     assert (name in scrubbed_environment({name: value})) is not secret
 
 
-def test_git_commit_works_in_a_linked_worktree(fake_home: Path, tmp_path: Path) -> None:
+def test_a_linked_worktree_git_folder_is_read_only(fake_home: Path, tmp_path: Path) -> None:
+    """The git folder a ``.git`` file names is never writable inside: status and log work,
+    commit fails with git's read-only message, and the main repository is unchanged."""
     import subprocess
 
     main = tmp_path / "main"
@@ -238,8 +240,11 @@ def test_git_commit_works_in_a_linked_worktree(fake_home: Path, tmp_path: Path) 
     worktree = tmp_path / "wt"
     subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(worktree)], check=True)
     shell = sandboxed(worktree)
+    assert run_bash(shell, worktree, "git log --oneline | wc -l") == "1\n[exit code: 0]"
     out = run_bash(
         shell, worktree, "echo x > f.txt && git add f.txt && "
-        "git -c user.name=t -c user.email=t@example.com commit -q -m inside && git log --oneline | wc -l"
+        "git -c user.name=t -c user.email=t@example.com commit -q -m inside"
     )
-    assert out.endswith("2\n[exit code: 0]"), out
+    assert "Read-only file system" in out and not out.endswith("[exit code: 0]"), out
+    log = subprocess.run(["git", "-C", str(main), "log", "--oneline", "--all"], capture_output=True, text=True)
+    assert len(log.stdout.splitlines()) == 1

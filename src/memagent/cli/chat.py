@@ -90,10 +90,13 @@ def read_prompt(raw: str, stdin: IO[str]) -> str:
     return text
 
 
-def session_options(options: ChatOptions, *, non_interactive: bool):
+def session_options(options: ChatOptions, *, non_interactive: bool, prefetch_memory: bool = True,
+                    memory_upkeep: bool = True):
     from memagent.runtime import SessionOptions
 
     return SessionOptions(
+        prefetch_memory=prefetch_memory,
+        memory_upkeep=memory_upkeep,
         root=options.root,
         model=options.model,
         auto_approve=options.auto_approve,
@@ -117,25 +120,32 @@ def check_root(root: Optional[Path]) -> None:
         fail(f"project root {root} is not a directory", EXIT_USAGE)
 
 
-def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False):
+def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False,
+                 one_shot: str | None = None):
     """``runtime.open_session`` (whose model meters every call, for ``/cost`` and the json
     outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
     from memagent.runtime import open_session
 
-    wanted = session_options(options, non_interactive=non_interactive)
+    if one_shot is None:
+        wanted = session_options(options, non_interactive=non_interactive)
+    else:  # one answer, then exit: no background upkeep; a greeting loads no embedder or index
+        from memagent.memory.query import is_trivial
+
+        wanted = session_options(options, non_interactive=non_interactive, prefetch_memory=not is_trivial(one_shot),
+                                 memory_upkeep=False)
     if fresh:  # a new logical session too: --session-id named the first one only
         wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 
 
-def open_or_fail(options: ChatOptions, *, non_interactive: bool):
+def open_or_fail(options: ChatOptions, *, non_interactive: bool, one_shot: str | None = None):
     """``runtime.open_session`` with every setup problem turned into a one-line exit."""
     from memagent.context.transcript import TranscriptError
     from memagent.runtime import SetupError
 
     try:
-        return open_metered(options, non_interactive=non_interactive)
+        return open_metered(options, non_interactive=non_interactive, one_shot=one_shot)
     except SetupError as exc:
         fail(str(exc), exc.code)
     except (TranscriptError, OSError) as exc:
@@ -187,7 +197,8 @@ def run_print_mode(options: ChatOptions) -> int:
         try:
             prompt = "" if streaming_in else read_prompt(options.prompt or "", sys.stdin)
             threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
-            session = open_or_fail(options, non_interactive=not options.auto_approve)
+            session = open_or_fail(options, non_interactive=not options.auto_approve,
+                                   one_shot=None if streaming_in else prompt)
         except KeyboardInterrupt:
             fail(f"{stop.reason} before the session started", stop.exit_code)
         try:

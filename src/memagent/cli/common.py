@@ -44,7 +44,11 @@ def resolve_paths(ctx: typer.Context | None, root: Optional[Path] = None) -> Pro
         root = obj.get("root")
     if root is not None and not Path(root).is_dir():
         fail(f"project root {root} is not a directory", EXIT_USAGE)
-    return project_paths(root)
+    paths = project_paths(root)
+    from memagent.tools.sandbox import clear_stale_placeholders
+
+    clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
+    return paths
 
 
 def print_json(data: Any) -> None:

@@ -124,6 +124,16 @@ def sandbox_report(paths: ProjectPaths, settings: Settings) -> str:
         return _reason(exc)
 
 
+def sandbox_mounts(paths: ProjectPaths, settings: Settings) -> list[str]:
+    """What a sandboxed command sees here: writable, read-only protected, hidden, caches, network."""
+    from memagent.tools.sandbox import mount_lines
+
+    try:
+        return mount_lines(settings, paths.root, paths.home)
+    except Exception as exc:
+        return [f"cannot be computed: {_reason(exc)}"]
+
+
 def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory: bool = True) -> dict[str, Any]:
     report: dict[str, Any] = {"paths": path_report(paths)}
     try:
@@ -135,6 +145,7 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     report["model"] = {"model": settings.model, "small_model": settings.small_model}
     report["credentials"] = credential_report(env)
     report["sandbox"] = sandbox_report(paths, settings)
+    report["sandbox_mounts"] = sandbox_mounts(paths, settings)
     from memagent.trust import permission_report  # guard
 
     report["permissions"] = permission_report(paths.home, paths.root, paths.project_config, mode=settings.permission_mode,
@@ -180,6 +191,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append("  no key: chat and -p need ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); tasks and memory do not")
     if "sandbox" in report:
         lines += ["Shell", f"  sandbox  {report['sandbox']}"]
+        lines += [f"    {line}" for line in report.get("sandbox_mounts", [])]
     lines += _describe_permissions(report["permissions"])
     lines.append("Versions")
     for name, version in report["versions"].items():

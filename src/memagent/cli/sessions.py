@@ -186,13 +186,15 @@ def prune_command(
     """Delete sessions (transcripts and saved outputs) last written longer ago than --older-than."""
     import time
 
-    from memagent.context.transcript import iter_transcripts, prune_transcripts
+    from memagent.context.transcript import iter_transcripts, prune_transcripts, written_by_memagent
 
     age = parse_age(older_than)
     paths = resolve_paths(ctx, root)
     if dry_run:
         cutoff = time.time() - age.total_seconds()
-        stale = [p.stem for p in iter_transcripts(paths.transcripts) if p.stat().st_mtime < cutoff]
+        stale = [
+            p.stem for p in iter_transcripts(paths.transcripts) if p.stat().st_mtime < cutoff and written_by_memagent(p)
+        ]
         typer.echo("\n".join(stale) if stale else f"No sessions older than {older_than}.")
         return
     try:

@@ -47,15 +47,17 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from datetime import timedelta
 from typing import IO, Any, Callable, Iterable, Iterator
 
-from memagent.fsutil import atomic_write, open_private_append, private_dir
+from memagent.fsutil import UnsafePath, atomic_write, open_private_append, private_dir, refuse_symlinks
 from memagent.redact import redact_value
 
 
@@ -103,7 +105,11 @@ class TranscriptWriter:
 
     @classmethod
     def open(cls, directory: Path, session_id: str, start_id: int = 1) -> "TranscriptWriter":
-        private_dir(directory, gitignore=True)
+        """A writer for ``directory/<session_id>.jsonl``; a symlinked ``directory`` is refused."""
+        try:
+            private_dir(directory, gitignore=True, inside=directory.parent)
+        except UnsafePath as exc:
+            raise TranscriptError(str(exc)) from None
         writer = cls(path=directory / f"{session_id}.jsonl", _next_id=start_id)
         if not os.access(directory, os.W_OK):
             raise TranscriptError(f"cannot write transcripts in {directory}: permission denied")
@@ -229,10 +235,28 @@ def read_records(path: Path) -> LoadedTranscript:
 
 
 def iter_transcripts(directory: Path) -> Iterator[Path]:
-    """Transcript files, oldest first (session ids sort by start time)."""
-    if not directory.is_dir():
+    """Transcript files, oldest first (session ids sort by start time). A symlinked folder (or
+    file) is not followed: its transcripts are not this project's."""
+    if directory.is_symlink() or not directory.is_dir():
         return iter(())
-    return iter(sorted(directory.glob("*.jsonl")))
+    return iter(sorted(p for p in directory.glob("*.jsonl") if not p.is_symlink()))
+
+
+HEADER_PEEK_BYTES = 64 * 1024
+
+
+def written_by_memagent(path: Path) -> bool:
+    """True when ``path`` is a regular file whose first record is memagent's ``session_start``
+    for the session its name says: what retention and ``sessions prune`` may delete."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            first = fh.readline(HEADER_PEEK_BYTES)
+        record = json.loads(first.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("type") == "session_start" and record.get("session_id") == path.stem
 
 
 # ------------------------------------------------------------------ erasing
@@ -241,18 +265,26 @@ FORGOTTEN = "[REDACTED:forgotten]"
 
 
 def remove_session(path: Path) -> None:
-    """Delete a transcript and its folder of saved outputs (``.transcripts/<id>/``)."""
-    path.unlink(missing_ok=True)
+    """Delete a transcript and its folder of saved outputs (``.transcripts/<id>/``); a symlink
+    in their place is not followed (nor removed: it is not memagent's)."""
+    with suppress(FileNotFoundError):
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            path.unlink()
     folder = path.with_suffix("")
-    if folder.is_dir():
-        shutil.rmtree(folder)
+    with suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(folder).st_mode):
+            shutil.rmtree(folder)
 
 
 def prune_transcripts(
     directory: Path, older_than: timedelta, *, keep: Iterable[str] = (), now: float | None = None
 ) -> list[str]:
     """Delete sessions whose transcript was last written more than ``older_than`` ago (one
-    ``stat`` per file, so cheap enough for every session start); returns the ids removed."""
+    ``stat`` per file, so cheap enough for every session start); returns the ids removed.
+
+    Only memagent's own transcripts go (:func:`written_by_memagent`), with their output folders,
+    and only inside a real folder: a symlinked ``directory`` raises :class:`UnsafePath`."""
+    refuse_symlinks(directory.parent, directory)
     cutoff = (time.time() if now is None else now) - older_than.total_seconds()
     kept = set(keep)
     removed = []
@@ -261,7 +293,7 @@ def prune_transcripts(
             stale = path.stem not in kept and path.stat().st_mtime < cutoff
         except FileNotFoundError:
             continue
-        if stale:
+        if stale and written_by_memagent(path):
             remove_session(path)
             removed.append(path.stem)
     return removed

@@ -23,11 +23,12 @@ notice, and so is one whose front matter cannot be read.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from memagent.fsutil import resolves_inside
 
 MAX_FILE_BYTES = 256 * 1024
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -173,12 +174,6 @@ def read_definition(path: Path, source: str) -> AgentDefinition:
     model = str(meta.get("model") or "").strip() or None
     return AgentDefinition(name, description, prompt, tools, None if model == "inherit" else model, source, path,
                            ignored)
-
-
-def resolves_inside(path: Path, *bases: Path) -> bool:
-    """``path``, every symlink and ``..`` resolved, lies in one of ``bases``."""
-    real = Path(os.path.realpath(path))
-    return any(real == Path(os.path.realpath(b)) or Path(os.path.realpath(b)) in real.parents for b in bases)
 
 
 def discover_agents(root: Path, home: Path, user_home: Path | None = None) -> AgentSet:

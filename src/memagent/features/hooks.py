@@ -15,29 +15,39 @@ Blocking (``UserPromptSubmit`` and ``PreToolUse``): exit code 2 blocks with stde
 or stdout is a JSON object ``{"decision": "block", "reason": "…"}`` (Claude Code's
 ``hookSpecificOutput.permissionDecision: "deny"`` with ``permissionDecisionReason`` is read
 too). Any other failure — a non-zero exit, a timeout, a command that cannot start — is reported
-in one warning line and never blocks or ends anything. The environment of a hook is ours plus
-``MEMAGENT_PROJECT_DIR`` (and ``CLAUDE_PROJECT_DIR``, so hooks written for Claude Code work).
+in one warning line and never blocks or ends anything.
+
+Where a hook runs: hooks from the user's own configuration (``$MEMAGENT_HOME/config.toml``, the
+environment) run on the host; hooks a *project* file defines run in the bubblewrap sandbox, like
+the ``bash`` tool's commands (project writable, its configuration read-only, home hidden, no
+network), unless the user's own configuration sets ``sandbox_project_hooks = false``.
+
+The environment of a hook is ours filtered (:mod:`memagent.childenv`: never the API key, no
+secret-looking variable unless ``sandbox_pass_env`` names it) plus ``MEMAGENT_PROJECT_DIR`` (and
+``CLAUDE_PROJECT_DIR``, so hooks written for Claude Code work).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import IO, Any, Callable, Iterable, Mapping
 
 from memagent.agent.feature import BaseFeature, Feature, SubagentContext, ToolCall, TurnInput
+from memagent.childenv import filtered_environment
 from memagent.context.conversation import Conversation
 from memagent.config import HookCommand, HooksSettings
 from memagent.llm.types import Message
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
+from memagent.tools.executor import Command, Executor, LocalExecutor, SandboxedExecutor
+from memagent.tools.sandbox import SandboxRefused
 
 BLOCK_EXIT = 2
+HOOK_SHELL = "/bin/sh"
 MAX_CONTEXT_CHARS = 10_000
 MAX_PAYLOAD_CHARS = 100_000
 # Claude Code's tool names, so a matcher written for it ("Bash", "Edit|Write") works here.
@@ -102,47 +112,33 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def run_hook(hook: HookCommand, payload: dict[str, Any], cwd: Path, env: Mapping[str, str]) -> HookResult:
-    """Run one hook command; never raises."""
-    data = json.dumps(payload, ensure_ascii=False, default=str)
-    try:
-        process = subprocess.Popen(
-            ["/bin/sh", "-c", hook.command],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return HookResult(problem=f"cannot start: {exc}")
-    try:
-        stdout, stderr = process.communicate(data, timeout=hook.timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
+def run_hook(
+    hook: HookCommand, payload: dict[str, Any], cwd: Path, env: Mapping[str, str], executor: Executor | None = None
+) -> HookResult:
+    """Run one hook command with ``executor`` (default: on the host); never raises."""
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+    command = Command(cwd, env, hook.timeout, script=hook.command, shell=HOOK_SHELL, stdin=data)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            done = (executor or LocalExecutor()).run(command, out, stderr=err)
+        except SandboxRefused as exc:
+            return HookResult(problem=str(exc))
+        except OSError as exc:
+            return HookResult(problem=f"cannot start: {exc}")
+        stdout, stderr = _read(out), _read(err)
+    if done.timed_out:
         return HookResult(problem=f"timed out after {hook.timeout:g}s")
-    except BaseException:
-        _kill_group(process)
-        raise
-    if process.returncode == BLOCK_EXIT:
+    if done.code == BLOCK_EXIT:
         return HookResult(block_reason=stderr.strip() or "blocked by a hook (exit code 2)", output=stdout)
-    if process.returncode != 0:
+    if done.code != 0:
         detail = _first_line(stderr) or _first_line(stdout)
-        return HookResult(output=stdout, problem=f"exit code {process.returncode}" + (f": {detail}" if detail else ""))
+        return HookResult(output=stdout, problem=f"exit code {done.code}" + (f": {detail}" if detail else ""))
     return HookResult(block_reason=_decision(stdout), output=stdout)
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
+def _read(sink: IO[bytes]) -> str:
+    sink.seek(0)
+    return sink.read().decode("utf-8", errors="replace")
 
 
 class HooksFeature(BaseFeature):
@@ -157,13 +153,19 @@ class HooksFeature(BaseFeature):
         env: Mapping[str, str],
         transcript_path: Callable[[], Path | None] = lambda: None,
         warn: Callable[[str], None] = lambda line: None,
+        executor: Executor | None = None,
+        pass_env: Iterable[str] = (),
     ) -> None:
         self.hooks = hooks
         self.root = root
         self.session_id = session_id
         self.transcript_path = transcript_path
         self.warn = warn
-        self.env = {**env, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
+        self.executor = executor or LocalExecutor()
+        base = filtered_environment(env, pass_env)
+        if isinstance(self.executor, SandboxedExecutor):
+            base = self.executor.environment(base, root)
+        self.env = {**base, "MEMAGENT_PROJECT_DIR": str(root), "CLAUDE_PROJECT_DIR": str(root)}
         self._session_context: str | None = None
         self._started = False
         self._prompt_context: list[str] = []
@@ -188,7 +190,7 @@ class HooksFeature(BaseFeature):
         for hook in self.hooks.for_event(event):
             if tool_name is not None and not matches(hook.matcher, tool_name):
                 continue
-            result = run_hook(hook, self._payload(event, **fields), self.root, self.env)
+            result = run_hook(hook, self._payload(event, **fields), self.root, self.env, self.executor)
             if result.problem:
                 self.warn(f"{event} hook `{_first_line(hook.command, 60)}` failed: {result.problem}")
             if result.block_reason is not None:

@@ -12,8 +12,10 @@ an e-mail address) names another file, relative to the importing file's director
 the home directory). An imported file is inserted right after the file that imports it, at most
 :data:`MAX_IMPORT_DEPTH` levels deep. Imports are confined like ``read_file``: after resolving
 symlinks and ``..`` the target must lie inside the top directory searched (the git root or the
-project root; ``$MEMAGENT_HOME`` for the user-level file). A cycle (a file importing one of its
-importers) is refused with a note; a file already included is not repeated.
+project root; ``$MEMAGENT_HOME`` for the user-level file). The files themselves are confined the
+same way: an ``AGENTS.md`` that is a symlink to a file outside that directory (the user's
+``~/.aws/credentials``, say) is not read, and a one-line note says so. A cycle (a file importing
+one of its importers) is refused with a note; a file already included is not repeated.
 
 Budget: the whole text is capped at ``max_chars``. Files are taken in order; the one that
 crosses the budget is truncated and the rest are left out, and the text ends with a note
@@ -138,6 +140,11 @@ class _Loader:
 
     def load(self, path: Path, base: Path, chain: tuple[Path, ...] = (), importer: str | None = None) -> None:
         resolved = path.resolve()
+        if not _within(resolved, base):  # a symlink leading out of the project (or $MEMAGENT_HOME)
+            where = "$MEMAGENT_HOME" if base == self.home else "the project"
+            shown = _label(path.absolute(), self.root, self.home)
+            self.result.notes.append(f"{shown}: a symlink to a file outside {where}; not read")
+            return
         if resolved in chain:
             self.result.notes.append(
                 f"{importer}: import of {_label(resolved, self.root, self.home)} refused (an import cycle)"

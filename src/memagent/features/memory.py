@@ -171,8 +171,13 @@ def open_memory(
     processed_ids: set[str],
     current_task: Callable[[], str | None],
     warn: Callable[[str], None],
+    prefetch: bool = True,
+    upkeep: bool = True,
 ) -> MemoryOpening:
-    """Open the stores, decay unused cards (at most daily), start the background learner."""
+    """Open the stores, decay unused cards (at most daily), start the background learner and the
+    warm-up (``prefetch``: also load the embedder and the vector index before the first search
+    asks; off for a one-shot prompt that will not search; ``upkeep``: background scans, indexing
+    and clean-up, off for a one-shot prompt)."""
     if not settings.memory_enabled:
         return MemoryOpening(None, "memory is off (--no-memory)")
     try:
@@ -187,7 +192,7 @@ def open_memory(
     except MemoryUnavailable as exc:
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)
-    _warm_up_in_background(service, warn)
+    _warm_up_in_background(service, warn, prefetch, upkeep)
     learner = _start_learner(paths, settings, session_id, model, service, record, processed_ids, current_task)
     from memagent.memory.profiles import render_profile
 
@@ -209,13 +214,14 @@ def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], 
         warn(f"memory decay skipped: {one_line(exc)}")
 
 
-def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None]) -> None:
+def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None], prefetch: bool = True,
+                           upkeep: bool = True) -> None:
     """Bring the index up to date off the critical path (the first search would pay for it);
     what the user should know (an index rebuilt, a card file skipped) becomes a warning."""
 
     def warm() -> None:
         try:
-            service.warm_up()
+            service.warm_up(prefetch=prefetch, upkeep=upkeep)
             for line in service.notices():
                 warn(f"memory: {line}")
         except Exception:  # a failure shows up again, with its reason, on first real use

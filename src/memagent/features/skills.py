@@ -10,7 +10,9 @@ references). Skills are discovered, in this order, in:
 
 The first skill of a given name wins; a later one of the same name is reported as shadowed.
 A file whose front matter cannot be parsed, or that lacks a ``description``, is named in a
-warning and skipped; ``name`` defaults to the directory name. Names are lowercase letters,
+warning and skipped, and so is a ``SKILL.md`` (or skill folder) that is a symlink leading out of
+the project (for the user's skills: out of ``$MEMAGENT_HOME`` and the home folder); ``name``
+defaults to the directory name. Names are lowercase letters,
 digits and hyphens (at most 64 characters).
 
 Only names and descriptions go into the system prompt. The ``skill`` tool returns a skill's
@@ -28,6 +30,7 @@ from typing import Any, Callable
 
 from pydantic import Field
 
+from memagent.fsutil import resolves_inside
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.markers import Marker
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
@@ -123,11 +126,18 @@ def read_skill(path: Path, source: str) -> Skill:
 
 
 def discover_skills(root: Path, home: Path) -> SkillIndex:
+    """Every skill of the project and the user. A skill file (or folder) that is a symlink
+    leading out of the project — or, for the user's skills, out of ``$MEMAGENT_HOME`` and the
+    home folder — is skipped with a one-line problem."""
     index = SkillIndex()
     for base, source in skill_dirs(root, home):
         if not base.is_dir():
             continue
+        allowed = (root,) if source.startswith("project") else (home, Path.home())
         for path in sorted(base.glob(f"*/{SKILL_FILE}")):
+            if not resolves_inside(path, *allowed):
+                index.problems.append(f"skill skipped: {path} is a symlink leading outside {_where(source)}")
+                continue
             try:
                 skill = read_skill(path, source)
             except SkillError as exc:
@@ -139,6 +149,10 @@ def discover_skills(root: Path, home: Path) -> SkillIndex:
                 continue
             index.skills.append(skill)
     return index
+
+
+def _where(source: str) -> str:
+    return "the project" if source.startswith("project") else "your own folders"
 
 
 def skills_prompt(skills: list[Skill]) -> str | None:
@@ -157,7 +171,7 @@ class SkillInput(ToolInput):
 
 def _skill_file(skill: Skill, relative: str) -> str:
     base = skill.directory.resolve()
-    target = (base / relative).resolve()
+    target = (base / relative).resolve()  # also refuses a symlink inside the skill leading out
     if base not in target.parents:
         raise ToolError(f"{relative!r} is not inside the skill {skill.name!r}")
     if not target.is_file():

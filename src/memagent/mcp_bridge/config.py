@@ -19,8 +19,10 @@ servers widen what the agent can do (they run programs chosen by the repository)
 used only when the project is trusted; otherwise they are listed as skipped.
 
 A stdio server's environment is a small safe set inherited from ours (``PATH``, ``HOME``,
-``LANG``, …) plus its ``env`` entries: API keys in our environment are not handed to third-party
-servers unless the configuration passes them explicitly.
+``LANG``, …; a secret-looking value among them is dropped) plus its ``env`` entries: API keys in
+our environment are not handed to third-party servers unless the configuration names them
+explicitly — and memagent's own API credentials (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``)
+never, even when named: a server naming one is not started, and says why.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Union
+
+from memagent.childenv import NEVER_PASSED, is_secret_variable
+from memagent.fsutil import resolves_inside
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
@@ -108,6 +113,8 @@ def expand(value: str, env: Mapping[str, str]) -> str:
 
     def one(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
+        if name.upper() in NEVER_PASSED:
+            raise McpConfigError(f"{name} is memagent's own API credential; it is never passed to a server")
         found = env.get(name)
         if default is not None:
             return found or default  # as in the shell: unset or empty takes the default
@@ -192,6 +199,9 @@ def load_mcp_config(
     entries: dict[str, tuple[Any, str]] = {}
     sources = [(user_file, "user")] + ([(project_file, "project")] if project_file is not None else [])
     for path, origin in sources:
+        if origin == "project" and path.is_symlink() and not resolves_inside(path, path.parent):
+            config.problems.append(f"{path}: a symlink to a file outside the project; not read")
+            continue
         try:
             servers = read_servers_file(path)
         except McpConfigError as exc:
@@ -214,7 +224,11 @@ def load_mcp_config(
 
 def server_environment(spec: StdioServer, env: Mapping[str, str]) -> dict[str, str]:
     """What a stdio server runs with: the safe inherited set, then its own ``env``."""
-    base = {key: env[key] for key in INHERITED_VARS if env.get(key) and not env[key].startswith("()")}
+    base = {
+        key: env[key]
+        for key in INHERITED_VARS
+        if env.get(key) and not env[key].startswith("()") and not is_secret_variable(key, env[key])
+    }
     return {**base, **spec.env}
 
 

@@ -4,8 +4,10 @@ It lives in ``index/catalog.sqlite3`` beside the Chroma index (git-ignored, rebu
 whenever it is missing or damaged) and holds, per card: the file's stamp (so a sync only reads
 files that changed), the fields ranking, listing and profiles need, the content (so the vector
 index can be brought up to date without re-reading files) and the BM25 postings of the card's
-terms, so a lexical search touches only the postings of the query's terms and a fresh process
-needs no warm-up. It also records what the vector index holds for each card (a digest of the
+terms with each term's document frequency (``lexicon``), so a lexical search touches only the
+postings it needs (see ``lexical.top_k_pruned``: common terms cost indexed lookups, not their
+whole posting lists) and a fresh process needs no warm-up. A catalog of schema 2 (no lexicon) is
+migrated in place on first open. It also records what the vector index holds for each card (a digest of the
 content it embedded and the collection it is in), the ids whose vectors must still be deleted,
 files that could not be read (so they are reported, not re-parsed on every sync), and
 near-duplicate pairs found by a sync (offered by ``memagent memory review``).
@@ -23,15 +25,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from memagent.fsutil import make_dirs
 from memagent.memory.cards import MemoryCard, iso_utc
 from memagent.memory.cardfiles import Stamp
-from memagent.memory.lexical import Corpus, LexicalIndex, score_query, term_counts, tokenize
+from memagent.memory.lexical import LexicalIndex, term_counts, top_k_pruned
 from memagent.memory.ranking import CardSignals
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
+MIGRATABLE = {"2"}  # schemas brought up to date in place (else the catalog is rebuilt from the files)
 CATALOG_FILE = "catalog.sqlite3"
 BUSY_TIMEOUT_S = 10.0
 
@@ -53,6 +56,9 @@ CREATE TABLE IF NOT EXISTS postings (
     PRIMARY KEY (term, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_by_id ON postings (id);
+CREATE TABLE IF NOT EXISTS lexicon (
+    term TEXT NOT NULL, active INTEGER NOT NULL, df INTEGER NOT NULL, PRIMARY KEY (term, active)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS totals (active INTEGER PRIMARY KEY, n INTEGER NOT NULL, length REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS vector_deletes (id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS problems (path TEXT PRIMARY KEY, reason TEXT, mtime INTEGER, size INTEGER, inode INTEGER);
@@ -157,6 +163,8 @@ class Catalog:
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 if found is None:
                     db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                elif found[0] in MIGRATABLE:
+                    _migrate(db, found[0])
                 elif found[0] != SCHEMA_VERSION:
                     db.close()
                     raise CatalogError(f"catalog {self.path} has schema {found[0]}, expected {SCHEMA_VERSION}")
@@ -206,6 +214,14 @@ class Catalog:
         rows = self.db().execute("SELECT id, path, mtime, size, inode FROM cards")
         return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
 
+    def card_bytes(self) -> int:
+        """The total size of the card files, as their stamps recorded it."""
+        return int(self.db().execute("SELECT COALESCE(SUM(size), 0) FROM cards").fetchone()[0])
+
+    def paths(self) -> dict[str, str]:
+        """Every card's file path by id."""
+        return dict(self.db().execute("SELECT id, path FROM cards"))
+
     def known_problems(self) -> dict[str, tuple[str, Stamp]]:
         rows = self.db().execute("SELECT path, reason, mtime, size, inode FROM problems")
         return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
@@ -232,11 +248,13 @@ class Catalog:
             uses = max(uses, int(old[5] or 0))
         if old is not None:
             self._adjust_totals(db, bool(old[0]), -1, -old[1])
-            db.execute("DELETE FROM postings WHERE id = ?", (card.id,))
+            self._drop_postings(db, card.id, bool(old[0]))
         db.executemany(
             "INSERT INTO postings VALUES (?, ?, ?, ?, ?)",
             [(term, card.id, tf, length, int(card.active)) for term, tf in counts.items()],
         )
+        db.executemany("INSERT INTO lexicon VALUES (?, ?, 1) ON CONFLICT (term, active) DO UPDATE SET df = df + 1",
+                       [(term, int(card.active)) for term in counts])
         self._adjust_totals(db, card.active, 1, length)
         sessions = " ".join(sorted({p.session_id for p in (card.provenance, *card.merged_from) if p.session_id}))
         db.execute(
@@ -249,6 +267,14 @@ class Catalog:
                 card.model_dump_json(),
             ),
         )
+
+    def _drop_postings(self, db: sqlite3.Connection, card_id: str, active: bool) -> None:
+        """Remove a card's postings and their share of the document frequencies (a term no card
+        holds any more leaves the lexicon: no trace of a forgotten card's words)."""
+        terms = [(r[0], int(active)) for r in db.execute("SELECT term FROM postings WHERE id = ?", (card_id,))]
+        db.executemany("UPDATE lexicon SET df = df - 1 WHERE term = ? AND active = ?", terms)
+        db.executemany("DELETE FROM lexicon WHERE term = ? AND active = ? AND df <= 0", terms)
+        db.execute("DELETE FROM postings WHERE id = ?", (card_id,))
 
     def _adjust_totals(self, db: sqlite3.Connection, active: bool, n: int, length: float) -> None:
         db.execute("INSERT OR IGNORE INTO totals VALUES (?, 0, 0)", (int(active),))
@@ -263,7 +289,7 @@ class Catalog:
             if old is None:
                 continue
             self._adjust_totals(db, bool(old[0]), -1, -old[1])
-            db.execute("DELETE FROM postings WHERE id = ?", (card_id,))
+            self._drop_postings(db, card_id, bool(old[0]))
             db.execute("DELETE FROM cards WHERE id = ?", (card_id,))
             db.execute("DELETE FROM near_duplicates WHERE a = ? OR b = ?", (card_id, card_id))
             if old[2] is not None:
@@ -273,7 +299,7 @@ class Catalog:
 
     def clear(self, db: sqlite3.Connection) -> None:
         """Forget every row (the index is being rebuilt from the files)."""
-        for table in ("cards", "postings", "totals", "vector_deletes", "problems", "near_duplicates"):
+        for table in ("cards", "postings", "lexicon", "totals", "vector_deletes", "problems", "near_duplicates"):
             db.execute(f"DELETE FROM {table}")
         db.execute("DELETE FROM meta WHERE key != 'schema'")
 
@@ -338,8 +364,8 @@ class Catalog:
             yield _entry(row)
 
     def count(self, active: bool | None = None) -> int:
-        if active is None:
-            return int(self.db().execute("SELECT COUNT(*) FROM cards").fetchone()[0])
+        if active is None:  # from the running totals: COUNT(*) reads a whole index
+            return int(self.db().execute("SELECT COALESCE(SUM(n), 0) FROM totals").fetchone()[0])
         row = self.db().execute("SELECT n FROM totals WHERE active = ?", (int(active),)).fetchone()
         return int(row[0]) if row else 0
 
@@ -374,22 +400,9 @@ class Catalog:
         return Counter({str(r[0]): int(r[1]) for r in rows})
 
     def lexical(self, query: str, k: int, active: bool) -> list[tuple[str, float]]:
-        """BM25 over this store's active (or inactive) cards, scored as :class:`LexicalIndex` does."""
-        terms = sorted(set(tokenize(query)))
-        if not terms or k <= 0:
-            return []
-        row = self.db().execute("SELECT n, length FROM totals WHERE active = ?", (int(active),)).fetchone()
-        if not row or not row[0]:
-            return []
-        postings: dict[str, dict[str, float]] = {t: {} for t in terms}
-        doc_len: dict[str, float] = {}
-        marks = ",".join("?" * len(terms))
-        for term, card_id, tf, length in self.db().execute(
-            f"SELECT term, id, tf, length FROM postings WHERE term IN ({marks}) AND active = ?", (*terms, int(active))
-        ):
-            postings[term][card_id] = tf
-            doc_len[card_id] = length
-        return score_query(self.params, Corpus(int(row[0]), float(row[1]), postings, doc_len), query, k)
+        """BM25 over this store's active (or inactive) cards, scored exactly as
+        :class:`LexicalIndex` does (see ``lexical.top_k_pruned`` for what is read)."""
+        return top_k_pruned(self.params, _Postings(self.db(), int(active)), query, k)
 
     # -- vector bookkeeping --------------------------------------------------------------
 
@@ -408,15 +421,46 @@ class Catalog:
                 embed.append((card_id, content, bool(active)))
         return VectorWork(deletes, embed, moves)
 
+    def pending_digests(self) -> list[tuple[str, str, bool]]:
+        """(id, content digest, active) of every card the vector index lacks."""
+        return [(r[0], r[1], bool(r[2])) for r in self.db().execute(
+            "SELECT id, digest, active FROM cards WHERE vec_digest IS NULL OR vec_digest != digest")]
+
+    def shared_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of these cards are shared (committed), not private."""
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            found.update(r[0] for r in self.db().execute(
+                f"SELECT id FROM cards WHERE private = 0 AND id IN ({marks})", batch))
+        return found
+
+    def digests(self, ids: Sequence[str]) -> list[str]:
+        """The content digests of these cards (before they are forgotten)."""
+        found: list[str] = []
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            found.extend(r[0] for r in self.db().execute(f"SELECT digest FROM cards WHERE id IN ({marks})", batch))
+        return found
+
     def pending_vectors(self) -> int:
         row = self.db().execute(
             "SELECT COUNT(*) FROM cards WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active"
         ).fetchone()
         return int(row[0])
 
-    def mark_indexed(self, db: sqlite3.Connection, done: Sequence[tuple[str, bool]]) -> None:
-        db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ?",
-                       [(int(active), card_id) for card_id, active in done])
+    def mark_indexed(self, db: sqlite3.Connection, done: Sequence[tuple[str, bool]],
+                     digests: Sequence[str] | None = None) -> None:
+        """Record that the index holds these cards' vectors; given the ``digests`` of the contents
+        that were embedded, a card whose content changed since stays pending."""
+        if digests is None:
+            db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ?",
+                           [(int(active), card_id) for card_id, active in done])
+            return
+        db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ? AND digest = ?",
+                       [(int(active), card_id, digest) for (card_id, active), digest in zip(done, digests)])
 
     def mark_deleted(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
         db.executemany("DELETE FROM vector_deletes WHERE id = ?", [(i,) for i in ids])
@@ -441,4 +485,64 @@ class Catalog:
         db.execute("DELETE FROM near_duplicates WHERE a = ? AND b = ?", (first, second))
 
 
-__all__ = ["Catalog", "CatalogError", "Entry", "VectorWork", "digest_of"]
+def read_stamps(path: Path) -> dict[str, tuple[str, Stamp]] | None:
+    """Every card's (path, stamp), read through a read-only connection of its own (a background
+    scan compares them without the service's lock); ``None`` when that cannot be done."""
+    if not path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            rows = db.execute("SELECT id, path, mtime, size, inode FROM cards").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
+
+
+class _Postings:
+    """One activity class of the catalog's inverted index, as ``lexical.top_k_pruned`` reads it."""
+
+    def __init__(self, db: sqlite3.Connection, active: int) -> None:
+        self.db, self.active = db, active
+
+    def size(self) -> tuple[int, float]:
+        row = self.db.execute("SELECT n, length FROM totals WHERE active = ?", (self.active,)).fetchone()
+        return (int(row[0]), float(row[1])) if row else (0, 0.0)
+
+    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
+        wanted = list(terms)
+        marks = ",".join("?" * len(wanted))
+        return dict(self.db.execute(f"SELECT term, df FROM lexicon WHERE active = ? AND term IN ({marks})",
+                                    (self.active, *wanted)))
+
+    def postings(self, term: str) -> list[tuple[str, float, float]]:
+        return self.db.execute("SELECT id, tf, length FROM postings WHERE term = ? AND active = ?",
+                               (term, self.active)).fetchall()
+
+    def lookup(self, term: str, ids: list[str]) -> list[tuple[str, float, float]]:
+        found: list[tuple[str, float, float]] = []
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.extend(self.db.execute(f"SELECT id, tf, length FROM postings WHERE term = ? AND active = ? "
+                                         f"AND id IN ({marks})", (term, self.active, *batch)))
+        return found
+
+
+def _migrate(db: sqlite3.Connection, schema: str) -> None:
+    """Schema 2 → 3: the lexicon (document frequencies) from the postings, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == schema:
+            db.execute("DELETE FROM lexicon")
+            db.execute("INSERT INTO lexicon SELECT term, active, COUNT(*) FROM postings GROUP BY term, active")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+__all__ = ["Catalog", "CatalogError", "Entry", "VectorWork", "digest_of", "read_stamps"]

@@ -19,9 +19,12 @@ from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
+from memagent.memory.catalog import digest_of
 from memagent.memory.provenance import REPOSITORY, Witness
-from memagent.memory.storage import Progress, Store
+from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.store import EmbedderInfo
+
+INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
 
 @dataclass(frozen=True)
 class MemoryKnobs:
@@ -58,6 +61,12 @@ class MemoryCore:
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
+        # None: a search embeds every pending card itself (one-shot commands); a number: more
+        # than that are left to the background upkeep (sessions, the MCP server; see warm_up)
+        self.inline_embed_max: int | None = None
+        self._closing = False
+        self._jobs: dict[str, threading.Thread] = {}
+        self._jobs_lock = threading.Lock()
         # judges the project's card files (see ``memory.provenance``); set by ``MemoryService.open``
         self.witness: Witness | None = None
         # a session or MCP server in an untrusted project: repository cards wait in review
@@ -122,12 +131,94 @@ class MemoryCore:
     # -- keeping the index in step with the files ----------------------------------------
 
     def _sync(self, *, vectors: bool, force: bool = False) -> None:
-        """Catalog from files (always); vector index from catalog when ``vectors``."""
+        """Catalog from files (the quick sync unless ``force``); vector index from catalog when
+        ``vectors``. What is too big for the caller's path (a full scan of a large store, many
+        cards to embed) is started in the background when background upkeep is on."""
         for store in self._stores_in_use():
             store.sync_files(force=force)
             if vectors:
-                store.sync_vectors(self._embedder_info(), self._embed_all, progress=self.progress,
-                                   duplicate_cosine=self.gate.duplicate_cosine)
+                self._sync_vectors(store)
+        if self.inline_embed_max is not None:
+            if any(store.scan_wanted() for store in self._stores_in_use()):
+                self._in_background("scan", self.full_scan)
+
+    def _sync_vectors(self, store: Store) -> None:
+        info = self._embedder_info()
+        store.check_embedder(info)
+        limit = self.inline_embed_max
+        if limit is not None and store.catalog.exists and store.catalog.pending_vectors() > limit:
+            store.follow_other_writers()
+            self._in_background("index", self.index_pending)
+            return
+        store.sync_vectors(info, self._embed_all, progress=self.progress, duplicate_cosine=self.gate.duplicate_cosine)
+
+    # -- background upkeep ---------------------------------------------------------------
+
+    def _in_background(self, name: str, job: Callable[[], object]) -> None:
+        """Run ``job`` on a daemon thread unless one of that name is still running."""
+        with self._jobs_lock:
+            running = self._jobs.get(name)
+            if self._closing or (running is not None and running.is_alive()):
+                return
+            thread = threading.Thread(target=_quietly, args=(job,), name=f"memagent-memory-{name}", daemon=True)
+            self._jobs[name] = thread
+            thread.start()
+
+    def wait_for_upkeep(self, timeout: float = 60.0) -> bool:
+        """Wait for the background jobs (tests, benchmarks); whether they all finished."""
+        for thread in list(self._jobs.values()):
+            thread.join(timeout)
+        return not any(t.is_alive() for t in self._jobs.values())
+
+    def full_scan(self) -> int:
+        """A full stamp scan of every store: the file system part without the lock, applying what
+        changed under it (one short step per store). Returns how many cards changed."""
+        changed = 0
+        with self._lock:
+            stores = self._stores_in_use()
+        for store in stores:
+            if self._closing:
+                break
+            scan = store.scan_files()
+            with self._lock, self._guard("scan"):
+                if self._closing:
+                    break
+                changed += store.apply_scan(scan)
+        return changed
+
+    def index_pending(self) -> int:
+        """Bring the vector indexes up to date in the background: first from the vector cache
+        beside the cards (read without the lock), then by embedding a batch at a time (without
+        the lock); each write happens under it, so a search waits at most for one write."""
+        done = 0
+        for store in list(self._stores.values()):
+            with self._lock, self._guard("index"):
+                if self._closing or not store.catalog.exists:
+                    continue
+                info = self._embedder_info()
+                store.check_embedder(info)
+                pending = store.catalog.pending_digests()
+            for chunk in chunked(store.cached_vectors(info, pending), CACHE_BATCH):
+                with self._lock, self._guard("index"):
+                    if self._closing:
+                        return done
+                    store.store_vectors(info, chunk, remember=False)
+                done += len(chunk)
+        while not self._closing:
+            with self._lock, self._guard("index"):
+                info = self._embedder_info()
+                store, batch = next(((s, b) for s in self._stores_in_use()
+                                     for b in [s.next_vector_batch(info)] if b), (None, []))
+            if store is None:
+                return done
+            vectors = self._embed_all([content for _, content, _ in batch]) if info.dim > 0 else [[]] * len(batch)
+            with self._lock, self._guard("index"):
+                if self._closing:
+                    break
+                store.store_vectors(info, [(cid, digest_of(content), active, vec)
+                                           for (cid, content, active), vec in zip(batch, vectors)])
+            done += len(batch)
+        return done
 
     # -- finding cards -------------------------------------------------------------------
 
@@ -215,6 +306,14 @@ class MemoryCore:
         if scope == "project":
             return self._project_scope_id
         return None
+
+
+def _quietly(job: Callable[[], object]) -> None:
+    """A background job's failure shows up again, with its reason, on the next real use."""
+    try:
+        job()
+    except Exception:
+        return
 
 
 def _cached_cards(store: Store, ids: list[str]) -> dict[str, MemoryCard]:

@@ -6,11 +6,11 @@ repository's history (:func:`git_tracked` tells, and the CLI explains how to pur
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from memagent.gitsafe import GitError, run_git
 from memagent.memory.cards import SCOPES, MemoryCard
 from memagent.memory.injection import Injection
 from memagent.memory.storage import Store
@@ -30,12 +30,9 @@ def git_tracked(paths: list[Path]) -> list[Path]:
     if not paths:
         return []
     root = paths[0].parent
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "--full-name", "--", *[str(p) for p in paths]],
-            capture_output=True, text=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    try:  # the repository's own git programs (fsmonitor, hooks, filters) must not run
+        result = run_git(["ls-files", "--full-name", "--", *[str(p) for p in paths]], root)
+    except GitError:
         return []
     if result.returncode != 0:
         return []

@@ -19,7 +19,7 @@ import operator
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterable, Mapping, Protocol, Sequence
 
 _WORD = re.compile(r"[^\W_]+")
 _BY_SCORE_THEN_ID = operator.itemgetter(1, 0)  # (doc_id, score) pairs: score, then id for ties
@@ -239,3 +239,75 @@ def _bm25(params: LexicalIndex, corpus: Corpus, query_tf: Mapping[str, int]) -> 
             scores[doc_id] = scores.get(doc_id, 0.0) + gain
         shared.update(posting.keys())  # counted in C: +1 per document of this term
     return scores, shared
+
+
+class PostingSource(Protocol):
+    """A persisted inverted index as :func:`top_k_pruned` reads it (``memory.catalog``)."""
+
+    def size(self) -> tuple[int, float]:
+        """(number of documents, their total length)."""
+
+    def doc_freqs(self, terms: Iterable[str]) -> Mapping[str, int]:
+        """How many documents hold each term (absent: none)."""
+
+    def postings(self, term: str) -> Sequence[tuple[str, float, float]]:
+        """Every document holding ``term``: (doc id, term frequency, document length)."""
+
+    def lookup(self, term: str, ids: list[str]) -> Sequence[tuple[str, float, float]]:
+        """The same, for the given documents only."""
+
+
+def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int) -> list[tuple[str, float]]:
+    """Exactly :func:`score_query`'s top ``k`` (same scores, same order), reading far fewer postings.
+
+    Terms are read rarest first (highest possible contribution, ``idf × qtf × (k1 + 1)``). Once
+    the ``k``-th best score so far, which can only grow, is above the best score a document
+    holding none of the terms read yet could reach, the remaining (common) terms' postings are
+    not read whole: their frequencies are looked up only for the documents that could still
+    reach the top ``k`` (MaxScore pruning). Common words of a query ("test", "run") thus cost a
+    few indexed lookups instead of tens of thousands of postings.
+    """
+    query_tf = Counter(tokenize(query))
+    n_docs, total_len = source.size()
+    if k <= 0 or not query_tf or not n_docs:
+        return []
+    df = source.doc_freqs(list(query_tf))
+    idf = {t: math.log(1.0 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in query_tf}
+    weight = {t: idf[t] * tf for t, tf in query_tf.items()}
+    k1 = params.k1
+    norm, slope = k1 * (1.0 - params.b), k1 * params.b / (total_len / n_docs or 1.0)
+    needed = min(params.full_match_terms, len(query_tf)) or 1
+    factor = [min(n / needed, 1.0) ** params.partial_match_power for n in range(len(query_tf) + 1)]
+    ceiling = {t: weight[t] * (k1 + 1.0) for t in query_tf}
+    order = sorted((t for t in query_tf if df.get(t, 0) > 0), key=lambda t: (-ceiling[t], t))
+    raw: dict[str, float] = {}
+    shared: Counter = Counter()
+
+    def add(term: str, rows: Sequence[tuple[str, float, float]]) -> None:
+        scale, get = weight[term] * (k1 + 1.0), raw.get
+        for doc_id, tf, length in rows:
+            raw[doc_id] = get(doc_id, 0.0) + scale * tf / (tf + norm + slope * length)
+        shared.update(row[0] for row in rows)
+
+    def kth_best() -> float:
+        if len(raw) < k:
+            return -1.0
+        return heapq.nlargest(k, (raw[d] * factor[shared[d]] for d in raw))[-1]
+
+    read = 0
+    while read < len(order):
+        rest = order[read:]
+        if kth_best() > sum(ceiling[t] for t in rest) * factor[len(rest)]:
+            break  # no document outside those seen can reach the top k
+        add(order[read], source.postings(order[read]))
+        read += 1
+    rest = order[read:]
+    if rest:
+        threshold, headroom = kth_best(), sum(ceiling[t] for t in rest)
+        top = len(query_tf)
+        hopeful = [d for d in raw if (raw[d] + headroom) * factor[min(shared[d] + len(rest), top)] >= threshold]
+        for term in rest:
+            add(term, source.lookup(term, hopeful))
+    best = heapq.nlargest(k, ((d, raw[d] * factor[shared[d]]) for d in raw), key=_BY_SCORE_THEN_ID)
+    scale = 1.0 / (sum(ceiling.values()) or 1.0)
+    return [(doc_id, score * scale) for doc_id, score in best]

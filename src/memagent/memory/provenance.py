@@ -180,7 +180,8 @@ def refresh_catalog(store, ids: Sequence[str] | None = None) -> int:
     chosen = found if ids is None else {i: found[i] for i in ids if i in found}
     changed = 0
     with store.locked(), catalog.transaction() as db:
-        for path, _ in chosen.values():
+        for path_text, _ in chosen.values():
+            path = Path(path_text)  # the scan gives paths as text
             try:
                 card = store.files.read(path)
             except CardFileError:

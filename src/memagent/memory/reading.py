@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard, utc_now
@@ -187,7 +186,7 @@ class Reading(MemoryCore):
                 active = catalog.count(True) if catalog else 0
                 total = catalog.count() if catalog else 0
                 stores[label] = {"location": store.describe(), "active": active, "inactive": total - active,
-                                 "size_bytes": _directory_size(store.root)}
+                                 "size_bytes": store.disk_usage()}
                 if catalog is None:
                     continue
                 for key, count in catalog.grouped("status", None).items():
@@ -207,12 +206,6 @@ class Reading(MemoryCore):
                 "near_duplicates": sum(len(s.catalog.near_duplicates()) for s in self._stores_in_use()
                                        if s.catalog.exists),
             }
-
-
-def _directory_size(path: Path) -> int:
-    if not path.exists():
-        return 0
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 __all__ = ["Hit", "Reading"]

@@ -19,8 +19,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from memagent.fsutil import UnsafePath, refuse_symlinks
 from memagent.errors import one_line
-from memagent.memory.core import MemoryKnobs
+from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
@@ -97,6 +98,10 @@ class MemoryService(Transfer):
         if embedder is not None and check_embedder:
             _probe_embedder(embedder)
         wait = settings.memory_lock_wait
+        try:  # the project's cards live in a real folder, never through a symlink out of it
+            refuse_symlinks(paths.root, paths.memory)
+        except UnsafePath as exc:
+            raise MemoryUnavailable(str(exc)) from None
         identity = project_identity(paths.memory, paths.root, record=False)
         if settings.chroma_url:
             where = StoreLocation.remote("project", settings.chroma_url, paths.root, identity)
@@ -149,6 +154,9 @@ class MemoryService(Transfer):
                     index.check_embedder()
 
     def close(self) -> None:
+        """Close the stores; background upkeep stops after the step it is in (never waited for
+        longer than that)."""
+        self._closing = True
         with self._lock:
             for store in self._stores.values():
                 store.close()
@@ -172,17 +180,42 @@ class MemoryService(Transfer):
             else:
                 refresh_catalog(store)
 
-    def warm_up(self) -> None:
-        """Load the embedder, bring the indexes up to date with the files and open them, and do
-        the periodic clean-up (expired session cards, archival). Meant for a background thread at
-        session start: searches wait on the lock."""
+    def warm_up(self, prefetch: bool = True, upkeep: bool = True) -> None:
+        """Session start, on a background thread: get ready for the first search, then upkeep.
+
+        In the order the first search needs them: the quick sync (no full scan), the embedder,
+        the vector index (chromadb imported before the lock is taken); then, as background
+        upkeep, the vectors the index lacks (a batch at a time), a full stamp scan, and the
+        periodic clean-up (expired session cards, archival). The lock is held one short step at a
+        time, so a search waits at most for the step it needs; later searches leave big index
+        work to the background (``inline_embed_max``). Without ``prefetch`` (a one-shot prompt that
+        will not search) nothing heavy is imported or loaded. Without ``upkeep`` (a one-shot
+        prompt: the process ends after one answer) there is no background scan, indexing or
+        clean-up: a search does what it needs itself."""
+        self.inline_embed_max = INLINE_EMBED_MAX if upkeep else None
         with self._lock, self._guard("warm-up"):
+            if self._closing:
+                return
             for store in self._stores_in_use():
-                store.sync_files(force=True)
-            self._sync(vectors=True)
+                store.sync_files()
+        if not prefetch:
+            return
+        info = self._embedder_info()  # loads the embedder (without the lock: a search may wait for it)
+        if info.dim > 0 and any(s.is_remote or s.vectors_on_disk() for s in self._stores_in_use()):
+            import chromadb  # noqa: F401  (the import is most of opening the index: not under the lock)
+        with self._lock, self._guard("warm-up"):
+            if self._closing:
+                return
             for store in self._stores_in_use():
-                store.vector_index(self._embedder_info(), create=False)
-        self.maintain()
+                store.check_embedder(info)
+                store.vector_index(info, create=False)
+        if not upkeep:
+            return
+        self.index_pending()
+        if not self._closing:
+            self.full_scan()
+        if not self._closing:
+            self.maintain()
 
     def maintain(self) -> int:
         """Erase session cards of other sessions older than the session-card lifetime, and archive

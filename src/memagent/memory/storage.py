@@ -1,12 +1,27 @@
 """One store (project or user): its card files, its catalog and its vector index, kept in step.
 
 The files are the truth (``memory.cardfiles``). :meth:`Store.sync_files` brings the catalog up to
-date from them by file stamps: the folders' modification times tell cheaply whether a file was
-added, removed or replaced; a full stamp scan (one ``stat`` per file) also catches files edited in
-place, and runs on every sync of stores up to ``FULL_SCAN_MAX`` cards (at most once a second),
-and for larger ones when the folders changed or a sync is forced. :meth:`Store.sync_vectors`
-then embeds what the vector index lacks. A missing or damaged catalog or index is rebuilt from the
-files, with a notice saying so.
+date from them without reading a file that did not change, in two depths:
+
+- the **quick sync** (every search, list, …) never stamps every file. The folders' modification
+  times move when a file is added, removed or replaced (an atomic save, ``git pull``, a checkout);
+  memagent's own writers update the catalog and the recorded folder times in the same locked
+  step (the catalog is their change journal), so only a change made by something else leaves
+  them different. Then the folder listings (names only, no ``stat``) give what was added, removed
+  or moved, and git, when the store is in a repository, gives every card file that differs
+  between the commit the catalog last saw and ``HEAD`` (what a pull, merge or checkout changed);
+  those files alone are read. Stores of at most ``INLINE_SCAN_MAX`` cards (a few ms) are also
+  stamp-scanned here, at most every ``full_scan_interval`` seconds.
+- the **full scan** (one ``stat`` per file, ~3 µs each) also catches a file rewritten in place,
+  which moves no folder time. It runs on ``memagent memory reindex`` and ``sync``, and for larger
+  stores only in the background: at session start, after a quick sync saw a foreign change, and
+  then at most every ``BACKGROUND_SCAN_INTERVAL_S`` (see :meth:`Store.scan_wanted`). Its file
+  system part (:meth:`Store.scan_files`) takes no lock; only applying what it found does.
+
+:meth:`Store.sync_vectors` then embeds what the vector index lacks. A missing or damaged catalog
+or index is rebuilt from the files, with a notice saying so. Vectors of another variant of the
+same model (fp32 and int8) are never mixed in one index: a store whose recorded embedder is
+another variant drops its vectors and embeds again (a notice says so).
 
 Several processes share a store: every write to the catalog or the index happens under a
 cross-process lock (``index/.lock``), waited for at most ``lock_wait`` seconds before giving up
@@ -21,28 +36,53 @@ import json
 import shutil
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from memagent.fsutil import atomic_write, make_dirs
-from memagent.memory.cardfiles import CardFileError, CardFiles, stamp_of
+from memagent.memory import gitview
+from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
-from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError
+from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
-from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex
+from memagent.memory.vectorcache import VectorCache
+from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
 
 if TYPE_CHECKING:
     from memagent.memory.provenance import Witness
 
 Progress = Callable[[int, int], None]  # (done, total)
 Embed = Callable[[Sequence[str]], list[list[float]]]
+VectorItem = tuple[str, str, bool, Sequence[float]]  # (card id, content digest, active, vector)
 
-FULL_SCAN_MAX = 20_000  # a full stamp scan costs ~10 µs per file
+
+def chunked(items: Sequence, size: int) -> Iterator[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+INLINE_SCAN_MAX = 2_000  # a full stamp scan costs ~3 µs per file: inline only up to a few ms
 FULL_SCAN_INTERVAL_S = 1.0
 FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤ 5% of the time)
+BACKGROUND_SCAN_INTERVAL_S = 60.0  # larger stores: a background full scan at most this often
 EMBED_BATCH = 64
+CACHE_BATCH = 1000  # cached vectors written to the index per step
+VECTORS_DIR = "vectors"  # the committed vector cache beside the cards (memory.vectorcache)
 NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
 TOMBSTONE_FILE = "tombstones.jsonl"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What a full scan found on disk: the folder times and git commit before it, every card file
+    by id with its (path, stamp), and when it started."""
+
+    folders: str
+    head: str | None
+    found: dict[str, tuple[str, Stamp]]
+    started: float
+    known: dict[str, tuple[str, Stamp]] | None = None  # the catalog's stamps, read beside it
 
 
 class Store:
@@ -61,8 +101,10 @@ class Store:
         self.lock_wait = lock_wait
         self._lock = FileLock(str(self.files.index / ".lock"), timeout=lock_wait)
         self._seen_generation: int | None = None
-        self._last_full_scan = 0.0
+        self._last_full_scan = 0.0  # monotonic time of the last full scan by this process (0: none)
         self._scan_cost = 0.0
+        self._looked_at: str | None = None  # folder times a quick sync already handled
+        self._foreign_change = False  # a quick sync saw a change only a full scan can finish
         self.full_scan_interval = FULL_SCAN_INTERVAL_S
         self.reloads = 0  # how often Chroma was reconnected to follow another process
 
@@ -120,30 +162,94 @@ class Store:
         return self.catalog
 
     def sync_files(self, *, force: bool = False) -> int:
-        """Bring the catalog up to date with the card files; returns how many cards changed."""
+        """Bring the catalog up to date with the card files (see the module docstring): a full
+        scan when ``force`` (or a due inline scan of a small store), else the quick sync.
+        Returns how many cards changed."""
         if not self.exists and not self.catalog.exists:
             return 0
         catalog = self.open_catalog()
-        folders = repr(self.files.folder_stamps())
-        now = time.monotonic()
+        if force or self._inline_scan_due(catalog):
+            return self.apply_scan(self.scan_files())
+        return self._quick_sync(catalog)
+
+    def _inline_scan_due(self, catalog: Catalog) -> bool:
+        if catalog.count() > INLINE_SCAN_MAX:
+            return False
         wait = max(self.full_scan_interval, FULL_SCAN_SHARE * self._scan_cost)
-        due = now - self._last_full_scan >= wait and catalog.count() <= FULL_SCAN_MAX
-        if not force and not due and catalog.get_meta("folders") == folders:
+        return time.monotonic() - self._last_full_scan >= wait
+
+    def scan_wanted(self) -> bool:
+        """A background full scan is due: none yet in this process, a quick sync saw a foreign
+        change, or the last one is older than the background interval (and 20× its cost)."""
+        if not self.exists:
+            return False
+        if self._last_full_scan == 0.0 or self._foreign_change:
+            return True
+        wait = max(BACKGROUND_SCAN_INTERVAL_S, FULL_SCAN_SHARE * self._scan_cost)
+        return time.monotonic() - self._last_full_scan >= wait
+
+    def _quick_sync(self, catalog: Catalog) -> int:
+        folders = repr(self.files.folder_stamps())
+        if catalog.get_meta("folders") == folders or folders == self._looked_at:
             return 0
-        on_disk = self.files.scan()
-        known = catalog.stamps()
-        self._scan_cost = time.monotonic() - now
-        self._last_full_scan = time.monotonic()
-        changed = [(cid, p, s) for cid, (p, s) in on_disk.items() if known.get(cid) != (str(p), s)]
+        self._looked_at = folders
+        self._foreign_change = True  # a file replaced in place of another is left to the full scan
+        on_disk = self.files.listing()
+        known = catalog.paths()
+        changed = {cid for cid, path in on_disk.items() if known.get(cid) != path}
         removed = [cid for cid in known if cid not in on_disk]
+        head = gitview.head_commit(self.root)
+        recorded = catalog.get_meta("git_head")
+        if head is not None and recorded is not None and head != recorded:
+            pulled = gitview.changed_between(self.root, recorded, head, self.files.folders())
+            if pulled is None:
+                head = None  # git cannot tell: the full scan will
+            else:
+                changed.update(p.stem for p in pulled if p.stem in on_disk)
+        found = {cid: (on_disk[cid], stamp_of(Path(on_disk[cid]))) for cid in changed}
+        return self._apply(catalog, {c: (p, st) for c, (p, st) in found.items() if st is not None}, removed,
+                           folders=None, head=head if recorded is not None else None)
+
+    def scan_files(self) -> "Scan":
+        """The file-system half of a full scan, with the catalog's stamps read through a
+        connection of its own: no lock, safe on any thread (a search never waits for it)."""
+        started = time.monotonic()
+        folders = repr(self.files.folder_stamps())
+        head = gitview.head_commit(self.root)
+        return Scan(folders, head, self.files.scan(), started, read_stamps(self.catalog.path))
+
+    def apply_scan(self, scan: "Scan") -> int:
+        """The catalog half of a full scan: read the files whose stamps changed, drop the gone."""
+        catalog = self.open_catalog()
+        known = scan.known if scan.known is not None else catalog.stamps()
+        on_disk = scan.found
+        changed = {cid: entry for cid, entry in on_disk.items() if known.get(cid) != entry}
+        removed = [cid for cid in known if cid not in on_disk]
+        self._scan_cost = time.monotonic() - scan.started
+        self._last_full_scan = time.monotonic()
+        self._foreign_change = False
+        # Folder times are recorded only when nothing moved them during the scan.
+        settled = repr(self.files.folder_stamps()) == scan.folders
+        return self._apply(catalog, changed, removed, folders=scan.folders if settled else None, head=scan.head)
+
+    def _apply(self, catalog: Catalog, changed: dict[str, tuple[str, Stamp]], removed: list[str], *,
+               folders: str | None, head: str | None) -> int:
+        """Read ``changed`` files into the catalog and drop ``removed`` ids; record the folder
+        times (after a full scan) and the git commit the catalog now reflects."""
         problems = catalog.known_problems()
         gone_problems = [p for p in problems if not Path(p).exists()]
-        if not changed and not removed and not gone_problems and catalog.get_meta("folders") == folders:
+        unchanged_meta = ((folders is None or catalog.get_meta("folders") == folders)
+                          and (head is None or catalog.get_meta("git_head") == head))
+        if not changed and not removed and not gone_problems and unchanged_meta:
             return 0
         with self.locked(), catalog.transaction() as db:
-            for card_id, path, stamp in changed:
-                if problems.get(str(path), ("", None))[1] == stamp:
+            for card_id, (path_text, stamp) in changed.items():
+                if problems.get(path_text, ("", None))[1] == stamp:
                     continue  # still the same bad file: reported already
+                path = Path(path_text)
+                if not path.exists():
+                    removed.append(card_id)  # removed since it was listed
+                    continue
                 try:
                     card = self.files.read(path)
                 except CardFileError as exc:
@@ -151,11 +257,31 @@ class Store:
                     removed.append(card_id)
                     continue
                 catalog.put(db, card, path, stamp, self.files.is_private(path))
-                catalog.clear_problems(db, [str(path)])
-            catalog.remove(db, [cid for cid in removed if cid in known])
+                catalog.clear_problems(db, [path_text])
+            catalog.remove(db, removed)
             catalog.clear_problems(db, gone_problems)
-            catalog.set_meta(db, "folders", folders)
+            if folders is not None:
+                catalog.set_meta(db, "folders", folders)
+            if head is not None:
+                catalog.set_meta(db, "git_head", head)
         return len(changed) + len(removed)
+
+    def disk_usage(self) -> int:
+        """Bytes the store uses: the card files as the catalog last saw them (no ``stat`` per
+        card), plus every other file under the store (history, index, tombstones…)."""
+        if not self.root.is_dir():
+            return 0
+        total = self.catalog.card_bytes() if self.catalog.exists else 0
+        card_folders = {SHARED_DIR, PRIVATE_DIR}
+        for child in self.root.iterdir():
+            try:
+                if child.is_file():
+                    total += child.stat().st_size
+                elif child.is_dir() and child.name not in card_folders:
+                    total += sum(f.stat().st_size for f in child.rglob("*") if f.is_file())
+            except OSError:
+                continue  # removed while we looked
+        return total
 
     def problems(self) -> list[str]:
         """One line per card file that could not be read (each is skipped)."""
@@ -197,6 +323,10 @@ class Store:
         self._seen_generation = self.catalog.generation() if self.catalog.exists else 0
         return self.vectors
 
+    def vectors_on_disk(self) -> bool:
+        """A local vector index exists (opening it imports chromadb)."""
+        return self.location.path is not None and (self.location.path / SQLITE_FILE).exists()
+
     def _vectors_recorded(self) -> bool:
         """The catalog says the vector index holds vectors (of a real embedder)."""
         if not self.catalog.exists:
@@ -226,46 +356,110 @@ class Store:
         self._seen_generation = current
 
     def check_embedder(self, embedder: EmbedderInfo) -> None:
+        """Refuse an index built by another model; drop one built by another variant of this
+        model (fp32 and int8 vectors differ: never mixed), so its cards are embedded again."""
         recorded = self.catalog.get_meta("embedder") if self.catalog.exists else None
         wanted = f"{embedder.model_id}:{embedder.dim}"
-        if recorded is not None and recorded != wanted:
-            raise EmbedderMismatch(
-                f"the {self.label} memory index was built with {recorded.replace(':', ' (dim ')}) but the "
-                f"active embedder is {embedder.describe()}; run `memagent memory reindex`"
-            )
+        if recorded is None or recorded == wanted:
+            return
+        model, _, dim = recorded.rpartition(":")
+        variant = embedder.dim > 0 and dim == str(embedder.dim) and same_model(model, embedder.model_id)
+        if variant and not self.is_remote:  # a shared server's index is not this process's to drop
+            self._drop_vectors_of(model, embedder)
+            return
+        raise EmbedderMismatch(
+            f"the {self.label} memory index was built with {recorded.replace(':', ' (dim ')}) but the "
+            f"active embedder is {embedder.describe()}; run `memagent memory reindex`"
+        )
+
+    def _drop_vectors_of(self, recorded: str, embedder: EmbedderInfo) -> None:
+        index = self.vector_index(embedder, create=True)
+        with self.locked():
+            if index is not None:
+                index.embedder = embedder
+                index.replace_all([])
+            with self.catalog.transaction() as db:
+                self.catalog.forget_vectors(db)
+                self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
+                self._seen_generation = self.catalog.bump_generation(db)
+        self.notices.append(f"the {self.label} memory index held vectors of {recorded}; re-embedding its "
+                            f"{self.catalog.count()} cards with {embedder.name}")
 
     def sync_vectors(self, embedder: EmbedderInfo, embed: Embed, *, progress: Progress | None = None,
-                     duplicate_cosine: float | None = None) -> int:
-        """Embed, move and delete what the vector index lacks; returns how many cards were embedded."""
+                     duplicate_cosine: float | None = None, use_cache: bool = True) -> int:
+        """Index, move and delete what the vector index lacks (from the vector cache beside the
+        cards when ``use_cache`` and it has them, else by embedding); returns how many were indexed."""
         if not self.catalog.exists:
             return 0
         self.check_embedder(embedder)
-        work = self.catalog.vector_work()
-        if not work:
+        total = self.catalog.pending_vectors()
+        if not total and not self.catalog.vector_work(limit=0).deletes:
             self.follow_other_writers()
             return 0
-        index = self.vector_index(embedder, create=embedder.dim > 0)
-        total, done = len(work.embed), 0
         check_duplicates = duplicate_cosine is not None and 0 < total <= NEAR_DUPLICATE_CHECK_MAX
-        with self.locked():
-            self.follow_other_writers()
-            self._apply_deletes_and_moves(index, work.deletes, work.moves, embedder)
-        for start in range(0, total, EMBED_BATCH):
-            batch = work.embed[start : start + EMBED_BATCH]
-            vectors = embed([content for _, content, _ in batch]) if embedder.dim > 0 else []
-            with self.locked(), self.catalog.transaction() as db:
-                self.follow_other_writers()
-                if index is not None and embedder.dim > 0:
-                    index.upsert([(cid, vec, active) for (cid, _, active), vec in zip(batch, vectors)])
-                self.catalog.mark_indexed(db, [(cid, active) for cid, _, active in batch])
-                self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
-                self._seen_generation = self.catalog.bump_generation(db)
-                if check_duplicates and index is not None:
-                    self._note_near_duplicates(db, index, batch, vectors, duplicate_cosine or 1.0)
+        done = 0
+        cached = self.cached_vectors(embedder, self.catalog.pending_digests()) if use_cache else []
+        for chunk in chunked(cached, CACHE_BATCH):
+            self.store_vectors(embedder, chunk, remember=False,
+                               duplicate_cosine=duplicate_cosine if check_duplicates else None)
+            done += len(chunk)
+            if progress is not None:
+                progress(min(done, total), total)
+        while batch := self.next_vector_batch(embedder):
+            vectors = embed([content for _, content, _ in batch]) if embedder.dim > 0 else [None] * len(batch)
+            items = [(cid, digest_of(content), active, vec) for (cid, content, active), vec in zip(batch, vectors)]
+            self.store_vectors(embedder, items, duplicate_cosine=duplicate_cosine if check_duplicates else None)
             done += len(batch)
             if progress is not None:
-                progress(done, total)
-        return total
+                progress(min(done, total), total)
+        return done
+
+    def vector_cache(self, embedder: EmbedderInfo) -> VectorCache:
+        return VectorCache(self.root / VECTORS_DIR, embedder.model_id, embedder.dim)
+
+    def cached_vectors(self, embedder: EmbedderInfo, pending: Sequence[tuple[str, str, bool]]) -> list[VectorItem]:
+        """(id, digest, active, vector) of the pending (id, digest, active) whose vector the cache
+        beside the cards holds (file reads only: no lock, no catalog)."""
+        if embedder.dim == 0 or not pending:
+            return []
+        found = self.vector_cache(embedder).get({digest for _, digest, _ in pending})
+        return [(cid, digest, active, found[digest]) for cid, digest, active in pending if digest in found]
+
+    def next_vector_batch(self, embedder: EmbedderInfo, limit: int = EMBED_BATCH) -> list[tuple[str, str, bool]]:
+        """Apply the pending deletes and moves (cheap), then return the next (id, content, active)
+        to embed; empty when the index is complete."""
+        if not self.catalog.exists:
+            return []
+        while work := self.catalog.vector_work(limit=limit):
+            index = self.vector_index(embedder, create=embedder.dim > 0)
+            if work.deletes or work.moves:
+                with self.locked():
+                    self.follow_other_writers()
+                    self._apply_deletes_and_moves(index, work.deletes, work.moves, embedder)
+            if work.embed:
+                return work.embed
+        return []
+
+    def store_vectors(self, embedder: EmbedderInfo, items: Sequence[VectorItem], *, remember: bool = True,
+                      duplicate_cosine: float | None = None) -> None:
+        """Write (id, content digest, active, vector) items and mark them indexed (a card edited
+        meanwhile stays pending); ``remember`` adds shared cards' vectors to the cache beside the
+        cards."""
+        index = self.vector_index(embedder, create=embedder.dim > 0)
+        with self.locked(), self.catalog.transaction() as db:
+            self.follow_other_writers()
+            if index is not None and embedder.dim > 0:
+                index.upsert([(cid, vec, active) for cid, _, active, vec in items])
+            self.catalog.mark_indexed(db, [(cid, active) for cid, _, active, _ in items],
+                                      digests=[digest for _, digest, _, _ in items])
+            self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
+            self._seen_generation = self.catalog.bump_generation(db)
+            if duplicate_cosine is not None and index is not None:
+                batch = [(cid, "", active) for cid, _, active, _ in items]
+                self._note_near_duplicates(db, index, batch, [vec for *_, vec in items], duplicate_cosine)
+            shared = self.catalog.shared_ids([cid for cid, *_ in items]) if remember and embedder.dim > 0 else set()
+        if shared:
+            self.vector_cache(embedder).put({digest: vec for cid, digest, _, vec in items if cid in shared})
 
     def _apply_deletes_and_moves(self, index: VectorIndex | None, deletes: list[str],
                                  moves: list[tuple[str, bool]], embedder: EmbedderInfo) -> None:
@@ -324,6 +518,9 @@ class Store:
                     self._seen_generation = catalog.bump_generation(db)
                 if recorded in (None, before):
                     catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
+        if index is not None:
+            self.vector_cache(embedder).put({digest_of(c.content): v for c, private, v in items
+                                             if v is not None and not private})
         return paths
 
     def erase(self, ids: Sequence[str]) -> list[str]:
@@ -333,8 +530,10 @@ class Store:
         with self.locked():
             for card_id in ids:
                 self.files.delete(card_id)
+            digests = catalog.digests(ids)
             with catalog.transaction() as db:
                 erased = catalog.remove(db, ids)
+            VectorCache(self.root / VECTORS_DIR, "", 0).forget(digests)
             index = self.vector_index(None, create=False)
             if index is not None and erased:
                 self.follow_other_writers()
@@ -385,7 +584,7 @@ class Store:
                 index.embedder = embedder
                 index.replace_all([])
         self.sync_files(force=True)
-        self.sync_vectors(embedder, embed, progress=progress)
+        self.sync_vectors(embedder, embed, progress=progress, use_cache=False)  # afresh: replaces the cache's lines
         return catalog.count()
 
     def close(self) -> None:

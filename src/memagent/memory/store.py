@@ -125,6 +125,12 @@ def scrub_hnsw_segments(directory: Path) -> int:
     return sum(scrub_hnsw_segment(header.parent) for header in directory.glob("*/header.bin"))
 
 
+def same_model(a: str, b: str) -> bool:
+    """Two embedder ids name variants of one model (``all-MiniLM-L6-v2`` and ``…@int8``): their
+    vectors are comparable in kind but must not share an index."""
+    return a.split("@", 1)[0] == b.split("@", 1)[0]
+
+
 class EmbedderMismatch(StoreError):
     """The store's vectors come from another embedding model or dimension."""
 
@@ -319,6 +325,8 @@ class VectorIndex:
         stored = self.stored_embedder()
         if stored is None:
             return
+        if not self.is_remote and stored.dim == self.embedder.dim and same_model(stored.model_id, self.embedder.model_id):
+            return  # another variant in a local index: the store drops these vectors and embeds again
         if stored.model_id != self.embedder.model_id or stored.dim != self.embedder.dim:
             raise EmbedderMismatch(
                 f"the {self.location.label} memory index was built with {stored.describe()} but the active "

@@ -3,6 +3,10 @@
 Every change to a file is a write to a fresh temporary file in the same directory followed by
 ``os.replace``, so a reader sees either the old or the new content, never half of either.
 Files are not fsync'ed: a crash of the process is safe, a power cut may lose the last writes.
+
+``.tasks`` is never reached through a symlink (a command could swap the folder for a link into
+another repository): the folder is checked when the lock is taken and again after, and the
+folder of every file is checked right before the file is written (:class:`memagent.fsutil.UnsafePath`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ def atomic_write(path: Path, data: bytes) -> os.stat_result:
     return os.stat(path)  # after the rename: renaming changes the ctime
 
 
+def _same_folder(root: Path, lock_fd: int) -> None:
+    """Raise :class:`memagent.fsutil.UnsafePath` when ``root`` became a symlink, or its lock file
+    is no longer the one ``lock_fd`` opened (the folder was swapped while we opened it)."""
+    fsutil.refuse_symlinks(root.parent, root)
+    opened, current = os.fstat(lock_fd), os.lstat(root / LOCK_NAME)
+    if (opened.st_dev, opened.st_ino) != (current.st_dev, current.st_ino):
+        raise fsutil.UnsafePath(f"{root.name} changed while memagent opened it; not writing there")
+
+
 def stamp_of(st: os.stat_result) -> tuple[int, int, int, int]:
     """What identifies one version of a file without reading it.
 
@@ -45,10 +58,11 @@ def directory_lock(root: Path, *, create: bool) -> Iterator[bool]:
     to (a read-only checkout) is read without the lock rather than refused: readers only ever
     see whole files thanks to the atomic replace.
     """
+    fsutil.refuse_symlinks(root.parent, root)
     if create:
-        fsutil.private_dir(root)
+        fsutil.private_dir(root, inside=root.parent)
     try:
-        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         if create or exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT):
             raise
@@ -56,6 +70,7 @@ def directory_lock(root: Path, *, create: bool) -> Iterator[bool]:
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _same_folder(root, fd)  # the re-check after open: still the real folder we locked in
         yield True
     finally:
         os.close(fd)  # closing the descriptor releases the lock

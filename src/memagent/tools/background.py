@@ -3,10 +3,11 @@
 ``bash`` with ``run_in_background: true`` starts the command here and returns its id at once;
 ``bash_output`` reads what it printed since the last read (optionally only the lines a regular
 expression matches), with its status and exit code; ``kill_shell`` stops it. Each command runs
-as ``bash`` runs one — in the sandbox when it can start, with the same scrubbed environment, in
-its own process group (a kill ends everything it started) — and its output goes through a pipe
-that a reader thread drains into a bounded buffer: a chatty server never fills a disk, and what
-was not read in time is dropped from the middle with a note saying how much.
+through the same :class:`~memagent.tools.executor.Executor` as ``bash`` — in the sandbox when it
+can start, with the same filtered environment, in its own process group (a kill ends everything
+it started) — and its output goes through a pipe that a reader thread drains into a bounded
+buffer: a chatty server never fills a disk, and what was not read in time is dropped (the oldest
+first) with a note saying how much.
 
 The :class:`ShellRegistry` of a session kills every command still running when the session
 closes (and again at interpreter exit, in case closing never happens). Every command is started
@@ -28,7 +29,9 @@ import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable
+
+from memagent.tools.executor import Command, Executor, Started
 
 MAX_UNREAD_BYTES = 1024 * 1024  # per shell: older unread output is dropped past this
 READ_CHUNK = 64 * 1024
@@ -48,6 +51,7 @@ class BackgroundShell:
     command: str
     process: subprocess.Popen[bytes]
     started: float = field(default_factory=time.monotonic)
+    handle: Started | None = None  # what the executor prepared for it, released once it ended
     ended: float | None = None
     killed: bool = False
     dropped: int = 0  # unread bytes dropped because the buffer was full
@@ -98,6 +102,8 @@ class BackgroundShell:
         self.process.wait()
         self.ended = self.ended or time.monotonic()
         pipe.close()
+        if self.handle is not None:
+            self.handle.finish()
 
     def take(self, pattern: re.Pattern[str] | None = None) -> tuple[str, int]:
         """The output since the last read (only the matching lines, with ``pattern``; the others
@@ -131,25 +137,22 @@ class BackgroundShell:
             self._reader.join(KILL_WAIT_SECONDS)
 
 
-Launch = Callable[[str, Path], tuple[list[str], Mapping[str, str], str | None]]
-
-
 class ShellRegistry:
     """The background shells of one session (see the module docstring).
 
-    ``launch(command, root)`` says how to run a command: (argv, environment, notice) — the same
-    sandbox and environment as the ``bash`` tool's."""
+    ``executor`` starts the commands; ``command(script, root)`` makes the :class:`Command` the
+    ``bash`` tool would run (its environment)."""
 
-    def __init__(self, launch: Launch, *, limit: int = 16) -> None:
-        self.launch = launch
+    def __init__(self, executor: Executor, command: Callable[[str, Path], Command], *, limit: int = 16) -> None:
+        self.executor = executor
+        self.command = command
         self.limit = limit
         self._shells: dict[str, BackgroundShell] = {}
         self._counter = 0
         self._lock = threading.Lock()
         self._closed = False
         self._exit_hook = False
-        self._requests: queue.SimpleQueue[tuple[list[str], Mapping[str, str], Path, queue.SimpleQueue] | None] = (
-            queue.SimpleQueue())
+        self._requests: queue.SimpleQueue[tuple[Command, queue.SimpleQueue] | None] = queue.SimpleQueue()
         self._launcher: threading.Thread | None = None
 
     def _launch_loop(self) -> None:
@@ -158,26 +161,26 @@ class ShellRegistry:
             request = self._requests.get()
             if request is None:
                 return
-            argv, env, root, answer = request
+            command, answer = request
             try:
-                answer.put(subprocess.Popen(argv, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, start_new_session=True, env=dict(env)))
-            except OSError as exc:
+                answer.put(self.executor.start(command))
+            except Exception as exc:  # the sandbox refused, the program is missing: the caller's error
                 answer.put(exc)
 
-    def _popen(self, argv: list[str], env: Mapping[str, str], root: Path) -> subprocess.Popen[bytes]:
+    def _start(self, command: Command) -> Started:
         if self._launcher is None:
             self._launcher = threading.Thread(target=self._launch_loop, name="memagent-shell-launcher", daemon=True)
             self._launcher.start()
         answer: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._requests.put((argv, env, root, answer))
+        self._requests.put((command, answer))
         started = answer.get()
-        if isinstance(started, OSError):
+        if isinstance(started, Exception):
             raise started
         return started  # type: ignore[return-value]
 
-    def start(self, command: str, root: Path) -> BackgroundShell:
-        argv, env, notice = self.launch(command, root)
+    def start(self, script: str, root: Path) -> BackgroundShell:
+        """Start ``script`` in ``root``; raises ShellError (closing, too many), or what the
+        executor raises (the sandbox refused, OSError)."""
         with self._lock:
             if self._closed:
                 raise ShellError("the session is closing; no new background command can start")
@@ -185,10 +188,10 @@ class ShellRegistry:
             if running >= self.limit:
                 raise ShellError(f"{running} background commands are running already (the limit); "
                                  "stop one with kill_shell first")
+            handle = self._start(self.command(script, root))
             self._counter += 1
             shell_id = f"bash_{self._counter}"
-            process = self._popen(argv, env, root)
-            shell = BackgroundShell(shell_id, command, process, notice=notice)
+            shell = BackgroundShell(shell_id, script, handle.process, notice=handle.notice, handle=handle)
             shell._reader = threading.Thread(target=shell._drain, name=f"memagent-{shell_id}", daemon=True)
             shell._reader.start()
             self._shells[shell_id] = shell

@@ -47,10 +47,13 @@ def project_root(ctx: ToolContext) -> Path:
 
 
 def outputs_dir(ctx: ToolContext) -> Path:
-    """Where capped tool outputs are saved in full (inside the project by default)."""
+    """Where capped tool outputs are saved in full (inside the project by default).
+
+    Taken as written, symlinks *not* followed: a command that swaps a folder of this path for a
+    link cannot make it (an extra root of ``read_file``) lead anywhere else."""
     if ctx.outputs_dir is not None:
         base = ctx.outputs_dir if ctx.outputs_dir.is_absolute() else ctx.root / ctx.outputs_dir
-        return base.expanduser().resolve()
+        return Path(os.path.abspath(base.expanduser()))
     return project_root(ctx) / ".transcripts" / "outputs"
 
 

@@ -10,9 +10,9 @@
   command failed, and the model reads the code. Timeouts and refusals are errors.
 * A small blocklist refuses catastrophic commands before they run (see :func:`dangerous_reason`).
   It is a seat belt against accidents, the first line only; normal commands still need approval.
-* The command runs inside the bubblewrap sandbox of :mod:`memagent.tools.sandbox` when it can
-  start (project writable, rest read-only, secrets hidden, no network), and never with the
-  agent's credentials in its environment.
+* The command runs through the sandboxed :mod:`memagent.tools.executor` — inside the bubblewrap
+  sandbox of :mod:`memagent.tools.sandbox` when it can start (project writable, its power files
+  read-only, home hidden, no network) — and never with a secret in its environment.
 * While it runs, new output is passed to ``ctx.progress`` (the REPL shows the last lines live);
   a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group.
 * The saved full output is itself capped (``saved_output_max_bytes``): head and tail are kept
@@ -21,31 +21,30 @@
 
 from __future__ import annotations
 
-import codecs
 import os
 import re
 import secrets
 import shutil
 import shlex
 import signal
-import subprocess
 import tempfile
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Mapping
+from typing import IO, TYPE_CHECKING
 
 from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from memagent.fsutil import make_dirs
+from memagent.fsutil import private_dir
 from memagent.redact import RedactingWriter
-from memagent.tools.base import ProgressCallback, Tool, ToolContext, ToolError, ToolInput, ToolOutcome
+from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
 from memagent.tools.background import ShellError, ShellRegistry
-from memagent.tools.sandbox import Sandbox, SandboxConfig, scrubbed_environment
+from memagent.tools.executor import Command, SandboxedExecutor
+from memagent.tools.sandbox import Sandbox, SandboxConfig, SandboxRefused
 
 if TYPE_CHECKING:
     from memagent.config import Settings
@@ -264,9 +263,6 @@ def dangerous_reason(command: str, *, _depth: int = 0) -> str | None:
 
 # --- running -------------------------------------------------------------------------------
 
-POLL_SECONDS = 0.1
-# While streaming, at most this much new output is decoded per poll (the REPL shows a tail).
-PROGRESS_CHUNK_BYTES = 16 * 1024
 DEFAULT_SAVED_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
 
 
@@ -292,23 +288,12 @@ class BashInput(ToolInput):
 
 @dataclass
 class ShellConfig:
-    """How the bash tool runs commands: the sandbox (probed once), the saved-output cap, and
-    the session's background shells (None: ``run_in_background`` is refused)."""
+    """How the bash tool runs commands: the executor (sandboxed, probed once), the saved-output
+    cap, and the session's background shells (None: ``run_in_background`` is refused)."""
 
     sandbox: Sandbox = field(default_factory=Sandbox)
     saved_output_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
     background: ShellRegistry | None = None
-
-    def launch(self, command: str, root: Path) -> tuple[list[str], dict[str, str], str | None]:
-        """How a command runs: its argv (in the sandbox when it can start), its environment (no
-        secrets), and a notice to show once when it runs unconfined."""
-        argv, notice = self.sandbox.command(command, root)
-        return argv, child_environment(self.sandbox.environment(os.environ, root)), notice
-
-    def with_background(self) -> "ShellConfig":
-        """This configuration with a registry of background shells of its own."""
-        self.background = ShellRegistry(self.launch)
-        return self
 
     @classmethod
     def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "ShellConfig":
@@ -317,77 +302,25 @@ class ShellConfig:
             saved_output_max_bytes=settings.saved_output_max_bytes,
         )
 
+    @property
+    def executor(self) -> SandboxedExecutor:
+        return SandboxedExecutor(self.sandbox)
 
-def child_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` minus secrets and anything that would wait for a human."""
-    env = scrubbed_environment(base)
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
-    return env
+    def command(self, script: str, root: Path, timeout: float = 0.0) -> Command:
+        """``script`` as the bash tool runs it in ``root``: its environment filtered, nothing
+        waiting for a human."""
+        env = {**self.executor.environment(os.environ, root), **NON_INTERACTIVE}
+        return Command(root, env, timeout, script=script)
 
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def run_command(
-    argv: list[str],
-    cwd: Path,
-    timeout: float,
-    sink: IO[bytes],
-    *,
-    env: Mapping[str, str] | None = None,
-    progress: ProgressCallback | None = None,
-) -> int | None:
-    """Run ``argv``; the exit code, or None when it timed out (its group is then killed).
-
-    With ``progress``, new output is passed to it while the command runs. On any exception
-    (KeyboardInterrupt, ToolCancelled, SystemExit from a signal) the whole process group is
-    killed and the exception re-raised.
-    """
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=sink,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=dict(env) if env is not None else child_environment(os.environ),
-    )
-    try:
-        if progress is None:
-            return proc.wait(timeout=timeout)
-        return _wait_streaming(proc, sink, timeout, progress)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return None
-    except BaseException:
-        _kill_group(proc)
-        raise
+    def with_background(self) -> "ShellConfig":
+        """This configuration with a registry of background shells of its own (run by the same
+        executor, with the same environment)."""
+        self.background = ShellRegistry(self.executor, self.command)
+        return self
 
 
-def _wait_streaming(proc: subprocess.Popen[bytes], sink: IO[bytes], timeout: float, progress: ProgressCallback) -> int:
-    """Wait for ``proc``, passing the output written to ``sink`` so far to ``progress``."""
-    deadline = time.monotonic() + timeout
-    offset = 0
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    while True:
-        try:
-            code: int | None = proc.wait(timeout=min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            code = None
-        size = os.fstat(sink.fileno()).st_size
-        if size - offset > PROGRESS_CHUNK_BYTES:  # skip ahead: only the newest lines are shown
-            offset = size - PROGRESS_CHUNK_BYTES
-            decoder.reset()
-        data = os.pread(sink.fileno(), size - offset, offset) if size > offset else b""
-        offset += len(data)
-        progress(decoder.decode(data, final=code is not None))
-        if code is not None:
-            return code
-        if time.monotonic() >= deadline:
-            raise subprocess.TimeoutExpired(proc.args, timeout)
+# Nothing a command starts may wait for a human.
+NON_INTERACTIVE = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
 
 
 def split_head_tail(text: str, cap: int) -> tuple[str, str, int]:
@@ -430,7 +363,10 @@ def _save_full_output(sink: IO[bytes], ctx: ToolContext, max_bytes: int) -> str:
 
     Returns how the result should name it: its display path, and the cap when it applied."""
     directory = outputs_dir(ctx)
-    make_dirs(directory)  # 0700, and the session folder on the way too
+    root = project_root(ctx)
+    # 0700 with the folders on the way, never through a symlink planted in the project
+    # (``UnsafePath``, an OSError: not saved)
+    private_dir(directory, inside=root if directory.is_relative_to(root) else None)
     name = f"bash-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}.log"
     fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
     try:
@@ -496,8 +432,10 @@ you can open with read_file. Default timeout 120 s (`timeout` up to 600). For a 
 watcher or anything long, pass `run_in_background: true`: you get an id at once and read the
 output with bash_output. Prefer read_file,
 glob, grep, edit_file and write_file over cat, find, grep, sed and echo redirection.
-Commands usually run in a sandbox: only the project folder is writable, /tmp is private,
-secrets in the home folder are hidden and there is no network. Catastrophic commands
+Commands usually run in a sandbox: only the project folder is writable (its git config and
+hooks and agent configuration such as .mcp.json, .claude/ and .memagent.toml stay read-only),
+/tmp is private, the home folder is hidden (tool caches stay readable) and there is no
+network. Catastrophic commands
 (sudo, rm -rf /, mkfs, …) are refused."""
 
 
@@ -506,6 +444,8 @@ def _start_background(shell: ShellConfig, command: str, root: Path) -> str:
         raise ToolError("background commands are not available here; run it without run_in_background")
     try:
         started = shell.background.start(command, root)
+    except SandboxRefused as exc:
+        raise ToolError(f"{exc}. The command was not run.") from None
     except (ShellError, OSError) as exc:
         raise ToolError(f"the command could not start in the background: {exc}") from None
     prefix = started.notice + "\n" if started.notice else ""
@@ -530,10 +470,13 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         if inp.run_in_background:
             return _start_background(shell, command, root)
         timeout = inp.timeout or ctx.bash_timeout
-        argv, env, notice = shell.launch(command, root)
         with tempfile.TemporaryFile() as sink:
-            code = run_command(argv, root, timeout, sink, env=env, progress=ctx.progress)
+            try:
+                done = shell.executor.run(shell.command(command, root, timeout), sink, progress=ctx.progress)
+            except SandboxRefused as exc:
+                raise ToolError(f"{exc}. The command was not run.") from None
             output = render_output(sink, ctx, shell.saved_output_max_bytes)
+        code, notice = done.code, done.notice
         prefix = notice + "\n" if notice else ""
         if code is None:
             body = output.rstrip("\n") or "(no output)"

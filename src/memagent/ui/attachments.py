@@ -111,12 +111,12 @@ def run_shell_escape(command: str, root: Path, timeout: float = 120.0, env: Mapp
 
     The environment is ``env`` (default: this process's) without secrets, as for the ``bash``
     tool: the output goes to the model and into the transcript."""
-    from memagent.tools.sandbox import scrubbed_environment
+    from memagent.childenv import filtered_environment
 
     try:
         done = subprocess.run(
             command, shell=True, cwd=root, capture_output=True, text=True, errors="replace", timeout=timeout,
-            stdin=subprocess.DEVNULL, env=scrubbed_environment(os.environ if env is None else env),
+            stdin=subprocess.DEVNULL, env=filtered_environment(os.environ if env is None else env),
         )
     except subprocess.TimeoutExpired as exc:
         partial = (exc.stdout or "") if isinstance(exc.stdout, str) else ""

@@ -1,0 +1,274 @@
+"""Memory at 10k and 100k real cards: the table of "Fast at 100k", memagent side by side with the
+plain baseline, in one run.
+
+Usage (after ``python bench/bench_stores.py`` built the stores)::
+
+    python bench/bench_memperf.py --stores /work/bench-stores --sizes 10000 100000 --runs 5
+
+The baseline is a plain script with the same embedder (int8 MiniLM, or fp32 where the row says
+so) and a plain ``chromadb`` collection holding the same texts and vectors (``store-*/plain``).
+Every pair is interleaved (A, B, A, B …) so machine noise hits both alike; medians; CPU time
+(user + system of the child processes) beside wall time for the commands. ``-p`` runs against the
+loopback fake Messages API (in this process), answering at once.
+
+Rows:
+
+- ``memagent -p PROMPT``, memory on vs ``--no-memory``: ``hi`` (a greeting: no search) and a real
+  question (one search).
+- peak RSS of ``-p QUESTION``, memory on vs off: ``VmHWM`` of the ``memagent`` process itself, read
+  at exit (``ru_maxrss`` of a child started by a large parent reports the parent's size: the
+  artefact behind an earlier "memory on ≈ off").
+- warm search p50 / p95: ``MemoryService.search(q, k=5)`` in a warmed-up process vs the plain
+  embed + Chroma top-5 query, LoCoMo questions.
+- cold ``memagent memory search`` vs a plain script (import chromadb, open the collection, load
+  the embedder, embed, query).
+- ``memory import`` throughput (through the write gate, int8) vs plain fp32 embedding + Chroma add.
+- a teammate's clone: ``memory search`` on a copy of ``--rebuild-n`` committed card files and
+  their vector cache (no index) vs plain: embed those texts (fp32) and add them to Chroma.
+- ``memory stats`` vs ``memory list``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+QUESTION = "how do we deploy the parser and which tests must pass first?"
+PLAIN_COLD = """
+import sys, chromadb
+from memagent.memory.embeddings import load_embedder
+client = chromadb.PersistentClient(path=sys.argv[1], settings=chromadb.Settings(anonymized_telemetry=False))
+collection = client.get_collection("plain", embedding_function=None)
+vector = load_embedder(sys.argv[3]).embed([sys.argv[2]])[0].tolist()
+result = collection.query(query_embeddings=[vector], n_results=5, include=["documents", "distances"])
+print(len(result["ids"][0]))
+"""
+PLAIN_REBUILD = """
+import sys, pathlib, chromadb
+from memagent.memory.cardfiles import CardFiles
+from memagent.memory.embeddings import load_embedder
+files = CardFiles(pathlib.Path(sys.argv[1]))
+cards = [files.read(pathlib.Path(path)) for path, _ in files.scan().values()]
+vectors = load_embedder("onnx").embed([c.content for c in cards])
+client = chromadb.PersistentClient(path=sys.argv[2], settings=chromadb.Settings(anonymized_telemetry=False))
+collection = client.get_or_create_collection("plain", embedding_function=None, metadata={"hnsw:space": "cosine"})
+for start in range(0, len(cards), 1000):
+    collection.add(ids=[c.id for c in cards[start:start + 1000]], documents=[c.content for c in cards[start:start + 1000]],
+                   embeddings=vectors[start:start + 1000].tolist())
+print(collection.count())
+"""
+PEAK = """
+import atexit, runpy, sys
+def report():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                sys.stderr.write("\\nVMHWM_KB " + line.split()[1] + "\\n")
+atexit.register(report)
+sys.argv = ["memagent", *sys.argv[1:]]
+runpy.run_module("memagent", run_name="__main__")
+"""
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall s, CPU s of the child) of one command; exits on failure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    out = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:5])}… failed ({out.returncode}): {out.stderr.strip()[-600:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def pair(a: list[str], b: list[str], env: dict[str, str], cwd: Path, runs: int) -> dict[str, float]:
+    """Medians of ``a`` and ``b`` run alternately (after one untimed run of each)."""
+    timed(a, env, cwd), timed(b, env, cwd)
+    walls: dict[str, list[float]] = {"a": [], "b": [], "a_cpu": [], "b_cpu": []}
+    for _ in range(runs):
+        for key, argv in (("a", a), ("b", b)):
+            wall, cpu = timed(argv, env, cwd)
+            walls[key].append(wall)
+            walls[f"{key}_cpu"].append(cpu)
+    return {key: statistics.median(values) for key, values in walls.items()}
+
+
+def peak_rss_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    out = subprocess.run([sys.executable, "-c", PEAK, *args], env=env, cwd=cwd, capture_output=True, text=True,
+                         timeout=900)
+    for line in out.stderr.splitlines():
+        if line.startswith("VMHWM_KB "):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"no RSS figure: {out.stderr.strip()[-400:]}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def questions(n: int, seed: int = 7) -> list[str]:
+    data = json.loads(Path("/work/shared/bench/locomo10.json").read_text(encoding="utf-8"))
+    found = [q["question"] for sample in data for q in sample["qa"] if q.get("question")]
+    return random.Random(seed).sample(found, n)
+
+
+def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
+    """memagent's search vs plain embed + Chroma query, interleaved per query, in this process."""
+    import chromadb
+
+    from memagent.config import Settings, project_paths
+    from memagent.memory.embeddings import load_embedder
+    from memagent.memory.service import MemoryService
+
+    embedder = load_embedder()
+    service = MemoryService.open(project_paths(store / "project"), Settings(), "bench", embedder=embedder)
+    service.warm_up()
+    service.wait_for_upkeep()
+    client = chromadb.PersistentClient(path=str(store / "plain"), settings=chromadb.Settings(anonymized_telemetry=False))
+    plain = client.get_collection("plain", embedding_function=None)
+    ours, theirs = [], []
+    for query in queries[:5]:
+        service.search(query, k=5)
+        plain.query(query_embeddings=[embedder.embed([query])[0].tolist()], n_results=5, include=["documents"])
+    for query in queries:
+        started = time.perf_counter()
+        service.search(query, k=5)
+        ours.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        plain.query(query_embeddings=[embedder.embed([query])[0].tolist()], n_results=5, include=["documents"])
+        theirs.append((time.perf_counter() - started) * 1000)
+    service.close()
+    return {"p50": statistics.median(ours), "p95": percentile(ours, 95),
+            "plain_p50": statistics.median(theirs), "plain_p95": percentile(theirs, 95)}
+
+
+def import_rate(texts: list[str], workdir: Path) -> dict[str, float]:
+    """Cards/s: ``import_cards`` through the gate (int8) vs plain fp32 embedding + Chroma add."""
+    import chromadb
+
+    from memagent.config import Settings, project_paths
+    from memagent.memory.embeddings import load_embedder
+    from memagent.memory.service import MemoryService
+
+    project = workdir / "import-project"
+    project.mkdir()
+    service = MemoryService.open(project_paths(project), Settings(), "bench", embedder=load_embedder())
+    started = time.perf_counter()
+    report = service.import_cards([{"content": t, "memory_type": "fact"} for t in texts])
+    ours = time.perf_counter() - started
+    service.close()
+    fp32 = load_embedder("onnx")
+    started = time.perf_counter()
+    vectors = fp32.embed(texts)
+    client = chromadb.PersistentClient(path=str(workdir / "import-plain"), settings=chromadb.Settings(anonymized_telemetry=False))
+    collection = client.get_or_create_collection("plain", embedding_function=None, metadata={"hnsw:space": "cosine"})
+    for start in range(0, len(texts), 1000):
+        collection.add(ids=[f"d{i}" for i in range(start, min(start + 1000, len(texts)))],
+                       documents=texts[start : start + 1000], embeddings=vectors[start : start + 1000].tolist())
+    theirs = time.perf_counter() - started
+    return {"ours": len(texts) / ours, "plain": len(texts) / theirs, "added": report.added}
+
+
+def clone_of(store: Path, n: int, target: Path) -> Path:
+    """A project holding ``n`` committed card files and the vector cache, as a clone has them."""
+    source = store / "project" / ".memory"
+    memory = target / ".memory"
+    (memory / "cards").mkdir(parents=True)
+    for path in sorted((source / "cards").iterdir())[:n]:
+        shutil.copy2(path, memory / "cards" / path.name)
+    shutil.copytree(source / "vectors", memory / "vectors")
+    for name in (".gitignore", "project-id"):
+        if (source / name).exists():
+            shutil.copy2(source / name, memory / name)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", type=Path, default=Path("/work/bench-stores"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--import-n", type=int, default=1000)
+    parser.add_argument("--rebuild-n", type=int, default=1000)
+    args = parser.parse_args(argv)
+    from fakeapi import FakeAnthropic, text
+
+    memagent = str(Path(sys.executable).parent / "memagent")
+    queries = questions(args.queries)
+    rows: list[str] = []
+
+    def row(what: str, ours: str, theirs: str, ratio: float | None, target: str) -> None:
+        line = f"| {what} | {ours} | {theirs} | {'' if ratio is None else f'{ratio:.2f}×'} | {target} |"
+        rows.append(line)
+        print(line, flush=True)
+
+    print(f"load average {os.getloadavg()[0]:.1f}; runs {args.runs}", flush=True)
+    print("| measure | memagent | plain / memory off | ratio | target |\n|---|---:|---:|---:|---:|", flush=True)
+    with FakeAnthropic(responder=lambda body: text("Done.")) as fake, tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            store = args.stores / f"store-{n // 1000}k"
+            project = store / "project"
+            env = {**os.environ, "MEMAGENT_HOME": str(store / "home"), "ANTHROPIC_API_KEY": "bench",
+                   "ANTHROPIC_BASE_URL": fake.url}
+            label = f"{n // 1000}k"
+            # The cards were written by the build, not by a session this machine's ledger saw:
+            # trusting the project lets sessions use them (see memory.provenance).
+            timed([memagent, "trust", "-C", str(project)], env, project)
+            for prompt, name in (("hi", "hi"), (QUESTION, "a question")):
+                p = pair([memagent, "-p", prompt, "-C", str(project)],
+                         [memagent, "-p", prompt, "--no-memory", "-C", str(project)], env, project, args.runs)
+                row(f"`-p {name}` on / off, {label} (wall; CPU)", f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
+                    f"{p['b']:.2f} s; {p['b_cpu']:.2f} s", p["a"] / p["b"], "≤ 1.2× (10k), ≤ 1.3× (100k)")
+            on = peak_rss_mb(["-p", QUESTION, "-C", str(project)], env, project)
+            off = peak_rss_mb(["-p", QUESTION, "--no-memory", "-C", str(project)], env, project)
+            row(f"peak RSS of `-p a question`, {label}", f"{on:.0f} MB", f"{off:.0f} MB", on / off, "≤ 1.6×")
+            warm = warm_search(store, queries)
+            row(f"warm search p50 / p95, {label}", f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
+                f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms", warm["p95"] / warm["plain_p95"],
+                "≤ 1.5×, p95 ≤ 25 ms")
+            cold = pair([memagent, "memory", "search", QUESTION, "-C", str(project)],
+                        [sys.executable, "-c", PLAIN_COLD, str(store / "plain"), QUESTION, "auto"], env, project, args.runs)
+            row(f"cold `memory search`, {label} (wall; CPU)", f"{cold['a']:.2f} s; {cold['a_cpu']:.2f} s",
+                f"{cold['b']:.2f} s; {cold['b_cpu']:.2f} s", cold["a"] / cold["b"], "≤ 1.1×")
+            stats = pair([memagent, "memory", "stats", "-C", str(project)],
+                         [memagent, "memory", "list", "-C", str(project)], env, project, args.runs)
+            row(f"`memory stats` vs `memory list`, {label}", f"{stats['a']:.2f} s", f"{stats['b']:.2f} s",
+                stats["a"] / stats["b"], "≤ 0.5 s")
+        store = args.stores / f"store-{min(args.sizes) // 1000}k"
+        env = {**os.environ, "MEMAGENT_HOME": str(store / "home")}
+        work = Path(tmp)
+        corpus = json.loads((args.stores / "corpus.json").read_text(encoding="utf-8"))
+        rate = import_rate(corpus[-args.import_n:], work)
+        row(f"`memory import` of {args.import_n:,} real cards (cards/s)", f"{rate['ours']:.0f}",
+            f"{rate['plain']:.0f} (fp32)", rate["ours"] / rate["plain"], "≥ 2×")
+        clone = clone_of(store, args.rebuild_n, work / "clone")
+        ours = timed([memagent, "memory", "search", QUESTION, "-C", str(clone)], env, clone)
+        theirs = timed([sys.executable, "-c", PLAIN_REBUILD, str(clone / ".memory"), str(work / "plain-rebuild")],
+                       env, clone)
+        row(f"a clone's first search: index {args.rebuild_n:,} committed cards (wall; CPU)",
+            f"{ours[0]:.1f} s; {ours[1]:.1f} s", f"{theirs[0]:.1f} s; {theirs[1]:.1f} s (fp32)",
+            ours[0] / theirs[0], "≥ 2× faster")
+    print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

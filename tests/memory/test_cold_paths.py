@@ -1,0 +1,58 @@
+"""Cold paths import what they use: a one-shot greeting and `memory stats` load neither chromadb
+nor onnxruntime, a real question loads both (the real CLI against the loopback fake API)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from fakeapi import FakeAnthropic, text
+
+MODULES_AT_EXIT = """
+import atexit, json, runpy, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(
+    {m: m in sys.modules for m in ("chromadb", "onnxruntime", "anthropic")}) + "\\n"))
+sys.argv = ["memagent", *sys.argv[1:]]
+runpy.run_module("memagent", run_name="__main__")
+"""
+
+
+@pytest.fixture
+def stocked(service, paths, onnx_cache):
+    """A project with cards and a vector index, and the embedding graphs already cached."""
+    service.save("Deploys go out on Tuesdays after the standup", "procedure")
+    service.save("The parser tests must pass before any deploy", "constraint")
+    service.close()
+    cache = paths.home / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    for item in onnx_cache.iterdir():
+        shutil.copy2(item, cache / item.name)
+    return paths
+
+
+def _loaded(paths, cli_env, *args: str) -> dict[str, bool]:
+    with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
+        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "MEMAGENT_EMBEDDER": "onnx"}
+        out = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, *args, "-C", str(paths.root)], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = next(ln for ln in out.stderr.splitlines() if ln.startswith("MODULES "))
+    return json.loads(line.split(" ", 1)[1])
+
+
+def test_a_greeting_loads_no_vector_machinery(stocked, cli_env):
+    assert _loaded(stocked, cli_env, "-p", "hi") == {"chromadb": False, "onnxruntime": False, "anthropic": True}
+
+
+def test_a_question_loads_the_embedder_and_the_index(stocked, cli_env):
+    loaded = _loaded(stocked, cli_env, "-p", "when do deploys go out?")
+    assert loaded == {"chromadb": True, "onnxruntime": True, "anthropic": True}
+
+
+def test_memory_stats_and_list_load_no_vector_machinery(stocked, cli_env):
+    for command in (["memory", "stats"], ["memory", "list"]):
+        assert _loaded(stocked, cli_env, *command) == {"chromadb": False, "onnxruntime": False, "anthropic": False}
