@@ -29,8 +29,10 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"paths"},
     "childenv": {"redact"},
     "__main__": {"cli"},
-    "trust": {"config", "paths", "errors", "fsutil", "redact"},
-    "permissions": {"config", "paths", "errors", "markers", "trust"},
+    "trust": {"config", "paths", "errors", "fsutil", "protected", "redact"},
+    # the gate: effects, the shell parse, rules and the policy; leaves only, so tools can declare
+    # effects and the loop can ask it without knowing any store
+    "permissions": {"protected", "errors", "markers"},
     "todo": {"markers", "errors"},
     "checkpoints": {"fsutil", "gitsafe"},
     "commands_md": {"config", "paths", "errors", "fsutil"},
@@ -38,12 +40,12 @@ ALLOWED: dict[str, set[str]] = {
     "llm": CORE_BASE,
     "tasks": CORE_BASE,
     "memory": CORE_BASE | {"llm", "tasks"},
-    "tools": CORE_BASE,
+    "tools": CORE_BASE | {"permissions"},
     "context": CORE_BASE | {"llm"},
     # the loop: context, model and tool protocols, no store
-    "agent": CORE_BASE | {"context", "llm", "tools"},
+    "agent": CORE_BASE | {"context", "llm", "tools", "permissions"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
-    "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust"},
+    "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust", "permissions"},
     "features": CORE_BASE
     | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md", "checkpoints"},
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
@@ -140,6 +142,8 @@ def test_the_console_script_path_stays_light():
 
 
 FORBIDDEN_EDGES = [
+    ("permissions/gate.py", "from memagent.tools import base"),
+    ("permissions/shell.py", "from memagent import trust"),
     ("agent/loop.py", "from memagent import runtime"),
     ("agent/loop.py", "from memagent.memory import cards"),
     ("agent/loop.py", "import memagent.cli.main"),

@@ -5,7 +5,8 @@ environment.
 
 Precedence, lowest to highest: built-in defaults < ``$MEMAGENT_HOME/config.toml`` (user) <
 ``<project>/.memagent.toml`` (project) < ``MEMAGENT_*`` environment variables < command-line
-flags. Keys in the TOML files are the field names of :class:`Settings`; the environment variable
+flags. Permission rules (``allow``, ``ask``, ``deny``) add up instead: the rules of every source
+apply together, so a project file cannot drop the user's deny rules. Keys in the TOML files are the field names of :class:`Settings`; the environment variable
 of a field is ``MEMAGENT_`` + its name in capitals (``MEMAGENT_COMPACT_TOKENS``). Lists in the
 environment are JSON (``MEMAGENT_ALLOW='["Bash(git status:*)"]'``).
 
@@ -80,6 +81,8 @@ WIDENING_SETTINGS = (
     "bash_timeout",
     "checkpoints",  # turning the safety net off is the user's call, not a cloned repository's
 )
+# Permission rules: every source's rules apply together (they are not replaced by a later file).
+RULE_SETTINGS = ("allow", "ask", "deny")
 
 # Settings only the user's own configuration (``$MEMAGENT_HOME/config.toml``, the environment,
 # flags) may set: a project file, trusted or not, cannot.
@@ -414,8 +417,16 @@ def _flag_name(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
+NOT_TRUSTED = "this project is not trusted (run `memagent trust` in it to allow its settings)"
+CHANGED_SINCE_TRUSTED = (
+    "the file changed since you trusted this project (`memagent trust --status` shows the change, "
+    "`memagent trust` accepts it)"
+)
+
+
 def _layers(
-    paths: ProjectPaths, env: Mapping[str, str], overrides: Mapping[str, Any], trusted: bool
+    paths: ProjectPaths, env: Mapping[str, str], overrides: Mapping[str, Any], trusted: bool,
+    distrust: str = NOT_TRUSTED,
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
     user = _Layer(str(paths.user_config), _read_toml(paths.user_config))
@@ -428,10 +439,7 @@ def _layers(
     if widening and not trusted:
         for key in widening:
             project_values.pop(key)
-        notices.append(
-            f"{paths.project_config} asks for {', '.join(widening)}; ignored because this project is not "
-            "trusted (run `memagent trust` in it to allow its settings)"
-        )
+        notices.append(f"{paths.project_config} asks for {', '.join(widening)}; ignored because {distrust}")
     user_only = sorted(k for k in project_values if k in USER_ONLY_SETTINGS)
     for key in user_only:
         project_values.pop(key)
@@ -470,23 +478,42 @@ def load_settings_with_notices(
     overrides: Mapping[str, Any] | None = None,
     *,
     trusted: bool = False,
+    distrust: str = NOT_TRUSTED,
 ) -> tuple[Settings, list[str]]:
     """Settings from every source, and one-line notices about what was ignored.
 
-    ``trusted``: the user trusts this project, so its file may widen permissions.
+    ``trusted``: the user trusts this project's file as it is now, so it may widen permissions;
+    ``distrust`` says why not, in the notice (:data:`CHANGED_SINCE_TRUSTED` for a changed file).
     Raises :class:`ConfigError` with one line naming the source, the key and the problem."""
     env = os.environ if env is None else env
-    layers, notices = _layers(paths, env, overrides or {}, trusted)
+    layers, notices = _layers(paths, env, overrides or {}, trusted, distrust)
     merged: dict[str, Any] = {}
     origin: dict[str, _Layer] = {}
     for layer in layers:
         for key, value in layer.values.items():
+            if key in RULE_SETTINGS and key in merged and isinstance(value, (list, tuple)):
+                value = [*merged[key], *value]  # rules add up: a later file cannot drop a deny rule
             merged[key] = value
             origin[key] = layer
     try:
         return Settings(**merged), notices
     except ValidationError as exc:
         raise ConfigError(_explain(exc, merged, origin)) from None
+
+
+def rule_sources(
+    paths: ProjectPaths, env: Mapping[str, str] | None = None, *, trusted: bool = False
+) -> list[tuple[str, dict[str, list[str]]]]:
+    """Where each permission rule in force was written: ``(label, {"allow": [...], ...})`` per
+    source, in the order they add up (user file, trusted project file, environment)."""
+    env = os.environ if env is None else env
+    layers, _ = _layers(paths, env, {}, trusted)
+    found = []
+    for layer in layers:
+        rules = {key: [str(rule) for rule in layer.values.get(key) or []] for key in RULE_SETTINGS}
+        if any(rules.values()):
+            found.append((layer.label, rules))
+    return found
 
 
 def load_settings(
@@ -536,7 +563,9 @@ def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[st
 
 
 __all__ = [
+    "CHANGED_SINCE_TRUSTED",
     "ConfigError",
+    "NOT_TRUSTED",
     "HOOK_EVENTS",
     "HookCommand",
     "HooksSettings",
@@ -551,6 +580,7 @@ __all__ = [
     "load_settings_with_notices",
     "setting_origin",
     "memagent_home",
+    "rule_sources",
     "project_paths",
     "setting_names",
 ]

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature, SubagentContext
-from memagent.agent.loop import Agent, AgentConfig, Approver, PermissionGate
+from memagent.agent.loop import Agent, AgentConfig, Approver
 from memagent.agent.prompt import build_system, environment_block, subagent_prompt
 from memagent.checkpoints import ShadowRepo
 from memagent.config import ProjectPaths, Settings
@@ -44,7 +44,7 @@ from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
-from memagent.permissions import READ_ONLY_TOOLS
+from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Verdict
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
@@ -86,9 +86,8 @@ class Controls:
     """How an agent's tool calls are decided: the gate (mode and rules), who is asked, and
     whether anyone can be."""
 
-    permissions: PermissionGate | None
+    permissions: Gate | None
     approver: Approver
-    auto_approve: bool = False
     non_interactive: bool = False
 
 
@@ -210,7 +209,6 @@ def build_agent(
         conversation=parts.conversation,
         context=_policy(parts, features, system, registry),
         approver=controls.approver,
-        auto_approve=controls.auto_approve,
         non_interactive=controls.non_interactive,
         features=features,
         config=AgentConfig(model=model_name or settings.model, max_tokens=settings.max_tokens),
@@ -252,9 +250,65 @@ def _tool_context(parts: Parts, agent_name: str = "") -> ToolContext:
 # ---------------------------------------------------------------------- subagents
 
 
+class _Blank:
+    """An input whose every field is empty: what a tool declares for a call that names nothing."""
+
+    def __getattr__(self, name: str) -> str:
+        return ""
+
+
 def is_read_only(tool: Tool) -> bool:
-    """A tool that changes nothing (what a definition without ``tools`` gets)."""
-    return tool.name in READ_ONLY_TOOLS and tool.name != "todo"
+    """A tool that only reads, as it declares itself (what a definition without ``tools`` gets;
+    the subagent's gate still judges each call by what it declares)."""
+    if tool.name == "todo":
+        return False
+    try:
+        declared = tool.declare(_Blank())
+    except Exception:  # a declaration that needs real input: not offered by default
+        return False
+    return declared.effects <= {Effect.READ}
+
+
+class SubagentGate(Gate):
+    """A subagent's gate: its parent's (mode and rules, "always" answers, plan mode — shared and
+    live), and, for a definition that lists no tools, a refusal of every call that does more than
+    read."""
+
+    def __init__(self, parent: Gate, agent: str, *, read_only: bool) -> None:
+        self.parent = parent
+        self.agent = agent
+        self.read_only = read_only
+        self.save = None
+        self._approved_calls = set()
+
+    @property  # type: ignore[override]
+    def policy(self) -> Any:
+        return self.parent.policy
+
+    @policy.setter
+    def policy(self, value: Any) -> None:
+        self.parent.policy = value
+
+    @property
+    def mode(self) -> str:
+        return self.parent.mode
+
+    def decide(self, name: str, declaration: Declaration, hook: HookVerdict | None = None,
+               tool_input: Mapping[str, Any] | None = None) -> Verdict:
+        if self.read_only and not declaration.reads_only:
+            reason = (f"the {self.agent} subagent may only read (its definition lists no tools), and {name} "
+                      f"{declaration.describe()}")
+            return Verdict("deny", reason, None, declaration)
+        return self.parent.decide(name, declaration, hook, tool_input)
+
+    def decide_command(self, command: str, *, source: str = "a custom command") -> Verdict:
+        return self.parent.decide_command(command, source=source)
+
+    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, Any] | None = None) -> str | None:
+        return self.parent.always(name, declaration, tool_input)
+
+    def describe(self) -> list[str]:
+        return self.parent.describe()
 
 
 def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[Tool], bool]:
@@ -318,8 +372,8 @@ class Spawner:
         context = SubagentContext(definition.name, parts.session_id, parts.conversation.record,
                                   parts.compaction_requests, self.depth + 1, spawn)
         features = [own for feature in parent.features if (own := feature.for_subagent(context)) is not None]
-        controls = Controls(parent.permissions, serialized(parent.approver, self.ask_lock), parent.auto_approve,
-                            parent.non_interactive)
+        gate = SubagentGate(parent.gate, definition.name, read_only=definition.tools is None)
+        controls = Controls(gate, serialized(parent.approver, self.ask_lock), parent.non_interactive)
         base = subagent_prompt(definition.name, definition.prompt) + "\n" + environment_block(parts.paths.root)
         agent = build_agent(
             parts, features, controls, name=definition.name, system_prompt=base,
@@ -371,4 +425,4 @@ def _close(features: list[Feature], conversation: Conversation) -> list[str]:
     return problems
 
 
-__all__ = ["Controls", "Parts", "Spawner", "build_agent", "child_model_name", "compose_features", "tool_filter"]
+__all__ = ["Controls", "Parts", "Spawner", "SubagentGate", "build_agent", "child_model_name", "compose_features", "tool_filter"]

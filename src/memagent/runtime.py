@@ -11,19 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from memagent import __version__
 from memagent.agent.feature import Feature
 from memagent.agent.loop import Agent, Approver, deny_all
 from memagent.checkpoints import Restored
 from memagent.config import (
+    CHANGED_SINCE_TRUSTED,
+    NOT_TRUSTED,
     ConfigError,
     ProjectPaths,
     Settings,
     credentials_from_env,
     load_settings_with_notices,
     project_paths,
+    rule_sources,
     setting_origin,
 )
 from memagent.context.conversation import Conversation
@@ -54,10 +57,14 @@ from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
-from memagent.permissions import PermissionRuleError, SessionPermissions, project_permissions
+from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.sandbox import clear_stale_placeholders
+
+
+if TYPE_CHECKING:
+    from memagent.trust import TrustState
 
 
 class SetupError(Exception):
@@ -206,10 +213,15 @@ def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> Chat
 
 
 def _settings(
-    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trusted: bool
+    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trust: "TrustState"
 ) -> tuple[Settings, list[str]]:
+    """Settings; the project file widens only when trusted as it is now (a changed file is named)."""
+    name = paths.project_config.name
+    distrust = CHANGED_SINCE_TRUSTED if trust.trusted and name in trust.changed else NOT_TRUSTED
     try:
-        settings, notices = load_settings_with_notices(paths, env, {"model": options.model}, trusted=trusted)
+        settings, notices = load_settings_with_notices(
+            paths, env, {"model": options.model}, trusted=trust.file_trusted(name), distrust=distrust
+        )
     except ConfigError as exc:
         raise SetupError(str(exc)) from None
     if not options.memory:
@@ -291,17 +303,78 @@ def _processed_ids(resumed: Resumed | None, conversation: Conversation) -> set[s
     return processed_ids_after_resume(old_records, resumed.ids, conversation.ids)
 
 
-def _permissions(
-    paths: ProjectPaths, settings: Settings, options: SessionOptions, warn: Callable[[str], None]
-) -> SessionPermissions:
-    """guard: mode from --permission-mode, else --yes (bypassPermissions), else the setting; rules
-    from the settings plus the ones saved for this project."""
-    mode = options.permission_mode or ("bypassPermissions" if options.auto_approve else settings.permission_mode)
+COMMAND_LINE_ORIGIN = "the command line (--allowedTools / --disallowedTools)"
+
+
+def session_mode(options: SessionOptions, settings: Settings) -> str:
+    """--permission-mode, else --yes (bypassPermissions), else the setting (``auto_approve = true``
+    is bypassPermissions when no mode is set)."""
+    if options.permission_mode:
+        return options.permission_mode
+    if options.auto_approve:
+        return "bypassPermissions"
+    if settings.permission_mode == "default" and settings.auto_approve:
+        return "bypassPermissions"
+    return settings.permission_mode
+
+
+def session_gate(
+    paths: ProjectPaths, settings: Settings, mode: str, env: Mapping[str, str] | None, *, settings_trusted: bool,
+    warn: Callable[[str], None], command_line: RuleSource | None = None,
+) -> Gate:
+    """The session's one gate: the mode, every rule with the file it came from (user config, a
+    trusted project file, the environment, ``--allowedTools``/``--disallowedTools``, the
+    "always" answers saved for this project)."""
+    from memagent.trust import TrustError, save_rule, saved_rules
+
     try:
-        return project_permissions(paths.home, paths.root, mode=mode, allow=[*settings.allow, *options.allowed_tools],
-                                   ask=settings.ask, deny=[*settings.deny, *options.disallowed_tools], warn=warn)
+        sources = [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+                   for label, rules in rule_sources(paths, env, trusted=settings_trusted)]
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from None
+    sources.append(_unsourced(settings, sources))
+    if command_line is not None:
+        sources.append(command_line)
+    sources.append(RuleSource(SAVED_ORIGIN, allow=saved_rules(paths.home, paths.root)))
+    try:
+        policy = Policy.from_sources(mode, sources, root=paths.root)
     except PermissionRuleError as exc:
         raise SetupError(f"permissions: {exc}") from None
+
+    def save(rule: str) -> None:
+        try:
+            save_rule(paths.home, paths.root, rule)
+        except TrustError as exc:
+            warn(f"the rule {rule} was not saved: {exc}")
+
+    return Gate(policy, save)
+
+
+def _unsourced(settings: Settings, sources: list[RuleSource]) -> RuleSource:
+    """Rules the settings hold that no file or variable wrote (settings made in code)."""
+    rest: dict[str, list[str]] = {}
+    for kind in ("allow", "ask", "deny"):
+        unclaimed = [rule for source in sources for rule in getattr(source, kind)]
+        rest[kind] = []
+        for rule in getattr(settings, kind):
+            if rule in unclaimed:
+                unclaimed.remove(rule)
+            else:
+                rest[kind].append(rule)
+    return RuleSource("the settings", rest["allow"], rest["ask"], rest["deny"])
+
+
+def _trust_notices(paths: ProjectPaths, trust: "TrustState") -> list[str]:
+    """One line per power file that changed since the project was trusted (other than the
+    settings file, which loading settings names)."""
+    lines = []
+    for name in trust.changed:
+        if name == paths.project_config.name:
+            continue
+        what = "its MCP servers are not started" if name == ".mcp.json" else "it is not used"
+        lines.append(f"{paths.root / name} changed since you trusted this project; {what} "
+                     "(`memagent trust --status` shows the change, `memagent trust` accepts it)")
+    return lines
 
 
 def _apply_retention(paths: ProjectPaths, settings: Settings, resumed: Resumed | None) -> list[str]:
@@ -330,13 +403,17 @@ def open_session(
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
     clear_stale_placeholders(paths.root)  # stand-ins a killed session left, before any file is read
-    from memagent.trust import is_trusted
+    from memagent.trust import trust_state
 
-    trusted = is_trusted(paths.home, paths.root)
-    settings, warnings = _settings(paths, options, env, trusted)
+    trust = trust_state(paths.home, paths.root)
+    settings, warnings = _settings(paths, options, env, trust)
+    warnings += _trust_notices(paths, trust)
     resumed, resume_warnings = _find_resume(paths, options)
     warnings += resume_warnings
-    permissions = _permissions(paths, settings, options, warnings.append)  # guard
+    settings_trusted = trust.file_trusted(paths.project_config.name)
+    gate = session_gate(paths, settings, session_mode(options, settings), env,
+                        settings_trusted=settings_trusted, warn=warnings.append,
+                        command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools))
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
@@ -349,13 +426,13 @@ def open_session(
     shell = session_shell(settings, paths.home)
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trusted, logical,
+        CompactionRequest(), resumed, warnings, child_environment(env), trust.file_trusted(".mcp.json"), logical,
         _processed_ids(resumed, conversation), dict(options.mcp_servers), tuple(options.add_dirs), shell,
         options.prefetch_memory, options.memory_upkeep,
-        project_hooks=setting_origin(paths, "hooks", env, trusted=trusted) == "project",
+        project_hooks=setting_origin(paths, "hooks", env, trusted=settings_trusted) == "project",
     )
     features, memory_off_reason = compose_features(parts)
-    controls = Controls(permissions, approver, options.auto_approve or settings.auto_approve, options.non_interactive)
+    controls = Controls(gate, approver, options.non_interactive)
     agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
                         append_system_prompt=options.append_system_prompt)
     return Session(

@@ -1,24 +1,40 @@
-"""Which projects the user trusts, and the permission rules saved for each.
+"""Which projects the user trusts — pinned to what was trusted — and the rules saved for each.
 
-A cloned repository is untrusted input: its ``.memagent.toml`` may not widen what memagent does
-(approve its own commands, add allow rules or hooks, start MCP servers, send memory to a server,
-turn the sandbox off) until the user trusts the project once, with ``memagent trust`` or the
-REPL's prompt. The record lives in ``$MEMAGENT_HOME/projects.json`` (user-owned, 0600), keyed by
-the project's identity — its resolved absolute root — and never in the project itself, so a
-repository cannot trust itself.
+A cloned repository is untrusted input: its power files (:data:`memagent.protected.POWER_FILES`:
+``.memagent.toml``, ``.mcp.json``, ``.claude/settings.json``, ``.claude/settings.local.json``)
+may not widen what memagent does (approve its own commands, add allow rules or hooks, start MCP
+servers, send memory to a server, turn the sandbox off) until the user trusts the project, with
+``memagent trust`` or the REPL's prompt.
 
-The same file keeps the rules saved by the REPL's "always" answer for each project; they are the
-user's own decisions, so they count as trusted.
+Trust is pinned to content, not to a path: trusting records the sha256 of each power file (an
+absent file is a state too) and, for a small text file (≤ 64 KiB), its text, redacted, to show
+what changed later. A power file that changed since — an edit, a sandboxed command, a ``git
+pull`` — is no longer trusted: the next session ignores what it widens (the REPL asks again,
+showing the diff). Each file counts on its own: :func:`trusted_as_now` answers "is this file
+trusted as it is now?", the one question every reader of a power file asks. The tool list of
+each MCP server is pinned the same way (a digest, recorded the first time the trusted server is
+seen, checked every session after).
+
+The record lives in ``$MEMAGENT_HOME/projects.json`` (user-owned, 0600), keyed by the project's
+resolved absolute root, never in the project itself, so a repository cannot trust itself. The
+same file keeps the rules saved by the REPL's "always" answer; they are the user's own decisions.
 
 Format::
 
     {"version": 1,
-     "projects": {"/home/me/app": {"trusted": true, "since": "2026-11-22T17:00:00+00:00",
-                                   "declined": ["auto_approve"], "allow": ["Bash(npm test)"]}}}
+     "projects": {"/home/me/app": {
+        "trusted": true, "since": "2026-11-22T17:00:00+00:00",
+        "pins": {".memagent.toml": {"sha256": "9f2c…", "text": "model = …"},
+                 ".mcp.json": {"sha256": null}},
+        "declined_changes": {".mcp.json": "77ab…"},
+        "mcp_tools": {"github": "e3b0…"},
+        "declined": ["auto_approve"], "allow": ["Bash(npm test)"]}}}
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import json
 import tomllib
 from dataclasses import dataclass, field
@@ -30,10 +46,13 @@ from filelock import FileLock, Timeout
 
 from memagent.config import WIDENING_SETTINGS
 from memagent.fsutil import atomic_write, private_dir
+from memagent.protected import POWER_FILES
 from memagent.redact import redact
 
 STORE_NAME = "projects.json"
 LOCK_TIMEOUT_SECONDS = 10.0
+PINNED_TEXT_MAX_BYTES = 64 * 1024
+
 
 class TrustError(Exception):
     """The trust store cannot be read or written; ``str()`` is one line naming the file."""
@@ -45,15 +64,16 @@ class ProjectRecord:
     since: str | None = None
     declined: list[str] = field(default_factory=list)  # widening keys the user said no to
     allow: list[str] = field(default_factory=list)
+    pins: dict[str, dict[str, Any]] = field(default_factory=dict)  # power file → {"sha256", "text"}
+    declined_changes: dict[str, str | None] = field(default_factory=dict)  # power file → declined digest
+    mcp_tools: dict[str, str] = field(default_factory=dict)  # MCP server → digest of its tool list
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"trusted": self.trusted}
-        if self.since:
-            out["since"] = self.since
-        if self.declined:
-            out["declined"] = self.declined
-        if self.allow:
-            out["allow"] = self.allow
+        for key in ("since", "pins", "declined_changes", "mcp_tools", "declined", "allow"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
         return out
 
     @classmethod
@@ -61,9 +81,13 @@ class ProjectRecord:
         if not isinstance(data, dict):
             return cls()
         strings = lambda key: [x for x in data.get(key) or [] if isinstance(x, str)]  # noqa: E731
+        table = lambda key: dict(data[key]) if isinstance(data.get(key), dict) else {}  # noqa: E731
         since = data.get("since")
+        pins = {k: v for k, v in table("pins").items() if isinstance(v, dict)}
         return cls(bool(data.get("trusted") is True), since if isinstance(since, str) else None,
-                   strings("declined"), strings("allow"))
+                   strings("declined"), strings("allow"), pins,
+                   {k: v for k, v in table("declined_changes").items() if v is None or isinstance(v, str)},
+                   {k: v for k, v in table("mcp_tools").items() if isinstance(v, str)})
 
 
 def project_key(root: Path) -> str:
@@ -84,6 +108,120 @@ def requested_widening(config_file: Path) -> list[str]:
             return widening_keys(tomllib.load(fh))
     except (OSError, tomllib.TOMLDecodeError):
         return []
+
+
+# ------------------------------------------------------------------ pins
+
+
+def file_digest(path: Path) -> str | None:
+    """sha256 of the file's bytes; None when there is no such file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError:
+        return "unreadable"
+
+
+def _pin(path: Path) -> dict[str, Any]:
+    digest = file_digest(path)
+    pin: dict[str, Any] = {"sha256": digest}
+    if digest not in (None, "unreadable"):
+        try:
+            data = path.read_bytes()
+            if len(data) <= PINNED_TEXT_MAX_BYTES:
+                pin["text"] = redact(data.decode("utf-8"))
+        except (OSError, UnicodeDecodeError):
+            pass
+    return pin
+
+
+def current_pins(root: Path) -> dict[str, dict[str, Any]]:
+    """What trusting the project now would record: each power file's digest (and small text)."""
+    return {name: _pin(Path(root) / name) for name in POWER_FILES}
+
+
+@dataclass(frozen=True)
+class TrustState:
+    """The project's trust as it is now: trusted at all, and which power files changed since."""
+
+    trusted: bool
+    since: str | None = None
+    changed: tuple[str, ...] = ()
+    declined: tuple[str, ...] = ()  # changed files whose current content the user said no to
+    pinned: tuple[str, ...] = ()
+
+    @property
+    def as_now(self) -> bool:
+        return self.trusted and not self.changed
+
+    def file_trusted(self, relative: str) -> bool:
+        """Is this power file trusted as it is now (trusted project, content unchanged)?"""
+        return self.trusted and relative not in self.changed
+
+    @property
+    def to_ask(self) -> tuple[str, ...]:
+        """Changed files the user has not yet said no to in their current form."""
+        return tuple(name for name in self.changed if name not in self.declined)
+
+
+def _changed(record: ProjectRecord, root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    changed, declined = [], []
+    for name in POWER_FILES:
+        digest = file_digest(Path(root) / name)
+        pin = record.pins.get(name)
+        # never pinned (a record from before pinning): a file present now counts as changed
+        before = pin.get("sha256") if isinstance(pin, dict) else None
+        if before != digest:
+            changed.append(name)
+            if name in record.declined_changes and record.declined_changes[name] == digest:
+                declined.append(name)
+    return tuple(changed), tuple(declined)
+
+
+def trust_state(home: Path, root: Path) -> TrustState:
+    """Trusted? and which power files changed since (an unreadable store reads as untrusted)."""
+    record = TrustStore(home).record(root)
+    if not record.trusted:
+        return TrustState(False)
+    changed, declined = _changed(record, root)
+    return TrustState(True, record.since, changed, declined, tuple(sorted(record.pins)))
+
+
+def trusted_as_now(home: Path, root: Path, relative: str) -> bool:
+    """Is the power file ``relative`` (e.g. ``.claude/settings.json``) trusted as it is now?"""
+    return trust_state(home, root).file_trusted(relative)
+
+
+def change_diff(home: Path, root: Path, relative: str) -> str:
+    """A unified diff from the trusted text of ``relative`` to its text now (both redacted), or
+    one line when a side is absent from the record (binary, unreadable, over 64 KiB)."""
+    pins = TrustStore(home).record(root).pins
+    pin = pins.get(relative) or {}
+    before_digest = pin.get("sha256")
+    now = _pin(Path(root) / relative)
+    if before_digest == now["sha256"]:
+        return ""
+    if before_digest is not None and "text" not in pin:
+        return f"{relative} changed (the trusted version was binary or over 64 KiB, so it was not kept)\n"
+    if now["sha256"] is not None and "text" not in now:
+        return f"{relative} changed (it is now binary, unreadable or over 64 KiB)\n"
+    lines = difflib.unified_diff(
+        str(pin.get("text", "")).splitlines(keepends=True), str(now.get("text", "")).splitlines(keepends=True),
+        fromfile=f"{relative} (trusted)" if before_digest else (
+            f"{relative} (absent when trusted)" if pins else f"{relative} (trusted before contents were recorded)"),
+        tofile=f"{relative} (now)" if now["sha256"] else f"{relative} (deleted)",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def tools_digest(tools: Iterable[Mapping[str, Any]]) -> str:
+    """sha256 of an MCP server's tool list (names, descriptions, schemas, hints), order-free."""
+    canonical = sorted(json.dumps(dict(tool), sort_keys=True, ensure_ascii=False, default=str) for tool in tools)
+    return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
+
+
+# ------------------------------------------------------------------ the store
 
 
 @dataclass(frozen=True)
@@ -141,25 +279,31 @@ def _now() -> str:
 
 
 def is_trusted(home: Path, root: Path) -> bool:
-    """Has the user trusted the project at ``root``? (False when the store is unreadable.)"""
-    return TrustStore(home).record(root).trusted
+    """Is the project trusted as it is now: trusted by the user, and no power file changed since?
+    (False when the store is unreadable.)"""
+    return trust_state(home, root).as_now
 
 
 def trust_project(home: Path, root: Path) -> ProjectRecord:
+    """Trust the project as it is now: its power files are pinned (and earlier refusals forgotten)."""
+    pins = current_pins(root)
+
     def change(record: ProjectRecord) -> None:
         if not record.trusted:
             record.trusted, record.since = True, _now()
-        record.declined = []
+        record.pins = pins
+        record.declined, record.declined_changes = [], {}
 
     return TrustStore(home).update(root, change)
 
 
 def revoke_trust(home: Path, root: Path) -> bool:
     """Withdraw trust; returns whether the project was trusted. Saved rules are kept."""
-    was = is_trusted(home, root)
+    was = TrustStore(home).record(root).trusted
 
     def change(record: ProjectRecord) -> None:
-        record.trusted, record.since = False, None
+        record.trusted, record.since, record.pins, record.declined_changes = False, None, {}, {}
+        record.mcp_tools = {}
 
     TrustStore(home).update(root, change)
     return was
@@ -170,6 +314,17 @@ def decline_trust(home: Path, root: Path, keys: Iterable[str]) -> None:
 
     def change(record: ProjectRecord) -> None:
         record.declined = sorted(set(record.declined) | set(keys))
+
+    TrustStore(home).update(root, change)
+
+
+def decline_changes(home: Path, root: Path, names: Iterable[str]) -> None:
+    """The user said no to these changed power files as they are now: ask again only when they
+    change once more (until then they stay untrusted)."""
+    digests = {name: file_digest(Path(root) / name) for name in names}
+
+    def change(record: ProjectRecord) -> None:
+        record.declined_changes.update(digests)
 
     TrustStore(home).update(root, change)
 
@@ -193,34 +348,71 @@ def save_rule(home: Path, root: Path, rule: str) -> None:
     TrustStore(home).update(root, change)
 
 
-def permission_report(home: Path, root: Path, config_file: Path, *, mode: str, allow: Iterable[str] = (),
-                      ask: Iterable[str] = (), deny: Iterable[str] = ()) -> dict[str, Any]:
-    """What ``doctor`` shows: the mode, the rules, whether the project is trusted and what its
-    settings file asks for."""
+def mcp_tools_known(home: Path, root: Path, server: str, digest: str) -> bool | None:
+    """Was this tool list approved for ``server``? None: no list was recorded yet."""
+    recorded = TrustStore(home).record(root).mcp_tools.get(server)
+    return None if recorded is None else recorded == digest
+
+
+def approve_mcp_tools(home: Path, root: Path, server: str, digest: str) -> None:
+    """Record ``digest`` as the approved tool list of ``server`` in this project."""
+
+    def change(record: ProjectRecord) -> None:
+        record.mcp_tools[server] = digest
+
+    TrustStore(home).update(root, change)
+
+
+def trust_report(home: Path, root: Path, config_file: Path) -> dict[str, Any]:
+    """What ``doctor`` and ``trust --status`` show: trusted?, since, each power file pinned and
+    whether it changed, what the settings file asks for, the rules saved for the project."""
     record = TrustStore(home).record(root)
+    state = trust_state(home, root)
+    files = {}
+    for name in POWER_FILES:
+        pin = record.pins.get(name)
+        files[name] = {
+            "pinned": pin is not None,
+            "present": (Path(root) / name).exists(),
+            "changed": name in state.changed,
+        }
     return {
-        "mode": mode,
-        "allow": [*allow], "ask": [*ask], "deny": [*deny],
-        "saved_rules": record.allow,
-        "project_trusted": record.trusted,
+        "trusted": record.trusted,
+        "trusted_as_now": state.as_now,
+        "since": record.since,
+        "files": files,
+        "changed": list(state.changed),
+        "mcp_servers_pinned": sorted(record.mcp_tools),
         "project_file_asks_for": requested_widening(config_file),
+        "saved_rules": record.allow,
     }
 
 
 __all__ = [
+    "PINNED_TEXT_MAX_BYTES",
     "ProjectRecord",
-    "permission_report",
     "TrustError",
+    "TrustState",
     "TrustStore",
     "WIDENING_SETTINGS",
+    "approve_mcp_tools",
+    "change_diff",
+    "current_pins",
+    "decline_changes",
     "decline_trust",
+    "file_digest",
     "is_trusted",
+    "mcp_tools_known",
     "project_key",
     "requested_widening",
     "revoke_trust",
     "save_rule",
     "saved_rules",
     "should_ask",
+    "tools_digest",
     "trust_project",
+    "trust_report",
+    "trust_state",
+    "trusted_as_now",
     "widening_keys",
 ]

@@ -10,21 +10,21 @@ from memagent.agent.loop import Agent, Approval
 from memagent.context.conversation import Conversation
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
-from memagent.permissions import PermissionPolicy, SessionPermissions
+from memagent.permissions import Gate, Policy
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 
 
 def make_agent(root: Path, script, *, mode="default", allow=(), ask=(), deny=(), save_rule=None, **kwargs):
     model = ScriptedModel(script)
-    policy = PermissionPolicy.from_settings(mode, allow, ask, deny, root=root)
+    policy = Policy.from_settings(mode, allow, ask, deny, root=root)
     agent = Agent(
         model=model,
         tools=ToolRegistry.of(builtin_tools()),
         tool_context=ToolContext(root=root),
         system=[text_block("system")],
         conversation=Conversation(),
-        permissions=SessionPermissions(policy, save_rule),
+        permissions=Gate(policy, save_rule),
         **kwargs,
     )
     return agent, model
@@ -41,10 +41,11 @@ def result_of(model: ScriptedModel, request: int = 1) -> dict:
 
 class Recorder:
     def __init__(self, answer: Approval):
-        self.answer, self.asked = answer, []
+        self.answer, self.asked, self.reasons = answer, [], []
 
-    def __call__(self, tool, raw, summary):
+    def __call__(self, tool, raw, summary, reason):
         self.asked.append(raw)
+        self.reasons.append(reason)
         return self.answer
 
 
@@ -75,20 +76,24 @@ def test_unmatched_call_asks_and_a_non_interactive_run_refuses(tmp_path):
     assert not (tmp_path / "other.txt").exists()
 
 
-def test_ask_rule_asks_even_after_always(tmp_path):
+def test_always_approves_exactly_that_call_and_an_ask_rule_still_asks(tmp_path):
     approver = Recorder(Approval.ALWAYS)
     saved: list[str] = []
     script = [
         reply(tool_call("bash", {"command": "touch a.txt"})), reply("one"),
         reply(tool_call("bash", {"command": "touch b.txt"})), reply("two"),
+        reply(tool_call("bash", {"command": "touch a.txt"})), reply("again"),
         reply(tool_call("bash", {"command": "git push --dry-run"})), reply("three"),
+        reply(tool_call("bash", {"command": "git push --dry-run"})), reply("four"),
     ]
     agent, _ = make_agent(tmp_path, script, ask=["Bash(git push:*)"], approver=approver, save_rule=saved.append)
-    for prompt in ("a", "b", "push"):
+    for prompt in ("a", "b", "a again", "push", "push again"):
         run(agent, prompt)
-    # "always" covers bash for the session, except where an ask rule insists
-    assert [raw["command"] for raw in approver.asked] == ["touch a.txt", "git push --dry-run"]
-    assert saved == ["Bash(touch a.txt)", "Bash(git push --dry-run)"]
+    # "always" on `touch a.txt` approves that command only; the ask rule insists every time
+    assert [raw["command"] for raw in approver.asked] == [
+        "touch a.txt", "touch b.txt", "git push --dry-run", "git push --dry-run"]
+    assert saved == ["Bash(touch a.txt)", "Bash(touch b.txt)", "Bash(git push --dry-run)", "Bash(git push --dry-run)"]
+    assert "Bash(git push:*)" in approver.reasons[-1]
 
 
 def test_accept_edits_writes_without_asking_but_bash_asks(tmp_path):

@@ -15,6 +15,7 @@ from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import FunctionModel, ScriptedModel, reply, tool_call
 from memagent.llm.types import ModelError, PromptTooLongError, Usage, text_block
+from memagent.permissions import Effect, declares
 from memagent.tools.base import ToolContext, ToolError, ToolInput, ToolRegistry, tool
 
 
@@ -27,7 +28,7 @@ class SleepIn(ToolInput):
 
 
 def build_tools(calls: list[str]) -> ToolRegistry:
-    @tool("echo", EchoIn, key_argument="text")
+    @tool("echo", EchoIn, key_argument="text", effects=declares(Effect.READ))
     def echo(inp: EchoIn, ctx: ToolContext) -> str:
         """Echo the text back."""
         calls.append(inp.text)
@@ -35,13 +36,13 @@ def build_tools(calls: list[str]) -> ToolRegistry:
             raise ToolError("echo was told to fail")
         return f"echo: {inp.text}"
 
-    @tool("guarded", EchoIn, needs_approval=True)
+    @tool("guarded", EchoIn, effects=declares(Effect.RUN))
     def guarded(inp: EchoIn, ctx: ToolContext) -> str:
         """A tool that needs approval."""
         calls.append("guarded:" + inp.text)
         return "guarded ran"
 
-    @tool("interrupt", SleepIn)
+    @tool("interrupt", SleepIn, effects=declares(Effect.READ))
     def interrupt(inp: SleepIn, ctx: ToolContext) -> str:
         """Simulates Ctrl-C arriving while a tool runs."""
         raise KeyboardInterrupt
@@ -137,24 +138,25 @@ def test_non_interactive_refuses_tools_needing_approval(tmp_path):
     assert result["is_error"] and "--yes" in result["content"]
 
 
-def test_approver_always_is_remembered_for_the_session(tmp_path):
+def test_approver_always_is_remembered_for_exactly_that_call(tmp_path):
     asked: list[str] = []
 
-    def approver(t, raw, summary):
-        asked.append(t.name)
+    def approver(t, raw, summary, reason):
+        asked.append(raw["text"])
         return Approval.ALWAYS
 
-    script = [reply(tool_call("guarded", {"text": "1"})), reply("a"), reply(tool_call("guarded", {"text": "2"})), reply("b")]
+    script = [reply(tool_call("guarded", {"text": "1"})), reply("a"), reply(tool_call("guarded", {"text": "1"})), reply("b"),
+              reply(tool_call("guarded", {"text": "2"})), reply("c")]
     agent, calls = make_agent(tmp_path, ScriptedModel(script), approver=approver)
-    run(agent, "one")
-    run(agent, "two")
-    assert asked == ["guarded"]
-    assert calls == ["guarded:1", "guarded:2"]
+    for prompt in ("one", "one again", "two"):
+        run(agent, prompt)
+    assert asked == ["1", "2"]  # the same call is not asked again; another one is
+    assert calls == ["guarded:1", "guarded:1", "guarded:2"]
 
 
 def test_denied_call_tells_the_model(tmp_path):
     model = ScriptedModel([reply(tool_call("guarded", {"text": "1"})), reply("fine")])
-    agent, calls = make_agent(tmp_path, model, approver=lambda t, raw, s: Approval.DENY)
+    agent, calls = make_agent(tmp_path, model, approver=lambda t, raw, s, why: Approval.DENY)
     run(agent, "x")
     assert calls == []
     assert "did not approve" in model.requests[1].messages[-1]["content"][0]["content"]

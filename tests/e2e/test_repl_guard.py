@@ -33,7 +33,7 @@ def test_trust_prompt_saved_rule_permissions_and_private_history(spawn, fake, pr
     child.expect("bash wants to run: touch a.txt")
     child.expect(r"Allow\?")
     child.send("a")
-    child.expect(r"Bash\(touch a.txt\) saved for this project")
+    child.expect(r"Bash\(touch a.txt\) runs without asking")
     child.expect("touched")
     child.expect(PROMPT)
     submit(child, "/permissions")

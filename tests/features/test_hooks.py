@@ -32,8 +32,8 @@ def feature(tmp_path, warnings=None, **events):
 
 def test_pre_tool_use_exit_2_blocks_with_stderr_and_gets_the_event_on_stdin(tmp_path):
     hook = {"matcher": "bash", "command": "cat > event.json; echo 'rm is not allowed here' >&2; exit 2"}
-    reason = feature(tmp_path, PreToolUse=[hook]).check_tool(CALL)
-    assert reason == "a PreToolUse hook says: rm is not allowed here"
+    verdict = feature(tmp_path, PreToolUse=[hook]).check_tool(CALL)
+    assert verdict.action == "deny" and verdict.reason == "rm is not allowed here"
     event = json.loads((tmp_path / "event.json").read_text())
     assert event == {
         "session_id": "s-123",
@@ -52,9 +52,20 @@ def test_json_decisions_block_too(tmp_path):
         "command": """echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no"}}'"""
     }
     allow = {"command": """echo '{"decision": "approve"}'"""}
-    assert feature(tmp_path, PreToolUse=[plain]).check_tool(CALL).endswith(": use the task graph")
-    assert feature(tmp_path, PreToolUse=[claude]).check_tool(CALL).endswith(": no")
+    assert feature(tmp_path, PreToolUse=[plain]).check_tool(CALL).reason == "use the task graph"
+    assert feature(tmp_path, PreToolUse=[claude]).check_tool(CALL).reason == "no"
     assert feature(tmp_path, PreToolUse=[allow]).check_tool(CALL) is None
+
+
+def test_claude_code_ask_and_allow_decisions_go_to_the_gate(tmp_path):
+    def says(decision):
+        return {"command": "echo '{\"hookSpecificOutput\": {\"permissionDecision\": \"%s\", "
+                           "\"permissionDecisionReason\": \"because\"}}'" % decision}
+
+    asked = feature(tmp_path, PreToolUse=[says("allow"), says("ask")]).check_tool(CALL)
+    assert (asked.action, asked.reason) == ("ask", "because")
+    allowed = feature(tmp_path, PreToolUse=[says("allow")]).check_tool(CALL)
+    assert allowed.action == "allow"
 
 
 def test_matchers_select_tools_and_accept_claude_code_names():

@@ -81,6 +81,7 @@ def test_a_sandboxed_hook_still_blocks_and_reads_its_event(tmp_path: Path) -> No
     feature = HooksFeature(hooks, root=tmp_path, session_id=lambda: "s", env=ENV, executor=executor)
     from memagent.agent.feature import ToolCall
 
-    reason = feature.check_tool(ToolCall(id="t1", name="bash", input={"command": "rm -rf x"}))
-    assert reason == "a PreToolUse hook says: no rm here"
+    verdict = feature.check_tool(ToolCall(id="t1", name="bash", input={"command": "rm -rf x"}))
+    assert verdict is not None and verdict.action == "deny"
+    assert verdict.reason == "no rm here" and verdict.source == "a PreToolUse hook"
     assert '"tool_name": "bash"' in (tmp_path / "event.json").read_text()

@@ -24,7 +24,7 @@ def feature(tmp_path_factory):
 
 
 def make_agent(fake: FakeAnthropic, feature: McpClientFeature, tmp_path, approvals: list[str], answer=Approval.ALLOW):
-    def approver(t, tool_input, summary):
+    def approver(t, tool_input, summary, reason):
         approvals.append(t.name)
         return answer
 

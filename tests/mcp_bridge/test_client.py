@@ -132,7 +132,9 @@ def test_feature_freezes_a_stable_tool_list_and_warns_once_per_problem(tmp_path)
         schemas = registry.schemas()
         assert schemas[0]["input_schema"]["properties"]["text"]["type"] == "string"
         assert "MCP tool 'echo' of the 'toy' server" in schemas[0]["description"]
-        assert all(t.approval_required({}) for t in tools)
+        from memagent.permissions import Effect
+
+        assert Effect.RUN in tools[0].declare({}).effects  # no annotation: it acts
         assert tools[0].summary({"text": "hello"}) == "hello"
         outcome = registry.run("mcp__toy__echo", {"text": "via registry"}, ToolContext(root=tmp_path))
         assert outcome.content.startswith("toy says: via registry") and not outcome.is_error
@@ -164,3 +166,41 @@ def test_late_servers_are_left_out_with_a_warning(tmp_path):
         assert warnings == ["MCP server late still starting after 0.2s; its tools are not offered in this session"]
     finally:
         feature.close()
+
+
+def test_annotations_declare_what_a_tool_does(tmp_path):
+    from memagent.permissions import Effect
+
+    feature = McpClientFeature(McpConfig(servers=[toy_stdio("toy")]), env={}, root=tmp_path, startup_wait=START_TIMEOUT)
+    try:
+        tools = {t.name: t for t in feature.tools()}
+        assert tools["mcp__toy__add"].declare({}).effects == {Effect.READ}  # readOnlyHint
+        assert tools["mcp__toy__echo"].declare({}).effects == {Effect.RUN}  # no annotation: it acts
+        assert "delete or overwrite" in tools["mcp__toy__fails"].declare({}).note  # destructiveHint
+    finally:
+        feature.close()
+
+
+def test_a_changed_tool_list_is_withheld_until_approved(tmp_path):
+    from memagent.features.mcp_client import approve_tool_list, pinned_tool_lists
+
+    home = tmp_path / "home"
+
+    def session(*flags):
+        warnings: list[str] = []
+        feature = McpClientFeature(McpConfig(servers=[toy_stdio("toy", *flags)]), env={}, root=tmp_path,
+                                   startup_wait=START_TIMEOUT, warn=warnings.append,
+                                   pin_tools=pinned_tool_lists(home, tmp_path, warnings.append))
+        try:
+            return [t.name for t in feature.tools()], warnings, feature.statuses()
+        finally:
+            feature.close()
+
+    first, warnings, _ = session()
+    assert "mcp__toy__echo" in first and warnings == []  # the first list seen is recorded
+    assert session()[0] == first
+    pulled, warnings, statuses = session("--rug-pull")
+    assert pulled == [] and any("changed its tools" in w and "/mcp approve toy" in w for w in warnings)
+    approve_tool_list(home, tmp_path, statuses[0])
+    approved, warnings, _ = session("--rug-pull")
+    assert "mcp__toy__upload" in approved and warnings == []

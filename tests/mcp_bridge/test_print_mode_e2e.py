@@ -63,7 +63,7 @@ def test_an_mcp_tool_call_through_the_cli_and_a_broken_server_costs_one_line(iso
 
 def test_without_yes_an_mcp_call_needs_approval(isolated_env, fake, project):
     write_servers(isolated_env, {"toy": toy()})
-    fake.add(tool("mcp__toy__add", {"a": 1, "b": 2}), text("I need approval."))
+    fake.add(tool("mcp__toy__echo", {"text": "hi"}), text("I need approval."))
     result = run_print(fake, project, "add")
     assert result.returncode == 0, result.stderr
     refusal = results_of(fake.requests[1])[0]

@@ -2,7 +2,8 @@
 
 ``python toy_server.py stdio`` serves on stdin/stdout; ``python toy_server.py http PORT`` serves
 streamable HTTP on 127.0.0.1:PORT/mcp. ``--hang`` never answers (a server stuck at start-up);
-``--fail`` exits at once with a message on stderr.
+``--fail`` exits at once with a message on stderr; ``--rug-pull`` adds a tool (a changed list).
+``add`` is annotated read-only, ``fails`` destructive.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ PNG = base64.b64decode(
 )
 
 
-def build():
+def build(rug_pull: bool = False):
     from mcp.server.mcpserver import Image, MCPServer
+    from mcp.types import ToolAnnotations
 
     server = MCPServer("toy", version="1.0", log_level="ERROR")
 
@@ -28,7 +30,7 @@ def build():
         """Echo the text back, prefixed with the server's marker."""
         return f"toy says: {text} (TOY_TOKEN={os.environ.get('TOY_TOKEN', '-')})"
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
@@ -51,10 +53,16 @@ def build():
         time.sleep(seconds)
         return "finally"
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
     def fails() -> str:
         """Raise an error inside the tool."""
         raise ValueError("the toy tool failed on purpose")
+
+    if rug_pull:
+        @server.tool()
+        def upload(path: str) -> str:
+            """Send a file somewhere."""
+            return "sent"
 
     return server
 
@@ -65,7 +73,7 @@ def main(argv: list[str]) -> None:
         sys.exit(1)
     if "--hang" in argv:
         time.sleep(3600)
-    server = build()
+    server = build(rug_pull="--rug-pull" in argv)
     if argv[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
     else:

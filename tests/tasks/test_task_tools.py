@@ -40,7 +40,11 @@ def test_schemas_use_the_contract_field_names(registry):
     assert schemas["task_update"]["required"] == ["task_id"]
     assert schemas["task_list"]["properties"] == {}
     assert schemas["task_get"]["required"] == ["task_id"]
-    assert all(t.needs_approval is False for t in registry.tools.values())
+    from memagent.permissions import Effect
+
+    effects = {t.name: t.declare(None).effects for t in registry.tools.values()}
+    assert effects["task_create"] == effects["task_update"] == {Effect.TASKS}
+    assert effects["task_list"] == effects["task_get"] == {Effect.READ}
 
 
 def test_create_update_get_round_trip(registry, ctx, root):

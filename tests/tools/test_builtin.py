@@ -39,9 +39,18 @@ def test_input_schema_matches_design(name: str) -> None:
         assert "anyOf" not in prop and "default" not in prop and prop.get("description")
 
 
-def test_approval_and_key_arguments() -> None:
+def test_declared_effects_and_key_arguments() -> None:
+    from memagent.permissions import Effect
+
     tools = {t.name: t for t in builtin_tools()}
-    assert {n for n, t in tools.items() if t.needs_approval} == {"bash", "write_file", "edit_file"}
+    example = {"bash": {"command": "ls"}, "read_file": {"path": "a"}, "write_file": {"path": "a", "content": ""},
+               "edit_file": {"path": "a", "old_text": "x", "new_text": "y"}, "glob": {"pattern": "src/*.py"},
+               "grep": {"pattern": "x"}}
+    declared = {name: tools[name].declare(tools[name].validate(raw)) for name, raw in example.items()}
+    assert {n for n, d in declared.items() if not d.reads_only} == {"bash", "write_file", "edit_file"}
+    assert declared["bash"].command == "ls" and Effect.RUN in declared["bash"].effects
+    assert declared["write_file"].paths == ("a",) and declared["glob"].paths == ("src",)
+    assert declared["grep"].paths == (".",)
     assert tools["bash"].key_argument == "command"
     assert all(tools[n].key_argument == "path" for n in ("read_file", "write_file", "edit_file"))
     assert tools["glob"].key_argument == tools["grep"].key_argument == "pattern"

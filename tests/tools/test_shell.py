@@ -240,10 +240,16 @@ def test_refusal_is_an_error_result_and_nothing_runs(call, project: Path) -> Non
     assert not (project / "ran.txt").exists()
 
 
-def test_approval_is_asked_except_for_refused_commands() -> None:
+def test_the_gate_asks_for_commands_and_refuses_dangerous_ones(tmp_path) -> None:
+    from memagent.permissions import Policy
+
     bash = bash_tool()
-    assert bash.approval_required(BashInput(command="ls")) is True
-    assert bash.approval_required(BashInput(command="sudo ls")) is False
+    policy = Policy(root=tmp_path)
+    assert policy.decide("bash", bash.declare(BashInput(command="ls"))).action == "ask"
+    refused = policy.decide("bash", bash.declare(BashInput(command="sudo ls")))
+    assert refused.action == "deny" and "privilege escalation" in refused.reason
+    bypass = policy.with_mode("bypassPermissions")
+    assert bypass.decide("bash", bash.declare(BashInput(command="echo ok #\nrm -rf /"))).action == "deny"
 
 
 def test_split_head_tail_prefers_line_boundaries() -> None:

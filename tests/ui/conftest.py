@@ -12,6 +12,7 @@ from rich.console import Console
 from memagent.agent.loop import Agent
 from memagent.llm.scripted import ScriptedModel
 from memagent.llm.types import text_block
+from memagent.permissions import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolRegistry, tool
 from memagent.tools.builtin import builtin_tools
 
@@ -24,7 +25,7 @@ class NoInput(BaseModel):
 def interrupting_tool() -> Tool:
     """A tool that behaves as if the user pressed Ctrl-C while it ran."""
 
-    @tool("interrupt_me", NoInput)
+    @tool("interrupt_me", NoInput, effects=declares(Effect.READ))
     def interrupt_me(args: NoInput, ctx: ToolContext) -> str:
         """Raise KeyboardInterrupt (stands in for Ctrl-C during a long command)."""
         raise KeyboardInterrupt

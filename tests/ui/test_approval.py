@@ -56,7 +56,7 @@ def test_ask_key_ctrl_c_interrupts():
         _press("\x03")
 
 
-def test_approver_allows_always_once_per_tool(make_agent, console, tmp_path):
+def test_approver_always_approves_exactly_that_call_and_shows_why_and_the_rule(make_agent, console, tmp_path):
     con, buffer = console
     asked, events = [], []
     approver = TerminalApprover(
@@ -68,6 +68,7 @@ def test_approver_allows_always_once_per_tool(make_agent, console, tmp_path):
     agent = make_agent(
         [
             reply(tool_call("bash", {"command": "echo one > one.txt"})),
+            reply(tool_call("bash", {"command": "echo one > one.txt"})),
             reply(tool_call("bash", {"command": "echo two > two.txt"})),
             reply("done"),
         ],
@@ -75,11 +76,12 @@ def test_approver_allows_always_once_per_tool(make_agent, console, tmp_path):
     )
     list(agent.run_turn("go"))
     assert (tmp_path / "one.txt").exists() and (tmp_path / "two.txt").exists()
-    assert len(asked) == 1 and "always for bash" in asked[0]
-    assert events == ["pause", "resume"]
+    assert len(asked) == 2 and "always (exactly this call)" in asked[0]  # not asked again for the same call
+    assert events == ["pause", "resume", "pause", "resume"]
     out = buffer.getvalue()
     assert "bash wants to run: echo one > one.txt" in out
-    assert "allowed bash for this session" in out
+    assert "why it asks: bash runs code: the command has a redirection to a file" in out
+    assert "from now on Bash(echo one > one.txt) runs without asking" in out
 
 
 def test_denied_call_is_not_run_and_the_model_is_told(make_agent, console, tmp_path):

@@ -16,8 +16,11 @@ Hooks, in the order a session meets them:
 - ``turn_started(number)``: a user turn (1-based, as the session counts them) is about to
   begin: nothing of it has run yet (the working-tree checkpoint).
 - ``turn_context(turn)``: text for the newest user message (relevant memories, continuity).
-- ``check_tool(call)``: before a tool runs (after validation, before approval); a returned
-  string refuses the call with that reason (``PreToolUse``).
+- ``check_tool(call)``: before a tool runs (after validation, before the gate decides); a
+  returned string refuses the call with that reason, a
+  :class:`~memagent.permissions.HookVerdict` refuses, asks or approves (``PreToolUse``). The
+  gate weighs it with the rules and the mode: an approval never overrides a deny rule, plan
+  mode or a protected path.
 - ``after_tool(call, outcome)``: a tool has run (``PostToolUse``).
 - ``after_tools(names)``: after a round of tool calls; text is appended after the tool results
   (the todo nudge).
@@ -47,6 +50,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
 from memagent.llm.types import Message, ModelResponse
+from memagent.permissions import HookVerdict
 from memagent.tools.base import Tool, ToolOutcome
 
 
@@ -93,7 +97,7 @@ class Feature(Protocol):
 
     def turn_context(self, turn: TurnInput) -> str | None: ...
 
-    def check_tool(self, call: ToolCall) -> str | None: ...
+    def check_tool(self, call: ToolCall) -> str | HookVerdict | None: ...
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None: ...
 
@@ -134,7 +138,7 @@ class BaseFeature:
     def turn_context(self, turn: TurnInput) -> str | None:
         return None
 
-    def check_tool(self, call: ToolCall) -> str | None:
+    def check_tool(self, call: ToolCall) -> str | HookVerdict | None:
         return None
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:

@@ -48,20 +48,23 @@ from memagent.llm.types import (
     text_block,
     tool_result_block,
 )
+from memagent.permissions import Gate, HookVerdict, Policy
 from memagent.tools.base import Tool, ToolContext, ToolOutcome, ToolRegistry
 
 
 class Approval(Enum):
     ALLOW = "allow"  # this call
-    ALWAYS = "always"  # this tool, for the rest of the session
+    ALWAYS = "always"  # this call, from now on (the gate saves a rule for exactly it)
     DENY = "deny"
 
 
 class Approver(Protocol):
-    def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str) -> Approval: ...
+    """Asks the user about one call; ``reason`` is the gate's: why this call asks."""
+
+    def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str, reason: str) -> Approval: ...
 
 
-def deny_all(tool: Tool, tool_input: dict[str, Any], summary: str) -> Approval:
+def deny_all(tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
     return Approval.DENY
 
 
@@ -74,30 +77,14 @@ DENIED_MESSAGE = (
     "The user did not approve this {name} call, so it was not run. "
     "Do not retry it unchanged; ask the user or choose another approach."
 )
-class PermissionVerdict(Protocol):
-    @property
-    def action(self) -> str: ...  # "allow" | "ask" | "deny"
-
-    @property
-    def reason(self) -> str: ...
-
-    @property
-    def rule(self) -> object | None: ...  # the rule that decided, if one did
-
-
-class PermissionGate(Protocol):
-    """Permission mode and rules (:class:`memagent.permissions.SessionPermissions`)."""
-
-    def decide(self, tool_name: str, tool_input: dict[str, Any], *, approval_required: bool = True) -> PermissionVerdict: ...
-
-    def always(self, tool_name: str, tool_input: dict[str, Any]) -> str: ...
-
-
+HOOK_BLOCKED = "The call was blocked before it ran: {reason}"
 RULE_DENIED = "Refused: {reason}. The call was not run; do not retry it, choose another approach or ask the user."
 NON_INTERACTIVE_DENIED = (
-    "{name} needs the user's approval, and this non-interactive run has no one to ask "
-    "(re-run memagent with --yes to allow tools). Do not retry it; continue without it or explain what is needed."
+    "{name} needs the user's approval ({reason}), and this non-interactive run has no one to ask ({hint}). "
+    "Do not retry it; continue without it or explain what is needed."
 )
+RERUN_WITH_YES = "re-run memagent with --yes to allow tools"
+NOT_EVEN_YES = "--yes does not approve this; an allow rule naming it does"
 
 
 @dataclass
@@ -117,19 +104,29 @@ class Agent:
     conversation: Conversation = field(default_factory=Conversation)
     context: ContextPolicy = field(default_factory=PassThroughContext)
     approver: Approver = deny_all
-    auto_approve: bool = False
+    auto_approve: bool = False  # shorthand at construction: a default-mode gate becomes bypassPermissions
     non_interactive: bool = False
     features: Sequence[Feature] = ()
     config: AgentConfig = field(default_factory=AgentConfig)
-    _always_allowed: set[str] = field(default_factory=set)
-    # guard: the permission mode and rules (None: every call that needs approval asks)
-    permissions: PermissionGate | None = None
+    # The one gate every call goes through (default: default mode, no rules, this project).
+    permissions: Gate | None = None
     name: str = ""  # a subagent's name ("" for the session's own agent)
     _partial_text: list[str] = field(default_factory=list)
     _storage_problem: str | None = None
     # set from another thread to stop the running turn (a parent agent cancelling its subagent,
     # a parallel call group interrupted); cleared when the turn ends
     _cancel: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        if self.permissions is None:
+            self.permissions = Gate(Policy(root=self.tool_context.root))
+        if self.auto_approve and self.permissions.mode == "default":
+            self.permissions.policy = self.permissions.policy.with_mode("bypassPermissions")
+
+    @property
+    def gate(self) -> Gate:
+        assert self.permissions is not None  # set in __post_init__
+        return self.permissions
 
     # ------------------------------------------------------------------ public
 
@@ -362,13 +359,11 @@ class Agent:
         return outcome
 
     def _guarded_run(self, call: ToolCall, tool: Tool, summary: str, value: Any) -> Iterator[AgentEvent]:
-        """Features may refuse the call (a blocking pre-tool hook); then approval; then the tool,
-        whose live output is yielded as ToolProgress. Features see every outcome that ran."""
-        for feature in self.features:
-            reason = feature.check_tool(call)
-            if reason:
-                return ToolOutcome(f"The call was blocked before it ran: {reason}", is_error=True)
-        refusal = self._approve(tool, call.input, summary, value)
+        """Pre-tool hooks speak first (they may refuse, ask or approve); then the gate decides,
+        asking the user when it says so; then the tool runs, its live output yielded as
+        ToolProgress. Features see every outcome that ran."""
+        hook = self._hook_verdict(call)
+        refusal = self._approve(tool, call.input, summary, value, hook)
         if refusal is not None:
             return refusal
         if tool.streams_output:
@@ -379,36 +374,48 @@ class Agent:
             feature.after_tool(call, outcome)
         return outcome
 
-    def _approve(self, tool: Tool, raw: dict[str, Any], summary: str, value: Any) -> ToolOutcome | None:
+    def _hook_verdict(self, call: ToolCall) -> HookVerdict | None:
+        """The features' word on a call (a PreToolUse hook): the first refusal, else an ask, else
+        an approval. A plain string from ``check_tool`` is a refusal."""
+        found: HookVerdict | None = None
+        for feature in self.features:
+            said = feature.check_tool(call)
+            if not said:
+                continue
+            verdict = HookVerdict("deny", said) if isinstance(said, str) else said
+            if verdict.action == "deny":
+                return verdict
+            if found is None or (verdict.action == "ask" and found.action == "allow"):
+                found = verdict
+        return found
+
+    def _approve(self, tool: Tool, raw: dict[str, Any], summary: str, value: Any,
+                 hook: HookVerdict | None = None) -> ToolOutcome | None:
         """None when the call may run; otherwise the error outcome to return to the model.
 
-        The permission policy decides first: a deny rule (or plan mode) refuses naming why, an
-        allow rule or the mode runs the call, anything else asks the approver (an ask rule
-        always asks, even after an "always" answer)."""
-        needs_approval = tool.approval_required(value)
-        asked_by_rule = False
-        if self.permissions is not None:
-            decision = self.permissions.decide(tool.name, raw, approval_required=needs_approval)
-            if decision.action == "deny":
-                return ToolOutcome(RULE_DENIED.format(reason=decision.reason), is_error=True)
-            if decision.action == "allow":
-                return None
-            needs_approval, asked_by_rule = True, decision.rule is not None
-        if self.auto_approve or not needs_approval or (tool.name in self._always_allowed and not asked_by_rule):
+        The gate decides; the loop only carries out "ask": the approver when there is someone
+        to ask, a refusal naming the reason when there is not. "Always" goes back to the gate,
+        which approves exactly this call from then on."""
+        declaration = tool.declare(value)
+        verdict = self.gate.decide(tool.name, declaration, hook, raw)
+        if verdict.action == "deny":
+            message = HOOK_BLOCKED if verdict.by_hook else RULE_DENIED
+            return ToolOutcome(message.format(reason=verdict.reason), is_error=True)
+        if verdict.action == "allow":
             return None
         if self.non_interactive:
-            return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name), is_error=True)
+            hint = NOT_EVEN_YES if self.gate.mode == "bypassPermissions" else RERUN_WITH_YES
+            return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name, reason=verdict.reason, hint=hint),
+                               is_error=True)
         asking = ASKER.set(self.name)
         try:
-            decision = self.approver(tool, raw, summary)
+            answer = self.approver(tool, raw, summary, verdict.reason)
         finally:
             ASKER.reset(asking)
-        if decision is Approval.ALWAYS:
-            self._always_allowed.add(tool.name)
-            if self.permissions is not None:
-                self.permissions.always(tool.name, raw)  # a rule for this call, saved for the project
+        if answer is Approval.ALWAYS:
+            self.gate.always(tool.name, declaration, raw)
             return None
-        if decision is Approval.ALLOW:
+        if answer is Approval.ALLOW:
             return None
         return ToolOutcome(DENIED_MESSAGE.format(name=tool.name), is_error=True)
 

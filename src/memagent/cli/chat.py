@@ -197,8 +197,8 @@ def run_print_mode(options: ChatOptions) -> int:
         try:
             prompt = "" if streaming_in else read_prompt(options.prompt or "", sys.stdin)
             threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
-            session = open_or_fail(options, non_interactive=not options.auto_approve,
-                                   one_shot=None if streaming_in else prompt)
+            # nobody to ask in -p: a call that asks is refused
+            session = open_or_fail(options, non_interactive=True, one_shot=None if streaming_in else prompt)
         except KeyboardInterrupt:
             fail(f"{stop.reason} before the session started", stop.exit_code)
         try:
@@ -250,23 +250,53 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
 
 
 def offer_trust(paths: "ProjectPaths") -> None:
-    """The first time a project's settings file asks for widening settings, ask the user
-    whether to trust the project (a "no" is remembered until the file asks for more)."""
-    from memagent.trust import TrustError, decline_trust, requested_widening, should_ask, trust_project
+    """Ask whether to trust the project: the first time its settings file asks for widening
+    settings (a "no" is remembered until the file asks for more), and whenever a power file of a
+    trusted project changed since it was trusted (the diff is shown; a "no" is remembered for
+    that content)."""
+    from memagent.trust import TrustError, trust_state
+
+    try:
+        state = trust_state(paths.home, paths.root)
+        if state.trusted:
+            _offer_changes(paths, state.to_ask)
+        else:
+            _offer_first_trust(paths)
+    except TrustError as exc:
+        sys.stderr.write(f"memagent: warning: {exc}\n")
+
+
+def _offer_first_trust(paths: "ProjectPaths") -> None:
+    from memagent.trust import decline_trust, requested_widening, should_ask, trust_project
 
     asks = requested_widening(paths.project_config)
     if not asks or not should_ask(paths.home, paths.root, asks):
         return
     question = (f"This project's {paths.project_config.name} asks for: {', '.join(asks)}.\n"
                 f"Trust this project ({paths.root})?")
-    try:
-        if typer.confirm(question, default=False):
-            trust_project(paths.home, paths.root)
-        else:
-            decline_trust(paths.home, paths.root, asks)
-            sys.stderr.write("memagent: not trusted; those settings are ignored (`memagent trust` changes that)\n")
-    except TrustError as exc:
-        sys.stderr.write(f"memagent: warning: {exc}\n")
+    if typer.confirm(question, default=False):
+        trust_project(paths.home, paths.root)
+    else:
+        decline_trust(paths.home, paths.root, asks)
+        sys.stderr.write("memagent: not trusted; those settings are ignored (`memagent trust` changes that)\n")
+
+
+def _offer_changes(paths: "ProjectPaths", changed: tuple[str, ...]) -> None:
+    """A trusted project whose power files changed: show what changed, ask to trust it as it is."""
+    from memagent.trust import change_diff, decline_changes, trust_project
+    from memagent.ui.safe_text import printable
+
+    if not changed:
+        return
+    typer.echo(f"These files changed since you trusted {paths.root}: {', '.join(changed)}")
+    for name in changed:
+        for line in change_diff(paths.home, paths.root, name).splitlines():
+            typer.echo("  " + printable(line))
+    if typer.confirm("Trust the project as it is now?", default=False):
+        trust_project(paths.home, paths.root)
+    else:
+        decline_changes(paths.home, paths.root, changed)
+        sys.stderr.write("memagent: the changed files are ignored this session (`memagent trust` accepts them)\n")
 
 
 def run_interactive(options: ChatOptions) -> int:

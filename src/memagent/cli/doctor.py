@@ -135,9 +135,13 @@ def sandbox_mounts(paths: ProjectPaths, settings: Settings) -> list[str]:
 
 
 def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory: bool = True) -> dict[str, Any]:
+    from memagent.trust import trust_report, trust_state
+
+    trust = trust_state(paths.home, paths.root)
+    settings_trusted = trust.file_trusted(paths.project_config.name)
     report: dict[str, Any] = {"paths": path_report(paths)}
     try:
-        settings = load_settings(paths, env)
+        settings = load_settings(paths, env, trusted=settings_trusted)
         report["settings_error"] = None
     except ConfigError as exc:
         settings = Settings()
@@ -146,15 +150,35 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     report["credentials"] = credential_report(env)
     report["sandbox"] = sandbox_report(paths, settings)
     report["sandbox_mounts"] = sandbox_mounts(paths, settings)
-    from memagent.trust import permission_report  # guard
-
-    report["permissions"] = permission_report(paths.home, paths.root, paths.project_config, mode=settings.permission_mode,
-                                              allow=settings.allow, ask=settings.ask, deny=settings.deny)
+    report["permissions"] = gate_report(paths, settings, env, settings_trusted)
+    report["trust"] = trust_report(paths.home, paths.root, paths.project_config)
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
         report["store"] = store_report(paths, settings, embedder)
     return report
+
+
+def gate_report(paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool) -> dict[str, Any]:
+    """The gate's policy as a session here would have it: the mode, each rule with the file it
+    came from, and what asks by effect."""
+    from memagent.runtime import SessionOptions, SetupError, session_gate, session_mode
+    from memagent.permissions import SAVED_ORIGIN
+
+    try:
+        gate = session_gate(paths, settings, session_mode(SessionOptions(), settings), env,
+                            settings_trusted=settings_trusted, warn=lambda line: None)
+    except SetupError as exc:
+        return {"mode": settings.permission_mode, "error": str(exc), "rules": [], "asks_for": [], "saved_rules": 0}
+    policy = gate.policy
+    rules = [{"kind": kind, "rule": str(rule), "origin": rule.origin}
+             for kind, group in (("deny", policy.deny), ("ask", policy.ask), ("allow", policy.allow)) for rule in group]
+    return {
+        "mode": policy.mode,
+        "rules": rules,
+        "asks_for": policy.asks_for(),
+        "saved_rules": sum(1 for rule in policy.allow if rule.origin == SAVED_ORIGIN),
+    }
 
 
 def _describe_embedding(embedding: dict[str, Any] | str) -> list[str]:
@@ -164,13 +188,28 @@ def _describe_embedding(embedding: dict[str, Any] | str) -> list[str]:
     return [line] + [f"skipped: {reason}" for reason in embedding.get("fallback_reasons") or []]
 
 
-def _describe_permissions(perms: dict[str, Any]) -> list[str]:
-    """guard: the permission mode, the rules in force and the project's trust."""
-    rules = ", ".join(f"{len(perms[k])} {k}" for k in ("allow", "ask", "deny"))
-    lines = ["Permissions", f"  mode     {perms['mode']} ({rules} rules, {len(perms['saved_rules'])} saved for this project)"]
-    asks = perms["project_file_asks_for"]
-    trusted = "trusted" if perms["project_trusted"] else "not trusted (`memagent trust` to trust it)"
-    lines.append(f"  project  {trusted}" + (f"; its .memagent.toml asks for {', '.join(asks)}" if asks else ""))
+def _describe_permissions(perms: dict[str, Any], trust: dict[str, Any], settings_name: str) -> list[str]:
+    """The gate's policy (mode, each rule and where it came from, what asks) and the pinned trust."""
+    from memagent.cli.trust import describe_trust
+
+    count = {kind: sum(1 for r in perms["rules"] if r["kind"] == kind) for kind in ("allow", "ask", "deny")}
+    rules = ", ".join(f"{count[k]} {k}" for k in ("allow", "ask", "deny"))
+    lines = ["Permissions", f"  mode     {perms['mode']} ({rules} rules, {perms['saved_rules']} saved for this project)"]
+    if perms.get("error"):
+        lines.append(f"  error    {perms['error']}")
+    for rule in perms["rules"]:
+        lines.append(f"  {rule['kind'].ljust(8)} {rule['rule']}  (from {rule['origin'] or 'settings'})")
+    if perms["asks_for"]:
+        lines.append("  asks     before a call that " + ", ".join(perms["asks_for"]))
+    asks = trust["project_file_asks_for"]
+    if not trust["trusted"]:
+        state = "not trusted (`memagent trust` to trust it)"
+    elif trust["changed"]:
+        state = f"trusted since {trust['since']}, but {', '.join(trust['changed'])} changed since (ignored until re-trusted)"
+    else:
+        state = f"trusted as it is now (since {trust['since']})"
+    lines.append(f"  project  {state}" + (f"; its {settings_name} asks for {', '.join(asks)}" if asks else ""))
+    lines += ["  " + line.strip() for line in describe_trust(trust, settings_name) if line.strip().startswith("files:")]
     return lines
 
 
@@ -192,7 +231,8 @@ def render_text(report: dict[str, Any]) -> str:
     if "sandbox" in report:
         lines += ["Shell", f"  sandbox  {report['sandbox']}"]
         lines += [f"    {line}" for line in report.get("sandbox_mounts", [])]
-    lines += _describe_permissions(report["permissions"])
+    settings_name = Path(report["paths"]["project config"]["path"]).name
+    lines += _describe_permissions(report["permissions"], report["trust"], settings_name)
     lines.append("Versions")
     for name, version in report["versions"].items():
         lines.append(f"  {name.ljust(14)}  {version}")

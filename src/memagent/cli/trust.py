@@ -1,15 +1,17 @@
-"""`memagent trust`: trust this project's settings file, withdraw that trust, or show it.
+"""`memagent trust`: trust this project as it is now, withdraw that trust, or show it.
 
 ``memagent trust`` (in the project, or with ``-C DIR``) records in ``$MEMAGENT_HOME`` that the
-user trusts the project, so the settings in its ``.memagent.toml`` that widen permissions
-(auto-approve, permission mode, allow rules, hooks, MCP servers, server URLs, sandbox off) are
-honoured. ``--revoke`` withdraws it; ``--status`` shows it with the rules saved for the project.
+user trusts the project — pinned to the current content of its power files (``.memagent.toml``,
+``.mcp.json``, ``.claude/settings.json``, ``.claude/settings.local.json``) — so what they widen
+(auto-approve, permission mode, allow rules, hooks, MCP servers, server URLs, sandbox off) is
+honoured until one of them changes. ``--revoke`` withdraws it; ``--status`` shows it: the files
+pinned, which changed since (with the diff), and the rules saved for the project.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -18,39 +20,69 @@ from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption
 
 def trust(
     ctx: typer.Context,
-    revoke: bool = typer.Option(False, "--revoke", help="Stop trusting this project's settings file."),
-    status: bool = typer.Option(False, "--status", help="Show whether this project is trusted."),
+    revoke: bool = typer.Option(False, "--revoke", help="Stop trusting this project's files."),
+    status: bool = typer.Option(False, "--status", help="Show whether this project is trusted, and what changed."),
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Trust this project's .memagent.toml to widen permissions (--revoke undoes it)."""
-    from memagent.trust import TrustError, TrustStore, requested_widening, revoke_trust, trust_project
+    """Trust this project's .memagent.toml, .mcp.json and .claude settings as they are now (--revoke undoes it)."""
+    from memagent.trust import TrustError, change_diff, revoke_trust, trust_project, trust_report
 
     if revoke and status:
         fail("use either --revoke or --status, not both", EXIT_USAGE)
     paths = resolve_paths(ctx, root)
-    asks = requested_widening(paths.project_config)
     try:
         if revoke:
             was = revoke_trust(paths.home, paths.root)
-            record = TrustStore(paths.home).record(paths.root)
             message = f"{paths.root} is no longer trusted" if was else f"{paths.root} was not trusted"
         elif status:
-            record = TrustStore(paths.home).record(paths.root)
-            message = (f"{paths.root} is trusted (since {record.since})" if record.trusted
-                       else f"{paths.root} is not trusted")
+            message = ""
         else:
-            record = trust_project(paths.home, paths.root)
-            message = f"{paths.root} is trusted"
+            trust_project(paths.home, paths.root)
+            message = f"{paths.root} is trusted as it is now"
     except TrustError as exc:
         fail(str(exc), EXIT_FAILURE)
+    report = trust_report(paths.home, paths.root, paths.project_config)
+    diffs = {name: change_diff(paths.home, paths.root, name) for name in report["changed"]}
     if as_json:
-        print_json({"root": str(paths.root), "trusted": record.trusted, "since": record.since,
-                    "settings_file_asks_for": asks, "saved_rules": record.allow})
+        print_json({"root": str(paths.root), **report, "settings_file_asks_for": report["project_file_asks_for"],
+                    "diffs": diffs})
         return
-    typer.echo(message)
+    typer.echo(message or _status_line(paths.root, report))
+    for line in describe_trust(report, paths.project_config.name):
+        typer.echo(line)
+    for text in diffs.values():
+        for line in text.splitlines():
+            typer.echo("    " + _printable(line))
+
+
+def _status_line(root: Path, report: dict[str, Any]) -> str:
+    if not report["trusted"]:
+        return f"{root} is not trusted"
+    if report["changed"]:
+        return f"{root} was trusted (since {report['since']}), but {', '.join(report['changed'])} changed since"
+    return f"{root} is trusted (since {report['since']})"
+
+
+def describe_trust(report: dict[str, Any], settings_name: str) -> list[str]:
+    """The trust lines ``trust --status`` and ``doctor`` share: files pinned, asks, saved rules."""
+    lines = []
+    if report["trusted"]:
+        shown = []
+        for name, entry in report["files"].items():
+            state = "changed since" if entry["changed"] else ("pinned" if entry["present"] else "pinned absent")
+            shown.append(f"{name} ({state})")
+        lines.append("  files: " + ", ".join(shown))
+    asks = report["project_file_asks_for"]
     if asks:
-        verb = "is honoured" if record.trusted else "is ignored"
-        typer.echo(f"  {paths.project_config.name} asks for: {', '.join(asks)} ({verb})")
-    if record.allow:
-        typer.echo(f"  rules saved for this project: {', '.join(record.allow)}")
+        honoured = report["trusted"] and settings_name not in report["changed"]
+        lines.append(f"  {settings_name} asks for: {', '.join(asks)} ({'is honoured' if honoured else 'is ignored'})")
+    if report["saved_rules"]:
+        lines.append(f"  rules saved for this project: {', '.join(report['saved_rules'])}")
+    return lines
+
+
+def _printable(line: str) -> str:
+    from memagent.ui.safe_text import printable
+
+    return printable(line)

@@ -15,6 +15,7 @@ from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.types import tool_result_text
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 MAX_HITS = 20
@@ -133,7 +134,7 @@ def context_tools(requests: CompactionRequest, transcripts_dir: Path, session_id
     """``compact`` (asks the session's policy through ``requests``) and ``recall`` (reads the
     project's transcripts, this session's first)."""
 
-    @tool("compact", CompactInput, key_argument="focus")
+    @tool("compact", CompactInput, key_argument="focus", effects=declares(Effect.SESSION))
     def compact(args: CompactInput, ctx: ToolContext) -> str:
         """Compact the conversation now: older messages are replaced by a structured summary and the
         newest turns stay verbatim (the todo list and tasks are re-added from their stores). Use it
@@ -145,7 +146,7 @@ def context_tools(requests: CompactionRequest, transcripts_dir: Path, session_id
         where = f"{transcripts_dir.name}/{session_id}.jsonl"
         return f"Compaction scheduled{focus}. It runs before your next step; the full transcript stays in {where}."
 
-    @tool("recall", RecallInput, key_argument="tool_use_id")
+    @tool("recall", RecallInput, key_argument="tool_use_id", effects=declares(Effect.READ))
     def recall(args: RecallInput, ctx: ToolContext) -> str:
         """Bring back what has left the context. With tool_use_id: the exact, full output of that
         earlier tool call (old outputs are shown as "[Previous: used … #<id>]" placeholders).

@@ -14,7 +14,9 @@ Each hook runs with ``sh -c`` in the project root, gets one JSON object on stdin
 Blocking (``UserPromptSubmit`` and ``PreToolUse``): exit code 2 blocks with stderr as the reason,
 or stdout is a JSON object ``{"decision": "block", "reason": "…"}`` (Claude Code's
 ``hookSpecificOutput.permissionDecision: "deny"`` with ``permissionDecisionReason`` is read
-too). Any other failure — a non-zero exit, a timeout, a command that cannot start — is reported
+too). A ``PreToolUse`` hook's decision goes to the gate, which weighs it with the rules and the
+mode: ``permissionDecision: "ask"`` makes the call ask, ``"allow"`` approves it (never past a
+deny rule, plan mode or a protected path). Any other failure — a non-zero exit, a timeout, a command that cannot start — is reported
 in one warning line and never blocks or ends anything.
 
 Where a hook runs: hooks from the user's own configuration (``$MEMAGENT_HOME/config.toml``, the
@@ -42,6 +44,7 @@ from memagent.context.conversation import Conversation
 from memagent.config import HookCommand, HooksSettings
 from memagent.llm.types import Message
 from memagent.markers import Marker
+from memagent.permissions.effects import HookVerdict
 from memagent.tools.base import ToolOutcome
 from memagent.tools.executor import Command, Executor, LocalExecutor, SandboxedExecutor
 from memagent.tools.sandbox import SandboxRefused
@@ -67,6 +70,7 @@ class HookResult:
     block_reason: str | None = None
     output: str = ""
     problem: str | None = None  # one line when the hook itself failed
+    decision: str | None = None  # a PreToolUse hook's "ask" or "allow" (a refusal is block_reason)
 
 
 def matches(matcher: str, tool_name: str) -> bool:
@@ -82,8 +86,7 @@ def matches(matcher: str, tool_name: str) -> bool:
     return any(pattern.fullmatch(name) for name in names)
 
 
-def _decision(stdout: str) -> str | None:
-    """A block reason from a JSON answer on stdout, if it asks to block."""
+def _json_answer(stdout: str) -> dict[str, Any] | None:
     text = stdout.strip()
     if not text.startswith("{"):
         return None
@@ -91,7 +94,13 @@ def _decision(stdout: str) -> str | None:
         data = json.loads(text)
     except json.JSONDecodeError:
         return None
-    if not isinstance(data, dict):
+    return data if isinstance(data, dict) else None
+
+
+def _decision(stdout: str) -> str | None:
+    """A block reason from a JSON answer on stdout, if it asks to block."""
+    data = _json_answer(stdout)
+    if data is None:
         return None
     if str(data.get("decision", "")).lower() in ("block", "deny"):
         return str(data.get("reason") or "blocked by a hook")
@@ -99,6 +108,17 @@ def _decision(stdout: str) -> str | None:
     if isinstance(specific, dict) and str(specific.get("permissionDecision", "")).lower() == "deny":
         return str(specific.get("permissionDecisionReason") or "blocked by a hook")
     return None
+
+
+def _permission_decision(stdout: str) -> tuple[str | None, str]:
+    """A PreToolUse hook's ``permissionDecision`` of "ask" or "allow", with its reason."""
+    data = _json_answer(stdout)
+    specific = data.get("hookSpecificOutput") if data else None
+    if not isinstance(specific, dict):
+        return None, ""
+    decision = str(specific.get("permissionDecision", "")).lower()
+    reason = str(specific.get("permissionDecisionReason") or "")
+    return (decision, reason) if decision in ("ask", "allow") else (None, "")
 
 
 def hook_context(event: str, text: str) -> str:
@@ -133,7 +153,9 @@ def run_hook(
     if done.code != 0:
         detail = _first_line(stderr) or _first_line(stdout)
         return HookResult(output=stdout, problem=f"exit code {done.code}" + (f": {detail}" if detail else ""))
-    return HookResult(block_reason=_decision(stdout), output=stdout)
+    block = _decision(stdout)
+    decision, reason = _permission_decision(stdout) if block is None else (None, "")
+    return HookResult(block_reason=block, output=stdout if decision is None else reason, decision=decision)
 
 
 def _read(sink: IO[bytes]) -> str:
@@ -185,19 +207,25 @@ class HooksFeature(BaseFeature):
     def _run(self, event: str, **fields: Any) -> tuple[str | None, list[str]]:
         """Run the event's matching hooks in order: (first block reason, outputs). Stops at a block.
         A ``tool_name`` field selects the hooks whose matcher accepts it."""
+        block, outputs, _ = self._run_all(event, **fields)
+        return block, outputs
+
+    def _run_all(self, event: str, **fields: Any) -> tuple[str | None, list[str], list[HookResult]]:
         outputs: list[str] = []
+        results: list[HookResult] = []
         tool_name = fields.get("tool_name")
         for hook in self.hooks.for_event(event):
             if tool_name is not None and not matches(hook.matcher, tool_name):
                 continue
             result = run_hook(hook, self._payload(event, **fields), self.root, self.env, self.executor)
+            results.append(result)
             if result.problem:
                 self.warn(f"{event} hook `{_first_line(hook.command, 60)}` failed: {result.problem}")
             if result.block_reason is not None:
-                return result.block_reason, outputs
-            if result.output.strip() and not result.problem:
+                return result.block_reason, outputs, results
+            if result.output.strip() and not result.problem and result.decision is None:
                 outputs.append(result.output.strip())
-        return None, outputs
+        return None, outputs, results
 
     # ------------------------------------------------------------------ Feature hooks
 
@@ -219,9 +247,16 @@ class HooksFeature(BaseFeature):
         text = "\n".join(outputs)[:MAX_CONTEXT_CHARS]
         return hook_context("UserPromptSubmit", text) if text else None
 
-    def check_tool(self, call: ToolCall) -> str | None:
-        reason, _ = self._run("PreToolUse", **self._tool_fields(call))
-        return None if reason is None else f"a PreToolUse hook says: {reason}"
+    def check_tool(self, call: ToolCall) -> HookVerdict | None:
+        """The hooks' word for the gate: a refusal, else "ask" if any hook asks, else "allow"."""
+        reason, _, results = self._run_all("PreToolUse", **self._tool_fields(call))
+        if reason is not None:
+            return HookVerdict("deny", reason)
+        for wanted in ("ask", "allow"):
+            said = next((r for r in results if r.decision == wanted), None)
+            if said is not None:
+                return HookVerdict(wanted, said.output.strip())
+        return None
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
         response = {"content": outcome.content[:MAX_PAYLOAD_CHARS], "is_error": outcome.is_error}

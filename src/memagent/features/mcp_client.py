@@ -10,23 +10,58 @@ and freezes the tool list: the tools of servers ready by then are offered for th
 in a fixed order, so the cached prompt prefix stays byte-stable. A server that is late, fails to
 start or crashes costs one warning line; calls to it return an error result.
 
-Every MCP tool needs the user's approval, like ``bash`` (it runs someone else's code).
+An MCP tool runs someone else's code: it is declared to run code (it asks, like ``bash``)
+unless its server annotates it ``readOnlyHint``; a ``destructiveHint`` is shown when asking.
+
+Tool lists are pinned (:func:`pinned_tool_lists`): the first list a server shows in a project is
+recorded as approved (its digest, in ``$MEMAGENT_HOME``); a server whose list changed since —
+names, descriptions, schemas, annotations — offers no tools until the new list is approved
+(``/mcp approve NAME`` in the REPL, ``memagent mcp approve NAME``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from memagent.agent.feature import BaseFeature, Feature, SubagentContext
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemoteTool, ServerStatus
+from memagent.permissions.effects import Declaration, Effect, declares
 from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolOutcome
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths, Settings
 
 Warn = Callable[[str], None]
+# (server, origin, its tools) -> may they be offered? Records a first list as approved.
+ToolPins = Callable[[str, str, "tuple[RemoteTool, ...]"], bool]
+
+
+def tool_list_digest(tools: "tuple[RemoteTool, ...]") -> str:
+    from memagent.trust import tools_digest
+
+    return tools_digest({k: v for k, v in dataclasses.asdict(t).items() if k != "server"} for t in tools)
+
+
+def pinned_tool_lists(home: Path, root: Path, warn: Warn) -> ToolPins:
+    """Tool-list pins kept in the project's trust record; a store that cannot be written is a
+    warning (the list is offered, not recorded)."""
+    from memagent.trust import TrustError, approve_mcp_tools, mcp_tools_known
+
+    def check(server: str, origin: str, tools: "tuple[RemoteTool, ...]") -> bool:
+        digest = tool_list_digest(tools)
+        known = mcp_tools_known(home, root, f"{origin}:{server}", digest)
+        if known is None:
+            try:
+                approve_mcp_tools(home, root, f"{origin}:{server}", digest)
+            except TrustError as exc:
+                warn(f"MCP server {server}: its tool list was not recorded: {exc}")
+            return True
+        return known
+
+    return check
 
 
 def _key_argument(schema: dict[str, Any]) -> str | None:
@@ -52,6 +87,14 @@ class SharedTools(BaseFeature):
         return self
 
 
+def remote_effects(remote: RemoteTool) -> Declaration:
+    """What a call does, by the server's annotations: read-only when it says so, else it acts."""
+    if remote.read_only:
+        return declares(Effect.READ)
+    note = "its server says it may delete or overwrite data" if remote.destructive else ""
+    return declares(Effect.RUN, note=note)
+
+
 def _describe(remote: RemoteTool) -> str:
     text = remote.description.strip() or f"The {remote.name} tool."
     return f"{text}\n\n(MCP tool {remote.name!r} of the {remote.server!r} server.)"
@@ -70,8 +113,11 @@ class McpClientFeature(BaseFeature):
         connect_timeout: float = 30.0,
         call_timeout: float = 120.0,
         warn: Warn = lambda line: None,
+        pin_tools: ToolPins | None = None,
     ) -> None:
         self.config = config
+        self.pin_tools = pin_tools
+        self.withheld: list[str] = []  # servers whose changed tool list is not offered
         self.startup_wait = startup_wait
         self.call_timeout = call_timeout
         self.warn = warn
@@ -132,6 +178,11 @@ class McpClientFeature(BaseFeature):
                 self.warn(f"MCP server {status.name} failed: {status.reason}")
             if status.status != READY:
                 continue
+            if self.pin_tools is not None and not self.pin_tools(status.name, status.origin, status.tools):
+                self.withheld.append(status.name)
+                self.warn(f"MCP server {status.name} changed its tools since they were approved; they are not "
+                          f"offered (`/mcp approve {status.name}` or `memagent mcp approve {status.name}` approves them)")
+                continue
             for remote in status.tools:
                 name = tool_name(remote.server, remote.name)
                 if name in seen:
@@ -155,7 +206,7 @@ class McpClientFeature(BaseFeature):
             description=_describe(remote),
             input_model=RawArguments,
             handler=run,
-            needs_approval=True,
+            effects=remote_effects(remote),
             key_argument=_key_argument(remote.input_schema),
             input_schema=remote.input_schema,
         )
@@ -172,7 +223,8 @@ def mcp_client_feature(
 ) -> McpClientFeature:
     """The feature as the runtime composes it: ``$MEMAGENT_HOME/mcp.json`` and the project's
     ``.mcp.json`` (the latter only when the project is trusted), the servers given on the
-    command line (``--mcp-config``), and the ``mcp_*`` settings."""
+    command line (``--mcp-config``), the ``mcp_*`` settings, and tool lists pinned in the
+    project's trust record."""
     config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=project_trusted,
                              extra_servers=extra_servers)
     return McpClientFeature(
@@ -183,7 +235,17 @@ def mcp_client_feature(
         connect_timeout=settings.mcp_connect_timeout,
         call_timeout=settings.mcp_tool_timeout,
         warn=warn,
+        pin_tools=pinned_tool_lists(paths.home, paths.root, warn),
     )
 
 
-__all__ = ["McpClientFeature", "mcp_client_feature"]
+def approve_tool_list(home: Path, root: Path, status: ServerStatus) -> str:
+    """Record the tool list ``status`` shows as approved for its server; the digest."""
+    from memagent.trust import approve_mcp_tools
+
+    digest = tool_list_digest(status.tools)
+    approve_mcp_tools(home, root, f"{status.origin}:{status.name}", digest)
+    return digest
+
+
+__all__ = ["McpClientFeature", "approve_tool_list", "mcp_client_feature", "pinned_tool_lists", "tool_list_digest"]

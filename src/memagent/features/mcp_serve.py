@@ -6,9 +6,11 @@ Tools, in this order: ``memory_search``, ``memory_save``, ``memory_list``, ``mem
 They are memagent's own tools, run by the same code: the same input schemas and validation, the
 same write gate for memories (secrets, near-duplicates and low-confidence cards are refused with
 the reason), the same locking (card and task stores are safe with several processes), the same
-answers. Provenance: a memory saved over MCP records ``mcp:<client name>`` as its session, so
-``memagent memory show`` tells which agent wrote it; its source is ``assistant``, as for
-memagent's own model. Session-scoped memories are refused: an MCP client has no memagent session.
+answers. Provenance: a memory saved over MCP records ``mcp:<client name>`` (the name the client
+gave in ``initialize``) as its session, so ``memagent memory show`` tells which agent wrote it;
+its source is ``assistant`` (an agent's inference, never the user's own words). Session-scoped memories
+are refused: an MCP client has no memagent session. User-scope memories reach every project's
+profile, so they are refused too unless the server was started with ``--allow-user-scope``.
 
 The memory store is opened in the background when the server starts (loading the embedder takes
 a moment) and on first use; if it cannot be opened, the memory tools answer with the reason and
@@ -26,6 +28,7 @@ from pydantic import Field
 from memagent.features.memory_tools import _call, _service, memory_tools
 from memagent.features.tasks import task_tools
 from memagent.memory.cards import MemoryType
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolInput, ToolRegistry, tool
 
 if TYPE_CHECKING:
@@ -89,7 +92,7 @@ class LazyMemory:
 
 
 def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
-    @tool("memory_list", MemoryListInput)
+    @tool("memory_list", MemoryListInput, effects=declares(Effect.READ))
     def memory_list(args: MemoryListInput, ctx: ToolContext) -> str:
         """List active long-term memories, newest first, with their ids (memory_search finds by meaning)."""
         service = _service(service_factory)
@@ -107,9 +110,11 @@ def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
     return memory_list
 
 
-def served_tools(service_factory: Callable[[], "MemoryService"], store_factory: Callable[[], object]) -> list[Tool]:
+def served_tools(
+    service_factory: Callable[[], "MemoryService"], store_factory: Callable[[], object], *, allow_user_scope: bool = False
+) -> list[Tool]:
     """The served tools, in a fixed order (``memory_delete`` is served as ``memory_forget``)."""
-    by_name = {t.name: t for t in memory_tools(service_factory)}
+    by_name = {t.name: t for t in memory_tools(service_factory, user_scope=allow_user_scope)}
     memory = [
         by_name["memory_search"],
         by_name["memory_save"],
@@ -120,7 +125,7 @@ def served_tools(service_factory: Callable[[], "MemoryService"], store_factory: 
     return memory + task_tools(store_factory)  # type: ignore[arg-type]
 
 
-def serve_stdio(paths: "ProjectPaths", settings: "Settings") -> None:
+def serve_stdio(paths: "ProjectPaths", settings: "Settings", *, allow_user_scope: bool = False) -> None:
     """``memagent mcp serve``: blocks until the client hangs up."""
     from memagent.mcp_bridge.server import serve_registry
     from memagent.tasks import TaskStore
@@ -136,7 +141,7 @@ def serve_stdio(paths: "ProjectPaths", settings: "Settings") -> None:
                                   hold_repository_cards=not is_trusted(paths.home, paths.root))
 
     memory = LazyMemory(open_memory)
-    registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks)))
+    registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks), allow_user_scope=allow_user_scope))
     memory.warm_up()
     serve_registry(registry, paths.root, INSTRUCTIONS, on_exit=memory.close)
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Literal, Optional
 from pydantic import Field
 
 from memagent.memory.cards import CARD_ID_PATTERN, MemoryType
+from memagent.permissions.effects import Declaration, Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 if TYPE_CHECKING:
@@ -53,6 +54,17 @@ class MemoryStatsInput(ToolInput):
     pass
 
 
+USER_SCOPE_REFUSED = (
+    "memory not saved: user-scope memories are not accepted here (they would reach every project's "
+    "profile); save it with scope 'project', or ask the user to start the server with --allow-user-scope"
+)
+
+
+def save_effects(args: MemorySaveInput) -> Declaration:
+    """A user-scope card is shown in every project: it is a user memory, which asks first."""
+    return declares(Effect.MEMORY_USER if args.scope == "user" else Effect.MEMORY_SAVE)
+
+
 def _service(factory: Callable[[], "MemoryService"]) -> "MemoryService":
     from memagent.memory.service import MemoryUnavailable
 
@@ -80,14 +92,21 @@ def _call(action: Callable[[], object]):
 
 
 # Longer than 60 lines: four small tool handlers closing over one service, kept together.
-def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
-    """The four memory tools bound to a service (obtained lazily, on each call)."""
+def memory_tools(
+    service_factory: Callable[[], "MemoryService"], *, user_scope: bool = True
+) -> list[Tool]:
+    """The four memory tools bound to a service (obtained lazily, on each call).
 
-    @tool("memory_save", MemorySaveInput, key_argument="content")
+    ``user_scope``: whether a user-scope card may be saved at all (``mcp serve`` refuses them
+    unless told)."""
+
+    @tool("memory_save", MemorySaveInput, key_argument="content", effects=save_effects)
     def memory_save(args: MemorySaveInput, ctx: ToolContext) -> str:
         """Save one durable memory (a fact, preference, decision, procedure...) for later sessions.
         It goes through a gate: secrets, near-duplicates, low confidence and very short or long
         texts are refused with a reason. To correct a memory, pass its id as `supersedes`."""
+        if args.scope == "user" and not user_scope:
+            raise ToolError(USER_SCOPE_REFUSED)
         service = _service(service_factory)
         result = _call(
             lambda: service.save(
@@ -109,7 +128,7 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
             return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}); it supersedes [Memory#{card.supersedes}]."
         return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope})."
 
-    @tool("memory_search", MemorySearchInput, key_argument="query")
+    @tool("memory_search", MemorySearchInput, key_argument="query", effects=declares(Effect.READ))
     def memory_search(args: MemorySearchInput, ctx: ToolContext) -> str:
         """Search long-term memory; returns ranked memories with ids and scores, best first.
         Cite a memory you rely on as [Memory#id]."""
@@ -129,7 +148,7 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
             )
         return "\n".join(lines)
 
-    @tool("memory_delete", MemoryDeleteInput, key_argument="memory_id")
+    @tool("memory_delete", MemoryDeleteInput, key_argument="memory_id", effects=declares(Effect.MEMORY_DELETE))
     def memory_delete(args: MemoryDeleteInput, ctx: ToolContext) -> str:
         """Forget one memory by id: its text is erased from disk (with any older versions it superseded)."""
         service = _service(service_factory)
@@ -139,7 +158,7 @@ def memory_tools(service_factory: Callable[[], "MemoryService"]) -> list[Tool]:
         older = f" and {erased - 1} older version(s)" if erased > 1 else ""
         return f"Forgot [Memory#{args.memory_id}]{older}."
 
-    @tool("memory_stats", MemoryStatsInput)
+    @tool("memory_stats", MemoryStatsInput, effects=declares(Effect.READ))
     def memory_stats(args: MemoryStatsInput, ctx: ToolContext) -> str:
         """Counts of long-term memories by type, scope and status."""
         service = _service(service_factory)

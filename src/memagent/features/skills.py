@@ -33,6 +33,7 @@ from pydantic import Field
 from memagent.fsutil import resolves_inside
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.markers import Marker
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 SKILL_FILE = "SKILL.md"
@@ -201,7 +202,7 @@ def render_skill(skill: Skill) -> str:
 
 
 def skill_tool(index: SkillIndex) -> Tool:
-    @tool("skill", SkillInput, key_argument="name")
+    @tool("skill", SkillInput, key_argument="name", effects=declares(Effect.READ))
     def run_skill(args: SkillInput, ctx: ToolContext) -> str:
         """Load a skill (a playbook listed under "Skills" in the system prompt): returns its
         instructions and the list of its other files. Pass `file` to read one of those files."""

@@ -26,6 +26,7 @@ from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.agent.loop import Agent
 from memagent.events import AgentEvent, ToolCallStarted, TurnEnded
 from memagent.features.agent_definitions import AgentDefinition, AgentSet
+from memagent.permissions import Effect, declares
 from memagent.pricing import UsageMeter, format_cost
 from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, tool
 
@@ -93,7 +94,9 @@ class SubagentsFeature(BaseFeature):
     def _task_tool(self) -> Tool:
         listing = "\n".join(f"- {d.name}: {d.description} (tools: {d.describe_tools()})" for d in self.agents.definitions)
 
-        @tool("task", TaskInput, key_argument="description", description=TASK_DESCRIPTION.format(agents=listing))
+        # The call itself only reads: each call the subagent makes goes through the gate on its own.
+        @tool("task", TaskInput, key_argument="description", description=TASK_DESCRIPTION.format(agents=listing),
+              effects=declares(Effect.READ))
         def task(args: TaskInput, ctx: ToolContext) -> str:
             return self.run(args, ctx)
 

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 LIST_LIMIT = 200
@@ -110,7 +111,7 @@ def _existing(store: TaskStore, ids: list[int]) -> list[Task]:
 def task_tools(store_factory: Callable[[], TaskStore]) -> list[Tool]:
     """The four task tools; ``store_factory`` returns the project's store (``TaskStore(root/'.tasks')``)."""
 
-    @tool("task_create", TaskCreateInput, key_argument="subject")
+    @tool("task_create", TaskCreateInput, key_argument="subject", effects=declares(Effect.TASKS))
     def task_create(args: TaskCreateInput, ctx: ToolContext) -> str:
         """Create a task in the project's persistent task graph (.tasks/), which outlives this session.
 
@@ -123,7 +124,7 @@ def task_tools(store_factory: Callable[[], TaskStore]) -> list[Tool]:
             raise _refusal(exc) from None
         return task_json(task) + _already_done_note(args.blocked_by, task)
 
-    @tool("task_update", TaskUpdateInput, key_argument="task_id")
+    @tool("task_update", TaskUpdateInput, key_argument="task_id", effects=declares(Effect.TASKS))
     def task_update(args: TaskUpdateInput, ctx: ToolContext) -> str:
         """Change a task: status (pending, in_progress, completed, cancelled), owner, or add dependencies.
 
@@ -150,14 +151,14 @@ def task_tools(store_factory: Callable[[], TaskStore]) -> list[Tool]:
             text += "\nReady now: " + ", ".join(f"#{t.id} {t.subject}" for t in ready[:10])
         return text
 
-    @tool("task_list", TaskListInput)
+    @tool("task_list", TaskListInput, effects=declares(Effect.READ))
     def task_list(args: TaskListInput, ctx: ToolContext) -> str:
         """List the project's tasks: id, [ready] or [status, blocked by …], subject."""
         store = store_factory()
         tasks = store.list()
         return render_listing(tasks, store.problems())
 
-    @tool("task_get", TaskGetInput, key_argument="task_id")
+    @tool("task_get", TaskGetInput, key_argument="task_id", effects=declares(Effect.READ))
     def task_get(args: TaskGetInput, ctx: ToolContext) -> str:
         """Show one task in full as JSON (description, status, blockedBy, blocks, owner, times)."""
         try:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.todo import TodoError, TodoManager
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 TODO_RECORD = "todo"
@@ -35,7 +36,7 @@ class TodoInput(ToolInput):
 def todo_tools(manager: TodoManager) -> list[Tool]:
     """The ``todo`` tool bound to one session's manager."""
 
-    @tool("todo", TodoInput)
+    @tool("todo", TodoInput, effects=declares(Effect.SESSION))
     def todo(args: TodoInput, ctx: ToolContext) -> str:
         """Keep a short checklist for the current piece of work and update it as you go.
 

@@ -42,6 +42,9 @@ class RemoteTool:
     name: str
     description: str
     input_schema: dict[str, Any]
+    # The server's own hints (MCP tool annotations); None where it gave none.
+    read_only: bool | None = None
+    destructive: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -269,7 +272,9 @@ class McpManager:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
-                found.append(RemoteTool(server, tool.name, tool.description or "", schema))
+                hints = tool.annotations
+                found.append(RemoteTool(server, tool.name, tool.description or "", schema,
+                                        getattr(hints, "read_only_hint", None), getattr(hints, "destructive_hint", None)))
             cursor = page.next_cursor
             if not cursor:
                 break

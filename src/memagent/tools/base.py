@@ -15,6 +15,8 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
+from memagent.permissions.effects import UNDECLARED, Declaration
+
 
 class ToolError(Exception):
     """A failure the model should see as an ``is_error`` tool_result. ``str()`` is the message."""
@@ -67,6 +69,8 @@ class ToolOutcome:
 
 InputT = TypeVar("InputT", bound=BaseModel)
 Handler = Callable[[Any, ToolContext], "str | ToolOutcome"]
+# What a call does (memagent.permissions.effects): fixed, or read from the validated input.
+Effects = Declaration | Callable[[Any], Declaration]
 
 
 @dataclass
@@ -75,8 +79,9 @@ class Tool(Generic[InputT]):
     description: str
     input_model: type[InputT]
     handler: Handler
-    # True, or a predicate on the validated input: does this call need the user's approval?
-    needs_approval: bool | Callable[[InputT], bool] = False
+    # What a call does, for the gate (which alone decides whether it runs). A tool that declares
+    # nothing is taken to run code: it asks.
+    effects: Effects | None = None
     # The argument shown in a one-line summary of the call ("read_file src/app.py").
     key_argument: str | None = None
     # Long-running tools that report output through ``ToolContext.progress`` (bash) run on a
@@ -97,10 +102,13 @@ class Tool(Generic[InputT]):
     def validate(self, raw: Any) -> InputT:
         return self.input_model.model_validate(raw if raw is not None else {})
 
-    def approval_required(self, parsed: InputT) -> bool:
-        if callable(self.needs_approval):
-            return bool(self.needs_approval(parsed))
-        return bool(self.needs_approval)
+    def declare(self, parsed: InputT) -> Declaration:
+        """What this call would do, from the validated input."""
+        if self.effects is None:
+            return UNDECLARED
+        if isinstance(self.effects, Declaration):
+            return self.effects
+        return self.effects(parsed)
 
     def summary(self, raw: dict[str, Any]) -> str:
         """A short human line for the call, e.g. ``bash: pytest -q``."""
@@ -136,7 +144,7 @@ def tool(
     name: str,
     input_model: type[BaseModel],
     *,
-    needs_approval: bool | Callable[[Any], bool] = False,
+    effects: Effects | None = None,
     key_argument: str | None = None,
     description: str | None = None,
 ) -> Callable[[Handler], Tool]:
@@ -151,7 +159,7 @@ def tool(
             description=desc,
             input_model=input_model,
             handler=fn,
-            needs_approval=needs_approval,
+            effects=effects,
             key_argument=key_argument,
         )
 

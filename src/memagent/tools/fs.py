@@ -33,6 +33,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from memagent.fsutil import atomic_write
+from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 from memagent.tools.paths import (
     IgnoreRules,
@@ -184,7 +185,7 @@ def _count_remaining_lines(fh: BinaryIO) -> int:
     return count + (1 if tail and tail != b"\n" else 0)
 
 
-@tool("read_file", ReadFileInput, key_argument="path")
+@tool("read_file", ReadFileInput, key_argument="path", effects=lambda inp: declares(Effect.READ, paths=(inp.path,)))
 def read_file(inp: ReadFileInput, ctx: ToolContext) -> str:
     """Read a text file from the project, with line numbers (like `cat -n`).
 
@@ -251,7 +252,7 @@ class WriteFileInput(ToolInput):
     content: str = Field(description="The complete new content of the file.")
 
 
-@tool("write_file", WriteFileInput, needs_approval=True, key_argument="path")
+@tool("write_file", WriteFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)))
 def write_file(inp: WriteFileInput, ctx: ToolContext) -> str:
     """Create a file or replace its whole content. Parent directories are created as needed.
 
@@ -339,7 +340,7 @@ def _not_found_hint(content: str, old_text: str) -> str:
     return " Closest lines to the start of old_text:\n" + "\n".join(shown)
 
 
-@tool("edit_file", EditFileInput, needs_approval=True, key_argument="path")
+@tool("edit_file", EditFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)))
 def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
     """Replace one exact occurrence of `old_text` with `new_text` in a file.
 
@@ -403,7 +404,8 @@ def _normalise_pattern(ctx: ToolContext, pattern: str) -> str:
     return pattern
 
 
-@tool("glob", GlobInput, key_argument="pattern")
+@tool("glob", GlobInput, key_argument="pattern",
+      effects=lambda inp: declares(Effect.READ, paths=(literal_prefix(inp.pattern.strip()) or ".",)))
 def glob(inp: GlobInput, ctx: ToolContext) -> str:
     """Find files by name pattern. Returns paths relative to the project root, newest first.
 
@@ -516,7 +518,7 @@ def describe_skipped(skipped: dict[str, list[str]]) -> str:
 
 
 # Longer than 60 lines: walking, filtering, capping and reporting skipped files share counters.
-@tool("grep", GrepInput, key_argument="pattern")
+@tool("grep", GrepInput, key_argument="pattern", effects=lambda inp: declares(Effect.READ, paths=(inp.path or ".",)))
 def grep(inp: GrepInput, ctx: ToolContext) -> str:
     """Search file contents with a Python regular expression; prints `file:line: text`.
 

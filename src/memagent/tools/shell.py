@@ -8,8 +8,10 @@
   tail; the full output is then saved under the outputs directory, where ``read_file`` can read it.
 * A non-zero exit code is reported in the result but is not a tool error: the tool worked, the
   command failed, and the model reads the code. Timeouts and refusals are errors.
-* A small blocklist refuses catastrophic commands before they run (see :func:`dangerous_reason`).
-  It is a seat belt against accidents, the first line only; normal commands still need approval.
+* The gate decides whether a command runs (:mod:`memagent.permissions`): the tool declares the
+  command it runs, and the gate's dangerous-command guard refuses catastrophic ones in every
+  mode. The handler checks the same guard once more, so a call that reaches it some other way
+  is refused too.
 * The command runs through the sandboxed :mod:`memagent.tools.executor` — inside the bubblewrap
   sandbox of :mod:`memagent.tools.sandbox` when it can start (project writable, its power files
   read-only, home hidden, no network) — and never with a secret in its environment.
@@ -22,10 +24,8 @@
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
-import shlex
 import signal
 import tempfile
 import time
@@ -38,6 +38,8 @@ from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from memagent.fsutil import private_dir
+from memagent.permissions.danger import dangerous_reason
+from memagent.permissions.effects import Effect, declares
 from memagent.redact import RedactingWriter
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
@@ -53,213 +55,6 @@ MAX_TIMEOUT_SECONDS = 600.0
 # Above this much output only the head and tail bytes are decoded.
 FULL_DECODE_LIMIT_BYTES = 64 * 1024 * 1024
 HEAD_SHARE = 0.4  # of the cap; the rest goes to the tail
-
-# --- dangerous commands --------------------------------------------------------------------
-
-PRIVILEGE_COMMANDS = frozenset({"sudo", "su", "doas", "pkexec", "run0"})
-POWER_COMMANDS = frozenset({"shutdown", "reboot", "halt", "poweroff"})
-DEVICE_WRITERS = frozenset({"tee", "cp", "mv", "shred"})
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
-# Words that may precede the real command without changing what runs.
-SHELL_KEYWORDS = frozenset({"{", "}", "!", "if", "then", "do", "else", "elif", "while", "until", "time", "function"})
-WRAPPERS = frozenset(
-    {"env", "nohup", "time", "exec", "command", "builtin", "nice", "ionice", "stdbuf", "timeout", "xargs", "watch"}
-)
-SYSTEM_DIRS = frozenset(
-    {"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "opt", "proc", "root", "sbin", "srv", "sys"}
-    | {"usr", "var"}
-)
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_WRAPPER_ARG = re.compile(r"^(-.*|\d+(\.\d+)?[smhd]?)$")
-_BLOCK_DEVICE = re.compile(r"^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|dm-\d|md\d|mapper/|root$)")
-_FORK_BOMB = re.compile(r"(?P<name>[\w:.-]+)\s*\(\s*\)\s*\{[^}]*?(?P=name)\s*\|\s*&?\s*(?P=name)\s*&")
-_MAX_NESTING = 3
-
-
-def _tokens(command: str) -> list[str]:
-    """Shell-ish tokens with operators as separate tokens. Newlines and backticks end commands."""
-    text = command.replace("\n", " ; ").replace("`", " ; ")
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:  # unbalanced quotes (e.g. a heredoc with an apostrophe): split crudely
-        return [tok.strip("'\"") for tok in re.findall(r"[;&|()<>]+|[^\s;&|()<>]+", text)]
-
-
-def _is_operator(token: str) -> bool:
-    return bool(token) and all(c in "();<>|&" for c in token)
-
-
-def split_commands(command: str) -> tuple[list[list[str]], list[str]]:
-    """Split into simple commands (argv lists) and the targets of output redirections."""
-    segments: list[list[str]] = [[]]
-    redirect_targets: list[str] = []
-    tokens = _tokens(command)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if _is_operator(token) and not ("(" in token or ")" in token) and ("<" in token or ">" in token):
-            if ">" in token and i + 1 < len(tokens):
-                redirect_targets.append(tokens[i + 1])
-            i += 2  # the redirection and its target are not arguments
-            continue
-        if _is_operator(token):
-            segments.append([])
-        else:
-            segments[-1].append(token)
-        i += 1
-    return [s for s in segments if s], redirect_targets
-
-
-def _strip_prefixes(argv: list[str]) -> list[str] | None:
-    """Drop assignments, keywords and wrappers (``env``, ``nohup``, ``timeout 5`` …) in front.
-
-    None means the segment only *looks up* a command (``command -v sudo``), it runs nothing.
-    """
-    while argv:
-        word = argv[0].lstrip("\\")
-        if word in SHELL_KEYWORDS or _ASSIGNMENT.match(word):
-            argv = argv[1:]
-            continue
-        if os.path.basename(word) in WRAPPERS:
-            options = []
-            argv = argv[1:]
-            while argv and (_WRAPPER_ARG.match(argv[0]) or _ASSIGNMENT.match(argv[0])):
-                options.append(argv[0])
-                argv = argv[1:]
-            if os.path.basename(word) == "command" and any(o in ("-v", "-V") for o in options):
-                return None
-            continue
-        break
-    return argv
-
-
-def _home_dir() -> str:
-    return os.path.normpath(os.path.expanduser("~"))
-
-
-def is_critical_path(raw: str) -> bool:
-    """``/``, ``/*``, ``~``, ``$HOME/*``, the home directory or a top-level system directory."""
-    target = raw.strip()
-    for home in ("~", "$HOME", "${HOME}"):
-        if target == home or target.startswith(home + "/"):
-            return target[len(home) :].strip("/") in ("", "*", ".*", ".")
-    if not target.startswith("/"):
-        return False
-    parts = [p for p in target.split("/") if p not in ("", ".")]
-    if parts and parts[-1] in ("*", ".*"):
-        parts = parts[:-1]
-    norm = os.path.normpath("/" + "/".join(parts))
-    if norm == "/" or norm == _home_dir():
-        return True
-    return norm.count("/") == 1 and norm[1:] in SYSTEM_DIRS
-
-
-def _split_options(args: list[str]) -> tuple[set[str], list[str]]:
-    """Short flags as single letters, long flags whole, then the operands."""
-    flags: set[str] = set()
-    operands: list[str] = []
-    options_done = False
-    for arg in args:
-        if not options_done and arg == "--":
-            options_done = True
-        elif not options_done and arg.startswith("--"):
-            flags.add(arg)
-        elif not options_done and arg.startswith("-") and len(arg) > 1:
-            flags.update(arg[1:])
-        else:
-            operands.append(arg)
-    return flags, operands
-
-
-def _recursive(flags: set[str]) -> bool:
-    return bool(flags & {"r", "R", "--recursive"})
-
-
-def _segment_reason(argv: list[str], depth: int) -> str | None:
-    stripped = _strip_prefixes(argv)
-    if not stripped:
-        return None
-    name = os.path.basename(stripped[0].lstrip("\\"))
-    args = stripped[1:]
-    flags, operands = _split_options(args)
-    if name in PRIVILEGE_COMMANDS:
-        return f"privilege escalation ({name}) is not allowed"
-    if name in POWER_COMMANDS or (name == "systemctl" and set(args) & {"poweroff", "reboot", "halt", "kexec"}):
-        return "shutting down or rebooting the machine is not allowed"
-    if name in ("init", "telinit") and set(args) & {"0", "6"}:
-        return "shutting down or rebooting the machine is not allowed"
-    if name.startswith("mkfs") or name in ("mke2fs", "wipefs"):
-        return f"formatting a filesystem ({name}) is not allowed"
-    if name == "dd" and any(a.startswith("of=") and _BLOCK_DEVICE.match(a[3:]) for a in args):
-        return "writing to a block device with dd is not allowed"
-    if name in DEVICE_WRITERS and any(_BLOCK_DEVICE.match(a) for a in operands):
-        return f"writing to a block device ({name}) is not allowed"
-    if name == "rm":
-        if "--no-preserve-root" in flags:
-            return "rm --no-preserve-root is not allowed"
-        if _recursive(flags) and any(is_critical_path(t) for t in operands):
-            return "recursively deleting the root, home or a system directory is not allowed"
-    if name in ("chmod", "chown", "chgrp") and _recursive(flags) and any(is_critical_path(t) for t in operands):
-        return f"recursive {name} on the root, home or a system directory is not allowed"
-    if name == "find" and args and is_critical_path(args[0]) and _find_deletes(args):
-        return "deleting from the root, home or a system directory with find is not allowed"
-    if name == "kill" and _kills_everything(args):
-        return "signalling every process (kill -1) is not allowed"
-    if name in SHELLS and depth < _MAX_NESTING:
-        script = _inline_script(args)
-        if script is not None:
-            return dangerous_reason(script, _depth=depth + 1)
-    if name == "eval" and args and depth < _MAX_NESTING:
-        return dangerous_reason(" ".join(args), _depth=depth + 1)
-    return None
-
-
-def _kills_everything(args: list[str]) -> bool:
-    """``kill -9 -1`` / ``kill -s KILL -1`` / ``kill -- -1``: pid -1 is every process we may signal."""
-    rest = list(args)
-    if rest and rest[0] in ("-s", "-n") and len(rest) > 1:
-        rest = rest[2:]
-    elif len(rest) > 1 and rest[0].startswith("-") and rest[0] != "--":
-        rest = rest[1:]  # the signal (-9, -KILL, -SIGTERM, and -1 for SIGHUP)
-    if rest and rest[0] == "--":
-        rest = rest[1:]
-    return "-1" in rest
-
-
-def _find_deletes(args: list[str]) -> bool:
-    """``find … -delete`` or ``find … -exec rm …``."""
-    for i, arg in enumerate(args):
-        if arg == "-delete":
-            return True
-        if arg in ("-exec", "-execdir", "-ok", "-okdir") and i + 1 < len(args):
-            if os.path.basename(args[i + 1]) in ("rm", "shred"):
-                return True
-    return False
-
-
-def _inline_script(args: list[str]) -> str | None:
-    """The script of ``bash -c SCRIPT`` (also ``-lc``, ``-ec`` …), if given."""
-    for i, arg in enumerate(args):
-        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            return args[i + 1] if i + 1 < len(args) else None
-    return None
-
-
-def dangerous_reason(command: str, *, _depth: int = 0) -> str | None:
-    """Why ``command`` must not run, or None. Parses ``;``/``&&``/``|`` segments with shlex."""
-    if _FORK_BOMB.search(command):
-        return "fork bombs are not allowed"
-    segments, redirect_targets = split_commands(command)
-    if any(_BLOCK_DEVICE.match(target) for target in redirect_targets):
-        return "redirecting output to a block device is not allowed"
-    for argv in segments:
-        reason = _segment_reason(argv, _depth)
-        if reason:
-            return reason
-    return None
-
 
 # --- running -------------------------------------------------------------------------------
 
@@ -417,11 +212,6 @@ def _describe_exit(code: int) -> str:
     return f"[exit code: {code}]"
 
 
-def _not_dangerous(inp: BashInput) -> bool:
-    """Approval predicate: dangerous commands are refused by the handler without asking."""
-    return dangerous_reason(inp.command) is None
-
-
 BASH_DESCRIPTION = """\
 Run a shell command with bash in the project root and return its combined stdout/stderr.
 
@@ -496,7 +286,7 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         description=BASH_DESCRIPTION,
         input_model=BashInput,
         handler=bash,
-        needs_approval=_not_dangerous,
+        effects=lambda inp: declares(Effect.RUN, command=inp.command),
         key_argument="command",
         streams_output=True,
     )

@@ -1,8 +1,10 @@
-"""The interactive approval prompt: y = this call, a = always this tool, n = deny.
+"""The interactive approval prompt: y = this call, a = always this exact call, n = deny.
 
-The user sees what will happen before answering: the full command for ``bash``, the path and
-the first lines of the new content for ``write_file``, the path and a small diff for
-``edit_file``, the key argument otherwise.
+The user sees what will happen and why the gate asks before answering: the full command for
+``bash``, the path and the first lines of the new content for ``write_file``, the path and a
+small diff for ``edit_file``, the key argument otherwise; then the gate's reason (``runs code:
+the command has a redirection to a file, which no allow rule approves``). "Always" approves
+exactly this call from now on — the rule saved for the project is shown.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from memagent.agent.loop import ASKER, Approval
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
 from memagent.permissions import suggested_rule
+from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,7 +32,7 @@ ANSWERS = {
     "a": Approval.ALWAYS,
     "n": Approval.DENY,
 }
-QUESTION = "Allow? [y] yes  [a] always for {name}  [n] no (Esc)"
+QUESTION = "Allow? [y] yes  [a] always (exactly this call)  [n] no (Esc)"
 
 
 def _clip(line: str) -> str:
@@ -116,7 +119,7 @@ class TerminalApprover:
     ask: Callable[[str], Approval] = ask_key
     decisions: list[tuple[str, Approval]] = field(default_factory=list)
 
-    def __call__(self, tool: "Tool", tool_input: dict[str, Any], summary: str) -> Approval:
+    def __call__(self, tool: "Tool", tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
         from rich.text import Text
 
         self.before_prompt()
@@ -126,14 +129,14 @@ class TerminalApprover:
             lines[0] = f"[subagent {asker}] {lines[0]}"
         for index, line in enumerate(lines):
             self.console.print(Text(printable(line), style="bold yellow" if index == 0 else ""))
+        if reason:
+            self.console.print(Text(printable(f"  why it asks: {reason}"), style="dim"))
         try:
             decision = self.ask(QUESTION.format(name=tool.name))
         finally:
             self.after_answer()
         self.decisions.append((tool.name, decision))
-        saved = printable(suggested_rule(tool.name, tool_input))
-        label = {Approval.ALLOW: "allowed once",
-                 Approval.ALWAYS: f"allowed {tool.name} for this session; {saved} saved for this project",
+        label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: always_label(tool, tool_input),
                  Approval.DENY: "denied"}[decision]
         self.console.print(Text(f"  {label}", style="red" if decision is Approval.DENY else "green"))
         if decision is not Approval.DENY:
@@ -141,4 +144,15 @@ class TerminalApprover:
         return decision
 
 
-__all__ = ["TerminalApprover", "ask_key", "describe_call", "preview_lines"]
+def always_label(tool: "Tool", tool_input: dict[str, Any]) -> str:
+    """What an "always" answer approves from now on: the rule saved, or why there is none."""
+    try:
+        rule = suggested_rule(tool.name, tool.declare(tool.validate(tool_input)))
+    except (ValidationError, ValueError, TypeError):
+        rule = None
+    if rule is None:
+        return "allowed once (no rule can name exactly this call, so nothing was saved)"
+    return f"allowed; from now on {printable(rule)} runs without asking (saved for this project)"
+
+
+__all__ = ["TerminalApprover", "always_label", "ask_key", "describe_call", "preview_lines"]

@@ -392,18 +392,37 @@ def cmd_mcp(session: "Session", arg: str) -> Reply:
     client = next((f for f in getattr(session, "features", None) or [] if getattr(f, "name", "") == "mcp"), None)
     if client is None:
         return Reply("MCP is not enabled in this session.")
+    verb, _, name = arg.partition(" ")
+    if verb == "approve":
+        return _approve_tools(session, client, name.strip())
     return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
 
 
+def _approve_tools(session: "Session", client: Any, name: str) -> Reply:
+    """``/mcp approve NAME``: the server's tool list as it is now is approved for this project."""
+    from memagent.features.mcp_client import approve_tool_list
+    from memagent.mcp_bridge.manager import READY
+    from memagent.trust import TrustError
+
+    status = next((s for s in client.statuses() if s.name == name), None)
+    if status is None or status.status != READY:
+        return Reply(f"no running MCP server named {name!r}; /mcp lists them", "red")
+    try:
+        approve_tool_list(session.paths.home, session.paths.root, status)
+    except TrustError as exc:
+        return Reply(str(exc), "red")
+    tools = ", ".join(t.name for t in status.tools) or "no tools"
+    return Reply(f"Approved the tools of {name} ({tools}); they are offered from the next session (/clear starts one).")
+
+
 def cmd_permissions(session: "Session", arg: str) -> Reply:
-    policy = getattr(session.agent, "permissions", None)
-    if policy is None:
+    """The gate's policy: the mode, each rule with where it came from, what asks by effect."""
+    gate = getattr(session.agent, "permissions", None)
+    if gate is None:
         return Reply("permissions: every tool call that changes something asks first (no rules)")
-    lines = ["Permissions:"] + [f"  {line}" for line in policy.describe()]
-    if session.agent.auto_approve:
-        lines.append("  --yes: every other tool call is approved without asking")
-    lines.append("  (rules come from config.toml, a trusted project's .memagent.toml and the 'always' answers "
-                 "saved for this project; `memagent trust --status` shows them)")
+    lines = ["Permissions:"] + [f"  {line}" for line in gate.describe()]
+    lines.append("  asks before a call that " + ", ".join(gate.policy.asks_for()))
+    lines.append("  ('always' approves exactly that call; `memagent doctor` shows the project's trust)")
     return Reply("\n".join(lines))
 
 
@@ -414,7 +433,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("tasks", "/tasks", "in-progress and ready tasks of the project's task graph", cmd_tasks),
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
-    Command("mcp", "/mcp", "MCP servers: status and tools", cmd_mcp),
+    Command("mcp", "/mcp [approve NAME]", "MCP servers: status and tools; approve a server's changed tool list", cmd_mcp),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
     Command("permissions", "/permissions", "the permission mode and the allow/ask/deny rules", cmd_permissions),

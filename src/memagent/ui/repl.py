@@ -522,7 +522,8 @@ class Repl:
             markup=False,
         )
         if self.auto_approve:
-            self.console.print("--yes: every tool call runs without asking", style="yellow", markup=False)
+            self.console.print("--yes: every tool call runs without asking (except writes to protected paths)",
+                               style="yellow", markup=False)
 
     def _print_dim(self, text: str) -> None:
         assert self.console is not None
