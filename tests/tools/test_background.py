@@ -12,7 +12,7 @@ from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.executor import Command, LocalExecutor
 from memagent.tools.shell import bash_tool
 
-from tools.test_sandbox import fake_home, project, run_bash, sandboxed  # noqa: F401  (fixtures)
+from tools.test_sandbox import fake_home, run_bash, sandboxed  # noqa: F401  (fake_home: a fixture)
 from tools.test_sandbox_sealed import git_repo
 
 
