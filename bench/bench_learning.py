@@ -5,7 +5,8 @@ Six sessions of work on "Ledgerly" (a bookkeeping API) plant 40 facts — 30 tha
 logs, a prompt injection inside a README and a tool output that conflicts with what the user
 said. Every session runs through the real learning pipeline (LearningPipeline + a real
 MemoryService in a temp project), triggered as the agent runtime triggers it: every 10 user
-turns and at session end.
+turns and at session end; sessions 2 and 4 are killed after their last turn (no session-end
+run) and their unmined messages are mined at the next start, as the catch-up does.
 
 Reported:
 - stored cards (active / all), duplicates (a fact with more than one active card), stale
@@ -268,6 +269,22 @@ def _test_log(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+KILLED = {2, 4}  # sessions killed with SIGKILL after their last turn (no session-end extraction)
+
+
+def _catch_up(killed: list[Any], model: Any, service: Any, settings: Any, history: Any) -> None:
+    """What the next start does for a killed session (``memory.catchup``): mine its unmined
+    messages under its own id and date, once."""
+    from memagent.memory.catchup import mine
+    from memagent.memory.learning import LearningPipeline
+
+    def make_pipeline(**session):
+        return LearningPipeline(model, service, settings=settings, history=history, **session)
+
+    mine(killed, history, [], make_pipeline)
+    killed.clear()
+
+
 def build_sessions(seed: int = 7) -> list[list[dict[str, Any]]]:
     """The six sessions as Messages-API messages (user/assistant, with tool calls)."""
     rng = random.Random(seed)
@@ -451,6 +468,7 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
     from memagent.config import Settings, project_paths
     from memagent.memory.history import LearningHistory, learning_stats
     from memagent.memory.learning import BackgroundLearner, LearningPipeline, is_user_turn, should_extract
+    from memagent.memory.catchup import Unmined
     from memagent.memory.service import MemoryService
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-learning-"))
@@ -473,10 +491,12 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
     transcript = 0
     started = time.perf_counter()
     embedder = None
+    killed: list[Unmined] = []  # sessions killed before their end: caught up at the next start
     for number, (messages, day) in enumerate(zip(sessions, SESSION_DATES), start=1):
         session_id = f"2026{day.month:02d}{day.day:02d}-bench-{number}"
         service = MemoryService.open(paths, settings, session_id, embedder=embedder)
         embedder = service.embedder
+        _catch_up(killed, model, service, settings, history)
         ids = [str(i + 1) for i in range(len(messages))]
         pipeline = LearningPipeline(model, service, session_id=session_id, session_date=day, settings=settings,
                                     history=history)
@@ -488,7 +508,13 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
             if message["role"] == "assistant" and should_extract(turns, settings):
                 learner.submit(messages[: index + 1], ids[: index + 1], "turns")
                 turns = 0
-        learner.submit(messages, ids, "session_end")
+        if number in KILLED:  # SIGKILL: no session-end run; what is unmined waits for the next start
+            learner.drain(600)
+            done = learner.pipeline.processed_ids
+            left = [(m, i) for m, i in zip(messages, ids) if i not in done]
+            killed.append(Unmined(session_id, [m for m, _ in left], [i for _, i in left], day, set(done)))
+        else:
+            learner.submit(messages, ids, "session_end")
         if not learner.drain(600):
             raise SystemExit(f"session {number}: learning did not finish")
         if learner.warnings:
@@ -500,6 +526,7 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
     service = MemoryService.open(paths, settings, "bench-eval", embedder=embedder)
     result = evaluate(service)
     stats = learning_stats(paths)
+    caught_up = [r for r in history.records("run") if r.get("reason") == "catch_up"]
     service.close()
     shutil.rmtree(workdir, ignore_errors=True)
     result.update(
@@ -511,6 +538,8 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
         learning_input_tokens=stats["input_tokens"],
         token_ratio=round(stats["input_tokens"] / transcript, 3),
         extraction_runs=stats["extraction_runs"],
+        catch_up_runs=len(caught_up),
+        catch_up_messages=sum(len(r.get("message_ids") or ()) for r in caught_up),
         decisions=stats["decisions"],
         gate_refusals=stats["gate_refusals"],
         dropped=stats["dropped"],

@@ -39,18 +39,18 @@ def _wait_for_port(port: int, process: subprocess.Popen, timeout: float) -> None
     raise RuntimeError("the HTTP toy server did not open its port")
 
 
-def run_http_toy() -> Iterator[str]:
-    """Start a streamable-HTTP toy server on a free port; yields its URL, stops it after."""
+def run_http_toy(transport: str = "http") -> Iterator[str]:
+    """Start a streamable-HTTP (or ``"sse"``) toy server on a free port; yields its URL, stops it after."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(TOY), "http", str(port)],
+        [sys.executable, str(TOY), transport, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "TOY_TOKEN": "from-http"},
     )
     try:
         _wait_for_port(port, process, START_TIMEOUT)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
     finally:
         process.terminate()
         try:
@@ -60,5 +60,13 @@ def run_http_toy() -> Iterator[str]:
             process.wait()
 
 
-def http_server(name: str, url: str, headers: dict[str, str] | None = None) -> HttpServer:
-    return HttpServer(name, url, headers or {})
+def http_server(name: str, url: str, headers: dict[str, str] | None = None, *, sse: bool = False) -> HttpServer:
+    return HttpServer(name, url, headers or {}, sse=sse)
+
+
+COMPAT = Path(__file__).parent / "mcp_bridge" / "compat_server.py"
+
+
+def compat_stdio(name: str = "compat", *flags: str) -> StdioServer:
+    """The server with awkward shapes (``mcp_bridge/compat_server.py``)."""
+    return StdioServer(name, sys.executable, (str(COMPAT), *flags))

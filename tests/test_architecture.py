@@ -19,14 +19,15 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-LEAVES = ("events", "markers", "errors", "fsutil", "redact", "pricing", "paths", "protected", "gitsafe")
-CORE_BASE_EXTRA = ("config", "childenv")
+LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected", "gitsafe")
+CORE_BASE_EXTRA = ("config", "pricing", "childenv")
 CORE_BASE = {*LEAVES, *CORE_BASE_EXTRA}
 ALLOWED: dict[str, set[str]] = {
     # leaves: shared vocabulary, importing nothing of memagent
     **{leaf: set() for leaf in LEAVES},
     "__init__": set(),
-    "config": {"paths"},
+    "config": {"paths", "models"},
+    "pricing": {"models"},
     "childenv": {"redact"},
     "__main__": {"cli"},
     "trust": {"config", "paths", "errors", "fsutil", "protected", "redact"},
@@ -36,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "todo": {"markers", "errors"},
     "checkpoints": {"fsutil", "gitsafe"},
     "commands_md": {"config", "paths", "errors", "fsutil"},
+    "claude_settings": {"config", "paths"},
     # the model adapter and the stores know nothing of the loop
     "llm": CORE_BASE,
     "tasks": CORE_BASE,
@@ -47,15 +49,15 @@ ALLOWED: dict[str, set[str]] = {
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust", "permissions"},
     "features": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md", "checkpoints"},
+    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md", "checkpoints"},
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
     "factory": CORE_BASE
     | {"agent", "context", "llm", "tools", "todo", "permissions", "features", "checkpoints"},
     "runtime": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "checkpoints", "factory"},
+    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "checkpoints", "factory"},
     # the outside: rendering and the command line
     "ui": CORE_BASE
-    | {"agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime", "checkpoints"},
+    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime", "checkpoints"},
     "cli": None,  # the entry point may import any room
 }
 TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}

@@ -24,6 +24,7 @@ GATES = {
     "transcript_retention": "1",
     "output_cap_chars": "100",
     "saved_output_max_bytes": "2048",
+    "inline_max_tokens": "1000000",
     "bash_timeout": "3600",
     "sandbox_caches": '[".ssh"]',
     "sandbox_pass_env": '["AWS_SECRET_ACCESS_KEY"]',

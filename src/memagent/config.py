@@ -35,17 +35,7 @@ from memagent.paths import (  # re-exported: settings and paths are usually need
     memagent_home,
     project_paths,
 )
-
-# A current Claude Sonnet id; checked against the installed SDK's model list in tests.
-DEFAULT_MODEL = "claude-sonnet-5-5"
-# A cheaper model for summaries and memory extraction.
-DEFAULT_SMALL_MODEL = "claude-haiku-4-5"
-
-# Context windows by model-name prefix; anything unknown gets the conservative default.
-CONTEXT_WINDOWS = {
-    "claude-": 200_000,
-}
-DEFAULT_CONTEXT_WINDOW = 200_000
+from memagent.models import DEFAULT_MODEL, DEFAULT_SMALL_MODEL, info as model_info, resolve as resolve_model
 
 ENV_PREFIX = "MEMAGENT_"
 
@@ -71,6 +61,8 @@ WIDENING_SETTINGS = (
     "memory_duplicate_cosine",
     "memory_duplicate_overlap",
     "memory_auto_writes_per_session",
+    "memory_auto_writes_per_day",
+    "memory_max_cards",
     "memory_min_relevance",
     "memory_session_card_days",
     "memory_archive_after_days",
@@ -78,6 +70,7 @@ WIDENING_SETTINGS = (
     "require_review",
     "output_cap_chars",
     "saved_output_max_bytes",
+    "inline_max_tokens",
     "bash_timeout",
     "checkpoints",  # turning the safety net off is the user's call, not a cloned repository's
 )
@@ -93,68 +86,127 @@ USER_ONLY_SETTINGS = ("sandbox_project_hooks",)
 # The typed ``hooks`` setting: shell commands run at points of a session's life. In TOML:
 #
 #     [[hooks.PreToolUse]]
-#     matcher = "bash|write_file"        # optional regex on the tool name; empty or "*" = all
+#     matcher = "Bash|Edit"              # tool names (Claude Code's or memagent's), or a regex
 #     command = "python3 .hooks/check.py"
 #     timeout = 30                       # seconds (default 60)
 #
-# Events: SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, PreCompact, Stop. Claude
-# Code's nested shape ({"matcher": …, "hooks": [{"type": "command", "command": …}]}) is accepted
-# too. What a hook receives and how it blocks: memagent.features.hooks.
+# Claude Code's nested shape ({"matcher": …, "hooks": [{"type": "command", "command": …}]}), as in
+# its settings.json, is accepted too. What a hook receives and how it decides:
+# memagent.features.hooks. Nothing in a hooks table stops memagent from starting: an unknown
+# event, an unknown field or a hook it cannot run is one notice (``HooksSettings.notes``).
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreCompact", "Stop")
+# Every event Claude Code documents; the ones memagent runs are in memagent.features.hooks.
+HOOK_EVENTS = (
+    "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Notification", "UserPromptSubmit",
+    "UserPromptExpansion", "SessionStart", "SessionEnd", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
+    "PreCompact", "PostCompact", "PermissionRequest", "PermissionDenied", "Setup", "TeammateIdle", "TaskCreated",
+    "TaskCompleted", "Elicitation", "ElicitationResult", "ConfigChange", "WorktreeCreate", "WorktreeRemove",
+    "InstructionsLoaded", "CwdChanged", "FileChanged", "MessageDisplay",
+)  # fmt: skip
+_HOOK_FIELDS = {"type", "command", "matcher", "timeout", "async", "once", "if", "statusMessage", "shell"}
 
 
 class HookCommand(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
     command: str = Field(min_length=1, description="Run with the shell in the project root; JSON event on stdin.")
-    matcher: str = Field("", description="Tool-name regex for PreToolUse/PostToolUse; empty or '*' matches all.")
+    matcher: str = Field("", description="Which calls: tool names (a|b) or a regex; empty or '*' matches all.")
     timeout: float = Field(60.0, gt=0, le=3600, description="Seconds before the hook is stopped.")
+    run_async: bool = Field(False, alias="async", description="Run in the background; it cannot block anything.")
+    condition: str | None = Field(None, alias="if", description="A permission rule the call must match (tool events).")
+    once: bool = Field(False, description="Run at most once per session.")
+    origin: str = Field("user", description="Where it was configured: user or project (project hooks are gated by trust).")
+    source: str = Field("", description="The file it came from, for doctor and warnings.")
 
 
-def _flatten(entries: Any) -> Any:
-    """Claude Code's ``{"matcher", "hooks": [{"type": "command", ...}]}`` into flat commands."""
-    if not isinstance(entries, list):
-        return entries
-    flat: list[Any] = []
+def _hook_entries(event: str, entries: Any, notes: list[str]) -> list[dict[str, Any]]:
+    """Claude Code's ``{"matcher", "hooks": [{"type": "command", ...}]}`` and the flat shape, as
+    flat command dicts; what cannot run becomes a note."""
+    if not isinstance(entries, (list, tuple)):
+        notes.append(f"hooks.{event} is not a list of hooks; ignored")
+        return []
+    flat: list[dict[str, Any]] = []
     for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
-            for inner in entry["hooks"]:
-                if isinstance(inner, dict):
-                    inner = {k: v for k, v in inner.items() if k != "type"}
-                    flat.append({"matcher": entry.get("matcher", ""), **inner})
-                else:
-                    flat.append(inner)
-        else:
-            flat.append(entry)
+        if isinstance(entry, HookCommand):
+            flat.append(entry.model_dump(by_alias=True))
+            continue
+        if not isinstance(entry, dict):
+            notes.append(f"hooks.{event}: an entry that is not a table; ignored")
+            continue
+        inner = entry.get("hooks") if isinstance(entry.get("hooks"), list) else [entry]
+        for hook in inner:
+            if not isinstance(hook, dict):
+                notes.append(f"hooks.{event}: an entry that is not a table; ignored")
+                continue
+            # where a hook came from is stamped by whoever read the file, never taken from it
+            merged = {"matcher": entry.get("matcher", ""),
+                      **{k: v for k, v in hook.items() if k not in ("hooks", "origin", "source")}}
+            kind = merged.get("type", "command")
+            if kind != "command":
+                notes.append(f"hooks.{event}: hooks of type {kind!r} are not supported by memagent; skipped")
+                continue
+            unknown = sorted(set(merged) - _HOOK_FIELDS)
+            if unknown:
+                notes.append(f"hooks.{event}: field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} ignored")
+            flat.append(merged)
     return flat
 
 
 class HooksSettings(BaseModel):
-    """Hook commands by event name, each list run in order."""
+    """Hook commands by event name, each list run in order, and the notices about what in the
+    configuration was ignored (an unknown event or field, a hook type memagent cannot run)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    SessionStart: tuple[HookCommand, ...] = ()
-    UserPromptSubmit: tuple[HookCommand, ...] = ()
-    PreToolUse: tuple[HookCommand, ...] = ()
-    PostToolUse: tuple[HookCommand, ...] = ()
-    PreCompact: tuple[HookCommand, ...] = ()
-    Stop: tuple[HookCommand, ...] = ()
+    events: dict[str, tuple[HookCommand, ...]] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
-    def _accept_nested(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {key: _flatten(value) for key, value in data.items()}
-        return data
+    def _by_event(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or set(data) <= {"events", "notes"}:
+            return data
+        events: dict[str, list[Any]] = {}
+        notes: list[str] = []
+        for key, entries in data.items():
+            if key not in HOOK_EVENTS:
+                notes.append(f"unknown hook event {key!r} ignored")
+                continue
+            valid = []
+            for raw in _hook_entries(key, entries, notes):
+                try:
+                    valid.append(HookCommand.model_validate(raw))
+                except ValidationError as exc:
+                    problem = exc.errors()[0]
+                    where = ".".join(str(p) for p in problem.get("loc", ())) or "hook"
+                    notes.append(f"hooks.{key}: a hook with a bad {where} ({problem.get('msg', 'invalid')}); skipped")
+            if valid:
+                events[key] = valid
+        return {"events": events, "notes": notes}
+
+    @classmethod
+    def from_file(cls, data: Any, *, origin: str, source: str) -> "HooksSettings":
+        """A hooks table read from one file, every hook stamped with where it came from
+        (``origin``: user or project; ``source``: the file, for messages)."""
+        parsed = data if isinstance(data, HooksSettings) else cls.model_validate(data if isinstance(data, dict) else {})
+        events = {event: tuple(hook.model_copy(update={"origin": origin, "source": source}) for hook in hooks)
+                  for event, hooks in parsed.events.items()}
+        notes = tuple(f"{source}: {note}" for note in parsed.notes)
+        if data is not None and not isinstance(data, (dict, HooksSettings)):
+            notes += (f"{source}: hooks is not a table; ignored",)
+        return cls(events=events, notes=notes)
 
     def for_event(self, event: str) -> tuple[HookCommand, ...]:
-        return tuple(getattr(self, event, ()))
+        return tuple(self.events.get(event, ()))
+
+    def merged(self, other: "HooksSettings") -> "HooksSettings":
+        """This configuration's hooks, then ``other``'s, event by event (both run)."""
+        events = {e: self.for_event(e) + other.for_event(e) for e in {*self.events, *other.events}}
+        return HooksSettings(events=events, notes=self.notes + other.notes)
 
     @property
     def empty(self) -> bool:
-        return not any(self.for_event(event) for event in HOOK_EVENTS)
+        return not any(self.events.values())
 
 
 class ConfigError(Exception):
@@ -174,13 +226,18 @@ class Settings(BaseSettings):
     )
 
     model: str = Field(DEFAULT_MODEL, min_length=1)
-    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``)."""
+    """The model for the conversation (``--model``, ``MEMAGENT_MODEL``): an id, or an alias of
+    :mod:`memagent.models` (``sonnet``, ``opus``, ``haiku``) resolved to the current id."""
     small_model: str = Field(DEFAULT_SMALL_MODEL, min_length=1)
-    """A cheaper model for compaction summaries and memory extraction."""
-    max_tokens: int = Field(8192, ge=1)
-    """Output-token limit of one model response."""
+    """A cheaper model for compaction summaries and memory extraction (aliases work too)."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Output-token limit of one model response; unset: the model's default (model registry)."""
     compact_tokens: int | None = Field(None, ge=1)
     """Auto-compaction threshold in tokens; unset: a quarter of the window, at most 50,000."""
+    inline_max_tokens: int | None = Field(None, ge=2_000)
+    """A user message or tool output estimated above this many tokens reaches the model as its
+    start and end plus a file it reads with read_file (the transcript keeps it whole); unset:
+    half the compaction threshold, at least 8,000 and at most a quarter of the context window."""
     keep_tool_results: int = Field(3, ge=0)
     """Micro-compaction keeps the newest N tool results verbatim in the request."""
     micro_compact_batch: int = Field(12, ge=1)
@@ -227,8 +284,22 @@ class Settings(BaseSettings):
     """The same threshold in lexical-only mode (share of shared terms)."""
     memory_auto_writes_per_session: int = Field(20, ge=0)
     """Automatically learned cards allowed per session (explicit saves are not limited)."""
-    memory_k: int = Field(5, ge=1, le=50)
-    """Memories injected per turn."""
+    memory_k: int = Field(6, ge=1, le=50)
+    """Memories injected per turn, best first (a correction brings the card it corrected along,
+    as history)."""
+    memory_block_chars: int = Field(2400, ge=200)
+    """Budget of the injected memory block in characters: cards after the first that would go
+    over it are left out."""
+    memory_topics: tuple[str, ...] = ()
+    """Topics that matter to this project, given to memory extraction as data (at most 20 used)."""
+    memory_examples: tuple[str, ...] = ()
+    """Example memories of the kind this project wants, given to extraction as data (at most 5)."""
+    memory_max_cards: int = Field(0, ge=0)
+    """Active memory cards a store (the project's, the user's) may hold; a save past it archives
+    the lowest-value cards (never drops them) and says so. 0: no quota."""
+    memory_auto_writes_per_day: int = Field(60, ge=0)
+    """Automatically learned cards allowed per day in a project, counted on disk across every
+    process (``-p`` runs included); 0: no daily limit."""
     memory_min_relevance: float | None = Field(None, ge=0.0, le=1.0)
     """Relevance (0..1) under which a memory is not injected; unset: the ranking's default."""
     memory_session_card_days: float = Field(7.0, gt=0)
@@ -264,6 +335,11 @@ class Settings(BaseSettings):
     """Permission rules that refuse a tool call, e.g. ``Read(.env)``; deny wins."""
     transcript_retention: int | None = Field(None, ge=1, le=100_000)
     """Days a transcript is kept (older ones are deleted at session start); unset keeps them all."""
+
+    @field_validator("model", "small_model")
+    @classmethod
+    def _resolve_alias(cls, value: str) -> str:
+        return resolve_model(value)
 
     @field_validator("chroma_url", mode="before")
     @classmethod
@@ -321,10 +397,12 @@ class Settings(BaseSettings):
 
     @property
     def context_window(self) -> int:
-        for prefix, size in CONTEXT_WINDOWS.items():
-            if self.model.startswith(prefix):
-                return size
-        return DEFAULT_CONTEXT_WINDOW
+        return model_info(self.model).context_window
+
+    @property
+    def response_tokens(self) -> int:
+        """Output tokens asked per response: ``max_tokens``, else the model's default."""
+        return self.max_tokens or model_info(self.model).default_max_tokens
 
     @property
     def compaction_threshold(self) -> int:
@@ -332,6 +410,13 @@ class Settings(BaseSettings):
         if self.compact_tokens:
             return self.compact_tokens
         return min(self.context_window // 4, 50_000)
+
+    @property
+    def inline_limit_tokens(self) -> int:
+        """See ``inline_max_tokens``."""
+        if self.inline_max_tokens:
+            return self.inline_max_tokens
+        return max(8_000, min(self.compaction_threshold // 2, self.context_window // 4))
 
 
 def setting_names() -> list[str]:
@@ -382,6 +467,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 STRICTER_WHEN = {
     "require_review": lambda value, current: value is True,
     "memory_min_confidence": lambda value, current: isinstance(value, (int, float)) and value >= current,
+    "memory_auto_writes_per_day": lambda value, current: isinstance(value, int) and 0 < value <= (current or value),
 }
 
 
@@ -429,7 +515,8 @@ def _layers(
     distrust: str = NOT_TRUSTED,
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
-    user = _Layer(str(paths.user_config), _read_toml(paths.user_config))
+    user_values = _read_toml(paths.user_config)
+    user = _Layer(str(paths.user_config), user_values)
     project_values: dict[str, Any] = {}
     if _outside_project(paths.project_config, paths.root):
         notices.append(f"{paths.project_config}: a symlink to a file outside the project; not read")
@@ -448,6 +535,10 @@ def _layers(
             f"{paths.project_config} sets {', '.join(user_only)}; ignored (only your own "
             f"{paths.user_config.name} may set it)"
         )
+    for layer_values, origin, source in ((user_values, "user", f"$MEMAGENT_HOME/{paths.user_config.name}"),
+                                         (project_values, "project", paths.project_config.name)):
+        if "hooks" in layer_values:
+            layer_values["hooks"] = HooksSettings.from_file(layer_values["hooks"], origin=origin, source=source)
     project = _Layer(str(paths.project_config), project_values)
     flags = _Layer("the command line", {k: v for k, v in overrides.items() if v is not None}, _flag_name)
     return [user, project, _env_layer(env), flags], notices

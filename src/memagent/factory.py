@@ -18,14 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from pydantic import ValidationError
+
 from memagent import __version__
-from memagent.agent.feature import Feature, SubagentContext
+from memagent.agent.feature import Feature, SubagentContext, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver
 from memagent.agent.prompt import build_system, environment_block, subagent_prompt
 from memagent.checkpoints import ShadowRepo
 from memagent.config import ProjectPaths, Settings
 from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import Resumed
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id
@@ -44,12 +47,12 @@ from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
-from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Verdict
+from memagent.llm.tokens import lazy_counter
+from memagent.permissions import Declaration, Effect, Gate, HookVerdict, PermissionRuleError, Policy, RuleSource, Verdict
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
-from memagent.tools.executor import LocalExecutor
 from memagent.tools.shell import ShellConfig
 
 # Claude Code's model aliases in a subagent definition, as memagent's settings name them.
@@ -78,7 +81,11 @@ class Parts:
     shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox (bash, hooks, background shells)
     prefetch_memory: bool = True  # see runtime.SessionOptions
     memory_upkeep: bool = True  # see runtime.SessionOptions
-    project_hooks: bool = False  # the hooks come from the project's file (they run sandboxed)
+    shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
+    permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
+    start_source: str = "startup"  # why the session starts (SessionStart hooks)
+    project_trusted: bool = False  # the user trusts the project (its CLAUDE.md may import from ~, its commands pre-approve)
+    shelf: AttachmentShelf | None = None  # where texts too large for the context go (None: the session's own folder)
 
 
 @dataclass
@@ -95,18 +102,21 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     """Every capability of a session, in a fixed order (the order of their tools and prompt
     text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
 
+    task_graph = TaskGraphFeature(parts.paths.tasks)
+
     def current_task() -> str | None:
         item = parts.todo.in_progress()
-        return str(item["text"]) if item else None
+        return str(item["text"]) if item else task_graph.in_progress()
 
-    task_graph = TaskGraphFeature(parts.paths.tasks)
     resumed = parts.resumed
     features: list[Feature] = [
         *_checkpoints(parts),  # first: no tool of a turn runs before the turn's checkpoint
         InstructionsFeature(
-            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(), warn=parts.warnings.append
+            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(),
+            user_home=parts.paths.user_home, trusted=parts.project_trusted, warn=parts.warnings.append,
         ),
-        SkillsFeature(parts.paths.root, parts.paths.home, warn=parts.warnings.append),
+        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.project_trusted,
+                      warn=parts.warnings.append),
         TodoFeature(parts.todo, parts.conversation.record),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
@@ -126,6 +136,9 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
         warn=parts.warnings.append,
         prefetch=parts.prefetch_memory,
         upkeep=parts.memory_upkeep,
+        conversation=parts.conversation,
+        transcript_session=parts.session_id,
+        exclude_sessions=[resumed.session_id] if resumed else [],
     )
     if memory.feature is not None:
         features.append(memory.feature)
@@ -136,10 +149,11 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     return features, memory.off_reason
 
 
-def session_shell(settings: Settings, home: Path) -> ShellConfig:
-    """How a session runs commands (its sandbox, probed once) with its own background shells;
-    its subagents share it."""
-    return ShellConfig.from_settings(settings, home).with_background()
+def session_shell(settings: Settings, home: Path, extra_env: dict[str, str] | None = None) -> ShellConfig:
+    """How a session runs commands (its sandbox, probed once, and the variables every command
+    gets: Claude Code's ``env``, a SessionStart hook's CLAUDE_ENV_FILE) with its own background
+    shells; its subagents share it."""
+    return ShellConfig.from_settings(settings, home, extra_env=extra_env).with_background()
 
 
 def _background_shells(parts: Parts) -> list[Feature]:
@@ -159,14 +173,63 @@ def _checkpoints(parts: Parts) -> list[Feature]:
 
 def _hooks(parts: Parts) -> HooksFeature:
     """Hooks a project file defines run in the session's sandbox unless the user's own config
-    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host."""
+    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host (each hook knows
+    where it came from)."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
-    confined = parts.project_hooks and parts.settings.sandbox_project_hooks
     return HooksFeature(
         parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
-        transcript_path=lambda: transcript, warn=parts.warnings.append,
-        executor=parts.shell.executor if confined else LocalExecutor(), pass_env=parts.settings.sandbox_pass_env,
+        transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
+        shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
+        source="resume" if parts.resumed is not None else parts.start_source,
+        condition=hook_condition(parts.paths.root),
+        sandboxed=parts.shell.executor if parts.settings.sandbox_project_hooks else None,
+        pass_env=parts.settings.sandbox_pass_env,
     )
+
+
+def hook_condition(root: Path) -> Callable[[str, ToolCall], bool]:
+    """A hook's ``if`` rule, judged by the gate's own matching: does the rule, as a deny rule,
+    cover the call (any part of a compound command)? False for a rule or call it cannot read."""
+
+    def covers(rule: str, call: ToolCall) -> bool:
+        if call.tool is None:
+            return False
+        try:
+            declared = call.tool.declare(call.tool.validate(call.input))
+            policy = Policy.from_sources("default", [RuleSource("if", deny=[rule])], root=root)
+        except (PermissionRuleError, ValidationError):
+            return False
+        verdict = policy.decide(call.name, declared)
+        return verdict.action == "deny" and verdict.rule is not None
+
+    return covers
+
+
+def notifying(approver: Approver, features: list[Feature]) -> Approver:
+    """The approver, after telling ``Notification`` hooks that memagent waits for the user (a
+    subagent asks through its parent's approver, so the session's hooks hear of its questions too)."""
+    hooks = [f for f in features if isinstance(f, HooksFeature)]
+    if not hooks:
+        return approver
+
+    def ask(tool, tool_input, summary, *more):  # type: ignore[no-untyped-def]
+        for feature in hooks:
+            name = tool.claude.name if tool.claude is not None else tool.name
+            feature.notify(f"memagent needs your permission to use {name}")
+        return approver(tool, tool_input, summary, *more)
+
+    return ask
+
+
+def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
+    """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
+    folder = paths.transcripts / session_id / "attachments"
+    try:
+        shown = folder.relative_to(paths.root).as_posix()
+    except ValueError:
+        shown = str(folder)
+    return AttachmentShelf(folder, shown, settings.inline_limit_tokens,
+                           lazy_counter(settings.tokenizer, settings.tokenizer_json))
 
 
 def _mcp_client(parts: Parts) -> McpClientFeature:
@@ -207,11 +270,11 @@ def build_agent(
         tool_context=_tool_context(parts, name),
         system=system,
         conversation=parts.conversation,
-        context=_policy(parts, features, system, registry),
+        context=_policy(parts, features, system, registry, parts.shelf or attachment_shelf(paths, settings, parts.session_id)),
         approver=controls.approver,
         non_interactive=controls.non_interactive,
         features=features,
-        config=AgentConfig(model=model_name or settings.model, max_tokens=settings.max_tokens),
+        config=AgentConfig(model=model_name or settings.model, max_tokens=settings.response_tokens),
         permissions=controls.permissions,
         name=name,
     )
@@ -221,7 +284,9 @@ def build_agent(
     return agent
 
 
-def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolRegistry) -> CompactingContext:
+def _policy(
+    parts: Parts, features: list[Feature], system: list, registry: ToolRegistry, shelf: AttachmentShelf
+) -> CompactingContext:
     return CompactingContext(
         model=parts.model,
         settings=parts.settings,
@@ -232,6 +297,7 @@ def _policy(parts: Parts, features: list[Feature], system: list, registry: ToolR
         reinject=[feature.reinject for feature in features],
         before_drop=[feature.before_drop for feature in features],
         requests=parts.compaction_requests,
+        shelf=shelf,
     )
 
 
@@ -399,7 +465,8 @@ class Spawner:
         )
         return Parts(mine.paths, mine.settings, session_id, mine.model, conversation, TodoManager(), CompactionRequest(),
                      None, [], mine.env, mine.trusted, mine.logical_session or mine.session_id,
-                     extra_roots=mine.extra_roots, shell=mine.shell)
+                     extra_roots=mine.extra_roots, shell=mine.shell, shell_env=mine.shell_env,
+                     permission_mode=mine.permission_mode, project_trusted=mine.project_trusted)
 
 
 def _child_model(model: ChatModel, meter: UsageMeter) -> ChatModel:
@@ -425,4 +492,5 @@ def _close(features: list[Feature], conversation: Conversation) -> list[str]:
     return problems
 
 
-__all__ = ["Controls", "Parts", "Spawner", "SubagentGate", "build_agent", "child_model_name", "compose_features", "tool_filter"]
+__all__ = ["Controls", "Parts", "Spawner", "SubagentGate", "attachment_shelf", "build_agent", "child_model_name",
+           "compose_features", "hook_condition", "notifying", "tool_filter"]

@@ -9,7 +9,7 @@ data lives in ``$MEMAGENT_HOME`` (default ``~/.memagent``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -28,6 +28,12 @@ class ProjectPaths:
 
     root: Path
     home: Path
+    user_home: Path = field(default_factory=Path.home)  # the user's home (``~``): ``~/.claude`` lives there
+
+    @property
+    def claude_home(self) -> Path:
+        """``~/.claude``: Claude Code's user-level folder (settings, CLAUDE.md, skills, commands)."""
+        return self.user_home / ".claude"
 
     @property
     def tasks(self) -> Path:
@@ -71,7 +77,14 @@ def find_project_root(start: Path) -> Path:
 def project_paths(root: str | Path | None = None, env: Mapping[str, str] | None = None) -> ProjectPaths:
     """Paths of the project at ``root`` (taken as given), or found from the working directory."""
     base = Path(root).expanduser().resolve() if root else find_project_root(Path.cwd())
-    return ProjectPaths(root=base, home=memagent_home(env))
+    return ProjectPaths(root=base, home=memagent_home(env), user_home=user_home(env))
+
+
+def user_home(env: Mapping[str, str] | None = None) -> Path:
+    """The user's home folder: ``$HOME`` of ``env`` (this process's by default)."""
+    env = os.environ if env is None else env
+    raw = env.get("HOME")
+    return Path(raw).expanduser() if raw else Path.home()
 
 
 @dataclass(frozen=True)
@@ -109,4 +122,5 @@ __all__ = [
     "find_project_root",
     "memagent_home",
     "project_paths",
+    "user_home",
 ]

@@ -1,64 +1,26 @@
-"""What a model call costs: one price table, and a meter that adds up a session's usage.
+"""What a model call costs, and a meter that adds up a session's usage.
 
-Prices are list prices in US dollars per million tokens, matched by the longest model-id
-prefix (``claude-sonnet-4-5-20250929`` uses the ``claude-sonnet-4`` row). Cache writes cost
-1.25× the input price and cache reads 0.1×, as the Messages API bills them. A model with no
-row (a local model behind ``ANTHROPIC_BASE_URL``, a new id) has no known price: the meter
-still counts its tokens and says the cost is unknown rather than guessing.
+Prices come from the model registry (:mod:`memagent.models`: list prices per million tokens,
+matched by the longest model-id prefix, cache writes at 1.25× and reads at 0.1× the input
+price). A model with no known price (a local model behind ``ANTHROPIC_BASE_URL``, a new id)
+still has its tokens counted; its cost is unknown rather than guessed.
 
-Terminal-free and dependency-free: the REPL's status line and ``/cost`` both read it.
+Terminal-free: the REPL's status line, ``/cost`` and the headless result all read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Mapping
 
+from memagent.models import Price, info
+
 MILLION = 1_000_000
-CACHE_WRITE_FACTOR = 1.25
-CACHE_READ_FACTOR = 0.10
-
-
-@dataclass(frozen=True)
-class Price:
-    """US dollars per million tokens."""
-
-    input: float
-    output: float
-
-    @property
-    def cache_write(self) -> float:
-        return self.input * CACHE_WRITE_FACTOR
-
-    @property
-    def cache_read(self) -> float:
-        return self.input * CACHE_READ_FACTOR
-
-
-# The one price table (edit here when prices change). Keys are model-id prefixes.
-PRICES: Mapping[str, Price] = MappingProxyType(
-    {
-        "claude-opus-4-5": Price(5.0, 25.0),
-        "claude-opus-4-6": Price(5.0, 25.0),
-        "claude-opus-4": Price(15.0, 75.0),
-        "claude-opus-3": Price(15.0, 75.0),
-        "claude-3-opus": Price(15.0, 75.0),
-        "claude-sonnet": Price(3.0, 15.0),
-        "claude-3-7-sonnet": Price(3.0, 15.0),
-        "claude-3-5-sonnet": Price(3.0, 15.0),
-        "claude-haiku-4": Price(1.0, 5.0),
-        "claude-3-5-haiku": Price(0.8, 4.0),
-        "claude-haiku-3-5": Price(0.8, 4.0),
-        "claude-3-haiku": Price(0.25, 1.25),
-    }
-)
 
 
 def price_for(model: str) -> Price | None:
-    """The price row for ``model`` (longest matching prefix), or None when unknown."""
-    matches = [prefix for prefix in PRICES if model.startswith(prefix)]
-    return PRICES[max(matches, key=len)] if matches else None
+    """The list price of ``model`` (an id or an alias), or None when unknown."""
+    return info(model).price
 
 
 def _tokens(usage: Any, name: str) -> int:
@@ -126,4 +88,4 @@ class UsageMeter:
             self.cost += one
 
 
-__all__ = ["PRICES", "Price", "UsageMeter", "cost_usd", "format_cost", "price_for"]
+__all__ = ["Price", "UsageMeter", "cost_usd", "format_cost", "price_for"]

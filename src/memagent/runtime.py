@@ -9,14 +9,16 @@ Terminal-free: the CLI passes in an approver and renders the agent's events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+
 
 from memagent import __version__
 from memagent.agent.feature import Feature
 from memagent.agent.loop import Agent, Approver, deny_all
 from memagent.checkpoints import Restored
+from memagent.claude_settings import CLAUDE_NOT_TRUSTED, ClaudeSettings, read_claude_settings
 from memagent.config import (
     CHANGED_SINCE_TRUSTED,
     NOT_TRUSTED,
@@ -27,22 +29,32 @@ from memagent.config import (
     load_settings_with_notices,
     project_paths,
     rule_sources,
-    setting_origin,
 )
 from memagent.context.conversation import Conversation
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import (
     ResumeError,
     Resumed,
-    latest_session_id,
+    fit_rebuilt,
     load_session,
     newest_of_logical_session,
     seed_conversation,
 )
 from memagent.context.rewind import RewindError, TurnPoint
+from memagent.context.sessions import choose_session
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
-from memagent.factory import Controls, Parts, build_agent, compose_features, session_shell
+from memagent.factory import (
+    Controls,
+    Parts,
+    attachment_shelf,
+    build_agent,
+    compose_features,
+    hook_condition,
+    notifying,
+    session_shell,
+)
 from memagent.features.checkpoints import (
     CheckpointFeature,
     RewindPlan,
@@ -57,7 +69,7 @@ from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment
-from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource
+from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.sandbox import clear_stale_placeholders
@@ -95,12 +107,14 @@ class SessionOptions:
     resume_id: str | None = None
     continue_latest: bool = False
     permission_mode: str | None = None  # guard: --permission-mode (None: the setting)
+    kind: str = "interactive"  # recorded in session_start: interactive | headless | subagent
     # the user's own command line, so trusted: rules, folders and MCP servers for this run only
     allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
     disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
     add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
     mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
     session_id: str | None = None  # the logical session id of a new session (--session-id)
+    start_source: str = "startup"  # why it starts, for SessionStart hooks ("clear" after /clear)
     system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
     append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
 
@@ -119,6 +133,9 @@ class Session:
     memory_off_reason: str | None = None
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    trusted: bool = False  # the user trusts this project (its files may widen what memagent does)
+    claude: ClaudeSettings = field(default_factory=ClaudeSettings)  # what Claude Code's settings files gave
+    resume_note: str | None = None  # which session -c chose and why, for the user
     logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
 
     @property
@@ -175,7 +192,9 @@ class Session:
             forgotten = list(self.memory.forget_report(forget).erased)
         record = record_for(plan, code=code, conversation=conversation, restored=restored, forgotten=forgotten)
         if conversation:
-            self.agent.rewind(record, plan.history.messages, plan.history.ids, plan.point.number - 1, plan.records)
+            shelf = getattr(self.agent.context, "shelf", None)  # a text sent as a preview goes back as one
+            messages = fit_rebuilt(plan.history.messages, plan.history.ids, plan.records, shelf)
+            self.agent.rewind(record, messages, plan.history.ids, plan.point.number - 1, plan.records)
         else:
             self.agent.conversation.record(record)
         return restored
@@ -232,23 +251,29 @@ def _settings(
     return settings, notices
 
 
-def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str]]:
-    """The session to continue, if any; ``-r`` with an unknown id is an error, ``-c`` with no
-    earlier session starts a new one with a warning."""
+def _find_resume(paths: ProjectPaths, options: SessionOptions) -> tuple[Resumed | None, list[str], str | None]:
+    """The session to continue, if any, its warnings, and (for ``-c``) which session was chosen
+    and why. ``-r`` with an unknown id is an error; ``-c`` with no earlier session starts a new
+    one with a warning. ``-c`` prefers the newest session that is interactive or did work
+    (:func:`memagent.context.sessions.choose_session`)."""
     if options.session_id is not None and newest_of_logical_session(paths.transcripts, options.session_id):
         raise SetupError(f"session id {options.session_id} is already in use; continue it with -r {options.session_id}")
     if not (options.resume_id or options.continue_latest):
-        return None, []
-    session_id = latest_session_id(paths.transcripts)
+        return None, [], None
+    note = None
+    session_id = None
     if options.resume_id:  # the newest transcript of that logical session, else the id as given
         session_id = newest_of_logical_session(paths.transcripts, options.resume_id) or options.resume_id
     if session_id is None:
-        return None, ["no earlier session in this project to continue; starting a new one"]
+        choice = choose_session(paths.transcripts)
+        if choice is None:
+            return None, ["no earlier session in this project to continue; starting a new one"], None
+        session_id, note = choice.info.id, f"continuing {choice.describe()}"
     try:
         resumed = load_session(paths.transcripts, session_id)
     except ResumeError as exc:
         raise SetupError(str(exc), code=1) from None
-    return resumed, list(resumed.warnings)
+    return resumed, list(resumed.warnings), note
 
 
 def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
@@ -260,7 +285,8 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
 
 
 def _open_conversation(
-    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str
+    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str,
+    shelf: AttachmentShelf, warnings: list[str], kind: str,
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -272,11 +298,12 @@ def _open_conversation(
         model=settings.model,
         cwd=str(paths.root),
         version=__version__,
+        kind=kind,
         logical_session=logical,
         **({"resumed_from": resumed.session_id} if resumed else {}),
     )
     if resumed is not None:
-        seed_conversation(conversation, resumed)
+        warnings += seed_conversation(conversation, resumed, shelf)
     return conversation
 
 
@@ -306,13 +333,16 @@ def _processed_ids(resumed: Resumed | None, conversation: Conversation) -> set[s
 COMMAND_LINE_ORIGIN = "the command line (--allowedTools / --disallowedTools)"
 
 
-def session_mode(options: SessionOptions, settings: Settings) -> str:
-    """--permission-mode, else --yes (bypassPermissions), else the setting (``auto_approve = true``
-    is bypassPermissions when no mode is set)."""
+def session_mode(options: SessionOptions, settings: Settings, claude: ClaudeSettings | None = None) -> str:
+    """--permission-mode, else --yes (bypassPermissions), else memagent's own setting when a file
+    sets it, else Claude Code's ``defaultMode``, else the setting (``auto_approve = true`` is
+    bypassPermissions when no mode is set)."""
     if options.permission_mode:
         return options.permission_mode
     if options.auto_approve:
         return "bypassPermissions"
+    if "permission_mode" not in settings.model_fields_set and claude is not None and claude.default_mode:
+        return claude.default_mode[0]
     if settings.permission_mode == "default" and settings.auto_approve:
         return "bypassPermissions"
     return settings.permission_mode
@@ -320,11 +350,11 @@ def session_mode(options: SessionOptions, settings: Settings) -> str:
 
 def session_gate(
     paths: ProjectPaths, settings: Settings, mode: str, env: Mapping[str, str] | None, *, settings_trusted: bool,
-    warn: Callable[[str], None], command_line: RuleSource | None = None,
+    warn: Callable[[str], None], command_line: RuleSource | None = None, claude: ClaudeSettings | None = None,
 ) -> Gate:
     """The session's one gate: the mode, every rule with the file it came from (user config, a
-    trusted project file, the environment, ``--allowedTools``/``--disallowedTools``, the
-    "always" answers saved for this project)."""
+    trusted project file, the environment, Claude Code's settings files,
+    ``--allowedTools``/``--disallowedTools``, the "always" answers saved for this project)."""
     from memagent.trust import TrustError, save_rule, saved_rules
 
     try:
@@ -333,6 +363,9 @@ def session_gate(
     except ConfigError as exc:
         raise SetupError(str(exc)) from None
     sources.append(_unsourced(settings, sources))
+    if claude is not None:
+        sources += [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+                    for label, rules in claude.rules_by_source().items()]
     if command_line is not None:
         sources.append(command_line)
     sources.append(RuleSource(SAVED_ORIGIN, allow=saved_rules(paths.home, paths.root)))
@@ -377,6 +410,35 @@ def _trust_notices(paths: ProjectPaths, trust: "TrustState") -> list[str]:
     return lines
 
 
+def claude_settings_for(paths: ProjectPaths, trust: "TrustState") -> ClaudeSettings:
+    """Claude Code's settings files, each of the project's widening only when trusted as it is now;
+    a rule memagent cannot read is a notice, not a failure."""
+    def check(rule: str) -> str | None:
+        try:
+            parse_rule(rule)
+        except PermissionRuleError as exc:
+            return str(exc)
+        return None
+
+    def why_not(label: str) -> str:
+        return CHANGED_SINCE_TRUSTED if trust.trusted and label in trust.changed else CLAUDE_NOT_TRUSTED
+
+    return read_claude_settings(paths, trusted=trust.file_trusted, why_not=why_not, check_rule=check)
+
+
+def _added_dirs(options: SessionOptions, claude: ClaudeSettings, paths: ProjectPaths) -> tuple[list[Path], list[str]]:
+    """--add-dir folders and the settings' ``additionalDirectories`` (relative to the project
+    root), each an existing folder; a missing one is a notice."""
+    found, notes = list(options.add_dirs), []
+    for raw, source in claude.additional_directories:
+        folder = (raw if raw.is_absolute() else paths.root / raw).resolve()
+        if folder.is_dir():
+            found.append(folder)
+        else:
+            notes.append(f"{source}: additionalDirectories: {raw} is not a folder; ignored")
+    return found, notes
+
+
 def _apply_retention(paths: ProjectPaths, settings: Settings, resumed: Resumed | None) -> list[str]:
     """guard: delete transcripts older than ``transcript_retention`` days (never the resumed one)."""
     if not settings.transcript_retention:
@@ -406,13 +468,18 @@ def open_session(
     from memagent.trust import trust_state
 
     trust = trust_state(paths.home, paths.root)
+    claude = claude_settings_for(paths, trust)
+    added, added_notes = _added_dirs(options, claude, paths)
+    options = replace(options, add_dirs=tuple(added))
     settings, warnings = _settings(paths, options, env, trust)
     warnings += _trust_notices(paths, trust)
-    resumed, resume_warnings = _find_resume(paths, options)
+    warnings += claude.notes + added_notes
+    settings = settings.model_copy(update={"hooks": settings.hooks.merged(claude.hooks)})
+    resumed, resume_warnings, resume_note = _find_resume(paths, options)
     warnings += resume_warnings
     settings_trusted = trust.file_trusted(paths.project_config.name)
-    gate = session_gate(paths, settings, session_mode(options, settings), env,
-                        settings_trusted=settings_trusted, warn=warnings.append,
+    gate = session_gate(paths, settings, session_mode(options, settings, claude), env,
+                        settings_trusted=settings_trusted, warn=warnings.append, claude=claude,
                         command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools))
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
@@ -420,26 +487,32 @@ def open_session(
     preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     logical = options.session_id or logical_session_id(resumed, session_id)
-    conversation = _open_conversation(paths, settings, session_id, resumed, logical)
+    shelf = attachment_shelf(paths, settings, session_id)
+    conversation = _open_conversation(paths, settings, session_id, resumed, logical, shelf, warnings, options.kind)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
-    shell = session_shell(settings, paths.home)
+    shell = session_shell(settings, paths.home, extra_env=dict(claude.env))
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, child_environment(env), trust.file_trusted(".mcp.json"), logical,
-        _processed_ids(resumed, conversation), dict(options.mcp_servers), tuple(options.add_dirs), shell,
-        options.prefetch_memory, options.memory_upkeep,
-        project_hooks=setting_origin(paths, "hooks", env, trusted=settings_trusted) == "project",
+        CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env},
+        trust.file_trusted(".mcp.json"), logical, _processed_ids(resumed, conversation), dict(options.mcp_servers),
+        tuple(options.add_dirs), shell, options.prefetch_memory, options.memory_upkeep,
+        shell_env=shell.extra_env, permission_mode=lambda: gate.mode, start_source=options.start_source,
+        project_trusted=trust.trusted, shelf=shelf,
     )
     features, memory_off_reason = compose_features(parts)
-    controls = Controls(gate, approver, options.non_interactive)
+    controls = Controls(gate, notifying(approver, features), options.non_interactive)
     agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
                         append_system_prompt=options.append_system_prompt)
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
+        trusted=trust.trusted, claude=claude, resume_note=resume_note,
     )
 
 
-__all__ = ["MISSING_KEY", "Session", "SessionOptions", "SetupError", "make_model", "open_session"]
+__all__ = [
+    "MISSING_KEY", "Session", "SessionOptions", "SetupError", "attachment_shelf", "claude_settings_for", "hook_condition",
+    "make_model", "notifying", "open_session", "session_gate", "session_mode",
+]

@@ -246,10 +246,13 @@ def test_refusal_is_reported_and_history_stays_usable(tmp_path):
     assert_valid(model)
 
 
-def test_prompt_too_long_compacts_and_retries_once(tmp_path):
-    compacted: list[str] = []
+def test_prompt_too_long_asks_the_policy_to_shrink_and_retries(tmp_path):
+    recovered: list[int] = []
 
     class Policy:
+        def __init__(self, can_shrink: bool = True):
+            self.can_shrink = can_shrink
+
         def view(self, conversation):
             return conversation.messages
 
@@ -257,22 +260,38 @@ def test_prompt_too_long_compacts_and_retries_once(tmp_path):
             return iter(())
 
         def force_compact(self, conversation, focus=None):
-            compacted.append("yes")
-            yield Notice("compacted")
+            return iter(())
 
         def observe(self, usage, sent):
             pass
 
+        def fit(self, blocks):
+            return blocks, []
+
+        def recover_too_long(self, conversation, attempt):
+            recovered.append(attempt)
+            yield Notice("made smaller")
+            return self.can_shrink
+
     model = ScriptedModel([PromptTooLongError("prompt is too long"), reply("fits now")])
     agent, _ = make_agent(tmp_path, model, context=Policy())
     events = run(agent, "big")
-    assert compacted == ["yes"]
+    assert recovered == [1]
     assert events[-1].final_text == "fits now"
 
-    model2 = ScriptedModel([PromptTooLongError("prompt is too long"), PromptTooLongError("prompt is too long")])
-    agent2, _ = make_agent(tmp_path / "b", model2, context=Policy())
+    recovered.clear()
+    model2 = ScriptedModel([PromptTooLongError("prompt is too long")] * 2)
+    agent2, _ = make_agent(tmp_path / "b", model2, context=Policy(can_shrink=False))
     events2 = run(agent2, "big")
-    assert events2[-1].stop_reason == "error"
+    assert events2[-1].stop_reason == "error" and "could not be made smaller" in events2[-1].error
+    assert recovered == [1] and model2.remaining == 1  # nothing changed: no pointless retry
+
+    recovered.clear()
+    model3 = ScriptedModel([PromptTooLongError("prompt is too long")] * 5 + [reply("never")])
+    agent3, _ = make_agent(tmp_path / "c", model3, context=Policy())
+    events3 = run(agent3, "big")
+    assert events3[-1].stop_reason == "error" and recovered == [1, 2, 3, 4]
+    assert_valid(model3)
 
 
 class InjectingFeature(BaseFeature):

@@ -77,3 +77,39 @@ def test_cancel_while_bash_streams_kills_it_and_keeps_history_valid(tmp_path: Pa
     list(agent.run_turn("go on"))
     assert all(request_problems(r.messages) == [] for r in model.requests)
     assert model.requests[-1].messages[-1]["content"][-1]["text"] == "go on"
+
+
+def _partial_output_after(cancel, tmp_path: Path) -> dict:
+    command = "for i in 1 2 3; do echo part-$i; done; sleep 30; echo never-printed"
+    model = ScriptedModel([reply(tool_call("bash", {"command": command}, id="b")), reply("ok")])
+    agent = make_agent(tmp_path, model)
+    events = agent.run_turn("run it")
+    seen = ""
+    for event in events:
+        if isinstance(event, ToolProgress):
+            seen += event.text
+            if "part-3" in seen:
+                break
+    cancel(agent, events)
+    [result] = [b for b in agent.conversation.messages[-1]["content"] if b.get("type") == "tool_result"]
+    assert request_problems(agent.conversation.messages) == []
+    return result
+
+
+def test_ctrl_c_in_the_loop_gives_the_model_the_partial_output(tmp_path: Path) -> None:
+    def interrupt(agent, events):  # the KeyboardInterrupt lands while the loop waits on the tool
+        ended = events.throw(KeyboardInterrupt())
+        assert isinstance(ended, TurnEnded) and ended.stop_reason == "cancelled"
+
+    result = _partial_output_after(interrupt, tmp_path)
+    assert result["is_error"] is True and "interrupted" in result["content"]
+    assert "part-1\npart-2\npart-3" in result["content"] and "never-printed" not in result["content"]
+
+
+def test_ctrl_c_in_the_renderer_gives_the_model_the_partial_output(tmp_path: Path) -> None:
+    def close(agent, events):  # the KeyboardInterrupt lands in the renderer: the turn is closed
+        events.close()
+        agent.repair_after_interrupt()
+
+    result = _partial_output_after(close, tmp_path)
+    assert result["is_error"] is True and "part-3" in result["content"] and "Partial output" in result["content"]

@@ -92,3 +92,40 @@ def test_custom_command_shell_escape_mentions_cost_and_clear(spawn, fake, projec
     assert len(_sessions(project)) == 2 and set(first_session) < set(_sessions(project))
     assert fake.requests[0]["model"] == "claude-sonnet-5-5"
     assert json.dumps(fake.requests[1]).count("CALC-MARKER") == 1
+
+
+def test_prompt_commands_in_the_repl_hints_completion_snippet_approval_and_skills(spawn, fake, project):
+    """A namespaced command file (argument hint in /help, Tab completion), its !`cmd` asking
+    like a bash call, and a skill as /name — typed in a real terminal."""
+    commands = project / ".claude" / "commands" / "git"
+    commands.mkdir(parents=True)
+    (commands / "commit.md").write_text(
+        "---\ndescription: Commit the staged work\nargument-hint: TYPE\n---\nWrite a $1 commit. Diff: !`echo DIFF-$((2*21))`\n"
+    )
+    skill = project / ".claude" / "skills" / "release-notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: Release Notes\ndescription: Draft release notes\n---\nNotes for $ARGUMENTS.\n")
+    fake.add(text("Committed as feat."), text("Notes drafted."))
+    child = spawn()
+    child.expect(PROMPT)
+    _submit(child, "/help")
+    child.expect(r"/git:commit TYPE\s+Commit the staged work \[project \(\.claude\)\]")
+    child.expect(r"/release-notes\s+Draft release notes \[skill, project \(\.claude\)\]")
+    child.expect(PROMPT)
+    child.send("/git:co")
+    child.send("\t")
+    child.expect_exact("mmit")  # Tab completes the namespaced name
+    child.send(" feat\r")
+    child.expect("bash wants to run: echo DIFF-")
+    child.expect("Allow\\?")
+    child.send("y")
+    expect_text(child, "Committed as feat.")
+    child.expect(PROMPT)
+    assert _user_texts(fake.requests[0]) == "Write a feat commit. Diff: DIFF-42"
+    _submit(child, "/release-notes v2.1")
+    expect_text(child, "Notes drafted.")
+    child.expect(PROMPT)
+    assert _user_texts(fake.requests[1]).endswith("Notes for v2.1.")
+    _submit(child, "/exit")
+    child.expect(pexpect.EOF)
+    assert fake.errors == []

@@ -43,7 +43,7 @@ def test_cli_list_table_and_json(tmp_path):
     result = runner.invoke(app, ["sessions", "list", "-C", str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split()[:3] == ["id", "start", "last"]
+    assert lines[0].split()[:4] == ["id", "kind", "start", "last"]  # sessions carry their kind
     assert lines[1].startswith("20261121-110000-bbbb") and lines[2].startswith("20261121-100000-aaaa")  # newest first
     assert "Check module m0 for the retry bug" in result.output
     result = runner.invoke(app, ["-C", str(tmp_path), "sessions", "--json"])

@@ -18,6 +18,8 @@ from memagent.config import Settings
 from memagent.context.compaction import CompactingContext
 from memagent.context.summary import SUMMARY_SYSTEM
 from memagent.context.conversation import Conversation
+from memagent.context.oversize import AttachmentShelf
+from memagent.llm.tokens import lazy_counter
 from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
@@ -47,9 +49,9 @@ class RecordingConversation(Conversation):
         super().__init__(**kwargs)
         self.appended: list[dict[str, Any]] = []
 
-    def append(self, role, content, usage=None):  # type: ignore[override]
-        self.appended.append({"role": role, "content": copy.deepcopy(content)})
-        return super().append(role, content, usage)
+    def append(self, role, content, usage=None, **kwargs):  # type: ignore[override]
+        self.appended.append({"role": role, "content": copy.deepcopy(kwargs.get("whole") or content)})
+        return super().append(role, content, usage, **kwargs)
 
 
 class ReadInput(ToolInput):
@@ -98,6 +100,7 @@ class Harness:
     summary: Callable[[ModelRequest], ModelResponse] | None = None
     sizes: dict[str, int] = field(default_factory=dict)
     reminders: list = field(default_factory=list)
+    shelf: bool = False  # oversized text goes to .transcripts/<session>/attachments (as in a real session)
 
     def __post_init__(self) -> None:
         self.transcripts = self.root / ".transcripts"
@@ -119,6 +122,7 @@ class Harness:
             reinject=self.reinject,
             before_drop=self.before_drop,
             requests=requests,
+            shelf=self._shelf() if self.shelf else None,
         )
         self.agent = Agent(
             model=self.model,
@@ -131,6 +135,11 @@ class Harness:
             features=[ReminderFeature(reminder) for reminder in self.reminders],
         )
         self.events: list[Any] = []
+
+    def _shelf(self) -> AttachmentShelf:
+        folder = self.transcripts / self.session_id / "attachments"
+        return AttachmentShelf(folder, f".transcripts/{self.session_id}/attachments", self.settings.inline_limit_tokens,
+                               lazy_counter(self.settings.tokenizer))
 
     def _answer(self, request: ModelRequest) -> ModelResponse:
         if request.system and request.system[0].get("text") == SUMMARY_SYSTEM:

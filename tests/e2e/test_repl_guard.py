@@ -62,3 +62,26 @@ def test_trust_prompt_saved_rule_permissions_and_private_history(spawn, fake, pr
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0 and fake.errors == []
+
+
+def test_the_trust_prompt_names_what_claude_codes_settings_ask_for_and_yes_applies_them(spawn, fake, project):
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps({
+        "permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"]},
+        "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo 'from the hook'"}]}]},
+    }))
+    fake.add(tool("bash", {"command": "touch b.txt"}), text("touched"))
+    child = spawn()
+    child.expect(r"This project's \.claude/settings\.json asks for: allow, hooks\.")
+    child.expect(r"Trust this project .*\[y/N\]")
+    child.send("y\r")
+    child.expect(PROMPT)
+    submit(child, "touch b.txt")
+    child.expect("touched")  # the project's allow rule ran it without asking
+    child.expect(PROMPT)
+    submit(child, "/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (project / "b.txt").exists()
+    first = fake.requests[0]["messages"][0]["content"]
+    assert first[-1]["text"] == "[Context from the user's hooks, UserPromptSubmit:]\nfrom the hook"

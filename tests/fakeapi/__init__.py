@@ -23,10 +23,16 @@ side with memagent; memagent's own tests never use it.
 
 Every request is validated (roles alternate from ``user``; every ``tool_use`` answered by a
 ``tool_result`` first in the next user message; no orphan results; unique ids; no empty content
-or blank text; ``model``/``max_tokens`` present; tools have ``name``/``input_schema``; at most four
-cache breakpoints). A violation is answered 400 ``invalid_request_error`` and appended to
+or blank text; ``model``/``max_tokens`` present; tools have ``name`` and an object
+``input_schema`` with no top-level ``anyOf``/``oneOf``/``allOf``, as the real API demands; at most
+four cache breakpoints). A violation is answered 400 ``invalid_request_error`` and appended to
 ``errors``. A request that finds the script empty gets 500 "fake server: script exhausted"
 (with ``x-should-retry: false``) and is recorded in ``errors`` too.
+
+Too-long mode: ``FakeAnthropic(max_input_tokens=N)`` (``--max-input-tokens N``) answers 400
+``prompt is too long: X tokens > N maximum`` to any request estimated above N tokens, as the real
+API does above the model's window; ``count_tokens=False`` (``--no-count-tokens``) removes the
+count-tokens endpoint.
 
 Usage reported: ``input_tokens`` ≈ characters/4 of the request; when the request carries
 ``cache_control``, the prefix up to a breakpoint is "written" and a later request sharing a

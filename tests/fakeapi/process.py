@@ -18,7 +18,7 @@ class FakeAnthropicProcess:
     back from its log file. Files go into ``workdir`` (e.g. pytest's ``tmp_path``)."""
 
     def __init__(self, script: Iterable[Any], workdir: str | Path, *, api_key: str | None = None,
-                 startup_timeout: float = 15.0) -> None:
+                 startup_timeout: float = 15.0, max_input_tokens: int | None = None, count_tokens: bool = True) -> None:
         self.workdir = Path(workdir)
         self.script_file = self.workdir / "fakeapi-script.json"
         self.port_file = self.workdir / "fakeapi-port"
@@ -26,6 +26,8 @@ class FakeAnthropicProcess:
         self.script = list(script)
         self.api_key = api_key
         self.startup_timeout = startup_timeout
+        self.max_input_tokens = max_input_tokens
+        self.count_tokens = count_tokens
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
 
@@ -45,6 +47,10 @@ class FakeAnthropicProcess:
                "--port-file", str(self.port_file), "--log-file", str(self.log_file)]
         if self.api_key:
             cmd += ["--api-key", self.api_key]
+        if self.max_input_tokens is not None:
+            cmd += ["--max-input-tokens", str(self.max_input_tokens)]
+        if not self.count_tokens:
+            cmd.append("--no-count-tokens")
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + self.startup_timeout
         while not self.port_file.exists():
@@ -71,7 +77,7 @@ class FakeAnthropicProcess:
         try:
             return json.loads(self.log_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return {"requests": [], "errors": [], "remaining": len(self.script)}
+            return {"requests": [], "errors": [], "remaining": len(self.script), "too_long": []}
 
     def wait_for_requests(self, count: int = 1, timeout: float = 10.0) -> bool:
         """Poll the log until ``count`` requests have arrived; False on timeout."""
@@ -89,6 +95,10 @@ class FakeAnthropicProcess:
     @property
     def errors(self) -> list[str]:
         return self.log()["errors"]
+
+    @property
+    def too_long(self) -> list[int]:
+        return list(self.log().get("too_long", []))
 
     @property
     def remaining(self) -> int:

@@ -191,6 +191,10 @@ class FakeAnthropic:
     or get a 401 like the real API. ``tolerate_system_role`` accepts the ``role: system`` messages
     Claude Code 2.1.x sends (for running Claude Code itself against this fake, side by side with
     memagent); memagent's own tests never set it.
+    ``max_input_tokens``: a request estimated above it (characters / 4, as ``usage`` reports) is
+    answered 400 ``prompt is too long: N tokens > M maximum`` without consuming a step; such
+    requests are kept in ``.too_long``. ``count_tokens=False``: the server has no
+    ``/v1/messages/count_tokens`` (404), like many proxies and local servers.
     """
 
     def __init__(
@@ -201,6 +205,8 @@ class FakeAnthropic:
         api_key: str | None = None,
         port: int = 0,
         chores: Responder | None | str = "default",
+        max_input_tokens: int | None = None,
+        count_tokens: bool = True,
         tolerate_system_role: bool = False,
     ) -> None:
         self._steps: list[Step] = []
@@ -221,6 +227,9 @@ class FakeAnthropic:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.count_token_requests: list[dict[str, Any]] = []
+        self.max_input_tokens = max_input_tokens
+        self.count_tokens = count_tokens
+        self.too_long: list[int] = []  # estimated sizes of the requests answered "prompt is too long"
         self.errors: list[str] = []
         self.on_change: Callable[[FakeAnthropic], None] | None = None
         self.add(*(script or ()))
@@ -356,7 +365,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        if path not in ("/v1/messages", "/v1/messages/count_tokens") or (
+            path.endswith("count_tokens") and not self.fake.count_tokens
+        ):
             self._send_json(404, error_body("not_found_error", f"Not found: POST {path}"))
             return
         if not self._authorized():
@@ -374,8 +385,16 @@ class _Handler(BaseHTTPRequestHandler):
         if problems:
             self._reject(problems, number)
             return
+        size = estimate_tokens(sum(len(p) for p, _ in _request_pieces(body)))
         if counting:
-            self._send_json(200, {"input_tokens": estimate_tokens(sum(len(p) for p, _ in _request_pieces(body)))})
+            self._send_json(200, {"input_tokens": size})
+            return
+        limit = self.fake.max_input_tokens
+        if limit is not None and size > limit:
+            with self.fake._lock:
+                self.fake.too_long.append(size)
+            self._send_json(400, error_body("invalid_request_error", f"prompt is too long: {size} tokens > {limit} maximum"),
+                            retry=False)
             return
         step = self._step_for(body)
         if step is not None:

@@ -85,6 +85,10 @@ def _check_tools(tools: Any) -> list[str]:
             problems.append(f"tools.{i}.input_schema: Field required")
         elif schema.get("type") != "object":
             problems.append(f"tools.{i}.input_schema.type: Input should be 'object'")
+        elif any(key in schema for key in ("anyOf", "oneOf", "allOf")):
+            problems.append(
+                f"tools.{i}.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level"
+            )
     return problems
 
 

@@ -24,12 +24,12 @@ def test_discovery_precedence_front_matter_and_problems(tmp_path):
     found = discover_commands(root, home, builtin_names())
     assert [(c.name, c.source) for c in found.commands] == [
         ("review", "project (.memagent)"),
-        ("commit", "project (.claude)"),
+        ("git:commit", "project (.claude)"),  # a sub-folder is a namespace, as in Claude Code
         ("standup", "user"),
     ]
     review = found.get("REVIEW")
     assert review.description == "Review a file" and review.usage == "/review FILE"
-    assert found.get("commit").description == "Write a commit message"
+    assert found.get("git:commit").description == "Write a commit message" and found.get("commit") is None
     problems = "\n".join(found.problems)
     assert "/help" in problems and "built-in" in problems
     assert "bad.md: bad front matter" in problems
@@ -43,7 +43,7 @@ def test_expansion_of_arguments_and_positions(tmp_path):
     fix = found.get("fix")
     assert fix.expand('42 "src/my app.py"') == 'Fix issue #42 in src/my app.py (all: 42 "src/my app.py"). '
     assert found.get("plain").expand("") == "Explain the build."
-    assert found.get("plain").expand("for CI") == "Explain the build.\n\nArguments: for CI"
+    assert found.get("plain").expand("for CI") == "Explain the build.\n\nARGUMENTS: for CI"  # Claude Code's wording
 
 
 def test_run_command_sends_the_expanded_prompt_and_builtins_win(tmp_path):
@@ -56,9 +56,9 @@ def test_run_command_sends_the_expanded_prompt_and_builtins_win(tmp_path):
         raise AssertionError("custom commands need no session")
 
     reply = run_command("/ask why is the sky blue", no_session, custom=custom)
-    assert reply.send == "Question: why is the sky blue" and not reply.text
+    assert reply.invoke.prompt == "Question: why is the sky blue" and not reply.text and not reply.send
     help_text = run_command("/help", no_session, custom=custom).text
-    assert "Custom commands (Markdown prompts):" in help_text
+    assert "Custom commands (Markdown prompts, skills, MCP prompts):" in help_text
     assert "/ask" in help_text and "Ask about code [project (.claude)]" in help_text
     assert custom.get("todos") is None  # the built-in /todos wins
     assert run_command("/nope", no_session, custom=custom).text.startswith("Unknown command /nope")

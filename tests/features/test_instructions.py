@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from memagent.features.instructions import (
-    REINJECT_HEADER,
     InstructionsFeature,
     find_imports,
     load_instructions,
@@ -131,30 +130,31 @@ def test_import_depth_is_bounded(tmp_path):
     assert any("nest deeper than 5" in note for note in loaded.notes)
 
 
-def test_budget_truncates_then_omits_and_says_so(tmp_path):
+def test_budget_cuts_the_least_specific_files_first_and_says_so(tmp_path):
     _, project, home = _repo(tmp_path)
     (home / "AGENTS.md").write_text("u" * 600)
-    (project / "AGENTS.md").write_text("a" * 600)
+    (project / "AGENTS.md").write_text("a" * 500 + "A" * 100)
     (project / "CLAUDE.md").write_text("c" * 600)
     feature = InstructionsFeature(project, home, max_chars=1000)
     statuses = [(f.label, f.status) for f in feature.files]
-    assert statuses == [("$MEMAGENT_HOME/AGENTS.md", "loaded"), ("AGENTS.md", "truncated"), ("CLAUDE.md", "omitted")]
+    assert statuses == [("$MEMAGENT_HOME/AGENTS.md", "omitted"), ("AGENTS.md", "truncated"), ("CLAUDE.md", "loaded")]
     text = feature.system_text()
-    assert "u" * 600 in text and "a" * 400 in text and "a" * 401 not in text
-    assert "c" * 10 not in text
+    assert "c" * 600 in text  # the most specific file is whole
+    assert "A" * 100 in text and "a" * 300 in text and "a" * 301 not in text  # the end of the one that crosses is kept
+    assert "u" * 10 not in text
     assert "[… 200 characters cut]" in text
-    note = "instruction files exceed the budget of 1,000 characters: truncated AGENTS.md; left out CLAUDE.md"
+    note = "instruction files exceed the budget of 1,000 characters: truncated AGENTS.md; left out $MEMAGENT_HOME/AGENTS.md"
     assert note in text and feature.warnings == [note]
 
 
-def test_system_text_is_stable_and_reinjected_verbatim(tmp_path):
+def test_system_text_is_stable_and_not_reinjected_after_a_compaction(tmp_path):
     _, project, home = _repo(tmp_path)
     (project / "AGENTS.md").write_text("Always run pytest -q.\n")
     feature = InstructionsFeature(project, home)
     first = feature.system_text()
     (project / "AGENTS.md").write_text("changed on disk mid-session\n")
     assert feature.system_text() == first  # computed once: the cached prefix never changes
-    assert feature.reinject() == f"{REINJECT_HEADER}\n{first}"
+    assert feature.reinject() is None  # it is in the system prompt, which a compaction keeps
     assert "Always run pytest -q." in first
 
 

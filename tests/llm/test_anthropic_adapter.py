@@ -415,3 +415,22 @@ def test_an_empty_base_url_variable_means_the_default(monkeypatch):
     model = AnthropicModel(MODEL, api_key="k", max_retries=0)
     model.prepare()
     assert model.base_url == "https://api.anthropic.com"
+
+
+def test_lone_surrogates_become_replacement_characters_on_the_wire_only(fake_api):
+    from memagent.llm.anthropic import build_params
+
+    fake_api.add(text("ok"))
+    messages = [
+        user_message("List the files."),
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "glob", "input": {"pattern": "*"}}]},
+        {"role": "user", "content": [tool_result_block("toolu_1", "caf\udce9.txt")]},
+    ]
+    request = make_request(*messages)
+    before = copy.deepcopy(request)
+    params = build_params(request, "m")
+    assert params["messages"][-1]["content"][0]["content"] == "caf\ufffd.txt"
+    assert params["messages"][0] is request.messages[0]  # clean messages are shared, not copied
+    run(adapter(fake_api), request)  # the real SDK encodes and sends it
+    assert request == before, "the caller's request must not be mutated"
+    assert fake_api.requests[0]["messages"][-1]["content"][0]["content"] == "caf\ufffd.txt"

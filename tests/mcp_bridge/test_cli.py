@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from mcp_kit import TOY
+from mcp_kit import COMPAT, TOY
 
 
 def run(*args, cwd):
@@ -55,3 +55,16 @@ def test_help_does_not_import_the_mcp_sdk(tmp_path):
     code = "import sys; from memagent.cli.main import run; sys.argv=['memagent','--help']\ntry: run()\nexcept SystemExit: pass\nprint('mcp' in sys.modules, 'memagent.mcp_bridge.manager' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_mcp_list_summarises_a_noisy_server_in_one_line_without_a_traceback(isolated_env, tmp_path):
+    (isolated_env / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"noisy": {"command": sys.executable, "args": [str(COMPAT), "--junk"]}}})
+    )
+    result = run("mcp", "list", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "noisy [ready, 5 tools]" in result.stdout
+    assert "background_job — Runs only as an MCP task. (runs only as an MCP task: not offered)" in result.stdout
+    assert "! ignored 1 line of stdout that is not MCP JSON (first: 'compat server 0.1 starting" in result.stdout
+    assert "prompts: /mcp__noisy__review" in result.stdout
+    assert result.stderr == ""  # no traceback, no stderr chatter of the server

@@ -11,7 +11,7 @@ from mcp_kit import START_TIMEOUT, TOY, http_server, toy_stdio
 
 from memagent.features.mcp_client import McpClientFeature
 from memagent.mcp_bridge.config import McpConfig, StdioServer
-from memagent.mcp_bridge.manager import FAILED, READY, McpManager
+from memagent.mcp_bridge.manager import FAILED, READY, RECONNECTING, McpManager
 from memagent.tools.base import ToolContext, ToolRegistry
 
 
@@ -77,14 +77,16 @@ def test_images_come_back_as_image_blocks(shared):
     assert base64.b64decode(image["source"]["data"]).startswith(b"\x89PNG")
 
 
-def test_a_crash_fails_that_server_only(shared):
+def test_a_crash_fails_that_call_and_the_server_comes_back(shared):
     manager = shared
     crashed = manager.call_tool("b", "crash", {}, 30)
     assert crashed.is_error and "stopped working" in crashed.text
-    assert manager.status("b").status == FAILED
-    again = manager.call_tool("b", "echo", {"text": "x"}, 30)
-    assert again.is_error and "is not available (failed: connection lost" in again.text
+    status = manager.status("b")
+    assert status.status == RECONNECTING and "connection lost" in status.reason
     assert manager.call_tool("toy", "echo", {"text": "still here"}, 30).text.startswith("toy says: still here")
+    again = manager.call_tool("b", "echo", {"text": "x"}, START_TIMEOUT)  # waits for the reconnection
+    assert not again.is_error and again.text.startswith("toy says: x")
+    assert manager.status("b").status == READY and manager.status("b").reconnects == 1
     assert manager.call_tool("web", "add", {"a": 1, "b": 2}, 30).text == "3"
 
 

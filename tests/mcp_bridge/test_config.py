@@ -61,17 +61,19 @@ def test_broken_entries_are_listed_with_their_reason_and_the_rest_still_load(tmp
             "nourl": {"type": "http"},
             "nocmd": {"args": ["x"]},
             "badargs": {"command": "srv", "args": "one string"},
+            "ws": {"type": "ws", "url": "ws://x"},
         },
     )
     config = load_mcp_config(user, None, {}, project_trusted=True)
-    assert [s.name for s in config.servers] == ["ok"]
+    assert [s.name for s in config.servers] == ["ok", "sse"]
+    assert config.servers[1].transport == "sse" and config.servers[1].url == "http://x/sse"
     reasons = {b.name: b.reason for b in config.broken}
     assert reasons == {
         "nokey": "environment variable NOT_SET is not set",
-        "sse": 'transport "sse" is not supported (use stdio or "type": "http")',
         "nourl": 'an http server needs a "url"',
         "nocmd": 'a stdio server needs a "command"',
         "badargs": "args must be a list of strings",
+        "ws": 'transport "ws" is not supported (use stdio, "type": "http" or "type": "sse")',
     }
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from fakeapi import FakeAnthropic, text, tool
-from mcp_kit import TOY
+from mcp_kit import COMPAT, TOY
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_a_blocking_pre_tool_use_hook_stops_the_call_and_the_model_reads_why(iso
     assert blocked["is_error"] is True
     assert blocked["content"] == "The call was blocked before it ran: a PreToolUse hook says: no shell today"
     event = json.loads((project / "hook-input.json").read_text())
-    assert event["tool_name"] == "bash" and event["tool_input"] == {"command": "touch ran.txt"}
+    assert event["tool_name"] == "Bash" and event["tool_input"] == {"command": "touch ran.txt"}  # Claude Code's vocabulary
     assert event["hook_event_name"] == "PreToolUse" and event["cwd"] == str(project)
 
 
@@ -94,3 +94,27 @@ def test_a_blocking_user_prompt_submit_hook_stops_the_turn_before_any_request(is
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == "memagent: prompt blocked: a UserPromptSubmit hook says: deploys need a ticket"
     assert fake.requests == []
+
+
+def test_an_mcp_prompt_is_a_slash_command_and_resources_are_read_through_the_cli(isolated_env, fake, project):
+    write_servers(isolated_env, {"docs": {"command": sys.executable, "args": [str(COMPAT)]}})
+    fake.add(
+        tool("list_mcp_resources", {}, id="toolu_list"),
+        tool("read_mcp_resource", {"server": "docs", "uri": "notes://readme"}, id="toolu_read"),
+        text("Reviewed with the readme in mind."),
+    )
+    result = run_print(fake, project, "/mcp__docs__review src/app.py naming", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Reviewed with the readme in mind.\n"
+    first = fake.requests[0]
+    assert first["messages"][0]["content"][0]["text"] == "Please review src/app.py with a focus on naming."
+    names = [t["name"] for t in first["tools"]]
+    assert {"list_mcp_resources", "read_mcp_resource", "mcp__docs__lookup"} <= set(names)
+    assert "mcp__docs__background_job" not in names
+    assert "docs: notes://readme (readme, text/markdown)" in results_of(fake.requests[1])[0]["content"]
+    assert "Hello from a resource." in results_of(fake.requests[2])[0]["content"]
+    assert fake.errors == []
+    missing = run_print(fake, project, "/mcp__docs__review")
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines()[-1] == (
+        "memagent: /mcp__docs__review: missing file; usage: /mcp__docs__review <file> [focus]")

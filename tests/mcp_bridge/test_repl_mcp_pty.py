@@ -54,3 +54,36 @@ def test_slash_mcp_shows_the_servers_of_the_session(isolated_env, tmp_path):
                 child.terminate(force=True)
             print(ANSI.sub("", child.logfile_read.getvalue())[-3000:])
     assert fake.requests == []
+
+
+def test_an_mcp_prompt_typed_first_thing_waits_for_its_server_and_runs(isolated_env, tmp_path):
+    from fakeapi import text
+
+    from mcp_kit import COMPAT
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (isolated_env / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": {"command": sys.executable, "args": [str(COMPAT)]}}}))
+    (isolated_env / "config.toml").write_text("mcp_startup_wait = 90\nmcp_connect_timeout = 90\n")
+    with FakeAnthropic([text("Reviewed.")]) as fake:
+        env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.url,
+               "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "--no-memory"], env=env,
+                              encoding="utf-8", dimensions=(40, 160), timeout=120)
+        child.logfile_read = io.StringIO()
+        try:
+            child.expect("❯")
+            line = "/mcp__docs__review app.py naming"
+            child.send(line)
+            child.expect_exact(line)
+            child.send("\r")
+            child.expect("Reviewed.")
+            child.expect("❯")
+            child.send("/exit\r")
+            child.expect(pexpect.EOF)
+        finally:
+            if child.isalive():
+                child.terminate(force=True)
+            print(ANSI.sub("", child.logfile_read.getvalue())[-3000:])
+        first = fake.requests[0]["messages"][0]["content"][0]["text"]
+    assert first == "Please review app.py with a focus on naming."

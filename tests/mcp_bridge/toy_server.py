@@ -1,9 +1,10 @@
 """A small MCP server written with the official SDK, started by the tests.
 
 ``python toy_server.py stdio`` serves on stdin/stdout; ``python toy_server.py http PORT`` serves
-streamable HTTP on 127.0.0.1:PORT/mcp. ``--hang`` never answers (a server stuck at start-up);
-``--fail`` exits at once with a message on stderr; ``--rug-pull`` adds a tool (a changed list).
-``add`` is annotated read-only, ``fails`` destructive.
+streamable HTTP on 127.0.0.1:PORT/mcp; ``python toy_server.py sse PORT`` the HTTP+SSE transport
+on 127.0.0.1:PORT/sse. ``--hang`` never answers (a server stuck at start-up); ``--fail`` exits at
+once with a message on stderr; ``--rug-pull`` adds a tool (a changed list). ``add`` is annotated
+read-only, ``fails`` destructive.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def main(argv: list[str]) -> None:
     server = build(rug_pull="--rug-pull" in argv)
     if argv[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
+    elif argv[0] == "sse":
+        server.run("sse", host="127.0.0.1", port=int(argv[1]))
     else:
         server.run()
 

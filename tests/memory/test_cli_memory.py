@@ -59,8 +59,9 @@ def test_add_list_show_search_stats_json(cli):
     assert len(_json(cli("list", "--json", "--all"))) == 3
 
     hits = _json(cli("search", "which CI do we use", "-k", "2", "--json"))
-    assert hits and set(hits[0]) == {"score", "parts", "card"}
+    assert hits and set(hits[0]) == {"score", "parts", "card", "history"}
     assert hits[0]["card"]["id"] == edited["card"]["id"] and hits[0]["score"] > 0
+    assert [old["id"] for old in hits[0]["history"]] == [card_id]  # the corrected card, shown only here
 
     stats = _json(cli("stats", "--json"))
     assert {"total", "active", "by_status", "by_type", "by_scope", "stores", "embedder"} <= set(stats)

@@ -56,15 +56,15 @@ def test_a_restatement_racing_a_forget_does_not_resurrect(open_service, paths, m
     """Variant: saving a near-duplicate strengthens the stored card (a rewrite)."""
     writer, other = open_service("s1"), open_service("s2")
     card = writer.save("Use ruff for linting the Python code", "decision", confidence=0.8).card
-    real_find = writer._find_duplicate
+    real_judge = writer.judge_new_card
 
-    def find_then_forget(*args, **kwargs):
-        found = real_find(*args, **kwargs)
-        if found is not None:
-            other.forget([found[0].id])
-        return found
+    def judge_then_forget(*args, **kwargs):
+        decision = real_judge(*args, **kwargs)
+        if decision.other is not None:
+            other.forget([decision.other.id])
+        return decision
 
-    monkeypatch.setattr(writer, "_find_duplicate", find_then_forget)
+    monkeypatch.setattr(writer, "judge_new_card", judge_then_forget)
     writer.save("Use ruff for linting the Python code", "decision", confidence=0.95)
     assert not (paths.memory / "cards" / f"{card.id}.md").exists()
 

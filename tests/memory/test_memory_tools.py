@@ -14,7 +14,7 @@ def _registry(factory) -> ToolRegistry:
 def test_names_and_inputs_match_the_design(service):
     schemas = {s["name"]: s["input_schema"] for s in _registry(lambda: service).schemas()}
     assert list(schemas) == ["memory_save", "memory_search", "memory_delete", "memory_stats"]
-    assert set(schemas["memory_save"]["properties"]) == {"content", "memory_type", "scope", "confidence", "supersedes"}
+    assert set(schemas["memory_save"]["properties"]) == {"content", "memory_type", "scope", "confidence", "supersedes", "quote"}
     assert set(schemas["memory_save"]["required"]) == {"content", "memory_type"}
     assert set(schemas["memory_search"]["properties"]) == {"query", "k", "memory_type", "scope"}
     assert schemas["memory_search"]["required"] == ["query"]
@@ -43,7 +43,8 @@ def test_save_search_delete_stats(service, paths):
 
     found = registry.run("memory_search", {"query": "what to run before a commit", "k": 3}, ctx)
     assert not found.is_error and found.content.startswith(f"[Memory#{new_id}] score ")
-    assert card_id not in found.content
+    assert f"\n[Memory#{card_id}]" not in found.content  # not a result of its own ...
+    assert f'(corrects [Memory#{card_id}] of ' in found.content  # ... only the history of its successor
     assert registry.run("memory_search", {"query": "lint", "memory_type": "preference"}, ctx).content == "No matching memories."
 
     stats = registry.run("memory_stats", {}, ctx)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from memagent.config import Settings
 from memagent.memory.learning import (
     BackgroundLearner,
@@ -201,17 +203,25 @@ def test_numbers_matter_in_the_consolidation_prompt(brain, make_pipeline):
     assert "$10k" in brain.consolidation_prompts[-1] and "$15k" in brain.consolidation_prompts[-1]
 
 
-def test_malformed_json_stores_nothing(brain, make_pipeline, service, history):
+def test_malformed_json_stores_nothing_and_is_a_counted_failure(brain, make_pipeline, service, history, paths):
+    from memagent.memory.history import learning_stats
+    from memagent.memory.learning import LearningError
+
     answers = iter(['{"memories": [{"content": "The app uses', "Sure! Memories: none that I can format."])
     brain.extraction_answer = lambda prompt: next(answers)
     pipeline = make_pipeline()
     session = Session()
     session.add(user("The app uses Django 5.1 and Celery."), assistant("Got it."))
-    report = pipeline.process(session.messages, session.ids, "turns")
+    with pytest.raises(LearningError) as failed:
+        pipeline.process(session.messages, session.ids, "turns")
 
-    assert len(brain.extraction_prompts) == 2  # one retry, then the answer is dropped
+    assert len(brain.extraction_prompts) == 2  # one retry, then the run fails
     assert all_cards(service) == []
-    assert report.stored == [] and report.dropped and report.error is None
+    assert not failed.value.retry and "unusable twice" in str(failed.value)
+    assert failed.value.report is not None and failed.value.report.error
+    assert pipeline.processed_ids == frozenset()  # not mined: a later trigger tries again
+    stats = learning_stats(paths)
+    assert (stats["extraction_runs"], stats["failed_runs"]) == (1, 1) and "unusable" in stats["last_failure"]
     assert not (history.project_file.parent / "chroma.sqlite3").exists()
 
 

@@ -53,7 +53,9 @@ def test_supersede_chain_is_append_only(service):
     hits = service.search("how do tests run with pytest", k=5)
     assert [h.card.id for h in hits] == [v3.card.id]
     everything = service.search("how do tests run with pytest", k=5, include_inactive=True)
-    assert {h.card.id for h in everything} == {v1.id, v2.card.id, v3.card.id}
+    # superseded cards are shown only with their successor, as its history (newest first)
+    assert [h.card.id for h in everything] == [v3.card.id]
+    assert [c.id for c in everything[0].history] == [v2.card.id, v1.id]
 
     again = service.correct(v1.id, "Tests run with pytest -n 2")
     assert again.status == "refused" and "already superseded" in again.reason

@@ -61,10 +61,14 @@ def test_read_file_errors_for_missing_directory_and_binary(call, project: Path) 
     assert binary.is_error and "binary" in binary.content and "2.9 KiB" in binary.content
 
 
-def test_read_file_undecodable_bytes_are_binary(call, project: Path) -> None:
+def test_read_file_latin1_bytes_are_text_and_control_bytes_are_binary(call, project: Path) -> None:
+    # Legacy-encoded text used to be called binary; it reads as text now (see test_encodings.py)
     (project / "latin.dat").write_bytes(b"caf\xe9 \xff\xfe au lait\n")
     out = call("read_file", path="latin.dat")
-    assert out.is_error and "binary" in out.content
+    assert not out.is_error and "café ÿþ au lait" in out.content and "windows-1252" in out.content
+    (project / "blob.dat").write_bytes(bytes(range(1, 32)) * 40)
+    blob = call("read_file", path="blob.dat")
+    assert blob.is_error and "binary" in blob.content
 
 
 def test_read_file_empty_file(call, project: Path) -> None:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from memagent.ui.attachments import Attachment, attach_mentions, cap, compose_message, mentioned_paths, run_shell_escape
+from memagent.ui import attachments as attachments_module
+from memagent.ui.attachments import (
+    MAX_ATTACHMENT_CHARS,
+    Attachment,
+    attach_mentions,
+    cap,
+    compose_message,
+    mentioned_paths,
+    run_shell_escape,
+)
 from memagent.ui.completion import ReplCompleter, path_candidates
 
 
@@ -79,3 +91,50 @@ def test_completer_completes_commands_at_the_start_and_paths_after_at(tmp_path):
     assert complete("please read @rea") == ["readme.md"]
     assert complete("mail bob@rea") == []
     assert complete("/review @rea") == ["readme.md"]
+
+
+def test_completion_shows_a_commands_argument_hint_and_description(tmp_path):
+    meta = {"git:commit": "TYPE — Commit the staged work", "git:push": "Push"}
+    completer = ReplCompleter(tmp_path, lambda: ["git:commit", "git:push", "help"], lambda: meta)
+    found = list(completer.get_completions(Document("/git:"), CompleteEvent(completion_requested=True)))
+    assert [(c.text, c.display_meta_text) for c in found] == [
+        ("/git:commit", "TYPE — Commit the staged work"), ("/git:push", "Push")]
+
+
+def test_a_named_pipe_is_refused_at_once_instead_of_blocking_the_prompt(tmp_path):
+    os.mkfifo(tmp_path / "notes")  # a repository can ship one; opening it to read would wait for a writer
+    started = time.monotonic()
+    attachments, notes = attach_mentions("see @notes", tmp_path)
+    assert attachments == [] and notes == ["@notes: not a regular file (not attached)"]
+    assert time.monotonic() - started < 5
+
+
+def test_a_long_file_attaches_its_ends_and_tells_the_model_to_page_with_read_file(tmp_path):
+    lines = [f"line {n:06d} of the generated report" for n in range(20_000)]
+    (tmp_path / "report.txt").write_text("\n".join(lines) + "\n")
+    [attachment], [note] = attach_mentions("summarise @report.txt", tmp_path)
+    assert len(attachment.text) < MAX_ATTACHMENT_CHARS + 500
+    assert attachment.text.startswith("line 000000") and attachment.text.rstrip().endswith("line 019999 of the generated report")
+    assert "read_file pages through the whole file report.txt" in attachment.text
+    assert note.startswith("attached report.txt (start and end only")
+
+
+def test_a_huge_file_is_read_only_up_to_the_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(attachments_module, "MAX_MENTION_READ_BYTES", 64 * 1024)
+    (tmp_path / "huge.log").write_text("x" * 99 + "\n" + "y" * 300_000 + "\nlast line\n")
+    [attachment], _ = attach_mentions("@huge.log", tmp_path)
+    assert "only its first 65,536 bytes were read here" in attachment.text and "last line" not in attachment.text
+
+
+def test_shell_escape_of_a_flood_keeps_its_ends_without_holding_it_in_memory(tmp_path):
+    done = run_shell_escape("echo first; yes 'the same line again' | head -c 30000000; echo; echo last", tmp_path)
+    assert done.source.endswith("(exit 0)")
+    assert done.text.startswith("first\n") and done.text.endswith("last")
+    assert len(done.text) < MAX_ATTACHMENT_CHARS + 200 and "bytes left out" in done.text
+
+
+def test_shell_escape_that_times_out_keeps_what_it_printed(tmp_path):
+    started = time.monotonic()
+    done = run_shell_escape("echo started; sleep 30 & wait", tmp_path, timeout=1.0)
+    assert time.monotonic() - started < 15  # the whole group was killed, sleep included
+    assert done.source.endswith("(timed out after 1 s)") and done.text == "started"

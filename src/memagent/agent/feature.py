@@ -25,7 +25,11 @@ Hooks, in the order a session meets them:
 - ``after_tools(names)``: after a round of tool calls; text is appended after the tool results
   (the todo nudge).
 - ``after_response(response)``: each model response (citation tracking).
-- ``after_turn(conversation)``: a user turn is over (periodic memory extraction, ``Stop``).
+- ``continue_turn(text)``: the model ended its turn with ``text``; a returned string makes it go
+  on, with that string as the next user message (a ``Stop`` hook that blocks). Bounded per turn.
+- ``halt_reason()``: asked between rounds; a returned string ends the turn at once, with that
+  reason shown to the user (a hook's ``continue: false``).
+- ``after_turn(conversation)``: a user turn is over (periodic memory extraction).
 - ``reinject()``: state re-injected verbatim after a compaction, from the feature's own store.
 - ``before_drop(messages, ids)``: a compaction is about to drop these messages.
 - ``after_rewind(records)``: the conversation went back to the start of an earlier turn;
@@ -69,6 +73,7 @@ class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
+    tool: Tool | None = None  # the tool called (its Claude Code name and input view, for hooks)
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,10 @@ class Feature(Protocol):
     def after_tools(self, names: list[str]) -> str | None: ...
 
     def after_response(self, response: ModelResponse) -> None: ...
+
+    def continue_turn(self, text: str) -> str | None: ...
+
+    def halt_reason(self) -> str | None: ...
 
     def after_turn(self, conversation: Conversation) -> None: ...
 
@@ -148,6 +157,12 @@ class BaseFeature:
         return None
 
     def after_response(self, response: ModelResponse) -> None:
+        return None
+
+    def continue_turn(self, text: str) -> str | None:
+        return None
+
+    def halt_reason(self) -> str | None:
         return None
 
     def after_turn(self, conversation: Conversation) -> None:

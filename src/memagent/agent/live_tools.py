@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from memagent.context.history import INTERRUPTED_TOOL
 from memagent.events import AgentEvent, ToolProgress
@@ -26,6 +26,7 @@ _TOOL_DONE = object()
 def run_with_progress(
     tools: ToolRegistry, tool: Tool, value: Any, context: ToolContext, call_id: str,
     stop: threading.Event | None = None,
+    on_partial: Callable[[ToolOutcome], None] | None = None,
 ) -> Iterator[AgentEvent]:
     """Run one tool call in a worker thread, yielding :class:`ToolProgress` while it runs.
 
@@ -33,8 +34,9 @@ def run_with_progress(
     the outcome (via StopIteration). When this generator is interrupted (KeyboardInterrupt,
     closed, a termination signal), the callback starts raising ``ToolCancelled`` so the tool
     stops and kills what it started (bash kills its process group), we wait for it a few
-    seconds, and the interruption propagates; a tool that never calls back is left to finish
-    on its own and its result is dropped. A KeyboardInterrupt raised by the tool itself is
+    seconds, and the interruption propagates; the outcome the tool returned on its way out (bash:
+    the output so far) goes to ``on_partial``. A tool that never calls back is left to finish on
+    its own and its result is dropped. A KeyboardInterrupt raised by the tool itself is
     re-raised here, as if it had run in this thread. A set ``stop`` event (the agent was
     cancelled from another thread: a parent agent, a parallel call) interrupts it the same way.
     """
@@ -85,6 +87,8 @@ def run_with_progress(
     except BaseException:
         cancelled.set()
         worker.join(CANCEL_WAIT_SECONDS)
+        if finished.get("outcome") is not None and on_partial is not None:
+            on_partial(finished["outcome"])  # what the tool had done when it was stopped
         raise
     worker.join()
     if "raised" in finished:

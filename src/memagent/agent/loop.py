@@ -17,7 +17,7 @@ import threading
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Generator, Iterator, Protocol, Sequence
 
 from memagent.events import (
     AgentEvent,
@@ -33,6 +33,7 @@ from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.agent.live_tools import run_with_progress
 from memagent.agent.parallel import run_concurrently
 from memagent.context.conversation import Conversation
+from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm.protocol import ChatModel
@@ -93,6 +94,8 @@ class AgentConfig:
     max_tokens: int = 8192
     max_rounds: int = 100  # model calls in one turn before the loop stops itself
     max_pause_continuations: int = 5
+    max_stop_continuations: int = 8  # times Stop hooks may send the model back to work in one turn
+    max_too_long_retries: int = 4  # "prompt is too long" answers survived in one turn
 
 
 @dataclass
@@ -112,6 +115,7 @@ class Agent:
     permissions: Gate | None = None
     name: str = ""  # a subagent's name ("" for the session's own agent)
     _partial_text: list[str] = field(default_factory=list)
+    _partial_outcomes: dict[str, ToolOutcome] = field(default_factory=dict)  # interrupted calls' output so far
     _storage_problem: str | None = None
     # set from another thread to stop the running turn (a parent agent cancelling its subagent,
     # a parallel call group interrupted); cleared when the turn ends
@@ -145,7 +149,7 @@ class Agent:
         try:
             for feature in self.features:
                 feature.turn_started(self.conversation.turn_number + 1)
-            self._add_user_message(user_text)
+            yield from self._add_user_message(scrub(user_text))
             yield from self._rounds()
         except KeyboardInterrupt:
             self.repair_after_interrupt()
@@ -193,6 +197,12 @@ class Agent:
         for feature in self.features:
             feature.after_rewind(records)
 
+    def run_tool(self, name: str, tool_input: dict[str, Any], call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
+        """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the
+        model's calls take: the features' checks, the permission gate and approval, then the tool.
+        Yields its events and returns the outcome; nothing is added to the conversation."""
+        return (yield from self._run_one({"id": call_id, "name": name, "input": tool_input}))
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas()
 
@@ -216,7 +226,7 @@ class Agent:
                 return reason
         return None
 
-    def _add_user_message(self, user_text: str) -> None:
+    def _add_user_message(self, user_text: str) -> Iterator[AgentEvent]:
         """The user's words, then each feature's per-turn context (memories, continuity): in the
         newest message, never the system prompt, so the cached prefix stays byte-stable."""
         blocks: list[Block] = []
@@ -228,13 +238,27 @@ class Agent:
             extra = feature.turn_context(turn)
             if extra:
                 blocks.append(text_block(extra))
-        self.conversation.append("user", blocks)
+        yield from self._append_user(blocks)
+
+    def _append_user(self, blocks: list[Block]) -> Iterator[AgentEvent]:
+        """Append a user message as the context policy lets it be sent (a text too large for the
+        context goes as a preview and a file); the transcript keeps it whole."""
+        fitted, notes = self.context.fit(blocks)
+        self.conversation.append("user", fitted, whole=blocks if notes else None)
+        for note in notes:
+            yield Notice(note, "info")
 
     def _rounds(self) -> Iterator[AgentEvent]:
         pauses = 0
-        retried_too_long = False
+        continued = 0
+        too_long = 0
         for _ in range(self.config.max_rounds):
             self._check_cancel()
+            halted = self._halted()
+            if halted:
+                yield Notice(halted, "warning")
+                yield TurnEnded("halted", error=None)
+                return
             yield from self._storage_notice()
             yield from self.context.before_request(self.conversation)
             request = self.build_request()
@@ -242,12 +266,10 @@ class Agent:
             try:
                 response = yield from self._stream(request)
             except PromptTooLongError as exc:
-                if retried_too_long:
-                    yield TurnEnded("error", error=f"{exc} (still too long after compacting)")
+                too_long += 1
+                if too_long > self.config.max_too_long_retries or not (yield from self._recover(too_long)):
+                    yield TurnEnded("error", error=f"{exc} (the context could not be made smaller)")
                     return
-                retried_too_long = True
-                yield Notice("The prompt was too long for the model; compacting and retrying once.", "warning")
-                yield from self.context.force_compact(self.conversation)
                 continue
             except ModelError as exc:
                 yield TurnEnded("error", error=str(exc))
@@ -265,9 +287,39 @@ class Agent:
             if stop == "pause_turn" and content and pauses < self.config.max_pause_continuations:
                 pauses += 1
                 continue
+            if stop == "end_turn" and continued < self.config.max_stop_continuations:
+                more = self._continuation(response.text())
+                if more:
+                    continued += 1
+                    if not content:
+                        self.conversation.append("assistant", [text_block("(no answer)")])
+                    self.conversation.append("user", [text_block(more)])
+                    continue
             yield from self._finish(response, stop, content)
             return
         yield TurnEnded("max_rounds", error=f"stopped after {self.config.max_rounds} model calls in one turn")
+
+    def _halted(self) -> str | None:
+        """The first feature's reason to end the turn now (a hook's ``continue: false``)."""
+        for feature in self.features:
+            reason = feature.halt_reason()
+            if reason:
+                return reason
+        return None
+
+    def _continuation(self, text: str) -> str | None:
+        """The first feature's reason not to stop yet (a ``Stop`` hook that blocks)."""
+        for feature in self.features:
+            more = feature.continue_turn(text)
+            if more:
+                return more
+        return None
+
+    def _recover(self, attempt: int) -> Iterator[AgentEvent]:
+        """After "prompt is too long": the context policy makes the context smaller; True when it did."""
+        yield Notice("The request was too long for the model; making the context smaller and retrying.", "warning")
+        changed = yield from self.context.recover_too_long(self.conversation, attempt)
+        return bool(changed)
 
     def _finish(self, response: ModelResponse, stop: str, content: list[Block]) -> Iterator[AgentEvent]:
         if stop == "max_tokens":
@@ -313,15 +365,21 @@ class Agent:
                 finished = yield from run_concurrently(runs, self._cancel)
                 for call, outcome in zip(group, finished):
                     outcomes[call["id"]] = outcome or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
-        except KeyboardInterrupt:
-            self.conversation.append("user", self._results(calls, outcomes))
+        except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C in the tool, or in the renderer
+            for call_id, partial in self._partial_outcomes.items():  # what an interrupted call had done
+                if call_id not in outcomes and partial.content:
+                    outcomes[call_id] = ToolOutcome(partial.content, is_error=True, images=partial.images)
+            self._partial_outcomes.clear()
+            results = self._results(calls, outcomes)
+            fitted, notes = self.context.fit(results)
+            self.conversation.append("user", fitted, whole=results if notes else None)
             raise
         blocks = self._results(calls, outcomes)
         for feature in self.features:
             text = feature.after_tools(names)
             if text:
                 blocks.append(text_block(text))
-        self.conversation.append("user", blocks)
+        yield from self._append_user(blocks)
 
     def _call_groups(self, calls: list[Block]) -> list[list[Block]]:
         """Consecutive calls of concurrent tools form one group; every other call is alone."""
@@ -354,7 +412,7 @@ class Agent:
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw), tool, summary, value)
+            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw, tool), tool, summary, value)
         yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
         return outcome
 
@@ -367,7 +425,8 @@ class Agent:
         if refusal is not None:
             return refusal
         if tool.streams_output:
-            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id, self._cancel)
+            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id, self._cancel,
+                                                   on_partial=lambda done: self._partial_outcomes.update({call.id: done}))
         else:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:

@@ -81,8 +81,17 @@ class ChatOptions:
 
 
 def read_prompt(raw: str, stdin: IO[str]) -> str:
-    """The prompt text: ``-`` reads stdin. An empty prompt is a usage error."""
-    text = stdin.read() if raw == "-" else raw
+    """The prompt text: ``-`` reads stdin. An empty prompt is a usage error. Bytes that are not
+    UTF-8 are decoded by :mod:`memagent.decoding`'s policy, with a one-line notice."""
+    from memagent.decoding import text_from_input
+
+    text, note = raw, None
+    if raw == "-":
+        buffer = getattr(stdin, "buffer", None)
+        data = buffer.read() if buffer is not None else stdin.read().encode("utf-8", "surrogateescape")
+        text, note = text_from_input(data, "stdin")
+    if note:
+        sys.stderr.write(f"memagent: {note}\n")
     text = text.strip()
     if not text:
         where = "stdin was empty" if raw == "-" else "the prompt is empty"
@@ -105,6 +114,7 @@ def session_options(options: ChatOptions, *, non_interactive: bool, prefetch_mem
         resume_id=options.resume_id,
         continue_latest=options.continue_latest,
         permission_mode=options.permission_mode,
+        kind="headless" if options.prompt is not None else "interactive",
         allowed_tools=options.allowed_tools,
         disallowed_tools=options.disallowed_tools,
         add_dirs=options.add_dirs,
@@ -135,6 +145,7 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
                                  memory_upkeep=False)
     if fresh:  # a new logical session too: --session-id named the first one only
         wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
+        wanted.start_source = "clear"
     extra = {"approver": approver} if approver is not None else {}
     return open_session(wanted, **extra)
 
@@ -199,6 +210,8 @@ def run_print_mode(options: ChatOptions) -> int:
             threading.Thread(target=_quietly, args=(preload_model_sdk,), name="memagent-preload", daemon=True).start()
             # nobody to ask in -p: a call that asks is refused
             session = open_or_fail(options, non_interactive=True, one_shot=None if streaming_in else prompt)
+            if session.resume_note:
+                sys.stderr.write(f"memagent: {session.resume_note}\n")
         except KeyboardInterrupt:
             fail(f"{stop.reason} before the session started", stop.exit_code)
         try:
@@ -219,13 +232,16 @@ def run_print_mode(options: ChatOptions) -> int:
 
 
 def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | None:
-    """``-r`` alone: number the recent sessions and read a choice (Enter = the newest).
+    """``-r`` alone: number the recent sessions and read a choice (Enter = the first).
 
-    Returns the chosen id, or None when the user gives up (q, Ctrl-D) or there is none."""
-    from memagent.context.sessions import list_sessions
+    Sessions worth continuing (interactive, or that did work) come first, newest first; throw-away
+    runs (a headless ``-p`` without tool use) after them. Returns the chosen id, or None when the
+    user gives up (q, Ctrl-D) or there is none."""
+    from memagent.context.sessions import list_sessions, preferred_first
     from memagent.ui.words import plural
 
-    sessions = list(reversed(list_sessions(paths.transcripts)))[:limit]
+    every = [info for info in list_sessions(paths.transcripts) if info.messages]
+    sessions = preferred_first(every)[:limit]
     if not sessions:
         out.write(f"No sessions in {paths.transcripts} yet; starting a new one.\n")
         return None
@@ -233,7 +249,10 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
     for number, info in enumerate(sessions, start=1):
         started = (info.started or "")[:16].replace("T", " ")
         line = (info.first_user_line or "(no messages)")[:60]
-        out.write(f"  {number:>2}. {info.id}  {started}  {plural(info.turns, 'turn'):>9}  {line}\n")
+        kind = info.kind or "interactive"
+        out.write(f"  {number:>2}. {info.id}  {started}  {kind:<11}  {plural(info.turns, 'turn'):>9}  {line}\n")
+    if len(every) > len(sessions):
+        out.write(f"  ({plural(len(every) - len(sessions), 'older session')} not shown; `memagent sessions list` shows all)\n")
     while True:
         out.write(f"Resume which session? [1-{len(sessions)}, Enter = 1, q = cancel] ")
         out.flush()
@@ -250,8 +269,9 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
 
 
 def offer_trust(paths: "ProjectPaths") -> None:
-    """Ask whether to trust the project: the first time its settings file asks for widening
-    settings (a "no" is remembered until the file asks for more), and whenever a power file of a
+    """Ask whether to trust the project: the first time its settings files (``.memagent.toml``,
+    Claude Code's ``.claude/settings.json`` and ``.claude/settings.local.json``) ask for widening
+    settings (a "no" is remembered until a file asks for more), and whenever a power file of a
     trusted project changed since it was trusted (the diff is shown; a "no" is remembered for
     that content)."""
     from memagent.trust import TrustError, trust_state
@@ -267,13 +287,16 @@ def offer_trust(paths: "ProjectPaths") -> None:
 
 
 def _offer_first_trust(paths: "ProjectPaths") -> None:
+    from memagent.claude_settings import project_widening
     from memagent.trust import decline_trust, requested_widening, should_ask, trust_project
 
-    asks = requested_widening(paths.project_config)
+    files = [(paths.project_config.name, requested_widening(paths.project_config)), *project_widening(paths)]
+    files = [(name, keys) for name, keys in files if keys]
+    asks = [key if name == paths.project_config.name else f"{name}:{key}" for name, keys in files for key in keys]
     if not asks or not should_ask(paths.home, paths.root, asks):
         return
-    question = (f"This project's {paths.project_config.name} asks for: {', '.join(asks)}.\n"
-                f"Trust this project ({paths.root})?")
+    wants = "\n".join(f"This project's {name} asks for: {', '.join(keys)}." for name, keys in files)
+    question = f"{wants}\nTrust this project ({paths.root})?"
     if typer.confirm(question, default=False):
         trust_project(paths.home, paths.root)
     else:

@@ -106,7 +106,10 @@ def store_report(paths: ProjectPaths, settings: Settings, embedder: Any = None) 
         from memagent.memory.service import MemoryService
 
         service = MemoryService.open(paths, settings, embedder=embedder)
-        return {"status": "ok", **plain(service.backend_info())}
+        service.stats()  # reads every card file, so unreadable ones are known
+        skipped = [n.removeprefix("skipped ") for n in service.notices() if n.startswith("skipped ")]
+        status = "ok" if not skipped else f"{plural(len(skipped), 'card file')} cannot be read (skipped)"
+        return {"status": status, "unreadable_cards": skipped, **plain(service.backend_info())}
     except Exception as exc:
         return {"status": "error: " + " ".join(str(exc).split())}
     finally:
@@ -150,24 +153,71 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     report["credentials"] = credential_report(env)
     report["sandbox"] = sandbox_report(paths, settings)
     report["sandbox_mounts"] = sandbox_mounts(paths, settings)
-    report["permissions"] = gate_report(paths, settings, env, settings_trusted)
+    from memagent.runtime import claude_settings_for
+
+    claude = claude_settings_for(paths, trust)
+    report["permissions"] = gate_report(paths, settings, env, settings_trusted, claude)
     report["trust"] = trust_report(paths.home, paths.root, paths.project_config)
+    report["claude_settings"] = claude_report(paths, claude)
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
         report["store"] = store_report(paths, settings, embedder)
+        report["learning"] = learning_report(paths)
     return report
 
 
-def gate_report(paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool) -> dict[str, Any]:
+def learning_report(paths: ProjectPaths) -> dict[str, Any]:
+    """How automatic learning went: runs, failures (never silent), the last failure's reason."""
+    from memagent.memory.history import learning_stats
+
+    try:
+        stats = learning_stats(paths)
+    except OSError as exc:
+        return {"status": _reason(exc)}
+    keys = ("extraction_runs", "failed_runs", "consolidation_calls", "consolidation_failed", "last_failure", "last_run")
+    return {key: stats.get(key) for key in keys}
+
+
+def claude_report(paths: ProjectPaths, found: Any) -> dict[str, Any]:
+    """Claude Code's settings files: which exist, the rules each gave (also among the gate's
+    rules), the mode, hooks, env and what waits for trust."""
+    from memagent.claude_settings import settings_files
+
+    return {
+        "files": [{"file": label, "path": str(path), "exists": path.exists()} for path, label, _ in settings_files(paths)],
+        "rules": found.rules_by_source(),
+        "default_mode": list(found.default_mode) if found.default_mode else None,
+        "hooks": sorted({hook.source for event in found.hooks.events.values() for hook in event}),
+        "env": sorted(found.env),
+        "notes": found.notes + list(found.hooks.notes),
+    }
+
+
+def _describe_claude(claude: dict[str, Any]) -> list[str]:
+    """The files, the mode, hooks and env (their rules are listed under Permissions)."""
+    present = [f["file"] for f in claude["files"] if f["exists"]]
+    lines = ["Claude Code settings", f"  files    {', '.join(present) if present else 'none'}"]
+    if claude["default_mode"]:
+        lines.append(f"  mode     {claude['default_mode'][0]}  (from {claude['default_mode'][1]})")
+    if claude["hooks"]:
+        lines.append(f"  hooks    from {', '.join(claude['hooks'])}")
+    if claude["env"]:
+        lines.append(f"  env      {', '.join(claude['env'])}")
+    lines += [f"  ! {note}" for note in claude["notes"]]
+    return lines
+
+
+def gate_report(paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool,
+                claude: Any = None) -> dict[str, Any]:
     """The gate's policy as a session here would have it: the mode, each rule with the file it
-    came from, and what asks by effect."""
+    came from (Claude Code's settings files too), and what asks by effect."""
     from memagent.runtime import SessionOptions, SetupError, session_gate, session_mode
     from memagent.permissions import SAVED_ORIGIN
 
     try:
-        gate = session_gate(paths, settings, session_mode(SessionOptions(), settings), env,
-                            settings_trusted=settings_trusted, warn=lambda line: None)
+        gate = session_gate(paths, settings, session_mode(SessionOptions(), settings, claude), env,
+                            settings_trusted=settings_trusted, warn=lambda line: None, claude=claude)
     except SetupError as exc:
         return {"mode": settings.permission_mode, "error": str(exc), "rules": [], "asks_for": [], "saved_rules": 0}
     policy = gate.policy
@@ -213,6 +263,20 @@ def _describe_permissions(perms: dict[str, Any], trust: dict[str, Any], settings
     return lines
 
 
+def _describe_learning(learning: dict[str, Any]) -> list[str]:
+    if "status" in learning:
+        return [f"  learning   {learning['status']}"]
+    if not learning.get("extraction_runs"):
+        return ["  learning   no extraction run yet"]
+    line = (f"  learning   {plural(int(learning['extraction_runs']), 'extraction run')}, {learning['failed_runs']} failed; "
+            f"{plural(int(learning['consolidation_calls'] or 0), 'consolidation call')}, "
+            f"{learning['consolidation_failed']} failed")
+    lines = [line]
+    if learning.get("last_failure"):
+        lines.append(f"             last failure: {' '.join(str(learning['last_failure']).split())[:160]}")
+    return lines
+
+
 def render_text(report: dict[str, Any]) -> str:
     lines = ["Paths"]
     width = max(len(name) for name in report["paths"])
@@ -233,6 +297,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines += [f"    {line}" for line in report.get("sandbox_mounts", [])]
     settings_name = Path(report["paths"]["project config"]["path"]).name
     lines += _describe_permissions(report["permissions"], report["trust"], settings_name)
+    if "claude_settings" in report:
+        lines += _describe_claude(report["claude_settings"])
     lines.append("Versions")
     for name, version in report["versions"].items():
         lines.append(f"  {name.ljust(14)}  {version}")
@@ -242,8 +308,10 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  embedding  {embedding[0]}")
         lines += [f"             {more}" for more in embedding[1:]]
         lines.append(f"  store      {report['store']['status']}")
+        lines += [f"    ! {problem}" for problem in report["store"].get("unreadable_cards") or []]
         for label, store in (report["store"].get("stores") or {}).items():
             lines.append(f"    {label}: {store.get('location')} ({plural(int(store.get('active', 0)), 'active card')})")
+        lines += _describe_learning(report.get("learning") or {})
     return "\n".join(lines) + "\n"
 
 

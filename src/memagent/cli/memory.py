@@ -213,7 +213,15 @@ def memory_main(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
     if root is not None:
         ctx.meta[_ROOT_KEY] = root
     if ctx.invoked_subcommand is None:
-        list_cards(ctx, None, None, None, False, 50, 0, False, None)
+        list_cards(ctx, None, None, None, False, 50, 0, False, None, None)
+
+
+TASK_SCAN = 100_000
+
+
+def _learned_under(task_hint: Optional[str], task: int) -> bool:
+    """A card's ``task_hint`` names graph task ``task`` as ``#ID subject``."""
+    return bool(task_hint) and (task_hint == f"#{task}" or task_hint.startswith(f"#{task} "))
 
 
 @app.command("list")
@@ -227,19 +235,19 @@ def list_cards(
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
     as_json: bool = JsonOption,
     root: Optional[Path] = RootOption,
+    task: Optional[int] = typer.Option(
+        None, "--task", min=1, help="Only cards learned while task #ID of the graph was in progress.",
+        show_default=False),
 ) -> None:
     """List memory cards, newest first (active ones unless --status or --all)."""
     service = _open(ctx, root)
-    cards = _run(
-        lambda: service.list(
-            memory_type=_value(memory_type),
-            scope=_value(scope),
-            status=_value(status),
-            include_all=show_all,
-            limit=limit,
-            offset=offset,
-        )
-    )
+    query = {"memory_type": _value(memory_type), "scope": _value(scope), "status": _value(status),
+             "include_all": show_all}
+    if task is None:
+        cards = _run(lambda: service.list(**query, limit=limit, offset=offset))
+    else:
+        every = _run(lambda: service.list(**query, limit=TASK_SCAN, offset=0))
+        cards = [c for c in every if _learned_under(c.task_hint, task)][offset: offset + limit]
     if as_json:
         print_json([_card_json(c) for c in cards])
         return
@@ -321,6 +329,9 @@ def search(
     root: Optional[Path] = RootOption,
 ) -> None:
     """Search memory (dense + lexical ranking), best first, with scores."""
+    if not query.strip():
+        fail('the search query is empty; usage: memagent memory search "QUERY" (`memagent memory list` shows every card)',
+             EXIT_USAGE)
     service = _open(ctx, root)
     with _indexing(service):
         hits: list[Hit] = _run(
@@ -330,7 +341,8 @@ def search(
         )
     if as_json:
         print_json(
-            [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card)} for h in hits]
+            [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card),
+              "history": [_card_json(c) for c in h.history]} for h in hits]
         )
         return
     if not hits:
@@ -338,6 +350,8 @@ def search(
         return
     for hit in hits:
         _out(f"{hit.score:.3f}  {_card_line(hit.card, _place(service, hit.card))}")
+        for old in hit.history:  # what this card corrected: shown only here
+            _out(f"       was: {_short(old.content, 70)}  ({old.status}, {old.created_at.date().isoformat()}, {old.id})")
 
 
 @app.command("add")
@@ -525,12 +539,19 @@ def stats(
         size = info.get("size_bytes")
         on_disk = f", {size / 1_048_576:.1f} MiB on disk" if size else ""
         _out(f"  {label} store: {info['location']} ({info['active']} active, {info['inactive']} inactive{on_disk})")
-    _out(f"  embedder: {data['embedder']['name']} (dim {data['embedder']['dim']})")
+    embedder = data["embedder"]
+    _out(f"  embedder: {embedder['name']} ({embedder.get('model_id') or 'no model'}, dim {embedder['dim']})")
+    for title, key in (("most used", "most_used"), ("least used", "least_used")):
+        shown = ", ".join(f"{c['id']} ({c['memory_type']}, {c['uses']}×)" for c in data.get(key, [])) or "none"
+        _out(f"  {title}: {shown}")
     learning = data["learning"]
     _out(
         f"  learning: {learning['extraction_runs']} extraction runs ({learning['failed_runs']} failed), "
+        f"{learning['consolidation_calls']} consolidation calls ({learning['consolidation_failed']} failed), "
         f"{learning['candidates']} candidates, {learning['pending_review']} pending review"
     )
+    if learning.get("last_failure"):
+        _out(f"    last failure: {_short(str(learning['last_failure']), 120)}")
     for title, key in (("decisions", "decisions"), ("gate refusals", "gate_refusals"), ("dropped", "dropped")):
         shown = ", ".join(f"{k} {v}" for k, v in learning[key].items()) or "none"
         _out(f"    {title}: {shown}")
@@ -558,4 +579,11 @@ def _register_transfer_commands() -> None:
     app.command("import")(import_command)
 
 
+def _register_learning_commands() -> None:
+    from memagent.cli.memory_learn import learn_command
+
+    app.command("learn")(learn_command)
+
+
 _register_transfer_commands()
+_register_learning_commands()

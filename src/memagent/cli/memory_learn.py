@@ -273,3 +273,55 @@ def _interactive(service: Any, history: Any, paths: Any, items: list["ReviewItem
 
 
 __all__ = ["profile_command", "review_command"]
+
+
+def learn_command(
+    ctx: typer.Context,
+    root: Optional[Path] = RootOption,
+    session: Optional[str] = typer.Option(
+        None, "--session", help="Learn from this earlier session only (id or unique prefix).", show_default=False),
+    as_json: bool = JsonOption,
+) -> None:
+    """Learn now from earlier sessions' messages no extraction has mined yet (a killed session's
+    last turns, a failed extraction); each message is mined once."""
+    from memagent.context.resume import ResumeError, session_path
+    from memagent.features.memory import catch_up_now
+    from memagent.memory.catchup import session_state
+    from memagent.config import load_settings
+    from memagent.runtime import SetupError, make_model
+
+    service, paths = _open_service(ctx, root)
+    settings = load_settings(paths)  # read once already by _open_service: valid
+    only = None
+    if session is not None:
+        try:
+            only = session_path(paths.transcripts, session).stem
+        except ResumeError as exc:
+            fail(str(exc), EXIT_USAGE)
+        if session_state(paths.memory, only) == "live":
+            fail(f"session {only} is still running; it learns for itself", EXIT_FAILURE)
+    try:
+        model = make_model(settings)
+    except SetupError as exc:
+        fail(str(exc), exc.code)
+    try:
+        reports = catch_up_now(paths, settings, model, service, only=only)
+    finally:
+        service.close()
+    if reports is None:
+        fail("another memagent process is learning from earlier sessions in this project; try again later",
+             EXIT_FAILURE)
+    _print_learned(reports, as_json)
+    if any(r.error for r in reports):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _print_learned(reports: list, as_json: bool) -> None:
+    if as_json:
+        print_json([{"session_id": r.session_id, "stored": r.stored, "messages": len(r.message_ids),
+                     "summary": r.summary(), "error": r.error} for r in reports])
+        return
+    if not reports:
+        typer.echo("Nothing new to learn: every earlier session's messages were mined.")
+    for report in reports:
+        typer.echo(printable(f"{report.session_id}: {len(report.message_ids)} messages, {report.summary()}"))

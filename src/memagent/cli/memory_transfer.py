@@ -104,7 +104,9 @@ def import_command(
     if as_json:
         print_json(report.as_dict())
     else:
-        _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, {len(report.refused)} refused.")
+        corrected = f", {report.superseded} corrected by a newer card" if report.superseded else ""
+        _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, "
+             f"{len(report.refused)} refused{corrected}.")
         for index, reason in report.refused[:20]:
             _out(f"  record {index + 1}: {reason}")
         if len(report.refused) > 20:

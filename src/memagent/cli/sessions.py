@@ -1,7 +1,8 @@
 """`memagent sessions`: list the project's sessions and show one transcript.
 
-``memagent sessions`` / ``sessions list`` — a table, newest first: id, start, last activity, turns,
-compactions, first user line (``--json`` for the same rows as objects).
+``memagent sessions`` / ``sessions list`` — a table, newest first: id, kind (interactive, headless,
+subagent), start, last activity, turns, compactions, first user line (``--json`` for the same rows
+as objects, with ``kind``, ``tool_calls`` and ``did_work``; ``--kind K`` keeps one kind).
 ``memagent sessions show ID`` — the transcript rendered: roles, tool calls and results, compaction
 markers (``--full`` for untruncated tool output; ``--json`` for the raw records). ID may be a
 unique prefix. An unknown id exits 1 with one line on stderr. rich is imported only to render.
@@ -70,19 +71,29 @@ LimitOption = typer.Option(
 )
 
 
-def _list(ctx: typer.Context, root: Optional[Path], as_json: bool, limit: int = DEFAULT_LIMIT) -> None:
-    from memagent.context.sessions import list_sessions
+KindOption = typer.Option(
+    None, "--kind", metavar="KIND", help="Only sessions of this kind: interactive, headless or subagent."
+)
+
+
+def _list(ctx: typer.Context, root: Optional[Path], as_json: bool, limit: int = DEFAULT_LIMIT,
+          kind: Optional[str] = None) -> None:
+    from memagent.context.sessions import KINDS, list_sessions
     from memagent.ui.words import plural
 
+    if kind is not None and kind not in KINDS:
+        fail(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}", EXIT_USAGE)
     paths = resolve_paths(ctx, root)
     every = list(reversed(list_sessions(paths.transcripts)))
+    if kind is not None:  # a session from before kinds were recorded counts as interactive
+        every = [info for info in every if (info.kind or "interactive") == kind]
     sessions = every[:limit] if limit else every
     hidden = len(every) - len(sessions)
     if as_json:
         print_json([s.to_dict() for s in sessions])
         return
     if not sessions:
-        typer.echo(f"No sessions in {paths.transcripts}.")
+        typer.echo(f"No {kind + ' ' if kind else ''}sessions in {paths.transcripts}.")
         return
     _print_table(sessions)
     if hidden:
@@ -95,19 +106,20 @@ def _list(ctx: typer.Context, root: Optional[Path], as_json: bool, limit: int = 
 def _print_table(sessions: "list[SessionInfo]") -> None:
     """Plain aligned columns; on a terminal the first user line gets what is left of its width
     (piped output is never cut, so scripts see whole lines)."""
-    headers = ("id", "start", "last activity", "turns", "compactions", "first user line")
+    headers = ("id", "kind", "start", "last activity", "turns", "compactions", "first user line")
     rows = [
-        (info.id, _when(info.started), _when(info.last_activity), str(info.turns), str(info.compactions),
-         printable(info.first_user_line or "-", newlines=False))
+        (info.id, info.kind or "-", _when(info.started), _when(info.last_activity), str(info.turns),
+         str(info.compactions), printable(info.first_user_line or "-", newlines=False))
         for info in sessions
     ]
-    widths = [max(len(headers[c]), *(len(r[c]) for r in rows)) for c in range(5)]
-    room = max(MIN_LINE_WIDTH, shutil.get_terminal_size((120, 24)).columns - sum(widths) - 2 * 5)
+    last_column = len(headers) - 1
+    widths = [max(len(headers[c]), *(len(r[c]) for r in rows)) for c in range(last_column)]
+    room = max(MIN_LINE_WIDTH, shutil.get_terminal_size((120, 24)).columns - sum(widths) - 2 * last_column)
     if not sys.stdout.isatty():
-        room = max(len(r[5]) for r in [headers, *rows])
+        room = max(len(r[last_column]) for r in [headers, *rows])
     for row in [headers, *rows]:
-        cells = [row[c].rjust(widths[c]) if c in (3, 4) else row[c].ljust(widths[c]) for c in range(5)]
-        last = row[5] if len(row[5]) <= room else row[5][: room - 1] + "…"
+        cells = [row[c].rjust(widths[c]) if c in (4, 5) else row[c].ljust(widths[c]) for c in range(last_column)]
+        last = row[last_column] if len(row[last_column]) <= room else row[last_column][: room - 1] + "…"
         typer.echo("  ".join(cells + [last]).rstrip())
 
 
@@ -117,12 +129,13 @@ def sessions(
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
     limit: int = LimitOption,
+    kind: Optional[str] = KindOption,
 ) -> None:
     """List this project's sessions (the same as `sessions list`)."""
     if root is not None:  # `sessions -C DIR show ID`: the sub-command finds it on the root context
         ctx.find_root().ensure_object(dict)["root"] = root
     if ctx.invoked_subcommand is None:
-        _list(ctx, root, as_json, limit)
+        _list(ctx, root, as_json, limit, kind)
 
 
 @app.command("list")
@@ -131,9 +144,10 @@ def list_command(
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
     limit: int = LimitOption,
+    kind: Optional[str] = KindOption,
 ) -> None:
-    """List sessions, newest first: id, start, last activity, turns, compactions, first user line."""
-    _list(ctx, root, as_json, limit)
+    """List sessions, newest first: id, kind, start, last activity, turns, compactions, first user line."""
+    _list(ctx, root, as_json, limit, kind)
 
 
 @app.command("show")
@@ -243,7 +257,7 @@ def render_transcript(console: "Console", info: "SessionInfo", records: list[dic
 
     records = [printable_data(record) for record in records]  # user data: no control characters
     header = Text(f"session {info.id}", style="bold")
-    header.append(f"  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
+    header.append(f"  {info.kind or 'interactive'}  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
                   f"  compactions {info.compactions}", style="dim")
     console.print(header)
     names: dict[str, str] = {}

@@ -48,9 +48,10 @@ class Status(str, Enum):
 AfterOption = typer.Option(
     None,
     "--after",
+    "--blocked-by",
     "-a",
     metavar="ID",
-    help="Blocked by this task id (repeat, or comma-separate: --after 2,3).",
+    help="Blocked by this task id (repeat, or comma-separate: --blocked-by 2,3).",
     show_default=False,
 )
 
@@ -84,18 +85,23 @@ def parse_task_id(value: str) -> int:
     return int(digits)
 
 
+def _plain_ids(message: str) -> str:
+    """``#3`` → ``3``: an id copied from a message must not start a shell comment."""
+    return re.sub(r"#(?=[0-9])", "", message)
+
+
 def _run(action: Callable[[], Any]) -> Any:
     """Turn store failures into one-line errors with exit code 1."""
     try:
         return action()
     except TaskBlocked as exc:
         fail(
-            f"task #{exc.task.id} cannot be set {exc.status}: it is blocked by {', '.join(exc.blockers)} "
-            "(finish those first, or pass --force)",
+            _plain_ids(f"task {exc.task.id} cannot be set {exc.status}: it is blocked by {', '.join(exc.blockers)} "
+                       "(finish those first, or pass --force)"),
             EXIT_FAILURE,
         )
     except TaskError as exc:
-        fail(str(exc), EXIT_FAILURE)
+        fail(_plain_ids(str(exc)), EXIT_FAILURE)
     except OSError as exc:
         fail(f"cannot access the task files: {exc.strerror or exc} ({exc.filename or ''})", EXIT_FAILURE)
 
@@ -114,7 +120,9 @@ def _console():
 
 
 def _ids_text(ids: list[int]) -> str:
-    return ", ".join(f"#{i}" for i in ids) if ids else "—"
+    """Plain ids (``2, 3``): a word starting with ``#`` is a comment to the shell, so an id copied
+    from here into a command line must not carry one."""
+    return ", ".join(str(i) for i in ids) if ids else "—"
 
 
 def _summary(task: Task) -> dict[str, Any]:
@@ -179,7 +187,7 @@ def _print_table(tasks: list[Task], title: str) -> None:
     for task in tasks:
         status, style = ("ready", "bold green") if task.is_ready else (task.status, STATUS_STYLE[task.status])
         owner = printable(task.owner, newlines=False)
-        rows.append((task, f"#{task.id}", status, style, owner, _ids_text(task.blockedBy), _ids_text(task.blocks)))
+        rows.append((task, str(task.id), status, style, owner, _ids_text(task.blockedBy), _ids_text(task.blocks)))
     headers = ("ID", "Status", "Owner", "Blocked by", "Blocks")
     caps = (8, 11, 16, 24, 24)
     widths = [min(cap, max([len(h)] + [len(str(r[i])) for r in rows])) for h, cap, i in zip(headers, caps, (1, 2, 4, 5, 6))]
@@ -212,10 +220,10 @@ def _report(task: Task, as_json: bool, verb: str, released: list[Task] = ()) -> 
     if as_json:
         print_json(_summary(task))
         return
-    sys.stdout.write(f"{verb} #{task.id}: {printable(task.subject, newlines=False)} [{task.status}]\n")
+    sys.stdout.write(f"{verb} task {task.id}: {printable(task.subject, newlines=False)} [{task.status}]\n")
     ready = [t for t in released if t.is_ready]
     if ready:
-        shown = ", ".join(f"#{t.id}" for t in ready[:10]) + (" …" if len(ready) > 10 else "")
+        shown = _ids_text([t.id for t in ready[:10]]) + (" …" if len(ready) > 10 else "")
         sys.stdout.write(f"Ready now: {shown}\n")
 
 
@@ -281,7 +289,7 @@ def show(
     from rich.text import Text
 
     console = _console()
-    console.print(Text(f"#{task.id} {printable(task.subject, newlines=False)}", style="bold"))
+    console.print(Text(f"task {task.id}: {printable(task.subject, newlines=False)}", style="bold"))
     status = Text("ready" if task.is_ready else task.status, style="bold green" if task.is_ready else STATUS_STYLE[task.status])
     console.print(Text("status:     ") + status)
     console.print(Text(f"owner:      {printable(task.owner, newlines=False) or '—'}"))
@@ -301,9 +309,9 @@ def _describe_edges(store: TaskStore, ids: list[int]) -> str:
     for i in ids:
         try:
             other = store.get(i)
-            parts.append(f"#{i} {printable(other.subject, newlines=False)} ({other.status})")
+            parts.append(f"{i} {printable(other.subject, newlines=False)} ({other.status})")
         except TaskError:
-            parts.append(f"#{i} (missing or unreadable)")
+            parts.append(f"{i} (missing or unreadable)")
     return "; ".join(parts) if parts else "—"
 
 
@@ -378,10 +386,10 @@ def _last_child_flags(lines: list[TreeLine]) -> list[bool]:
 
 def _tree_label(line: TreeLine, tasks: dict[int, Task], max_depth: int, paint: Callable[[str, str], str]) -> str:
     if line.missing:
-        return paint(f"#{line.id} (missing task)", "red")
+        return paint(f"{line.id} (missing task)", "red")
     task = tasks[line.id]
     status, style = ("ready", "bold green") if task.is_ready else (task.status, STATUS_STYLE[task.status])
-    label = f"#{task.id} {printable(task.subject, newlines=False)} " + paint(f"[{status}]", style)
+    label = f"{task.id} {printable(task.subject, newlines=False)} " + paint(f"[{status}]", style)
     if line.repeat:
         label += paint(" (shown above)", "dim")
     if line.depth > max_depth:
@@ -399,10 +407,10 @@ def add(
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Create a task (optionally blocked by others with --after)."""
+    """Create a task (optionally blocked by others with --blocked-by / --after)."""
     if not subject.strip():
         fail('the task subject is empty; usage: memagent tasks add "SUBJECT"', EXIT_USAGE)
-    blockers = _parse_ids(after, "--after")
+    blockers = _parse_ids(after, "--blocked-by/--after")
     store = _store(ctx, root)
     task = _run(lambda: store.create(subject, desc, blocked_by=blockers, owner=owner))
     _report(task, as_json, "Created")
@@ -418,17 +426,18 @@ def update(
     owner: Optional[str] = typer.Option(None, "--owner", metavar="NAME", help="New owner (empty string clears it)."),
     after: Optional[List[str]] = AfterOption,
     before: Optional[List[str]] = typer.Option(
-        None, "--before", "-b", metavar="ID", help="Blocks this task id (repeat, or comma-separate).", show_default=False
+        None, "--before", "--blocks", "-b", metavar="ID", help="Blocks this task id (repeat, or comma-separate).",
+        show_default=False,
     ),
     force: bool = typer.Option(False, "--force", "-f", help="Start or complete the task even though it is blocked."),
     root: Optional[Path] = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Change a task's status or owner, or add dependencies."""
-    blockers = _parse_ids(after, "--after")
-    dependents = _parse_ids(before, "--before")
+    blockers = _parse_ids(after, "--blocked-by/--after")
+    dependents = _parse_ids(before, "--blocks/--before")
     if status is None and owner is None and not blockers and not dependents:
-        fail("nothing to change: give --status, --owner, --after or --before", EXIT_USAGE)
+        fail("nothing to change: give --status, --owner, --blocked-by (--after) or --blocks (--before)", EXIT_USAGE)
     store = _store(ctx, root)
     task, released = _finish(
         store,

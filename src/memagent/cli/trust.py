@@ -3,9 +3,11 @@
 ``memagent trust`` (in the project, or with ``-C DIR``) records in ``$MEMAGENT_HOME`` that the
 user trusts the project — pinned to the current content of its power files (``.memagent.toml``,
 ``.mcp.json``, ``.claude/settings.json``, ``.claude/settings.local.json``) — so what they widen
-(auto-approve, permission mode, allow rules, hooks, MCP servers, server URLs, sandbox off) is
-honoured until one of them changes. ``--revoke`` withdraws it; ``--status`` shows it: the files
-pinned, which changed since (with the diff), and the rules saved for the project.
+(auto-approve, permission mode, allow rules, hooks, MCP servers, server URLs, sandbox off; from
+Claude Code's files: allow rules, a laxer ``defaultMode``, ``additionalDirectories``, hooks,
+``env``) is honoured until one of them changes. ``--revoke`` withdraws it; ``--status`` shows it:
+the files pinned, which changed since (with the diff), what each settings file asks for, and the
+rules saved for the project.
 """
 
 from __future__ import annotations
@@ -42,15 +44,21 @@ def trust(
             message = f"{paths.root} is trusted as it is now"
     except TrustError as exc:
         fail(str(exc), EXIT_FAILURE)
+    from memagent.claude_settings import project_widening
+
     report = trust_report(paths.home, paths.root, paths.project_config)
+    claude = project_widening(paths)
     diffs = {name: change_diff(paths.home, paths.root, name) for name in report["changed"]}
     if as_json:
         print_json({"root": str(paths.root), **report, "settings_file_asks_for": report["project_file_asks_for"],
-                    "diffs": diffs})
+                    "claude_settings_ask_for": dict(claude), "diffs": diffs})
         return
     typer.echo(message or _status_line(paths.root, report))
     for line in describe_trust(report, paths.project_config.name):
         typer.echo(line)
+    for name, keys in claude:
+        honoured = report["trusted"] and name not in report["changed"]
+        typer.echo(f"  {name} asks for: {', '.join(keys)} ({'is honoured' if honoured else 'is ignored'})")
     for text in diffs.values():
         for line in text.splitlines():
             typer.echo("    " + _printable(line))

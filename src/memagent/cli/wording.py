@@ -153,6 +153,14 @@ def _value_error_phrase(message: str) -> str:
     return text.rstrip(".")
 
 
+COMMENT_HINT = " (a word starting with # is a comment to the shell: for #3, quote it or drop the #)"
+
+
+def _names_an_id(param: Any) -> bool:
+    """An argument that takes an id a user may write as ``#3`` (its help says so: "2 or #2")."""
+    return _is_argument(param) and "#" in str(getattr(param, "help", "") or "")
+
+
 def usage_error_line(exc: Exception) -> str:
     """One plain line (without the ``memagent:`` prefix) for a typer/click usage error."""
     param = getattr(exc, "param", None)
@@ -167,7 +175,7 @@ def usage_error_line(exc: Exception) -> str:
         return f"{label}: {phrase}"
     if missing and param is not None:
         kind = "argument" if _is_argument(param) else "option"
-        return f"missing {kind} {param_label(param)}"
+        return f"missing {kind} {param_label(param)}" + (COMMENT_HINT if _names_an_id(param) else "")
     return exc.format_message().rstrip(".")
 
 

@@ -19,8 +19,15 @@ falls back to a deterministic digest of the dropped part (:mod:`memagent.context
 keeps the invariants.
 
 Layer 3: :meth:`CompactingContext.request_compaction` (the ``compact`` tool; runs before the next
-model call, never mid tool round) and :meth:`CompactingContext.force_compact` (``/compact`` and
-the loop's "prompt is too long" retry) use the same routine.
+model call, never mid tool round) and :meth:`CompactingContext.force_compact` (``/compact``) use
+the same routine.
+
+Oversized text (:mod:`memagent.context.oversize`): :meth:`CompactingContext.fit` sends a user
+message or tool output above the inline limit as a preview and a file. Before every request the
+size is measured against the model's window (the usage-anchored estimate; near the limit, the
+API's count-tokens endpoint when the server has one) and the largest texts are set aside until it
+fits. When the API still answers "prompt is too long", :meth:`CompactingContext.recover_too_long`
+sets aside texts above a limit halved at each attempt (tool outputs first), then compacts.
 """
 
 from __future__ import annotations
@@ -32,16 +39,20 @@ from typing import Any, Callable, Iterator, Sequence
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
 from memagent.context.elision import count_elided, elide_old_tool_results
+from memagent.context.oversize import MIN_LIMIT_TOKENS, Attached, AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
 from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name, lazy_counter
 from memagent.events import AgentEvent, Notice
 from memagent.llm.invariants import request_problems
 from memagent.llm.protocol import ChatModel
-from memagent.llm.types import Block, Message, Usage
+from memagent.llm.types import Block, Message, ModelRequest, Usage
 from memagent.markers import Marker, kind_of
 
 MEMORY_KINDS = (Marker.MEMORIES, Marker.PROFILE)
+WINDOW_MARGIN = 0.95  # of the window less the answer: room for the estimate's error
+EXACT_COUNT_FROM = 0.8  # of the request budget: above this, ask the API for the exact count
+MAX_FIT_STEPS = 5  # halvings of the inline limit when a request does not fit the window
 
 
 @dataclass
@@ -81,6 +92,7 @@ class CompactingContext:
         before_drop: Sequence[Callable[[list[Message], list[str]], None]] = (),
         tail_fraction: float = 0.3,
         requests: CompactionRequest | None = None,
+        shelf: AttachmentShelf | None = None,
     ) -> None:
         self.model = model
         self.settings = settings
@@ -94,6 +106,8 @@ class CompactingContext:
         self.counter = TokenCounter(lazy_counter(settings.tokenizer, settings.tokenizer_json))
         self.compactions = 0
         self.requests = requests or CompactionRequest()  # the compact tool's asks
+        self.shelf = shelf  # where oversized text goes (None: it is sent as it is)
+        self._exact_count_failed = False  # the server has no count-tokens endpoint: estimate only
         # (messages list, its length, its last message, elided view): messages are appended or
         # replaced, never edited in place
         self._view_memo: tuple[list[Message], int, Message | None, list[Message]] | None = None
@@ -135,6 +149,10 @@ class CompactingContext:
 
     def before_request(self, conversation: Conversation) -> Iterator[AgentEvent]:
         self._conversation = conversation
+        yield from self._auto_compact(conversation)
+        yield from self._fit_window(conversation)
+
+    def _auto_compact(self, conversation: Conversation) -> Iterator[AgentEvent]:
         asked, focus = self.requests.take()
         if asked:
             yield from self._compact(conversation, focus, manual=True)
@@ -158,6 +176,77 @@ class CompactingContext:
     def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[AgentEvent]:
         self._conversation = conversation
         yield from self._compact(conversation, focus, manual=True)
+
+    # ------------------------------------------------------ oversized text
+
+    @property
+    def request_budget(self) -> int:
+        """Tokens one request may carry: the window less the answer, with a margin for estimates."""
+        return int((self.settings.context_window - self.settings.response_tokens) * WINDOW_MARGIN)
+
+    def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:
+        if self.shelf is None:
+            return blocks, []
+        fitted, found = self.shelf.fit(blocks)
+        return fitted, [attached.note() for attached in found]
+
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[AgentEvent]:
+        """Set aside the largest texts: those above the inline limit halved ``attempt`` times, or
+        halved further until one is; when none is left above the minimum, compact."""
+        self._conversation = conversation
+        if self.shelf is not None:
+            limit = self.shelf.limit_tokens >> attempt
+            while True:
+                limit = max(MIN_LIMIT_TOKENS, limit)
+                if (yield from self._shrink(conversation, limit)):
+                    return True
+                if limit == MIN_LIMIT_TOKENS:
+                    break
+                limit >>= 1
+        before = self.compactions
+        yield from self._compact(conversation, None, manual=True)
+        return self.compactions > before
+
+    def _fit_window(self, conversation: Conversation) -> Iterator[AgentEvent]:
+        """Measure the request before it is sent; set aside the largest texts until it fits."""
+        if self.shelf is None:
+            return
+        budget = self.request_budget
+        for step in range(1, MAX_FIT_STEPS + 1):
+            tokens = self.current_tokens(conversation)
+            if tokens > budget * EXACT_COUNT_FROM:
+                tokens = self._exact_tokens(conversation) or tokens
+            if tokens <= budget:
+                return
+            limit = max(MIN_LIMIT_TOKENS, self.shelf.limit_tokens >> step)
+            if not (yield from self._shrink(conversation, limit)) and limit == MIN_LIMIT_TOKENS:
+                return  # nothing left to set aside: compaction or the API's answer decides
+
+    def _shrink(self, conversation: Conversation, limit: int) -> Iterator[AgentEvent]:
+        """Set aside every text above ``limit`` tokens, tool outputs first; True when any was."""
+        assert self.shelf is not None
+        for only in ("tool_result", "text"):
+            messages, found = self.shelf.fit_messages(conversation.messages, limit, only=only)
+            if found:
+                changed = [i for i, (new, old) in enumerate(zip(messages, conversation.messages)) if new is not old]
+                conversation.record({"type": "set_aside", "ids": [conversation.ids[i] for i in changed], "limit": limit})
+                conversation.replace(messages, list(conversation.ids))
+                yield Notice(_shrunk_note(found), "warning")
+                return True
+        return False
+
+    def _exact_tokens(self, conversation: Conversation) -> int | None:
+        """The API's own count of the next request, when the server offers the endpoint."""
+        count = getattr(self.model, "count_tokens", None)
+        if count is None or self._exact_count_failed:
+            return None
+        request = ModelRequest(system=self.system, messages=list(self.view(conversation)), tools=self.tools,
+                               max_tokens=self.settings.response_tokens, model=self.settings.model)
+        try:
+            return int(count(request))
+        except Exception:  # no such endpoint (a proxy, a local server), or it failed: estimate quietly
+            self._exact_count_failed = True
+            return None
 
     def request_compaction(self, focus: str | None = None) -> None:
         """Compact before the next model call (the ``compact`` tool: never mid tool round)."""
@@ -341,6 +430,14 @@ class CompactingContext:
             if text and text.strip():
                 texts.append(text.strip())
         return texts, warnings
+
+
+def _shrunk_note(found: list[Attached]) -> str:
+    what = "tool output" if all(a.kind == "tool output" for a in found) else "text"
+    count = f"{len(found)} {what}s" if len(found) > 1 else f"a {what}"
+    paths = ", ".join(a.path for a in found[:3]) + (", …" if len(found) > 3 else "")
+    return (f"The context was too large for the model: set aside {count} (the model gets the start and end and "
+            f"can read the rest from {paths}).")
 
 
 def _is_memory_text(block: Block) -> bool:

@@ -58,9 +58,14 @@ class Conversation:
         """Turns of the visible conversation so far: the seeded ones, then this session's."""
         return self.earlier_turns + self.user_turns
 
-    def append(self, role: str, content: list[Block], usage: dict[str, int] | None = None) -> str:
+    def append(
+        self, role: str, content: list[Block], usage: dict[str, int] | None = None, *, whole: list[Block] | None = None
+    ) -> str:
+        """Record and add one message. ``whole``: what the transcript keeps when the model is sent
+        less (a message too large for the context goes as a preview: :mod:`memagent.context.oversize`)."""
         message = {"role": role, "content": copy.deepcopy(content)}
-        message_id = self.recorder.message(message, usage=usage) if self.recorder else str(len(self.ids) + 1)
+        recorded = {"role": role, "content": whole, "sent_as_preview": True} if whole is not None else message
+        message_id = self.recorder.message(recorded, usage=usage) if self.recorder else str(len(self.ids) + 1)
         if opens_user_turn(message):
             self.user_turns += 1
         if self.messages and self.messages[-1]["role"] == role:
@@ -71,7 +76,7 @@ class Conversation:
         return message_id
 
     def start(self, **fields: Any) -> None:
-        """The ``session_start`` record (session_id, model, cwd, version, resumed_from).
+        """The ``session_start`` record (session_id, model, cwd, version, kind, resumed_from).
 
         Written lazily, just before the first other record: a session that never says anything
         leaves no transcript behind."""

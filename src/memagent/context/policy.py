@@ -1,7 +1,8 @@
 """How the loop asks the context layer to fit the history into the window.
 
 The loop only knows this protocol; ``context.compaction`` provides the real policy
-(micro-compaction, auto-compaction, forced compaction on "prompt is too long").
+(micro-compaction, auto-compaction, attachments for oversized text, recovery from "prompt is too
+long").
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Protocol
 
 from memagent.context.conversation import Conversation
-from memagent.llm.types import Message, Usage
+from memagent.llm.types import Block, Message, Usage
 
 
 class ContextPolicy(Protocol):
@@ -33,6 +34,16 @@ class ContextPolicy(Protocol):
     def rewound(self) -> None:
         """The conversation went back to an earlier turn: forget what was learned about the
         history that is gone (when compaction last ran, waits tied to turn numbers)."""
+        ...
+
+    def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:
+        """A user message's blocks as they may be sent (a text too large for the context becomes
+        a preview and a file the model reads), with one note per text set aside."""
+        ...
+
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[Any]:
+        """The API answered "prompt is too long" (``attempt``: 1, 2, …): make the context smaller;
+        yields notices and returns whether anything changed (a retry is worth it)."""
         ...
 
 
@@ -72,3 +83,10 @@ class PassThroughContext:
 
     def rewound(self) -> None:
         return None
+
+    def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:
+        return blocks, []
+
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[Any]:
+        return False
+        yield  # a generator that changes nothing

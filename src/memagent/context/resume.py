@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
+from memagent.context.oversize import AttachmentShelf
 from memagent.context.rewind import active_records, turn_points
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
@@ -50,6 +51,8 @@ class Resumed:
     extra: dict[str, Any] = field(default_factory=dict)
     logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
     checkpoints: list[str | None] = field(default_factory=list)  # per message: the checkpoint of the turn it opens
+    previewed: set[str] = field(default_factory=set)  # ids of messages the model got as a preview
+    set_aside: dict[str, int] = field(default_factory=dict)  # message id -> the lower limit it was shrunk to
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -134,6 +137,8 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         path=path,
         logical_session=str(start.get("logical_session") or path.stem),
         checkpoints=[by_message.get(message_id) for message_id in history.ids],
+        previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
+        set_aside=_set_aside(records),
     )
 
 
@@ -173,6 +178,16 @@ def rebuild_history(records: Sequence[dict], path: Path, warnings: list[str]) ->
     if problems:
         raise ResumeError(f"cannot rebuild a valid conversation from {path}: {problems[0]}")
     return History(messages, ids, len(compactions), summary)
+
+
+def _set_aside(records: Sequence[dict]) -> dict[str, int]:
+    """Message id -> the lowest limit a ``set_aside`` record shrank it to."""
+    limits: dict[str, int] = {}
+    for record in records:
+        if record.get("type") == "set_aside" and isinstance(record.get("limit"), int):
+            for message_id in record.get("ids") or []:
+                limits[str(message_id)] = min(record["limit"], limits.get(str(message_id), record["limit"]))
+    return limits
 
 
 def _kept_position(records: list[dict], marker_index: int, kept_from: str, path: Path, warnings: list[str]) -> int:
@@ -236,23 +251,58 @@ def last_todo(records: Sequence[dict]) -> dict | None:
 # ------------------------------------------------------------ continuing
 
 
-def seed_conversation(conversation: Conversation, resumed: Resumed) -> None:
-    """Start a new session's conversation from a resumed one.
+def seed_conversation(conversation: Conversation, resumed: Resumed, shelf: AttachmentShelf | None = None) -> list[str]:
+    """Start a new session's conversation from a resumed one; returns notes on what was repaired.
 
     The messages are recorded in the new transcript (after a ``resume`` record naming the old
     session), so the new transcript alone rebuilds the context on the next resume; they open no
-    user turn. The restored todo list is recorded too.
+    user turn. A text too large for the context (a session that could never get an answer) is
+    set aside on ``shelf`` first: the model gets its preview, the old transcript keeps it whole.
+    The restored todo list is recorded too.
     """
-    conversation.seed(resumed.messages, resumed_from=resumed.session_id, warnings=resumed.warnings,
+    messages, notes = _fit_resumed(resumed, shelf)
+    conversation.seed(messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes],
                       checkpoints=resumed.checkpoints)
     if resumed.todo is not None:
         conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
+    return notes
+
+
+def fit_rebuilt(messages: Sequence[Message], ids: Sequence[str], records: Sequence[dict],
+                shelf: AttachmentShelf | None) -> list[Message]:
+    """Messages rebuilt from ``records`` (a rewind) as the model got them: a text that was sent as
+    a preview (the transcript keeps it whole) goes back as a preview, at the limit it was set aside
+    to, instead of whole into a context it did not fit."""
+    if shelf is None:
+        return list(messages)
+    limits = _set_aside(records)
+    fitted: list[Message] = []
+    for message, message_id in zip(messages, ids):
+        [one], _ = shelf.fit_messages([message], limits.get(message_id))
+        fitted.append(one)
+    return fitted
+
+
+def _fit_resumed(resumed: Resumed, shelf: AttachmentShelf | None) -> tuple[list[Message], list[str]]:
+    """The resumed messages as they may be sent; a note for each text that was sent whole before
+    (a wedged session: every request with it failed) and is set aside now."""
+    if shelf is None:
+        return resumed.messages, []
+    messages: list[Message] = []
+    notes: list[str] = []
+    for message, message_id in zip(resumed.messages, resumed.ids):
+        [fitted], found = shelf.fit_messages([message], resumed.set_aside.get(message_id))
+        messages.append(fitted)
+        if message_id not in resumed.previewed and message_id not in resumed.set_aside:
+            notes += [f"repaired on resume: {a.note()[0].lower()}{a.note()[1:]}" for a in found]
+    return messages, notes
 
 
 __all__ = [
     "History",
     "ResumeError",
     "Resumed",
+    "fit_rebuilt",
     "last_todo",
     "rebuild_history",
     "latest_session_id",

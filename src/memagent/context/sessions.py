@@ -1,4 +1,13 @@
-"""What ``memagent sessions list|show`` needs from the transcripts, without a terminal library."""
+"""What ``memagent sessions list|show``, ``-c``, the ``-r`` picker and the hand-over need from the
+transcripts, without a terminal library.
+
+Every session records its kind in ``session_start``: ``interactive`` (the REPL), ``headless``
+(``-p``) or ``subagent``. A session *did work* when it called a tool or had two user turns or
+more (the tool calls of a resumed session include those it carried over). :func:`choose_session` picks the session to continue or hand over from: the newest one
+that is interactive or did work, so that throw-away runs (``memagent -p hi``) never displace
+the session that mattered; when every session is throw-away, simply the newest. A transcript
+without a kind (written by an older version) counts as interactive.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +22,7 @@ from memagent.context.transcript import LoadedTranscript, TranscriptError, iter_
 from memagent.markers import kind_of
 
 FIRST_LINE_CHARS = 80
+KINDS = ("interactive", "headless", "subagent")
 
 
 @dataclass
@@ -28,9 +38,30 @@ class SessionInfo:
     messages: int = 0
     resumed_from: str | None = None
     warnings: list[str] = field(default_factory=list)
+    kind: str | None = None  # None: written before sessions recorded their kind
+    tool_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "did_work": self.did_work}
+
+    @property
+    def did_work(self) -> bool:
+        """Called a tool, or had two user turns or more."""
+        return self.tool_calls > 0 or self.turns >= 2
+
+    @property
+    def preferred(self) -> bool:
+        """Worth continuing: interactive (or of unknown kind), or it did work; never a subagent's
+        transcript (part of its parent's session)."""
+        return self.kind != "subagent" and (self.kind in (None, "interactive") or self.did_work)
+
+    def describe(self) -> str:
+        """``interactive, 3 turns, 5 tool calls, started 2026-11-20 10:00: "fix the parser"``."""
+        calls = f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}"
+        turns = f"{self.turns} turn{'s' if self.turns != 1 else ''}"
+        started = f", started {(self.started or '')[:16].replace('T', ' ')}" if self.started else ""
+        line = f': "{self.first_user_line}"' if self.first_user_line else ""
+        return f"{self.kind or 'interactive'}, {turns}, {calls}{started}{line}"
 
 
 def _mtime(path: Path) -> str | None:
@@ -60,7 +91,7 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
     start = next((r for r in records if r.get("type") == "session_start"), None)
     resumed_from = next((r.get("resumed_from") for r in records if r.get("type") == "resume"), None)
     resumed_from = resumed_from or (start or {}).get("resumed_from")
-    turns = messages = compactions = 0
+    turns = messages = compactions = tool_calls = 0
     first_line = ""
     seeding = False
     for record in records:
@@ -74,6 +105,9 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
         elif kind == "message":
             messages += 1
             message = {"role": record.get("role"), "content": record.get("content") or []}
+            if message["role"] == "assistant" and isinstance(message["content"], list):  # seeded ones too: a
+                # resumed session carries the work of the one it continues
+                tool_calls += sum(1 for b in message["content"] if isinstance(b, dict) and b.get("type") == "tool_use")
             if seeding or not isinstance(message["content"], list) or not opens_user_turn(message):
                 continue
             turns += 1  # as Conversation.user_turns counts them live
@@ -91,19 +125,68 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
         messages=messages,
         resumed_from=resumed_from,
         warnings=list(loaded.warnings),
+        kind=_kind((start or {}).get("kind")),
+        tool_calls=tool_calls,
     )
+
+
+def _kind(value: Any) -> str | None:
+    return value if value in KINDS else None
+
+
+def session_info(path: Path) -> SessionInfo:
+    """One transcript's row; an unreadable one is listed with a warning."""
+    try:
+        loaded = read_records(path)
+    except TranscriptError as exc:
+        loaded = LoadedTranscript(path=path, records=[], warnings=[str(exc)])
+    return summarize_records(path, loaded)
 
 
 def list_sessions(transcripts_dir: Path) -> list[SessionInfo]:
     """Every session of the project, oldest first; an unreadable transcript is listed with a warning."""
-    sessions = []
-    for path in iter_transcripts(Path(transcripts_dir)):
-        try:
-            loaded = read_records(path)
-        except TranscriptError as exc:
-            loaded = LoadedTranscript(path=path, records=[], warnings=[str(exc)])
-        sessions.append(summarize_records(path, loaded))
-    return sessions
+    return [session_info(path) for path in iter_transcripts(Path(transcripts_dir))]
+
+
+@dataclass
+class Choice:
+    """The session :func:`choose_session` picked, and the newer throw-away ones it passed over."""
+
+    info: SessionInfo
+    skipped: list[SessionInfo] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """``session X (interactive, 3 turns, …); skipped 2 newer headless runs without tool use``."""
+        text = f"session {self.info.id} ({self.info.describe()})"
+        if self.skipped:
+            kinds = sorted({s.kind or "interactive" for s in self.skipped})
+            count = len(self.skipped)
+            text += (f"; skipped {count} newer {'/'.join(kinds)} run{'s' if count != 1 else ''} "
+                     "that did no work (no tool use, one turn)")
+        return text
+
+
+def choose_session(transcripts_dir: Path, exclude: set[str] | frozenset[str] = frozenset()) -> Choice | None:
+    """The newest session with messages that is interactive or did work (see the module
+    docstring); the newest with messages when none is. A subagent's transcript is never chosen. Reads transcripts newest first and stops
+    at the first it prefers."""
+    passed: list[SessionInfo] = []
+    for path in reversed(list(iter_transcripts(Path(transcripts_dir)))):
+        if path.stem in exclude:
+            continue
+        info = session_info(path)
+        if not info.messages or info.kind == "subagent":  # a subagent's work is its parent's session
+            continue
+        if info.preferred:
+            return Choice(info, passed)
+        passed.append(info)
+    return Choice(passed[0]) if passed else None
+
+
+def preferred_first(sessions: list[SessionInfo]) -> list[SessionInfo]:
+    """Newest first, sessions worth continuing before throw-away runs (the ``-r`` picker)."""
+    newest = list(reversed(sessions))
+    return [s for s in newest if s.preferred] + [s for s in newest if not s.preferred]
 
 
 def load_transcript(transcripts_dir: Path, session_id: str) -> LoadedTranscript:
@@ -115,4 +198,14 @@ def load_transcript(transcripts_dir: Path, session_id: str) -> LoadedTranscript:
         raise ResumeError(str(exc)) from None
 
 
-__all__ = ["SessionInfo", "list_sessions", "load_transcript", "summarize_records"]
+__all__ = [
+    "KINDS",
+    "Choice",
+    "SessionInfo",
+    "choose_session",
+    "list_sessions",
+    "load_transcript",
+    "preferred_first",
+    "session_info",
+    "summarize_records",
+]

@@ -11,13 +11,17 @@ Nothing secret reaches the file: every string of a record is passed through
 gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
 Record types (:data:`RECORD_TYPES`):
-- ``session_start``: session_id, model, cwd, memagent version, resumed_from (optional); for a
-  subagent also kind (``subagent``), agent, description, parent_session; written lazily, just
-  before the first other record
-- ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only)
+- ``session_start``: session_id, model, cwd, memagent version, kind (``interactive``,
+  ``headless`` or ``subagent``), logical_session, resumed_from (optional); for a subagent also
+  agent, description, parent_session; written lazily, just before the first other record
+- ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only),
+  sent_as_preview (true when a text of it was too large for the context: the record keeps it
+  whole, the model got a preview and a file under ``<session>/attachments/``)
 - ``compaction``: summary, reinjected (state texts), current_request, transcript_name, kept_from
   (message id where the kept tail starts), dropped_from, dropped_messages, tokens_before/after,
   focus, summary_model (None for the rule-based digest), fallback (why no model wrote it)
+- ``set_aside``: ids (messages whose texts above ``limit`` tokens the model got as previews from
+  then on, because the context was too large for the model); resume sets them aside the same way
 - ``todo``: items (the whole list after each change)
 - ``extraction``: ids (the messages just mined for memories), reason, stored (the cards saved)
 - ``resume`` (resumed_from, seeded_messages, warnings) and ``resume_end`` (seeded_through): the
@@ -57,13 +61,14 @@ from pathlib import Path
 from datetime import timedelta
 from typing import IO, Any, Callable, Iterable, Iterator
 
+from memagent.decoding import scrub
 from memagent.fsutil import UnsafePath, atomic_write, open_private_append, private_dir, refuse_symlinks
 from memagent.redact import redact_value
 
 
 RECORD_TYPES = frozenset(
     {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary",
-     "session_end", "checkpoint", "rewind", "subagent"}
+     "session_end", "checkpoint", "rewind", "subagent", "set_aside"}
 )
 
 
@@ -125,9 +130,10 @@ class TranscriptWriter:
 
     @staticmethod
     def _line(record: dict[str, Any]) -> bytes:
-        """One JSON line, secrets replaced by placeholders naming their kind."""
+        """One JSON line, secrets replaced by placeholders naming their kind; a lone surrogate
+        (undecodable input that slipped through) becomes U+FFFD instead of failing the write."""
         record = redact_value(record)  # type: ignore[assignment]
-        return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        return (scrub(json.dumps(record, ensure_ascii=False, separators=(",", ":"))) + "\n").encode("utf-8")
 
     @property
     def session_id(self) -> str:
@@ -182,6 +188,8 @@ class TranscriptWriter:
             message_id = str(self._next_id)
             self._next_id += 1
         record: dict[str, Any] = {"type": "message", "id": message_id, "role": message["role"], "content": message["content"]}
+        if message.get("sent_as_preview"):
+            record["sent_as_preview"] = True
         if usage:
             record["usage"] = usage
         self.append(record)
@@ -342,8 +350,8 @@ def _erase_in_file(path: Path, text: str, needles: set[bytes]) -> int:
 
 
 def redact_in_transcripts(transcripts_dir: Path, text: str, *, skip: Iterable[str] = ()) -> int:
-    """Replace every occurrence of ``text`` in the project's transcripts and saved command
-    outputs with a placeholder; returns the number of records (and output occurrences) changed.
+    """Replace every occurrence of ``text`` in the project's transcripts, saved command outputs
+    and attachments with a placeholder; returns the number of records (and output occurrences) changed.
 
     Each file that holds it is rewritten atomically (a reader sees the old file or the new one).
     ``skip`` names sessions to leave alone: a transcript still being written by a running
@@ -360,8 +368,9 @@ def redact_in_transcripts(transcripts_dir: Path, text: str, *, skip: Iterable[st
         if path.stem in skipped:
             continue
         changed += _erase_in_file(path, text, needles)
-        outputs = path.with_suffix("") / "outputs"
-        if outputs.is_dir():
-            for saved in sorted(outputs.iterdir()):
-                changed += _erase_in_file(saved, text, needles)
+        for folder in ("outputs", "attachments"):
+            saved_files = path.with_suffix("") / folder
+            if saved_files.is_dir():
+                for saved in sorted(saved_files.iterdir()):
+                    changed += _erase_in_file(saved, text, needles)
     return changed

@@ -40,10 +40,11 @@ CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "Read": ("read_file",), "Write": ("write_file",), "Edit": ("edit_file",), "MultiEdit": ("edit_file",),
     "Bash": ("bash",), "Glob": ("glob",), "Grep": ("grep",), "LS": ("glob",), "TodoWrite": ("todo",),
     "Task": ("task",), "Agent": ("task",), "BashOutput": ("bash_output",), "KillShell": ("kill_shell",),
-    "KillBash": ("kill_shell",), "NotebookRead": ("read_file",),
+    "KillBash": ("kill_shell",), "NotebookRead": ("read_file",), "Skill": ("skill",),
+    "ListMcpResourcesTool": ("list_mcp_resources",), "ReadMcpResourceTool": ("read_mcp_resource",),
 }
 # Names Claude Code knows that memagent has no tool for: left out with a notice.
-UNSUPPORTED = frozenset({"WebFetch", "WebSearch", "NotebookEdit", "ExitPlanMode", "SlashCommand", "Skill"})
+UNSUPPORTED = frozenset({"WebFetch", "WebSearch", "NotebookEdit", "ExitPlanMode", "SlashCommand"})
 ALL_TOOLS = "*"
 
 

@@ -17,6 +17,7 @@ from pydantic.json_schema import SkipJsonSchema
 from memagent.agent.feature import BaseFeature, Feature, SubagentContext
 from memagent.permissions import Effect, declares
 from memagent.tools.background import RUNNING, BackgroundShell, ShellError, ShellRegistry
+from memagent.tools import claude_names
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 from memagent.tools.fs import optional_field
 from memagent.tools.shell import DEFAULT_SAVED_OUTPUT_MAX_BYTES, render_output
@@ -47,7 +48,8 @@ def describe(shell: BackgroundShell) -> str:
 def background_tools(registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES) -> list[Tool]:
     """``bash_output`` and ``kill_shell`` over one session's shells."""
 
-    @tool("bash_output", BashOutputInput, key_argument="bash_id", effects=declares(Effect.READ))
+    @tool("bash_output", BashOutputInput, key_argument="bash_id", effects=declares(Effect.READ),
+          claude=claude_names.BASH_OUTPUT)
     def bash_output(args: BashOutputInput, ctx: ToolContext) -> str:
         """Read what a background shell printed since the last read, with its status and exit code.
         Returns only new output; call it again later for more. With `filter` (a regular
@@ -73,7 +75,7 @@ def background_tools(registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAV
         return "\n".join(lines)
 
     @tool("kill_shell", KillShellInput, key_argument="shell_id",
-          effects=declares(Effect.SESSION))  # stops only a command this session started
+          effects=declares(Effect.SESSION), claude=claude_names.KILL_SHELL)  # stops only a command this session started
     def kill_shell(args: KillShellInput, ctx: ToolContext) -> str:
         """Stop a background shell and everything it started."""
         try:

@@ -3,7 +3,10 @@
 On the first turn of a session, the newest user message gets one compact, budgeted note (never
 the system prompt, so the cached prefix stays stable): the in-progress and ready tasks with
 their ids and blockers, the previous session's summary (what was asked, files touched, errors,
-where it stopped), and — when resuming — the restored todo list.
+where it stopped), and — when resuming — the restored todo list. The previous session is the
+one :func:`memagent.context.sessions.choose_session` prefers: the newest that is interactive or
+did work, so a throw-away ``memagent -p hi`` never displaces the real work before it;
+:meth:`ContinuityFeature.previous` tells the REPL which one it was.
 
 At session end the feature writes a ``session_summary`` record into the transcript: a digest
 made by rule from the session's messages (no model call at exit). A session that never wrote one
@@ -20,7 +23,8 @@ from typing import Any, Callable
 from memagent.agent.feature import BaseFeature, TurnInput
 from memagent.context.digest import deterministic_digest
 from memagent.context.conversation import Conversation
-from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
+from memagent.context.sessions import Choice, choose_session
+from memagent.context.transcript import TranscriptError, read_records
 from memagent.markers import Marker, block
 from memagent.todo import TodoManager
 
@@ -50,20 +54,18 @@ def summary_of_records(records: list[dict[str, Any]]) -> str | None:
     return deterministic_digest(messages) if messages else None
 
 
-def previous_session(transcripts_dir: Path, exclude: set[str]) -> tuple[str, str, str] | None:
-    """(session id, start time, summary) of the newest other session that holds messages."""
-    for path in reversed(list(iter_transcripts(transcripts_dir))):
-        if path.stem in exclude:
-            continue
-        try:
-            records = read_records(path).records
-        except TranscriptError:
-            continue
-        summary = summary_of_records(records)
-        if summary:
-            started = next((str(r.get("time", "")) for r in records if r.get("type") == "session_start"), "")
-            return path.stem, started, summary
-    return None
+def previous_session(transcripts_dir: Path, exclude: set[str]) -> tuple[Choice, str] | None:
+    """The session to hand over from (see :func:`memagent.context.sessions.choose_session`) and
+    its summary; None when there is none."""
+    choice = choose_session(transcripts_dir, exclude)
+    if choice is None:
+        return None
+    try:
+        records = read_records(Path(choice.info.path)).records
+    except TranscriptError:
+        return None
+    summary = summary_of_records(records)
+    return (choice, summary) if summary else None
 
 
 class ContinuityFeature(BaseFeature):
@@ -92,6 +94,7 @@ class ContinuityFeature(BaseFeature):
         self.budget_chars = budget_chars
         self._given = False
         self._conversation: Conversation | None = None
+        self._previous: tuple[Choice, str] | None | bool = False  # False: not looked up yet
 
     def turn_context(self, turn: TurnInput) -> str | None:
         if self._given:
@@ -99,6 +102,13 @@ class ContinuityFeature(BaseFeature):
         self._given = True
         note = self.start_note()
         return block(Marker.CONTINUITY, note) if note else None
+
+    def previous(self) -> tuple[Choice, str] | None:
+        """The session this one takes over from and its summary (looked up once; None when
+        resuming, or when there is none)."""
+        if self._previous is False:
+            self._previous = None if self.resuming else previous_session(self.transcripts_dir, self.exclude)
+        return self._previous  # type: ignore[return-value]
 
     def start_note(self) -> str | None:
         """The note for the first turn, or None when there is nothing to carry over."""
@@ -109,9 +119,10 @@ class ContinuityFeature(BaseFeature):
         if self.resuming and self.todo.items:
             parts.append("Your todo list, restored:\n" + self.todo.render())
         if not self.resuming:
-            previous = previous_session(self.transcripts_dir, self.exclude)
+            previous = self.previous()
             if previous:
-                session_id, started, summary = previous
+                choice, summary = previous
+                session_id, started = choice.info.id, choice.info.started or ""
                 when = f" (started {started[:16].replace('T', ' ')})" if started else ""
                 room = max(500, self.budget_chars - sum(len(p) for p in parts) - 200)
                 parts.append(f"The previous session {session_id}{when} ended here:\n" + _cap(summary, room))

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from memagent.agent.feature import BaseFeature, SubagentContext, TurnInput
+from memagent.agent.feature import BaseFeature, SubagentContext, ToolCall, TurnInput
 from memagent.config import ProjectPaths, Settings
 from memagent.context.conversation import Conversation
 from memagent.errors import one_line
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Message, ModelResponse
 from memagent.markers import Marker, block, kind_of, text_of
-from memagent.tools.base import Tool
+from memagent.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
     from memagent.memory.learning import BackgroundLearner
@@ -59,6 +60,9 @@ class MemoryFeature(BaseFeature):
         current_task: Callable[[], str | None],
         warn: Callable[[str], None],
         end_of_session_wait: float = 30.0,
+        conversation: Conversation | None = None,
+        catch_up: "CatchUpRun | None" = None,
+        transcript_session: str | None = None,
     ) -> None:
         self.service = service
         self.learner = learner
@@ -69,7 +73,19 @@ class MemoryFeature(BaseFeature):
         self.end_of_session_wait = end_of_session_wait
         self._profile: str | None = self._render_profile()
         self._extracted_at_turn = 0  # conversation.user_turns at the last periodic extraction
-        self._conversation: Conversation | None = None
+        self._conversation: Conversation | None = conversation
+        self.catch_up = catch_up  # earlier sessions' unmined messages, learned in the background
+        self._event: str | None = None  # a learning trigger seen in this turn (memory.triggers)
+        self.transcript_session = transcript_session  # the session's event card links its transcript
+        self._started = datetime.now(timezone.utc)
+        self._event_task: str | None = None  # the task in progress when that trigger fired
+
+    def _messages(self) -> tuple[list[Message], list[str]]:
+        """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
+        conversation = self._conversation
+        if conversation is None:
+            return [], []
+        return list(conversation.messages), list(conversation.ids)
 
     def _render_profile(self) -> str | None:
         try:
@@ -82,7 +98,7 @@ class MemoryFeature(BaseFeature):
         from memagent.features.memory_tools import memory_tools
 
         service = self.service
-        return memory_tools(lambda: service)
+        return memory_tools(lambda: service, self._messages)
 
     def system_text(self) -> str | None:
         return block(Marker.PROFILE, self._profile) if self._profile else None
@@ -102,12 +118,34 @@ class MemoryFeature(BaseFeature):
         except Exception as exc:
             self.warn(f"memory citation update failed: {one_line(exc)}")
 
+    def check_tool(self, call: ToolCall) -> str | None:
+        """Before a call that may finish a task: note the task in progress (the cards its
+        completion triggers are learned under it)."""
+        from memagent.memory.triggers import trigger_of
+
+        if trigger_of(call.name, call.input, False) is not None:
+            self._event_task = self._task_now() or self._event_task
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        from memagent.memory.triggers import trigger_of
+
+        self._event = trigger_of(call.name, call.input, outcome.is_error) or self._event
+
+    def _task_now(self) -> str | None:
+        try:
+            return self.current_task()
+        except Exception:  # a label is a nicety; learning goes on without it
+            return None
+
     def after_turn(self, conversation: Conversation) -> None:
         self._conversation = conversation
         every = self.settings.extract_every_turns
         due = every > 0 and conversation.user_turns - self._extracted_at_turn >= every
-        if self.learner is not None and due:
-            self.learner.submit(conversation.messages, conversation.ids, "periodic")
+        event, self._event = self._event, None
+        task, self._event_task = (self._event_task, None) if event else (None, self._event_task)
+        if self.learner is not None and (due or event):
+            self.learner.submit(conversation.messages, conversation.ids, event or "periodic", task=task)
             self._extracted_at_turn = conversation.user_turns
 
     def reinject(self) -> str | None:
@@ -130,11 +168,38 @@ class MemoryFeature(BaseFeature):
     def close(self) -> None:
         """Learn from what was not mined yet (bounded wait), then close the store."""
         learner, self.learner = self.learner, None
+        catch_up, self.catch_up = self.catch_up, None
         try:
+            if catch_up is not None:
+                catch_up.finish(self.end_of_session_wait, self.warn)
             if learner is not None:
                 self._learn_at_end(learner)
+                self._write_event()
         finally:
+            if catch_up is not None:
+                catch_up.release()
             self.service.close()
+
+    def _write_event(self) -> None:
+        """The session as a dated ``event`` card (``memory.session_event``), when it did something."""
+        from memagent.context.digest import deterministic_digest
+        from memagent.memory.session_end import worth_learning_at_end
+        from memagent.memory.learning import auto_extract_enabled
+        from memagent.memory.session_event import save_session_event
+
+        conversation = self._conversation
+        if (conversation is None or self.transcript_session is None or not auto_extract_enabled(self.settings)
+                or not worth_learning_at_end(conversation.messages)):
+            return
+        try:
+            result = save_session_event(
+                self.service, self.transcript_session, self._started, deterministic_digest(conversation.messages),
+                f".transcripts/{self.transcript_session}.jsonl", self._task_now())
+        except Exception as exc:
+            self.warn(f"memory: the session's event card was not written: {one_line(exc)}")
+            return
+        if result.status == "refused":
+            self.warn(f"memory: the session's event card was refused: {result.reason}")
 
     def _learn_at_end(self, learner: "BackgroundLearner") -> None:
         """A one-line ``-p "hi"`` session is not worth an extraction call; see ``memory.session_end``."""
@@ -151,6 +216,100 @@ class MemoryFeature(BaseFeature):
             self.warn("memory extraction at session end skipped (interrupted)")
         except Exception as exc:  # learning must never block the exit
             self.warn(f"memory extraction at session end failed: {one_line(exc)}")
+        failure = failure_line(learner)
+        if failure:
+            self.warn(failure)
+
+
+def failure_line(learner: "BackgroundLearner") -> str | None:
+    """What went wrong with learning this session, in one line, or ``None`` (never silent)."""
+    failed = learner.failed_attempts
+    shaky = sum(r.consolidation_failures for r in learner.reports)
+    if not failed and not shaky:
+        return None
+    runs = failed + len(learner.reports)
+    parts = []
+    if failed:
+        parts.append(f"{failed} of {runs} extraction run{'s' if runs != 1 else ''} failed "
+                     f"({learner.failures[-1].error if learner.failures else 'retried'})")
+    if shaky:
+        parts.append(f"{shaky} consolidation answer{'s were' if shaky != 1 else ' was'} unusable")
+    return "memory learning: " + "; ".join(parts) + "; see `memagent memory stats`"
+
+
+class CatchUpRun:
+    """The start-up catch-up (``memory.catchup``) on a daemon thread, and this session's live
+    mark (held until :meth:`release`, so no other session mines this one while it runs)."""
+
+    def __init__(self, live_mark, work: "Callable[[], list] | None") -> None:
+        self.live_mark = live_mark
+        self.reports: list = []
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+        if work is not None:
+            self._thread = threading.Thread(target=self._run, args=(work,), name="memagent-catch-up", daemon=True)
+            self._thread.start()
+
+    def _run(self, work: "Callable[[], list]") -> None:
+        try:
+            self.reports = work() or []
+        except Exception as exc:  # never reaches the session; said at its end
+            self.error = one_line(exc)
+
+    def finish(self, timeout: float, warn: Callable[[str], None]) -> None:
+        """Wait (bounded) and say what the catch-up learned or why it failed."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                warn("memory: learning from earlier sessions did not finish; the rest waits for the next start")
+                return
+        for line in catch_up_lines(self.reports, self.error):
+            warn(line)
+
+    def release(self) -> None:
+        if self.live_mark is not None:
+            self.live_mark.release()
+
+
+def catch_up_lines(reports: list, error: str | None = None) -> list[str]:
+    """One line per earlier session a catch-up learned from or failed on (nothing when it found
+    nothing new)."""
+    lines = [f"memory learning from earlier sessions failed: {error}"] if error else []
+    for report in reports:
+        if report.error or report.stored or report.consolidation_failures:
+            lines.append(f"memory (earlier session {report.session_id}): {report.summary()}")
+    return lines
+
+
+def catch_up_now(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService", *,
+                 exclude: Sequence[str] = (), only: str | None = None, max_sessions: int | None = None,
+                 max_messages: int | None = None) -> list | None:
+    """Mine earlier sessions' unmined messages now (see ``memory.catchup``); ``None`` when another
+    process is catching up in this project."""
+    from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
+    from memagent.memory import catchup
+    from memagent.memory.history import LearningHistory
+
+    lock = catchup.hold_catch_up(paths.memory)
+    if lock is None:
+        return None
+    try:
+        files = [p for p in iter_transcripts(paths.transcripts) if only is None or p.stem == only]
+        sessions = []
+        for path in files[-catchup.SCAN_SESSIONS:]:
+            try:
+                sessions.append((path.stem, read_records(path).records))
+            except TranscriptError:
+                continue
+        history = LearningHistory.for_paths(paths)
+        pending, settled = catchup.plan(
+            sessions, paths.memory, history, exclude=exclude, only=only,
+            max_sessions=max_sessions or catchup.MAX_SESSIONS, max_messages=max_messages or catchup.MAX_MESSAGES)
+
+        return catchup.mine(pending, history, settled,
+                            lambda **session: _pipeline(paths, settings, model, service, **session))
+    finally:
+        lock.release()
 
 
 @dataclass
@@ -173,6 +332,9 @@ def open_memory(
     warn: Callable[[str], None],
     prefetch: bool = True,
     upkeep: bool = True,
+    conversation: Conversation | None = None,
+    transcript_session: str | None = None,
+    exclude_sessions: Sequence[str] = (),
 ) -> MemoryOpening:
     """Open the stores, decay unused cards (at most daily), start the background learner and the
     warm-up (``prefetch``: also load the embedder and the vector index before the first search
@@ -198,7 +360,9 @@ def open_memory(
 
     feature = MemoryFeature(
         service, learner, settings=settings, profile=lambda: render_profile(service, paths),
-        current_task=current_task, warn=warn,
+        current_task=current_task, warn=warn, conversation=conversation, transcript_session=transcript_session,
+        catch_up=_start_catch_up(paths, settings, model, service, transcript_session or session_id,
+                                 exclude_sessions, one_shot=not upkeep),
     )
     return MemoryOpening(feature)
 
@@ -228,6 +392,30 @@ def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None]
             pass
 
     threading.Thread(target=warm, name="memagent-memory-warm-up", daemon=True).start()
+
+
+def _start_catch_up(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService",
+                    session_id: str, exclude: Sequence[str], *, one_shot: bool) -> CatchUpRun:
+    """Mark this session live, then learn earlier sessions' unmined messages in the background
+    (one session for a one-shot prompt); nothing when automatic extraction is off."""
+    from memagent.memory.catchup import hold_live_mark
+    from memagent.memory.learning import auto_extract_enabled
+
+    mark = hold_live_mark(paths.memory, session_id)
+    if not auto_extract_enabled(settings):
+        return CatchUpRun(mark, None)
+    skip = [session_id, *exclude]
+    return CatchUpRun(mark, lambda: catch_up_now(paths, settings, model, service, exclude=skip,
+                                                 max_sessions=1 if one_shot else None) or [])
+
+
+def _pipeline(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService", **session):
+    from memagent.llm.tokens import lazy_counter
+    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning import LearningPipeline
+
+    return LearningPipeline(model, service, count_tokens=lazy_counter(settings.tokenizer, settings.tokenizer_json),
+                            settings=settings, history=LearningHistory.for_paths(paths), **session)
 
 
 def _start_learner(

@@ -7,15 +7,17 @@ it can act on (carry on without memory). Gate refusals are errors too, with the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Literal, Optional
+from typing import TYPE_CHECKING, Callable, Literal, Optional, Sequence
 
 from pydantic import Field
 
+from memagent.llm.types import Message
 from memagent.memory.cards import CARD_ID_PATTERN, MemoryType
 from memagent.permissions.effects import Declaration, Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 if TYPE_CHECKING:
+    from memagent.memory.saving import SaveResult
     from memagent.memory.service import MemoryService
 
 ScopeName = Literal["project", "user", "session"]
@@ -36,6 +38,12 @@ class MemorySaveInput(ToolInput):
         None,
         pattern=CARD_ID_PATTERN,
         description="Id of an existing memory this one corrects (it is kept as superseded).",
+    )
+    quote: Optional[str] = Field(
+        None,
+        max_length=300,
+        description="When the user asked you to remember this, their exact words (copied verbatim from "
+        "their message): the memory is then recorded as stated by the user. Omit it for your own inferences.",
     )
 
 
@@ -74,9 +82,10 @@ def _service(factory: Callable[[], "MemoryService"]) -> "MemoryService":
         raise ToolError(f"long-term memory is off: {exc}. Carry on without it.") from None
 
 
-def _provenance(ctx: ToolContext) -> dict[str, str] | None:
-    """The session that saves (a subagent's own session), and the subagent, when one saves."""
-    found = {"session_id": ctx.session_id} if ctx.session_id else {}
+def _provenance(ctx: ToolContext, traced: dict | None = None) -> dict | None:
+    """Where a saved card comes from: ``traced`` (the session, and the user's turn, message and
+    quote when traced), and the subagent, when one saves (its own session is ``ctx.session_id``)."""
+    found = dict(traced) if traced else ({"session_id": ctx.session_id} if ctx.session_id else {})
     if ctx.agent:
         found["agent"] = ctx.agent
     return found or None
@@ -91,11 +100,43 @@ def _call(action: Callable[[], object]):
         raise ToolError(f"long-term memory failed: {exc}") from None
 
 
+Messages = Callable[[], tuple[Sequence[Message], Sequence[str]]]
+
+
+def _attribution(args: MemorySaveInput, ctx: ToolContext, messages: Messages | None) -> tuple[str, dict, str]:
+    """(source, provenance, note): ``user`` with the turn, message id and quote when the quote is
+    the user's own words in this conversation; otherwise the agent's inference."""
+    from memagent.memory.screening import trace_user_quote
+
+    session = {"session_id": ctx.session_id} if ctx.session_id else {}
+    if not args.quote:
+        return "assistant", session, ""
+    traced = trace_user_quote(args.quote, args.content, *messages()) if messages is not None else None
+    if traced is None:
+        return "assistant", session, (" Recorded as your inference: the quote is not the user's words in this "
+                                      "conversation (copy it verbatim from their message).")
+    return "user", traced.provenance(ctx.session_id or None), f" Recorded as the user's words (message {traced.message_id})."
+
+
+def _saved(result: "SaveResult", note: str) -> str:
+    if result.status == "refused" or result.card is None:
+        raise ToolError(f"memory not saved: {result.reason}")
+    card = result.card
+    if result.status == "duplicate":
+        return f"Already remembered as [Memory#{card.id}] ({result.reason}); nothing new was saved."
+    if "memory_max_cards" in result.reason:  # the quota archived others: the user is told
+        note += f" Note: {result.reason[result.reason.index('memory_max_cards'):]}."
+    if result.status == "superseded":
+        return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}); it supersedes [Memory#{card.supersedes}].{note}"
+    return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}).{note}"
+
+
 # Longer than 60 lines: four small tool handlers closing over one service, kept together.
 def memory_tools(
-    service_factory: Callable[[], "MemoryService"], *, user_scope: bool = True
+    service_factory: Callable[[], "MemoryService"], messages: Messages | None = None, *, user_scope: bool = True
 ) -> list[Tool]:
-    """The four memory tools bound to a service (obtained lazily, on each call).
+    """The four memory tools bound to a service (obtained lazily, on each call). ``messages``
+    gives the conversation (messages and their transcript ids) a ``quote`` is traced in.
 
     ``user_scope``: whether a user-scope card may be saved at all (``mcp serve`` refuses them
     unless told)."""
@@ -104,29 +145,24 @@ def memory_tools(
     def memory_save(args: MemorySaveInput, ctx: ToolContext) -> str:
         """Save one durable memory (a fact, preference, decision, procedure...) for later sessions.
         It goes through a gate: secrets, near-duplicates, low confidence and very short or long
-        texts are refused with a reason. To correct a memory, pass its id as `supersedes`."""
+        texts are refused with a reason. To correct a memory, pass its id as `supersedes`. When the
+        user asked you to remember something, pass their exact words as `quote`."""
         if args.scope == "user" and not user_scope:
             raise ToolError(USER_SCOPE_REFUSED)
         service = _service(service_factory)
+        source, provenance, note = _attribution(args, ctx, messages)
         result = _call(
             lambda: service.save(
                 args.content,
                 args.memory_type,
                 args.scope,
                 confidence=args.confidence,
-                source="assistant",
-                provenance=_provenance(ctx),
+                source=source,
+                provenance=_provenance(ctx, provenance),
                 supersedes=args.supersedes,
             )
         )
-        if result.status == "refused" or result.card is None:
-            raise ToolError(f"memory not saved: {result.reason}")
-        card = result.card
-        if result.status == "duplicate":
-            return f"Already remembered as [Memory#{card.id}] ({result.reason}); nothing new was saved."
-        if result.status == "superseded":
-            return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}); it supersedes [Memory#{card.supersedes}]."
-        return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope})."
+        return _saved(result, note)
 
     @tool("memory_search", MemorySearchInput, key_argument="query", effects=declares(Effect.READ))
     def memory_search(args: MemorySearchInput, ctx: ToolContext) -> str:
@@ -144,7 +180,8 @@ def memory_tools(
             content = " ".join(card.content.split())
             lines.append(
                 f"[Memory#{card.id}] score {hit.score:.3f} ({card.memory_type}, {card.scope}, "
-                f"conf {card.confidence:.2f}, {trust_label(card.source)}, {card.created_at.date().isoformat()}) {content}"
+                f"conf {card.confidence:.2f}, {trust_label(card.source)}, {card.created_at.date().isoformat()}) "
+                f"{content}{hit.history_note()}"
             )
         return "\n".join(lines)
 

@@ -7,17 +7,27 @@ references). Skills are discovered, in this order, in:
 - ``<project>/.agents/skills/<name>/SKILL.md``
 - ``<project>/.claude/skills/<name>/SKILL.md``
 - ``$MEMAGENT_HOME/skills/<name>/SKILL.md``
+- ``~/.claude/skills/<name>/SKILL.md`` and ``~/.agents/skills/<name>/SKILL.md``
 
-The first skill of a given name wins; a later one of the same name is reported as shadowed.
-A file whose front matter cannot be parsed, or that lacks a ``description``, is named in a
-warning and skipped, and so is a ``SKILL.md`` (or skill folder) that is a symlink leading out of
-the project (for the user's skills: out of ``$MEMAGENT_HOME`` and the home folder); ``name``
-defaults to the directory name. Names are lowercase letters,
-digits and hyphens (at most 64 characters).
+A skill's name is its directory's name, as Claude Code names it (the front matter's ``name`` is
+only a title), made lowercase letters, digits and hyphens: ``Hook Development`` becomes
+``hook-development`` (at most 64 characters). The first skill of a given name wins; a later one
+of the same name is reported as shadowed. A file whose front matter cannot be parsed, or that
+lacks a ``description``, is named in a warning and skipped, and so is a ``SKILL.md`` (or skill
+folder) that is a symlink leading out of the project (for the user's skills: out of
+``$MEMAGENT_HOME`` and the home folder).
 
 Only names and descriptions go into the system prompt. The ``skill`` tool returns a skill's
-body and lists its other files on demand; ``skill`` with ``file`` returns one of those files
-(so a skill in ``$MEMAGENT_HOME`` works although ``read_file`` is confined to the project).
+body, the folder it lives in ("Base directory for this skill", so its scripts can be run by
+path) and the list of its other files; ``skill`` with ``file`` returns one of those files (so a
+skill outside the project works although ``read_file`` is confined to it). A binary file is
+named with its size and path, never dumped; a very long one is cut with a note.
+
+Every skill is also a slash command, ``/<name> [arguments]`` (:class:`SkillCommand`): it sends
+the skill's body as the user's message, with ``$ARGUMENTS`` and its other placeholders filled as
+for a Markdown command (:mod:`memagent.commands_md`), ``!`command``` snippets run through the
+permission check, and the front matter's ``allowed-tools`` (only from a trusted project or the
+user's own folders), ``argument-hint`` and ``model`` applied to that turn.
 """
 
 from __future__ import annotations
@@ -32,14 +42,18 @@ from pydantic import Field
 
 from memagent.fsutil import resolves_inside
 from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.commands_md import Invocation, substitute, tool_rules
 from memagent.markers import Marker
+from memagent.tools import claude_names
 from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MAX_LISTED_FILES = 50
-MAX_FILE_CHARS = 100_000
+MAX_FILE_CHARS = 50_000
+BINARY_PROBE_BYTES = 8192
+USER_SOURCES = ("user", "user (~/.claude)", "user (~/.agents)")
 SKILLS_HEADER = (
     f"{Marker.SKILLS.value}: playbooks for recurring tasks. When a task matches a skill's description, "
     "call the skill tool with its name before starting, and follow what it says.]"
@@ -55,7 +69,11 @@ class Skill:
     name: str
     description: str
     path: Path  # the SKILL.md file
-    source: str  # project (.agents) | project (.claude) | user
+    source: str  # project (.agents) | project (.claude) | user | user (~/.claude) | user (~/.agents)
+    title: str = ""  # the front matter's ``name`` when it is not the skill's name
+    argument_hint: str = ""
+    allowed_tools: tuple[str, ...] = ()
+    model: str | None = None
 
     @property
     def directory(self) -> Path:
@@ -79,6 +97,11 @@ class Skill:
         return {"name": self.name, "description": self.description, "path": str(self.path), "source": self.source}
 
 
+def normalize_name(text: str) -> str:
+    """A skill name as Claude Code makes it: ``Hook Development`` → ``hook-development``."""
+    return re.sub(r"[^a-z0-9]+", "-", text.strip().lower()).strip("-")[:64].rstrip("-")
+
+
 @dataclass
 class SkillIndex:
     skills: list[Skill] = field(default_factory=list)
@@ -88,12 +111,15 @@ class SkillIndex:
         return next((s for s in self.skills if s.name == name), None)
 
 
-def skill_dirs(root: Path, home: Path) -> list[tuple[Path, str]]:
-    return [
+def skill_dirs(root: Path, home: Path, user_home: Path | None = None) -> list[tuple[Path, str]]:
+    dirs = [
         (root / ".agents" / "skills", "project (.agents)"),
         (root / ".claude" / "skills", "project (.claude)"),
         (home / "skills", "user"),
     ]
+    if user_home is not None:
+        dirs += [(user_home / ".claude" / "skills", "user (~/.claude)"), (user_home / ".agents" / "skills", "user (~/.agents)")]
+    return dirs
 
 
 def parse_skill_file(path: Path, source: str = "") -> tuple[dict[str, Any], str]:
@@ -117,24 +143,32 @@ def parse_skill_file(path: Path, source: str = "") -> tuple[dict[str, Any], str]
 
 def read_skill(path: Path, source: str) -> Skill:
     meta, _ = parse_skill_file(path, source)
-    name = str(meta.get("name") or path.parent.name).strip()
+    name = normalize_name(path.parent.name)
+    title = " ".join(str(meta.get("name") or "").split())
     description = " ".join(str(meta.get("description") or "").split())
     if not NAME_PATTERN.match(name):
-        raise SkillError(f"{path}: skill name {name!r} is not lowercase letters, digits and hyphens (≤64)")
+        raise SkillError(f"{path}: the folder name {path.parent.name!r} gives no usable skill name")
     if not description:
         raise SkillError(f"{path}: the front matter has no description")
-    return Skill(name=name, description=description, path=path, source=source)
+    model = meta.get("model")
+    return Skill(
+        name=name, description=description, path=path, source=source,
+        title=title if normalize_name(title) != name else "",
+        argument_hint=" ".join(str(meta.get("argument-hint") or "").split()),
+        allowed_tools=tool_rules(meta.get("allowed-tools")),
+        model=model.strip() if isinstance(model, str) and model.strip() else None,
+    )
 
 
-def discover_skills(root: Path, home: Path) -> SkillIndex:
+def discover_skills(root: Path, home: Path, user_home: Path | None = None) -> SkillIndex:
     """Every skill of the project and the user. A skill file (or folder) that is a symlink
     leading out of the project — or, for the user's skills, out of ``$MEMAGENT_HOME`` and the
     home folder — is skipped with a one-line problem."""
     index = SkillIndex()
-    for base, source in skill_dirs(root, home):
+    for base, source in skill_dirs(root, home, user_home):
         if not base.is_dir():
             continue
-        allowed = (root,) if source.startswith("project") else (home, Path.home())
+        allowed = (root,) if source.startswith("project") else (home, user_home or Path.home())
         for path in sorted(base.glob(f"*/{SKILL_FILE}")):
             if not resolves_inside(path, *allowed):
                 index.problems.append(f"skill skipped: {path} is a symlink leading outside {_where(source)}")
@@ -177,10 +211,28 @@ def _skill_file(skill: Skill, relative: str) -> str:
         raise ToolError(f"{relative!r} is not inside the skill {skill.name!r}")
     if not target.is_file():
         raise ToolError(f"the skill {skill.name!r} has no file {relative!r}; it has: {', '.join(skill.other_files()) or 'none'}")
+    size = target.stat().st_size
+    with target.open("rb") as handle:
+        probe = handle.read(BINARY_PROBE_BYTES)
+    if is_binary(probe):
+        return (f"[{relative} is a binary file ({size:,} bytes), not shown. Its path: {target} — use it from a "
+                "command (a script of the skill can read it), do not read it as text]")
     text = target.read_text(encoding="utf-8", errors="replace")
     if len(text) > MAX_FILE_CHARS:
-        text = text[:MAX_FILE_CHARS] + f"\n[… cut at {MAX_FILE_CHARS:,} characters]"
+        text = (text[:MAX_FILE_CHARS] + f"\n[… {relative} has {len(text):,} characters; only the first "
+                f"{MAX_FILE_CHARS:,} are shown. Its path: {target}]")
     return text
+
+
+def is_binary(probe: bytes) -> bool:
+    """Bytes that are not text: a NUL, or not UTF-8 (allowing a character cut at the end)."""
+    if b"\x00" in probe:
+        return True
+    try:
+        probe.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(probe) - 4
+    return False
 
 
 def render_skill(skill: Skill) -> str:
@@ -189,7 +241,7 @@ def render_skill(skill: Skill) -> str:
     except SkillError as exc:
         raise ToolError(str(exc)) from None
     files = skill.other_files()
-    parts = [f"# Skill: {skill.name}\n\n{body}"]
+    parts = [f"# Skill: {skill.name}\n\nBase directory for this skill: {skill.directory.resolve()}\n\n{body}"]
     if files:
         shown = files[:MAX_LISTED_FILES]
         more = f"\n(and {len(files) - len(shown)} more)" if len(files) > len(shown) else ""
@@ -202,7 +254,7 @@ def render_skill(skill: Skill) -> str:
 
 
 def skill_tool(index: SkillIndex) -> Tool:
-    @tool("skill", SkillInput, key_argument="name", effects=declares(Effect.READ))
+    @tool("skill", SkillInput, key_argument="name", effects=declares(Effect.READ), claude=claude_names.SKILL)
     def run_skill(args: SkillInput, ctx: ToolContext) -> str:
         """Load a skill (a playbook listed under "Skills" in the system prompt): returns its
         instructions and the list of its other files. Pass `file` to read one of those files."""
@@ -217,16 +269,71 @@ def skill_tool(index: SkillIndex) -> Tool:
     return run_skill
 
 
+@dataclass(frozen=True)
+class SkillCommand:
+    """A skill as the slash command ``/<name> [arguments]``."""
+
+    skill: Skill
+    trusted: bool = True  # False: a project skill in a project the user has not trusted
+
+    @property
+    def name(self) -> str:
+        return self.skill.name
+
+    @property
+    def description(self) -> str:
+        text = self.skill.description
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    @property
+    def argument_hint(self) -> str:
+        return self.skill.argument_hint
+
+    @property
+    def source(self) -> str:
+        return f"skill, {self.skill.source}"
+
+    @property
+    def usage(self) -> str:
+        return f"/{self.name}" + (f" {self.argument_hint}" if self.argument_hint else "")
+
+    def invoke(self, arguments: str) -> Invocation:
+        command = f"/{self.name}"
+        try:
+            body = self.skill.body()
+        except SkillError as exc:
+            return Invocation(command, error=str(exc))
+        prompt = f"Base directory for this skill: {self.skill.directory.resolve()}\n\n{substitute(body, arguments)}"
+        allowed, notes = self.skill.allowed_tools, ()
+        if allowed and not (self.trusted or self.skill.source in USER_SOURCES):
+            allowed = ()
+            notes = (f"{command}: allowed-tools ignored, this project is not trusted (`memagent trust` allows it)",)
+        return Invocation(command, prompt, arguments.strip(), allowed, self.skill.model, run_shell=True, notes=notes)
+
+
 class SkillsFeature(BaseFeature):
     """Skill names and descriptions in the system prompt; the ``skill`` tool loads one."""
 
     name = "skills"
 
-    def __init__(self, root: Path, home: Path, *, warn: Callable[[str], None] | None = None):
-        self.index = discover_skills(root, home)
+    def __init__(
+        self,
+        root: Path,
+        home: Path,
+        *,
+        user_home: Path | None = None,
+        trusted: bool = True,
+        warn: Callable[[str], None] | None = None,
+    ):
+        self.index = discover_skills(root, home, user_home)
+        self.trusted = trusted
         self._text = skills_prompt(self.index.skills)
         for problem in self.index.problems if warn is not None else ():
             warn(problem)
+
+    def commands(self) -> list[SkillCommand]:
+        """Every skill as a slash command."""
+        return [SkillCommand(skill, self.trusted) for skill in self.index.skills]
 
     @property
     def warnings(self) -> list[str]:
@@ -298,6 +405,9 @@ def first_sentence(text: str, limit: int = 200) -> str:
 
 __all__ = [
     "Skill",
+    "SkillCommand",
+    "is_binary",
+    "normalize_name",
     "SkillError",
     "SkillIndex",
     "SkillsFeature",

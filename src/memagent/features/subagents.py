@@ -28,6 +28,7 @@ from memagent.events import AgentEvent, ToolCallStarted, TurnEnded
 from memagent.features.agent_definitions import AgentDefinition, AgentSet
 from memagent.permissions import Effect, declares
 from memagent.pricing import UsageMeter, format_cost
+from memagent.tools import claude_names
 from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, tool
 
 SUBAGENT_RECORD = "subagent"
@@ -96,7 +97,7 @@ class SubagentsFeature(BaseFeature):
 
         # The call itself only reads: each call the subagent makes goes through the gate on its own.
         @tool("task", TaskInput, key_argument="description", description=TASK_DESCRIPTION.format(agents=listing),
-              effects=declares(Effect.READ))
+              effects=declares(Effect.READ), claude=claude_names.TASK)
         def task(args: TaskInput, ctx: ToolContext) -> str:
             return self.run(args, ctx)
 

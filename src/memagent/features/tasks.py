@@ -194,6 +194,20 @@ class TaskGraphFeature(BaseFeature):
     def for_subagent(self, child: SubagentContext) -> "TaskGraphFeature":
         return self  # one task graph per project
 
+    def in_progress(self) -> str | None:
+        """The graph's task in progress as ``#3 subject`` (the newest started one), or None: what
+        memory learns cards under when no todo item is in progress."""
+        if not self.tasks_dir.is_dir():
+            return None
+        try:
+            started = [t for t in self.store().list() if t.status == "in_progress"]
+        except Exception:  # a broken task store labels nothing
+            return None
+        if not started:
+            return None
+        task = max(started, key=lambda t: (str(t.updated_at or ""), t.id))
+        return f"#{task.id} {task.subject}"
+
     def reinject(self) -> str | None:
         snapshot = self.snapshot()
         return "The project's task graph (from .tasks/):\n" + snapshot if snapshot else None

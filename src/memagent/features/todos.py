@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.todo import TodoError, TodoManager
+from memagent.tools import claude_names
 from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
@@ -36,7 +37,7 @@ class TodoInput(ToolInput):
 def todo_tools(manager: TodoManager) -> list[Tool]:
     """The ``todo`` tool bound to one session's manager."""
 
-    @tool("todo", TodoInput, effects=declares(Effect.SESSION))
+    @tool("todo", TodoInput, effects=declares(Effect.SESSION), claude=claude_names.TODO_WRITE)
     def todo(args: TodoInput, ctx: ToolContext) -> str:
         """Keep a short checklist for the current piece of work and update it as you go.
 

@@ -17,6 +17,7 @@ import threading
 import typing
 from typing import Any, Iterator
 
+from memagent.decoding import scrub_value
 from memagent.errors import one_line
 from memagent.llm.types import (
     AuthenticationError,
@@ -99,10 +100,12 @@ def _count_breakpoints(system: list[Block], tools: list[dict[str, Any]], message
 def build_params(request: ModelRequest, default_model: str) -> dict[str, Any]:
     """The keyword arguments for ``messages.create``, with cache breakpoints on the last system
     block, the last tool and the newest message's last block. Copies what it changes; the
-    caller's lists and dicts are never mutated, everything else is passed through as is."""
-    system = list(request.system)
-    tools = list(request.tools)
-    messages = list(request.messages)
+    caller's lists and dicts are never mutated, everything else is passed through as is, but for
+    lone surrogates (a file name or output that was not UTF-8), which become U+FFFD: the request
+    must encode as UTF-8."""
+    system = list(scrub_value(request.system))
+    tools = list(scrub_value(request.tools))
+    messages = list(scrub_value(request.messages))
     budget = MAX_CACHE_BREAKPOINTS - _count_breakpoints(system, tools, messages)
     if system and budget > 0 and "cache_control" not in system[-1]:
         system[-1] = _with_cache_control(system[-1])

@@ -10,7 +10,8 @@ The format is the one Claude Code and Cursor use, so an existing file works unch
 
 A server with a ``command`` (``type`` absent or ``"stdio"``) is started as a subprocess and
 spoken to over its stdin/stdout; ``type: "http"`` (or ``"streamable-http"``) is the streamable
-HTTP transport. ``${VAR}`` and ``${VAR:-default}`` are expanded in ``command``, ``args``,
+HTTP transport and ``type: "sse"`` the older HTTP+SSE transport (both take ``url`` and
+``headers``). ``${VAR}`` and ``${VAR:-default}`` are expanded in ``command``, ``args``,
 ``env``, ``url`` and ``headers`` from the environment passed in. A server that names a variable
 that is not set (and has no default) is not started; it is listed with the reason.
 
@@ -74,10 +75,11 @@ class HttpServer:
     headers: Mapping[str, str] = field(default_factory=dict)
     origin: str = "user"
     display: str = ""  # the URL as configured, before expansion
+    sse: bool = False  # the HTTP+SSE transport (``"type": "sse"``) instead of streamable HTTP
 
     @property
     def transport(self) -> str:
-        return "http"
+        return "sse" if self.sse else "http"
 
     @property
     def target(self) -> str:
@@ -146,17 +148,17 @@ def parse_server(name: str, entry: Any, env: Mapping[str, str], origin: str) -> 
     if not isinstance(entry, dict):
         raise McpConfigError("the entry must be an object")
     kind = str(entry.get("type") or ("http" if "url" in entry and "command" not in entry else "stdio"))
-    if kind in ("http", "streamable-http", "streamableHttp"):
+    if kind in ("http", "streamable-http", "streamableHttp", "sse"):
         url = entry.get("url")
         if not isinstance(url, str) or not url.strip():
-            raise McpConfigError('an http server needs a "url"')
+            raise McpConfigError(f'an {"sse" if kind == "sse" else "http"} server needs a "url"')
         headers = {k: expand(v, env) for k, v in _mapping(entry.get("headers"), "headers").items()}
         expanded = expand(url, env)
         if not expanded.startswith(("http://", "https://")):
             raise McpConfigError(f"url must start with http:// or https://, not {url[:40]!r}")
-        return HttpServer(name, expanded, headers, origin, display=url)
+        return HttpServer(name, expanded, headers, origin, display=url, sse=kind == "sse")
     if kind != "stdio":
-        raise McpConfigError(f'transport "{kind}" is not supported (use stdio or "type": "http")')
+        raise McpConfigError(f'transport "{kind}" is not supported (use stdio, "type": "http" or "type": "sse")')
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
         raise McpConfigError('a stdio server needs a "command"')

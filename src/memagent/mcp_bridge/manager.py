@@ -2,14 +2,20 @@
 
 The ``mcp`` SDK is asynchronous and memagent's agent loop is not. :class:`McpManager` runs one
 asyncio loop in a daemon thread; each configured server is one task on it that connects
-(``initialize``), lists the server's tools, and then holds the session open until
-:meth:`McpManager.close`. The agent calls :meth:`McpManager.call_tool` from its own thread and
-waits (bounded) for the answer.
+(``initialize``), lists what the server offers (tools, prompts, whether it has resources), and
+then holds the session open until :meth:`McpManager.close`. The agent calls
+:meth:`McpManager.call_tool` (and ``read_resource``, ``list_resources``, ``get_prompt``) from its
+own thread and waits (bounded) for the answer.
 
-Failure is contained per server: a server that cannot be started, does not answer within
-``connect_timeout`` or crashes later is marked ``failed`` with a one-line reason; its tools answer
-with an error result; the other servers and the session carry on. Nothing here raises into the
-caller except ``KeyboardInterrupt``.
+Failure is contained per server: a server that cannot be started or does not answer within
+``connect_timeout`` is marked ``failed`` with a one-line reason; its tools answer with an error
+result; the other servers and the session carry on. A connection that drops after it worked (a
+crashed process, a closed HTTP stream) is re-established in the background with growing pauses
+(``reconnect_delays``, 1 s, 2 s, 4 s, … by default) and given up after the last one; a call made
+meanwhile waits a little for the reconnection. Lines a stdio server writes to stdout that are not
+MCP messages are counted and summarised in one line (``ServerStatus.noise``); its stderr goes to a
+private file whose last line is quoted when the server fails. Nothing here raises into the caller
+except ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
@@ -17,58 +23,39 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import tempfile
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 from memagent import __version__
 from memagent.errors import one_line
 from memagent.mcp_bridge.config import HttpServer, ServerSpec, StdioServer, server_environment
-from memagent.mcp_bridge.results import CallOutcome, convert_result
+from memagent.mcp_bridge.remote import (
+    FAILED,
+    READY,
+    RECONNECTING,
+    STARTING,
+    STOPPED,
+    Noise,
+    RemotePrompt,
+    RemoteResource,
+    RemoteTool,
+    ServerStatus,
+    list_prompts,
+    list_resources,
+    list_tools,
+    offers_resources,
+)
+from memagent.mcp_bridge.results import CallOutcome, convert_contents, convert_result, prompt_text
 
-STARTING, READY, FAILED, STOPPED = "starting", "ready", "failed", "stopped"
 CONNECTION_CLOSED = -32000  # JSON-RPC codes the SDK uses for a dead connection / a timeout
 REQUEST_TIMEOUT = -32001
+RECONNECT_DELAYS = (1.0, 2.0, 4.0, 8.0, 16.0)
+RECONNECT_WAIT = 20.0  # at most this long, a call waits for a server that is reconnecting
 _STDERR_TAIL = 300
-
-
-@dataclass(frozen=True)
-class RemoteTool:
-    """One tool a server offers, as it listed it."""
-
-    server: str
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    # The server's own hints (MCP tool annotations); None where it gave none.
-    read_only: bool | None = None
-    destructive: bool | None = None
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    name: str
-    transport: str
-    target: str
-    origin: str
-    status: str = STARTING
-    reason: str | None = None
-    tools: tuple[RemoteTool, ...] = ()
-    server_info: str = ""  # "name version" the server announced
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "transport": self.transport,
-            "target": self.target,
-            "origin": self.origin,
-            "status": self.status,
-            "reason": self.reason,
-            "server_info": self.server_info,
-            "tools": [{"name": t.name, "description": t.description} for t in self.tools],
-        }
 
 
 def _one_line(exc: BaseException) -> str:
@@ -90,6 +77,24 @@ def _stderr_tail(log: IO[str] | None) -> str:
     return lines[-1][-_STDERR_TAIL:] if lines else ""
 
 
+def _quiet_sdk_logging() -> None:
+    """The SDK logs a full traceback for every stdout line a server gets wrong; memagent counts
+    them instead (``Noise``). A NullHandler on the SDK's logger keeps Python's last-resort
+    handler from printing them, while a logging set-up of the embedding program still sees them."""
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 @dataclass
 class McpManager:
     """Connections to the configured MCP servers. ``start()`` returns at once."""
@@ -99,8 +104,11 @@ class McpManager:
     cwd: Path | None = None
     connect_timeout: float = 30.0
     max_result_chars: int = 30_000
+    reconnect_delays: Sequence[float] = RECONNECT_DELAYS
     _status: dict[str, ServerStatus] = field(default_factory=dict, init=False)
     _clients: dict[str, Any] = field(default_factory=dict, init=False)
+    _lost: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
+    _noise: dict[str, Noise] = field(default_factory=dict, init=False)
     _changed: threading.Condition = field(default_factory=threading.Condition, init=False)
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _stop: asyncio.Event | None = field(default=None, init=False)
@@ -111,6 +119,7 @@ class McpManager:
     def __post_init__(self) -> None:
         for spec in self.servers:
             self._status[spec.name] = ServerStatus(spec.name, spec.transport, spec.target, spec.origin)
+            self._noise[spec.name] = Noise()
 
     # ------------------------------------------------------------------ facade (any thread)
 
@@ -119,6 +128,7 @@ class McpManager:
         with self._changed:
             if self._thread is not None or self._closed or not self.servers:
                 return
+            _quiet_sdk_logging()
             ready = threading.Event()
             self._thread = threading.Thread(target=self._run, args=(ready,), name="memagent-mcp", daemon=True)
             self._thread.start()
@@ -131,33 +141,68 @@ class McpManager:
 
     def statuses(self) -> list[ServerStatus]:
         with self._changed:
-            return [self._status[spec.name] for spec in self.servers]
+            return [self._with_noise(self._status[spec.name]) for spec in self.servers]
 
     def status(self, server: str) -> ServerStatus | None:
         with self._changed:
-            return self._status.get(server)
+            found = self._status.get(server)
+            return self._with_noise(found) if found is not None else None
 
     def call_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
         """Call one tool and wait at most ``timeout`` seconds; failures are error outcomes."""
-        state = self.status(server)
-        client = self._clients.get(server)
-        loop = self._loop
-        if state is None:
-            return CallOutcome(f"no MCP server named {server!r}", is_error=True)
-        if state.status != READY or client is None or loop is None:
-            why = f": {state.reason}" if state.reason else ""
-            return CallOutcome(f"MCP server {server!r} is not available ({state.status}{why})", is_error=True)
-        future = asyncio.run_coroutine_threadsafe(self._call(server, client, tool, arguments, timeout), loop)
-        try:
-            return future.result(timeout + 5.0)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            return CallOutcome(f"MCP tool {tool} on {server!r} did not answer within {timeout:g}s", is_error=True)
-        except KeyboardInterrupt:
-            future.cancel()
-            raise
-        except Exception as exc:  # a bug in the bridge must not end the session
-            return CallOutcome(f"MCP tool {tool} on {server!r} failed: {_one_line(exc)}", is_error=True)
+        return self._request(
+            server, lambda client: self._call(server, client, tool, arguments, timeout), timeout, f"MCP tool {tool}"
+        )
+
+    def read_resource(self, server: str, uri: str, timeout: float) -> CallOutcome:
+        """Read one resource (text, images, binary contents named with their size)."""
+
+        async def read(client: Any) -> CallOutcome:
+            result = await self._guarded(server, client.read_resource(uri), timeout, f"reading {uri}")
+            if isinstance(result, CallOutcome):
+                return result
+            return convert_contents(result, self.max_result_chars, server)
+
+        return self._request(server, read, timeout, f"reading {uri}")
+
+    def get_prompt(self, server: str, prompt: str, arguments: dict[str, str], timeout: float) -> CallOutcome:
+        """A prompt's messages as one text (``is_error`` with the reason when it fails)."""
+
+        async def get(client: Any) -> CallOutcome:
+            result = await self._guarded(server, client.get_prompt(prompt, arguments), timeout, f"prompt {prompt}")
+            if isinstance(result, CallOutcome):
+                return result
+            return CallOutcome(prompt_text(result, server))
+
+        return self._request(server, get, timeout, f"MCP prompt {prompt}")
+
+    def list_resources(self, server: str | None, timeout: float) -> tuple[list[RemoteResource], list[str]]:
+        """The resources of one server (or of every ready server that has some): (found, problems)."""
+        names = [server] if server else [s.name for s in self.statuses() if s.resources]
+        found: list[RemoteResource] = []
+        problems: list[str] = []
+        for name in names:
+            state = self.status(name)
+            if state is None:
+                problems.append(f"no MCP server named {name!r}")
+                continue
+            if state.status == READY and not state.resources:
+                problems.append(f"MCP server {name!r} offers no resources")
+                continue
+            box: list[RemoteResource] = []
+
+            async def listing(client: Any, name: str = name, box: list[RemoteResource] = box) -> CallOutcome:
+                result = await self._guarded(name, list_resources(name, client), timeout, "listing resources")
+                if isinstance(result, CallOutcome):
+                    return result
+                box.extend(result)
+                return CallOutcome("")
+
+            outcome = self._request(name, listing, timeout, "listing resources")
+            if outcome.is_error:
+                problems.append(outcome.text)
+            found += box
+        return found, problems
 
     def close(self, timeout: float = 8.0) -> None:
         """Stop every server (stdio processes are terminated); bounded, safe to call twice."""
@@ -170,12 +215,43 @@ class McpManager:
             loop.call_soon_threadsafe(self._shut_down, stop)
         thread.join(timeout)
 
+    def _with_noise(self, status: ServerStatus) -> ServerStatus:
+        summary = self._noise[status.name].summary()
+        return replace(status, noise=summary) if summary != status.noise else status
+
+    def _request(
+        self, server: str, make: Callable[[Any], Coroutine[Any, Any, CallOutcome]], timeout: float, what: str
+    ) -> CallOutcome:
+        """Run ``make(client)`` on the loop and wait for it; every failure is an error outcome."""
+        state = self.status(server)
+        if state is None:
+            return CallOutcome(f"no MCP server named {server!r}", is_error=True)
+        if state.status == RECONNECTING:
+            with self._changed:
+                self._changed.wait_for(lambda: self._status[server].status != RECONNECTING, min(timeout, RECONNECT_WAIT))
+            state = self.status(server) or state
+        client, loop = self._clients.get(server), self._loop
+        if state.status != READY or client is None or loop is None:
+            why = f": {state.reason}" if state.reason else ""
+            return CallOutcome(f"MCP server {server!r} is not available ({state.status}{why})", is_error=True)
+        future = asyncio.run_coroutine_threadsafe(make(client), loop)
+        try:
+            return future.result(timeout + 5.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return CallOutcome(f"{what} on {server!r} did not answer within {timeout:g}s", is_error=True)
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+        except Exception as exc:  # a bug in the bridge must not end the session
+            return CallOutcome(f"{what} on {server!r} failed: {_one_line(exc)}", is_error=True)
+
     # ------------------------------------------------------------------ the loop's thread
 
     def _shut_down(self, stop: asyncio.Event) -> None:
         stop.set()
         for name, task in self._tasks.items():
-            if self._status[name].status == STARTING:
+            if self._status[name].status in (STARTING, RECONNECTING):
                 task.cancel()  # do not wait out a server that is still starting
 
     def _settled(self) -> bool:
@@ -195,64 +271,123 @@ class McpManager:
             loop.run_until_complete(self._main())
         finally:
             for spec in self.servers:
-                if self._status[spec.name].status in (STARTING, READY):
+                if self._status[spec.name].status in (STARTING, READY, RECONNECTING):
                     self._set(spec.name, status=STOPPED)
             self._clients.clear()
             loop.close()
 
     async def _main(self) -> None:
-        loop = asyncio.get_running_loop()
         for spec in self.servers:
-            task = asyncio.create_task(self._serve(spec), name=f"mcp-{spec.name}")
-            self._tasks[spec.name] = task
-            loop.call_later(self.connect_timeout, self._give_up, spec.name, task)
+            self._tasks[spec.name] = asyncio.create_task(self._serve(spec), name=f"mcp-{spec.name}")
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
-    def _give_up(self, name: str, task: asyncio.Task[None]) -> None:
-        if self._status[name].status == STARTING:
-            self._set(name, status=FAILED, reason=f"did not answer within {self.connect_timeout:g}s")
-            task.cancel()
-
     async def _serve(self, spec: ServerSpec) -> None:
-        log: IO[str] | None = None
+        """Connect, and reconnect with growing pauses after a connection that worked drops."""
+        assert self._stop is not None
+        failures, worked = 0, False
+        while not self._stop.is_set():
+            connected, reason = await self._attempt(spec)
+            if self._stop.is_set() or (connected and reason is None):
+                return
+            worked = worked or connected
+            failures = 0 if connected else failures
+            if not worked:  # it never started: say why, once
+                self._set(spec.name, status=FAILED, reason=reason)
+                return
+            failures += 1
+            if failures > len(self.reconnect_delays):
+                tries = len(self.reconnect_delays)
+                self._set(spec.name, status=FAILED, reason=f"{reason}; gave up after {tries} reconnection attempts")
+                return
+            self._set(spec.name, status=RECONNECTING,
+                      reason=f"{reason}; reconnecting (attempt {failures} of {len(self.reconnect_delays)})")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.reconnect_delays[failures - 1])
+
+    async def _attempt(self, spec: ServerSpec) -> tuple[bool, str | None]:
+        """One connection: (did it get ready, why it ended — None when it was stopped)."""
+        ready = asyncio.Event()
+        task = asyncio.create_task(self._connection(spec, ready))
+        ready_wait = asyncio.ensure_future(ready.wait())
         try:
-            if isinstance(spec, StdioServer):
-                log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            done, _ = await asyncio.wait({task, ready_wait}, timeout=self.connect_timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                reason = f"did not answer within {self.connect_timeout:g}s"
+                if self._status[spec.name].status == STARTING:
+                    self._set(spec.name, status=FAILED, reason=reason)  # say so now; stopping it may take a while
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                return False, reason
+            return ready.is_set(), await task
+        except asyncio.CancelledError:  # the manager is closing: take the connection down with us
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            ready_wait.cancel()
+
+    async def _connection(self, spec: ServerSpec, ready: asyncio.Event) -> str | None:
+        """Connect, list, serve until stopped or lost; returns why it ended (None: stopped)."""
+        assert self._stop is not None
+        log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if isinstance(spec, StdioServer) else None
+        lost = self._lost[spec.name] = asyncio.Event()
+        reason: str | None = None
+        try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await self._connect(spec, stack, log)
-                tools = await self._list_tools(spec.name, client)
+                offered = {
+                    "tools": await list_tools(spec.name, client),
+                    "prompts": await list_prompts(spec.name, client),
+                    "resources": await offers_resources(client),
+                }
                 self._clients[spec.name] = client
-                self._set(spec.name, status=READY, tools=tools, server_info=self._info(client))
-                assert self._stop is not None
-                await self._stop.wait()
+                reconnects = self._status[spec.name].reconnects + (1 if self._status[spec.name].status == RECONNECTING else 0)
+                self._set(spec.name, status=READY, reason=None, server_info=self._info(client), reconnects=reconnects,
+                          **offered)
+                ready.set()
+                await _first_of(self._stop, lost)
                 self._clients.pop(spec.name, None)
+                reason = None if self._stop.is_set() else (self._status[spec.name].reason or "connection lost")
         except asyncio.CancelledError:
-            pass  # the start-up watchdog already said why
+            raise
         except BaseException as exc:  # noqa: BLE001 — one server's failure is one line, never more
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            tail = _stderr_tail(log)
-            reason = _one_line(exc) + (f" (stderr: {tail})" if tail else "")
-            if self._status[spec.name].status != FAILED:
-                self._set(spec.name, status=FAILED, reason=reason)
+            if reason is None and not (ready.is_set() and lost.is_set()):
+                tail = _stderr_tail(log)
+                reason = _one_line(exc) + (f" (stderr: {tail})" if tail else "")
+            elif reason is None:
+                reason = self._status[spec.name].reason or "connection lost"
         finally:
             self._clients.pop(spec.name, None)
             if log is not None:
                 log.close()
+        return reason
 
     async def _connect(self, spec: ServerSpec, stack: contextlib.AsyncExitStack, log: IO[str] | None) -> Any:
         from mcp import Client
         from mcp.types import Implementation
 
         info = Implementation(name="memagent", version=__version__)
-        if isinstance(spec, HttpServer):
+        noise = self._noise[spec.name]
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, Exception):
+                noise.add(message)
+
+        if isinstance(spec, HttpServer) and spec.sse:
+            from mcp.client.sse import sse_client
+
+            transport: Any = sse_client(spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0)
+        elif isinstance(spec, HttpServer):
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(30.0, read=300.0))
             )
-            transport: Any = streamable_http_client(spec.url, http_client=http)
+            transport = streamable_http_client(spec.url, http_client=http)
         else:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -263,22 +398,9 @@ class McpManager:
                 cwd=str(self.cwd) if self.cwd else None,
             )
             transport = stdio_client(params, errlog=log)
-        return await stack.enter_async_context(Client(transport, client_info=info, cache=None))
-
-    async def _list_tools(self, server: str, client: Any) -> tuple[RemoteTool, ...]:
-        found: list[RemoteTool] = []
-        cursor: str | None = None
-        for _ in range(50):  # pages; a server that never stops paging is cut off
-            page = await client.list_tools(cursor=cursor)
-            for tool in page.tools:
-                schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
-                hints = tool.annotations
-                found.append(RemoteTool(server, tool.name, tool.description or "", schema,
-                                        getattr(hints, "read_only_hint", None), getattr(hints, "destructive_hint", None)))
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tuple(found)
+        return await stack.enter_async_context(
+            Client(transport, client_info=info, cache=None, message_handler=on_message)
+        )
 
     @staticmethod
     def _info(client: Any) -> str:
@@ -287,26 +409,54 @@ class McpManager:
             return ""
         return f"{info.name} {info.version}".strip()
 
-    async def _call(self, server: str, client: Any, tool: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
+    async def _guarded(self, server: str, request: Awaitable[Any], timeout: float, what: str, grace: float = 0.0) -> Any:
+        """Await one request (at most ``timeout`` + ``grace`` s); a protocol error or a dead
+        connection becomes an error outcome."""
         from mcp import MCPError
 
         try:
-            result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+            return await asyncio.wait_for(request, timeout + grace)
+        except (TimeoutError, asyncio.TimeoutError):
+            return CallOutcome(f"{what} on {server!r} did not answer within {timeout:g}s", is_error=True)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
-                return CallOutcome(f"MCP tool {tool} on {server!r} did not answer within {timeout:g}s", is_error=True)
+                return CallOutcome(f"{what} on {server!r} did not answer within {timeout:g}s", is_error=True)
             if exc.code == CONNECTION_CLOSED:
-                return self._crashed(server, tool, exc)
-            return CallOutcome(f"MCP server {server!r} refused the call to {tool}: {exc.message}", is_error=True)
+                return self._crashed(server, what, exc)
+            return CallOutcome(f"MCP server {server!r} refused {what}: {exc.message}", is_error=True)
         except Exception as exc:  # noqa: BLE001 — a broken connection is an error result
-            return self._crashed(server, tool, exc)
-        return convert_result(result, self.max_result_chars)
+            return self._crashed(server, what, exc)
 
-    def _crashed(self, server: str, tool: str, exc: BaseException) -> CallOutcome:
+    async def _call(self, server: str, client: Any, tool: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
+        result = await self._guarded(
+            server, client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout, f"MCP tool {tool}", grace=1.0
+        )
+        if isinstance(result, CallOutcome):
+            return result
+        return convert_result(result, self.max_result_chars, server)
+
+    def _crashed(self, server: str, what: str, exc: BaseException) -> CallOutcome:
         reason = f"connection lost: {_one_line(exc)}"
-        self._set(server, status=FAILED, reason=reason)
         self._clients.pop(server, None)
-        return CallOutcome(f"MCP server {server!r} stopped working ({reason}); {tool} was not completed", is_error=True)
+        if self._stop is not None and not self._stop.is_set() and self.reconnect_delays:
+            self._set(server, status=RECONNECTING, reason=reason)
+        else:
+            self._set(server, status=FAILED, reason=reason)
+        lost = self._lost.get(server)
+        if lost is not None:
+            lost.set()
+        return CallOutcome(f"MCP server {server!r} stopped working ({reason}); {what} was not completed", is_error=True)
 
 
-__all__ = ["FAILED", "McpManager", "READY", "RemoteTool", "STARTING", "STOPPED", "ServerStatus"]
+__all__ = [
+    "FAILED",
+    "McpManager",
+    "READY",
+    "RECONNECTING",
+    "RemotePrompt",
+    "RemoteResource",
+    "RemoteTool",
+    "STARTING",
+    "STOPPED",
+    "ServerStatus",
+]

@@ -39,9 +39,16 @@ def render_rows(rows: Sequence[dict[str, Any]], problems: Sequence[str] = (), *,
         tools = row["tools"]
         for tool in tools[:tool_limit]:
             first = (tool.get("description") or "").strip().splitlines()
-            lines.append(f"    {tool['name']}" + (f" — {first[0][:80]}" if first else ""))
+            task = " (runs only as an MCP task: not offered)" if tool.get("task_only") else ""
+            lines.append(f"    {tool['name']}" + (f" — {first[0][:80]}" if first else "") + task)
         if len(tools) > tool_limit:
             lines.append(f"    … and {len(tools) - tool_limit} more")
+        if row.get("prompts"):
+            lines.append("    prompts: " + ", ".join(f"/mcp__{row['name']}__{p}" for p in row["prompts"]))
+        if row.get("resources"):
+            lines.append("    resources: read with list_mcp_resources / read_mcp_resource")
+        if row.get("noise"):
+            lines.append(f"    ! {row['noise']}")
     return "\n".join(lines)
 
 

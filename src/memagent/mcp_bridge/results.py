@@ -1,9 +1,13 @@
-"""An MCP ``CallToolResult`` as what the model reads: text plus image blocks.
+"""MCP results as what the model reads: text plus image blocks.
 
-Text content is joined; images in a format the Messages API accepts become image blocks next
-to the text; everything else (audio, binary resources, unsupported image types) is named in the
-text so the model knows it was there. Structured content is shown as JSON when the server sent
-no text. Long text is cut in the middle, keeping its head and tail.
+A ``CallToolResult`` (:func:`convert_result`) and a ``ReadResourceResult``
+(:func:`convert_contents`) are turned into the same :class:`CallOutcome`. Text content is
+joined; images in a format the Messages API accepts become image blocks next to the text;
+everything else (audio, binary resources, unsupported image types) is named in the text, with
+its size, so the model knows it was there without reading base64. A resource *link* names the
+resource and how to read it (the ``read_mcp_resource`` tool with the server and the URI).
+Structured content is shown as JSON when the server sent no text. Long text is cut in the
+middle, keeping its head and tail.
 """
 
 from __future__ import annotations
@@ -50,44 +54,105 @@ def _image_block(data: str, mime: str) -> dict[str, Any] | str:
     return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
 
 
-def _resource_text(resource: Any) -> str:
-    uri = str(getattr(resource, "uri", "") or "")
-    text = getattr(resource, "text", None)
-    if isinstance(text, str):
-        return f"[resource {uri}]\n{text}" if uri else text
-    mime = getattr(resource, "mime_type", None) or "binary"
-    return f"[binary resource {uri} ({mime}) not shown]"
+def _blob_size(blob: str) -> int:
+    return len(blob) * 3 // 4 - blob[-2:].count("=") if blob else 0
 
 
-def convert_result(result: Any, max_chars: int = 30_000) -> CallOutcome:
-    """``CallToolResult`` (duck-typed: ``content``, ``structured_content``, ``is_error``)."""
-    texts: list[str] = []
-    images: list[dict[str, Any]] = []
-    for item in getattr(result, "content", None) or []:
+class _Collector:
+    """Text pieces and image blocks, in order, with the image cap applied."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.texts: list[str] = []
+        self.images: list[dict[str, Any]] = []
+
+    def image(self, data: str, mime: str) -> None:
+        block = _image_block(data, mime)
+        if isinstance(block, str):
+            self.texts.append(block)
+        elif len(self.images) < MAX_IMAGES:
+            self.images.append(block)
+        else:
+            self.texts.append(f"[more than {MAX_IMAGES} images: the rest were left out]")
+
+    def contents(self, resource: Any) -> None:
+        """One ``TextResourceContents`` / ``BlobResourceContents``."""
+        uri = str(getattr(resource, "uri", "") or "")
+        text = getattr(resource, "text", None)
+        mime = str(getattr(resource, "mime_type", None) or "")
+        if isinstance(text, str):
+            self.texts.append(f"[resource {uri}]\n{text}" if uri else text)
+            return
+        blob = str(getattr(resource, "blob", "") or "")
+        if mime in IMAGE_TYPES:
+            self.image(blob, mime)
+            return
+        self.texts.append(f"[binary resource {uri} ({mime or 'unknown type'}, {_blob_size(blob):,} bytes) not shown]")
+
+    def link(self, item: Any) -> None:
+        uri = str(getattr(item, "uri", "") or "")
+        details = [str(v) for v in (getattr(item, "name", None), getattr(item, "mime_type", None)) if v]
+        about = f" ({', '.join(details)})" if details else ""
+        description = " ".join(str(getattr(item, "description", "") or "").split())
+        self.texts.append(
+            f"[resource link {uri}{about}{': ' + description if description else ''} — read it with "
+            f"read_mcp_resource(server={self.server!r}, uri={uri!r})]"
+        )
+
+    def block(self, item: Any) -> None:
         kind = getattr(item, "type", None)
         if kind == "text":
-            texts.append(str(item.text))
+            self.texts.append(str(item.text))
         elif kind == "image":
-            block = _image_block(str(item.data), str(item.mime_type))
-            if isinstance(block, str):
-                texts.append(block)
-            elif len(images) < MAX_IMAGES:
-                images.append(block)
-            else:
-                texts.append(f"[more than {MAX_IMAGES} images: the rest were left out]")
+            self.image(str(item.data), str(item.mime_type))
         elif kind == "resource":
-            texts.append(_resource_text(item.resource))
+            self.contents(item.resource)
         elif kind == "resource_link":
-            texts.append(f"[resource link {getattr(item, 'uri', '')} ({getattr(item, 'name', '')})]")
+            self.link(item)
         else:
-            texts.append(f"[{kind or 'unknown'} content not shown]")
+            self.texts.append(f"[{kind or 'unknown'} content not shown]")
+
+    def outcome(self, max_chars: int, is_error: bool = False) -> CallOutcome:
+        text = cap_text("\n".join(self.texts), max_chars)
+        if not text and self.images:
+            text = f"({len(self.images)} image{'s' if len(self.images) > 1 else ''})"
+        return CallOutcome(text, is_error, self.images)
+
+
+def convert_result(result: Any, max_chars: int = 30_000, server: str = "") -> CallOutcome:
+    """``CallToolResult`` (duck-typed: ``content``, ``structured_content``, ``is_error``)."""
+    collected = _Collector(server)
+    for item in getattr(result, "content", None) or []:
+        collected.block(item)
     structured = getattr(result, "structured_content", None)
-    if not texts and structured is not None:
-        texts.append(json.dumps(structured, ensure_ascii=False, indent=2))
-    text = cap_text("\n".join(texts), max_chars)
-    if not text and images:
-        text = f"({len(images)} image{'s' if len(images) > 1 else ''})"
-    return CallOutcome(text, bool(getattr(result, "is_error", False)), images)
+    if not collected.texts and structured is not None:
+        collected.texts.append(json.dumps(structured, ensure_ascii=False, indent=2))
+    return collected.outcome(max_chars, bool(getattr(result, "is_error", False)))
 
 
-__all__ = ["CallOutcome", "IMAGE_TYPES", "cap_text", "convert_result"]
+def convert_contents(result: Any, max_chars: int = 30_000, server: str = "") -> CallOutcome:
+    """``ReadResourceResult`` (duck-typed: ``contents``)."""
+    collected = _Collector(server)
+    for item in getattr(result, "contents", None) or []:
+        collected.contents(item)
+    if not collected.texts and not collected.images:
+        collected.texts.append("(the resource is empty)")
+    return collected.outcome(max_chars)
+
+
+def prompt_text(result: Any, server: str = "", max_chars: int = 100_000) -> str:
+    """A ``GetPromptResult`` as one message: every message's text in order (an assistant message
+    is marked as such), resources inlined as :func:`convert_result` does, images named."""
+    parts: list[str] = []
+    for message in getattr(result, "messages", None) or []:
+        collected = _Collector(server)
+        collected.block(message.content)
+        text = "\n".join(collected.texts)
+        if collected.images:
+            text += f"\n[{len(collected.images)} image(s) in the prompt not shown]"
+        if text.strip():
+            parts.append(text if getattr(message, "role", "user") == "user" else f"(assistant) {text}")
+    return cap_text("\n\n".join(parts), max_chars)
+
+
+__all__ = ["CallOutcome", "IMAGE_TYPES", "cap_text", "convert_contents", "convert_result", "prompt_text"]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from memagent.fsutil import make_dirs
+from memagent.memory import card_facts
 from memagent.memory.cards import MemoryCard, iso_utc
 from memagent.memory.cardfiles import Stamp
 from memagent.memory.lexical import LexicalIndex, term_counts, top_k_pruned
@@ -160,6 +161,7 @@ class Catalog:
                 db.execute("PRAGMA secure_delete = ON")
                 db.execute("PRAGMA synchronous = NORMAL")
                 db.executescript(_SCHEMA)
+                card_facts.create_tables(db)
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 if found is None:
                     db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
@@ -267,6 +269,7 @@ class Catalog:
                 card.model_dump_json(),
             ),
         )
+        card_facts.put(db, card)
 
     def _drop_postings(self, db: sqlite3.Connection, card_id: str, active: bool) -> None:
         """Remove a card's postings and their share of the document frequencies (a term no card
@@ -295,6 +298,7 @@ class Catalog:
             if old[2] is not None:
                 db.execute("INSERT OR IGNORE INTO vector_deletes VALUES (?)", (card_id,))
             removed.append(card_id)
+        card_facts.remove(db, removed)
         return removed
 
     def clear(self, db: sqlite3.Connection) -> None:
@@ -302,6 +306,7 @@ class Catalog:
         for table in ("cards", "postings", "lexicon", "totals", "vector_deletes", "problems", "near_duplicates"):
             db.execute(f"DELETE FROM {table}")
         db.execute("DELETE FROM meta WHERE key != 'schema'")
+        card_facts.clear(db)
 
     def erase_checkpoint(self) -> None:
         """After an erasure: fold the write-ahead log into the file (zeroed pages) and empty it."""

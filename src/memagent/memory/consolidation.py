@@ -145,6 +145,7 @@ class Consolidator:
     neighbours: int = NEIGHBOURS
     min_relevance: float = MIN_RELEVANCE
     model_calls: int = 0
+    failures: int = 0  # answers unusable twice: their candidates are skipped, and counted
     _replaced: dict[str, str] = field(default_factory=dict)
 
     def run(self, candidates: Sequence[Candidate]) -> list[Decision]:
@@ -176,6 +177,8 @@ class Consolidator:
             actions = parse_actions(self.ask(CONSOLIDATION_SYSTEM, prompt))
             if actions is not None:
                 break
+        if actions is None:
+            self.failures += 1
         decisions = []
         for item in pending:
             chosen = (actions or {}).get(item.number)
@@ -206,6 +209,8 @@ class Consolidator:
     def _apply(self, candidate: Candidate, action: str, target: MemoryCard | None, why: str) -> Decision:
         target = self._current(target)
         if action == "NOOP":
+            if target is not None and self._reinforce(candidate, target):
+                why = f"{why}; restated: {target.id} reinforced" if why else f"restated: {target.id} reinforced"
             return self._log(Decision(candidate, "NOOP", target_id=target.id if target else None, reason=why))
         if action in ("UPDATE", "CONTRADICT") and target is not None:
             if TRUST.get(candidate.source, 0) < TRUST.get(target.source, 0):
@@ -251,6 +256,20 @@ class Consolidator:
         if action == "CONTRADICT" and target_id is not None:
             self.service.update_card(target_id, status="contradicted", superseded_by=card.id)
         return self._log(Decision(candidate, action, card_id=card.id, target_id=target_id, reason=why))
+
+    def _reinforce(self, candidate: Candidate, target: MemoryCard) -> bool:
+        """The candidate says again what ``target`` says: strengthen it (``memory.reinforcement``)."""
+        reinforce = getattr(self.service, "reinforce", None)
+        if reinforce is None or not target.active:
+            return False
+        try:
+            evidence = MemoryCard(content=candidate.content, memory_type=candidate.memory_type, scope=candidate.scope,
+                                  source=candidate.source, provenance=candidate.provenance(self.session_id),
+                                  confidence=candidate.confidence, importance=candidate.importance,
+                                  files=list(candidate.files))
+        except ValueError:
+            return False
+        return reinforce(target.id, evidence) is not None
 
     def _log(self, decision: Decision) -> Decision:
         if self.record is not None:

@@ -9,18 +9,20 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
-from memagent.memory.cards import CARD_ID_RE, MemoryCard
+from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now
 from memagent.memory.catalog import CatalogError, Entry
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.catalog import digest_of
 from memagent.memory.provenance import REPOSITORY, Witness
+from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.store import EmbedderInfo
 
@@ -30,7 +32,8 @@ INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this
 class MemoryKnobs:
     """The memory settings the service uses (built from ``config.Settings``)."""
 
-    k: int = 5
+    k: int = 6
+    block_chars: int = 2400  # budget of the injected memory block
     min_relevance: float | None = None  # None: the ranking's default threshold
     session_card_days: float = 7.0
     archive_after_days: float = 180.0
@@ -57,7 +60,7 @@ class MemoryCore:
         self._project_scope_id = project_root_id
         self.gate = gate or GateConfig()
         self.knobs = knobs or MemoryKnobs()
-        self._rate = RateLimiter(self.gate.max_auto_writes_per_session)
+        self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day)
         self._lock = threading.RLock()
         self._on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
@@ -71,6 +74,17 @@ class MemoryCore:
         self.witness: Witness | None = None
         # a session or MCP server in an untrusted project: repository cards wait in review
         self.hold_repository = False
+        self.clock: Callable[[], datetime] = utc_now  # "now" for time questions ("last week"); tests set it
+        self.retrieval = RetrievalParts()
+        self.recall = Recall(self.retrieval)
+
+    def count_writes_on_disk(self, folder: Path) -> None:
+        """Keep the automatic-write limits in ``folder`` (``memory.quota``), shared by every
+        process of the project, instead of in this process."""
+        from memagent.memory.quota import WriteLedger
+
+        self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day,
+                                 ledger=WriteLedger(folder))
 
     # -- plumbing ------------------------------------------------------------------------
 

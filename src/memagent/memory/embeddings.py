@@ -562,6 +562,39 @@ class EmbedderHandle:
     def known_dim(self) -> int | None:
         return int(self._embedder.dim) if self._embedder is not None else None
 
+    def describe(self) -> dict[str, Any]:
+        """Name, model and dimension: of the loaded embedder, else of the one loading would give
+        (:func:`expected_embedder`, which loads nothing)."""
+        if self._embedder is not None:
+            embedder = self._embedder
+            return {"name": embedder.name, "model_id": getattr(embedder, "model_id", None), "dim": int(embedder.dim)}
+        return expected_embedder(self.preference)
+
+
+def expected_embedder(preference: str = "auto", find_spec: SpecFinder = importlib.util.find_spec) -> dict[str, Any]:
+    """What :func:`load_embedder` gives when nothing is broken (name, model_id, dim), found from the
+    installed packages alone: no weights are hashed or loaded (``memory stats`` stays fast)."""
+    chain = _chain_from(_resolve_preference(preference))
+    try:
+        locate_model_dir(find_spec)
+        weights = True
+    except EmbedderUnavailable:
+        weights = False
+    onnx_runs = all(_installed(name, find_spec) for name in ("onnxruntime", "onnx"))
+    for backend, kind in (("int8", OnnxInt8Embedder), ("onnx", OnnxEmbedder)):
+        if weights and backend in chain and onnx_runs:
+            return {"name": kind.name, "model_id": getattr(kind, "model_id", MODEL_ID), "dim": EMBEDDING_DIM}
+    if weights and "numpy" in chain:
+        return {"name": f"{MODEL_ID}/numpy", "model_id": MODEL_ID, "dim": EMBEDDING_DIM}
+    return {"name": LexicalOnlyEmbedder.name, "model_id": LexicalOnlyEmbedder.model_id, "dim": 0}
+
+
+def _installed(name: str, find_spec: SpecFinder) -> bool:
+    try:
+        return find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
 
 def embedder_status(embedder: Embedder | None = None) -> dict:
     """What `memagent doctor` shows: backend, dimension, model path and why anything was skipped.

@@ -3,9 +3,13 @@
 The model sees only the new messages, rendered compactly: user and assistant text (long
 assistant text is cut to head and tail), tool calls as one line, and tool results cut to a few
 hundred characters inside ``<tool_output>`` delimiters that the prompt declares untrusted.
-Memory blocks already injected into user messages (``[Memory#…]`` lines, ``<memory…>``
-sections), reminders, and the summary/state blocks a compaction puts at the head of the history
-are removed first, so nothing recalled or summarised is ever re-extracted.
+Text memagent itself put into user messages is never the user's words: every injected block
+(:func:`memagent.markers.kind_of`: the summary and state a compaction puts at the head of the
+history, the hand-over of the previous session, memory blocks and profiles, reminders, hook
+output) is left out, ``[Memory#…]`` lines and ``<memory…>`` sections inside the user's text are
+removed, and files or command output the REPL attached (``<attachment>``) are shown as untrusted
+tool output. Nothing recalled or summarised is ever re-extracted, and no quote of it can make a
+card ``source: user``.
 
 The answer contract is a JSON object ``{"memories": [{"content", "memory_type", "scope",
 "confidence", "importance", "files", "quote", "person", "backstory"}]}``; each item is validated
@@ -38,6 +42,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memagent.markers import Marker, kind_of
 from memagent.memory.cards import MemoryType, Scope
 
 TOOL_OUTPUT_CHARS = 240  # per tool result shown to the extractor
@@ -209,6 +214,44 @@ class RenderedSlice:
         return not any(s.origin in ("user", "assistant") and s.text.strip() for s in self.segments)
 
 
+# Injected blocks whose frame and ``[Memory#…]`` lines are removed rather than the whole block:
+# the user's words may follow them in the same text.
+_STRIPPED_KINDS = (Marker.MEMORIES, Marker.PROFILE)
+
+
+def is_injected_text(text: str) -> bool:
+    """Text memagent put into a user message itself (a summary, re-injected state, the hand-over
+    of the previous session, reminders, hook output…): never the user's words. Memory blocks
+    are not counted here: :func:`strip_injected_memory` removes them from around the user's words."""
+    kind = kind_of(text)
+    return is_context_block(text) or (kind is not None and kind not in _STRIPPED_KINDS)
+
+
+_ATTACHMENT_RE = re.compile(r'<attachment source="([^"]*)">\n?(.*?)\n?</attachment>', re.S)
+
+
+def split_attachments(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The user's own words, and the (source, text) of each ``<attachment>`` (a file or a
+    command's output the REPL attached): attached text is evidence, like a tool's output."""
+    attachments = [(m.group(1), m.group(2)) for m in _ATTACHMENT_RE.finditer(text)]
+    return _ATTACHMENT_RE.sub("", text).strip(), attachments
+
+
+def _render_user_text(raw: str, message_id: str, lines: list[str], segments: list[Segment]) -> None:
+    if is_injected_text(raw):
+        return
+    own, attachments = split_attachments(raw)
+    cleaned = strip_injected_memory(own)
+    if cleaned:
+        lines.append(f"[#{message_id} user] {_clip(cleaned, USER_TEXT_CHARS)}")
+        segments.append(Segment(message_id, "user", cleaned))
+    for source, attached in attachments:
+        if attached.strip():
+            lines.append(f"[#{message_id} attachment {_clip(source, TOOL_INPUT_CHARS)}]\n<tool_output>\n"
+                         f"{_clip(attached, TOOL_OUTPUT_CHARS)}\n</tool_output>")
+            segments.append(Segment(message_id, "tool", attached.strip()))
+
+
 def render_messages(messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> RenderedSlice:
     """Render messages compactly for the extractor (see module docstring)."""
     lines: list[str] = []
@@ -222,13 +265,13 @@ def render_messages(messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> R
             kind = block.get("type")
             if kind == "text":
                 raw = str(block.get("text", ""))
-                if role == "user" and is_context_block(raw):
+                if role == "user":
+                    _render_user_text(raw, str(message_id), lines, segments)
                     continue
-                cleaned = strip_injected_memory(raw) if role == "user" else raw.strip()
+                cleaned = raw.strip()
                 if not cleaned:
                     continue
-                limit = USER_TEXT_CHARS if role == "user" else ASSISTANT_TEXT_CHARS
-                lines.append(f"[#{message_id} {role}] {_clip(cleaned, limit)}")
+                lines.append(f"[#{message_id} {role}] {_clip(cleaned, ASSISTANT_TEXT_CHARS)}")
                 segments.append(Segment(str(message_id), role, cleaned))
             elif kind == "tool_use":
                 name = str(block.get("name", "tool"))
@@ -290,11 +333,13 @@ def split_slice(
     return parts
 
 
-def extraction_prompt(rendered: RenderedSlice, session_date: date) -> str:
-    """The user message of an extraction request."""
+def extraction_prompt(rendered: RenderedSlice, session_date: date, steering: str = "") -> str:
+    """The user message of an extraction request; ``steering``: the project's guidance and the
+    session summary as data blocks (``memory.steering``)."""
     first, last = (rendered.message_ids[0], rendered.message_ids[-1]) if rendered.message_ids else ("?", "?")
+    guidance = f"{steering}\n\n" if steering else ""
     return (
-        f"Session date: {session_date.isoformat()} ({session_date.strftime('%A')}).\n"
+        f"Session date: {session_date.isoformat()} ({session_date.strftime('%A')}).\n{guidance}"
         f"Extract memories from messages #{first} to #{last}:\n\n{rendered.text}"
     )
 

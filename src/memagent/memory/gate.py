@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from memagent.memory.cards import MemoryCard
 from memagent.memory.secrets import personal_data_kinds, secret_kinds
@@ -32,6 +32,10 @@ class GateConfig:
     duplicate_overlap: float = 0.8
     # Automatic writes (background extraction) allowed per session; explicit saves are not limited.
     max_auto_writes_per_session: int = 20
+    # Automatic writes allowed per day in the project, across processes (0: no daily limit).
+    max_auto_writes_per_day: int = 0
+    # Active cards a store may hold; past it the lowest-value are archived (0: no quota).
+    max_cards: int = 0
 
 
 def _card_texts(card: MemoryCard) -> Iterable[tuple[str, str]]:
@@ -101,20 +105,40 @@ def term_overlap(a: Iterable[str], b: Iterable[str]) -> float:
 
 @dataclass
 class RateLimiter:
-    """Counts automatic writes per session (in memory: a new process starts a new count)."""
+    """Counts automatic writes per session and per day.
+
+    Without a ``ledger`` (a :class:`memory.quota.WriteLedger`) the counts live in this process;
+    with one they are kept on disk, shared by every process of the project (each ``-p`` run is
+    a new process but not a new allowance). ``per_day`` ≤ 0: no daily limit."""
 
     limit: int
+    per_day: int = 0
+    ledger: Any = None
     _counts: dict[str, int] = field(default_factory=dict)
 
+    def _count(self, session_id: str) -> tuple[int, int]:
+        if self.ledger is not None:
+            return self.ledger.counts(session_id)
+        return self._counts.get(session_id, 0), sum(self._counts.values())
+
     def refusal(self, session_id: str) -> str | None:
-        if self._counts.get(session_id, 0) >= self.limit:
+        session, today = self._count(session_id)
+        if session >= self.limit:
             return (
                 f"rate limit: {self.limit} automatic memories already saved in this session; "
+                "save only what matters most, or ask the user"
+            )
+        if self.per_day > 0 and today >= self.per_day:
+            return (
+                f"rate limit: {self.per_day} automatic memories already saved today in this project; "
                 "save only what matters most, or ask the user"
             )
         return None
 
     def record(self, session_id: str) -> None:
+        if self.ledger is not None:
+            self.ledger.add(session_id)
+            return
         self._counts[session_id] = self._counts.get(session_id, 0) + 1
 
 

@@ -10,10 +10,14 @@ Records (one JSON object per line, every one with ``kind`` and ``time``)
     ``decision``  action (ADD, UPDATE, CONTRADICT, NOOP, DUPLICATE, REFUSED, SKIPPED, DROPPED),
                   card_id, target_id, content, reason, session_id, message_ids, source
     ``run``       one extraction run: session_id, reason, message_ids, candidates, counts,
-                  input/output tokens, error (if it failed)
+                  input/output tokens, consolidation_calls and consolidation_failed (answers
+                  unusable twice), error (if it failed: a model or store error, or an
+                  extraction answer unusable twice)
     ``review``    a user's review verdict (keep, edit, forget) on a card
     ``pending``   an automatic card held back for review (``require_review``)
     ``decay``     a confidence change by hygiene: card_id, base, confidence
+    ``mined``     what a catch-up mined of an earlier session: session_id, ids, stored, complete
+                  (nothing of the session is left to mine); see ``memory.catchup``
 
 Refused candidates are logged with their reason only, never their text: a refusal can be a
 secret, and nothing refused may touch disk.
@@ -270,9 +274,13 @@ def learning_stats(paths: "ProjectPaths") -> dict[str, Any]:
         elif action == "DROPPED":
             key = str(record.get("reason", "unknown"))[:60]
             drops[key] = drops.get(key, 0) + 1
+    failed = [r for r in runs if r.get("error")]
     return {
         "extraction_runs": len(runs),
-        "failed_runs": sum(1 for r in runs if r.get("error")),
+        "failed_runs": len(failed),
+        "last_failure": failed[-1].get("error") if failed else None,
+        "consolidation_calls": sum(int(r.get("consolidation_calls") or 0) for r in runs),
+        "consolidation_failed": sum(int(r.get("consolidation_failed") or 0) for r in runs),
         "messages_processed": sum(len(r.get("message_ids") or ()) for r in runs if not r.get("error")),
         "candidates": sum(int(r.get("candidates") or 0) for r in runs),
         "decisions": dict(sorted(by_action.items())),

@@ -90,7 +90,7 @@ def apply_decay(
     cards = service.list(limit=SCAN_LIMIT)
     work: list[tuple[float, MemoryCard, float, float]] = []
     for card in cards:
-        base = bases.get(card.id, card.confidence)
+        base = max(bases.get(card.id, card.confidence), card.confidence)  # a restatement raises it
         target = decayed_confidence(base, card, now)
         if abs(target - card.confidence) >= MIN_STEP:
             work.append((abs(target - card.confidence), card, base, target))

@@ -59,7 +59,13 @@ class Injection(Reading):
         if not hits:
             return None
         lines = [Marker.MEMORIES.value]
-        lines.extend(self._block_with_staleness(hit.card) for hit in hits)
+        used = 0
+        for hit in hits:  # best first, within the block's budget (the best card always goes in)
+            block = self._block_with_staleness(hit.card) + hit.history_note()
+            if len(lines) > 1 and used + len(block) > self.knobs.block_chars:
+                break
+            lines.append(block)
+            used += len(block)
         lines.append(CITE_INSTRUCTION)
         return "\n".join(lines)
 

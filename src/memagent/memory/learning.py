@@ -48,6 +48,7 @@ from memagent.memory.extraction import (
 )
 from memagent.memory.screening import Candidate, screen
 from memagent.memory.history import LearningHistory, learning_stats
+from memagent.memory.steering import Steering, latest_summary
 
 log = logging.getLogger("memagent.memory.learning")
 
@@ -57,7 +58,14 @@ EXTRACTION_RECORD = "extraction"
 
 
 class LearningError(Exception):
-    """A learning run failed (model or store); ``str()`` is a one-line reason."""
+    """A learning run failed (model or store); ``str()`` is a one-line reason. ``retry``: worth
+    trying the same slice again at once (a model or store error), unlike an answer that was
+    unusable twice in a row. ``report`` is what the failed run did."""
+
+    def __init__(self, message: str, *, retry: bool = True, report: "LearningReport | None" = None) -> None:
+        super().__init__(message)
+        self.retry = retry
+        self.report = report
 
 
 @dataclass
@@ -72,7 +80,10 @@ class LearningReport:
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
+    consolidation_calls: int = 0
+    consolidation_failures: int = 0  # consolidation answers that were unusable twice
     error: str | None = None
+    session_id: str | None = None  # set by a catch-up: the earlier session mined
 
     @property
     def stored(self) -> list[str]:
@@ -85,6 +96,8 @@ class LearningReport:
         """One line for the UI, e.g. ``learned 2 memories (1 update), 1 already known``."""
         if self.error:
             return f"memory learning failed: {self.error}"
+        if self.consolidation_failures:
+            return f"memory consolidation failed: {self.consolidation_failures} unusable answer(s)"
         new = len(self.stored)
         parts = [f"learned {new} memor{'y' if new == 1 else 'ies'}"]
         details = [f"{self.count(a)} {a.lower()}" for a in ("UPDATE", "CONTRADICT") if self.count(a)]
@@ -221,10 +234,13 @@ class LearningPipeline:
 
     # -- the run ----------------------------------------------------------------------------
 
-    def process(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str) -> LearningReport:
+    def process(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
+                task: str | None = None, summary: str | None = None) -> LearningReport:
         """Learn from the messages not yet processed. A long slice is sent in parts (each marked
-        processed and recorded as it succeeds). Raises :class:`LearningError` on failure; the
-        ids not yet done stay unprocessed so a retry can mine them."""
+        processed and recorded as it succeeds). ``task``: the task the cards are learned under
+        (default: ``task_hint()`` now); ``summary``: the session's latest compaction summary, given to
+        the extractor as context (``memory.steering``). Raises :class:`LearningError` on failure; the ids not
+        yet done stay unprocessed so a retry can mine them."""
         chosen, chosen_ids = self._claim(messages, ids)
         report = LearningReport(reason=reason, message_ids=chosen_ids)
         if not chosen_ids:
@@ -233,7 +249,7 @@ class LearningPipeline:
         try:
             for part, part_ids in split_slice(chosen, chosen_ids, self.slice_tokens, self.count_tokens):
                 before = len(report.stored)
-                self._run(part, part_ids, report)
+                self._run(part, part_ids, report, task, summary)
                 self._release(part_ids, done=True)
                 remaining = remaining[len(part_ids) :]
                 if self.record is not None:
@@ -244,29 +260,28 @@ class LearningPipeline:
             self._release(remaining, done=False)
             report.error = str(exc) if isinstance(exc, LearningError) else _one_line(exc)
             self._log_run(report)
-            if isinstance(exc, LearningError):
-                raise
-            raise LearningError(report.error) from exc
+            retry = exc.retry if isinstance(exc, LearningError) else True
+            raise LearningError(report.error, retry=retry, report=report) from exc
         self._log_run(report)
         return report
 
-    def _run(self, messages: list[dict[str, Any]], ids: list[str], report: LearningReport) -> None:
+    def _run(self, messages: list[dict[str, Any]], ids: list[str], report: LearningReport,
+             task: str | None = None, summary: str | None = None) -> None:
         rendered = render_messages(messages, ids)
         if rendered.empty:
             return
         service = self._service()
         if service is None:
             raise LearningError("memory is off")
-        prompt = extraction_prompt(rendered, self.session_date)
+        prompt = extraction_prompt(rendered, self.session_date, Steering.of(self.settings, summary).render())
         parsed = None
         for _ in range(2):  # one retry on an unusable answer
             parsed = parse_extraction(self._ask(EXTRACTION_SYSTEM, prompt, EXTRACTION_MAX_TOKENS, report))
             if parsed.error is None:
                 break
         assert parsed is not None
-        if parsed.error is not None:
-            report.dropped.append(("answer", parsed.error))
-            return
+        if parsed.error is not None:  # a failure, counted and shown, never a run that "found nothing"
+            raise LearningError(f"the extraction answer was unusable twice ({parsed.error})", retry=False)
         report.dropped.extend(("item", why) for why in parsed.dropped)
         screening = screen(parsed.memories, rendered, self.session_date)
         report.dropped.extend(screening.dropped)
@@ -279,11 +294,13 @@ class LearningPipeline:
             service=service,
             ask=lambda system, user: self._ask(system, user, CONSOLIDATION_MAX_TOKENS, report),
             session_id=self.session_id,
-            task_hint=self.task_hint() if self.task_hint else None,
+            task_hint=task or (self.task_hint() if self.task_hint else None),
             hold_for_review=self.require_review,
             record=self._log_decision,
         )
         report.decisions.extend(consolidator.run(screening.candidates))
+        report.consolidation_calls += consolidator.model_calls
+        report.consolidation_failures += consolidator.failures
 
     def _ask(self, system: str, prompt: str, max_tokens: int, report: LearningReport) -> str:
         request = ModelRequest(
@@ -367,6 +384,8 @@ class LearningPipeline:
                 "dropped": len(report.dropped),
                 "counts": counts,
                 "model_calls": report.model_calls,
+                "consolidation_calls": report.consolidation_calls,
+                "consolidation_failed": report.consolidation_failures,
                 "input_tokens": report.input_tokens,
                 "output_tokens": report.output_tokens,
                 "error": report.error,
@@ -387,6 +406,8 @@ class _Job:
     messages: list[dict[str, Any]]
     ids: list[str]
     reason: str
+    task: str | None = None
+    summary: str | None = None
 
 
 class BackgroundLearner:
@@ -410,22 +431,27 @@ class BackgroundLearner:
         self.on_report = on_report
         self.warnings: list[str] = []
         self.reports: list[LearningReport] = []
+        self.failures: list[LearningReport] = []  # jobs that failed for good (after the retry)
+        self.failed_attempts = 0  # every failed run, retries included (each is a "run" in the history)
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._outstanding = 0
         self._idle = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str) -> bool:
-        """Queue a slice for learning; returns ``False`` when nothing in it is new, or when
-        automatic extraction is off (:func:`auto_extract_enabled`)."""
+    def submit(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
+               task: str | None = None) -> bool:
+        """Queue a slice for learning (``task``: the task its cards are learned under); returns
+        ``False`` when nothing in it is new, or when automatic extraction is off
+        (:func:`auto_extract_enabled`)."""
         if self._closed or not auto_extract_enabled(self.pipeline.settings):
             return False
         done = self.pipeline.processed_ids
         fresh = [(m, str(i)) for m, i in zip(messages, ids) if str(i) not in done]
         if not fresh:
             return False
-        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason)
+        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason, task,
+                   latest_summary(messages))
         with self._idle:
             self._outstanding += 1
         self._ensure_thread()
@@ -452,14 +478,19 @@ class BackgroundLearner:
     def _run(self, job: _Job) -> None:
         for attempt in (1, 2):
             try:
-                report = self.pipeline.process(job.messages, job.ids, job.reason)
+                report = self.pipeline.process(job.messages, job.ids, job.reason, job.task, job.summary)
             except Exception as exc:  # never let a learning failure reach the session
                 message = f"memory learning ({job.reason}) failed (attempt {attempt}): {exc}"
                 log.warning(message)
                 self.warnings.append(message)
-                if attempt == 1:
+                self.failed_attempts += 1
+                retry = getattr(exc, "retry", True)
+                if attempt == 1 and retry:
                     time.sleep(self.retry_delay)
-                continue
+                    continue
+                failed = getattr(exc, "report", None) or LearningReport(job.reason, job.ids, error=str(exc))
+                self.failures.append(failed)
+                return
             self.reports.append(report)
             if self.on_report is not None:
                 try:

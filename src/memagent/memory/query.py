@@ -122,56 +122,65 @@ def asks_about_present(text: str) -> bool:
     return bool(_PRESENT.search(text))
 
 
+# --------------------------------------------------------------------------- people
+
+_PERSON_QUESTION = re.compile(
+    r"^\W*(?:who|whom|whose)\b|\b(?:who|whom)(?:'s|\s+(?:should|do|does|can|could|would|will|to|is|are|was|"
+    r"needs?|has|have|decides?|signs?|owns?|approves?|maintains?|leads?|runs?)|\s+(?:i|we|you)\s+"
+    r"(?:should|need|must|can|could|ask|talk))\b|"
+    r"\bwhich\s+(?:person|engineer|teammate|developer|colleague|reviewer|owner)\b|\bwhose\s+approval\b",
+    re.IGNORECASE)
+
+
+def asks_for_person(text: str) -> bool:
+    """The query asks who ("who signs off on …", "whose approval do I need", "which engineer …"):
+    a card that names the person answers it better than a card about the topic."""
+    return bool(_PERSON_QUESTION.search(text))
+
+
 # --------------------------------------------------------------------------- time references
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")
-_MONTH_ALIASES = {name[:3]: i + 1 for i, name in enumerate(_MONTHS)} | {
-    name: i + 1 for i, name in enumerate(_MONTHS)} | {"sept": 9}
-_MONTH_YEAR = re.compile(
-    r"\b(?:(" + "|".join(_MONTHS) + r")|"  # a full name alone is a month ...
-    r"(" + "|".join(["sept"] + [name[:3] for name in _MONTHS]) + r")\.?(?=\s+\d))"  # ... "jun" only before a number
-    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+(\d{4}))?\b", re.IGNORECASE)
-_DAY_MONTH_YEAR = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\s+(" + "|".join(_MONTHS) + r"),?\s+(\d{4})\b", re.IGNORECASE)
-_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
-_RELATIVE_DAYS = {"today": (0, 1), "yesterday": (1, 1), "this week": (7, 7), "last week": (14, 14),
-                  "this month": (31, 31), "last month": (62, 62), "this year": (366, 366),
-                  "last year": (731, 731)}
-# A statement about a month is usually made during that month or some weeks after it.
+# A statement about a period is usually made during it or some weeks after it.
 _BEFORE_SLACK = timedelta(days=7)
 _AFTER_SLACK = timedelta(days=45)
 
 
-def _month_range(year: int, month: int) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
-    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
-    return start, end
+def query_window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
+    """The period a query names ("in July 2022", "mid-March", "this spring", "last week", "the
+    January outage"), read relative to ``now`` by ``memory.timeline``; None when it names none.
+    A month without a year is its latest occurrence not after ``now``."""
+    asked = _asked(text, now)
+    return None if asked is None else asked[0]
+
+
+def _asked(text: str, now: datetime) -> tuple[tuple[datetime, datetime], bool] | None:
+    from memagent.memory.timeline import asked_period, mentions_time
+
+    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    return asked_period(text, now) if mentions_time(text) else None
+
+
+def mention_window(window: tuple[datetime, datetime], until: datetime | None = None) -> tuple[datetime, datetime]:
+    """``window`` widened to whole months, then by the slack with which things are written down
+    about a period (a card created in the result may be about it), and up to ``until`` for a
+    period counted back from now ("last year": anything written since may be about it)."""
+    start = datetime(window[0].year, window[0].month, 1, tzinfo=timezone.utc)
+    last = window[1] - timedelta(microseconds=1)
+    end = datetime(last.year + (last.month == 12), last.month % 12 + 1, 1, tzinfo=timezone.utc) + _AFTER_SLACK
+    return start - _BEFORE_SLACK, max(end, until) if until is not None else end
+
+
+def time_windows(text: str, now: datetime) -> tuple[tuple[datetime, datetime], tuple[datetime, datetime]] | None:
+    """(the period the query names, the window in which a card about it was probably written)."""
+    asked = _asked(text, now)
+    if asked is None:
+        return None
+    window, counted_back = asked
+    until = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)) if counted_back else None
+    return window, mention_window(window, until)
 
 
 def query_time_range(text: str, now: datetime) -> tuple[datetime, datetime] | None:
-    """The period a query asks about ("in July 2022", "in June", "2023", "last week"), widened
-    by the slack with which such things are mentioned; None when it names no time.
-
-    A month without a year means its latest occurrence not after ``now``.
-    """
-    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-    lowered = text.lower()
-    ranges: list[tuple[datetime, datetime]] = []
-    for match in _DAY_MONTH_YEAR.finditer(lowered):
-        ranges.append(_month_range(int(match.group(2)), _MONTH_ALIASES[match.group(1)]))
-    for match in _MONTH_YEAR.finditer(lowered):
-        name, year = match.group(1) or match.group(2), match.group(3)
-        if name == "may" and not year:
-            continue  # "may" alone is almost always the verb
-        month = _MONTH_ALIASES[name]
-        ranges.append(_month_range(int(year) if year else now.year - (month > now.month), month))
-    if not ranges:
-        years = [int(y) for y in _YEAR.findall(lowered)]
-        ranges = [(datetime(y, 1, 1, tzinfo=timezone.utc), datetime(y + 1, 1, 1, tzinfo=timezone.utc))
-                  for y in years]
-    for phrase, (back, span) in _RELATIVE_DAYS.items():
-        if re.search(r"\b" + phrase + r"\b", lowered):
-            ranges.append((now - timedelta(days=back), now - timedelta(days=back) + timedelta(days=span)))
-    if not ranges:
-        return None
-    return min(r[0] for r in ranges) - _BEFORE_SLACK, max(r[1] for r in ranges) + _AFTER_SLACK
+    """The window in which a card about the period the query names was probably written."""
+    windows = time_windows(text, now)
+    return None if windows is None else windows[1]

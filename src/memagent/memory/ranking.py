@@ -48,6 +48,7 @@ from typing import Mapping, Sequence
 FUSIONS = ("adaptive", "weighted", "rrf")
 SCOPE_PRIORITY = {"session": 1.0, "project": 0.5, "user": 0.0}
 CURRENT_CANDIDATES = 5  # a present-tense question orders this many leading candidates by age
+WRITTEN_THEN = 0.75  # time signal of a card written in the named period, when others' texts name a time in it
 TIME_EVIDENCE_CANDIDATES = 20  # a period the query names counts if one of this many leading candidates is from it
 
 
@@ -67,7 +68,26 @@ class CardSignals:
     thread: str | None = None  # the conversation it came from (provenance session id) ...
     position: int | None = None  # ... and its turn there: cards one turn apart are neighbours
     supersedes: str | None = None  # the card this one corrects (both may be candidates)
+    superseded_by: str | None = None  # the card that corrects this one
     source: str = "assistant"  # user, assistant, tool or system: cards from tool output rank below user cards
+    periods: tuple[tuple[datetime, datetime], ...] = ()  # time windows the card's text names
+    systems: frozenset[str] = frozenset()  # the systems (code names) the card mentions
+    names_person: bool = False  # the card names someone the store knows holds a role
+    defines: frozenset[str] = frozenset()  # the systems this card introduces ("X is the billing backend")
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    """What the store understood about a query beyond its words (``memory.entities``,
+    ``memory.timeline``): the systems it names or describes, whether it asks for a person
+    ("who signs off on …"), and the time window it names (``memory.query.time_windows``).
+    Without facts, :func:`rank` reads the time window from the query text itself."""
+
+    systems: frozenset[str] = frozenset()
+    asks_person: bool = False
+    period: tuple[datetime, datetime] | None = None
+    written: tuple[datetime, datetime] | None = None  # when a card about that period was probably written
+    described: frozenset[str] = frozenset()  # the systems it called by a description, not by name
 
 
 @dataclass
@@ -106,6 +126,9 @@ class RankingWeights:
     neighbour: float = 0.30  # share of the better neighbouring candidate's score a card gains
     current: float = 0.30  # query asks about the present ("now", "these days"): newer candidates up
     superseded: float = 0.50  # a candidate corrected by another candidate keeps this share of its score
+    entity: float = 0.40  # query names or describes a system: cards about it up, cards about another down
+    who: float = 0.40  # query asks for a person: cards naming someone with a role up
+    definition: float = 0.50  # query describes a system: the card that only introduces it down
     min_score: float = 0.10  # default relevance threshold: below this a card is junk
 
     def __post_init__(self) -> None:
@@ -241,6 +264,9 @@ def signals_of(card: CardSignals, *, now: datetime, current_task: str | None,
         "person": context.person_signal(card),
         "time": context.time_signal(card),
         "current": context.current_signal(card),
+        "entity": context.entity_signal(card),
+        "who": context.who_signal(card),
+        "definition": context.definition_signal(card),
     }
 
 
@@ -264,25 +290,34 @@ class QueryContext:
     age_span: tuple[datetime, datetime] | None = None
     outside_period: float = 0.0  # the time signal of a card created outside the named period
     rivals: frozenset[str] = frozenset()  # the leading candidates the present-tense preference orders
+    named_window: tuple[datetime, datetime] | None = None  # the period itself, for dates in card text
+    systems: frozenset[str] = frozenset()
+    asks_person: bool = False
+    described: frozenset[str] = frozenset()
+    dated_in_text: bool = False  # a leading candidate's text names a time in the window
 
     @classmethod
     def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime,
-                   outside_period: float = 0.0) -> "QueryContext":
+                   outside_period: float = 0.0, facts: QueryFacts | None = None) -> "QueryContext":
         if not query:
             return cls()
-        from memagent.memory.query import asks_about_present, query_time_range
+        from memagent.memory.query import asks_about_present, time_windows
 
+        if facts is None:
+            windows = time_windows(query, now)
+            facts = QueryFacts(period=windows[0], written=windows[1]) if windows else QueryFacts()
         words = frozenset(_name_words(query))
         people = frozenset(c.person for c in cards if c.person and _mentions(words, c.person))
-        period = query_time_range(query, now)
-        dated = [_as_utc(c.created_at) for c in cards if c.created_at is not None]
-        leading = dated[:TIME_EVIDENCE_CANDIDATES]
-        if period is not None and not any(period[0] <= moment < period[1] for moment in leading):
-            period = None
+        window, said_then = facts.period, facts.written
+        leading = cards[:TIME_EVIDENCE_CANDIDATES]
+        if window is not None and not any(_in_window(c, window, said_then) for c in leading):
+            window = said_then = None
+        dated_in_text = window is not None and any(_names_time_in(c, window) for c in leading)
         rivals = frozenset(c.id for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None)
         rival_times = [_as_utc(c.created_at) for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None]
         span = (min(rival_times), max(rival_times)) if rival_times and asks_about_present(query) else None
-        return cls(words, people, period, span, outside_period, rivals)
+        return cls(words, people, said_then, span, outside_period, rivals, window, facts.systems, facts.asks_person,
+                   facts.described, dated_in_text)
 
     def current_signal(self, card: CardSignals) -> float:
         """0..1 by creation time among the candidates when the query asks about the present."""
@@ -298,10 +333,46 @@ class QueryContext:
         return 1.0 if card.person in self.named_people else 0.0
 
     def time_signal(self, card: CardSignals) -> float:
-        if self.time_range is None or card.created_at is None:
+        if self.named_window is None:
             return 0.5
-        start, end = self.time_range
-        return 1.0 if start <= _as_utc(card.created_at) < end else self.outside_period
+        if card.created_at is None and not card.periods:
+            return 0.5
+        if _names_time_in(card, self.named_window):
+            return 1.0
+        if _in_window(card, self.named_window, self.time_range):
+            return WRITTEN_THEN if self.dated_in_text else 1.0  # a date in a text is better evidence
+        return self.outside_period
+
+    def entity_signal(self, card: CardSignals) -> float:
+        """1 for a card about a system the query refers to, 0 for one only about others, else 0.5."""
+        if not self.systems or not card.systems:
+            return 0.5
+        return 1.0 if card.systems & self.systems else 0.0
+
+    def definition_signal(self, card: CardSignals) -> float:
+        """0 for the card that introduces a system the query described (it matches the
+        description, rarely the question), else 0.5."""
+        return 0.0 if self.described & card.defines else 0.5
+
+    def who_signal(self, card: CardSignals) -> float:
+        if not self.asks_person:
+            return 0.5
+        return 1.0 if card.names_person else 0.0
+
+
+def _names_time_in(card: CardSignals, window: tuple[datetime, datetime]) -> bool:
+    return any(start < window[1] and window[0] < stop for start, stop in card.periods)
+
+
+def _in_window(card: CardSignals, window: tuple[datetime, datetime],
+               said_then: tuple[datetime, datetime] | None) -> bool:
+    """The card's text names a time inside ``window``, or it was written in ``said_then`` (the
+    window widened by how long after an event people write about it)."""
+    if any(start < window[1] and window[0] < stop for start, stop in card.periods):
+        return True
+    if card.created_at is None or said_then is None:
+        return False
+    return said_then[0] <= _as_utc(card.created_at) < said_then[1]
 
 
 def _name_words(text: str) -> list[str]:
@@ -319,7 +390,8 @@ def blend_factor(signals: Mapping[str, float], weights: RankingWeights) -> float
     The task signal only lifts (a card from another task is not penalised).
     """
     factor = 1.0
-    for name in ("confidence", "importance", "scope", "recency", "person", "time", "current"):
+    for name in ("confidence", "importance", "scope", "recency", "person", "time", "current", "entity", "who",
+                 "definition"):
         factor += getattr(weights, name) * (signals[name] - 0.5)
     factor += weights.task * signals["task"]
     return max(factor, 0.0)
@@ -340,6 +412,7 @@ def rank(
     min_score: float | None = None,
     active_only: bool = True,
     query: str | None = None,
+    facts: QueryFacts | None = None,
 ) -> list[RankedHit]:
     """The ``k`` best cards, best first, each with a ``parts`` breakdown of its score.
 
@@ -348,7 +421,8 @@ def rank(
     Ids without an entry in ``signals`` are skipped (the card is gone); with ``active_only``,
     so are cards whose status is not ``active``. ``min_score`` (default
     ``weights.min_score``; pass 0 to keep everything) drops cards whose calibrated relevance is
-    below it. ``query`` (the query text, optional) enables the person and time signals.
+    below it. ``query`` (the query text, optional) enables the person and time signals;
+    ``facts`` (what the store understood about it) the entity, who and text-date signals.
     """
     weights = weights or RankingWeights()
     threshold = weights.min_score if min_score is None else min_score
@@ -360,7 +434,7 @@ def rank(
         if relevance["relevance"] >= threshold:
             candidates.append((doc_id, card, relevance))
     by_relevance = sorted(candidates, key=lambda item: -item[2]["fused"])
-    context = QueryContext.from_query(query, [card for _, card, _ in by_relevance], now, weights.time_outside)
+    context = QueryContext.from_query(query, [card for _, card, _ in by_relevance], now, weights.time_outside, facts)
     hits: list[RankedHit] = []
     for doc_id, card, relevance in candidates:
         card_signals = signals_of(card, now=now, current_task=current_task, weights=weights,
@@ -396,18 +470,21 @@ def _share_with_neighbours(hits: list[RankedHit], signals: Mapping[str, CardSign
 
 
 def _prefer_corrections(hits: list[RankedHit], signals: Mapping[str, CardSignals], keep: float) -> None:
-    """A candidate that corrects another candidate (``supersedes`` it) answers whatever the
-    older one answers: it gets at least the older one's score, and the older one keeps only
-    ``keep`` of its own, in place. ``parts["superseded"]`` marks the demoted card."""
+    """The current card of a correction chain over its predecessors, in place: a candidate that
+    was corrected (it has a successor, or its status says so) keeps only ``keep`` of its score,
+    and a candidate that corrects another candidate answers whatever the older one answers: it
+    gets at least the older one's (reduced) score. ``parts["superseded"]`` marks the demoted card;
+    one whose successor is not a candidate is shown as that successor (``Reading._fold_chains``)."""
     by_id = {hit.id: hit for hit in hits}
+    pairs = [(hit, by_id.get(signals[hit.id].supersedes or "")) for hit in hits]
+    pairs += [(by_id.get(signals[hit.id].superseded_by or ""), hit) for hit in hits]
+    for newer, older in pairs:
+        if newer is not None and older is not None and older is not newer:
+            newer.score = max(newer.score, older.score)
+            older.parts["superseded"] = 1.0
     for hit in hits:
-        older = by_id.get(signals[hit.id].supersedes or "")
-        if older is None or older is hit:
-            continue
-        hit.score = max(hit.score, older.score)
-        older.parts["superseded"] = 1.0
-    for hit in hits:
-        if hit.parts.get("superseded"):
+        if hit.parts.get("superseded") or signals[hit.id].superseded_by or signals[hit.id].status == "superseded":
+            hit.parts["superseded"] = 1.0
             hit.score *= keep
 
 

@@ -12,11 +12,31 @@ from memagent.memory.provenance import REPOSITORY
 from memagent.memory.storage import Store
 
 
+HISTORY_DEPTH = 2  # predecessors shown with a current card
+HISTORY_CHARS = 120  # of each predecessor's text, in a history note
+CHAIN_SLACK = 3  # extra ranked cards fetched, since folding chains can merge results
+
+
 @dataclass
 class Hit:
+    """A ranked card; ``history`` holds the cards it corrected (newest first), which are shown
+    only here, with their successor."""
+
     card: MemoryCard
     score: float
     parts: dict[str, float] = field(default_factory=dict)
+    history: list[MemoryCard] = field(default_factory=list)
+
+    def history_note(self, width: int = HISTORY_CHARS) -> str:
+        """`` (corrects [Memory#m_…] of 2026-01-12: "…")`` for each card this one corrected, or ""."""
+        notes = []
+        for old in self.history:
+            text = " ".join(old.content.split())
+            text = text if len(text) <= width else text[: width - 1].rstrip() + "…"
+            notes.append(f'{old.citation()} of {old.created_at.date().isoformat()}: "{text}"')
+        return f" (corrects {'; '.join(notes)})" if notes else ""
+
+
 
 
 @dataclass(frozen=True)
@@ -57,33 +77,111 @@ class Reading(MemoryCore):
                 min_score: float | None) -> list[Hit]:
         from memagent.memory.ranking import RankingWeights, candidate_pool, rank
 
+        stores = self._stores_in_use()
+        now = self.clock()
+        plan = self.recall.understand(query, stores, now)
         pool = candidate_pool(k) * (4 if wanted.memory_type or wanted.scope else 1)
-        classes = (True, False) if wanted.include_inactive else (True,)
-        vector = self._embed([query])[0] if self.dim > 0 else None
+        vector = self._embed([plan.dense_query])[0] if self.dim > 0 else None  # described systems by name
         dense: list[tuple[str, float]] = []
         lexical: list[tuple[str, float]] = []
-        entries: dict[str, Entry] = {}
-        for store in self._stores_in_use():
-            found_dense, found_lexical = self._candidates(store, query, vector, pool, classes)
+        signals = {}
+        for store in stores:
+            # superseded cards answer through their successor: the inactive side is searched too
+            # (only when this store holds any)
+            classes = (True, False) if wanted.include_inactive or store.catalog.count(False) else (True,)
+            found_dense, found_lexical = self._candidates(store, plan.lexical_query, vector, pool, classes)
             known = store.catalog.entries([i for i, _ in found_dense + found_lexical])
-            entries.update(known)
             dense.extend(d for d in found_dense if d[0] in known)  # else a teammate's card on a shared server
             lexical.extend(found_lexical)
-        signals = {i: e.signals() for i, e in entries.items() if self._visible(e) and wanted.wants(e)}
+            mine = {i: e.signals() for i, e in known.items() if self._visible(e) and wanted.wants(e)
+                    and (e.status in ("active", "superseded") or wanted.include_inactive)}
+            self.recall.enrich(store, mine, plan)
+            signals.update(mine)
         ranked = rank(
             [d for d in dense if d[0] in signals],
             [lx for lx in lexical if lx[0] in signals],
             signals,
-            now=utc_now(),
+            now=now,
             current_task=current_task,
-            k=k,
+            k=k + CHAIN_SLACK,
             weights=None if vector is not None else RankingWeights(dense_weight=0.0, lexical_weight=1.0),
             min_score=self.knobs.min_relevance if min_score is None else min_score,
-            active_only=not wanted.include_inactive,
+            active_only=False,
             query=query,
+            facts=plan.facts,
         )
-        cards = self._get_many([h.id for h in ranked])
-        return [Hit(cards[h.id], h.score, dict(h.parts)) for h in ranked if h.id in cards]
+        successors = {i: s.superseded_by for i, s in signals.items() if s.superseded_by}
+        return self._fold_chains([(h.id, h.score, dict(h.parts)) for h in ranked], k, wanted, successors)
+
+    def _fold_chains(self, ranked: list[tuple[str, float, dict[str, float]]], k: int,
+                     wanted: SearchFilter, successors: dict[str, str]) -> list[Hit]:
+        """Each ranked card as the current card of its correction chain, with the cards it
+        corrected as its history: a superseded card is never a result of its own. ``successors``
+        (older id -> newer id) holds the links the candidates' card facts already gave."""
+        from memagent.memory.card_facts import successors as stated_successors
+
+        cards = self._get_many([card_id for card_id, _, _ in ranked])
+        for store in self._stores_in_use():  # a link only the newer card states (one query for all)
+            if store.catalog.exists:
+                found = stated_successors(store.catalog.db(), [i for i, _, _ in ranked if i not in successors])
+                successors = {**found, **successors}
+        hits: list[Hit] = []
+        shown: set[str] = set()
+        for card_id, score, parts in ranked:
+            card = cards.get(card_id)
+            if card is None:
+                continue
+            current = self._current_of(card, wanted, successors) if card.id in successors or card.superseded_by else card
+            if current.id in shown:
+                continue
+            history = self._history_of(current)
+            hits.append(Hit(current, score, parts, history))
+            shown.update([current.id, *(c.id for c in history)])
+            if len(hits) == k:
+                break
+        return hits
+
+    def _current_of(self, card: MemoryCard, wanted: SearchFilter, successors: dict[str, str]) -> MemoryCard:
+        """The newest card of ``card``'s chain that this search may show (itself if none)."""
+        seen = {card.id}
+        current = card
+        while True:
+            newer_id = current.superseded_by or successors.get(current.id) or self._successor_id(current.id)
+            newer = self._get_many([newer_id]).get(newer_id) if newer_id and newer_id not in seen else None
+            if newer is None or newer.status not in ("active", "superseded"):
+                break
+            entries = {}
+            for store in self._stores_in_use():
+                entries.update(store.catalog.entries([newer.id]))
+            entry = entries.get(newer.id)
+            if entry is None or not self._visible(entry) or not wanted.wants(entry):
+                break
+            seen.add(newer.id)
+            current = newer
+        return current
+
+    def _successor_id(self, card_id: str) -> str | None:
+        from memagent.memory.card_facts import successors
+
+        for store in self._stores_in_use():
+            if store.catalog.exists:
+                found = successors(store.catalog.db(), [card_id]).get(card_id)
+                if found:
+                    return found
+        return None
+
+    def _history_of(self, card: MemoryCard) -> list[MemoryCard]:
+        history: list[MemoryCard] = []
+        seen = {card.id}
+        cursor = card
+        while cursor.supersedes and cursor.supersedes not in seen and len(history) < HISTORY_DEPTH:
+            older = self._get_many([cursor.supersedes]).get(cursor.supersedes)
+            if older is None:
+                break
+            history.append(older)
+            seen.add(older.id)
+            cursor = older
+        return history
 
     def _candidates(self, store: Store, query: str, vector: list[float] | None, pool: int,
                     classes: tuple[bool, ...]) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
@@ -202,10 +300,36 @@ class Reading(MemoryCore):
                 "by_scope": by_scope,
                 "by_source": dict(sorted(by_source.items())),
                 "stores": stores,
-                "embedder": {"name": self._embedder.preference_name(), "dim": self._embedder.known_dim()},
+                "embedder": self._embedder.describe(),
                 "near_duplicates": sum(len(s.catalog.near_duplicates()) for s in self._stores_in_use()
                                        if s.catalog.exists),
+                **self._usage_extremes(USAGE_SHOWN),
             }
+
+    def _usage_extremes(self, n: int) -> dict[str, list[dict[str, Any]]]:
+        """The ``n`` most used active cards (used at least once) and the ``n`` least used (never
+        or longest ago first): id, type, uses, last used."""
+        rows = []
+        for store in self._stores_in_use():
+            if not store.catalog.exists:
+                continue
+            catalog = store.open_catalog()
+            entries = list(catalog.all_entries(True))
+            usage = catalog.usage([e.id for e in entries])
+            for entry in entries:
+                last, uses = usage.get(entry.id, (None, 0))
+                rows.append((uses, last.isoformat() if last else "", entry))
+
+        def shown(row: tuple[int, str, Any]) -> dict[str, Any]:
+            uses, last, entry = row
+            return {"id": entry.id, "memory_type": entry.memory_type, "uses": uses, "last_used_at": last or None}
+
+        most = sorted((r for r in rows if r[0] > 0), key=lambda r: (-r[0], r[1]), reverse=False)[:n]
+        least = sorted(rows, key=lambda r: (r[0], r[1], r[2].created_at.isoformat() if r[2].created_at else ""))[:n]
+        return {"most_used": [shown(r) for r in most], "least_used": [shown(r) for r in least]}
+
+
+USAGE_SHOWN = 5  # cards listed as most and least used by ``stats``
 
 
 __all__ = ["Hit", "Reading"]

@@ -1,5 +1,9 @@
-"""Saving cards: the write gate, near-duplicates (restatements merge, corrections supersede),
-explicit corrections and metadata updates.
+"""Saving cards: the write gate, the correction rule (restatements merge, corrections supersede,
+look-alike facts are added: ``memory.corrections``), explicit corrections and metadata updates.
+
+The correction rule is applied wherever a card arrives: here for ``memory add``, the memory tools
+and MCP saves; in ``memory.transfer`` for import; and, for card files that appeared from outside
+(a pull, a rebuild of the catalog), on the next sync of the vectors (``memory.arrivals``).
 
 Every rewrite of a card that exists (a correction marking the old card superseded, a merge, a
 metadata update) happens under the store's cross-process lock after checking that the card's
@@ -10,14 +14,23 @@ wins, and the card never comes back.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pydantic import ValidationError
 
+from memagent.memory import arrivals, card_facts
 from memagent.memory.cards import MemoryCard, Provenance, utc_now
 from memagent.memory.core import MemoryCore
-from memagent.memory.corrections import correction_kind
+from memagent.memory.corrections import Comparer, Decision, Neighbour, decide
 from memagent.memory.gate import check_card, term_overlap
+from memagent.memory.provenance import REPOSITORY
+
+if TYPE_CHECKING:
+    from memagent.memory.storage import Store
+
+ARRIVALS_PER_SYNC = 500  # card files from outside judged per sync (the rest wait for the next one)
+NEIGHBOURS = 8  # stored cards a new card is judged against (most similar first)
+NEIGHBOUR_COSINE = 0.40  # ... at least this similar: a correction can reword a good deal
 
 
 @dataclass
@@ -47,6 +60,9 @@ class SaveRequest:
     card: MemoryCard
     private: bool = False
     auto: bool = False
+    # a record of its own (a session's event card): never merged into a near-duplicate, never
+    # taken for a correction of one
+    distinct: bool = False
 
 
 class Saving(MemoryCore):
@@ -111,24 +127,27 @@ class Saving(MemoryCore):
                     newer = f" by {old.superseded_by}" if old.superseded_by else ""
                     return SaveResult("refused", None, f"{old.id} is already {old.status}{newer}; correct the current card")
             vector = self._embed([card.content])[0]
-            excluded = {card.supersedes} if card.supersedes else set()
-            duplicate = self._find_duplicate(card, vector, excluded)
-            if duplicate is not None and old is None:
-                existing, similarity = duplicate
-                kind = correction_kind(existing.content, card.content)
-                if kind is None:
-                    merged = self._merge_into(existing, card)
-                    return SaveResult("duplicate", merged,
-                                      f"near-duplicate of {existing.id} (similarity {similarity:.2f}); kept the existing memory")
-                card = card.model_copy(update={"supersedes": existing.id})
-                old = existing
+            if old is None and not request.distinct:
+                decision = self.judge_new_card(card, vector)
+                other = self._get_many([decision.other.id]).get(decision.other.id) if decision.other else None
+                if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
+                    merged = self._merge_into(other, card)
+                    return SaveResult("duplicate", merged, f"near-duplicate of {other.id} (similarity "
+                                      f"{decision.other.similarity:.2f}); kept the existing memory")
+                if decision.action == "supersedes" and other is not None:
+                    old = other
+                    card = card.model_copy(update={"supersedes": old.id})
+                elif decision.action == "superseded" and other is not None:
+                    card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
             if not self._write_new(card, vector, old, request.private):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
                 self._rate.record(self.session_id)
+            archived = self._enforce_quota(card)
+        told = quota_note(archived, self.gate.max_cards)
         if old is not None:
-            return SaveResult("superseded", card, f"supersedes {old.id}")
-        return SaveResult("added", card, "")
+            return SaveResult("superseded", card, "; ".join(filter(None, [f"supersedes {old.id}", told])))
+        return SaveResult("added", card, told)
 
     def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> bool:
         """Write a new card (and mark the card it corrects superseded); False when the corrected
@@ -137,6 +156,8 @@ class Saving(MemoryCore):
         info = self._embedder_info()
         if old is None:
             store.write(card, private, vector, info)
+            if card.superseded_by:  # an older card than the one that corrects it
+                self._link_stored(card.superseded_by, supersedes=card.id)
             return True
         old_store = self._locate(old.id) or store
         with old_store.locked():
@@ -147,6 +168,26 @@ class Saving(MemoryCore):
             replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
             old_store.write(replaced, old_store.files.is_private(path), None, None)
         return True
+
+    def _enforce_quota(self, card: MemoryCard) -> list[str]:
+        """At ``memory_max_cards`` active cards in ``card``'s store, archive the lowest-value
+        others (``memory.quota``); returns their ids, also told as a notice."""
+        from memagent.memory.quota import over_quota
+
+        limit = self.gate.max_cards
+        store = self._store_for_scope(card.scope)
+        if limit <= 0 or not store.catalog.exists:
+            return []
+        catalog = store.open_catalog()
+        if catalog.count(True) <= limit:
+            return []
+        entries = list(catalog.all_entries(True))
+        uses = {card_id: n for card_id, (_, n) in catalog.usage([e.id for e in entries]).items()}
+        archived = [i for i in over_quota(entries, limit, card.id, uses)
+                    if self.update_card(i, status="archived", touch=False) is not None]
+        if archived:
+            store.notices.append(quota_note(archived, limit))
+        return archived
 
     def _rewrite(self, card: MemoryCard) -> bool:
         """Rewrite a stored card's file in place; False when it was forgotten meanwhile."""
@@ -160,52 +201,139 @@ class Saving(MemoryCore):
             store.write(card, store.files.is_private(path), None, None)
         return True
 
-    def _find_duplicate(self, card: MemoryCard, vector: list[float] | None, exclude: set[str]) -> tuple[MemoryCard, float] | None:
+    def _link_stored(self, card_id: str, *, superseded_by: str | None = None, supersedes: str | None = None) -> None:
+        """Record a correction on a stored card: it is ``superseded_by`` a newer card, or (when it
+        has no such link yet) it ``supersedes`` an older one."""
+        found = self._get_many([card_id]).get(card_id)
+        if found is None:
+            return
+        if superseded_by is not None:
+            update = {"status": "superseded", "superseded_by": superseded_by, "updated_at": utc_now()}
+        elif found.supersedes is None:
+            update = {"supersedes": supersedes, "updated_at": utc_now()}
+        else:
+            return
+        self._rewrite(found.model_copy(update=update))
+
+    def judge_new_card(self, card: MemoryCard, vector: list[float] | None, extra: Sequence[Neighbour] = (),
+                       comparer: Comparer | None = None) -> Decision:
+        """Restatement, correction or new fact: ``card`` against the active cards of its store
+        (and ``extra`` neighbours, e.g. earlier cards of the same import). See
+        ``memory.corrections.decide``; ``comparer`` (one per operation) remembers parsed texts."""
+        neighbours = [*self._neighbours(card, vector), *extra]
+        if not neighbours:
+            return Decision("add")
+        duplicate_at = self.gate.duplicate_cosine if vector is not None else self.gate.duplicate_overlap
+        if not self.retrieval.corrections:  # switched off (a benchmark's ablation): near-duplicates only
+            best = max(neighbours, key=lambda n: n.similarity)
+            return Decision("duplicate", best) if best.similarity >= duplicate_at else Decision("add")
+        return decide(card.content, card.created_at, neighbours, duplicate_at=duplicate_at,
+                      comparer=comparer or self.comparer(vector is not None))
+
+    def comparer(self, with_vectors: bool) -> Comparer:
+        """A fresh :class:`~memagent.memory.corrections.Comparer` using this store's embedder."""
+        return Comparer(self._embed if with_vectors and self.dim > 0 else None)
+
+    def _neighbours(self, card: MemoryCard, vector: list[float] | None) -> list[Neighbour]:
+        """Active, visible cards of the card's store close to it (by vector, or by shared terms
+        without vectors)."""
         store = self._store_for_scope(card.scope)
-        candidates: list[tuple[str, float]] = []
+        if not store.catalog.exists:
+            return []
+        close: list[tuple[str, float]] = []
         if vector is not None:
             index = store.vector_index(self._embedder_info(), create=False)
             if index is not None:
-                candidates = [(i, s) for i, s in index.nearest_ids(vector, 5) if s >= self.gate.duplicate_cosine]
-        elif store.catalog.exists:
+                close = [(i, s) for i, s in index.nearest_ids(vector, NEIGHBOURS) if s >= NEIGHBOUR_COSINE]
+        else:
             from memagent.memory.lexical import tokenize
 
             terms = tokenize(card.content)
-            for card_id, _ in store.catalog.lexical(card.content, 5, True):
+            for card_id, _ in store.catalog.lexical(card.content, NEIGHBOURS, True):
                 other = self._read_file(store, card_id)
                 if other is not None:
-                    overlap = term_overlap(terms, tokenize(other.content))
-                    if overlap >= self.gate.duplicate_overlap:
-                        candidates.append((card_id, overlap))
-        if not candidates or not store.catalog.exists:
-            return None
-        entries = store.catalog.entries([i for i, _ in candidates])
-        for card_id, similarity in sorted(candidates, key=lambda c: -c[1]):
-            entry = entries.get(card_id)
-            if card_id in exclude or entry is None or not self._visible(entry) or entry.status != "active":
+                    close.append((card_id, term_overlap(terms, tokenize(other.content))))
+        entries = store.catalog.entries([i for i, _ in close])
+        wanted = [(i, s) for i, s in close if i != card.id and i in entries and self._visible(entries[i])
+                  and entries[i].status == "active"]
+        cards = self._get_many([i for i, _ in wanted])
+        return [Neighbour(i, cards[i].content, s, cards[i].created_at) for i, s in wanted if i in cards]
+
+    def _sync(self, *, vectors: bool, force: bool = False) -> None:
+        """The core's sync, then the correction rule for card files that arrived from outside."""
+        super()._sync(vectors=vectors, force=force)
+        for store in self._stores_in_use():
+            self._fill_card_facts(store)
+            if vectors and self.retrieval.corrections:
+                self._judge_arrivals(store)
+
+    def _fill_card_facts(self, store: "Store") -> None:
+        """A catalog written before card facts existed gets them once (``memory.card_facts``)."""
+        catalog = store.open_catalog()
+        if card_facts.is_filled(catalog.db()):
+            return
+        with store.locked(), catalog.transaction() as db:
+            card_facts.fill(db)
+
+    def _judge_arrivals(self, store: "Store") -> None:
+        """Judge new card files (a pull, a rebuild) oldest first, as ``memory add`` would have:
+        a correction found links both cards and retires the older one; see ``memory.arrivals``."""
+        catalog = store.open_catalog()
+        ids = arrivals.waiting(catalog.db(), ARRIVALS_PER_SYNC)
+        if not ids:
+            return
+        cards = self._get_many(ids)
+        todo = sorted((c for c in cards.values() if c.active and not (c.supersedes or c.superseded_by)),
+                      key=lambda c: c.created_at)
+        index = store.vector_index(self._embedder_info(), create=False) if self.dim > 0 else None
+        vectors = index.vectors([c.id for c in todo]) if index is not None else {}
+        if index is not None:  # a card still waiting for its vector (background indexing) waits here too
+            unready = {c.id for c in todo if c.id not in vectors}
+            todo = [c for c in todo if c.id not in unready]
+            ids = [i for i in ids if i not in unready]
+        comparer = self.comparer(bool(vectors))
+        for card in todo:
+            current = self._get_many([card.id]).get(card.id)
+            if current is None or not current.active:
                 continue
-            found = self._read_file(store, card_id)
-            if found is not None:
-                return found, similarity
-        return None
+            decision = self.judge_new_card(current, vectors.get(card.id), comparer=comparer)
+            if decision.other is None or decision.action not in ("supersedes", "superseded"):
+                continue
+            older, newer = ((decision.other.id, card.id) if decision.action == "supersedes"
+                            else (card.id, decision.other.id))
+            if not self._may_correct(newer, older):
+                continue
+            self._link_stored(newer, supersedes=older)
+            self._link_stored(older, superseded_by=newer)
+        with store.locked(), catalog.transaction() as db:
+            arrivals.done(db, ids)
+
+    def _may_correct(self, newer_id: str, older_id: str) -> bool:
+        """A card from the repository (a pull, a clone: see ``memory.provenance``) never retires a
+        card this machine earned; the other way round is fine."""
+        cards = self._get_many([newer_id, older_id])
+        newer, older = cards.get(newer_id), cards.get(older_id)
+        if newer is None or older is None:
+            return False
+        return newer.source != REPOSITORY or older.source == REPOSITORY
 
     def _merge_into(self, existing: MemoryCard, new: MemoryCard) -> MemoryCard:
-        """A restatement strengthens the existing card and keeps the new provenance beside it."""
-        provenance = list(existing.merged_from)
-        if new.provenance != Provenance() and new.provenance != existing.provenance and new.provenance not in provenance:
-            provenance.append(new.provenance)
-        merged = existing.model_copy(
-            update={
-                "confidence": max(existing.confidence, new.confidence),
-                "importance": max(existing.importance, new.importance),
-                "files": list(dict.fromkeys([*existing.files, *new.files])),
-                "merged_from": provenance,
-            }
-        )
-        if merged != existing:
-            merged.updated_at = utc_now()
-            self._rewrite(merged)
+        """A restatement strengthens the existing card (``memory.reinforcement``)."""
+        from memagent.memory.reinforcement import reinforced
+
+        merged = existing.model_copy(update=reinforced(existing, new))
+        merged.updated_at = utc_now()
+        self._rewrite(merged)
         return merged
+
+    def reinforce(self, card_id: str, evidence: MemoryCard) -> MemoryCard | None:
+        """``evidence`` restates the active card ``card_id``: strengthen it (the consolidator's
+        NOOP with a target). ``None`` when there is no such active card."""
+        with self._lock, self._guard("save"):
+            existing = self._get_many([card_id]).get(card_id)
+            if existing is None or not existing.active:
+                return None
+            return self._merge_into(existing, evidence)
 
     def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
         """A new card superseding ``memory_id``; unspecified fields are carried over."""
@@ -251,4 +379,14 @@ class Saving(MemoryCore):
                 return updated if self._rewrite(updated) else None
 
 
-__all__ = ["SaveRequest", "SaveResult", "Saving", "validation_reason"]
+def quota_note(archived: list[str], limit: int) -> str:
+    """What a save at the quota did, in one line ("" when it archived nothing)."""
+    if not archived:
+        return ""
+    shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
+    return (f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
+            f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
+            "shows them")
+
+
+__all__ = ["quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]

@@ -19,6 +19,7 @@ from memagent.memory.extraction import (
     WORD_RE,
     looks_like_directive,
     looks_like_instruction,
+    render_messages,
 )
 
 # -- from answer items to candidates ----------------------------------------------------------
@@ -123,6 +124,41 @@ def resolve_relative_dates(text: str, session_date: date) -> str:
 
     resolved = _RELATIVE_RE.sub(absolute, text)
     return re.sub(r"\bon on\b", "on", resolved)
+
+
+@dataclass(frozen=True)
+class UserQuote:
+    """Where the user said it: the message a quote was traced to, for ``source: user``."""
+
+    message_id: str
+    quote: str
+
+    @property
+    def turn(self) -> int | None:
+        return int(self.message_id) if self.message_id.isdigit() else None
+
+    def provenance(self, session_id: str | None) -> dict[str, Any]:
+        prov: dict[str, Any] = {"message_id": self.message_id, "quote": self.quote[:QUOTE_CHARS]}
+        if session_id:
+            prov["session_id"] = session_id
+        if self.turn is not None:
+            prov["turn"] = self.turn
+        return prov
+
+
+def trace_user_quote(quote: str, content: str, messages: Sequence[dict[str, Any]],
+                     ids: Sequence[str]) -> UserQuote | None:
+    """The user's own message that holds ``quote`` verbatim and backs ``content`` (the newest
+    such message), or ``None``. Text memagent injected (the hand-over, memory blocks, summaries,
+    attachments) is not the user's words, so a quote found only there traces to nothing."""
+    if not quote or not quote.strip():
+        return None
+    segments = [s for s in render_messages(messages, ids).segments if s.origin == "user"]
+    found = [s for s in trace_quote(quote, segments)
+             if support(content, quote) >= MIN_SUPPORT or support(content, s.text) >= MIN_SUPPORT]
+    if not found:
+        return None
+    return UserQuote(found[-1].message_id, " ".join(quote.split())[:QUOTE_CHARS])
 
 
 @dataclass
@@ -232,4 +268,4 @@ def _candidate(item: ExtractedMemory, origin: Segment, session_date: date) -> Ca
     return _as_tool_claim(candidate) if origin.origin == "tool" else candidate
 
 
-__all__ = ["Candidate", "Screening", "words", "containment", "trace_quote", "support", "mentioned_paths", "resolve_relative_dates", "injection_lines", "screen"]
+__all__ = ["Candidate", "Screening", "UserQuote", "trace_user_quote", "words", "containment", "trace_quote", "support", "mentioned_paths", "resolve_relative_dates", "injection_lines", "screen"]

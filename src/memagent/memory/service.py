@@ -55,12 +55,15 @@ def gate_of(settings: "Settings") -> GateConfig:
         duplicate_cosine=settings.memory_duplicate_cosine,
         duplicate_overlap=settings.memory_duplicate_overlap,
         max_auto_writes_per_session=settings.memory_auto_writes_per_session,
+        max_auto_writes_per_day=settings.memory_auto_writes_per_day,
+        max_cards=settings.memory_max_cards,
     )
 
 
 def knobs_of(settings: "Settings") -> MemoryKnobs:
     return MemoryKnobs(
         k=settings.memory_k,
+        block_chars=settings.memory_block_chars,
         min_relevance=settings.memory_min_relevance,
         session_card_days=settings.memory_session_card_days,
         archive_after_days=settings.memory_archive_after_days,
@@ -124,6 +127,7 @@ class MemoryService(Transfer):
         service.project_root = paths.root
         service.witness = witness
         service.hold_repository = hold_repository_cards
+        service.count_writes_on_disk(paths.memory / "index")
         try:
             service._check_locations(settings)
             service._refresh_provenance()
@@ -186,8 +190,9 @@ class MemoryService(Transfer):
         In the order the first search needs them: the quick sync (no full scan), the embedder,
         the vector index (chromadb imported before the lock is taken); then, as background
         upkeep, the vectors the index lacks (a batch at a time), a full stamp scan, and the
-        periodic clean-up (expired session cards, archival). The lock is held one short step at a
-        time, so a search waits at most for the step it needs; later searches leave big index
+        periodic clean-up (expired session cards, archival); the date parser is loaded first, off
+        the first dated question. The lock is held one short step at a time, so a search waits at
+        most for the step it needs; later searches leave big index
         work to the background (``inline_embed_max``). Without ``prefetch`` (a one-shot prompt that
         will not search) nothing heavy is imported or loaded. Without ``upkeep`` (a one-shot
         prompt: the process ends after one answer) there is no background scan, indexing or
@@ -211,6 +216,9 @@ class MemoryService(Transfer):
                 store.vector_index(info, create=False)
         if not upkeep:
             return
+        from memagent.memory.timeline import warm_up as read_a_date
+
+        read_a_date()  # dateparser's import and first parse (half a second) off the first question
         self.index_pending()
         if not self._closing:
             self.full_scan()

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from memagent.fsutil import atomic_write, make_dirs
-from memagent.memory import gitview
+from memagent.memory import arrivals, gitview
 from memagent.memory.cardfiles import PRIVATE_DIR, SHARED_DIR, CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard, iso_utc, utc_now
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
@@ -243,6 +243,8 @@ class Store:
         if not changed and not removed and not gone_problems and unchanged_meta:
             return 0
         with self.locked(), catalog.transaction() as db:
+            arrived = []
+            known_before = catalog.entries(list(changed)) if changed else {}
             for card_id, (path_text, stamp) in changed.items():
                 if problems.get(path_text, ("", None))[1] == stamp:
                     continue  # still the same bad file: reported already
@@ -258,6 +260,9 @@ class Store:
                     continue
                 catalog.put(db, card, path, stamp, self.files.is_private(path))
                 catalog.clear_problems(db, [path_text])
+                if card_id not in known_before:
+                    arrived.append(card_id)
+            arrivals.note(db, arrived)  # new files from outside still meet the correction rule
             catalog.remove(db, removed)
             catalog.clear_problems(db, gone_problems)
             if folders is not None:

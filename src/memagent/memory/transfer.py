@@ -3,7 +3,8 @@
 Importing is the user's own act, but not their own words: every imported card is project
 knowledge the user vouched for, with source ``import`` (never user-stated) and at most project
 scope. Imported records may come from another tool: an id that is not a memagent id is replaced
-by a new one and kept as ``provenance.original_id``. Links (``supersedes``/``superseded_by``) to cards
+by a new one and kept as ``provenance.original_id``, and links between records made with such ids
+follow it. Links (``supersedes``/``superseded_by``) to cards
 that are neither in this store nor in the same import are dropped: re-importing an old export
 after a ``forget`` never links a card to the erased one.
 """
@@ -15,10 +16,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from memagent.memory.cards import CARD_ID_RE, MemoryCard
+from memagent.memory.cards import CARD_ID_RE, MemoryCard, new_card_id
+from memagent.memory.corrections import Decision, Neighbour
 from memagent.memory.erasure import Erasure
 from memagent.memory.gate import check_card
-from memagent.memory.saving import Saving, validation_reason
+from memagent.memory.saving import NEIGHBOUR_COSINE, NEIGHBOURS, Saving, validation_reason
 from memagent.memory.storage import Progress
 
 IMPORT_BATCH = 256
@@ -28,6 +30,7 @@ IMPORT_BATCH = 256
 class ImportReport:
     added: int = 0
     duplicates: int = 0
+    superseded: int = 0  # cards this import found corrected by a newer one
     refused: list[tuple[int, str]] = field(default_factory=list)  # (record index, reason)
     ids: list[str] = field(default_factory=list)
 
@@ -35,6 +38,7 @@ class ImportReport:
         return {
             "added": self.added,
             "duplicates": self.duplicates,
+            "superseded": self.superseded,
             "refused": [{"index": i, "reason": r} for i, r in self.refused],
             "ids": list(self.ids),
         }
@@ -43,6 +47,13 @@ class ImportReport:
 @dataclass(frozen=True)
 class _Known:
     incoming: set[str]  # ids of the records being imported
+    renamed: dict[str, str]  # foreign id (another tool's) -> the memagent id it gets here
+
+    @classmethod
+    def of(cls, items: Sequence[Any]) -> "_Known":
+        ids = [str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id") is not None]
+        renamed = {raw: new_card_id() for raw in ids if not CARD_ID_RE.match(raw)}
+        return cls(set(ids), renamed)
 
 
 class Transfer(Saving, Erasure):
@@ -58,26 +69,33 @@ class Transfer(Saving, Erasure):
             return [card.model_dump(mode="json") for card in cards]
 
     def import_cards(self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None) -> ImportReport:
-        """Add cards from dicts (at least ``content``) through the gate, in batches."""
+        """Add cards from dicts (at least ``content``) through the gate, oldest first, in batches.
+
+        Each card meets the same rule as ``memory add`` (``corrections.decide``), against the
+        store and the cards imported before it: a restatement is a duplicate, a correction
+        supersedes the card it corrects (a teammate's export holding both versions of a fact
+        leaves the newer one current), a look-alike fact is added. Cards that arrive with their
+        own links or status (a memagent export) keep them."""
         items = list(records)
         report = ImportReport()
         with self._lock, self._guard("import"):
             self._sync(vectors=True)
-            incoming = {str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id")}
-            for start in range(0, len(items), IMPORT_BATCH):
-                self._import_batch(items[start : start + IMPORT_BATCH], start, report, _Known(incoming))
+            known = _Known.of(items)
+            cards = self._gated(items, report, known)
+            cards.sort(key=lambda c: c.created_at)  # stable: file order among equal times
+            for start in range(0, len(cards), IMPORT_BATCH):
+                self._import_batch(cards[start : start + IMPORT_BATCH], report)
                 if progress:
-                    progress(min(start + IMPORT_BATCH, len(items)), len(items))
-            if not items and progress:
+                    progress(min(start + IMPORT_BATCH, len(cards)), len(cards))
+            if not cards and progress:
                 progress(0, 0)
         return report
 
-    def _import_batch(self, batch: Sequence[Mapping[str, Any]], offset: int, report: ImportReport,
-                      known: "_Known") -> None:
-        """Gate, de-duplicate (against the store and within the batch) and add one batch."""
-        candidates: list[MemoryCard] = []
-        seen_ids = set(report.ids)
-        for index, record in enumerate(batch, start=offset):
+    def _gated(self, items: Sequence[Any], report: ImportReport, known: "_Known") -> list[MemoryCard]:
+        """Valid cards that pass the gate and are not here yet; refusals reported by record index."""
+        accepted: list[MemoryCard] = []
+        seen_ids: set[str] = set()
+        for index, record in enumerate(items):
             card, reason = self._card_from_record(record, known)
             reason = reason or (check_card(card, self.gate) if card is not None else "invalid")
             if card is None or reason:
@@ -86,40 +104,76 @@ class Transfer(Saving, Erasure):
                 report.duplicates += 1
             else:
                 seen_ids.add(card.id)
-                candidates.append(card)
-        if not candidates:
-            return
-        vectors = self._embed([c.content for c in candidates])
-        keep = self._not_duplicates(candidates, vectors)
-        report.duplicates += len(candidates) - len(keep)
+                accepted.append(card)
+        return accepted
+
+    def _import_batch(self, batch: Sequence[MemoryCard], report: ImportReport) -> None:
+        """Judge each card of one batch (in order) against the store and the batch so far; write."""
+        vectors = self._embed([c.content for c in batch])
+        similar = _Similarities(vectors)
+        comparer = self.comparer(bool(vectors) and vectors[0] is not None)
+        pending: dict[str, tuple[MemoryCard, list[float] | None]] = {}
+        stored_links: list[tuple[str, dict[str, str]]] = []
+        for position, (card, vector) in enumerate(zip(batch, vectors)):
+            if card.active and not (card.supersedes or card.superseded_by):
+                earlier = similar.to_earlier(position, [c.id for c in batch[:position]], pending, card.scope)
+                decision = self.judge_new_card(card, vector, earlier, comparer)
+                if decision.action == "duplicate":
+                    report.duplicates += 1
+                    continue
+                card = self._apply_decision(card, decision, pending, stored_links, report)
+            elif card.active and card.supersedes:  # the record says it corrects a card: retire that one
+                self._retire(card.supersedes, card.id, pending, stored_links, report)
+            pending[card.id] = (card, vector)
         by_store: dict[str, list[tuple[MemoryCard, bool, list[float] | None]]] = {}
-        for card, vector in keep:
-            store = self._store_for_scope(card.scope)
-            by_store.setdefault(store.label, []).append((card, card.scope == "session", vector))
+        for card, vector in pending.values():
+            by_store.setdefault(self._store_for_scope(card.scope).label, []).append(
+                (card, card.scope == "session", vector))
         info = self._embedder_info()
         for label, items in by_store.items():
             self._stores[label].write_many(items, info, durable=False)
             report.ids.extend(c.id for c, _, _ in items)
             report.added += len(items)
+        for card_id, link in stored_links:
+            self._link_stored(card_id, **link)
 
-    def _not_duplicates(self, cards: Sequence[MemoryCard], vectors: Sequence[list[float] | None]
-                        ) -> list[tuple[MemoryCard, list[float] | None]]:
-        """Cards that are not near-duplicates of a stored active card nor of an earlier one here."""
-        import numpy as np
+    def _retire(self, older_id: str, newer_id: str, pending: dict[str, tuple[MemoryCard, list[float] | None]],
+                stored_links: list[tuple[str, dict[str, str]]], report: ImportReport) -> None:
+        """Mark ``older_id`` (imported earlier, or stored) superseded by ``newer_id`` if it is
+        still active."""
+        if older_id in pending:
+            older, vector = pending[older_id]
+            if older.active:
+                pending[older_id] = (older.model_copy(update={"status": "superseded", "superseded_by": newer_id}), vector)
+                report.superseded += 1
+            return
+        stored = self._get_many([older_id]).get(older_id)
+        if stored is not None and stored.active:
+            stored_links.append((older_id, {"superseded_by": newer_id}))
+            report.superseded += 1
 
-        kept: list[tuple[MemoryCard, list[float] | None]] = []
-        accepted: list[list[float]] = []
-        for card, vector in zip(cards, vectors):
-            if card.active and self._find_duplicate(card, vector, set()) is not None:
-                continue
-            if card.active and vector is not None and accepted:
-                sims = np.asarray(accepted, dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
-                if float(sims.max()) >= self.gate.duplicate_cosine:
-                    continue
-            if card.active and vector is not None:
-                accepted.append(vector)
-            kept.append((card, vector))
-        return kept
+    def _apply_decision(self, card: MemoryCard, decision: Decision,
+                        pending: dict[str, tuple[MemoryCard, list[float] | None]],
+                        stored_links: list[tuple[str, dict[str, str]]], report: ImportReport) -> MemoryCard:
+        """The card as it will be written, with the correction ``decision`` found recorded on
+        both ends (the other end is in ``pending`` or queued in ``stored_links``)."""
+        other = decision.other
+        if other is None or decision.action not in ("supersedes", "superseded"):
+            return card
+        report.superseded += 1
+        if decision.action == "supersedes":
+            card = card.model_copy(update={"supersedes": other.id})
+            link, change = {"superseded_by": card.id}, {"status": "superseded", "superseded_by": card.id}
+        else:
+            card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
+            link, change = {"supersedes": card.id}, {"supersedes": card.id}
+        if other.id in pending:
+            earlier, vector = pending[other.id]
+            if decision.action == "supersedes" or earlier.supersedes is None:
+                pending[other.id] = (earlier.model_copy(update=change), vector)
+        else:
+            stored_links.append((other.id, link))
+        return card
 
     def _card_from_record(self, record: Mapping[str, Any], known: "_Known") -> tuple[MemoryCard | None, str]:
         if not isinstance(record, Mapping):
@@ -131,13 +185,18 @@ class Transfer(Saving, Erasure):
             return None, "missing content"
         raw_id = data.get("id")
         if raw_id is not None and not (isinstance(raw_id, str) and CARD_ID_RE.match(raw_id)):
-            data.pop("id")
+            data["id"] = known.renamed[str(raw_id)]
             provenance = dict(data.get("provenance") or {}) if isinstance(data.get("provenance"), Mapping) else {}
             provenance["original_id"] = str(raw_id)[:200]
             data["provenance"] = provenance
         for link in ("supersedes", "superseded_by"):
             target = data.get(link)
-            if target is not None and not self._linkable(target, known):
+            if target is None:
+                continue
+            target = known.renamed.get(str(target), target)  # a link by the other tool's id
+            if self._linkable(target, known):
+                data[link] = target
+            else:
                 data.pop(link)
         data["source"] = "import"
         if data.get("scope") == "user":
@@ -154,7 +213,31 @@ class Transfer(Saving, Erasure):
         card forgotten since the export."""
         if not isinstance(target, str):
             return False
-        return target in known.incoming or self._locate(target) is not None
+        return target in known.incoming or target in known.renamed.values() or self._locate(target) is not None
+
+
+class _Similarities:
+    """Cosines between the cards of one import batch (one matrix product per card)."""
+
+    def __init__(self, vectors: Sequence[list[float] | None]) -> None:
+        import numpy as np
+
+        usable = bool(vectors) and all(v is not None for v in vectors)
+        self._matrix = np.asarray(vectors, dtype=np.float32) if usable else None
+
+    def to_earlier(self, position: int, earlier_ids: Sequence[str],
+                   pending: dict[str, tuple[MemoryCard, list[float] | None]], scope: str) -> list[Neighbour]:
+        """Earlier active cards of the batch, still to be written, close to the card at ``position``."""
+        if self._matrix is None or position == 0:
+            return []
+        sims = self._matrix[:position] @ self._matrix[position]
+        close = []
+        for card_id, similarity in zip(earlier_ids, sims.tolist()):
+            other = pending.get(card_id, (None, None))[0]
+            if other is not None and other.active and other.scope == scope and similarity >= NEIGHBOUR_COSINE:
+                close.append(Neighbour(other.id, other.content, float(similarity), other.created_at))
+        close.sort(key=lambda n: -n.similarity)
+        return close[:NEIGHBOURS]
 
 
 __all__ = ["ImportReport", "Transfer"]

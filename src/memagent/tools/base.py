@@ -65,10 +65,35 @@ class ToolOutcome:
     # Image blocks (Messages-API shape) sent with the text in the tool_result, e.g. a screenshot
     # returned by an MCP server.
     images: list[dict[str, Any]] = field(default_factory=list)
+    # Facts about the run for code, not for the model (bash: ``exit_code``, ``output`` without the
+    # exit line, ``timed_out``); what hooks see as ``tool_response`` is built from them.
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 InputT = TypeVar("InputT", bound=BaseModel)
 Handler = Callable[[Any, ToolContext], "str | ToolOutcome"]
+# A call's input as Claude Code would spell it (``file_path`` absolute, ``old_string``, …), from
+# the raw input and the project root.
+InputView = Callable[[dict[str, Any], Path], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ClaudeName:
+    """What Claude Code calls a tool and its input: the vocabulary of hooks and permission rules
+    written for Claude Code (``Bash`` with ``command``, ``Edit`` with ``file_path``,
+    ``old_string``, ``new_string``). memagent's own name stays valid beside it."""
+
+    name: str
+    view: InputView | None = None  # None: the input is spelled the same
+
+    def input(self, raw: dict[str, Any], root: Path) -> dict[str, Any]:
+        return self.view(dict(raw), root) if self.view is not None else dict(raw)
+
+
+def absolute(path: Any, root: Path) -> str:
+    """A path as Claude Code gives it to hooks: absolute (relative ones are under ``root``)."""
+    candidate = Path(str(path)).expanduser()
+    return str(candidate if candidate.is_absolute() else root / candidate)
 # What a call does (memagent.permissions.effects): fixed, or read from the validated input.
 Effects = Declaration | Callable[[Any], Declaration]
 
@@ -91,6 +116,14 @@ class Tool(Generic[InputT]):
     # Calls of this tool in one response may run at the same time (each in its own thread): the
     # ``task`` tool, whose subagents work side by side. Results still go back in call order.
     concurrent: bool = False
+    # Claude Code's name for this tool and its input (hooks and rules written for Claude Code).
+    claude: ClaudeName | None = None
+
+    def claude_call(self, raw: dict[str, Any], root: Path) -> tuple[str, dict[str, Any]]:
+        """(name, input) of a call in Claude Code's vocabulary; the tool's own when it has none."""
+        if self.claude is None:
+            return self.name, dict(raw) if isinstance(raw, dict) else {}
+        return self.claude.name, self.claude.input(raw if isinstance(raw, dict) else {}, root)
 
     def schema(self) -> dict[str, Any]:
         schema = self.input_model.model_json_schema()
@@ -147,6 +180,7 @@ def tool(
     effects: Effects | None = None,
     key_argument: str | None = None,
     description: str | None = None,
+    claude: ClaudeName | None = None,
 ) -> Callable[[Handler], Tool]:
     """Decorator: the handler's docstring is the tool description unless one is given."""
 
@@ -161,6 +195,7 @@ def tool(
             handler=fn,
             effects=effects,
             key_argument=key_argument,
+            claude=claude,
         )
 
     return wrap

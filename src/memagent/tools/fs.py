@@ -14,27 +14,44 @@ Choices worth knowing:
   skips binary files (a NUL byte in the first 8 KiB) and files over
   :data:`GREP_MAX_FILE_BYTES`, and stops after :data:`MAX_GREP_MATCHES` matches or
   ``ctx.output_cap_chars`` characters.
-* ``read_file`` treats a file as binary when its first 8 KiB hold a NUL byte or are not UTF-8.
+* Text files may be in any encoding: a file that is not plain UTF-8 (Latin-1, Windows-1252,
+  Shift-JIS, UTF-16 with a byte-order mark, …) is decoded by :mod:`memagent.tools.textfiles`, and
+  ``edit_file`` / ``write_file`` write it back in the same encoding, with the same byte-order mark
+  and line endings. A file is binary, and refused, when its first 8 KiB hold a NUL byte (without a
+  UTF-16/32 mark) or it is text in no recognisable encoding.
 * Both skip the directories in :data:`memagent.tools.paths.IGNORED_DIR_NAMES` and the root
   ``.gitignore`` patterns, except below an explicitly given starting directory.
 """
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import os
 import re
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import Any, Iterable
 
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from memagent.decoding import decode, looks_binary as _looks_binary
 from memagent.fsutil import atomic_write
 from memagent.permissions.effects import Effect, declares
+from memagent.tools import claude_names
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.textfiles import (
+    TextFile,
+    binary_error,
+    count_remaining_lines,
+    decode_file,
+    encode_like,
+    format_line,
+    legacy_text,
+    page,
+    read_decoded,
+    read_line,
+)
 from memagent.tools.paths import (
     IgnoreRules,
     compile_glob,
@@ -49,8 +66,6 @@ from memagent.tools.paths import (
 )
 
 DEFAULT_READ_LIMIT = 2000
-MAX_LINE_CHARS = 2000
-LINE_READ_BYTES = 64 * 1024
 SNIFF_BYTES = 8192
 MAX_GLOB_RESULTS = 200
 MAX_GREP_MATCHES = 200
@@ -72,14 +87,8 @@ def human_size(size: int) -> str:
 
 
 def looks_binary(head: bytes) -> bool:
-    """A NUL byte, or bytes that are not UTF-8 (ignoring a sequence cut at the end)."""
-    if b"\x00" in head:
-        return True
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return True
-    return False
+    """A NUL byte without a UTF-16/32 mark, or many control characters (:mod:`memagent.decoding`)."""
+    return _looks_binary(head)
 
 
 def _lines(n: int) -> str:
@@ -153,39 +162,7 @@ class ReadFileInput(ToolInput):
         return _positive_or_none(value, info.field_name or "value")
 
 
-def _read_line(fh: BinaryIO) -> tuple[bytes, int]:
-    """The next line, keeping at most :data:`LINE_READ_BYTES` of it, and how many bytes were
-    dropped, so a huge single-line file (minified JS, a log without newlines) costs no memory."""
-    line = fh.readline(LINE_READ_BYTES)
-    if len(line) < LINE_READ_BYTES or line.endswith(b"\n"):
-        return line, 0
-    dropped = 0
-    while True:
-        more = fh.readline(LINE_READ_BYTES)
-        dropped += len(more.rstrip(b"\n"))
-        if not more or more.endswith(b"\n"):
-            return line, dropped
-
-
-def _format_line(number: int, raw: bytes, dropped: int = 0) -> str:
-    text = raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", errors="replace")
-    if len(text) > MAX_LINE_CHARS or dropped:
-        more = len(text) - MAX_LINE_CHARS + dropped
-        text = text[:MAX_LINE_CHARS] + f"… [line truncated, {more} more chars]"
-    return f"{number:>6}\t{text}"
-
-
-def _count_remaining_lines(fh: BinaryIO) -> int:
-    """Lines left in ``fh`` after the current position (a final line without ``\\n`` counts)."""
-    count = 0
-    tail = b""
-    for chunk in iter(lambda: fh.read(1 << 20), b""):
-        count += chunk.count(b"\n")
-        tail = chunk[-1:]
-    return count + (1 if tail and tail != b"\n" else 0)
-
-
-@tool("read_file", ReadFileInput, key_argument="path", effects=lambda inp: declares(Effect.READ, paths=(inp.path,)))
+@tool("read_file", ReadFileInput, key_argument="path", effects=lambda inp: declares(Effect.READ, paths=(inp.path,)), claude=claude_names.READ)
 def read_file(inp: ReadFileInput, ctx: ToolContext) -> str:
     """Read a text file from the project, with line numbers (like `cat -n`).
 
@@ -203,23 +180,23 @@ def read_file(inp: ReadFileInput, ctx: ToolContext) -> str:
 
     with path.open("rb") as fh:
         if looks_binary(fh.read(SNIFF_BYTES)):
-            raise ToolError(
-                f"{shown} is a binary file ({human_size(size)}); read_file only shows text. "
-                f"Inspect it with bash instead (e.g. `file {shown}` or `xxd {shown} | head`)."
-            )
-        fh.seek(0)
+            raise binary_error(shown, human_size(size), "read_file")
+    legacy = legacy_text(path, size, shown, human_size(size))
+    if legacy is not None:
+        return read_decoded(legacy, shown, offset, limit, cap)
+    with path.open("rb") as fh:
         shown_lines: list[str] = []
         used_chars = 0
         line_no = 0  # lines consumed from the file so far
         capped = False
         while True:
-            raw, dropped = _read_line(fh)
+            raw, dropped = read_line(fh)
             if not raw:
                 break
             line_no += 1
             if line_no < offset:
                 continue
-            formatted = _format_line(line_no, raw, dropped)
+            formatted = format_line(line_no, raw, dropped)
             if used_chars + len(formatted) + 1 > cap and shown_lines:
                 capped = True
                 break
@@ -227,21 +204,8 @@ def read_file(inp: ReadFileInput, ctx: ToolContext) -> str:
             used_chars += len(formatted) + 1
             if len(shown_lines) >= limit:
                 break
-        total = line_no + _count_remaining_lines(fh)
-
-    if total == 0:
-        return f"{shown} is empty (0 bytes)."
-    if offset > total:
-        raise ToolError(f"offset {offset} is past the end of {shown}, which has {total} lines.")
-    first, last_shown = offset, offset + len(shown_lines) - 1
-    body = "\n".join(shown_lines)
-    if last_shown < total:
-        reason = f"output capped at {cap} characters" if capped else f"limit {limit}"
-        body += (
-            f"\n\n[Showing lines {first}-{last_shown} of {total} ({reason}). "
-            f"Use offset={last_shown + 1} to read more.]"
-        )
-    return body
+        total = line_no + count_remaining_lines(fh)
+    return page(shown, shown_lines, total, offset, limit, cap, capped)
 
 
 # --- write_file ------------------------------------------------------------------------------
@@ -252,7 +216,7 @@ class WriteFileInput(ToolInput):
     content: str = Field(description="The complete new content of the file.")
 
 
-@tool("write_file", WriteFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)))
+@tool("write_file", WriteFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)), claude=claude_names.WRITE)
 def write_file(inp: WriteFileInput, ctx: ToolContext) -> str:
     """Create a file or replace its whole content. Parent directories are created as needed.
 
@@ -268,11 +232,21 @@ def write_file(inp: WriteFileInput, ctx: ToolContext) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
         raise ToolError(f"Cannot create the directory for {shown}: a parent is a file ({exc}).") from exc
-    data = inp.content.encode("utf-8")
+    data, kept = encode_like(_existing_text(path, shown) if existed else None, inp.content, shown)
     atomic_write(path, data)
     lines = count_lines(inp.content)
     how = "overwrote the existing file" if existed else "new file"
+    how += f"; kept its {kept}" if kept else ""
     return f"Wrote {_lines(lines)} ({len(data)} bytes) to {shown} ({how})."
+
+
+def _existing_text(path: Path, shown: str) -> TextFile | None:
+    """How an existing file is stored, so an overwrite keeps it (None: binary or unreadable)."""
+    try:
+        data = path.read_bytes()
+        return decode_file(data, shown, human_size(len(data)), "write_file")
+    except (OSError, ToolError):
+        return None
 
 
 # --- edit_file -------------------------------------------------------------------------------
@@ -287,17 +261,10 @@ class EditFileInput(ToolInput):
     new_text: str = Field(description="The replacement text.")
 
 
-def _read_text_for_edit(path: Path, shown: str) -> str:
+def _read_text_for_edit(path: Path, shown: str) -> TextFile:
     _require_file(path, shown)
     data = path.read_bytes()
-    if looks_binary(data[:SNIFF_BYTES]):
-        raise ToolError(f"{shown} is a binary file ({human_size(len(data))}); edit_file only edits text.")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(
-            f"{shown} is not valid UTF-8 ({exc.reason} at byte {exc.start}); cannot edit it safely."
-        ) from exc
+    return decode_file(data, shown, human_size(len(data)), "edit_file")
 
 
 def _line_of(text: str, index: int) -> int:
@@ -340,7 +307,7 @@ def _not_found_hint(content: str, old_text: str) -> str:
     return " Closest lines to the start of old_text:\n" + "\n".join(shown)
 
 
-@tool("edit_file", EditFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)))
+@tool("edit_file", EditFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)), claude=claude_names.EDIT)
 def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
     """Replace one exact occurrence of `old_text` with `new_text` in a file.
 
@@ -353,7 +320,8 @@ def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
         raise ToolError("old_text and new_text are identical; nothing to change.")
     path = resolve_path(ctx, inp.path)
     shown = display_path(ctx, path)
-    content = _read_text_for_edit(path, shown)
+    file = _read_text_for_edit(path, shown)
+    content = file.text
     old_text, new_text = inp.old_text, inp.new_text
     if old_text not in content and "\r\n" in content and "\r\n" not in old_text and "\n" in old_text:
         old_text = old_text.replace("\n", "\r\n")  # the file uses CRLF line endings
@@ -369,7 +337,8 @@ def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
         )
     index = content.index(old_text)
     updated = content[:index] + new_text + content[index + len(old_text) :]
-    atomic_write(path, updated.encode("utf-8"))
+    data, _ = encode_like(file, updated, shown)
+    atomic_write(path, data)
     line = _line_of(content, index)
     old_n, new_n = count_lines(old_text) or 1, count_lines(new_text)
     return f"Edited {shown} at line {line}: replaced {_lines(old_n)} with {_lines(new_n)}."
@@ -405,7 +374,7 @@ def _normalise_pattern(ctx: ToolContext, pattern: str) -> str:
 
 
 @tool("glob", GlobInput, key_argument="pattern",
-      effects=lambda inp: declares(Effect.READ, paths=(literal_prefix(inp.pattern.strip()) or ".",)))
+      effects=lambda inp: declares(Effect.READ, paths=(literal_prefix(inp.pattern.strip()) or ".",)), claude=claude_names.GLOB)
 def glob(inp: GlobInput, ctx: ToolContext) -> str:
     """Find files by name pattern. Returns paths relative to the project root, newest first.
 
@@ -493,9 +462,12 @@ def _grep_text(path: Path) -> tuple[str | None, str]:
         data = path.read_bytes()
     except OSError:
         return None, SKIP_UNREADABLE
-    if b"\x00" in data[:SNIFF_BYTES]:
+    if looks_binary(data[:SNIFF_BYTES]):
         return None, SKIP_BINARY
-    return data.decode("utf-8", errors="replace"), ""
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError:  # a legacy encoding (Latin-1, Shift-JIS, …): searched as it reads
+        return decode(data).text, ""
 
 
 def describe_skipped(skipped: dict[str, list[str]]) -> str:
@@ -518,7 +490,7 @@ def describe_skipped(skipped: dict[str, list[str]]) -> str:
 
 
 # Longer than 60 lines: walking, filtering, capping and reporting skipped files share counters.
-@tool("grep", GrepInput, key_argument="pattern", effects=lambda inp: declares(Effect.READ, paths=(inp.path or ".",)))
+@tool("grep", GrepInput, key_argument="pattern", effects=lambda inp: declares(Effect.READ, paths=(inp.path or ".",)), claude=claude_names.GREP)
 def grep(inp: GrepInput, ctx: ToolContext) -> str:
     """Search file contents with a Python regular expression; prints `file:line: text`.
 

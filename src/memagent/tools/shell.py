@@ -16,7 +16,8 @@
   sandbox of :mod:`memagent.tools.sandbox` when it can start (project writable, its power files
   read-only, home hidden, no network) — and never with a secret in its environment.
 * While it runs, new output is passed to ``ctx.progress`` (the REPL shows the last lines live);
-  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group.
+  a cancelled call (``ToolCancelled``, Ctrl-C, a termination signal) kills its process group,
+  and when the user interrupted it the model gets the output printed so far.
 * The saved full output is itself capped (``saved_output_max_bytes``): head and tail are kept
   and the total size is noted in the middle.
 """
@@ -41,7 +42,8 @@ from memagent.fsutil import private_dir
 from memagent.permissions.danger import dangerous_reason
 from memagent.permissions.effects import Effect, declares
 from memagent.redact import RedactingWriter
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolOutcome
+from memagent.tools import claude_names
+from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
 from memagent.tools.background import ShellError, ShellRegistry
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from memagent.config import Settings
 
 MAX_TIMEOUT_SECONDS = 600.0
+INTERRUPTED_COMMAND = "The user interrupted this command; it and its child processes were killed."
 # Above this much output only the head and tail bytes are decoded.
 FULL_DECODE_LIMIT_BYTES = 64 * 1024 * 1024
 HEAD_SHARE = 0.4  # of the cap; the rest goes to the tail
@@ -89,12 +92,18 @@ class ShellConfig:
     sandbox: Sandbox = field(default_factory=Sandbox)
     saved_output_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
     background: ShellRegistry | None = None
+    # Variables every command gets on top of its (scrubbed) environment, shared with whoever
+    # sets them during the session (a SessionStart hook's CLAUDE_ENV_FILE).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "ShellConfig":
+    def from_settings(
+        cls, settings: "Settings", memagent_home: Path | None = None, extra_env: dict[str, str] | None = None
+    ) -> "ShellConfig":
         return cls(
             sandbox=Sandbox(SandboxConfig.from_settings(settings, memagent_home)),
             saved_output_max_bytes=settings.saved_output_max_bytes,
+            extra_env=extra_env if extra_env is not None else {},
         )
 
     @property
@@ -104,7 +113,7 @@ class ShellConfig:
     def command(self, script: str, root: Path, timeout: float = 0.0) -> Command:
         """``script`` as the bash tool runs it in ``root``: its environment filtered, nothing
         waiting for a human."""
-        env = {**self.executor.environment(os.environ, root), **NON_INTERACTIVE}
+        env = {**self.executor.environment(os.environ, root), **NON_INTERACTIVE, **self.extra_env}
         return Command(root, env, timeout, script=script)
 
     def with_background(self) -> "ShellConfig":
@@ -265,6 +274,9 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
                 done = shell.executor.run(shell.command(command, root, timeout), sink, progress=ctx.progress)
             except SandboxRefused as exc:
                 raise ToolError(f"{exc}. The command was not run.") from None
+            except ToolCancelled:  # the user interrupted it: the model gets what it printed so far
+                body = render_output(sink, ctx, shell.saved_output_max_bytes).rstrip("\n") or "(no output)"
+                return ToolOutcome(f"{INTERRUPTED_COMMAND}\nPartial output:\n{body}", is_error=True)
             output = render_output(sink, ctx, shell.saved_output_max_bytes)
         code, notice = done.code, done.notice
         prefix = notice + "\n" if notice else ""
@@ -274,12 +286,14 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
                 f"{prefix}Command timed out after {timeout:g} s; it and its child processes were killed.\n"
                 f"Partial output:\n{body}",
                 is_error=True,
+                details={"exit_code": None, "output": output, "timed_out": True},
             )
+        details = {"exit_code": code, "output": output, "timed_out": False}
         if not output:
             output = "(no output)\n"
         elif not output.endswith("\n"):
             output += "\n"
-        return prefix + output + _describe_exit(code)
+        return ToolOutcome(prefix + output + _describe_exit(code), details=details)
 
     return Tool(
         name="bash",
@@ -289,4 +303,5 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
         effects=lambda inp: declares(Effect.RUN, command=inp.command),
         key_argument="command",
         streams_output=True,
+        claude=claude_names.BASH,
     )

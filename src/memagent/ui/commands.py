@@ -23,9 +23,10 @@ class Reply:
     text: str = ""
     style: str = ""  # a rich style for the whole text ("red" for errors)
     exit: bool = False
-    send: str = ""  # a prompt the REPL sends as the user's next message (/init, custom commands)
+    send: str = ""  # a prompt the REPL sends as the user's next message (/init)
     action: str = ""  # something only the REPL can do: "clear" (a new session), "rewind" (the picker)
     argument: str = ""  # the command's argument, for an action
+    invoke: Any = None  # a prompt command to run (commands_md.Invocation: files, skills, MCP prompts)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def cmd_help(session: Any, arg: str, custom: "CommandSet | None" = None) -> Repl
     width = max(len(c.usage) for c in (*COMMANDS, *extra))
     lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
     if extra:
-        lines += ["Custom commands (Markdown prompts):"]
+        lines += ["Custom commands (Markdown prompts, skills, MCP prompts):"]
         lines += [f"  {c.usage.ljust(width)}  {c.description} [{c.source}]" for c in extra]
     return Reply("\n".join(lines) + "\n\n" + INPUT_HELP + "\n" + CONTEXT_HELP)
 
@@ -181,7 +182,8 @@ def cmd_sessions(session: "Session", arg: str, limit: int = 20) -> Reply:
         marker = "*" if info.id == session.session_id else " "
         started = (info.started or "")[:16].replace("T", " ")
         turns = f"{info.turns} turn{'s' if info.turns != 1 else ''}"
-        lines.append(f"{marker} {info.id}  {started}  {turns:>9}  {info.first_user_line or '(no messages)'}")
+        kind = info.kind or "interactive"
+        lines.append(f"{marker} {info.id}  {started}  {kind:<11}  {turns:>9}  {info.first_user_line or '(no messages)'}")
     if len(sessions) > limit:
         lines.append(f"({len(sessions) - limit} older sessions not shown; `memagent sessions list` shows all)")
     lines.append("Resume one with: memagent -r SESSION_ID (or -c for the latest)")
@@ -335,15 +337,18 @@ def cmd_bashes(session: "Session", arg: str) -> Reply:
 
 
 def cmd_model(session: "Session", arg: str) -> Reply:
-    """Show the model, or switch the main model for the rest of this session."""
+    """Show the model, or switch the main model for the rest of this session (aliases such as
+    ``sonnet`` and ``opus`` resolve through the model registry)."""
+    from memagent.models import describe, resolve
+
     current = session.agent.config.model or getattr(session.agent.model, "name", "")
     if not arg:
-        return Reply(f"model: {current} (summaries and memory extraction: {session.settings.small_model})\n"
-                     "Switch with /model NAME.")
+        return Reply(f"model: {describe(current)}\n(summaries and memory extraction: {session.settings.small_model})\n"
+                     "Switch with /model NAME (an id, or sonnet, opus, haiku).")
     if len(arg.split()) != 1:
         return Reply("usage: /model [NAME] (one model id)", "red")
-    name = arg.strip()
-    if not re.fullmatch(r"[A-Za-z0-9][\w.:/-]*", name):
+    name = resolve(arg)
+    if not re.fullmatch(r"[A-Za-z0-9][\w.:/@\[\]-]*", name):
         return Reply(f"not a model id: {name!r}", "red")
     session.agent.config.model = name
     return Reply(f"model: {current} → {name} (from the next message on)")
@@ -415,14 +420,59 @@ def _approve_tools(session: "Session", client: Any, name: str) -> Reply:
     return Reply(f"Approved the tools of {name} ({tools}); they are offered from the next session (/clear starts one).")
 
 
+MODE_EFFECT = {
+    "default": "tools that change things ask first",
+    "acceptEdits": "file edits run without asking; bash asks",
+    "plan": "only read-only tools run; the model plans and changes nothing",
+    "bypassPermissions": "nothing asks but writes to protected paths; deny rules and the guard still refuse",
+}
+MODE_CYCLE = ("default", "acceptEdits", "plan")  # Shift-Tab; bypassPermissions only for a --yes session
+
+
+def mode_named(name: str) -> str | None:
+    """The permission mode a user typed (case, ``-`` and ``_`` do not matter), else None."""
+    from memagent.permissions import MODES
+
+    folded = name.strip().lower().replace("-", "").replace("_", "")
+    return next((mode for mode in MODES if mode.lower() == folded), None)
+
+
+def set_permission_mode(session: "Session", mode: str) -> str:
+    """Switch the running session's permission mode (from the next tool call on); the reply text."""
+    gate = session.agent.permissions
+    before = gate.mode
+    gate.policy = gate.policy.with_mode(mode)  # leaving bypassPermissions ends --yes too
+    return f"permission mode: {before} → {mode} ({MODE_EFFECT[mode]})"
+
+
+def next_mode(session: "Session", started_in: str) -> str:
+    """The mode after the current one in the Shift-Tab cycle (``started_in``: the session's first mode)."""
+    cycle = MODE_CYCLE + (("bypassPermissions",) if started_in == "bypassPermissions" else ())
+    current = session.agent.permissions.mode
+    return cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else cycle[0]
+
+
 def cmd_permissions(session: "Session", arg: str) -> Reply:
-    """The gate's policy: the mode, each rule with where it came from, what asks by effect."""
+    """Show the mode and rules, or switch the mode: ``/permissions plan``."""
+    from memagent.permissions import MODES
+
     gate = getattr(session.agent, "permissions", None)
+    if arg:
+        mode = mode_named(arg)
+        if mode is None:
+            return Reply(f"unknown permission mode {arg!r}; use one of: {', '.join(MODES)}", "red")
+        if gate is None:
+            return Reply("permissions: this session has no permission gate to switch", "red")
+        return Reply(set_permission_mode(session, mode) + " · Shift-Tab cycles modes")
     if gate is None:
         return Reply("permissions: every tool call that changes something asks first (no rules)")
     lines = ["Permissions:"] + [f"  {line}" for line in gate.describe()]
+    claude = getattr(session, "claude", None)
+    if claude is not None and claude.default_mode is not None and claude.default_mode[0] == gate.mode:
+        lines.append(f"  mode from {claude.default_mode[1]} (defaultMode: {claude.default_mode[0]})")
     lines.append("  asks before a call that " + ", ".join(gate.policy.asks_for()))
     lines.append("  ('always' approves exactly that call; `memagent doctor` shows the project's trust)")
+    lines.append(f"  Switch with /permissions MODE ({', '.join(MODES)}) or Shift-Tab.")
     return Reply("\n".join(lines))
 
 
@@ -436,7 +486,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("mcp", "/mcp [approve NAME]", "MCP servers: status and tools; approve a server's changed tool list", cmd_mcp),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
-    Command("permissions", "/permissions", "the permission mode and the allow/ask/deny rules", cmd_permissions),
+    Command("permissions", "/permissions [mode]", "the permission mode and rules, or switch the mode (Shift-Tab cycles)",
+            cmd_permissions),
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
@@ -477,14 +528,14 @@ def run_command(
 ) -> Reply:
     """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.
 
-    Built-in commands win; then the custom (Markdown) commands in ``custom``, whose expanded
-    prompt comes back as ``Reply.send``."""
+    Built-in commands win; then the prompt commands in ``custom`` (Markdown files, skills, MCP
+    prompts), whose invocation comes back as ``Reply.invoke`` for the REPL to run."""
     head, _, arg = line.strip().partition(" ")
     command = find_command(head[1:].lower())
     if command is None:
         found = custom.get(head[1:]) if custom is not None else None
         if found is not None:
-            return Reply(send=found.expand(arg))
+            return Reply(invoke=found.invoke(arg))
         return Reply(f"Unknown command {head} — type /help", "red")
     if command.name == "help":
         return cmd_help(None, arg.strip(), custom)

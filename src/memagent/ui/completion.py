@@ -47,17 +47,24 @@ def path_candidates(root: Path, fragment: str, limit: int = MAX_PATH_COMPLETIONS
 class ReplCompleter(Completer):
     """``/he`` → ``/help``; ``look at @src/ap`` → ``@src/app.py``."""
 
-    def __init__(self, root: Path, command_names: Callable[[], Iterable[str]]):
+    def __init__(
+        self,
+        root: Path,
+        command_names: Callable[[], Iterable[str]],
+        command_meta: Callable[[], dict[str, str]] | None = None,
+    ):
         self.root = root
         self.command_names = command_names
+        self.command_meta = command_meta  # name → "ARG-HINT — description", shown beside a command
 
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         before = document.text_before_cursor
         if before.startswith("/") and " " not in before and "\n" not in before:
             typed = before[1:].lower()
+            meta = self.command_meta() if self.command_meta is not None else {}
             for name in sorted(set(self.command_names())):
                 if name.lower().startswith(typed):
-                    yield Completion("/" + name, start_position=-len(before))
+                    yield Completion("/" + name, start_position=-len(before), display_meta=meta.get(name, ""))
             return
         match = _AT_TOKEN.search(before)
         if match is None:

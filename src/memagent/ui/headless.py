@@ -44,6 +44,7 @@ from memagent.tools.base import ToolOutcome
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal, consume_turn, report_warnings
 from memagent.ui.safe_text import json_line, printable
+from memagent.ui.slash import turn_events
 
 
 class TurnTap(BaseFeature):
@@ -160,7 +161,7 @@ class HeadlessRun:
         self.tap.ran.clear()
         usage_before = _meter_snapshot(self.session)
         agent = self.session.agent
-        interrupted = consume_turn(agent, agent.run_turn(prompt), self.handle)
+        interrupted = consume_turn(agent, turn_events(self.session, prompt), self.handle)
         self.turn.model_answered()
         self._report_warnings()
         result = self._result(interrupted, usage_before)
@@ -276,12 +277,12 @@ def _mcp_servers(session: Any) -> list[dict[str, str]]:
 
 
 def _slash_commands(session: Any) -> list[str]:
-    paths = getattr(session, "paths", None)
-    if paths is None:
+    """The prompt commands of the session: command files, skills, MCP prompts."""
+    if getattr(session, "paths", None) is None:
         return []
-    from memagent.commands_md import discover_commands
+    from memagent.ui.slash import session_commands
 
-    return discover_commands(paths.root, paths.home).names()
+    return session_commands(session).names()
 
 
 def init_message(session: Any, session_id: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from memagent.events import AgentEvent, AssistantText, WaitingForModel
 from memagent.ui.render import PrintRenderer
+from memagent.ui.slash import turn_events
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def run_print(
         renderer.handle(event)
 
     seen = report_warnings(session.warnings, 0, err)
-    interrupted = consume_turn(session.agent, session.agent.run_turn(prompt), handle)
+    interrupted = consume_turn(session.agent, turn_events(session, prompt), handle)
     report_warnings(session.warnings, seen, err)
     outcome = renderer.outcome
     if interrupted or outcome.stop_reason == "cancelled":

@@ -2,7 +2,8 @@
 
 ``memagent -c`` shows the last few exchanges of the session it continues and where it stopped,
 so the user does not face a blank prompt. At exit, the REPL says what the session taught
-long-term memory ("2 memories saved, 1 updated; review them with `memagent memory review`").
+long-term memory ("2 memories saved, 1 updated; review them with `memagent memory review`") and
+which cards those are, each on a line of its own, shortened.
 Pure functions over plain data, so they are tested without a terminal.
 """
 
@@ -15,6 +16,9 @@ from memagent.ui.words import plural
 
 RECAP_EXCHANGES = 3
 RECAP_CHARS = 160
+LEARNED_SHOWN = 5
+LEARNED_CHARS = 100
+STORED = {"ADD": "+", "UPDATE": "~", "CONTRADICT": "~", "PENDING": "?"}
 
 
 def _texts(message: dict[str, Any]) -> list[str]:
@@ -101,4 +105,24 @@ def learned_summary(counts: dict[str, int]) -> str | None:
     return "Learned this session: " + ", ".join(parts) + "; review them with `memagent memory review`"
 
 
-__all__ = ["learned_counts", "learned_summary", "recap_lines", "stopped_where"]
+def learned_items(reports: Iterable[Any], shown: int = LEARNED_SHOWN) -> list[str]:
+    """One line per card the session wrote: ``  + <text, shortened> (decision m_3fa2c01d)``
+    (``~`` an update or correction, ``?`` waiting for review); at most ``shown`` of them."""
+    lines: list[str] = []
+    for report in reports:
+        for decision in getattr(report, "decisions", None) or ():
+            mark = STORED.get(getattr(decision, "action", ""))
+            card_id = getattr(decision, "card_id", None)
+            candidate = getattr(decision, "candidate", None)
+            if mark is None or not card_id or candidate is None:
+                continue
+            if getattr(decision, "pending", False):
+                mark = STORED["PENDING"]
+            kind = getattr(candidate, "memory_type", "") or "memory"
+            lines.append(f"  {mark} {one_line(str(candidate.content), LEARNED_CHARS)} ({kind} {card_id})")
+    if len(lines) > shown:
+        lines = lines[:shown] + [f"  … and {len(lines) - shown} more (`memagent memory list`)"]
+    return lines
+
+
+__all__ = ["learned_counts", "learned_items", "learned_summary", "recap_lines", "stopped_where"]

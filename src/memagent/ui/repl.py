@@ -11,11 +11,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from memagent import __version__
-from memagent.ui.commands import Reply, is_command, run_command
+from memagent.ui.commands import Reply, find_command, is_command, run_command
+from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.printmode import consume_turn
 from memagent.ui.safe_text import printable
 from memagent.ui.status import StatusLine
@@ -34,13 +34,6 @@ PASTE_LINES = 8  # a message longer than this is echoed as "[pasted N lines]"
 PASTE_CHARS = 1500
 EXIT_HINT = "(Ctrl-C again to exit, or Ctrl-D)"
 EOF_KEY = "\x04"  # Ctrl-D typed while a turn ran: quit once it is over
-
-
-class ClearLineInterrupt(KeyboardInterrupt):
-    """Ctrl-C at a prompt holding text: the line is dropped, nothing else happens.
-
-    Any other KeyboardInterrupt at the prompt (an empty line, or a Ctrl-C that arrives between
-    two prompts) counts toward the two-Ctrl-C exit."""
 
 
 def echo_text(text: str) -> str:
@@ -143,55 +136,15 @@ def session_status(session: "Session") -> str:
     return f"session {session.session_id}{resumed} · {memory}"
 
 
-def make_key_bindings():
-    """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline; Ctrl-C on an empty
-    prompt raises KeyboardInterrupt (a second one in a row quits), otherwise
-    :class:`ClearLineInterrupt` (the line is dropped).
+def handover_note(session: "Session") -> str | None:
+    """Which earlier session the first message's continuity note carries over (None: none)."""
+    from memagent.features.continuity import ContinuityFeature
 
-    Ctrl-J is left as a second Enter: a line typed ahead while a turn runs reaches the prompt
-    with the terminal's CR→LF translation, so LF must submit, not insert a newline.
-    """
-    from prompt_toolkit.key_binding import KeyBindings
-
-    bindings = KeyBindings()
-
-    @bindings.add("escape", "enter")
-    def _newline(event) -> None:
-        event.current_buffer.insert_text("\n")
-
-    @bindings.add("c-c")
-    def _interrupt(event) -> None:
-        empty = not event.current_buffer.text
-        event.app.exit(exception=KeyboardInterrupt() if empty else ClearLineInterrupt())
-
-    return bindings
-
-
-def make_prompt_session(history_file: Path, completer: Any = None):
-    """A prompt_toolkit session whose history persists in ``history_file`` across sessions
-    (secrets redacted, the file private).
-
-    The prompt (with its status line) and the typed text are erased when sent: the REPL echoes
-    the message itself, collapsing large pastes."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import InMemoryHistory
-
-    from memagent.ui.history import RedactingFileHistory
-
-    try:
-        history: Any = RedactingFileHistory(history_file)
-    except OSError:
-        history = InMemoryHistory()
-    return PromptSession(
-        history=history,
-        key_bindings=make_key_bindings(),
-        multiline=False,
-        prompt_continuation="  ",
-        enable_open_in_editor=False,
-        erase_when_done=True,
-        completer=completer,
-        complete_while_typing=False,
-    )
+    feature = next((f for f in getattr(session, "features", []) if isinstance(f, ContinuityFeature)), None)
+    previous = feature.previous() if feature is not None else None
+    if previous is None:
+        return None
+    return f"picking up from {previous[0].describe()}"
 
 
 @dataclass
@@ -219,8 +172,9 @@ class Repl:
     _exit_armed: bool = False
     records_lost: bool = False  # set at close: part of the transcript could not be written
     _approver: Any = None
-    _custom: Any = None  # CommandSet, discovered on first use
+    _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
     _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
+    _start_mode: str | None = None  # the permission mode the session opened in (Shift-Tab's cycle)
 
     def run(self) -> int:
         from rich.console import Console
@@ -238,7 +192,8 @@ class Repl:
         if self.read_line is None:
             from memagent.ui.completion import ReplCompleter
 
-            self._prompt = make_prompt_session(self.paths.history_file, ReplCompleter(self.paths.root, self._command_names))
+            completer = ReplCompleter(self.paths.root, self._command_names, self._command_meta)
+            self._prompt = make_prompt_session(self.paths.history_file, completer, self._cycle_mode)
         self._print_banner()
         if self.first_message:
             self._queued.append(self.first_message)
@@ -323,8 +278,11 @@ class Repl:
             app = self._prompt.app
             app.after_render += self._start_after_first_render
         prefill, self._prefill = self._prefill, ""
-        status = self._status.text() if self._status is not None else self.model
-        message = FormattedText([("ansibrightblack", status + "\n"), ("bold ansicyan", PROMPT)])
+
+        def message() -> FormattedText:  # a callable: redrawn after Shift-Tab changes the mode
+            status = self._status.text() if self._status is not None else self.model
+            return FormattedText([("ansibrightblack", status + "\n"), ("bold ansicyan", PROMPT)])
+
         with patch_stdout(raw=True):
             return self._prompt.prompt(message, default=prefill)
 
@@ -359,7 +317,12 @@ class Repl:
     def _command(self, text: str, renderer=None) -> bool:
         """Run a slash command; True when the REPL should quit."""
         assert self.console is not None
-        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=self._custom_commands())
+        custom = self._custom_commands()
+        name = text.split()[0][1:]
+        if find_command(name.lower()) is None and custom.get(name) is None:
+            self._session()  # an MCP server's prompt is known once the session (and its servers) are up
+            custom = self._custom_commands()
+        reply: Reply = run_command(text, self._session, busy=self.console.status, custom=custom)
         if reply.text:
             self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
         if reply.action == "clear":
@@ -369,9 +332,21 @@ class Repl:
         self._sync_status_model()
         if reply.send and renderer is not None:
             self._turn(reply.send, renderer)
+        if reply.invoke is not None and renderer is not None:
+            self._turn("", renderer, invocation=reply.invoke)
         return reply.exit
 
     # ------------------------------------------------------------------ ecosystem: commands, context
+
+    def _cycle_mode(self) -> None:
+        """Shift-Tab at the prompt: the next permission mode (nothing before the session is open)."""
+        from memagent.ui.commands import next_mode, set_permission_mode
+
+        loader = self._loader
+        session = loader.session if loader is not None and loader.done else None
+        if session is None or getattr(session.agent, "permissions", None) is None:
+            return
+        set_permission_mode(session, next_mode(session, self._start_mode or "default"))
 
     def _sync_status_model(self) -> None:
         """After /model (or /clear), the status line names the model the next request uses."""
@@ -380,21 +355,31 @@ class Repl:
             self._status.model = loader.session.agent.config.model or self._status.model
 
     def _custom_commands(self):
-        """The Markdown commands of the project and the user (discovered once)."""
-        if self._custom is None:
-            from memagent.commands_md import discover_commands
-            from memagent.ui.commands import builtin_names
+        """The prompt commands: command files, skills and, once the session is open, the MCP
+        servers' prompts (problems are shown once)."""
+        loader = self._loader
+        session = loader.session if loader is not None else None
+        if self._custom is None or (session is not None and self._custom[0] is not session):
+            from memagent.ui.slash import early_commands, session_commands
 
-            self._custom = discover_commands(self.paths.root, self.paths.home, builtin_names())
+            found = session_commands(session) if session is not None else early_commands(self.paths)
+            said = self._custom[1].problems if self._custom is not None else []
             assert self.console is not None
-            for problem in self._custom.problems:
-                self.console.print(f"warning: {problem}", style="yellow", markup=False)
-        return self._custom
+            for problem in found.problems:
+                if problem not in said:
+                    self.console.print(f"warning: {problem}", style="yellow", markup=False)
+            self._custom = (session, found)
+        return self._custom[1]
 
     def _command_names(self) -> list[str]:
         from memagent.ui.commands import COMMANDS
 
         return [c.name for c in COMMANDS] + self._custom_commands().names()
+
+    def _command_meta(self) -> dict[str, str]:
+        from memagent.ui.slash import completion_meta
+
+        return completion_meta(self._custom_commands())
 
     def _shell(self, command: str) -> None:
         """``!command``: run it now, show the output, keep it for the next message."""
@@ -452,9 +437,14 @@ class Repl:
         ).start()
         self._session()
 
-    def _turn(self, text: str, renderer) -> None:
+    def _turn(self, text: str, renderer, invocation=None) -> None:
         session = self._session()
-        events = session.agent.run_turn(self._with_attachments(text))
+        if invocation is not None:
+            from memagent.ui.slash import invocation_events
+
+            events = invocation_events(session.agent, invocation, attach=self._with_attachments)
+        else:
+            events = session.agent.run_turn(self._with_attachments(text))
         try:
             with self._turn_keys():
                 interrupted = consume_turn(session.agent, events, renderer.handle)
@@ -547,8 +537,14 @@ class Repl:
             self._announced = True
         if self._status is not None:
             self._status.attach(session)
+        self._start_mode = getattr(getattr(session.agent, "permissions", None), "mode", None)
         dim = "\x1b[2m{}\x1b[0m" if sys.stdout.isatty() else "{}"
         sys.stdout.write(dim.format(session_status(session)) + "\n")
+        if getattr(session, "resume_note", None):
+            sys.stdout.write(dim.format(printable(session.resume_note)) + "\n")
+        handed_over = handover_note(session)
+        if handed_over:
+            sys.stdout.write(dim.format(printable(handed_over)) + "\n")
         if self.resuming:
             from memagent.ui.recap import recap_lines
 
@@ -583,14 +579,15 @@ class Repl:
         for warning in session.close():
             sys.stderr.write(f"memagent: warning: {warning}\n")
         if learner is not None:
-            from memagent.ui.recap import learned_counts, learned_summary
+            from memagent.ui.recap import learned_counts, learned_items, learned_summary
 
-            summary = learned_summary(learned_counts(getattr(learner, "reports", ())))
+            reports = list(getattr(learner, "reports", ()))
+            summary = learned_summary(learned_counts(reports))
             if summary:
-                sys.stdout.write(summary + "\n")
+                sys.stdout.write("\n".join([summary, *(printable(line) for line in learned_items(reports))]) + "\n")
         transcript = getattr(session, "transcript", None)
         if getattr(transcript, "pending", 0):
             self.records_lost = True
 
 
-__all__ = ["PROMPT", "Repl", "SessionLoader", "ClearLineInterrupt", "echo_text", "make_key_bindings", "make_prompt_session", "session_status"]
+__all__ = ["PROMPT", "Repl", "SessionLoader", "echo_text", "handover_note", "session_status"]

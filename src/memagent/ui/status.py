@@ -1,7 +1,9 @@
 """The REPL's status line: model · permission mode · context used · cost so far.
 
-Shown under the prompt (prompt_toolkit's bottom toolbar). The numbers come from a
-:class:`~memagent.pricing.UsageMeter` fed with every model response of the session.
+Shown above the prompt. The cost comes from a :class:`~memagent.pricing.UsageMeter` fed with
+every model response of the session. The context figure is what the next request will carry as
+the context policy measures it (usage-anchored, after compaction and with oversized text set
+aside), so it counts what is actually sent, also when the last request failed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
 
 AUTO_APPROVE = "auto-approve (--yes)"
 ASK = "ask before tools"
+MODE_TEXT = {"default": ASK, "acceptEdits": "accept edits", "plan": "plan mode (read-only)",
+             "bypassPermissions": AUTO_APPROVE}
 
 
 def short_tokens(count: int) -> str:
@@ -53,9 +57,11 @@ class StatusLine:
     meter: UsageMeter | None = None
     threshold: int = 0
     _extra: dict[str, Any] = field(default_factory=dict)
+    _session: Any = None
 
     def attach(self, session: "Session") -> None:
         self.meter = session_meter(session)
+        self._session = session
         settings = session.settings
         self.model = str(getattr(settings, "model", self.model))
         try:
@@ -63,11 +69,32 @@ class StatusLine:
         except (TypeError, ValueError):
             self.threshold = 0
 
+    def mode(self) -> str:
+        """The permission mode in words (the session's, once attached: ``/permissions`` changes it)."""
+        permissions = getattr(getattr(self._session, "agent", None), "permissions", None)
+        mode = getattr(permissions, "mode", None)
+        if isinstance(mode, str) and mode in MODE_TEXT:
+            return MODE_TEXT[mode]
+        return AUTO_APPROVE if self.auto_approve else ASK
+
+    def context_tokens(self) -> int:
+        """What the next request carries; the last response's usage until a model call is made."""
+        meter = self.meter
+        used = meter.context_tokens if meter is not None else 0
+        agent = getattr(self._session, "agent", None)
+        measure = getattr(getattr(agent, "context", None), "current_tokens", None)
+        if measure is None or meter is None or not meter.calls:
+            return used
+        try:
+            return int(measure(agent.conversation))
+        except Exception:  # a status line never breaks the prompt
+            return used
+
     def text(self) -> str:
-        parts = [self.model, AUTO_APPROVE if self.auto_approve else ASK]
+        parts = [self.model, self.mode()]
         meter = self.meter
         if meter is not None:
-            context = f"context {short_tokens(meter.context_tokens)}"
+            context = f"context {short_tokens(self.context_tokens())}"
             if self.threshold:
                 context += f"/{short_tokens(self.threshold)}"
             parts += [context, format_cost(meter.cost)]

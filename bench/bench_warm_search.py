@@ -1,0 +1,113 @@
+"""Warm search at 10k cards, this checkout against another one, side by side on a loaded machine.
+
+Run by hand (not part of the test suite), from the repository root:
+
+    git archive main | tar -x -C /tmp/main-tree
+    python bench/bench_warm_search.py --against /tmp/main-tree/src
+    python bench/bench_warm_search.py --against /tmp/main-tree/src --cards 10000 --rounds 5
+
+Each side (this checkout's ``src/``, and ``--against``) builds its own store in a child process
+with its own code: ``bench/data/team_memory.json``'s card texts first, then LoCoMo turns cycled
+to ``--cards`` (random unit vectors for the bulk, as ``bench_memory_speed.py`` does, so a 10k
+store builds in a minute). Then ``--rounds`` rounds alternate the sides, each a fresh process:
+open the store, warm up, one untimed search, then ``MemoryService.search(q, k=5)`` over the
+questions — the team set's (descriptions, roles, periods, corrections) and 100 LoCoMo questions.
+Reported per side: the median over rounds of each round's p50 and p95, and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TEAM = REPO / "bench" / "data" / "team_memory.json"
+LOCOMO_QUESTIONS = 100
+
+
+def _texts_and_questions() -> tuple[list[str], list[str]]:
+    import bench_memory_speed as speed
+
+    turns, locomo_questions = speed.locomo_texts()
+    team = json.loads(TEAM.read_text(encoding="utf-8"))
+    texts = [card["content"] for card in team["cards"]] + turns
+    questions = [q["question"] for q in team["queries"]] + locomo_questions[:LOCOMO_QUESTIONS]
+    return texts, questions
+
+
+def child(mode: str, src: str, root: Path, cards: int) -> None:
+    """Build or measure one side's store with that side's code; prints a JSON line."""
+    sys.path.insert(0, src)
+    sys.path.insert(1, str(REPO / "bench"))
+    import bench_memory_speed as speed
+    import memagent
+    from memagent.memory.embeddings import load_embedder
+
+    if not Path(memagent.__file__).resolve().is_relative_to(Path(src).resolve()):
+        raise SystemExit(f"memagent came from {memagent.__file__}, not {src}")
+    texts, questions = _texts_and_questions()
+    embedder = load_embedder("auto")
+    if mode == "build":
+        rate = speed.build_store(root, cards, embedder, random.Random(7), texts)
+        print(json.dumps({"cards_per_s": rate}))
+    else:
+        print(json.dumps(speed.warm_search(root, embedder, questions)))
+
+
+def _run(mode: str, src: str, root: Path, cards: int, home: Path) -> dict:
+    env_home = {"MEMAGENT_HOME": str(home), "HOME": str(home)}
+    import os
+
+    done = subprocess.run([sys.executable, __file__, "--child", mode, "--src", src, "--root", str(root),
+                           "--cards", str(cards)], capture_output=True, text=True,
+                          env={**os.environ, **env_home}, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{mode} with {src} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", help="the other checkout's src/ directory (required)")
+    parser.add_argument("--cards", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", choices=["build", "measure"], help=argparse.SUPPRESS)
+    parser.add_argument("--src", help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.src, args.root, args.cards)
+        return 0
+    if not args.against:
+        parser.error("--against is required")
+    sides = {"this checkout": str(REPO / "src"), "against": str(Path(args.against).resolve())}
+    results: dict[str, list[dict]] = {name: [] for name in sides}
+    with tempfile.TemporaryDirectory(prefix="memagent-warm-") as tmp:
+        roots = {}
+        for i, (name, src) in enumerate(sides.items()):
+            roots[name] = Path(tmp) / f"side{i}"
+            roots[name].mkdir()
+            (Path(tmp) / f"home{i}").mkdir()
+            _run("build", src, roots[name], args.cards, Path(tmp) / f"home{i}")
+        for _ in range(args.rounds):
+            for i, (name, src) in enumerate(sides.items()):
+                results[name].append(_run("measure", src, roots[name], args.cards, Path(tmp) / f"home{i}"))
+    print(f"warm search, {args.cards} cards, {args.rounds} rounds (median of the rounds' figures)\n")
+    print("| side | search p50 ms | search p95 ms |\n|---|---:|---:|")
+    medians = {}
+    for name, rounds in results.items():
+        medians[name] = (statistics.median(r["p50"] for r in rounds), statistics.median(r["p95"] for r in rounds))
+        print(f"| {name} | {medians[name][0]:.1f} | {medians[name][1]:.1f} |")
+    ours, theirs = medians["this checkout"], medians["against"]
+    print(f"\nratio this/against: p50 {ours[0] / theirs[0]:.2f}×, p95 {ours[1] / theirs[1]:.2f}×")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

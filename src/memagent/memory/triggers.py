@@ -1,0 +1,34 @@
+"""Event triggers of learning, beside the turn counter, compaction and session end.
+
+:func:`trigger_of` names the event a finished tool call is: a task of the graph completed
+(``task_update`` to ``completed``) or the todo list completed (``todo`` with every item
+completed). The memory feature submits the conversation for learning once, at the end of the
+turn in which such an event happened (several events in one turn are one extraction); the
+messages mined are recorded, so the session-end run does not mine them again. What a trigger
+learns still passes the write gate and its limits kept on disk (``memory.quota``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+TASK_COMPLETED = "task_completed"
+TODO_COMPLETED = "todo_completed"
+
+
+def trigger_of(name: str, arguments: Mapping[str, Any], failed: bool) -> str | None:
+    """The learning trigger a tool call that ran is, or ``None``."""
+    if failed:
+        return None
+    if name == "task_update" and arguments.get("status") == "completed":
+        return TASK_COMPLETED
+    if name == "todo":
+        items = arguments.get("items")
+        if isinstance(items, list) and items and all(
+            isinstance(item, Mapping) and item.get("status") == "completed" for item in items
+        ):
+            return TODO_COMPLETED
+    return None
+
+
+__all__ = ["TASK_COMPLETED", "TODO_COMPLETED", "trigger_of"]

@@ -1,0 +1,164 @@
+"""Prompt commands in a session: Markdown command files, skills and MCP prompts as ``/name``.
+
+:func:`session_commands` gathers them (command files from the project and the user, then every
+feature that offers ``commands()``: the skills, the MCP servers' prompts). :func:`turn_events`
+is what the REPL and ``-p`` run for a line of input: a ``/name args`` line runs that command, any
+other text is an ordinary turn.
+
+Running a command (:func:`invocation_events`): its one-line notes are shown; each ``!`cmd```
+snippet runs first, as a ``bash`` call through the agent's own path (hooks, the permission gate,
+approval), with the command's ``allowed-tools`` already in force — a snippet that is refused, fails
+or exits non-zero stops the command before anything is sent, with one line saying why. Then the
+prompt, with the snippets' outputs in place, is sent as the user's message; during that turn the
+command's ``allowed-tools`` run without asking and its ``model`` answers. Both are undone when
+the turn ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from memagent.commands_md import CommandSet, Invocation, discover_commands
+from memagent.events import AgentEvent, Notice, TurnEnded
+
+if TYPE_CHECKING:
+    from memagent.agent.loop import Agent
+
+Attach = Callable[[str], str]
+
+
+def builtin_names() -> frozenset[str]:
+    from memagent.ui.commands import builtin_names as names
+
+    return names()
+
+
+def session_commands(session: Any) -> CommandSet:
+    """Every prompt command of the session (built-in REPL commands keep their names)."""
+    paths = session.paths
+    reserved = builtin_names()
+    found = discover_commands(paths.root, paths.home, reserved, user_home=paths.user_home,
+                              trusted=bool(getattr(session, "trusted", False)))
+    for feature in getattr(session, "features", ()):
+        offered = getattr(feature, "commands", None)
+        if callable(offered):
+            found.add(offered(), reserved)
+    return found
+
+
+def early_commands(paths: Any) -> CommandSet:
+    """The prompt commands known before the session is open: command files and skills (the MCP
+    servers' prompts come with the session)."""
+    from memagent.features.skills import SkillCommand, discover_skills
+    from memagent.trust import is_trusted
+
+    trusted = is_trusted(paths.home, paths.root)
+    reserved = builtin_names()
+    found = discover_commands(paths.root, paths.home, reserved, user_home=paths.user_home, trusted=trusted)
+    skills = discover_skills(paths.root, paths.home, paths.user_home)
+    found.add([SkillCommand(skill, trusted) for skill in skills.skills], reserved)
+    return found
+
+
+def completion_meta(commands: CommandSet) -> dict[str, str]:
+    """What completion shows beside each command: its argument hint and description."""
+    from memagent.ui.commands import COMMANDS
+
+    meta = {c.name: c.help for c in COMMANDS}
+    for command in commands.commands:
+        hint = f"{command.argument_hint} — " if command.argument_hint else ""
+        meta.setdefault(command.name, f"{hint}{command.description}")
+    return meta
+
+
+def unknown_command(name: str, commands: CommandSet) -> str:
+    close = difflib.get_close_matches(name, [*commands.names(), *builtin_names()], n=1, cutoff=0.7)
+    hint = f"; did you mean /{close[0]}?" if close else ""
+    return f"unknown command /{name}{hint}"
+
+
+@contextlib.contextmanager
+def turn_scope(agent: "Agent", invocation: Invocation) -> Iterator[None]:
+    """While inside: the invocation's allowed tools run without asking, its model answers."""
+    permissions: Any = getattr(agent, "permissions", None)
+    saved_policy = getattr(permissions, "policy", None)
+    saved_model = agent.config.model
+    if invocation.allowed_tools and saved_policy is not None:
+        permissions.policy = saved_policy.with_allow(invocation.allowed_tools)
+    if invocation.model:
+        agent.config.model = invocation.model
+    try:
+        yield
+    finally:
+        if saved_policy is not None:
+            permissions.policy = saved_policy
+        agent.config.model = saved_model
+
+
+def _snippet_failure(command: str, outcome: Any) -> str | None:
+    """Why a snippet's outcome stops the command, or None when it ran and exited 0."""
+    code = outcome.details.get("exit_code", 0 if not outcome.is_error else None)
+    if outcome.is_error or code != 0:
+        output = str(outcome.details.get("output") or outcome.content).strip()
+        last = output.splitlines()[-1] if output else ""
+        why = f"exited with {code}" if code not in (0, None) else "was not run"
+        detail = last if code not in (0, None) else " ".join(str(outcome.content).split())
+        detail = detail[:200].rstrip(".")
+        return f"!`{command}` {why}" + (f": {detail}" if detail else "")
+    return None
+
+
+def invocation_events(agent: "Agent", invocation: Invocation, attach: Attach = lambda text: text) -> Iterator[AgentEvent]:
+    """Run a prompt command: its snippets through the gate, then its turn (see the module doc)."""
+    for note in invocation.notes:
+        yield Notice(note, "warning")
+    if invocation.error:
+        yield TurnEnded("error", error=f"{invocation.command}: {invocation.error}")
+        return
+    outputs: list[str] = []
+    with turn_scope(agent, invocation):
+        for command in invocation.shell:
+            outcome = yield from agent.run_tool("bash", {"command": command}, f"toolu_cmd_{uuid.uuid4().hex[:16]}")
+            failure = _snippet_failure(command, outcome)
+            if failure:
+                yield TurnEnded("error", error=f"{invocation.command}: {failure}; nothing was sent")
+                return
+            outputs.append(str(outcome.details.get("output", outcome.content)))
+        yield from agent.run_turn(attach(invocation.filled(outputs)))
+
+
+def find_invocation(text: str, commands: CommandSet) -> Invocation | str | None:
+    """The invocation a ``/name args`` line asks for; an error line for an unknown or built-in
+    command; None for text that is not a command."""
+    from memagent.ui.commands import is_command
+
+    if not is_command(text):
+        return None
+    head, _, arguments = text.strip().partition(" ")
+    name = head[1:]
+    found = commands.get(name)
+    if found is not None:
+        return found.invoke(arguments)
+    if name.lower() in builtin_names():
+        return f"/{name} is a command of the interactive chat; with -p, prompt commands (files, skills, MCP prompts) run"
+    return unknown_command(name, commands)
+
+
+def turn_events(session: Any, text: str) -> Iterator[AgentEvent]:
+    """The events of one line of input: a prompt command, or an ordinary turn."""
+    from memagent.ui.commands import is_command
+
+    if not is_command(text):
+        return session.agent.run_turn(text)
+    found = find_invocation(text, session_commands(session))
+    if found is None:
+        return session.agent.run_turn(text)
+    if isinstance(found, str):
+        return iter([TurnEnded("error", error=found)])
+    return invocation_events(session.agent, found)
+
+
+__all__ = ["completion_meta", "early_commands", "find_invocation", "invocation_events", "session_commands", "turn_events", "turn_scope", "unknown_command"]

@@ -1,0 +1,94 @@
+"""The model registry: aliases resolve like Claude Code's, facts by prefix, unknown ids pass through.
+
+Through the real CLI: ``-m sonnet`` / ``-m opus`` / ``-m haiku`` reach the API as current ids; an
+unknown id is sent as is, with an unknown price."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fakeapi import FakeAnthropic, text
+
+from memagent import models
+from memagent.config import Settings, load_settings, project_paths
+from memagent.llm.anthropic import deprecated_models, known_model_ids
+from memagent.pricing import cost_usd, price_for
+
+VERSIONED = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d+))?$")
+
+
+def newest_in_sdk(family: str) -> str:
+    """The newest undated id of a family in the installed SDK's model list."""
+    found = []
+    for model_id in known_model_ids():
+        match = VERSIONED.match(model_id)
+        if match and match.group(1) == family:
+            found.append(((int(match.group(2)), int(match.group(3) or 0)), model_id))
+    return max(found)[1]
+
+
+@pytest.mark.parametrize("alias", ["sonnet", "opus", "haiku"])
+def test_each_alias_names_the_newest_current_model_of_its_family(alias):
+    resolved = models.resolve(alias)
+    assert resolved == newest_in_sdk(alias)
+    assert resolved in known_model_ids() and resolved not in deprecated_models()
+    assert models.resolve(alias.upper()) == resolved and models.resolve(f"  {alias} ") == resolved
+
+
+def test_facts_come_from_the_longest_prefix_and_unknown_ids_pass_through():
+    assert models.info("claude-opus-4-5-20251101").price == models.Price(5.0, 25.0)
+    assert models.info("claude-opus-4-1").price.input == 15.0
+    assert models.info("claude-3-haiku-20240307").default_max_tokens == 4_096
+    assert models.info("sonnet").id == models.resolve("sonnet")
+    local = models.info("qwen3-coder")
+    assert local.id == "qwen3-coder" and not local.known and local.price is None
+    assert local.context_window == models.DEFAULT_CONTEXT_WINDOW
+    assert models.resolve("claude-sonnet-4-5-20250929") == "claude-sonnet-4-5-20250929"
+    assert price_for("opus") == models.info(models.resolve("opus")).price
+    assert cost_usd("qwen3-coder", {"input_tokens": 1000}) is None
+    assert "price unknown" in models.describe("qwen3-coder") and "sent as is" in models.describe("qwen3-coder")
+
+
+def test_settings_resolve_aliases_from_flags_environment_and_files(tmp_path):
+    assert Settings(model="opus").model == models.resolve("opus")
+    assert Settings(small_model="haiku").small_model == models.resolve("haiku")
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / ".memagent.toml").write_text('model = "Sonnet"\n')
+    paths = project_paths(root, {"MEMAGENT_HOME": str(tmp_path / "home")})
+    assert load_settings(paths, {"MEMAGENT_HOME": str(tmp_path / "home")}).model == models.resolve("sonnet")
+    env = {"MEMAGENT_HOME": str(tmp_path / "home"), "MEMAGENT_MODEL": "haiku"}
+    assert load_settings(paths, env).model == models.resolve("haiku")
+    assert Settings(model="my-local-model").response_tokens == models.MEMAGENT_MAX_TOKENS
+    assert Settings(model="claude-3-haiku-20240307").response_tokens == 4_096
+    assert Settings(max_tokens=1234).response_tokens == 1234
+
+
+@pytest.mark.parametrize("flag, sent", [("sonnet", models.resolve("sonnet")), ("opus", models.resolve("opus")),
+                                        ("haiku", models.resolve("haiku")), ("my-local-model", "my-local-model")])
+def test_the_cli_sends_the_resolved_model_id(run_cli, project, flag, sent):
+    with FakeAnthropic([text("hello")]) as fake:
+        result = run_cli("-C", str(project), "--no-memory", "-m", flag, "-p", "hi", "--output-format", "json",
+                         env={"ANTHROPIC_BASE_URL": fake.url})
+    assert result.returncode == 0, result.stderr
+    assert [r["model"] for r in fake.requests] == [sent]
+    output = json.loads(result.stdout)
+    assert output["model"] == sent
+    if flag == "my-local-model":
+        assert output["total_cost_usd"] is None
+
+
+def test_slash_model_resolves_aliases_and_shows_the_facts():
+    from types import SimpleNamespace
+
+    from memagent.ui.commands import run_command
+
+    agent = SimpleNamespace(config=SimpleNamespace(model="claude-sonnet-5-5"), model=SimpleNamespace(name="x"))
+    session = SimpleNamespace(agent=agent, settings=SimpleNamespace(small_model="claude-haiku-4-5"))
+    shown = run_command("/model", lambda: session).text
+    assert "claude-sonnet-5-5: 200k context, $3/$15 per million tokens" in shown
+    reply = run_command("/model opus", lambda: session)
+    assert agent.config.model == models.resolve("opus")
+    assert reply.text == f"model: claude-sonnet-5-5 → {models.resolve('opus')} (from the next message on)"
