@@ -35,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     # effects and the loop can ask it without knowing any store
     "permissions": {"protected", "errors", "markers"},
     "todo": {"markers", "errors"},
+    "checkpoints": {"fsutil", "gitsafe"},
     "commands_md": {"config", "paths", "errors", "fsutil"},
     "claude_settings": {"config", "paths"},
     # the model adapter and the stores know nothing of the loop
@@ -48,12 +49,15 @@ ALLOWED: dict[str, set[str]] = {
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "mcp_bridge": CORE_BASE | {"llm", "tools", "tasks", "memory", "trust", "permissions"},
     "features": CORE_BASE
-    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md"},
+    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "mcp_bridge", "commands_md", "checkpoints"},
+    # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
+    "factory": CORE_BASE
+    | {"agent", "context", "llm", "tools", "todo", "permissions", "features", "checkpoints"},
     "runtime": CORE_BASE
-    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md"},
+    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "checkpoints", "factory"},
     # the outside: rendering and the command line
     "ui": CORE_BASE
-    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime"},
+    | {"claude_settings", "agent", "context", "llm", "tools", "tasks", "memory", "todo", "trust", "permissions", "features", "mcp_bridge", "commands_md", "runtime", "checkpoints"},
     "cli": None,  # the entry point may import any room
 }
 TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}

@@ -73,6 +73,7 @@ WIDENING_SETTINGS = (
     "saved_output_max_bytes",
     "inline_max_tokens",
     "bash_timeout",
+    "checkpoints",  # turning the safety net off is the user's call, not a cloned repository's
 )
 # Permission rules: every source's rules apply together (they are not replaced by a later file).
 RULE_SETTINGS = ("allow", "ask", "deny")
@@ -382,6 +383,21 @@ class Settings(BaseSettings):
     looks secret, e.g. ``["NPM_CONFIG_REGISTRY"]`` (never the agent's own API key)."""
     saved_output_max_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024**3)
     """Cap on a long command's full output saved under .transcripts (head and tail kept)."""
+
+    # --- agents: checkpoints ---
+    checkpoints: bool = True
+    """Record the working tree at the start of every user turn (a shadow git repository under
+    ``$MEMAGENT_HOME/checkpoints``), so ``/rewind`` and ``memagent rewind`` can restore it."""
+    checkpoint_max_file_bytes: int = Field(10 * 1024 * 1024, ge=0)
+    """Files larger than this are left out of checkpoints (a rewind leaves them as they are)."""
+    checkpoint_max_files: int = Field(100_000, ge=1)
+    """A turn that changed more files than this (a dependency folder nobody ignored) gets no
+    checkpoint, with a warning saying so."""
+
+    # --- agents: subagents ---
+    subagent_max_depth: int = Field(2, ge=1, le=5)
+    """How deep subagents may nest: 1 lets the session's agent start subagents only; 2 (the
+    default) lets a subagent whose definition lists ``task`` start its own, and so on."""
 
     @property
     def context_window(self) -> int:

@@ -1,9 +1,10 @@
-"""Composition: build a ready-to-run session from options, in one direction.
+"""Opening a session: what only a session does, then the agent factory for the rest.
 
-settings → model → transcript (and what a resume brings back) → features → system prompt and
-tools → context policy → agent. Each capability is a :mod:`memagent.features` module; adding one
-is one line in :func:`compose_features`. Terminal-free: the CLI passes in an approver and
-renders the agent's events.
+options → trust → settings → resume → permissions → retention → model → transcript (and what a
+resume brings back) → :class:`memagent.factory.Parts` → features and agent
+(:func:`memagent.factory.compose_features`, :func:`memagent.factory.build_agent`). Each
+capability is a :mod:`memagent.features` module; adding one is one line in ``compose_features``.
+Terminal-free: the CLI passes in an approver and renders the agent's events.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from pydantic import ValidationError
 
 from memagent import __version__
-from memagent.agent.feature import Feature, ToolCall
-from memagent.agent.loop import Agent, AgentConfig, Approver, deny_all
-from memagent.agent.prompt import build_system
+from memagent.agent.feature import Feature
+from memagent.agent.loop import Agent, Approver, deny_all
+from memagent.checkpoints import Restored
 from memagent.claude_settings import CLAUDE_NOT_TRUSTED, ClaudeSettings, read_claude_settings
 from memagent.config import (
     CHANGED_SINCE_TRUSTED,
@@ -30,42 +30,49 @@ from memagent.config import (
     project_paths,
     rule_sources,
 )
-from memagent.context.compaction import CompactingContext
-from memagent.fsutil import private_dir
 from memagent.context.conversation import Conversation
 from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import (
     ResumeError,
     Resumed,
+    fit_rebuilt,
     load_session,
     newest_of_logical_session,
     seed_conversation,
 )
+from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.sessions import choose_session
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
 from memagent.errors import one_line
-from memagent.features.context import ContextToolsFeature
-from memagent.features.continuity import ContinuityFeature
-from memagent.features.instructions import InstructionsFeature
-from memagent.features.hooks import HooksFeature
-from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
-from memagent.features.memory import MemoryFeature, open_memory
-from memagent.features.skills import SkillsFeature
-from memagent.features.tasks import TaskGraphFeature
-from memagent.features.todos import TodoFeature
-from memagent.llm.metered import meter_of
-from memagent.llm.metered import MeteredModel
+from memagent.factory import (
+    Controls,
+    Parts,
+    attachment_shelf,
+    build_agent,
+    compose_features,
+    hook_condition,
+    notifying,
+    session_shell,
+)
+from memagent.features.checkpoints import (
+    CheckpointFeature,
+    RewindPlan,
+    plan_rewind,
+    read_turns,
+    record_for,
+    restore_code,
+)
+from memagent.features.memory import MemoryFeature
+from memagent.fsutil import private_dir
+from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
-from memagent.llm.tokens import lazy_counter, preload as preload_tokenizer
+from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment, record_data_root
 from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoError, TodoManager
-from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.tools.builtin import builtin_tools
 from memagent.tools.sandbox import clear_stale_placeholders
-from memagent.tools.shell import ShellConfig
 
 
 if TYPE_CHECKING:
@@ -152,6 +159,46 @@ class Session:
         feature = self.memory_feature
         return feature.learner if feature is not None else None
 
+    @property
+    def checkpoints(self) -> CheckpointFeature | None:
+        return next((f for f in self.features if isinstance(f, CheckpointFeature)), None)
+
+    def rewind_points(self) -> list[TurnPoint]:
+        """The user turns ``/rewind`` can go back to (an empty list before the first one)."""
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
+        if not self.transcript.path.exists():
+            return []
+        return read_turns(self.transcript.path)[0]
+
+    def plan_rewind(self, turn: int) -> RewindPlan:
+        """Where ``/rewind turn`` would go (between turns only); RewindError when it cannot."""
+        if self.checkpoints is not None:
+            self.checkpoints.wait()
+        if self.transcript.pending:
+            raise RewindError("the transcript is not fully written yet (see the warning above); try again later")
+        return plan_rewind(self.transcript.path, turn)
+
+    def rewind(self, plan: RewindPlan, *, code: bool = True, conversation: bool = True,
+               forget: list[str] | None = None) -> Restored | None:
+        """Carry out a plan: files back as the turn's checkpoint recorded them (``code``), the
+        conversation back to before the turn's message (``conversation``), the memory cards
+        ``forget`` names erased. Raises CheckpointError when the files cannot be restored
+        (nothing is changed then)."""
+        checkpoints = self.checkpoints
+        restored = restore_code(checkpoints.repo if checkpoints else None, plan) if code else None
+        forgotten: list[str] = []
+        if forget and self.memory is not None:
+            forgotten = list(self.memory.forget_report(forget).erased)
+        record = record_for(plan, code=code, conversation=conversation, restored=restored, forgotten=forgotten)
+        if conversation:
+            shelf = getattr(self.agent.context, "shelf", None)  # a text sent as a preview goes back as one
+            messages = fit_rebuilt(plan.history.messages, plan.history.ids, plan.records, shelf)
+            self.agent.rewind(record, messages, plan.history.ids, plan.point.number - 1, plan.records)
+        else:
+            self.agent.conversation.record(record)
+        return restored
+
     def close(self) -> list[str]:
         """End the session: every feature closes (memory learns from what was not mined yet,
         with a bounded wait), then the transcript. Returns the warnings raised while closing
@@ -237,17 +284,6 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
     return resumed.logical_session or resumed.session_id
 
 
-def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -> AttachmentShelf:
-    """Where this session's texts too large for the context go: ``.transcripts/<session>/attachments``."""
-    folder = paths.transcripts / session_id / "attachments"
-    try:
-        shown = folder.relative_to(paths.root).as_posix()
-    except ValueError:
-        shown = str(folder)
-    return AttachmentShelf(folder, shown, settings.inline_limit_tokens,
-                           lazy_counter(settings.tokenizer, settings.tokenizer_json))
-
-
 def _open_conversation(
     paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str,
     shelf: AttachmentShelf, warnings: list[str], kind: str,
@@ -293,155 +329,6 @@ def _processed_ids(resumed: Resumed | None, conversation: Conversation) -> set[s
     except TranscriptError:
         return set()
     return processed_ids_after_resume(old_records, resumed.ids, conversation.ids)
-
-
-@dataclass
-class Parts:
-    """What the features are built from: the session's own objects, made before any feature."""
-
-    paths: ProjectPaths
-    settings: Settings
-    session_id: str
-    model: ChatModel
-    conversation: Conversation
-    todo: TodoManager
-    compaction_requests: CompactionRequest
-    resumed: Resumed | None
-    warnings: list[str]
-    env: Mapping[str, str] = field(default_factory=dict)  # for hooks and MCP servers
-    trusted: bool = False  # the project's .mcp.json is trusted as it is now: its MCP servers start
-    logical_session: str = ""  # one id across -c/-r; empty: this session's own id
-    mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
-    prefetch_memory: bool = True  # see SessionOptions
-    memory_upkeep: bool = True  # see SessionOptions
-    shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox, for bash and hooks
-    shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
-    permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
-    start_source: str = "startup"  # why the session starts (SessionStart hooks)
-    project_trusted: bool = False  # the user trusts the project (its CLAUDE.md may import from ~, its commands pre-approve)
-
-
-def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
-    """Every capability of a session, in a fixed order (the order of their tools and prompt
-    text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
-
-    task_graph = TaskGraphFeature(parts.paths.tasks)
-
-    def current_task() -> str | None:
-        item = parts.todo.in_progress()
-        return str(item["text"]) if item else task_graph.in_progress()
-
-    resumed = parts.resumed
-    features: list[Feature] = [
-        InstructionsFeature(
-            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(),
-            user_home=parts.paths.user_home, trusted=parts.project_trusted, warn=parts.warnings.append,
-        ),
-        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.project_trusted,
-                      warn=parts.warnings.append),
-        TodoFeature(parts.todo, parts.conversation.record),
-        task_graph,
-        ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
-        ContinuityFeature(
-            parts.paths.transcripts, task_graph.snapshot, parts.todo, record=parts.conversation.record,
-            exclude={parts.session_id} | ({resumed.session_id} if resumed else set()), resuming=resumed is not None,
-        ),
-    ]
-    memory = open_memory(
-        parts.paths,
-        parts.settings,
-        parts.logical_session or logical_session_id(resumed, parts.session_id),
-        model=parts.model,
-        record=parts.conversation.record,
-        processed_ids=_processed_ids(parts.resumed, parts.conversation),
-        current_task=current_task,
-        warn=parts.warnings.append,
-        prefetch=parts.prefetch_memory,
-        upkeep=parts.memory_upkeep,
-        conversation=parts.conversation,
-        transcript_session=parts.session_id,
-        exclude_sessions=[resumed.session_id] if resumed else [],
-    )
-    if memory.feature is not None:
-        features.append(memory.feature)
-    features.append(_hooks(parts))
-    features.append(_mcp_client(parts))
-    return features, memory.off_reason
-
-
-def _hooks(parts: Parts) -> HooksFeature:
-    """Hooks a project file defines run in the session's sandbox unless the user's own config
-    sets ``sandbox_project_hooks = false``; the user's own hooks run on the host (each hook knows
-    where it came from)."""
-    transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
-    return HooksFeature(
-        parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
-        transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
-        shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
-        source="resume" if parts.resumed is not None else parts.start_source,
-        condition=hook_condition(parts.paths.root),
-        sandboxed=parts.shell.executor if parts.settings.sandbox_project_hooks else None,
-        pass_env=parts.settings.sandbox_pass_env,
-    )
-
-
-def hook_condition(root: Path) -> Callable[[str, ToolCall], bool]:
-    """A hook's ``if`` rule, judged by the gate's own matching: does the rule, as a deny rule,
-    cover the call (any part of a compound command)? False for a rule or call it cannot read."""
-
-    def covers(rule: str, call: ToolCall) -> bool:
-        if call.tool is None:
-            return False
-        try:
-            declared = call.tool.declare(call.tool.validate(call.input))
-            policy = Policy.from_sources("default", [RuleSource("if", deny=[rule])], root=root)
-        except (PermissionRuleError, ValidationError):
-            return False
-        verdict = policy.decide(call.name, declared)
-        return verdict.action == "deny" and verdict.rule is not None
-
-    return covers
-
-
-def notifying(approver: Approver, features: list[Feature]) -> Approver:
-    """The approver, after telling ``Notification`` hooks that memagent waits for the user."""
-    hooks = [f for f in features if isinstance(f, HooksFeature)]
-    if not hooks:
-        return approver
-
-    def ask(tool, tool_input, summary, *more):  # type: ignore[no-untyped-def]
-        for feature in hooks:
-            name = tool.claude.name if tool.claude is not None else tool.name
-            feature.notify(f"memagent needs your permission to use {name}")
-        return approver(tool, tool_input, summary, *more)
-
-    return ask
-
-
-def _mcp_client(parts: Parts) -> McpClientFeature:
-    """MCP servers start in the background when the tools are first asked for (the REPL composes
-    its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
-    return mcp_client_feature(
-        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append,
-        extra_servers=parts.mcp_servers,
-    )
-
-
-def _policy(
-    parts: Parts, features: list[Feature], system: list, registry: ToolRegistry, shelf: AttachmentShelf
-) -> CompactingContext:
-    return CompactingContext(
-        model=parts.model,
-        settings=parts.settings,
-        session_id=parts.session_id,
-        transcript_name=f"{parts.paths.transcripts.name}/{parts.session_id}.jsonl",
-        system=system,
-        tools=registry.schemas(),
-        reinject=[feature.reinject for feature in features],
-        before_drop=[feature.before_drop for feature in features],
-        requests=parts.compaction_requests,
-        shelf=shelf,
-    )
 
 
 COMMAND_LINE_ORIGIN = "the command line (--allowedTools / --disallowedTools)"
@@ -605,31 +492,19 @@ def open_session(
     conversation = _open_conversation(paths, settings, session_id, resumed, logical, shelf, warnings, options.kind)
     transcript = conversation.recorder
     assert transcript is not None  # _open_conversation always records
-    shell = ShellConfig.from_settings(settings, paths.home, extra_env=dict(claude.env))
+    shell = session_shell(settings, paths.home, extra_env=dict(claude.env))
     parts = Parts(
         paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
         CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env},
-        trust.file_trusted(".mcp.json"), logical, dict(options.mcp_servers), options.prefetch_memory,
-        options.memory_upkeep, shell, shell_env=shell.extra_env, permission_mode=lambda: gate.mode,
-        start_source=options.start_source, project_trusted=trust.trusted,
+        trust.file_trusted(".mcp.json"), logical, _processed_ids(resumed, conversation), dict(options.mcp_servers),
+        tuple(options.add_dirs), shell, options.prefetch_memory, options.memory_upkeep,
+        shell_env=shell.extra_env, permission_mode=lambda: gate.mode, start_source=options.start_source,
+        project_trusted=trust.trusted, shelf=shelf,
     )
     features, memory_off_reason = compose_features(parts)
-    system = build_system(paths.root, [feature.system_text() for feature in features],
-                          base=options.system_prompt, append=options.append_system_prompt)
-    registry = ToolRegistry.of(builtin_tools(shell) + [t for feature in features for t in feature.tools()])
-    agent = Agent(
-        model=chat_model,
-        tools=registry,
-        tool_context=_tool_context(paths, settings, session_id, options.add_dirs),
-        system=system,
-        conversation=conversation,
-        context=_policy(parts, features, system, registry, shelf),
-        approver=notifying(approver, features),
-        non_interactive=options.non_interactive,
-        features=features,
-        config=AgentConfig(model=settings.model, max_tokens=settings.response_tokens),
-        permissions=gate,
-    )
+    controls = Controls(gate, notifying(approver, features), options.non_interactive)
+    agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
+                        append_system_prompt=options.append_system_prompt)
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
@@ -638,15 +513,7 @@ def open_session(
     )
 
 
-def _tool_context(paths: ProjectPaths, settings: Settings, session_id: str, extra_roots: tuple[Path, ...] = ()) -> ToolContext:
-    return ToolContext(
-        root=paths.root,
-        extra_roots=tuple(extra_roots),
-        session_id=session_id,
-        outputs_dir=paths.transcripts / session_id / "outputs",
-        bash_timeout=settings.bash_timeout,
-        output_cap_chars=settings.output_cap_chars,
-    )
-
-
-__all__ = ["MISSING_KEY", "Parts", "Session", "SessionOptions", "SetupError", "compose_features", "make_model", "open_session"]
+__all__ = [
+    "MISSING_KEY", "Session", "SessionOptions", "SetupError", "attachment_shelf", "claude_settings_for", "hook_condition",
+    "make_model", "notifying", "open_session", "session_gate", "session_mode",
+]

@@ -90,7 +90,7 @@ def test_the_users_own_claude_settings_apply_in_any_project(run_cli, fake, proje
     first = fake.requests[0]["messages"][0]["content"]
     assert first[-1]["text"] == "[Context from the user's hooks, UserPromptSubmit:]\nticket ABC-7 is in progress"
     assert _result(fake.requests[1])["content"].startswith("team=core")
-    assert "SubagentStop hooks never run in memagent (memagent has no subagents)" in result.stderr
+    assert "SubagentStop hooks never run in memagent (memagent's subagents do not run them)" in result.stderr
 
 
 def _secrets_project(project):

@@ -249,7 +249,7 @@ def test_what_memagent_cannot_use_is_one_notice_each_and_never_a_failure(tmp_pat
         "hooks: unknown hook event 'BrandNewEvent' ignored",
         "hooks: hooks.PreToolUse: hooks of type 'prompt' are not supported by memagent; skipped",
         "hooks: hooks.PreToolUse: fields asyncRewake, fancy ignored",
-        "hooks: SubagentStop hooks never run in memagent (memagent has no subagents)",
+        "hooks: SubagentStop hooks never run in memagent (memagent's subagents do not run them)",
     ]
 
 

@@ -9,7 +9,7 @@ from memagent.tools.builtin import builtin_tools
 
 # DESIGN §4: (property names, required) for each built-in tool.
 CONTRACT = {
-    "bash": ({"command", "timeout"}, ["command"]),
+    "bash": ({"command", "timeout", "run_in_background"}, ["command"]),
     "read_file": ({"path", "offset", "limit"}, ["path"]),
     "write_file": ({"path", "content"}, ["path", "content"]),
     "edit_file": ({"path", "old_text", "new_text"}, ["path", "old_text", "new_text"]),

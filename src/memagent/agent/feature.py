@@ -13,6 +13,8 @@ Hooks, in the order a session meets them:
   Asked once per session; it must not change between turns.
 - ``check_prompt(text)``: before a user message joins the conversation; a returned string
   refuses the prompt with that reason (a ``UserPromptSubmit`` hook that blocks).
+- ``turn_started(number)``: a user turn (1-based, as the session counts them) is about to
+  begin: nothing of it has run yet (the working-tree checkpoint).
 - ``turn_context(turn)``: text for the newest user message (relevant memories, continuity).
 - ``check_tool(call)``: before a tool runs (after validation, before the gate decides); a
   returned string refuses the call with that reason, a
@@ -30,7 +32,16 @@ Hooks, in the order a session meets them:
 - ``after_turn(conversation)``: a user turn is over (periodic memory extraction).
 - ``reinject()``: state re-injected verbatim after a compaction, from the feature's own store.
 - ``before_drop(messages, ids)``: a compaction is about to drop these messages.
+- ``after_rewind(records)``: the conversation went back to the start of an earlier turn;
+  ``records`` are the transcript records still in effect, from which a feature restores the
+  state it records (the todo list).
 - ``close()``: the session ends.
+
+And one question asked when a subagent is built (:mod:`memagent.features.subagents`):
+
+- ``for_subagent(child)``: what of this feature the subagent gets — ``self`` (shared: stateless
+  text and tools bound to a shared store), a new instance of its own (its todo list), or None
+  (nothing: the default).
 
 :class:`BaseFeature` implements every hook as a no-op, so a feature overrides only what it uses.
 """
@@ -38,9 +49,10 @@ Hooks, in the order a session meets them:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from memagent.context.conversation import Conversation
+from memagent.context.policy import CompactionRequest
 from memagent.llm.types import Message, ModelResponse
 from memagent.permissions import HookVerdict
 from memagent.tools.base import Tool, ToolOutcome
@@ -64,6 +76,18 @@ class ToolCall:
     tool: Tool | None = None  # the tool called (its Claude Code name and input view, for hooks)
 
 
+@dataclass(frozen=True)
+class SubagentContext:
+    """What a feature may use to give a subagent its own part (see ``for_subagent``)."""
+
+    name: str  # the subagent's type, e.g. "Explore"
+    session_id: str  # the subagent's own session (its transcript)
+    record: Callable[[dict[str, Any]], None]  # writes a record to the subagent's transcript
+    compaction_requests: CompactionRequest  # the subagent's compact tool and context policy share it
+    depth: int  # 1 for a subagent of the session's agent, 2 for a subagent of that one, …
+    spawn: Any = None  # builds the subagent's own children (the agent factory), when it may have any
+
+
 @runtime_checkable
 class Feature(Protocol):
     name: str
@@ -73,6 +97,8 @@ class Feature(Protocol):
     def system_text(self) -> str | None: ...
 
     def check_prompt(self, text: str) -> str | None: ...
+
+    def turn_started(self, number: int) -> None: ...
 
     def turn_context(self, turn: TurnInput) -> str | None: ...
 
@@ -94,7 +120,11 @@ class Feature(Protocol):
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None: ...
 
+    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None: ...
+
     def close(self) -> None: ...
+
+    def for_subagent(self, child: SubagentContext) -> "Feature | None": ...
 
 
 class BaseFeature:
@@ -109,6 +139,9 @@ class BaseFeature:
         return None
 
     def check_prompt(self, text: str) -> str | None:
+        return None
+
+    def turn_started(self, number: int) -> None:
         return None
 
     def turn_context(self, turn: TurnInput) -> str | None:
@@ -141,8 +174,14 @@ class BaseFeature:
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
         return None
 
+    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
+    def for_subagent(self, child: SubagentContext) -> "Feature | None":
+        return None
 
-__all__ = ["BaseFeature", "Feature", "ToolCall", "TurnInput"]
+
+__all__ = ["BaseFeature", "Feature", "SubagentContext", "ToolCall", "TurnInput"]

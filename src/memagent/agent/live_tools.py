@@ -25,6 +25,7 @@ _TOOL_DONE = object()
 # Longer than 60 lines: the worker thread, its queue and cancellation must be read together.
 def run_with_progress(
     tools: ToolRegistry, tool: Tool, value: Any, context: ToolContext, call_id: str,
+    stop: threading.Event | None = None,
     on_partial: Callable[[ToolOutcome], None] | None = None,
 ) -> Iterator[AgentEvent]:
     """Run one tool call in a worker thread, yielding :class:`ToolProgress` while it runs.
@@ -36,7 +37,8 @@ def run_with_progress(
     seconds, and the interruption propagates; the outcome the tool returned on its way out (bash:
     the output so far) goes to ``on_partial``. A tool that never calls back is left to finish on
     its own and its result is dropped. A KeyboardInterrupt raised by the tool itself is
-    re-raised here, as if it had run in this thread.
+    re-raised here, as if it had run in this thread. A set ``stop`` event (the agent was
+    cancelled from another thread: a parent agent, a parallel call) interrupts it the same way.
     """
     updates: queue.SimpleQueue[object] = queue.SimpleQueue()
     cancelled = threading.Event()
@@ -67,6 +69,8 @@ def run_with_progress(
             try:
                 item = updates.get(timeout=0.25)
             except queue.Empty:
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt from None
                 continue
             pieces: list[str] = []
             while True:  # everything queued so far goes into one event

@@ -13,6 +13,8 @@ hooks in order and knows nothing of what they do.
 
 from __future__ import annotations
 
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generator, Iterator, Protocol, Sequence
@@ -29,6 +31,7 @@ from memagent.events import (
 )
 from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.agent.live_tools import run_with_progress
+from memagent.agent.parallel import run_concurrently
 from memagent.context.conversation import Conversation
 from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
@@ -36,6 +39,7 @@ from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import (
     Block,
+    Message,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -63,6 +67,11 @@ class Approver(Protocol):
 
 def deny_all(tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
     return Approval.DENY
+
+
+# Who is asking, while an approver runs: "" for the session's own agent, a subagent's name
+# otherwise (the approval prompt says which subagent asks).
+ASKER: ContextVar[str] = ContextVar("memagent_asker", default="")
 
 
 DENIED_MESSAGE = (
@@ -104,9 +113,13 @@ class Agent:
     config: AgentConfig = field(default_factory=AgentConfig)
     # The one gate every call goes through (default: default mode, no rules, this project).
     permissions: Gate | None = None
+    name: str = ""  # a subagent's name ("" for the session's own agent)
     _partial_text: list[str] = field(default_factory=list)
     _partial_outcomes: dict[str, ToolOutcome] = field(default_factory=dict)  # interrupted calls' output so far
     _storage_problem: str | None = None
+    # set from another thread to stop the running turn (a parent agent cancelling its subagent,
+    # a parallel call group interrupted); cleared when the turn ends
+    _cancel: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         if self.permissions is None:
@@ -134,14 +147,25 @@ class Agent:
             yield TurnEnded("refused", error=f"prompt blocked: {refused}")
             return
         try:
+            for feature in self.features:
+                feature.turn_started(self.conversation.turn_number + 1)
             yield from self._add_user_message(scrub(user_text))
             yield from self._rounds()
         except KeyboardInterrupt:
             self.repair_after_interrupt()
             yield TurnEnded("cancelled", error="cancelled by the user")
         finally:
+            self._cancel.clear()
             for feature in self.features:
                 feature.after_turn(self.conversation)
+
+    def cancel(self) -> None:
+        """Stop the running turn from another thread, as Ctrl-C would (it ends as ``cancelled``)."""
+        self._cancel.set()
+
+    def _check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise KeyboardInterrupt
 
     def repair_after_interrupt(self) -> None:
         """Make the history valid again after a cancel that happened anywhere in a turn.
@@ -158,6 +182,20 @@ class Agent:
             self.conversation.append(
                 "user", [tool_result_block(tid, INTERRUPTED_TOOL, is_error=True) for tid in pending]
             )
+
+    def rewind(
+        self, record: dict[str, Any], messages: list[Message], ids: list[str], turns_before: int,
+        records: Sequence[dict[str, Any]],
+    ) -> None:
+        """Take the conversation back to the start of an earlier turn (between turns only).
+
+        ``record`` is the transcript's ``rewind`` record; ``messages``/``ids`` the history rebuilt
+        from the records still in effect (``records``), from which each feature restores its own
+        state; the context policy forgets what it knew of the history that is gone."""
+        self.conversation.rewind(record, messages, ids, turns_before)
+        self.context.rewound()
+        for feature in self.features:
+            feature.after_rewind(records)
 
     def run_tool(self, name: str, tool_input: dict[str, Any], call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
         """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the
@@ -215,6 +253,7 @@ class Agent:
         continued = 0
         too_long = 0
         for _ in range(self.config.max_rounds):
+            self._check_cancel()
             halted = self._halted()
             if halted:
                 yield Notice(halted, "warning")
@@ -298,6 +337,7 @@ class Agent:
         self._partial_text.clear()
         response: ModelResponse | None = None
         for event in self.model.stream(request):
+            self._check_cancel()
             if isinstance(event, TextDelta):
                 self._partial_text.append(event.text)
                 yield AssistantText(event.text)
@@ -311,25 +351,56 @@ class Agent:
     # ------------------------------------------------------------------ tools
 
     def _run_tools(self, calls: list[Block]) -> Iterator[AgentEvent]:
-        results: list[Block] = []
-        names: list[str] = []
+        """Run a response's tool calls; neighbours that may run together (``Tool.concurrent``)
+        run at once. The results go back in the order of the calls."""
+        outcomes: dict[str, ToolOutcome] = {}
+        names = [call["name"] for call in calls]
         try:
-            for call in calls:
-                names.append(call["name"])
-                outcome = yield from self._run_one(call)
-                results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
+            for group in self._call_groups(calls):
+                self._check_cancel()
+                if len(group) == 1:
+                    outcomes[group[0]["id"]] = yield from self._run_one(group[0])
+                    continue
+                runs = [lambda call=call: self._run_one(call) for call in group]
+                finished = yield from run_concurrently(runs, self._cancel)
+                for call, outcome in zip(group, finished):
+                    outcomes[call["id"]] = outcome or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
         except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C in the tool, or in the renderer
-            results += _interrupted_results(calls, results, self._partial_outcomes)
+            for call_id, partial in self._partial_outcomes.items():  # what an interrupted call had done
+                if call_id not in outcomes and partial.content:
+                    outcomes[call_id] = ToolOutcome(partial.content, is_error=True, images=partial.images)
             self._partial_outcomes.clear()
+            results = self._results(calls, outcomes)
             fitted, notes = self.context.fit(results)
             self.conversation.append("user", fitted, whole=results if notes else None)
             raise
-        blocks = list(results)
+        blocks = self._results(calls, outcomes)
         for feature in self.features:
             text = feature.after_tools(names)
             if text:
                 blocks.append(text_block(text))
         yield from self._append_user(blocks)
+
+    def _call_groups(self, calls: list[Block]) -> list[list[Block]]:
+        """Consecutive calls of concurrent tools form one group; every other call is alone."""
+        groups: list[tuple[bool, list[Block]]] = []
+        for call in calls:
+            found = self.tools.get(call["name"])
+            concurrent = found is not None and found.concurrent
+            if concurrent and groups and groups[-1][0]:
+                groups[-1][1].append(call)
+            else:
+                groups.append((concurrent, [call]))
+        return [group for _, group in groups]
+
+    @staticmethod
+    def _results(calls: list[Block], outcomes: dict[str, ToolOutcome]) -> list[Block]:
+        """One tool_result per call, in call order; a call without an outcome was interrupted."""
+        results = []
+        for call in calls:
+            outcome = outcomes.get(call["id"]) or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
+            results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
+        return results
 
     def _run_one(self, call: Block) -> Iterator[AgentEvent]:
         name, raw = call["name"], call.get("input") or {}
@@ -354,7 +425,7 @@ class Agent:
         if refusal is not None:
             return refusal
         if tool.streams_output:
-            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id,
+            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id, self._cancel,
                                                    on_partial=lambda done: self._partial_outcomes.update({call.id: done}))
         else:
             outcome = self.tools.execute(tool, value, self.tool_context)
@@ -395,7 +466,11 @@ class Agent:
             hint = NOT_EVEN_YES if self.gate.mode == "bypassPermissions" else RERUN_WITH_YES
             return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name, reason=verdict.reason, hint=hint),
                                is_error=True)
-        answer = self.approver(tool, raw, summary, verdict.reason)
+        asking = ASKER.set(self.name)
+        try:
+            answer = self.approver(tool, raw, summary, verdict.reason)
+        finally:
+            ASKER.reset(asking)
         if answer is Approval.ALWAYS:
             self.gate.always(tool.name, declaration, raw)
             return None
@@ -422,28 +497,13 @@ class Agent:
         return tool_use_ids(messages[-1])
 
 
-def _interrupted_results(calls: list[Block], results: list[Block], partial: dict[str, ToolOutcome]) -> list[Block]:
-    """Error results for the calls of a round that got none; the call that was running when the
-    user interrupted gets what it had done so far (``partial``, by call id: bash's output)."""
-    done = {b["tool_use_id"] for b in results}
-    blocks = []
-    for call in calls:
-        if call["id"] in done:
-            continue
-        outcome = partial.get(call["id"])
-        if outcome is not None and outcome.content:
-            blocks.append(tool_result_block(call["id"], outcome.content, is_error=True, images=outcome.images))
-        else:
-            blocks.append(tool_result_block(call["id"], INTERRUPTED_TOOL, is_error=True))
-    return blocks
-
-
 def _clean_content(content: list[Block]) -> list[Block]:
     """Drop empty text blocks (the API rejects them) and keep everything else as sent."""
     return [b for b in content if not (b.get("type") == "text" and not b.get("text", "").strip())]
 
 
 __all__ = [
+    "ASKER",
     "Agent",
     "AgentConfig",
     "Approval",

@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "skills": "Skills (SKILL.md playbooks): list, new NAME, new --from CARD_ID.",
     "mcp": "MCP: list the servers memagent uses (list); serve its memory and tasks to other agents (serve).",
     "trust": "Trust this project's .memagent.toml to widen permissions (--revoke, --status).",
+    "rewind": "Restore files and conversation to the start of an earlier user turn (--to N, --list).",
 }
 # typer's shell completion runs the program with this variable set (it needs every sub-app)
 COMPLETION_VAR = "_MEMAGENT_COMPLETE"
@@ -51,6 +52,11 @@ def _new_app() -> typer.Typer:
 
 
 def _mount(app: typer.Typer, name: str) -> None:
+    if name == "rewind":
+        from memagent.cli import rewind
+
+        app.command("rewind", help=SUBCOMMANDS[name])(rewind.rewind)
+        return
     if name == "trust":
         from memagent.cli import trust
 
@@ -88,7 +94,7 @@ def _mount(app: typer.Typer, name: str) -> None:
 
 
 def _mount_placeholder(app: typer.Typer, name: str) -> None:
-    if name in ("doctor", "trust"):
+    if name in ("doctor", "trust", "rewind"):
         app.command(name, help=SUBCOMMANDS[name])(lambda: None)
     else:
         app.add_typer(typer.Typer(), name=name, help=SUBCOMMANDS[name])

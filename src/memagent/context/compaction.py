@@ -138,6 +138,12 @@ class CompactingContext:
     def observe(self, usage: Usage, sent: list[Message]) -> None:
         self.counter.observe(usage, sent, self.system, self.tools)
 
+    def rewound(self) -> None:
+        self._view_memo = None
+        self._compacted_at = None
+        self._wait_for_turn_after = None
+        self._warned_waiting = False
+
     def current_tokens(self, conversation: Conversation) -> int:
         return self.counter.context_tokens(self.system, self.tools, self.view(conversation))
 

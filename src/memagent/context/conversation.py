@@ -40,7 +40,9 @@ class Conversation:
 
     ``user_turns`` counts the turns the user opened in this session (:func:`opens_user_turn`,
     counted as messages are appended, so a compaction that drops them does not change it);
-    the messages a resumed session is seeded with (:meth:`seed`) open none.
+    the messages a resumed session is seeded with (:meth:`seed`) open none: the turns among them
+    are ``earlier_turns``, so the turn now running is number ``turn_number`` of the conversation
+    the user sees (what ``/rewind`` lists).
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -49,6 +51,12 @@ class Conversation:
     # transcript message id of each entry in ``messages`` (merged messages keep the first id)
     ids: list[str] = field(default_factory=list)
     user_turns: int = 0
+    earlier_turns: int = 0
+
+    @property
+    def turn_number(self) -> int:
+        """Turns of the visible conversation so far: the seeded ones, then this session's."""
+        return self.earlier_turns + self.user_turns
 
     def append(
         self, role: str, content: list[Block], usage: dict[str, int] | None = None, *, whole: list[Block] | None = None
@@ -86,20 +94,43 @@ class Conversation:
         if self.recorder:
             self.recorder.append(record)
 
-    def seed(self, messages: Sequence[Message], *, resumed_from: str, warnings: Sequence[str] = ()) -> None:
+    def seed(
+        self, messages: Sequence[Message], *, resumed_from: str, warnings: Sequence[str] = (),
+        checkpoints: Sequence[str | None] = (),
+    ) -> None:
         """Start from the messages of a resumed session, between ``resume`` and ``resume_end`` records.
 
         They are recorded again, so this session's transcript alone rebuilds the context on the
-        next resume; they open no user turn."""
+        next resume; they open no user turn (they count in ``earlier_turns``). ``checkpoints``
+        (aligned with ``messages``) are the working-tree checkpoints of the turns they open, carried
+        over as ``checkpoint`` records so a rewind can go back to those turns too."""
         self.record(
             {"type": "resume", "resumed_from": resumed_from, "seeded_messages": len(messages), "warnings": list(warnings)}
         )
         turns = self.user_turns
-        for message in messages:
+        for index, message in enumerate(messages):
+            commit = checkpoints[index] if index < len(checkpoints) else None
+            if commit and opens_user_turn(message):
+                number = self.earlier_turns + self.user_turns - turns + 1
+                self.record({"type": "checkpoint", "turn": number, "commit": commit, "carried_from": resumed_from})
             self.append(message["role"], message["content"])
+        self.earlier_turns += self.user_turns - turns
         self.user_turns = turns
         if self.ids:
             self.record({"type": "resume_end", "seeded_through": self.ids[-1]})
+
+    def rewind(self, record: dict[str, Any], messages: list[Message], ids: list[str], turns_before: int) -> None:
+        """Go back to an earlier point: the ``rewind`` record is written first, then the history
+        it leaves (rebuilt from the transcript by the caller) replaces the live one, and the turn
+        count goes back with it: ``turns_before`` turns remain, so the next turn gets the number of
+        the one rewound to."""
+        self.record(record)
+        self.messages = copy.deepcopy(messages)
+        self.ids = list(ids)
+        if turns_before <= self.earlier_turns:
+            self.earlier_turns, self.user_turns = turns_before, 0
+        else:
+            self.user_turns = turns_before - self.earlier_turns
 
     def replace(self, messages: list[Message], ids: list[str]) -> None:
         """Swap in a compacted history. The transcript is never touched."""

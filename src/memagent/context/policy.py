@@ -31,6 +31,11 @@ class ContextPolicy(Protocol):
         """Learn the exact size of the request that was just answered."""
         ...
 
+    def rewound(self) -> None:
+        """The conversation went back to an earlier turn: forget what was learned about the
+        history that is gone (when compaction last ran, waits tied to turn numbers)."""
+        ...
+
     def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:
         """A user message's blocks as they may be sent (a text too large for the context becomes
         a preview and a file the model reads), with one note per text set aside."""
@@ -74,6 +79,9 @@ class PassThroughContext:
         return iter(())
 
     def observe(self, usage: Usage, sent: list[Message]) -> None:
+        return None
+
+    def rewound(self) -> None:
         return None
 
     def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:

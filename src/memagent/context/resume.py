@@ -1,6 +1,7 @@
 """Rebuild a session's working context from its transcript (``memagent -c`` / ``-r ID``).
 
-The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
+Only the records still in effect count: a ``rewind`` record takes the conversation back to the
+start of a user turn (:func:`memagent.context.rewind.active_records`). The context starts at the last ``compaction`` record: its summary (plus the state re-injected at
 that time) followed by every message from its ``kept_from`` id onward, in file order. Then the
 history is repaired so the Messages-API invariants hold (:mod:`memagent.context.history`):
 empty blocks dropped, neighbours with the same role merged (the first id is kept, as
@@ -22,12 +23,14 @@ from typing import Any, Sequence
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
 from memagent.context.oversize import AttachmentShelf
+from memagent.context.rewind import active_records, turn_points
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
 from memagent.llm.types import Block, Message
 
 MESSAGE_MARKERS = (b'"type":"message"', b'"type": "message"')
+SUBAGENT_MARKERS = (b'"kind":"subagent"', b'"kind": "subagent"')
 
 
 class ResumeError(Exception):
@@ -47,6 +50,7 @@ class Resumed:
     path: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
+    checkpoints: list[str | None] = field(default_factory=list)  # per message: the checkpoint of the turn it opens
     previewed: set[str] = field(default_factory=set)  # ids of messages the model got as a preview
     set_aside: dict[str, int] = field(default_factory=dict)  # message id -> the lower limit it was shrunk to
 
@@ -69,15 +73,18 @@ def session_path(transcripts_dir: Path, session_id: str) -> Path:
 
 
 def _has_messages(path: Path) -> bool:
+    """Holds a message, and is a session of its own (not a subagent's: its first line says)."""
     try:
         raw = path.read_bytes()
     except OSError:
         return False
-    return any(marker in raw for marker in MESSAGE_MARKERS)
+    first = raw.split(b"\n", 1)[0]
+    return any(marker in raw for marker in MESSAGE_MARKERS) and not any(m in first for m in SUBAGENT_MARKERS)
 
 
 def latest_session_id(transcripts_dir: Path) -> str | None:
-    """The newest session in this project that holds at least one message."""
+    """The newest session in this project that holds at least one message (a subagent's
+    transcript is part of its parent's session, never one to continue)."""
     for path in reversed(list(iter_transcripts(transcripts_dir))):
         if _has_messages(path):
             return path.stem
@@ -85,13 +92,14 @@ def latest_session_id(transcripts_dir: Path) -> str | None:
 
 
 def _logical_session_of(path: Path) -> str | None:
-    """The logical session a transcript belongs to, from its first record (``session_start``)."""
+    """The logical session a transcript belongs to, from its first record (``session_start``);
+    None for a subagent's transcript (part of its parent's session, never one to continue)."""
     try:
         with path.open("rb") as fh:
             record = json.loads(fh.readline(1 << 20) or b"null")
     except (OSError, ValueError):
         return None
-    if isinstance(record, dict) and record.get("type") == "session_start":
+    if isinstance(record, dict) and record.get("type") == "session_start" and record.get("kind") != "subagent":
         return str(record.get("logical_session") or path.stem)
     return None
 
@@ -112,8 +120,42 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         loaded = read_records(path)
     except TranscriptError as exc:
         raise ResumeError(str(exc)) from None
-    records, warnings = loaded.records, list(loaded.warnings)
+    warnings = list(loaded.warnings)
+    records = active_records(loaded.records, warnings)
     start = next((r for r in records if r.get("type") == "session_start"), {})
+    history = rebuild_history(records, path, warnings)
+    by_message = {p.message_id: p.checkpoint for p in turn_points(records)}
+    return Resumed(
+        session_id=path.stem,
+        messages=history.messages,
+        ids=history.ids,
+        todo=last_todo(records),
+        warnings=warnings,
+        compactions=history.compactions,
+        summary=history.summary,
+        model=start.get("model"),
+        path=path,
+        logical_session=str(start.get("logical_session") or path.stem),
+        checkpoints=[by_message.get(message_id) for message_id in history.ids],
+        previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
+        set_aside=_set_aside(records),
+    )
+
+
+@dataclass
+class History:
+    """A working context rebuilt from transcript records."""
+
+    messages: list[Message]
+    ids: list[str]
+    compactions: int = 0
+    summary: str | None = None  # the last compaction's summary, when there was one
+
+
+def rebuild_history(records: Sequence[dict], path: Path, warnings: list[str]) -> History:
+    """The working context the records leave: from the last compaction on (its summary and
+    re-injected state, then the messages it kept), repaired so the API accepts it. ``records``
+    are the ones in effect (:func:`memagent.context.rewind.active_records`)."""
     compactions = [i for i, r in enumerate(records) if r.get("type") == "compaction"]
     head: list[Block] | None = None
     summary: str | None = None
@@ -127,7 +169,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
             str(marker.get("transcript_name") or f"{path.parent.name}/{path.name}"),
             marker.get("current_request") or None,
         )
-        first = _kept_position(records, compactions[-1], str(marker.get("kept_from")), path, warnings)
+        first = _kept_position(list(records), compactions[-1], str(marker.get("kept_from")), path, warnings)
     messages, ids = _message_records(records[first:], path, warnings)
     if head is not None:
         messages, ids = assemble(head, messages, ids, "compaction")
@@ -135,20 +177,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
     problems = request_problems(messages) if messages else []
     if problems:
         raise ResumeError(f"cannot rebuild a valid conversation from {path}: {problems[0]}")
-    return Resumed(
-        session_id=path.stem,
-        messages=messages,
-        ids=ids,
-        todo=_last_todo(records),
-        warnings=warnings,
-        compactions=len(compactions),
-        summary=summary,
-        model=start.get("model"),
-        path=path,
-        logical_session=str(start.get("logical_session") or path.stem),
-        previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
-        set_aside=_set_aside(records),
-    )
+    return History(messages, ids, len(compactions), summary)
 
 
 def _set_aside(records: Sequence[dict]) -> dict[str, int]:
@@ -211,7 +240,8 @@ def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -
     return messages, ids
 
 
-def _last_todo(records: Sequence[dict]) -> dict | None:
+def last_todo(records: Sequence[dict]) -> dict | None:
+    """The todo list the last ``todo`` record holds, if any."""
     for record in reversed(records):
         if record.get("type") == "todo" and isinstance(record.get("items"), list):
             return {"items": copy.deepcopy(record["items"])}
@@ -231,10 +261,26 @@ def seed_conversation(conversation: Conversation, resumed: Resumed, shelf: Attac
     The restored todo list is recorded too.
     """
     messages, notes = _fit_resumed(resumed, shelf)
-    conversation.seed(messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes])
+    conversation.seed(messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes],
+                      checkpoints=resumed.checkpoints)
     if resumed.todo is not None:
         conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
     return notes
+
+
+def fit_rebuilt(messages: Sequence[Message], ids: Sequence[str], records: Sequence[dict],
+                shelf: AttachmentShelf | None) -> list[Message]:
+    """Messages rebuilt from ``records`` (a rewind) as the model got them: a text that was sent as
+    a preview (the transcript keeps it whole) goes back as a preview, at the limit it was set aside
+    to, instead of whole into a context it did not fit."""
+    if shelf is None:
+        return list(messages)
+    limits = _set_aside(records)
+    fitted: list[Message] = []
+    for message, message_id in zip(messages, ids):
+        [one], _ = shelf.fit_messages([message], limits.get(message_id))
+        fitted.append(one)
+    return fitted
 
 
 def _fit_resumed(resumed: Resumed, shelf: AttachmentShelf | None) -> tuple[list[Message], list[str]]:
@@ -253,8 +299,12 @@ def _fit_resumed(resumed: Resumed, shelf: AttachmentShelf | None) -> tuple[list[
 
 
 __all__ = [
+    "History",
     "ResumeError",
     "Resumed",
+    "fit_rebuilt",
+    "last_todo",
+    "rebuild_history",
     "latest_session_id",
     "load_session",
     "newest_of_logical_session",

@@ -51,8 +51,9 @@ class SessionInfo:
 
     @property
     def preferred(self) -> bool:
-        """Worth continuing: interactive (or of unknown kind), or it did work."""
-        return self.kind in (None, "interactive") or self.did_work
+        """Worth continuing: interactive (or of unknown kind), or it did work; never a subagent's
+        transcript (part of its parent's session)."""
+        return self.kind != "subagent" and (self.kind in (None, "interactive") or self.did_work)
 
     def describe(self) -> str:
         """``interactive, 3 turns, 5 tool calls, started 2026-11-20 10:00: "fix the parser"``."""
@@ -167,14 +168,14 @@ class Choice:
 
 def choose_session(transcripts_dir: Path, exclude: set[str] | frozenset[str] = frozenset()) -> Choice | None:
     """The newest session with messages that is interactive or did work (see the module
-    docstring); the newest with messages when none is. Reads transcripts newest first and stops
+    docstring); the newest with messages when none is. A subagent's transcript is never chosen. Reads transcripts newest first and stops
     at the first it prefers."""
     passed: list[SessionInfo] = []
     for path in reversed(list(iter_transcripts(Path(transcripts_dir)))):
         if path.stem in exclude:
             continue
         info = session_info(path)
-        if not info.messages:
+        if not info.messages or info.kind == "subagent":  # a subagent's work is its parent's session
             continue
         if info.preferred:
             return Choice(info, passed)

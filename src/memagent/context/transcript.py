@@ -12,8 +12,8 @@ gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
 Record types (:data:`RECORD_TYPES`):
 - ``session_start``: session_id, model, cwd, memagent version, kind (``interactive``,
-  ``headless`` or ``subagent``), logical_session, resumed_from (optional); written lazily, just
-  before the first other record
+  ``headless`` or ``subagent``), logical_session, resumed_from (optional); for a subagent also
+  agent, description, parent_session; written lazily, just before the first other record
 - ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only),
   sent_as_preview (true when a text of it was too large for the context: the record keeps it
   whole, the model got a preview and a file under ``<session>/attachments/``)
@@ -28,6 +28,19 @@ Record types (:data:`RECORD_TYPES`):
   messages between them were copied from the resumed session and open no user turn
 - ``session_summary``: summary (a rule-made digest of the session), open_todos, ended_at; written
   at session end for the next session's continuity note
+- ``checkpoint``: turn (the user turn about to start), commit (the working tree at that moment,
+  in the shadow repository of :mod:`memagent.checkpoints`), changed (files changed since the
+  previous checkpoint), skipped (files too large to keep, nested repositories), seconds; or
+  error (why no checkpoint could be taken)
+- ``rewind``: to_turn, message_id (the message that opened that turn), conversation (true: the
+  conversation goes back to the start of that turn; every record from that message to this one
+  stops counting, see :mod:`memagent.context.rewind`), code (true: the files were restored),
+  checkpoint (the commit restored), before (a checkpoint of the tree just before, to undo it),
+  restored / removed (paths), forgotten (memory card ids erased as learned after that point)
+- ``subagent``: session_id (the subagent's own transcript, whose ``session_start`` has kind
+  ``subagent``, agent, description and parent_session), agent, description, status
+  (``started``, then how its turn ended: ``end_turn``, ``error``, ``cancelled``, …), tool_calls,
+  usage, cost, error
 - ``session_end``: read when present; this version does not write it
 Every record carries ``type`` and ``time`` (UTC ISO 8601).
 """
@@ -55,7 +68,7 @@ from memagent.redact import redact_value
 
 RECORD_TYPES = frozenset(
     {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary",
-     "session_end", "set_aside"}
+     "session_end", "checkpoint", "rewind", "subagent", "set_aside"}
 )
 
 

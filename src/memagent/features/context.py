@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.types import tool_result_text
@@ -181,3 +181,7 @@ class ContextToolsFeature(BaseFeature):
 
     def tools(self) -> list[Tool]:
         return context_tools(self.requests, self.transcripts_dir, self.session_id)
+
+    def for_subagent(self, child: SubagentContext) -> "ContextToolsFeature":
+        """``compact`` compacts the subagent's own context; ``recall`` reads the transcripts."""
+        return ContextToolsFeature(child.compaction_requests, self.transcripts_dir, child.session_id)

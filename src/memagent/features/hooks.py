@@ -23,7 +23,8 @@ Every payload holds ``session_id``, ``transcript_path``, ``cwd``, ``permission_m
 | ``SessionEnd`` | the session closes | ``reason`` | reason |
 
 Claude Code's other events (``SubagentStart``/``SubagentStop``, ``PermissionRequest``, …) are
-accepted and never fire (memagent has no subagents; its own prompts decide permissions); an
+accepted and never fire (a subagent's tool calls meet the tool hooks, but no subagent event runs;
+memagent's own prompts decide permissions); an
 unknown event or field, or a hook type other than ``command``, is one notice and ignored. A
 hook's ``if`` (a permission rule such as ``Bash(git commit:*)``) limits a tool event's hook to the
 calls that rule covers.
@@ -74,7 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Mapping, MutableMapping
 
-from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
+from memagent.agent.feature import BaseFeature, Feature, SubagentContext, ToolCall, TurnInput
 from memagent.childenv import filtered_environment
 from memagent.config import HookCommand, HooksSettings
 from memagent.context.conversation import Conversation
@@ -91,7 +92,7 @@ MAX_CONTEXT_CHARS = 10_000
 MAX_PAYLOAD_CHARS = 100_000
 # Events Claude Code documents that never fire in memagent, and why (said once if configured).
 NEVER_FIRED = {
-    "SubagentStart": "memagent has no subagents", "SubagentStop": "memagent has no subagents",
+    "SubagentStart": "memagent's subagents do not run them", "SubagentStop": "memagent's subagents do not run them",
     "PermissionRequest": "memagent asks for permission itself", "PermissionDenied": "not run by memagent",
     "TeammateIdle": "memagent has no teammates", "Elicitation": "MCP elicitation is not supported",
     "ElicitationResult": "MCP elicitation is not supported",
@@ -507,5 +508,55 @@ class HooksFeature(BaseFeature):
     def after_turn(self, conversation: Conversation) -> None:
         self._stop_active = False
 
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        """A subagent's tool calls meet the same PreToolUse and PostToolUse hooks; the session's
+        other events stay the session's."""
+        return SubagentToolHooks(self)
 
-__all__ = ["HookResult", "HooksFeature", "NEVER_FIRED", "RUN_EVENTS", "matches", "read_env_file", "run_hook"]
+
+class SubagentToolHooks(HooksFeature):
+    """The session's hooks, for one of its subagents: its tool calls meet the same PreToolUse and
+    PostToolUse hooks (same payload, verdicts through the subagent's gate), and what those hooks
+    add or a halt they ask for goes to the subagent's own turn. The session's other events
+    (SessionStart, UserPromptSubmit, Stop, compaction, SessionEnd) stay the session's."""
+
+    def __init__(self, session: HooksFeature) -> None:  # not super().__init__: it would warn again
+        self.__dict__.update(session.__dict__)  # the same hooks, environment and ``once`` record
+        self.session = session
+        self._session_context = None
+        self._prompt_context = []
+        self._tool_context = []
+        self._halt = None
+        self._stop_active = False
+
+    def system_text(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def check_prompt(self, text: str) -> str | None:
+        self._halt = None
+        return None
+
+    def turn_context(self, turn: TurnInput) -> str | None:
+        return None
+
+    def continue_turn(self, text: str) -> str | None:
+        return None
+
+    def before_drop(self, messages: list[Message], ids: list[str]) -> None:
+        return None
+
+    def reinject(self) -> str | None:
+        return None
+
+    def after_turn(self, conversation: Conversation) -> None:
+        return None
+
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        return SubagentToolHooks(self.session)
+
+
+__all__ = ["HookResult", "HooksFeature", "NEVER_FIRED", "RUN_EVENTS", "SubagentToolHooks", "matches", "read_env_file",
+           "run_hook"]

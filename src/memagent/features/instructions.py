@@ -46,13 +46,14 @@ keeps the system prompt, so nothing is re-injected (that would send every file t
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from memagent.agent.feature import BaseFeature, ToolCall
+from memagent.agent.feature import BaseFeature, SubagentContext, ToolCall
 from memagent.llm.types import Message
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
@@ -445,6 +446,19 @@ class InstructionsFeature(BaseFeature):
 
     def reinject(self) -> str | None:
         return None  # the system prompt survives a compaction: sending the files again would double them
+
+    def for_subagent(self, child: SubagentContext) -> "InstructionsFeature":
+        """A subagent follows the project's instructions too: the same system text, and files it
+        reaches later loaded into its own conversation (its own record of what it has seen, so a
+        child's reads neither steal nor race the parent's late-loaded files)."""
+        twin = copy.copy(self)
+        twin._held = list(self._held)
+        twin._visited = set(self._visited)
+        twin._seen = set(self._seen)
+        twin._pending = []
+        twin._origin = dict(self._origin)
+        twin.later = list(self.later)
+        return twin
 
     # ------------------------------------------------------------------ files loaded later
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, Feature, SubagentContext
 from memagent.commands_md import Invocation, split_arguments
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemotePrompt, RemoteTool, ServerStatus
@@ -86,6 +86,20 @@ def _key_argument(schema: dict[str, Any]) -> str | None:
         if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
             return str(name)
     return None
+
+
+class SharedTools(BaseFeature):
+    """Tools a subagent borrows from a feature of its session."""
+
+    def __init__(self, name: str, tools: list[Tool]) -> None:
+        self.name = name
+        self._tools = tools
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        return self
 
 
 def remote_effects(remote: RemoteTool) -> Declaration:
@@ -194,6 +208,10 @@ class McpClientFeature(BaseFeature):
 
     def close(self) -> None:
         self.manager.close()
+
+    def for_subagent(self, child: SubagentContext) -> Feature:
+        """The session's servers (their tools only: they stay the session's to close)."""
+        return SharedTools(self.name, self.tools())
 
     # ------------------------------------------------------------------ helpers
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
+from memagent.agent.feature import BaseFeature, SubagentContext, ToolCall, TurnInput
 from memagent.config import ProjectPaths, Settings
 from memagent.context.conversation import Conversation
 from memagent.errors import one_line
@@ -156,6 +156,14 @@ class MemoryFeature(BaseFeature):
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
         if self.learner is not None:
             self.learner.submit(messages, ids, "compaction")
+
+    def for_subagent(self, child: SubagentContext) -> "MemoryFeature":
+        """The same store: the subagent reads the project's memory (relevant cards in its task,
+        the profile, the memory tools its definition allows). It learns nothing in the background;
+        what it saves names it (``ToolContext.agent``)."""
+        profile = self._profile
+        return MemoryFeature(self.service, None, settings=self.settings, profile=lambda: profile,
+                             current_task=lambda: None, warn=self.warn)
 
     def close(self) -> None:
         """Learn from what was not mined yet (bounded wait), then close the store."""

@@ -82,6 +82,15 @@ def _service(factory: Callable[[], "MemoryService"]) -> "MemoryService":
         raise ToolError(f"long-term memory is off: {exc}. Carry on without it.") from None
 
 
+def _provenance(ctx: ToolContext, traced: dict | None = None) -> dict | None:
+    """Where a saved card comes from: ``traced`` (the session, and the user's turn, message and
+    quote when traced), and the subagent, when one saves (its own session is ``ctx.session_id``)."""
+    found = dict(traced) if traced else ({"session_id": ctx.session_id} if ctx.session_id else {})
+    if ctx.agent:
+        found["agent"] = ctx.agent
+    return found or None
+
+
 def _call(action: Callable[[], object]):
     from memagent.memory.service import MemoryUnavailable
 
@@ -149,7 +158,7 @@ def memory_tools(
                 args.scope,
                 confidence=args.confidence,
                 source=source,
-                provenance=provenance or None,
+                provenance=_provenance(ctx, provenance),
                 supersedes=args.supersedes,
             )
         )

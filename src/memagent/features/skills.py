@@ -41,7 +41,7 @@ from typing import Any, Callable
 from pydantic import Field
 
 from memagent.fsutil import resolves_inside
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.commands_md import Invocation, substitute, tool_rules
 from memagent.markers import Marker
 from memagent.tools import claude_names
@@ -344,6 +344,9 @@ class SkillsFeature(BaseFeature):
 
     def system_text(self) -> str | None:
         return self._text
+
+    def for_subagent(self, child: SubagentContext) -> "SkillsFeature":
+        return self  # the same skills, loaded by the same tool
 
 
 # ------------------------------------------------------------------ writing new skills

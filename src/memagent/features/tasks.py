@@ -9,7 +9,7 @@ from typing import Callable, Literal, Optional
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
 from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
@@ -190,6 +190,9 @@ class TaskGraphFeature(BaseFeature):
         except Exception as exc:  # a broken task store must not stop a compaction or a turn
             return f"(the task graph could not be read: {exc})"
         return snapshot or None
+
+    def for_subagent(self, child: SubagentContext) -> "TaskGraphFeature":
+        return self  # one task graph per project
 
     def in_progress(self) -> str | None:
         """The graph's task in progress as ``#3 subject`` (the newest started one), or None: what

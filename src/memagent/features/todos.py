@@ -1,13 +1,14 @@
 """The todo list as a feature: the ``todo`` tool, the nudge after quiet rounds, the list saved
-in the transcript after each change and re-injected after a compaction."""
+in the transcript after each change, re-injected after a compaction and put back as it was when
+the conversation is rewound."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memagent.agent.feature import BaseFeature
+from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.todo import TodoError, TodoManager
 from memagent.tools import claude_names
 from memagent.permissions.effects import Effect, declares
@@ -71,6 +72,20 @@ class TodoFeature(BaseFeature):
         if called:
             self._record({"type": TODO_RECORD, "items": self.manager.items})
         return self.manager.reminder()
+
+    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
+        """The list as the last ``todo`` record still in effect left it (empty without one)."""
+        last = next((r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)),
+                    None)
+        try:
+            self.manager.update(last["items"] if last else [])
+        except TodoError:
+            self.manager.update([])
+        self._record({"type": TODO_RECORD, "items": self.manager.items})
+
+    def for_subagent(self, child: SubagentContext) -> "TodoFeature":
+        """A subagent keeps a checklist of its own, saved in its own transcript."""
+        return TodoFeature(TodoManager(), child.record)
 
     def reinject(self) -> str | None:
         if not self.manager.items:

@@ -17,24 +17,34 @@ from memagent.pricing import UsageMeter
 
 
 class MeteredModel:
-    """Delegates to ``inner``; adds each complete response's usage to ``meter``."""
+    """Delegates to ``inner``; adds each complete response's usage to ``meter``.
 
-    def __init__(self, inner: ChatModel, meter: UsageMeter | None = None):
+    ``also``: another metered model whose totals include these calls too, without them counting
+    as its context (a subagent's calls, in its session's meter)."""
+
+    def __init__(self, inner: ChatModel, meter: UsageMeter | None = None, *, also: "MeteredModel | None" = None):
         self.inner = inner
         self.meter = meter if meter is not None else UsageMeter()
         self.name = inner.name
+        self.also = also
         self._lock = threading.Lock()
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         for event in self.inner.stream(request):
             if isinstance(event, ResponseComplete):
                 model = event.response.model or request.model or self.name
-                with self._lock:
-                    context = self.meter.context_tokens
-                    self.meter.add(model, event.response.usage)
-                    if not request.tools:  # a summary or an extraction call: not the conversation's context
-                        self.meter.context_tokens = context
+                self.count(model, event.response.usage, context=bool(request.tools))
+                if self.also is not None:
+                    self.also.count(model, event.response.usage, context=False)
             yield event
+
+    def count(self, model: str, usage: object, *, context: bool) -> None:
+        """Add one response's usage; ``context``: it measures the conversation's context."""
+        with self._lock:
+            before = self.meter.context_tokens
+            self.meter.add(model, usage)
+            if not context:  # a summary, an extraction, a subagent: not this conversation's context
+                self.meter.context_tokens = before
 
     def snapshot(self) -> UsageMeter:
         """A copy of the totals so far (safe to read while a background call runs)."""

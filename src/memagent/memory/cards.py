@@ -70,6 +70,7 @@ class Provenance(BaseModel):
     message_id: str | None = None
     quote: str | None = Field(default=None, max_length=MAX_QUOTE_CHARS)
     original_id: str | None = None  # the id an imported card had in the tool it came from
+    agent: str | None = Field(default=None, max_length=64)  # the subagent that saved it (its type, e.g. "Explore")
 
 
 class MemoryCard(BaseModel):

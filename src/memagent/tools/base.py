@@ -53,6 +53,9 @@ class ToolContext:
     # they come (an empty string is a heartbeat) and must call it regularly; it raises
     # ToolCancelled when the call was cancelled. None when nobody listens.
     progress: ProgressCallback | None = None
+    # The subagent this call belongs to ("" for the session's own agent): what it saves (a
+    # memory card) names it.
+    agent: str = ""
 
 
 @dataclass
@@ -110,6 +113,9 @@ class Tool(Generic[InputT]):
     # worker thread so the loop can show it live; the others run inline (a thread hand-off
     # costs milliseconds on a busy machine, on every call).
     streams_output: bool = False
+    # Calls of this tool in one response may run at the same time (each in its own thread): the
+    # ``task`` tool, whose subagents work side by side. Results still go back in call order.
+    concurrent: bool = False
     # Claude Code's name for this tool and its input (hooks and rules written for Claude Code).
     claude: ClaudeName | None = None
 

@@ -17,6 +17,9 @@ here (``Tool.claude``), so a hook gets a payload Claude Code would send and a ru
 | ``skill`` | ``Skill`` | ``skill`` (the name), ``file`` |
 | ``list_mcp_resources`` | ``ListMcpResourcesTool`` | ``server`` |
 | ``read_mcp_resource`` | ``ReadMcpResourceTool`` | ``server``, ``uri`` |
+| ``task`` | ``Task`` | ``description``, ``prompt``, ``subagent_type`` |
+| ``bash_output`` | ``BashOutput`` | ``bash_id``, ``filter`` |
+| ``kill_shell`` | ``KillShell`` | ``shell_id`` |
 | ``mcp__<server>__<tool>`` | the same | the server's own |
 
 Every view keeps memagent's own keys too (``path``, ``old_text``, …), so a hook written for
@@ -82,17 +85,23 @@ TODO_WRITE = ClaudeName("TodoWrite", _todo)
 SKILL = ClaudeName("Skill", _skill)
 LIST_MCP_RESOURCES = ClaudeName("ListMcpResourcesTool")
 READ_MCP_RESOURCE = ClaudeName("ReadMcpResourceTool")
+TASK = ClaudeName("Task")
+BASH_OUTPUT = ClaudeName("BashOutput")
+KILL_SHELL = ClaudeName("KillShell")
 
 
 __all__ = [
     "BASH",
+    "BASH_OUTPUT",
     "EDIT",
     "GLOB",
     "GREP",
+    "KILL_SHELL",
     "LIST_MCP_RESOURCES",
     "READ",
     "READ_MCP_RESOURCE",
     "SKILL",
+    "TASK",
     "TODO_WRITE",
     "WRITE",
 ]

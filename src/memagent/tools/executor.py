@@ -1,6 +1,6 @@
 """Running a command: one small protocol, a local and a sandboxed implementation.
 
-The ``bash`` tool, hooks and (later) background shells all start processes the same way:
+The ``bash`` tool, hooks and background shells all start processes the same way:
 
 * a :class:`Command` says what to run — an ``argv`` or a shell ``script`` — in which folder,
   with which environment, for how long, with what on stdin;
@@ -9,6 +9,9 @@ The ``bash`` tool, hooks and (later) background shells all start processes the s
   output costs no memory; the command is in its own session, so a timeout, a ``cancel`` event
   or any exception (Ctrl-C, ``ToolCancelled``) kills it *and everything it started*; new output
   is passed to ``progress`` while it runs;
+* or an executor starts it (:meth:`Executor.start`) and returns at once (a background shell): its
+  output comes through a pipe the caller drains, it is in its own session too, and
+  :meth:`Started.finish` (once it has ended) releases what the sandbox prepared for it;
 * :class:`LocalExecutor` runs it as it is; :class:`SandboxedExecutor` runs it inside the
   bubblewrap sandbox (:mod:`memagent.tools.sandbox`) when it can start, else locally behind
   a one-time notice, and refuses when the sandbox refuses.
@@ -26,7 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable, Mapping, Protocol
@@ -71,8 +74,36 @@ class Completed:
         return self.code is None
 
 
+@dataclass
+class Started:
+    """A command started and not waited for: its process (leader of its own process group, its
+    output merged into ``process.stdout``, a pipe) and the notice to show (unconfined)."""
+
+    process: subprocess.Popen[bytes]
+    notice: str | None = None
+    _release: Callable[[], object] = lambda: None
+    _released: bool = False
+
+    def finish(self) -> None:
+        """Once the command has ended: release what was prepared for it (safe to call twice)."""
+        if not self._released:
+            self._released = True
+            self._release()
+
+
+def start_process(argv: list[str], command: Command) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as ``command`` says, in its own session, output to a pipe; no waiting."""
+    return subprocess.Popen(
+        argv, cwd=command.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, env=dict(command.env),
+    )  # fmt: skip
+
+
 class Executor(Protocol):
-    """Runs a :class:`Command`; its output goes to ``stdout`` (and ``stderr``, else merged)."""
+    """Runs a :class:`Command`; its output goes to ``stdout`` (and ``stderr``, else merged).
+    ``start`` starts one and returns at once (``timeout`` and ``stdin`` do not apply)."""
+
+    def start(self, command: Command) -> Started: ...
 
     def run(
         self,
@@ -168,6 +199,9 @@ class LocalExecutor:
             progress: Callable[[str], None] | None = None, cancel: threading.Event | None = None) -> Completed:  # fmt: skip
         return Completed(start_and_wait(command.args(), command, stdout, stderr, progress, cancel))
 
+    def start(self, command: Command) -> Started:
+        return Started(start_process(command.args(), command))
+
 
 @dataclass(frozen=True)
 class SandboxedExecutor:
@@ -186,5 +220,17 @@ class SandboxedExecutor:
         with self.sandbox.wrap(command.args(), command.cwd) as (argv, notice):
             return Completed(start_and_wait(argv, command, stdout, stderr, progress, cancel), notice)
 
+    def start(self, command: Command) -> Started:
+        """The sandbox's preparation stays in place until :meth:`Started.finish`. The sandbox
+        ends the command with the thread that started it: start it from a thread that lives as
+        long as the command should."""
+        stack = ExitStack()
+        try:
+            argv, notice = stack.enter_context(self.sandbox.wrap(command.args(), command.cwd))
+            return Started(start_process(argv, command), notice, stack.close)
+        except BaseException:
+            stack.close()
+            raise
 
-__all__ = ["Command", "Completed", "Executor", "LocalExecutor", "SandboxedExecutor", "start_and_wait"]
+
+__all__ = ["Command", "Completed", "Executor", "LocalExecutor", "SandboxedExecutor", "Started", "start_and_wait"]

@@ -46,6 +46,7 @@ from memagent.tools import claude_names
 from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, ToolOutcome
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
+from memagent.tools.background import ShellError, ShellRegistry
 from memagent.tools.executor import Command, SandboxedExecutor
 from memagent.tools.sandbox import Sandbox, SandboxConfig, SandboxRefused
 
@@ -70,6 +71,10 @@ class BashInput(ToolInput):
         exclusiveMinimum=0,
         maximum=MAX_TIMEOUT_SECONDS,
     )
+    run_in_background: bool | SkipJsonSchema[None] = optional_field(
+        "Run the command in the background and return its id at once (no timeout); read its output "
+        "later with bash_output and stop it with kill_shell. For servers, watchers and long builds."
+    )
 
     @field_validator("timeout")
     @classmethod
@@ -81,10 +86,12 @@ class BashInput(ToolInput):
 
 @dataclass
 class ShellConfig:
-    """How the bash tool runs commands: the executor (sandboxed, probed once) and the saved-output cap."""
+    """How the bash tool runs commands: the executor (sandboxed, probed once), the saved-output
+    cap, and the session's background shells (None: ``run_in_background`` is refused)."""
 
     sandbox: Sandbox = field(default_factory=Sandbox)
     saved_output_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
+    background: ShellRegistry | None = None
     # Variables every command gets on top of its (scrubbed) environment, shared with whoever
     # sets them during the session (a SessionStart hook's CLAUDE_ENV_FILE).
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -102,6 +109,18 @@ class ShellConfig:
     @property
     def executor(self) -> SandboxedExecutor:
         return SandboxedExecutor(self.sandbox)
+
+    def command(self, script: str, root: Path, timeout: float = 0.0) -> Command:
+        """``script`` as the bash tool runs it in ``root``: its environment filtered, nothing
+        waiting for a human."""
+        env = {**self.executor.environment(os.environ, root), **NON_INTERACTIVE, **self.extra_env}
+        return Command(root, env, timeout, script=script)
+
+    def with_background(self) -> "ShellConfig":
+        """This configuration with a registry of background shells of its own (run by the same
+        executor, with the same environment)."""
+        self.background = ShellRegistry(self.executor, self.command)
+        return self
 
 
 # Nothing a command starts may wait for a human.
@@ -208,13 +227,29 @@ Run a shell command with bash in the project root and return its combined stdout
 Each call starts a fresh shell in the project root (`cd` does not carry over; chain with
 `&&`). Non-interactive (stdin is empty): never start editors, pagers or prompts. The result ends
 with the exit code. Long output keeps the head and tail; the full text is saved to a file
-you can open with read_file. Default timeout 120 s (`timeout` up to 600). Prefer read_file,
+you can open with read_file. Default timeout 120 s (`timeout` up to 600). For a server, a
+watcher or anything long, pass `run_in_background: true`: you get an id at once and read the
+output with bash_output. Prefer read_file,
 glob, grep, edit_file and write_file over cat, find, grep, sed and echo redirection.
 Commands usually run in a sandbox: only the project folder is writable (its git config and
 hooks and agent configuration such as .mcp.json, .claude/ and .memagent.toml stay read-only),
 /tmp is private, the home folder is hidden (tool caches stay readable) and there is no
 network. Catastrophic commands
 (sudo, rm -rf /, mkfs, …) are refused."""
+
+
+def _start_background(shell: ShellConfig, command: str, root: Path) -> str:
+    if shell.background is None:
+        raise ToolError("background commands are not available here; run it without run_in_background")
+    try:
+        started = shell.background.start(command, root)
+    except SandboxRefused as exc:
+        raise ToolError(f"{exc}. The command was not run.") from None
+    except (ShellError, OSError) as exc:
+        raise ToolError(f"the command could not start in the background: {exc}") from None
+    prefix = started.notice + "\n" if started.notice else ""
+    return (f"{prefix}Command running in background with ID: {started.id}. Read its output with bash_output "
+            f"(bash_id \"{started.id}\"); stop it with kill_shell (shell_id \"{started.id}\").")
 
 
 def bash_tool(config: ShellConfig | None = None) -> Tool:
@@ -230,13 +265,13 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
             raise ToolError(
                 f"Refused: {reason}. The command was not run; if it is really needed, ask the user to run it."
             )
-        timeout = inp.timeout or ctx.bash_timeout
         root = project_root(ctx)
-        executor = shell.executor
-        env = {**executor.environment(os.environ, root), **NON_INTERACTIVE, **shell.extra_env}
+        if inp.run_in_background:
+            return _start_background(shell, command, root)
+        timeout = inp.timeout or ctx.bash_timeout
         with tempfile.TemporaryFile() as sink:
             try:
-                done = executor.run(Command(root, env, timeout, script=command), sink, progress=ctx.progress)
+                done = shell.executor.run(shell.command(command, root, timeout), sink, progress=ctx.progress)
             except SandboxRefused as exc:
                 raise ToolError(f"{exc}. The command was not run.") from None
             except ToolCancelled:  # the user interrupted it: the model gets what it printed so far

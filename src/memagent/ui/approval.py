@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from memagent.agent.loop import Approval
+from memagent.agent.loop import ASKER, Approval
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
 from memagent.permissions import suggested_rule
@@ -123,7 +123,11 @@ class TerminalApprover:
         from rich.text import Text
 
         self.before_prompt()
-        for index, line in enumerate(describe_call(tool.name, tool_input, summary)):
+        lines = describe_call(tool.name, tool_input, summary)
+        asker = ASKER.get()
+        if asker:  # a subagent's call: say which one asks
+            lines[0] = f"[subagent {asker}] {lines[0]}"
+        for index, line in enumerate(lines):
             self.console.print(Text(printable(line), style="bold yellow" if index == 0 else ""))
         if reason:
             self.console.print(Text(printable(f"  why it asks: {reason}"), style="dim"))

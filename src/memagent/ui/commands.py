@@ -24,7 +24,8 @@ class Reply:
     style: str = ""  # a rich style for the whole text ("red" for errors)
     exit: bool = False
     send: str = ""  # a prompt the REPL sends as the user's next message (/init)
-    action: str = ""  # something only the REPL can do: "clear" (a new session)
+    action: str = ""  # something only the REPL can do: "clear" (a new session), "rewind" (the picker)
+    argument: str = ""  # the command's argument, for an action
     invoke: Any = None  # a prompt command to run (commands_md.Invocation: files, skills, MCP prompts)
 
 
@@ -285,6 +286,56 @@ def cmd_clear(session: Any, arg: str) -> Reply:
     return Reply(action="clear")
 
 
+def cmd_rewind(session: "Session", arg: str) -> Reply:
+    """Asks questions, so the REPL runs it (:mod:`memagent.ui.rewind`)."""
+    from memagent.ui.rewind import parse
+
+    try:
+        parse(arg)
+    except ValueError as exc:
+        return Reply(str(exc), "red")
+    return Reply(action="rewind", argument=arg)
+
+
+def cmd_agents(session: "Session", arg: str) -> Reply:
+    """The subagent definitions the task tool can run, where each comes from, and its tools."""
+    from memagent.features.subagents import SubagentsFeature
+
+    feature = next((f for f in session.features if isinstance(f, SubagentsFeature)), None)
+    if feature is None:
+        return Reply("Subagents are not available in this session.")
+    lines = ["Subagents (the model starts them with the task tool):"]
+    for definition in feature.agents.definitions:
+        model = definition.model or "inherit"
+        lines.append(f"  {definition.name}  [{definition.source}; tools: {definition.describe_tools()}; model: {model}]")
+        lines.append(f"      {definition.description[:150]}")
+    lines += [f"  ! {problem}" for problem in feature.agents.problems]
+    lines.append("Add your own as Markdown files in .claude/agents/ or .memagent/agents/ (this project), "
+                 "~/.claude/agents/ or $MEMAGENT_HOME/agents/ (every project).")
+    return Reply("\n".join(lines))
+
+
+BASHES_USAGE = "usage: /bashes [kill ID]"
+
+
+def cmd_bashes(session: "Session", arg: str) -> Reply:
+    """The background shells of this session; ``/bashes kill ID`` stops one."""
+    from memagent.features.background_shells import BackgroundShellsFeature
+
+    feature = next((f for f in session.features if isinstance(f, BackgroundShellsFeature)), None)
+    if feature is None:
+        return Reply("Background shells are not available in this session.")
+    words = arg.split()
+    if words and (words[0] != "kill" or len(words) != 2):
+        return Reply(BASHES_USAGE, "red")
+    if words:
+        return Reply(feature.kill(words[1]))
+    lines = feature.listing()
+    if not lines:
+        return Reply("No background shells in this session (bash with run_in_background starts one).")
+    return Reply("\n".join(["Background shells:", *[f"  {line}" for line in lines], "Stop one with /bashes kill ID."]))
+
+
 def cmd_model(session: "Session", arg: str) -> Reply:
     """Show the model, or switch the main model for the rest of this session (aliases such as
     ``sonnet`` and ``opus`` resolve through the model registry)."""
@@ -440,6 +491,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
             busy="Compacting the conversation…"),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
+    Command("bashes", "/bashes [kill ID]", "background shells: list them, or stop one", cmd_bashes),
+    Command("agents", "/agents", "the subagents the model can start (task tool) and their tools", cmd_agents),
+    Command("rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind),
     Command("model", "/model [name]", "show the model, or switch to another one", cmd_model),
     Command("cost", "/cost", "tokens used and the estimated price of this session", cmd_cost),
     Command("init", "/init [notes]", "ask the model to draft AGENTS.md for this project", cmd_init),

@@ -195,6 +195,17 @@ class ToolActivity:
             yield Text(f"  {line}", style="dim", no_wrap=True, overflow="ellipsis")
 
 
+class RunningTools:
+    """The tool calls running at the same time (subagents side by side), drawn one under the other."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, ToolActivity] = {}
+        self.labels: dict[str, str] = {}  # "task(find alpha)", by call id
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        yield from self.calls.values()
+
+
 class StreamingMarkdown:
     """Text that grows as deltas arrive, parsed as Markdown only when it is drawn.
 
@@ -231,6 +242,9 @@ class ReplRenderer:
     _spinner_text: str = ""
     _paused_spinner: str = ""
     _activity: ToolActivity | None = None
+    # calls started and not finished, by id: more than one when calls run at the same time
+    _running: RunningTools = field(default_factory=RunningTools)
+    _last_header: str = ""  # the call whose header is the newest line printed
     outcome: TurnOutcome = field(default_factory=TurnOutcome)
 
     # -------------------------------------------------------------- event dispatch
@@ -244,13 +258,16 @@ class ReplRenderer:
         elif isinstance(event, ToolCallStarted):
             self._flush_text()
             self._tool_header(event)
-            self._tool_activity(event.name)
+            self._tool_activity(event)
         elif isinstance(event, ToolProgress):
             self._tool_output(event)
         elif isinstance(event, ToolCallFinished):
             self._stop_live()
+            self._running.calls.pop(event.id, None)
             self._activity = None
             self._tool_result(event)
+            if self._running.calls:  # the others still run
+                self._start_live(self._running, "spinner")
         elif isinstance(event, Notice):
             self._flush_text()
             style = {"error": "red", "warning": "yellow"}.get(event.level, "dim")
@@ -277,7 +294,7 @@ class ReplRenderer:
         if message and self._live is None:
             if self._activity is not None:  # the tool starts after the approval prompt: time it from now
                 self._activity.started = time.monotonic()
-                self._start_live(self._activity, "spinner")
+                self._start_live(self._running, "spinner")
                 self._spinner_text = message
             else:
                 self._spinner(message)
@@ -285,6 +302,8 @@ class ReplRenderer:
     def finish(self) -> None:
         """End of a turn, however it ended: leave the terminal in a clean state."""
         self._paused_spinner = ""
+        self._running.calls.clear()
+        self._running.labels.clear()
         self._flush_text()
         self._stop_live()
 
@@ -300,18 +319,20 @@ class ReplRenderer:
         self._spinner_text = message
         self._start_live(Spinner("dots", text=message, style="cyan"), "spinner")
 
-    def _tool_activity(self, name: str) -> None:
+    def _tool_activity(self, event: ToolCallStarted) -> None:
         self._stop_live()
-        self._activity = ToolActivity(name)
-        self._start_live(self._activity, "spinner")
-        self._spinner_text = f"Running {name}…"
+        label = event.name if not self._running.calls else call_label(event.name, event.summary)
+        self._activity = self._running.calls[event.id] = ToolActivity(label)
+        self._start_live(self._running, "spinner")
+        self._spinner_text = f"Running {event.name}…"
 
     def _tool_output(self, event: ToolProgress) -> None:
-        if self._activity is None:  # e.g. after an approval prompt paused the display
-            self._activity = ToolActivity(event.name, time.monotonic() - event.elapsed)
-        self._activity.append(event.text)
+        activity = self._running.calls.get(event.id)
+        if activity is None:  # e.g. after an approval prompt paused the display
+            activity = self._running.calls[event.id] = ToolActivity(event.name, time.monotonic() - event.elapsed)
+        activity.append(event.text)
         if self._live is None:
-            self._start_live(self._activity, "spinner")
+            self._start_live(self._running, "spinner")
 
     def _stream(self, piece: str) -> None:
         self._answer.append(piece)
@@ -354,6 +375,8 @@ class ReplRenderer:
         if event.summary:
             line.append(f"({printable(event.summary, newlines=False)})")
         self.console.print(line)
+        self._last_header = event.id
+        self._running.labels[event.id] = call_label(event.name, event.summary)
 
     def _tool_result(self, event: ToolCallFinished) -> None:
         from rich.text import Text
@@ -361,7 +384,11 @@ class ReplRenderer:
         style = "red" if event.is_error else "dim"
         width = max(20, min(PREVIEW_CHARS, self.console.width - 6))
         preview = result_preview(event.content, width, more_hint=f", {EXPAND_HINT}")
-        line = Text(f"  ⎿ {preview}", style=style, no_wrap=True, overflow="ellipsis")
+        # under another call's header (calls that ran at the same time): say whose result it is
+        label = self._running.labels.pop(event.id, event.name)
+        whose = "" if self._last_header == event.id else f"{label}: "
+        self._last_header = "-"  # a result is the newest line now
+        line = Text(f"  ⎿ {whose}{preview}", style=style, no_wrap=True, overflow="ellipsis")
         self.console.print(line)
 
     def _print_line(self, text: str, style: str) -> None:

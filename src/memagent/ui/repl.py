@@ -327,6 +327,8 @@ class Repl:
             self.console.print(printable(reply.text), style=reply.style or None, markup=False, highlight=False)
         if reply.action == "clear":
             self._clear()
+        elif reply.action == "rewind":
+            self._rewind(reply.argument)
         self._sync_status_model()
         if reply.send and renderer is not None:
             self._turn(reply.send, renderer)
@@ -405,6 +407,18 @@ class Repl:
         attachments = self._pending + attachments
         self._pending = []
         return compose_message(text, attachments)
+
+    def _rewind(self, arg: str) -> None:
+        """/rewind: the picker; after a conversation rewind the prompt holds the turn's words."""
+        from memagent.ui.rewind import RewindPrompts, run_rewind, terminal_prompts
+
+        assert self.console is not None
+        if self.read_line is not None:
+            read = self.read_line
+            prompts = RewindPrompts(lambda question: read(), lambda question, keys: read().strip().lower())
+        else:
+            prompts = terminal_prompts()
+        self._prefill = run_rewind(self._session(), arg, self.console, prompts) or self._prefill
 
     def _clear(self) -> None:
         """/clear: close this session (it stays resumable) and open a fresh one in the background."""

@@ -1,0 +1,69 @@
+"""Several tool calls of one model response at once (the ``task`` calls of a parent agent).
+
+Each call runs all its steps (feature checks, approval, the tool) in a thread of its own; the
+events they yield are merged into the loop's stream as they happen, each still bracketed by its
+own :class:`~memagent.events.ToolCallStarted` and :class:`~memagent.events.ToolCallFinished`.
+The outcomes come back in call order, so the tool results the model gets are in the order of
+its calls. When the loop is interrupted (Ctrl-C, a cancel from a parent agent), ``stop`` is set:
+every running call sees it and stops (a tool in a worker kills what it started), and the calls
+that did not finish have no outcome (None).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, Generator, Sequence
+
+from memagent.agent.live_tools import CANCEL_WAIT_SECONDS
+from memagent.events import AgentEvent
+
+_DONE = object()
+Run = Callable[[], Generator[AgentEvent, None, Any]]
+
+
+def run_concurrently(runs: Sequence[Run], stop: threading.Event) -> Generator[AgentEvent, None, list[Any]]:
+    """Run every generator of ``runs`` in its own thread; yield their events; return their
+    return values in order (None for a run that was interrupted or failed)."""
+    events: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
+    outcomes: list[Any] = [None] * len(runs)
+
+    def work(index: int, run: Run) -> None:
+        steps = run()
+        try:
+            while True:
+                events.put((index, next(steps)))
+        except StopIteration as finished:
+            outcomes[index] = finished.value
+        except BaseException:  # interrupted (KeyboardInterrupt from ``stop``) or broken: no outcome
+            outcomes[index] = None
+        finally:
+            events.put((index, _DONE))
+
+    threads = [
+        threading.Thread(target=work, args=(i, run), name=f"memagent-call-{i}", daemon=True) for i, run in enumerate(runs)
+    ]
+    for thread in threads:
+        thread.start()
+    running = len(threads)
+    try:
+        while running:
+            try:
+                _, item = events.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            if item is _DONE:
+                running -= 1
+            else:
+                yield item  # type: ignore[misc]
+    except BaseException:
+        stop.set()
+        for thread in threads:
+            thread.join(CANCEL_WAIT_SECONDS)
+        raise
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+__all__ = ["run_concurrently"]
