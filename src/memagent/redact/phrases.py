@@ -109,9 +109,10 @@ PHRASES: tuple[Phrase, ...] = (
         # a line of a .env file, also as read_file shows it ("    12\tAPI_KEY=…"), or such an
         # assignment after a word of a command line ("echo DB_PW=…", "env APP_CREDS=… cmd")
         (
-            r"(?m)(?:^|(?<=[\s'\"]))\s*(?:\d+\t)?(?:export\s+)?(?:[A-Z][A-Z0-9_]*"
+            r"(?m)(?:^\s*(?:\d+\t)?(?:export\s+)?(?:[A-Z][A-Z0-9_]*"
             r"(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|DSN|WEBHOOK)[A-Z0-9_]*"
             r"|[A-Z][A-Z0-9_]*_(?:PAT|PW|CREDS|SALT))"
+            r"|(?<=[\s'\"])[A-Z][A-Z0-9_]*_(?:PAT|PW|CREDS|SALT))"
             r"\s*=\s*['\"]?([^\s'\"#]{3,})"
         ),
         _env_value_is_secret,
