@@ -13,6 +13,8 @@ from memagent.agent.loop import Agent, Approval
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
+from memagent.llm.items import Injected, item, wire_block
+from memagent.markers import Marker
 from memagent.llm.scripted import FunctionModel, ScriptedModel, reply, tool_call
 from memagent.llm.types import ModelError, PromptTooLongError, Usage, text_block
 from memagent.permissions import Effect, declares
@@ -297,11 +299,11 @@ def test_prompt_too_long_asks_the_policy_to_shrink_and_retries(tmp_path):
 class InjectingFeature(BaseFeature):
     name = "injecting"
 
-    def turn_context(self, turn: TurnInput) -> str | None:
-        return "[Memory#m_1] the build uses make"
+    def turn_context(self, turn: TurnInput) -> Injected | None:
+        return Injected(Marker.MEMORIES, "[Memory#m_1] the build uses make")
 
-    def after_tools(self, names: list[str]) -> str | None:
-        return "<reminder>update your todos</reminder>" if "echo" in names else None
+    def after_tools(self, names: list[str]) -> Injected | None:
+        return Injected(Marker.REMINDER, "<reminder>update your todos</reminder>") if "echo" in names else None
 
 
 def test_features_inject_into_newest_user_message_and_after_results(tmp_path):
@@ -313,7 +315,8 @@ def test_features_inject_into_newest_user_message_and_after_results(tmp_path):
     assert first.messages[-1]["content"][-1]["text"].startswith("[Memory#m_1]")
     last_user = model.requests[1].messages[-1]["content"]
     assert last_user[0]["type"] == "tool_result"
-    assert last_user[-1] == {"type": "text", "text": "<reminder>update your todos</reminder>"}
+    assert item(last_user[-1]) == Injected(Marker.REMINDER, "<reminder>update your todos</reminder>")
+    assert wire_block(last_user[-1]) == {"type": "text", "text": "<reminder>update your todos</reminder>"}
     assert_valid(model)
 
 

@@ -36,7 +36,9 @@ from memagent.context.conversation import Conversation
 from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
+from memagent.llm import items
 from memagent.llm.protocol import ChatModel
+from memagent.markers import Marker
 from memagent.llm.types import (
     Block,
     Message,
@@ -231,13 +233,13 @@ class Agent:
         newest message, never the system prompt, so the cached prefix stays byte-stable."""
         blocks: list[Block] = []
         if self.conversation.last_role == "user" and not self._pending_tool_ids():
-            blocks.append(text_block(INTERRUPTED_REQUEST))
+            blocks.append(items.injected(Marker.INTERRUPTED_REQUEST, INTERRUPTED_REQUEST))
         blocks.append(text_block(user_text))
         turn = TurnInput(user_text, tuple(self.conversation.messages))
         for feature in self.features:
             extra = feature.turn_context(turn)
-            if extra:
-                blocks.append(text_block(extra))
+            if extra and extra.text:
+                blocks.append(items.block(extra))
         yield from self._append_user(blocks)
 
     def _append_user(self, blocks: list[Block]) -> Iterator[AgentEvent]:
@@ -376,9 +378,9 @@ class Agent:
             raise
         blocks = self._results(calls, outcomes)
         for feature in self.features:
-            text = feature.after_tools(names)
-            if text:
-                blocks.append(text_block(text))
+            extra = feature.after_tools(names)
+            if extra and extra.text:
+                blocks.append(items.block(extra))
         yield from self._append_user(blocks)
 
     def _call_groups(self, calls: list[Block]) -> list[list[Block]]:
@@ -499,7 +501,7 @@ class Agent:
 
 def _clean_content(content: list[Block]) -> list[Block]:
     """Drop empty text blocks (the API rejects them) and keep everything else as sent."""
-    return [b for b in content if not (b.get("type") == "text" and not b.get("text", "").strip())]
+    return [b for b in content if not items.is_blank_text(b)]
 
 
 __all__ = [

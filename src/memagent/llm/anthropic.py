@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from memagent.decoding import scrub_value
 from memagent.errors import one_line
+from memagent.llm.items import wire_message
 from memagent.llm.types import (
     AuthenticationError,
     Block,
@@ -105,7 +106,7 @@ def build_params(request: ModelRequest, default_model: str) -> dict[str, Any]:
     must encode as UTF-8."""
     system = list(scrub_value(request.system))
     tools = list(scrub_value(request.tools))
-    messages = list(scrub_value(request.messages))
+    messages = [wire_message(m) for m in scrub_value(request.messages)]  # memagent's own fields stay home
     budget = MAX_CACHE_BREAKPOINTS - _count_breakpoints(system, tools, messages)
     if system and budget > 0 and "cache_control" not in system[-1]:
         system[-1] = _with_cache_control(system[-1])
