@@ -26,7 +26,7 @@ Hooks, in the order a session meets them:
 - ``after_tools(names)``: after a round of tool calls; an injected text appended after the tool results
   (the todo nudge).
 - ``after_response(response)``: each model response (citation tracking).
-- ``continue_turn(text)``: the model ended its turn with ``text``; a returned string makes it go
+- ``continue_turn(text)``: the model ended its turn with ``text``; a returned injected text makes it go
   on, with that string as the next user message (a ``Stop`` hook that blocks). Bounded per turn.
 - ``halt_reason()``: asked between rounds; a returned string ends the turn at once, with that
   reason shown to the user (a hook's ``continue: false``).
@@ -112,7 +112,7 @@ class Feature(Protocol):
 
     def after_response(self, response: ModelResponse) -> None: ...
 
-    def continue_turn(self, text: str) -> str | None: ...
+    def continue_turn(self, text: str) -> Injected | None: ...
 
     def halt_reason(self) -> str | None: ...
 
@@ -161,7 +161,7 @@ class BaseFeature:
     def after_response(self, response: ModelResponse) -> None:
         return None
 
-    def continue_turn(self, text: str) -> str | None:
+    def continue_turn(self, text: str) -> Injected | None:
         return None
 
     def halt_reason(self) -> str | None:

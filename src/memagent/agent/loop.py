@@ -37,8 +37,10 @@ from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm import items
+from memagent.llm.items import Injected
 from memagent.llm.protocol import ChatModel
 from memagent.markers import Marker
+from memagent.models import MEMAGENT_MAX_TOKENS
 from memagent.llm.types import (
     Block,
     Message,
@@ -93,7 +95,7 @@ NOT_EVEN_YES = "--yes does not approve this; an allow rule naming it does"
 @dataclass
 class AgentConfig:
     model: str | None = None
-    max_tokens: int = 8192
+    max_tokens: int = MEMAGENT_MAX_TOKENS  # the settings give the model's own (config.response_tokens)
     max_rounds: int = 100  # model calls in one turn before the loop stops itself
     max_pause_continuations: int = 5
     max_stop_continuations: int = 8  # times Stop hooks may send the model back to work in one turn
@@ -295,7 +297,7 @@ class Agent:
                     continued += 1
                     if not content:
                         self.conversation.append("assistant", [text_block("(no answer)")])
-                    self.conversation.append("user", [text_block(more)])
+                    self.conversation.append("user", [items.block(more)])
                     continue
             yield from self._finish(response, stop, content)
             return
@@ -309,11 +311,11 @@ class Agent:
                 return reason
         return None
 
-    def _continuation(self, text: str) -> str | None:
+    def _continuation(self, text: str) -> Injected | None:
         """The first feature's reason not to stop yet (a ``Stop`` hook that blocks)."""
         for feature in self.features:
             more = feature.continue_turn(text)
-            if more:
+            if more and more.text:
                 return more
         return None
 

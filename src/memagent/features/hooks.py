@@ -421,7 +421,7 @@ class HooksFeature(BaseFeature):
         text = self._context("UserPromptSubmit", pieces)
         return Injected(Marker.HOOK_CONTEXT, text) if text else None
 
-    def continue_turn(self, text: str) -> str | None:
+    def continue_turn(self, text: str) -> Injected | None:
         outcome = self._run("Stop", stop_hook_active=self._stop_active, last_assistant_message=text)
         if outcome.halt:
             self.warn(f"Stop hook: {outcome.halt}")
@@ -429,7 +429,7 @@ class HooksFeature(BaseFeature):
         if outcome.block is None:
             return None
         self._stop_active = True
-        return hook_context("Stop", f"A Stop hook asks you to keep working: {outcome.block}")
+        return Injected(Marker.HOOK_CONTEXT, hook_context("Stop", f"A Stop hook asks you to keep working: {outcome.block}"))
 
     def halt_reason(self) -> str | None:
         reason, self._halt = self._halt, None
@@ -544,7 +544,7 @@ class SubagentToolHooks(HooksFeature):
     def turn_context(self, turn: TurnInput) -> Injected | None:
         return None
 
-    def continue_turn(self, text: str) -> str | None:
+    def continue_turn(self, text: str) -> Injected | None:
         return None
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:

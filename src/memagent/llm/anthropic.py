@@ -74,8 +74,8 @@ def deprecated_models() -> dict[str, str]:
 
 
 def default_model_id() -> str:
-    """``memagent.config.DEFAULT_MODEL``, checked against the installed SDK's model list."""
-    from memagent.config import DEFAULT_MODEL
+    """``memagent.models.DEFAULT_MODEL``, checked against the installed SDK's model list."""
+    from memagent.models import DEFAULT_MODEL
 
     if DEFAULT_MODEL not in known_model_ids():
         raise LookupError(f"default model {DEFAULT_MODEL!r} is not in the installed anthropic SDK's model list")

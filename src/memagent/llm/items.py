@@ -218,6 +218,11 @@ def _result_block(value: ToolResult) -> dict[str, Any]:
     return out
 
 
+def wire_type(value: Item) -> str:
+    """The Messages API's name of an item's block type (``text``, ``tool_use``, ``image`` …)."""
+    return str(block(value).get("type", ""))
+
+
 def blocks(values: Iterable[Item]) -> list[dict[str, Any]]:
     return [block(v) for v in values]
 
@@ -352,5 +357,6 @@ __all__ = [
     "tool_uses",
     "upgrade_legacy",
     "wire_block",
+    "wire_type",
     "wire_message",
 ]
