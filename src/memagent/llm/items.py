@@ -31,6 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence, Union
 
+JsonObject = Mapping[str, Any]
+"""A JSON object as stored or sent (a block, a tool's input, an image source): data from outside."""
+Block = dict[str, Any]
+
 from memagent.markers import Marker
 
 INJECTED_FIELD = "injected"
@@ -42,7 +46,7 @@ class Text:
     """Words of the user or the model. ``citations`` are kept as the API gave them."""
 
     text: str
-    citations: tuple[Mapping[str, Any], ...] = ()
+    citations: tuple[JsonObject, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,21 +63,21 @@ class ToolUse:
 
     id: str
     name: str
-    input: Mapping[str, Any] = field(default_factory=dict)
+    input: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Image:
     """An image: ``source`` as the API takes it (``{"type": "base64", "media_type", "data"}``)."""
 
-    source: Mapping[str, Any]
+    source: JsonObject
 
 
 @dataclass(frozen=True)
 class OtherBlock:
     """A block memagent has no item for; ``raw`` is kept as it came."""
 
-    raw: Mapping[str, Any]
+    raw: JsonObject
 
     @property
     def kind(self) -> str:
@@ -128,7 +132,7 @@ API_BLOCK_TYPES = frozenset({
 # ------------------------------------------------------------------ stored block -> item
 
 
-def item(raw: Mapping[str, Any]) -> Item:
+def item(raw: JsonObject) -> Item:
     """The item a stored (or wire) block is. Never raises: a malformed block is an OtherBlock."""
     kind = raw.get("type")
     try:
@@ -149,7 +153,7 @@ def item(raw: Mapping[str, Any]) -> Item:
     return OtherBlock(dict(raw))
 
 
-def _text_item(raw: Mapping[str, Any]) -> Text | Injected:
+def _text_item(raw: JsonObject) -> Text | Injected:
     text = raw.get("text")
     if not isinstance(text, str):
         raise TypeError("a text block without text")
@@ -160,7 +164,7 @@ def _text_item(raw: Mapping[str, Any]) -> Text | Injected:
     return Text(text, tuple(citations) if isinstance(citations, list) else ())
 
 
-def _result_item(raw: Mapping[str, Any]) -> ToolResult:
+def _result_item(raw: JsonObject) -> ToolResult:
     content = raw.get("content", "")
     body: str | tuple[ResultPart, ...]
     if isinstance(content, list):
@@ -171,14 +175,14 @@ def _result_item(raw: Mapping[str, Any]) -> ToolResult:
     return ToolResult(str(raw["tool_use_id"]), body, bool(raw.get("is_error")), Marker.from_key(raw.get(INJECTED_FIELD)))
 
 
-def items(content: Iterable[Any] | str | None) -> list[Item]:
+def items(content: Iterable[object] | str | None) -> list[Item]:
     """The items of a message's content (a bare string is one text; non-blocks are skipped)."""
     if isinstance(content, str):
         return [Text(content)] if content else []
     return [item(b) for b in content or () if isinstance(b, Mapping)]
 
 
-def message_items(message: Mapping[str, Any]) -> list[Item]:
+def message_items(message: JsonObject) -> list[Item]:
     """The items of a message (``{"role", "content"}``) or a transcript ``message`` record."""
     return items(message.get("content"))
 
@@ -186,10 +190,10 @@ def message_items(message: Mapping[str, Any]) -> list[Item]:
 # ------------------------------------------------------------------ item -> stored block
 
 
-def block(value: Item) -> dict[str, Any]:
+def block(value: Item) -> Block:
     """The stored block of an item (the transcript format)."""
     if isinstance(value, Text):
-        out: dict[str, Any] = {"type": "text", "text": value.text}
+        out: Block = {"type": "text", "text": value.text}
         if value.citations:
             out["citations"] = [dict(c) for c in value.citations]
         return out
@@ -208,9 +212,9 @@ def block(value: Item) -> dict[str, Any]:
     return dict(value.raw)
 
 
-def _result_block(value: ToolResult) -> dict[str, Any]:
-    content: Any = value.content if isinstance(value.content, str) else [block(p) for p in value.content]
-    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": value.tool_use_id, "content": content}
+def _result_block(value: ToolResult) -> Block:
+    content: str | list[Block] = value.content if isinstance(value.content, str) else [block(p) for p in value.content]
+    out: Block = {"type": "tool_result", "tool_use_id": value.tool_use_id, "content": content}
     if value.is_error:
         out["is_error"] = True
     if value.marker is not None:
@@ -223,19 +227,21 @@ def wire_type(value: Item) -> str:
     return str(block(value).get("type", ""))
 
 
-def blocks(values: Iterable[Item]) -> list[dict[str, Any]]:
+def blocks(values: Iterable[Item]) -> list[Block]:
     return [block(v) for v in values]
 
 
-def wire_block(raw: Any) -> Any:
+def wire_block(raw: object) -> object:
     """A stored block as the Messages API gets it: memagent's own fields removed (the
     ``injected`` kind, also inside a tool result's parts); every API field kept as is. A block
     with nothing to remove is returned itself, not copied."""
     if not isinstance(raw, Mapping):
         return raw
     content = raw.get("content")
-    parts = [wire_block(p) for p in content] if raw.get("type") == "tool_result" and isinstance(content, list) else None
-    changed_parts = parts is not None and any(new is not old for new, old in zip(parts, content))
+    parts: list[object] = []
+    if raw.get("type") == "tool_result" and isinstance(content, list):
+        parts = [wire_block(p) for p in content]
+    changed_parts = any(new is not old for new, old in zip(parts, content or ()))
     if INJECTED_FIELD not in raw and not changed_parts:
         return raw
     out = {k: v for k, v in raw.items() if k != INJECTED_FIELD}
@@ -244,7 +250,7 @@ def wire_block(raw: Any) -> Any:
     return out
 
 
-def wire_message(message: Mapping[str, Any]) -> Any:
+def wire_message(message: Block) -> Block:
     """A message as the Messages API gets it (see :func:`wire_block`); shared when unchanged."""
     content = message.get("content")
     if not isinstance(content, list):
@@ -258,12 +264,12 @@ def wire_message(message: Mapping[str, Any]) -> Any:
 # ------------------------------------------------------------------ questions readers ask
 
 
-def injected(kind: Marker, text: str) -> dict[str, Any]:
+def injected(kind: Marker, text: str) -> Block:
     """The stored block of an injected text of ``kind``."""
     return block(Injected(kind, text))
 
 
-def kind_of(raw: Mapping[str, Any]) -> Marker | None:
+def kind_of(raw: JsonObject) -> Marker | None:
     """The marker of an injected block (text or tool result), None for anything else."""
     value = item(raw)
     if isinstance(value, Injected):
@@ -271,35 +277,35 @@ def kind_of(raw: Mapping[str, Any]) -> Marker | None:
     return value.marker if isinstance(value, ToolResult) else None
 
 
-def own_texts(message: Mapping[str, Any]) -> list[str]:
+def own_texts(message: JsonObject) -> list[str]:
     """The texts of a message typed by the user or written by the model (no injected text)."""
     return [v.text for v in message_items(message) if isinstance(v, Text)]
 
 
-def texts(message: Mapping[str, Any]) -> list[str]:
+def texts(message: JsonObject) -> list[str]:
     """Every text of a message, injected ones included."""
     return [v.text for v in message_items(message) if isinstance(v, (Text, Injected))]
 
 
-def tool_uses(content: Iterable[Any] | str | None) -> list[ToolUse]:
+def tool_uses(content: Iterable[object] | str | None) -> list[ToolUse]:
     return [v for v in items(content) if isinstance(v, ToolUse)]
 
 
-def tool_results(content: Iterable[Any] | str | None) -> list[ToolResult]:
+def tool_results(content: Iterable[object] | str | None) -> list[ToolResult]:
     return [v for v in items(content) if isinstance(v, ToolResult)]
 
 
-def is_blank_text(raw: Mapping[str, Any]) -> bool:
+def is_blank_text(raw: JsonObject) -> bool:
     """A text block with nothing but whitespace (the API rejects it)."""
     value = item(raw)
     return isinstance(value, (Text, Injected)) and not value.text.strip()
 
 
-def is_text(raw: Mapping[str, Any]) -> bool:
+def is_text(raw: JsonObject) -> bool:
     return isinstance(item(raw), (Text, Injected))
 
 
-def accepted_blocks(content: Iterable[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def accepted_blocks(content: Iterable[object]) -> tuple[list[Block], list[str]]:
     """The blocks of ``content`` the Messages API accepts back (copies), and the sorted names of
     the types it would refuse (a newer format, a hand edit, a damaged file); non-blocks are skipped."""
     found = [dict(b) for b in content if isinstance(b, Mapping) and "type" in b]
@@ -307,11 +313,11 @@ def accepted_blocks(content: Iterable[Any]) -> tuple[list[dict[str, Any]], list[
     return [b for b in found if b["type"] in API_BLOCK_TYPES], refused
 
 
-def upgrade_legacy(content: Sequence[Any]) -> list[Any]:
+def upgrade_legacy(content: Sequence[object]) -> list[object]:
     """A message's blocks from a transcript of an earlier version (no ``injected`` field yet):
     text that opens with a marker's words gets its kind written down, as that version meant it.
     Blocks that already say their kind, and everything not text, are returned unchanged."""
-    out: list[Any] = []
+    out: list[object] = []
     for raw in content:
         if isinstance(raw, Mapping) and INJECTED_FIELD not in raw:
             marker = _legacy_marker(raw)
@@ -321,7 +327,7 @@ def upgrade_legacy(content: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _legacy_marker(raw: Mapping[str, Any]) -> Marker | None:
+def _legacy_marker(raw: JsonObject) -> Marker | None:
     if raw.get("type") == "text" and isinstance(raw.get("text"), str):
         return Marker.legacy_kind(raw["text"])
     if raw.get("type") == "tool_result" and isinstance(raw.get("content"), str):
