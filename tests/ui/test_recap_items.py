@@ -10,7 +10,7 @@ from memagent.llm.scripted import tool_call
 from memagent.llm.types import text_block
 from memagent.markers import Marker, block
 from memagent.ui.recap import recap_lines
-from memagent.ui.stream_input import parse_line, UserInput
+from memagent.ui.stream_input import UserInput, parse_line
 
 
 def user(*parts):

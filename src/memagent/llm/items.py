@@ -28,14 +28,15 @@ Terminal-free and SDK-free: the core reads it, :mod:`memagent.llm.anthropic` map
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any
+
+from memagent.markers import Marker
 
 JsonObject = Mapping[str, Any]
 """A JSON object as stored or sent (a block, a tool's input, an image source): data from outside."""
 Block = dict[str, Any]
-
-from memagent.markers import Marker
 
 INJECTED_FIELD = "injected"
 """The stored block's field naming an injected text's kind (``Marker.key``); never sent."""
@@ -84,7 +85,7 @@ class OtherBlock:
         return str(self.raw.get("type", ""))
 
 
-ResultPart = Union[Text, Image, OtherBlock]
+ResultPart = Text | Image | OtherBlock
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Thinking:
     redacted: str | None = None
 
 
-Item = Union[Text, Injected, ToolUse, ToolResult, Image, Thinking, OtherBlock]
+Item = Text | Injected | ToolUse | ToolResult | Image | Thinking | OtherBlock
 
 # Content block types the Messages API accepts back in a request.
 API_BLOCK_TYPES = frozenset({
