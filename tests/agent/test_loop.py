@@ -417,3 +417,24 @@ def test_a_feature_can_block_a_tool_call_and_sees_the_calls_that_ran(tmp_path):
     assert not results["b"].get("is_error")
     assert [name for name, _ in guard.ran] == ["echo"]
     assert_valid(model)
+
+
+class StopHookFeature(BaseFeature):
+    name = "stop-hook"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def continue_turn(self, text: str) -> Injected | None:
+        self.asked += 1
+        return Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, Stop:]\nrun the tests") if self.asked == 1 else None
+
+
+def test_a_stop_hooks_continuation_is_injected_and_opens_no_user_turn(tmp_path):
+    model = ScriptedModel([reply("done"), reply("tests pass")])
+    agent, _ = make_agent(tmp_path, model, features=[StopHookFeature()])
+    run(agent, "fix it")
+    nudge = agent.conversation.messages[-2]["content"][0]
+    assert item(nudge) == Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, Stop:]\nrun the tests")
+    assert agent.conversation.user_turns == 1
+    assert_valid(model)
