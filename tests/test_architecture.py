@@ -54,12 +54,19 @@ ALLOWED: dict[str, set[str] | None] = {
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
     "factory": {"agent", "checkpoints", "config", "context", "features", "llm", "models", "permissions", "pricing",
                 "todo", "tools"},
-    "runtime": {"agent", "checkpoints", "claude_settings", "config", "context", "errors", "factory", "features",
-                "fsutil", "llm", "memory", "paths", "permissions", "pricing", "todo", "tools", "trust"},
+    # the session protocol's types, and the channel that carries them between a turn and a front end
+    "protocol": {"events"},
+    "channel": {"agent", "events", "protocol", "tools"},
+    # an open session: its state and the protocol's operations carried out on it
+    "session": {"agent", "channel", "checkpoints", "claude_settings", "config", "context", "errors", "features", "llm",
+                "permissions", "pricing", "protocol", "todo"},
+    "runtime": {"agent", "channel", "claude_settings", "config", "context", "errors", "factory",
+                "features", "fsutil", "llm", "memory", "paths", "permissions", "pricing", "session", "todo", "tools",
+                "trust"},
     # the outside: rendering and the command line
     "ui": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "decoding", "events", "features",
-           "fsutil", "llm", "mcp_bridge", "models", "paths", "permissions", "pricing", "redact", "runtime", "tasks",
-           "tools", "trust"},
+           "fsutil", "llm", "mcp_bridge", "models", "paths", "permissions", "pricing", "redact", "runtime", "session",
+           "tasks", "tools", "trust"},
     "cli": None,  # the entry point may import any room
 }
 TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}

@@ -9,15 +9,14 @@ Terminal-free: the CLI passes in an approver and renders the agent's events.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
-
+from typing import TYPE_CHECKING, Any
 
 from memagent import __version__
-from memagent.agent.feature import Feature
-from memagent.agent.loop import Agent, Approver, deny_all
-from memagent.checkpoints import Restored
+from memagent.agent.loop import Approver
+from memagent.channel import Channel
 from memagent.claude_settings import CLAUDE_NOT_TRUSTED, ClaudeSettings, read_claude_settings
 from memagent.config import (
     CHANGED_SINCE_TRUSTED,
@@ -34,16 +33,20 @@ from memagent.context.conversation import Conversation
 from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import (
-    ResumeError,
     Resumed,
-    fit_rebuilt,
+    ResumeError,
     load_session,
     newest_of_logical_session,
     seed_conversation,
 )
-from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.sessions import choose_session
-from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id, prune_transcripts, read_records
+from memagent.context.transcript import (
+    TranscriptError,
+    TranscriptWriter,
+    new_session_id,
+    prune_transcripts,
+    read_records,
+)
 from memagent.errors import one_line
 from memagent.factory import (
     Controls,
@@ -55,15 +58,7 @@ from memagent.factory import (
     notifying,
     session_shell,
 )
-from memagent.features.checkpoints import (
-    CheckpointFeature,
-    RewindPlan,
-    plan_rewind,
-    read_turns,
-    record_for,
-    restore_code,
-)
-from memagent.features.memory import MemoryFeature
+from memagent.features.usage import UsageFeature
 from memagent.fsutil import private_dir
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
@@ -71,9 +66,9 @@ from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment, record_data_root
 from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
+from memagent.session import Session
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.sandbox import clear_stale_placeholders
-
 
 if TYPE_CHECKING:
     from memagent.trust import TrustState
@@ -119,107 +114,6 @@ class SessionOptions:
     append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
 
 
-@dataclass
-class Session:
-    """Everything a renderer needs to drive one session."""
-
-    agent: Agent
-    paths: ProjectPaths
-    settings: Settings
-    session_id: str
-    transcript: TranscriptWriter
-    todo: TodoManager
-    features: list[Feature]
-    memory_off_reason: str | None = None
-    resumed_from: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    trusted: bool = False  # the user trusts this project (its files may widen what memagent does)
-    claude: ClaudeSettings = field(default_factory=ClaudeSettings)  # what Claude Code's settings files gave
-    resume_note: str | None = None  # which session -c chose and why, for the user
-    logical_session_id: str = ""  # one id across -c/-r (see logical_session_id()); headless output reports it
-
-    @property
-    def usage(self) -> UsageMeter | None:
-        """Tokens and estimated cost of every model call (turns, summaries, memory extraction),
-        when the model is metered (:class:`memagent.llm.metered.MeteredModel`)."""
-        metered = meter_of(self.agent.model)
-        return metered.meter if metered is not None else None
-
-    @property
-    def memory_feature(self) -> MemoryFeature | None:
-        return next((f for f in self.features if isinstance(f, MemoryFeature)), None)
-
-    @property
-    def memory(self):  # -> MemoryService | None (typed lazily: the store is optional)
-        feature = self.memory_feature
-        return feature.service if feature is not None else None
-
-    @property
-    def learner(self):  # -> BackgroundLearner | None
-        feature = self.memory_feature
-        return feature.learner if feature is not None else None
-
-    @property
-    def checkpoints(self) -> CheckpointFeature | None:
-        return next((f for f in self.features if isinstance(f, CheckpointFeature)), None)
-
-    def rewind_points(self) -> list[TurnPoint]:
-        """The user turns ``/rewind`` can go back to (an empty list before the first one)."""
-        if self.checkpoints is not None:
-            self.checkpoints.wait()
-        if not self.transcript.path.exists():
-            return []
-        return read_turns(self.transcript.path)[0]
-
-    def plan_rewind(self, turn: int) -> RewindPlan:
-        """Where ``/rewind turn`` would go (between turns only); RewindError when it cannot."""
-        if self.checkpoints is not None:
-            self.checkpoints.wait()
-        if self.transcript.pending:
-            raise RewindError("the transcript is not fully written yet (see the warning above); try again later")
-        return plan_rewind(self.transcript.path, turn)
-
-    def rewind(self, plan: RewindPlan, *, code: bool = True, conversation: bool = True,
-               forget: list[str] | None = None) -> Restored | None:
-        """Carry out a plan: files back as the turn's checkpoint recorded them (``code``), the
-        conversation back to before the turn's message (``conversation``), the memory cards
-        ``forget`` names erased. Raises CheckpointError when the files cannot be restored
-        (nothing is changed then)."""
-        checkpoints = self.checkpoints
-        restored = restore_code(checkpoints.repo if checkpoints else None, plan) if code else None
-        forgotten: list[str] = []
-        if forget and self.memory is not None:
-            forgotten = list(self.memory.forget_report(forget).erased)
-        record = record_for(plan, code=code, conversation=conversation, restored=restored, forgotten=forgotten)
-        if conversation:
-            shelf = getattr(self.agent.context, "shelf", None)  # a text sent as a preview goes back as one
-            messages = fit_rebuilt(plan.history.messages, plan.history.ids, plan.records, shelf)
-            self.agent.rewind(record, messages, plan.history.ids, plan.point.number - 1, plan.records)
-        else:
-            self.agent.conversation.record(record)
-        return restored
-
-    def close(self) -> list[str]:
-        """End the session: every feature closes (memory learns from what was not mined yet,
-        with a bounded wait), then the transcript. Returns the warnings raised while closing
-        (e.g. transcript records that could not be written). Safe to call twice."""
-        already = len(self.warnings)
-        features, self.features = self.features, []
-        for feature in reversed(features):
-            try:
-                feature.close()
-            except Exception as exc:  # closing must never mask the real exit
-                self.warnings.append(f"while closing {feature.name}: {one_line(exc)}")
-        try:
-            self.transcript.close()
-        except Exception as exc:
-            self.warnings.append(f"while closing the transcript: {one_line(exc)}")
-        if self.transcript.failure:
-            self.warnings.append(self.transcript.failure)
-            self.transcript.failure = None
-        return self.warnings[already:]
-
-
 def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel:
     creds = credentials_from_env(env)
     if not creds.present:
@@ -232,7 +126,7 @@ def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> Chat
 
 
 def _settings(
-    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trust: "TrustState"
+    paths: ProjectPaths, options: SessionOptions, env: Mapping[str, str] | None, trust: TrustState
 ) -> tuple[Settings, list[str]]:
     """Settings; the project file widens only when trusted as it is now (a changed file is named)."""
     name = paths.project_config.name
@@ -398,7 +292,7 @@ def _unsourced(settings: Settings, sources: list[RuleSource]) -> RuleSource:
     return RuleSource("the settings", rest["allow"], rest["ask"], rest["deny"])
 
 
-def _trust_notices(paths: ProjectPaths, trust: "TrustState") -> list[str]:
+def _trust_notices(paths: ProjectPaths, trust: TrustState) -> list[str]:
     """One line per power file that changed since the project was trusted (other than the
     settings file, which loading settings names)."""
     lines = []
@@ -411,7 +305,7 @@ def _trust_notices(paths: ProjectPaths, trust: "TrustState") -> list[str]:
     return lines
 
 
-def claude_settings_for(paths: ProjectPaths, trust: "TrustState") -> ClaudeSettings:
+def claude_settings_for(paths: ProjectPaths, trust: TrustState) -> ClaudeSettings:
     """Claude Code's settings files, each of the project's widening only when trusted as it is now;
     a rule memagent cannot read is a notice, not a failure."""
     def check(rule: str) -> str | None:
@@ -458,10 +352,11 @@ def open_session(
     options: SessionOptions,
     *,
     model: ChatModel | None = None,
-    approver: Approver = deny_all,
+    approver: Approver | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Session:
-    """Build a session; raises SetupError for anything the user must fix."""
+    """Build a session; raises SetupError for anything the user must fix. Without an ``approver``
+    a question for the user is an ApprovalRequested event of a Submit's turn (:mod:`memagent.protocol`)."""
     if options.root is not None and not Path(options.root).is_dir():
         raise SetupError(f"project root {options.root} is not a directory")
     paths = project_paths(options.root, env)
@@ -502,14 +397,17 @@ def open_session(
         project_trusted=trust.trusted, shelf=shelf,
     )
     features, memory_off_reason = compose_features(parts)
-    controls = Controls(gate, notifying(approver, features), options.non_interactive)
+    if meter_of(chat_model) is None:  # a model handed in unmetered: the status line still counts
+        features.append(UsageFeature(UsageMeter(), settings.model))
+    channel = Channel()
+    controls = Controls(gate, notifying(approver or channel.approver, features), options.non_interactive)
     agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
                         append_system_prompt=options.append_system_prompt)
     return Session(
         agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
         todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
         resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
-        trusted=trust.trusted, claude=claude, resume_note=resume_note,
+        trusted=trust.trusted, claude=claude, resume_note=resume_note, channel=channel,
     )
 
 

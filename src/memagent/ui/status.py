@@ -8,13 +8,13 @@ aside), so it counts what is actually sent, also when the last request failed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memagent.pricing import UsageMeter, format_cost
 
 if TYPE_CHECKING:
-    from memagent.runtime import Session
+    from memagent.session import Session
 
 AUTO_APPROVE = "auto-approve (--yes)"
 ASK = "ask before tools"
@@ -32,73 +32,37 @@ def short_tokens(count: int) -> str:
 
 
 def session_meter(session: "Session") -> UsageMeter:
-    """The session's usage meter, fed with every model response.
-
-    A session that keeps its own (``session.usage``) is used as is; otherwise a
-    :class:`~memagent.features.usage.UsageFeature` is added to the agent's features."""
-    own = getattr(session, "usage", None)
-    if isinstance(own, UsageMeter):
-        return own
-    from memagent.features.usage import UsageFeature
-
-    meter = UsageMeter()
-    features = getattr(session.agent, "features", None)
-    if isinstance(features, list):
-        features.append(UsageFeature(meter, str(getattr(session.settings, "model", ""))))
-    return meter
+    """The session's usage meter, fed with every model response (an empty one for a session
+    that counts nothing)."""
+    return session.usage or UsageMeter()
 
 
 @dataclass
 class StatusLine:
-    """Builds the status text; ``attach`` once the session is open (before that: model and mode)."""
+    """Builds the status text; ``attach`` once the session is open (before that: model and mode
+    as the command line gave them). Attached, it reads :meth:`~memagent.session.Session.status`."""
 
     model: str
     auto_approve: bool
-    meter: UsageMeter | None = None
-    threshold: int = 0
-    _extra: dict[str, Any] = field(default_factory=dict)
-    _session: Any = None
+    _session: "Session | None" = None
 
     def attach(self, session: "Session") -> None:
-        self.meter = session_meter(session)
         self._session = session
-        settings = session.settings
-        self.model = str(getattr(settings, "model", self.model))
-        try:
-            self.threshold = int(getattr(settings, "compaction_threshold", 0) or 0)
-        except (TypeError, ValueError):
-            self.threshold = 0
 
     def mode(self) -> str:
         """The permission mode in words (the session's, once attached: ``/permissions`` changes it)."""
-        permissions = getattr(getattr(self._session, "agent", None), "permissions", None)
-        mode = getattr(permissions, "mode", None)
-        if isinstance(mode, str) and mode in MODE_TEXT:
-            return MODE_TEXT[mode]
+        if self._session is not None:
+            return MODE_TEXT.get(self._session.status().permission_mode, ASK)
         return AUTO_APPROVE if self.auto_approve else ASK
 
-    def context_tokens(self) -> int:
-        """What the next request carries; the last response's usage until a model call is made."""
-        meter = self.meter
-        used = meter.context_tokens if meter is not None else 0
-        agent = getattr(self._session, "agent", None)
-        measure = getattr(getattr(agent, "context", None), "current_tokens", None)
-        if measure is None or meter is None or not meter.calls:
-            return used
-        try:
-            return int(measure(agent.conversation))
-        except Exception:  # a status line never breaks the prompt
-            return used
-
     def text(self) -> str:
-        parts = [self.model, self.mode()]
-        meter = self.meter
-        if meter is not None:
-            context = f"context {short_tokens(self.context_tokens())}"
-            if self.threshold:
-                context += f"/{short_tokens(self.threshold)}"
-            parts += [context, format_cost(meter.cost)]
-        return " · ".join(parts)
+        if self._session is None:
+            return " · ".join([self.model, self.mode()])
+        status = self._session.status()
+        context = f"context {short_tokens(status.context_tokens)}"
+        if status.compaction_threshold:
+            context += f"/{short_tokens(status.compaction_threshold)}"
+        return " · ".join([status.model, MODE_TEXT.get(status.permission_mode, ASK), context, format_cost(status.cost)])
 
 
 __all__ = ["ASK", "AUTO_APPROVE", "StatusLine", "session_meter", "short_tokens"]

@@ -1,0 +1,177 @@
+"""The session protocol: a front end sends typed operations and reads typed events, approval
+questions included, without reaching inside the session. Driven by tests/session_driver.py over a
+scripted model and real tools in a temporary project."""
+
+from __future__ import annotations
+
+import threading
+
+from memagent.events import AssistantText, ToolCallFinished, TurnEnded, TurnStarted
+from memagent.llm.scripted import ScriptedModel, reply, tool_call
+from memagent.protocol import (
+    AnswerApproval,
+    ApprovalRequested,
+    Cancel,
+    Compact,
+    OpCompleted,
+    OpRejected,
+    Rewind,
+    SetModel,
+    SetPermissionMode,
+    Submit,
+)
+from memagent.runtime import SessionOptions, open_session
+from session_driver import TIMEOUT, drive, of, turn
+
+
+def _session(tmp_path, script, **options):
+    model = ScriptedModel(script)
+    return open_session(SessionOptions(root=tmp_path, memory=False, **options), model=model), model
+
+
+def _write(path="notes.md", content="hi\n"):
+    return reply(tool_call("write_file", {"path": path, "content": content}))
+
+
+def test_a_submitted_turn_streams_its_events_and_ends(tmp_path):
+    session, _ = _session(tmp_path, [reply("hello there")])
+    try:
+        events = turn(session, "hi")
+        assert isinstance(events[0], TurnStarted) and isinstance(events[-1], TurnEnded)
+        assert "".join(e.text for e in of(AssistantText, events)) == "hello there"
+        assert events[-1].final_text == "hello there"
+        assert session.status().turns == 1 and not session.status().busy
+        assert list(session.events()) == []  # nothing left once idle
+    finally:
+        session.close()
+
+
+def test_an_approval_is_an_event_answered_through_the_same_session(tmp_path):
+    session, model = _session(tmp_path, [_write(), reply("done")])
+    try:
+        asked = []
+        events = turn(session, "write notes", answer=lambda request: asked.append(request) or "allow")
+        assert len(asked) == 1
+        request = asked[0]
+        assert (request.tool, request.input["path"], request.asker) == ("write_file", "notes.md", "")
+        assert request.summary and request.reason
+        assert (tmp_path / "notes.md").read_text() == "hi\n"
+        assert of(TurnEnded, events)[-1].final_text == "done"
+    finally:
+        session.close()
+
+
+def test_a_denied_approval_runs_nothing_and_tells_the_model(tmp_path):
+    session, model = _session(tmp_path, [_write(), reply("ok")])
+    try:
+        events = turn(session, "write notes", answer=lambda request: "deny")
+        assert of(ApprovalRequested, events) and not (tmp_path / "notes.md").exists()
+        finished = of(ToolCallFinished, events)[0]
+        assert finished.is_error and "did not approve" in finished.content
+    finally:
+        session.close()
+
+
+def test_always_is_remembered_for_the_same_call(tmp_path):
+    session, _ = _session(tmp_path, [_write(), _write(), reply("twice")])
+    try:
+        events = turn(session, "write twice", answer=lambda request: "always")
+        assert len(of(ApprovalRequested, events)) == 1  # the second identical call was not asked
+        assert [e.is_error for e in of(ToolCallFinished, events)] == [False, False]
+    finally:
+        session.close()
+
+
+def test_cancel_while_a_question_is_open_ends_the_turn_cancelled(tmp_path):
+    session, _ = _session(tmp_path, [_write(), reply("never")])
+    try:
+        session.submit(Submit("write notes"))
+        seen = []
+        for event in session.events(TIMEOUT):
+            seen.append(event)
+            if isinstance(event, ApprovalRequested):
+                session.submit(Cancel())
+        assert of(TurnEnded, seen)[-1].stop_reason == "cancelled"
+        assert not (tmp_path / "notes.md").exists()
+        assert not session.status().busy
+    finally:
+        session.close()
+
+
+def test_without_a_front_end_a_question_is_refused_not_left_waiting(tmp_path):
+    session, _ = _session(tmp_path, [_write(), reply("ok")])
+    try:
+        done = []
+        worker = threading.Thread(target=lambda: done.append(list(session.agent.run_turn("write notes"))))
+        worker.start()
+        worker.join(TIMEOUT)
+        assert done, "a turn driven outside the protocol hung on its approval question"
+        assert of(ToolCallFinished, done[0])[0].is_error and not (tmp_path / "notes.md").exists()
+    finally:
+        session.close()
+
+
+def test_bad_answers_and_busy_operations_are_rejected_in_one_line(tmp_path):
+    session, _ = _session(tmp_path, [_write(), reply("ok")])
+    try:
+        rejected = of(OpRejected, drive(session, AnswerApproval("approval-99", "allow")))
+        assert len(rejected) == 1 and "approval-99" in rejected[0].error and "\n" not in rejected[0].error
+        assert of(OpRejected, drive(session, Cancel()))[0].error == "no turn is running"
+        session.submit(Submit("write notes"))
+        seen = []
+        for event in session.events(TIMEOUT):
+            seen.append(event)
+            if isinstance(event, ApprovalRequested):
+                session.submit(Submit("another"))  # one turn at a time
+                session.submit(SetModel("claude-opus-4-1"))  # nothing changes under a running turn
+                session.submit(AnswerApproval(event.id, "maybe"))  # not a decision: still open
+                session.submit(AnswerApproval(event.id, "deny"))
+        errors = [e.error for e in of(OpRejected, seen)]
+        assert len(errors) == 3 and "already running" in errors[0] and "turn is running" in errors[1]
+        assert "unknown decision" in errors[2]
+        assert of(TurnEnded, seen)[-1].stop_reason == "end_turn"
+        assert session.status().model != "claude-opus-4-1"
+    finally:
+        session.close()
+
+
+def test_set_model_takes_effect_from_the_next_request(tmp_path):
+    session, model = _session(tmp_path, [reply("a"), reply("b")])
+    try:
+        turn(session, "one")
+        done = of(OpCompleted, drive(session, SetModel("claude-haiku-4-5")))
+        assert done and done[0].text.endswith("→ claude-haiku-4-5")
+        turn(session, "two")
+        assert model.requests[-1].model == "claude-haiku-4-5"
+        assert session.status().model == "claude-haiku-4-5"
+        assert of(OpRejected, drive(session, SetModel("two words")))
+    finally:
+        session.close()
+
+
+def test_permission_mode_switches_and_an_unknown_mode_changes_nothing(tmp_path):
+    session, _ = _session(tmp_path, [_write(), reply("refused")])
+    try:
+        assert session.status().permission_mode == "default"
+        assert of(OpRejected, drive(session, SetPermissionMode("yolo")))
+        assert session.status().permission_mode == "default"
+        assert of(OpCompleted, drive(session, SetPermissionMode("plan")))
+        events = turn(session, "write notes", answer=lambda request: "allow")
+        assert not of(ApprovalRequested, events)  # plan mode refuses a write without asking
+        assert not (tmp_path / "notes.md").exists()
+        assert session.status().permission_mode == "plan"
+    finally:
+        session.close()
+
+
+def test_compact_and_rewind_between_turns(tmp_path):
+    session, _ = _session(tmp_path, [reply("a"), reply("b")])
+    try:
+        assert of(OpCompleted, drive(session, Compact()))[0].text == "Nothing to compact yet."
+        turn(session, "one")
+        turn(session, "two")
+        assert of(OpRejected, drive(session, Rewind(9)))
+        done = of(OpCompleted, drive(session, Rewind(2, code=False)))
+        assert done and session.status().turns == 1
+    finally:
+        session.close()
