@@ -251,6 +251,9 @@ class Settings(BaseSettings):
     """Run every tool without asking (as ``--yes``)."""
     memory_enabled: bool = True
     """Long-term memory on or off (``--no-memory`` turns it off)."""
+    memory_tool: bool = True
+    """Offer Claude's own memory tool (``memory``, files under ``/memories``) as a view of the memory
+    cards, when the model was trained on it (a capability in ``models.py``) and memory is on."""
     extract_every_turns: int = Field(10, ge=0)
     """Background memory extraction runs every N user turns (0: never periodically)."""
     require_review: bool = False
