@@ -211,3 +211,21 @@ def test_parse_path_and_line_numbers():
     assert numbered("a\nb\nc", [2, -1]) == "     2\tb\n     3\tc"
     with pytest.raises(ToolError):
         numbered("a", [2, 3])
+
+
+def test_the_adapter_sends_the_entry_the_sdk_types_unchanged():
+    from anthropic.types import MemoryTool20250818Param
+
+    from memagent.features.claude_memory_tool import ClaudeMemoryToolFeature
+    from memagent.llm.anthropic import build_params
+    from memagent.llm.types import ModelRequest, text_block
+
+    (memory,) = ClaudeMemoryToolFeature(lambda: None).tools()  # type: ignore[arg-type, return-value]
+    entry = memory.schema()
+    fields = MemoryTool20250818Param.__annotations__  # the SDK's own spelling of the entry
+    assert set(entry) == {name for name, kind in fields.items() if "Required" in str(kind)} == {"type", "name"}
+    assert "memory_20250818" in str(fields["type"]) and "memory" in str(fields["name"])
+    other = {"name": "read_file", "description": "Read.", "input_schema": {"type": "object", "properties": {}}}
+    request = ModelRequest(system=[text_block("s")], messages=[{"role": "user", "content": [text_block("hi")]}],
+                           tools=[entry, other], max_tokens=100)
+    assert build_params(request, "claude-sonnet-5-5")["tools"][0] == {"type": "memory_20250818", "name": "memory"}
