@@ -9,7 +9,8 @@ answer per turn; the newest ``--keep-results`` tool outputs stay whole, so the c
 and ``--summary-seconds`` per summary (a slow summary model). The two modes run interleaved
 (waiting, background, waiting, …) ``--repeats`` times. Reported per mode, medians over repeats:
 the median turn, the slowest turn, the median of the turns during which a compaction landed,
-the whole session, the number of compactions and the largest request (estimated tokens).
+the whole session, the number of compactions, the largest request and the main model's input tokens in all
+(estimated tokens, no caching).
 """
 
 from __future__ import annotations
@@ -92,9 +93,9 @@ def run_session(background: bool, args: argparse.Namespace) -> dict[str, Any]:
                 compacting.append(turns[-1])
         writer.close()
         counter = TokenCounter()
-        peak = max(counter.context_tokens(r.system, r.tools, r.messages) for r in model.requests
-                   if not (r.system and r.system[0].get("text") == SUMMARY_SYSTEM))
-        return {"peak_context": peak, "median_turn": statistics.median(turns), "slowest_turn": max(turns),
+        sizes = [counter.context_tokens(r.system, r.tools, r.messages) for r in model.requests
+                 if not (r.system and r.system[0].get("text") == SUMMARY_SYSTEM)]
+        return {"peak_context": max(sizes), "input_tokens": sum(sizes), "median_turn": statistics.median(turns), "slowest_turn": max(turns),
                 "compacting_turn": statistics.median(compacting) if compacting else None,
                 "session": sum(turns), "compactions": policy.compactions}
 
@@ -116,13 +117,14 @@ def main() -> None:
     table = {}
     for name, results in runs.items():
         table[name] = {key: statistics.median(r[key] for r in results if r[key] is not None)
-                       for key in ("median_turn", "slowest_turn", "compacting_turn", "session", "compactions", "peak_context")}
+                       for key in ("median_turn", "slowest_turn", "compacting_turn", "session", "compactions", "peak_context",
+                                   "input_tokens")}
     print(f"{args.turns} turns, summary {args.summary_seconds}s, model round {args.round_seconds}s, "
           f"threshold {args.threshold:,}, medians of {args.repeats} interleaved runs")
-    print(f"{'mode':<12}{'median turn':>13}{'slowest turn':>14}{'compacting turn':>17}{'session':>10}{'compactions':>13}{'peak context':>14}")
+    print(f"{'mode':<12}{'median turn':>13}{'slowest turn':>14}{'compacting turn':>17}{'session':>10}{'compactions':>13}{'peak context':>14}{'input tokens':>14}")
     for name, row in table.items():
         print(f"{name:<12}{row['median_turn']:>12.3f}s{row['slowest_turn']:>13.3f}s{row['compacting_turn']:>16.3f}s"
-              f"{row['session']:>9.2f}s{row['compactions']:>13.0f}{row['peak_context']:>14,.0f}")
+              f"{row['session']:>9.2f}s{row['compactions']:>13.0f}{row['peak_context']:>14,.0f}{row['input_tokens']:>14,.0f}")
     ratio = table["background"]["compacting_turn"] / table["waiting"]["compacting_turn"]
     print(f"compacting turn, background / waiting: {ratio:.2f}")
     if args.json:
