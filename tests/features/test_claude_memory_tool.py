@@ -229,3 +229,26 @@ def test_the_adapter_sends_the_entry_the_sdk_types_unchanged():
     request = ModelRequest(system=[text_block("s")], messages=[{"role": "user", "content": [text_block("hi")]}],
                            tools=[entry, other], max_tokens=100)
     assert build_params(request, "claude-sonnet-5-5")["tools"][0] == {"type": "memory_20250818", "name": "memory"}
+
+
+def test_plan_mode_reads_but_refuses_every_write(run_cli, project):
+    _, (listed, created) = run_memory(run_cli, project, [
+        {"command": "view", "path": "/memories"},
+        {"command": "create", "path": "/memories/plan.md", "file_text": "The build uses make."},
+    ], "--permission-mode", "plan")
+    assert not listed.get("is_error") and created["is_error"] is True
+    assert active_cards(project) == []
+
+
+def test_rename_names_a_card_and_moving_it_to_user_asks(run_cli, project):
+    _, (created, renamed, viewed, moved) = run_memory(run_cli, project, [
+        {"command": "create", "path": "/memories/a.md", "file_text": "Migrations live in db/migrations."},
+        {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/db-notes.md"},
+        {"command": "view", "path": "/memories/db-notes.md"},
+        {"command": "rename", "old_path": "/memories/db-notes.md", "new_path": "/memories/user/db.md"},
+    ])
+    assert not created.get("is_error") and not renamed.get("is_error"), content(renamed)
+    assert "     1\tMigrations live in db/migrations." in content(viewed)
+    assert moved["is_error"] is True and "saves a user memory" in content(moved)
+    (card,) = active_cards(project)
+    assert card.scope == "project" and card.content == "Migrations live in db/migrations."
