@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+import pexpect
 from context.ctx_harness import PlannedBrain, settings_for
 from context.test_compaction import assert_nothing_lost, request_tokens
 from fakeapi import FakeAnthropic, text, tool
@@ -21,6 +22,7 @@ from memagent.markers import Marker
 
 SUMMARY_OPEN = Marker.SUMMARY.value
 THRESHOLD = 4_000
+PTY_DIMENSIONS = (50, 320)  # the REPL test: each notice on one screen line
 
 
 class SlowSummariser:
@@ -211,3 +213,28 @@ def test_through_the_cli_the_turn_does_not_wait_for_a_slow_summary(run_cli, proj
     assert during, "no request was sent while the summary was being written: the turn waited"
     assert "preparing its summary in the background" in result.stderr
     assert "Compacted:" in result.stderr and "All modules read." in result.stdout
+
+
+def test_the_repl_says_before_and_after_what_a_compaction_summarises_and_keeps(spawn, fake, cli_env, project):
+    from repl_kit import PROMPT, expect_text
+
+    for number in range(30):
+        (project / f"mod{number}.py").write_text("".join(f"def f_{number}_{i}(): return {i}  # line\n" for i in range(60)))
+    cli_env.update({"MEMAGENT_COMPACT_TOKENS": "14000", "MEMAGENT_KEEP_TOOL_RESULTS": "100",
+                    "MEMAGENT_SMALL_MODEL": SMALL})
+    brain = TimedBrain()
+    fake.responder = brain
+    child = spawn("--yes")
+    child.expect(PROMPT)
+    child.send("read every module\r")
+    before = expect_text(child, "preparing its summary in the background")
+    assert "Compacted" not in before
+    expect_text(child, "newest kept verbatim")
+    expect_text(child, "Compacted:")
+    expect_text(child, "newest verbatim")
+    expect_text(child, "All modules read.")
+    child.expect(PROMPT)
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and fake.errors == []
