@@ -13,10 +13,10 @@ import time
 from typing import Any
 
 import pexpect
+
 from context.ctx_harness import PlannedBrain, settings_for
 from context.test_compaction import assert_nothing_lost, request_tokens
 from fakeapi import FakeAnthropic, text, tool
-
 from memagent.llm.scripted import reply, tool_call
 from memagent.markers import Marker
 

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeAnthropic, text, tool
 
+from fakeapi import FakeAnthropic, text, tool
 from memagent import models
 from memagent.features.claude_memory_tool import numbered, parse_path
 from memagent.memory.cardfiles import parse
