@@ -66,8 +66,8 @@ ALLOWED: dict[str, set[str] | None] = {
                 "trust"},
     # the outside: rendering and the command line
     "ui": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "decoding", "events", "features",
-           "fsutil", "llm", "mcp_bridge", "models", "paths", "permissions", "pricing", "redact", "runtime", "session",
-           "tasks", "tools", "trust"},
+           "fsutil", "llm", "mcp_bridge", "models", "paths", "permissions", "pricing", "protocol", "redact", "runtime",
+           "session", "tasks", "tools", "trust"},
     "cli": None,  # the entry point may import any room
 }
 TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}

@@ -123,9 +123,20 @@ class SessionStatus:
     cost: float | None  # estimated dollars so far (None: a model without a price)
     turns: int
     busy: bool  # a turn is running
+    can_compact: bool = True  # the session has a context policy that compacts
+
+
+@dataclass(frozen=True)
+class PermissionsView:
+    """The permission gate as ``/permissions`` shows it."""
+
+    mode: str
+    rules: tuple[str, ...]  # one line per rule and its origin
+    asks_for: tuple[str, ...]  # what a call does that makes the gate ask (in the current mode)
+    mode_source: str = ""  # which settings file set the mode, when one did
 
 
 __all__ = [
     "DECISIONS", "AnswerApproval", "ApprovalRequested", "Cancel", "Compact", "Decision", "Op", "OpCompleted",
-    "OpRejected", "Rewind", "SessionEvent", "SessionStatus", "SetModel", "SetPermissionMode", "Submit",
+    "OpRejected", "PermissionsView", "Rewind", "SessionEvent", "SessionStatus", "SetModel", "SetPermissionMode", "Submit",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from memagent.agent.feature import Feature
 from memagent.agent.loop import Agent
@@ -18,6 +19,7 @@ from memagent.checkpoints import CheckpointError, Restored
 from memagent.claude_settings import ClaudeSettings
 from memagent.config import ProjectPaths, Settings
 from memagent.context.compaction import CompactingContext
+from memagent.context.policy import PassThroughContext
 from memagent.context.resume import fit_rebuilt
 from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.transcript import TranscriptWriter
@@ -42,6 +44,7 @@ from memagent.protocol import (
     Op,
     OpCompleted,
     OpRejected,
+    PermissionsView,
     SessionEvent,
     SessionStatus,
     SetModel,
@@ -49,6 +52,15 @@ from memagent.protocol import (
     Submit,
 )
 from memagent.todo import TodoManager
+
+F = TypeVar("F", bound=Feature)
+
+
+@runtime_checkable
+class ReportingContext(Protocol):
+    """A context policy that can say what the next request carries (``/context``)."""
+
+    def report(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -121,12 +133,14 @@ class Session:
     def _set_mode(self, mode: str) -> str:
         if mode not in MODES:
             raise ValueError(f"unknown permission mode {mode!r}; use one of: {', '.join(MODES)}")
-        gate = self.agent.permissions
+        gate = self.agent.gate
         before = gate.mode
         gate.policy = gate.policy.with_mode(mode)  # leaving bypassPermissions ends --yes too
         return f"permission mode: {before} → {mode}"
 
     def _compact(self, focus: str | None) -> str:
+        if isinstance(self.agent.context, PassThroughContext):
+            raise ValueError("this session does not compact its context")
         if not self.agent.conversation.messages:
             return "Nothing to compact yet."
         for event in self.agent.context.force_compact(self.agent.conversation, focus):
@@ -147,8 +161,38 @@ class Session:
                     pass
         return SessionStatus(
             session_id=self.session_id, model=agent.config.model or agent.model.name,
-            permission_mode=agent.permissions.mode, context_tokens=used, compaction_threshold=threshold,
+            permission_mode=agent.gate.mode, context_tokens=used, compaction_threshold=threshold,
             cost=meter.cost if meter is not None else None, turns=agent.turns, busy=self.channel.busy,
+            can_compact=not isinstance(context, PassThroughContext),
+        )
+
+    def usage_totals(self) -> UsageMeter | None:
+        """A copy of the session's usage so far (safe to read while a background call runs)."""
+        metered = meter_of(self.agent.model)
+        return metered.snapshot() if metered is not None else self.usage
+
+    def history(self) -> list[dict[str, Any]]:
+        """The conversation's messages as they stand (a copy: the list may grow meanwhile)."""
+        return list(self.agent.conversation.messages)
+
+    def feature(self, kind: type[F]) -> F | None:
+        """The session's feature of that class, if it has one."""
+        return next((f for f in self.features if isinstance(f, kind)), None)
+
+    def context_report(self) -> dict[str, Any] | None:
+        """What the next request carries, part by part (None: no context policy reports it)."""
+        context = self.agent.context
+        if isinstance(context, PassThroughContext) or not isinstance(context, ReportingContext):
+            return None
+        return context.report()
+
+    def permissions(self) -> PermissionsView:
+        """The gate's mode and rules, and where the mode came from."""
+        gate = self.agent.gate
+        source = self.claude.default_mode
+        return PermissionsView(
+            mode=gate.mode, rules=tuple(gate.describe()), asks_for=tuple(gate.policy.asks_for()),
+            mode_source=f"{source[1]} (defaultMode: {source[0]})" if source is not None and source[0] == gate.mode else "",
         )
 
     @property
@@ -162,7 +206,7 @@ class Session:
 
     @property
     def memory_feature(self) -> MemoryFeature | None:
-        return next((f for f in self.features if isinstance(f, MemoryFeature)), None)
+        return self.feature(MemoryFeature)
 
     @property
     def memory(self):  # -> MemoryService | None (typed lazily: the store is optional)
@@ -176,7 +220,7 @@ class Session:
 
     @property
     def checkpoints(self) -> CheckpointFeature | None:
-        return next((f for f in self.features if isinstance(f, CheckpointFeature)), None)
+        return self.feature(CheckpointFeature)
 
     def rewind_points(self) -> list[TurnPoint]:
         """The user turns ``/rewind`` can go back to (an empty list before the first one)."""

@@ -7,7 +7,7 @@ import json
 from types import SimpleNamespace
 
 from memagent.llm.metered import MeteredModel
-from memagent.llm.scripted import reply, tool_call
+from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import ModelError, Usage
 from memagent.ui.commands import run_command
 from memagent.ui.printmode import run_print
@@ -55,7 +55,14 @@ def test_session_warnings_are_notices_in_the_stream_and_lines_on_stderr(make_age
     assert err.getvalue() == "memagent: warning: skill skipped: x/SKILL.md: bad front matter\n"
 
 
-def test_metered_model_sums_every_call_and_prices_it(make_agent):
+def _open(root, model):
+    """A real session over ``model`` (the slash commands speak the session protocol)."""
+    from memagent.runtime import SessionOptions, open_session
+
+    return open_session(SessionOptions(root=root, memory=False), model=model)
+
+
+def test_metered_model_sums_every_call_and_prices_it(make_agent, tmp_path):
     first, second = reply("a", tool_call("glob", {"pattern": "*"}), usage=Usage(1000, 50, 4000, 200)), reply("done", usage=Usage(10, 5))
     first.model = second.model = "claude-haiku-4-5"  # the model that answered is the one priced
     agent = make_agent([first, second])
@@ -69,7 +76,9 @@ def test_metered_model_sums_every_call_and_prices_it(make_agent):
                                "cache_creation_input_tokens": 200}
     expected = (1010 * 1.0 + 55 * 5.0 + 4000 * 0.1 + 200 * 1.25) / 1e6  # Haiku 4.5 list prices
     assert result["total_cost_usd"] == round(expected, 6) == round(meter.cost, 6)
-    cost = run_command("/cost", lambda: _session(agent)).text
+    opened = _open(tmp_path, agent.model)
+    cost = run_command("/cost", lambda: opened).text
+    opened.close()
     assert cost.splitlines()[:2] == ["tokens: 1,010 in · 55 out (2 model calls)", "cache: 4,000 read · 200 written"]
     assert cost.splitlines()[2].startswith("estimated cost: $0.002")
 
@@ -90,10 +99,10 @@ def test_model_error_and_max_turns_are_errors_with_exit_1(make_agent):
     assert len(looping.model.requests) == 3
 
 
-def test_cost_and_model_commands_without_a_meter(make_agent):
-    agent = make_agent([reply("x")])
-    session = SimpleNamespace(agent=agent, warnings=[], settings=SimpleNamespace(small_model="claude-haiku-4-5"))
-    assert run_command("/cost", lambda: session).text == "/cost: not available yet"
+def test_cost_and_model_commands_of_an_unmetered_model(tmp_path):
+    session = _open(tmp_path, ScriptedModel([reply("x")]))
+    agent = session.agent
+    assert run_command("/cost", lambda: session).text.startswith("tokens: 0 in · 0 out (0 model calls)")
     agent.config.model = "claude-sonnet-5-5"
     assert "model: claude-sonnet-5-5" in run_command("/model", lambda: session).text
     assert run_command("/model two words", lambda: session).text == "usage: /model [NAME] (one model id)"
@@ -106,6 +115,7 @@ def test_cost_and_model_commands_without_a_meter(make_agent):
     assert "AGENTS.md" in init.send and "write_file" in init.send and init.text
     assert init.send.endswith("Also: focus on the tests")
     assert run_command("/clear", lambda: session).action == "clear"
+    session.close()
 
 
 def test_the_session_exposes_the_metered_usage_and_summaries_do_not_move_the_context(tmp_path):

@@ -8,14 +8,35 @@ every command is testable without a terminal. Commands that do not need the sess
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, ContextManager
 
 if TYPE_CHECKING:
     from memagent.commands_md import CommandSet
-    from memagent.runtime import Session
+    from memagent.features.mcp_client import McpClientFeature
+    from memagent.protocol import Op
+    from memagent.session import Session
 
 NOT_AVAILABLE = "not available yet"
+
+
+def carry_out(session: Session, op: Op) -> tuple[list[str], str | None]:
+    """Send one operation through the session protocol: the lines it produced (notices, what
+    changed) and the one-line error when it was rejected."""
+    from memagent.events import Notice
+    from memagent.protocol import OpCompleted, OpRejected
+
+    session.submit(op)
+    lines: list[str] = []
+    for event in session.events():
+        if isinstance(event, OpRejected):
+            return lines, event.error
+        if isinstance(event, Notice):
+            lines.append(event.text)
+        elif isinstance(event, OpCompleted) and event.text:
+            lines.append(event.text)
+    return lines, None
 
 
 @dataclass(frozen=True)
@@ -47,7 +68,7 @@ Approvals: y = allow once, a = always allow that tool this session (and save a r
 exact call in this project), n or Esc = deny."""
 
 
-def cmd_help(session: Any, arg: str, custom: "CommandSet | None" = None) -> Reply:
+def cmd_help(session: Any, arg: str, custom: CommandSet | None = None) -> Reply:
     extra = custom.commands if custom is not None else []
     width = max(len(c.usage) for c in (*COMMANDS, *extra))
     lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
@@ -66,11 +87,11 @@ def cmd_exit(session: Any, arg: str) -> Reply:
     return Reply(exit=True)
 
 
-def cmd_todos(session: "Session", arg: str) -> Reply:
+def cmd_todos(session: Session, arg: str) -> Reply:
     return Reply(session.todo.render())
 
 
-def cmd_tasks(session: "Session", arg: str) -> Reply:
+def cmd_tasks(session: Session, arg: str) -> Reply:
     from memagent.tasks import IN_PROGRESS, TaskError, TaskStore
 
     store = TaskStore(session.paths.tasks)
@@ -92,7 +113,7 @@ def cmd_tasks(session: "Session", arg: str) -> Reply:
     return Reply("\n".join(lines))
 
 
-def cmd_memory(session: "Session", arg: str) -> Reply:
+def cmd_memory(session: Session, arg: str) -> Reply:
     if session.memory is None:
         text = session.memory_off_reason or "memory is off"
         return Reply(text if arg else text + "\n" + instruction_files_text(session))
@@ -104,11 +125,11 @@ def cmd_memory(session: "Session", arg: str) -> Reply:
         return Reply(f"memory error: {exc}", "red")
 
 
-def instruction_files_text(session: Any) -> str:
+def instruction_files_text(session: Session) -> str:
     """Which instruction files (AGENTS.md, CLAUDE.md, imports) this session loaded."""
     from memagent.features.instructions import InstructionsFeature, describe_files
 
-    feature = next((f for f in getattr(session, "features", []) if isinstance(f, InstructionsFeature)), None)
+    feature = session.feature(InstructionsFeature)
     if feature is None:
         return "instruction files: not loaded in this session"
     if not feature.files:
@@ -171,7 +192,7 @@ def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-def cmd_sessions(session: "Session", arg: str, limit: int = 20) -> Reply:
+def cmd_sessions(session: Session, arg: str, limit: int = 20) -> Reply:
     from memagent.context.sessions import list_sessions
 
     sessions = list_sessions(session.paths.transcripts)
@@ -190,18 +211,11 @@ def cmd_sessions(session: "Session", arg: str, limit: int = 20) -> Reply:
     return Reply("\n".join(lines))
 
 
-def _context_policy(session: "Session") -> Any:
-    from memagent.context.policy import PassThroughContext
-
-    context = session.agent.context
-    return None if isinstance(context, PassThroughContext) else context
-
-
-def cmd_context(session: "Session", arg: str) -> Reply:
-    context = _context_policy(session)
-    if context is None or not hasattr(context, "report"):
+def cmd_context(session: Session, arg: str) -> Reply:
+    report = session.context_report()
+    if report is None:
         return Reply(f"/context: {NOT_AVAILABLE}")
-    return Reply(format_context_report(context.report()))
+    return Reply(format_context_report(report))
 
 
 def format_context_report(report: Any) -> str:
@@ -229,16 +243,16 @@ def format_context_report(report: Any) -> str:
     return "\n".join(lines)
 
 
-def cmd_compact(session: "Session", arg: str) -> Reply:
-    from memagent.events import Notice
+def cmd_compact(session: Session, arg: str) -> Reply:
+    from memagent.protocol import Compact
 
-    context = _context_policy(session)
-    if context is None or not hasattr(context, "force_compact"):
+    if not session.status().can_compact:
         return Reply(f"/compact: {NOT_AVAILABLE}")
-    if not session.agent.conversation.messages:
-        return Reply("Nothing to compact yet.")
-    notes = [e.text for e in context.force_compact(session.agent.conversation, arg or None) if isinstance(e, Notice)]
-    return Reply("\n".join(notes) or "Compacted.")
+    lines, error = carry_out(session, Compact(arg or None))
+    if error is not None:
+        return Reply(f"/compact: {error}", "red")
+    notices, done = lines[:-1], lines[-1:]  # the compaction's own notices, then what the session says
+    return Reply("\n".join(notices or done))
 
 
 EXPAND_USAGE = "usage: /expand [N] (1 = the newest tool result, 2 = the one before, …)"
@@ -260,7 +274,7 @@ def tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
     return found
 
 
-def cmd_expand(session: "Session", arg: str) -> Reply:
+def cmd_expand(session: Session, arg: str) -> Reply:
     """Show a tool result in full (the REPL shows only its first line)."""
     try:
         back = int(arg or "1")
@@ -268,7 +282,7 @@ def cmd_expand(session: "Session", arg: str) -> Reply:
         return Reply(EXPAND_USAGE, "red")
     if back < 1:
         return Reply(EXPAND_USAGE, "red")
-    results = tool_results(session.agent.conversation.messages)
+    results = tool_results(session.history())
     if not results:
         return Reply("No tool results in this session yet.")
     if back > len(results):
@@ -282,7 +296,7 @@ def cmd_clear(session: Any, arg: str) -> Reply:
     return Reply(action="clear")
 
 
-def cmd_rewind(session: "Session", arg: str) -> Reply:
+def cmd_rewind(session: Session, arg: str) -> Reply:
     """Asks questions, so the REPL runs it (:mod:`memagent.ui.rewind`)."""
     from memagent.ui.rewind import parse
 
@@ -293,7 +307,7 @@ def cmd_rewind(session: "Session", arg: str) -> Reply:
     return Reply(action="rewind", argument=arg)
 
 
-def cmd_agents(session: "Session", arg: str) -> Reply:
+def cmd_agents(session: Session, arg: str) -> Reply:
     """The subagent definitions the task tool can run, where each comes from, and its tools."""
     from memagent.features.subagents import SubagentsFeature
 
@@ -314,7 +328,7 @@ def cmd_agents(session: "Session", arg: str) -> Reply:
 BASHES_USAGE = "usage: /bashes [kill ID]"
 
 
-def cmd_bashes(session: "Session", arg: str) -> Reply:
+def cmd_bashes(session: Session, arg: str) -> Reply:
     """The background shells of this session; ``/bashes kill ID`` stops one."""
     from memagent.features.background_shells import BackgroundShellsFeature
 
@@ -332,12 +346,13 @@ def cmd_bashes(session: "Session", arg: str) -> Reply:
     return Reply("\n".join(["Background shells:", *[f"  {line}" for line in lines], "Stop one with /bashes kill ID."]))
 
 
-def cmd_model(session: "Session", arg: str) -> Reply:
+def cmd_model(session: Session, arg: str) -> Reply:
     """Show the model, or switch the main model for the rest of this session (aliases such as
     ``sonnet`` and ``opus`` resolve through the model registry)."""
     from memagent.models import describe, resolve
+    from memagent.protocol import SetModel
 
-    current = session.agent.config.model or getattr(session.agent.model, "name", "")
+    current = session.status().model
     if not arg:
         return Reply(f"model: {describe(current)}\n(summaries and memory extraction: {session.settings.small_model})\n"
                      "Switch with /model NAME (an id, or sonnet, opus, haiku).")
@@ -346,18 +361,18 @@ def cmd_model(session: "Session", arg: str) -> Reply:
     name = resolve(arg)
     if not re.fullmatch(r"[A-Za-z0-9][\w.:/@\[\]-]*", name):
         return Reply(f"not a model id: {name!r}", "red")
-    session.agent.config.model = name
-    return Reply(f"model: {current} → {name} (from the next message on)")
+    lines, error = carry_out(session, SetModel(name))
+    if error is not None:
+        return Reply(f"/model: {error}", "red")
+    return Reply(f"{lines[-1]} (from the next message on)")
 
 
-def cmd_cost(session: "Session", arg: str) -> Reply:
-    from memagent.llm.metered import meter_of
+def cmd_cost(session: Session, arg: str) -> Reply:
     from memagent.pricing import format_cost
 
-    metered = meter_of(session.agent.model)
-    if metered is None:
+    meter = session.usage_totals()
+    if meter is None:
         return Reply(f"/cost: {NOT_AVAILABLE}")
-    meter = metered.snapshot()
     calls = f"{meter.calls} model call{'s' if meter.calls != 1 else ''}"
     lines = [
         f"tokens: {meter.input_tokens:,} in · {meter.output_tokens:,} out ({calls})",
@@ -386,11 +401,12 @@ def cmd_init(session: Any, arg: str) -> Reply:
     return Reply("Asking the model to draft AGENTS.md…", "dim", send=INIT_PROMPT + extra)
 
 
-def cmd_mcp(session: "Session", arg: str) -> Reply:
+def cmd_mcp(session: Session, arg: str) -> Reply:
     """The MCP servers of this session: status (ready, failed and why, late) and tools."""
+    from memagent.features.mcp_client import McpClientFeature
     from memagent.mcp_bridge.report import render_rows, server_rows
 
-    client = next((f for f in getattr(session, "features", None) or [] if getattr(f, "name", "") == "mcp"), None)
+    client = session.feature(McpClientFeature)
     if client is None:
         return Reply("MCP is not enabled in this session.")
     verb, _, name = arg.partition(" ")
@@ -399,7 +415,7 @@ def cmd_mcp(session: "Session", arg: str) -> Reply:
     return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
 
 
-def _approve_tools(session: "Session", client: Any, name: str) -> Reply:
+def _approve_tools(session: Session, client: McpClientFeature, name: str) -> Reply:
     """``/mcp approve NAME``: the server's tool list as it is now is approved for this project."""
     from memagent.features.mcp_client import approve_tool_list
     from memagent.mcp_bridge.manager import READY
@@ -433,40 +449,37 @@ def mode_named(name: str) -> str | None:
     return next((mode for mode in MODES if mode.lower() == folded), None)
 
 
-def set_permission_mode(session: "Session", mode: str) -> str:
+def set_permission_mode(session: Session, mode: str) -> str:
     """Switch the running session's permission mode (from the next tool call on); the reply text."""
-    gate = session.agent.permissions
-    before = gate.mode
-    gate.policy = gate.policy.with_mode(mode)  # leaving bypassPermissions ends --yes too
-    return f"permission mode: {before} → {mode} ({MODE_EFFECT[mode]})"
+    from memagent.protocol import SetPermissionMode
+
+    lines, error = carry_out(session, SetPermissionMode(mode))
+    if error is not None:
+        return f"permissions: {error}"
+    return f"{lines[-1]} ({MODE_EFFECT[mode]})"
 
 
-def next_mode(session: "Session", started_in: str) -> str:
+def next_mode(session: Session, started_in: str) -> str:
     """The mode after the current one in the Shift-Tab cycle (``started_in``: the session's first mode)."""
     cycle = MODE_CYCLE + (("bypassPermissions",) if started_in == "bypassPermissions" else ())
-    current = session.agent.permissions.mode
+    current = session.status().permission_mode
     return cycle[(cycle.index(current) + 1) % len(cycle)] if current in cycle else cycle[0]
 
 
-def cmd_permissions(session: "Session", arg: str) -> Reply:
+def cmd_permissions(session: Session, arg: str) -> Reply:
     """Show the mode and rules, or switch the mode: ``/permissions plan``."""
     from memagent.permissions import MODES
 
-    gate = getattr(session.agent, "permissions", None)
     if arg:
         mode = mode_named(arg)
         if mode is None:
             return Reply(f"unknown permission mode {arg!r}; use one of: {', '.join(MODES)}", "red")
-        if gate is None:
-            return Reply("permissions: this session has no permission gate to switch", "red")
         return Reply(set_permission_mode(session, mode) + " · Shift-Tab cycles modes")
-    if gate is None:
-        return Reply("permissions: every tool call that changes something asks first (no rules)")
-    lines = ["Permissions:"] + [f"  {line}" for line in gate.describe()]
-    claude = getattr(session, "claude", None)
-    if claude is not None and claude.default_mode is not None and claude.default_mode[0] == gate.mode:
-        lines.append(f"  mode from {claude.default_mode[1]} (defaultMode: {claude.default_mode[0]})")
-    lines.append("  asks before a call that " + ", ".join(gate.policy.asks_for()))
+    view = session.permissions()
+    lines = ["Permissions:"] + [f"  {line}" for line in view.rules]
+    if view.mode_source:
+        lines.append(f"  mode from {view.mode_source}")
+    lines.append("  asks before a call that " + ", ".join(view.asks_for))
     lines.append("  ('always' approves exactly that call; `memagent doctor` shows the project's trust)")
     lines.append(f"  Switch with /permissions MODE ({', '.join(MODES)}) or Shift-Tab.")
     return Reply("\n".join(lines))
@@ -520,7 +533,7 @@ def run_command(
     line: str,
     get_session: Callable[[], Any],
     busy: Callable[[str], ContextManager[Any]] | None = None,
-    custom: "CommandSet | None" = None,
+    custom: CommandSet | None = None,
 ) -> Reply:
     """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.
 

@@ -31,7 +31,7 @@ def short_tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
-def session_meter(session: "Session") -> UsageMeter:
+def session_meter(session: Session) -> UsageMeter:
     """The session's usage meter, fed with every model response (an empty one for a session
     that counts nothing)."""
     return session.usage or UsageMeter()
@@ -44,9 +44,9 @@ class StatusLine:
 
     model: str
     auto_approve: bool
-    _session: "Session | None" = None
+    _session: Session | None = None
 
-    def attach(self, session: "Session") -> None:
+    def attach(self, session: Session) -> None:
         self._session = session
 
     def mode(self) -> str:
