@@ -19,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import difflib
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memagent.commands_md import CommandSet, Invocation, discover_commands
+from memagent.commands_md import CommandSet, Invocation, PromptCommand, discover_commands
 from memagent.events import AgentEvent, Notice, TurnEnded
 
 if TYPE_CHECKING:
     from memagent.agent.loop import Agent
+    from memagent.session import Session
 
 Attach = Callable[[str], str]
 
@@ -36,16 +38,21 @@ def builtin_names() -> frozenset[str]:
     return names()
 
 
-def session_commands(session: Any) -> CommandSet:
+@runtime_checkable
+class OffersCommands(Protocol):
+    """A feature with prompt commands of its own (skills, MCP prompts)."""
+
+    def commands(self) -> Sequence[PromptCommand]: ...
+
+
+def session_commands(session: Session) -> CommandSet:
     """Every prompt command of the session (built-in REPL commands keep their names)."""
     paths = session.paths
     reserved = builtin_names()
-    found = discover_commands(paths.root, paths.home, reserved, user_home=paths.user_home,
-                              trusted=bool(getattr(session, "trusted", False)))
-    for feature in getattr(session, "features", ()):
-        offered = getattr(feature, "commands", None)
-        if callable(offered):
-            found.add(offered(), reserved)
+    found = discover_commands(paths.root, paths.home, reserved, user_home=paths.user_home, trusted=session.trusted)
+    for feature in session.features:
+        if isinstance(feature, OffersCommands):
+            found.add(feature.commands(), reserved)
     return found
 
 
@@ -81,20 +88,18 @@ def unknown_command(name: str, commands: CommandSet) -> str:
 
 
 @contextlib.contextmanager
-def turn_scope(agent: "Agent", invocation: Invocation) -> Iterator[None]:
+def turn_scope(agent: Agent, invocation: Invocation) -> Iterator[None]:
     """While inside: the invocation's allowed tools run without asking, its model answers."""
-    permissions: Any = getattr(agent, "permissions", None)
-    saved_policy = getattr(permissions, "policy", None)
-    saved_model = agent.config.model
-    if invocation.allowed_tools and saved_policy is not None:
-        permissions.policy = saved_policy.with_allow(invocation.allowed_tools)
+    gate = agent.gate
+    saved_policy, saved_model = gate.policy, agent.config.model
+    if invocation.allowed_tools:
+        gate.policy = saved_policy.with_allow(invocation.allowed_tools)
     if invocation.model:
         agent.config.model = invocation.model
     try:
         yield
     finally:
-        if saved_policy is not None:
-            permissions.policy = saved_policy
+        gate.policy = saved_policy
         agent.config.model = saved_model
 
 
@@ -111,7 +116,7 @@ def _snippet_failure(command: str, outcome: Any) -> str | None:
     return None
 
 
-def invocation_events(agent: "Agent", invocation: Invocation, attach: Attach = lambda text: text) -> Iterator[AgentEvent]:
+def invocation_events(agent: Agent, invocation: Invocation, attach: Attach = lambda text: text) -> Iterator[AgentEvent]:
     """Run a prompt command: its snippets through the gate, then its turn (see the module doc)."""
     for note in invocation.notes:
         yield Notice(note, "warning")
@@ -147,7 +152,7 @@ def find_invocation(text: str, commands: CommandSet) -> Invocation | str | None:
     return unknown_command(name, commands)
 
 
-def turn_events(session: Any, text: str) -> Iterator[AgentEvent]:
+def turn_events(session: Session, text: str) -> Iterator[AgentEvent]:
     """The events of one line of input: a prompt command, or an ordinary turn."""
     from memagent.ui.commands import is_command
 
