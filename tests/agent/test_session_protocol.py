@@ -175,3 +175,57 @@ def test_compact_and_rewind_between_turns(tmp_path):
         assert done and session.status().turns == 1
     finally:
         session.close()
+
+
+def test_a_subagents_question_comes_through_the_channel_naming_it(tmp_path):
+    from memagent.llm.scripted import FunctionModel
+
+    def answer(request):
+        system = "\n".join(block.get("text", "") for block in request.system)
+        last = request.messages[-1]
+        answered = last["role"] == "user" and any(b.get("type") == "tool_result" for b in last["content"])
+        if "a subagent of memagent" in system:
+            return reply("child done") if answered else reply(tool_call("bash", {"command": "echo hi > out.txt"}))
+        if answered:
+            return reply("parent done")
+        return reply(tool_call("task", {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"}))
+
+    session = open_session(SessionOptions(root=tmp_path, memory=False), model=FunctionModel(answer))
+    try:
+        events = turn(session, "go", answer=lambda request: "allow")
+        [request] = of(ApprovalRequested, events)
+        assert (request.asker, request.tool) == ("general-purpose", "bash")
+        assert (tmp_path / "out.txt").read_text() == "hi\n"  # the child ran once the user allowed it
+        assert of(TurnEnded, events)[-1].final_text == "parent done"
+    finally:
+        session.close()
+
+
+def test_status_permissions_and_context_are_typed_views(tmp_path):
+    from memagent.llm.types import Usage
+
+    session, _ = _session(tmp_path, [reply("hi", usage=Usage(1200, 30))])
+    try:
+        before = session.status()
+        assert (before.turns, before.context_tokens, before.busy, before.can_compact) == (0, 0, False, True)
+        turn(session, "hello")
+        after = session.status()
+        assert after.turns == 1 and after.context_tokens > 0 and after.compaction_threshold > 0
+        view = session.permissions()
+        assert view.mode == "default" and view.rules and view.asks_for
+        report = session.context_report()
+        assert report is not None and report["threshold"] == after.compaction_threshold
+        assert [m["role"] for m in session.history()] == ["user", "assistant"]
+    finally:
+        session.close()
+
+
+def test_a_turn_that_crashes_ends_as_an_error_and_the_session_takes_the_next(tmp_path):
+    session, _ = _session(tmp_path, [RuntimeError("adapter bug"), reply("fine again")])
+    try:
+        ended = of(TurnEnded, turn(session, "one"))
+        assert ended[-1].stop_reason == "error" and "adapter bug" in ended[-1].error
+        assert not session.status().busy
+        assert of(TurnEnded, turn(session, "two"))[-1].final_text == "fine again"
+    finally:
+        session.close()
