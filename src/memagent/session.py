@@ -63,6 +63,13 @@ class ReportingContext(Protocol):
     def report(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class Preparable(Protocol):
+    """A model that can build its client ahead of the first call (the SDK imported, the pool made)."""
+
+    def prepare(self) -> None: ...
+
+
 @dataclass
 class Session:
     """Everything a renderer needs to drive one session."""
@@ -174,6 +181,13 @@ class Session:
     def history(self) -> list[dict[str, Any]]:
         """The conversation's messages as they stand (a copy: the list may grow meanwhile)."""
         return list(self.agent.conversation.messages)
+
+    def prepare_model(self) -> None:
+        """Build the model client now, off the first turn's critical path (when the model can)."""
+        metered = meter_of(self.agent.model)
+        model = metered.inner if metered is not None else self.agent.model  # the adapter's own method
+        if isinstance(model, Preparable):
+            model.prepare()
 
     def feature(self, kind: type[F]) -> F | None:
         """The session's feature of that class, if it has one."""

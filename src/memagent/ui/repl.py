@@ -10,13 +10,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from memagent import __version__
 from memagent.ui.commands import Reply, find_command, is_command, run_command
-from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.printmode import consume_turn
+from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.safe_text import printable
 from memagent.ui.status import StatusLine
 from memagent.ui.words import plural
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from memagent.paths import ProjectPaths
-    from memagent.runtime import Session
+    from memagent.session import Session
 
 PROMPT = "❯ "
 EXIT_OK = 0
@@ -55,20 +56,20 @@ class SessionLoader:
 
     def __init__(
         self,
-        factory: Callable[[], "Session"],
-        on_done: Callable[["SessionLoader"], None] | None = None,
+        factory: Callable[[], Session],
+        on_done: Callable[[SessionLoader], None] | None = None,
         preload: Callable[[], None] | None = None,
     ):
         self._factory = factory
         self._on_done = on_done
         self._preload = preload  # runs on its own thread, in parallel with factory()
         self._thread = threading.Thread(target=self._run, name="memagent-session", daemon=True)
-        self.session: "Session | None" = None
+        self.session: Session | None = None
         self.error: BaseException | None = None
         self.seconds: float | None = None
         self.started = False
 
-    def start(self) -> "SessionLoader":
+    def start(self) -> SessionLoader:
         """Start the thread (once; later calls do nothing)."""
         if not self.started:
             self.started = True
@@ -103,7 +104,7 @@ class SessionLoader:
         while self._thread.is_alive():
             self._thread.join(0.05)
 
-    def get(self) -> "Session":
+    def get(self) -> Session:
         self.wait()
         if self.error is not None:
             raise self.error
@@ -119,28 +120,33 @@ class SessionFailed(Exception):
         self.code = code
 
 
-def warm_up(session: "Session") -> "Session":
+def _exit_code(error: BaseException | None) -> int:
+    """The exit code a failure to open the session ends the chat with."""
+    from memagent.runtime import SetupError
+
+    return error.code if isinstance(error, SetupError) else EXIT_FAILURE
+
+
+def warm_up(session: Session) -> Session:
     """Import the model SDK and build its client now, in the loader thread, not on the first turn."""
-    prepare = getattr(session.agent.model, "prepare", None)
-    if prepare is not None:
-        try:
-            prepare()
-        except Exception as exc:  # the first turn reports a real problem with the client
-            session.warnings.append(f"model client not ready: {exc}")
+    try:
+        session.prepare_model()
+    except Exception as exc:  # the first turn reports a real problem with the client
+        session.warnings.append(f"model client not ready: {exc}")
     return session
 
 
-def session_status(session: "Session") -> str:
+def session_status(session: Session) -> str:
     memory = "memory on" if session.memory is not None else (session.memory_off_reason or "memory off")
-    resumed = f" · resumed from {session.resumed_from}" if getattr(session, "resumed_from", None) else ""
+    resumed = f" · resumed from {session.resumed_from}" if session.resumed_from else ""
     return f"session {session.session_id}{resumed} · {memory}"
 
 
-def handover_note(session: "Session") -> str | None:
+def handover_note(session: Session) -> str | None:
     """Which earlier session the first message's continuity note carries over (None: none)."""
     from memagent.features.continuity import ContinuityFeature
 
-    feature = next((f for f in getattr(session, "features", []) if isinstance(f, ContinuityFeature)), None)
+    feature = session.feature(ContinuityFeature)
     previous = feature.previous() if feature is not None else None
     if previous is None:
         return None
@@ -151,11 +157,11 @@ def handover_note(session: "Session") -> str | None:
 class Repl:
     """One interactive chat. ``session_factory(approver)`` opens the session (in a thread)."""
 
-    paths: "ProjectPaths"
+    paths: ProjectPaths
     model: str
-    session_factory: Callable[[Any], "Session"]
+    session_factory: Callable[[Any], Session]
     preload: Callable[[], None] | None = None  # e.g. import the model SDK while memory opens
-    console: "Console | None" = None
+    console: Console | None = None
     read_line: Callable[[], str] | None = None  # replaces the prompt in tests
     auto_approve: bool = False
     first_message: str | None = None  # sent as soon as the REPL starts
@@ -299,7 +305,7 @@ class Repl:
         if self._loader is not None:
             self._loader.start()
 
-    def _session(self) -> "Session":
+    def _session(self) -> Session:
         loader = self._loader
         assert loader is not None and self.console is not None
         try:
@@ -310,7 +316,7 @@ class Repl:
         except SessionFailed:
             raise
         except Exception as exc:
-            raise SessionFailed(str(exc), getattr(exc, "code", EXIT_FAILURE)) from None
+            raise SessionFailed(str(exc), _exit_code(exc)) from None
         self._announce(session)
         return session
 
@@ -344,7 +350,7 @@ class Repl:
 
         loader = self._loader
         session = loader.session if loader is not None and loader.done else None
-        if session is None or getattr(session.agent, "permissions", None) is None:
+        if session is None:
             return
         set_permission_mode(session, next_mode(session, self._start_mode or "default"))
 
@@ -352,7 +358,7 @@ class Repl:
         """After /model (or /clear), the status line names the model the next request uses."""
         loader = self._loader
         if self._status is not None and loader is not None and loader.session is not None:
-            self._status.model = loader.session.agent.config.model or self._status.model
+            self._status.model = loader.session.status().model
 
     def _custom_commands(self):
         """The prompt commands: command files, skills and, once the session is open, the MCP
@@ -524,23 +530,23 @@ class Repl:
         if loader.session is not None:
             self._announce(loader.session)
             return
-        app = getattr(self._prompt, "app", None)
+        app = self._prompt.app if self._prompt is not None else None
         if app is not None and app.is_running and app.loop is not None:
             error = loader.error
-            failed = SessionFailed(str(error), getattr(error, "code", EXIT_FAILURE))
+            failed = SessionFailed(str(error), _exit_code(error))
             app.loop.call_soon_threadsafe(lambda: app.exit(exception=failed) if app.is_running else None)
 
-    def _announce(self, session: "Session") -> None:
+    def _announce(self, session: Session) -> None:
         with self._announce_lock:
             if self._announced:
                 return
             self._announced = True
         if self._status is not None:
             self._status.attach(session)
-        self._start_mode = getattr(getattr(session.agent, "permissions", None), "mode", None)
+        self._start_mode = session.status().permission_mode
         dim = "\x1b[2m{}\x1b[0m" if sys.stdout.isatty() else "{}"
         sys.stdout.write(dim.format(session_status(session)) + "\n")
-        if getattr(session, "resume_note", None):
+        if session.resume_note:
             sys.stdout.write(dim.format(printable(session.resume_note)) + "\n")
         handed_over = handover_note(session)
         if handed_over:
@@ -548,14 +554,14 @@ class Repl:
         if self.resuming:
             from memagent.ui.recap import recap_lines
 
-            for line in recap_lines(session.agent.conversation.messages):
+            for line in recap_lines(session.history()):
                 sys.stdout.write(dim.format(line) + "\n")
         for warning in session.warnings:
             sys.stdout.write(f"warning: {warning}\n")
         self._warnings_seen = len(session.warnings)
         sys.stdout.flush()
 
-    def _show_warnings(self, session: "Session") -> None:
+    def _show_warnings(self, session: Session) -> None:
         assert self.console is not None
         for warning in session.warnings[self._warnings_seen :]:
             self.console.print(f"warning: {warning}", style="yellow", markup=False)
@@ -572,8 +578,8 @@ class Repl:
         session = loader.session
         if session is None:
             return
-        learner = getattr(session, "learner", None)
-        if learner is not None and session.agent.turns:
+        learner = session.learner
+        if learner is not None and session.status().turns:
             sys.stdout.write("Saving what this session taught to memory… (Ctrl-C skips)\n")
             sys.stdout.flush()
         for warning in session.close():
@@ -581,12 +587,11 @@ class Repl:
         if learner is not None:
             from memagent.ui.recap import learned_counts, learned_items, learned_summary
 
-            reports = list(getattr(learner, "reports", ()))
+            reports = list(learner.reports)
             summary = learned_summary(learned_counts(reports))
             if summary:
                 sys.stdout.write("\n".join([summary, *(printable(line) for line in learned_items(reports))]) + "\n")
-        transcript = getattr(session, "transcript", None)
-        if getattr(transcript, "pending", 0):
+        if session.transcript.pending:
             self.records_lost = True
 
 
