@@ -22,6 +22,7 @@ from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths
+    from memagent.session import Session
 
 
 @dataclass
@@ -163,13 +164,12 @@ def open_or_fail(options: ChatOptions, *, non_interactive: bool, one_shot: str |
         fail(str(exc), EXIT_FAILURE)
 
 
-def records_lost(session) -> int:
+def records_lost(session: "Session") -> int:
     """Transcript records still unwritten after ``close()`` (a full disk): they are lost."""
-    transcript = getattr(session, "transcript", None)
-    return int(getattr(transcript, "pending", 0) or 0)
+    return session.transcript.pending
 
 
-def close_session(session) -> int:
+def close_session(session: "Session") -> int:
     """Close, show the closing warnings, and say whether history was lost (exit code 1)."""
     for warning in session.close():
         sys.stderr.write(f"memagent: warning: {warning}\n")
@@ -358,7 +358,7 @@ def run_interactive(options: ChatOptions) -> int:
         model=settings.model,
         session_factory=factory,
         preload=preload_model_sdk,
-        auto_approve=options.auto_approve or bool(getattr(settings, "auto_approve", False)),
+        auto_approve=options.auto_approve or settings.auto_approve,
         first_message=options.first_message,
         resuming=bool(options.resume_id or options.continue_latest),
     ).run()
