@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
@@ -96,7 +96,7 @@ class CompactingContext:
         session_id: str,
         transcript_name: str,
         system: list[Block],
-        tools: list[dict],
+        tools: list[dict[str, Any]],
         reinject: Sequence[Callable[[], str | None]] = (),
         before_drop: Sequence[Callable[[list[Message], list[str]], None]] = (),
         tail_fraction: float = 0.3,
@@ -213,7 +213,7 @@ class CompactingContext:
         fitted, found = self.shelf.fit(blocks)
         return fitted, [attached.note() for attached in found]
 
-    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[AgentEvent]:
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[AgentEvent, None, bool]:
         """Set aside the largest texts: those above the inline limit halved ``attempt`` times, or
         halved further until one is; when none is left above the minimum, compact."""
         self._conversation = conversation
@@ -245,7 +245,7 @@ class CompactingContext:
             if not (yield from self._shrink(conversation, limit)) and limit == MIN_LIMIT_TOKENS:
                 return  # nothing left to set aside: compaction or the API's answer decides
 
-    def _shrink(self, conversation: Conversation, limit: int) -> Iterator[AgentEvent]:
+    def _shrink(self, conversation: Conversation, limit: int) -> Generator[AgentEvent, None, bool]:
         """Set aside every text above ``limit`` tokens, tool outputs first; True when any was."""
         assert self.shelf is not None
         for only in ("tool_result", "text"):
@@ -477,7 +477,7 @@ class CompactingContext:
     def _record(
         self, result: CompactionResult, focus: str | None, state: list[str], dropped_ids: list[str],
         current_request: str | None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """The transcript record; with it, resume rebuilds exactly the head this compaction built."""
         record: dict[str, Any] = {
             "type": "compaction",

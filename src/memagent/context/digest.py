@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from memagent.llm.types import Message
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse, message_items
@@ -82,7 +82,7 @@ class _Digest:
                 older = [line[2:] for line in items.splitlines() if line.startswith("- ")]
                 self.lists[title][:0] = older
 
-    def _call(self, args: dict) -> None:
+    def _call(self, args: dict[str, Any]) -> None:
         for key in PATH_KEYS:
             if isinstance(args.get(key), str):
                 self.lists[FILES].append(args[key])

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 from memagent.context.digest import deterministic_digest, first_chars
 from memagent.context.history import is_turn_start, tool_names_by_id
 from memagent.llm.protocol import ChatModel
-from memagent.llm.types import Block, Message, ModelRequest, ResponseComplete, text_block, tool_result_text
+from memagent.llm.types import Block, Message, ModelRequest, ResponseComplete, text_block
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse, injected, message_items
 from memagent.markers import Marker, block, summary_block
 

@@ -72,7 +72,7 @@ def _tool_use_ids(position: int, blocks: list[Any], seen: set[str], problems: li
     ids = []
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            tool_id = block.get("id")
+            tool_id = str(block.get("id", ""))
             if tool_id in seen:
                 problems.append(f"message {position}: duplicate tool_use id {tool_id}")
             seen.add(tool_id)
