@@ -7,8 +7,9 @@ long").
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Generator, Iterator, Protocol
+from typing import Any, Protocol
 
 from memagent.context.conversation import Conversation
 from memagent.llm.types import Block, Message, Usage

@@ -15,7 +15,8 @@ import json
 import re
 import threading
 import typing
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from memagent.decoding import scrub_value
 from memagent.errors import one_line

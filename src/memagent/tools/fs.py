@@ -28,30 +28,20 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from memagent.decoding import decode, looks_binary as _looks_binary
+from memagent.decoding import decode
+from memagent.decoding import looks_binary as _looks_binary
 from memagent.fsutil import atomic_write
 from memagent.permissions.effects import Effect, declares
 from memagent.tools import claude_names
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
-from memagent.tools.textfiles import (
-    TextFile,
-    binary_error,
-    count_remaining_lines,
-    decode_file,
-    encode_like,
-    format_line,
-    legacy_text,
-    page,
-    read_decoded,
-    read_line,
-)
 from memagent.tools.paths import (
     IgnoreRules,
     compile_glob,
@@ -63,6 +53,18 @@ from memagent.tools.paths import (
     shown_path,
     walk_base,
     walk_files,
+)
+from memagent.tools.textfiles import (
+    TextFile,
+    binary_error,
+    count_remaining_lines,
+    decode_file,
+    encode_like,
+    format_line,
+    legacy_text,
+    page,
+    read_decoded,
+    read_line,
 )
 
 DEFAULT_READ_LIMIT = 2000
@@ -162,7 +164,13 @@ class ReadFileInput(ToolInput):
         return _positive_or_none(value, info.field_name or "value")
 
 
-@tool("read_file", ReadFileInput, key_argument="path", effects=lambda inp: declares(Effect.READ, paths=(inp.path,)), claude=claude_names.READ)
+@tool(
+    "read_file",
+    ReadFileInput,
+    key_argument="path",
+    effects=lambda inp: declares(Effect.READ, paths=(inp.path,)),
+    claude=claude_names.READ,
+)
 def read_file(inp: ReadFileInput, ctx: ToolContext) -> str:
     """Read a text file from the project, with line numbers (like `cat -n`).
 
@@ -216,7 +224,13 @@ class WriteFileInput(ToolInput):
     content: str = Field(description="The complete new content of the file.")
 
 
-@tool("write_file", WriteFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)), claude=claude_names.WRITE)
+@tool(
+    "write_file",
+    WriteFileInput,
+    key_argument="path",
+    effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)),
+    claude=claude_names.WRITE,
+)
 def write_file(inp: WriteFileInput, ctx: ToolContext) -> str:
     """Create a file or replace its whole content. Parent directories are created as needed.
 
@@ -307,7 +321,13 @@ def _not_found_hint(content: str, old_text: str) -> str:
     return " Closest lines to the start of old_text:\n" + "\n".join(shown)
 
 
-@tool("edit_file", EditFileInput, key_argument="path", effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)), claude=claude_names.EDIT)
+@tool(
+    "edit_file",
+    EditFileInput,
+    key_argument="path",
+    effects=lambda inp: declares(Effect.WRITE, paths=(inp.path,)),
+    claude=claude_names.EDIT,
+)
 def edit_file(inp: EditFileInput, ctx: ToolContext) -> str:
     """Replace one exact occurrence of `old_text` with `new_text` in a file.
 
@@ -373,8 +393,13 @@ def _normalise_pattern(ctx: ToolContext, pattern: str) -> str:
     return pattern
 
 
-@tool("glob", GlobInput, key_argument="pattern",
-      effects=lambda inp: declares(Effect.READ, paths=(literal_prefix(inp.pattern.strip()) or ".",)), claude=claude_names.GLOB)
+@tool(
+    "glob",
+    GlobInput,
+    key_argument="pattern",
+    effects=lambda inp: declares(Effect.READ, paths=(literal_prefix(inp.pattern.strip()) or ".",)),
+    claude=claude_names.GLOB,
+)
 def glob(inp: GlobInput, ctx: ToolContext) -> str:
     """Find files by name pattern. Returns paths relative to the project root, newest first.
 
@@ -442,7 +467,7 @@ def _normalise_file_glob(pattern: str | None) -> str | None:
     return pattern
 
 
-def _filter_accepts(file_filter: "re.Pattern[str] | None", glob_pattern: str | None, rel: str) -> bool:
+def _filter_accepts(file_filter: re.Pattern[str] | None, glob_pattern: str | None, rel: str) -> bool:
     """Like ripgrep's --glob: a pattern with '/' matches the path, otherwise the file name."""
     if file_filter is None or glob_pattern is None:
         return True
@@ -484,13 +509,22 @@ def describe_skipped(skipped: dict[str, list[str]]) -> str:
             continue
         shown = ", ".join(names[:SKIPPED_NAMES_SHOWN]) + (", …" if len(names) > SKIPPED_NAMES_SHOWN else "")
         noun = "file" if len(names) == 1 else "files"
-        parts.append(f"{len(names)} {noun} {labels[reason]} ({shown})" if reason == SKIP_LARGE
-                     else f"{len(names)} {labels[reason]} {noun} ({shown})")
+        parts.append(
+            f"{len(names)} {noun} {labels[reason]} ({shown})"
+            if reason == SKIP_LARGE
+            else f"{len(names)} {labels[reason]} {noun} ({shown})"
+        )
     return "Not searched: " + ", ".join(parts) + "." if parts else ""
 
 
 # Longer than 60 lines: walking, filtering, capping and reporting skipped files share counters.
-@tool("grep", GrepInput, key_argument="pattern", effects=lambda inp: declares(Effect.READ, paths=(inp.path or ".",)), claude=claude_names.GREP)
+@tool(
+    "grep",
+    GrepInput,
+    key_argument="pattern",
+    effects=lambda inp: declares(Effect.READ, paths=(inp.path or ".",)),
+    claude=claude_names.GREP,
+)
 def grep(inp: GrepInput, ctx: ToolContext) -> str:
     """Search file contents with a Python regular expression; prints `file:line: text`.
 
