@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 def build(path: Path, cards: int) -> None:
     import bench_memory_speed as speed
+
     from memagent.memory.catalog import Catalog
     from memagent.memory.lexical import term_counts
 
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/memagent-bench-lexical"))
     args = parser.parse_args(argv)
     import bench_memory_speed as speed
+
     from memagent.memory.catalog import Catalog, _Postings
     from memagent.memory.lexical import top_k_pruned
 
