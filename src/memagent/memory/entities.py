@@ -274,8 +274,7 @@ class EntityIndex:
         for name, parts in self.description_parts().items():
             if name in named:
                 continue
-            matched = set().union(*(_describes(terms, words, h, m) for h, m in parts
-                                    if (generic if h in GENERIC_HEADS else h[:3] in starts)))
+            matched = set().union(*(_describes(terms, words, h, m) for h, m in parts if _may_describe(h, starts, generic)))
             if matched:
                 described.add(name)
                 used |= matched
@@ -291,6 +290,12 @@ def _starts(terms: Sequence[str]) -> set[str]:
     """The first three letters of each term: two :func:`_similar` terms always share them, so a
     description head or role noun whose start is not here cannot match (a filter, not a rule)."""
     return {t[:3] for t in terms}
+
+
+def _may_describe(head: str, starts: set[str], generic: bool) -> bool:
+    """A cheap necessary condition for :func:`_describes`: a generic head needs a generic word in
+    the question, any other head a term with its first three letters."""
+    return generic if head in GENERIC_HEADS else head[:3] in starts
 
 
 def _describes(terms: Sequence[str], words: Sequence[str], head: str, modifiers: Sequence[str]) -> set[str]:
