@@ -13,7 +13,8 @@ to ``--cards`` (random unit vectors for the bulk, as ``bench_memory_speed.py`` d
 store builds in a minute). Then ``--rounds`` rounds alternate the sides, each a fresh process:
 open the store, warm up, one untimed search, then ``MemoryService.search(q, k=5)`` over the
 questions — the team set's (descriptions, roles, periods, corrections) and 100 LoCoMo questions.
-Reported per side: the median over rounds of each round's p50 and p95, and their ratio.
+Reported per side: the median over rounds of each round's p50 and p95, wall time and CPU time
+(of all the process's threads: the steadier figure on a shared machine), and their ratios.
 
 ``--profile`` builds this checkout's store only and prints, for one pass over the questions under
 ``cProfile``, the time per search of each stage (query understanding, embedding, the vector
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", help="the other checkout's src/ directory (required)")
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stores", type=Path, help="keep the built stores here and reuse them on later runs")
     parser.add_argument("--profile", action="store_true", help="where this checkout's search time goes (cProfile)")
     parser.add_argument("--child", choices=["build", "measure", "profile"], help=argparse.SUPPRESS)
     parser.add_argument("--src", help=argparse.SUPPRESS)
@@ -150,24 +152,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--against or --profile is required")
     sides = {"this checkout": str(REPO / "src"), "against": str(Path(args.against).resolve())}
     results: dict[str, list[dict]] = {name: [] for name in sides}
-    with tempfile.TemporaryDirectory(prefix="memagent-warm-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="memagent-warm-") as scratch:
+        tmp = args.stores or Path(scratch)  # --stores: built once, reused by later runs
         roots = {}
         for i, (name, src) in enumerate(sides.items()):
             roots[name] = Path(tmp) / f"side{i}"
-            roots[name].mkdir()
-            (Path(tmp) / f"home{i}").mkdir()
+            if (roots[name] / ".built").exists():
+                continue
+            roots[name].mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / f"home{i}").mkdir(exist_ok=True)
             _run("build", src, roots[name], args.cards, Path(tmp) / f"home{i}")
+            (roots[name] / ".built").write_text(src)
         for _ in range(args.rounds):
             for i, (name, src) in enumerate(sides.items()):
                 results[name].append(_run("measure", src, roots[name], args.cards, Path(tmp) / f"home{i}"))
     print(f"warm search, {args.cards} cards, {args.rounds} rounds (median of the rounds' figures)\n")
-    print("| side | search p50 ms | search p95 ms |\n|---|---:|---:|")
+    print("| side | search p50 ms | search p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|")
+    keys = ("p50", "p95", "cpu_p50", "cpu_p95")
     medians = {}
     for name, rounds in results.items():
-        medians[name] = (statistics.median(r["p50"] for r in rounds), statistics.median(r["p95"] for r in rounds))
-        print(f"| {name} | {medians[name][0]:.1f} | {medians[name][1]:.1f} |")
+        medians[name] = [statistics.median(r[key] for r in rounds) for key in keys]
+        print(f"| {name} | " + " | ".join(f"{value:.1f}" for value in medians[name]) + " |")
     ours, theirs = medians["this checkout"], medians["against"]
-    print(f"\nratio this/against: p50 {ours[0] / theirs[0]:.2f}×, p95 {ours[1] / theirs[1]:.2f}×")
+    print("\nratio this/against: " + ", ".join(f"{key} {a / b:.2f}×" for key, a, b in zip(keys, ours, theirs)))
     return 0
 
 
