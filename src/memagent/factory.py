@@ -49,15 +49,12 @@ from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import lazy_counter
 from memagent.permissions import Declaration, Effect, Gate, HookVerdict, PermissionRuleError, Policy, RuleSource, Verdict
+from memagent.models import resolve as resolve_model
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.shell import ShellConfig
-
-# Claude Code's model aliases in a subagent definition, as memagent's settings name them.
-MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-6", "haiku": "claude-haiku-4-5"}
-
 
 @dataclass
 class Parts:
@@ -396,13 +393,14 @@ def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[
 
 
 def child_model_name(definition: AgentDefinition, parent_model: str | None, settings: Settings) -> str:
-    """The model a definition asks for: an alias, an id, or (``inherit``/none) the parent's."""
+    """The model a definition asks for: an alias, an id, or (``inherit``/none) the parent's.
+    ``haiku`` is the settings' small model; other aliases resolve through the model registry."""
     wanted = (definition.model or "").strip()
     if not wanted or wanted == "inherit":
         return parent_model or settings.model
-    if wanted == "haiku":
+    if wanted.lower() == "haiku":
         return settings.small_model
-    return MODEL_ALIASES.get(wanted, wanted)
+    return resolve_model(wanted)
 
 
 def serialized(approver: Approver, lock: threading.Lock) -> Approver:

@@ -153,6 +153,7 @@ def describe(name: str) -> str:
 
 __all__ = [
     "ALIASES",
+    "MEMAGENT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "DEFAULT_SMALL_MODEL",
     "FAMILIES",

@@ -47,7 +47,8 @@ from memagent.events import AgentEvent, Notice
 from memagent.llm.invariants import request_problems
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Block, Message, ModelRequest, Usage
-from memagent.markers import Marker, kind_of
+from memagent.llm.items import Injected, Text, ToolResult, item
+from memagent.markers import Marker, kind_of as legacy_kind
 
 MEMORY_KINDS = (Marker.MEMORIES, Marker.PROFILE)
 WINDOW_MARGIN = 0.95  # of the window less the answer: room for the estimate's error
@@ -269,7 +270,7 @@ class CompactingContext:
             other += math.ceil(MESSAGE_OVERHEAD * self.counter.correction)
             for block in message.get("content", []):
                 size = math.ceil(estimate_block(block) * self.counter.correction)
-                if block.get("type") == "tool_result":
+                if isinstance(item(block), ToolResult):
                     tool_results += size
                 elif _is_memory_text(block):
                     memory += size
@@ -441,8 +442,12 @@ def _shrunk_note(found: list[Attached]) -> str:
 
 
 def _is_memory_text(block: Block) -> bool:
-    """A block the memory layer added: per-turn retrieved cards, or the profile in the system prompt."""
-    return kind_of(block) in MEMORY_KINDS
+    """A block the memory layer added: per-turn retrieved cards (an injected item of their kind),
+    or the profile in the system prompt (memagent's own text there, told by its opening words)."""
+    value = item(block)
+    if isinstance(value, Injected):
+        return value.kind in MEMORY_KINDS
+    return isinstance(value, Text) and legacy_kind(value.text) in MEMORY_KINDS
 
 
 __all__ = ["CompactingContext", "CompactionResult"]
