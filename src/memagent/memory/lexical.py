@@ -241,7 +241,7 @@ def _bm25(params: LexicalIndex, corpus: Corpus, query_tf: Mapping[str, int]) -> 
     return scores, shared
 
 
-WHOLE_POSTINGS = 500  # a longer posting list is scored inside SQLite, not read into Python
+WHOLE_POSTINGS = 1_000  # a longer posting list is scored inside SQLite, not read into Python
 AGGREGATE_SLACK = 50  # rows fetched past the k-th, so that ties at the k-th score are all seen
 AGGREGATE_TRIES = 3  # each fetches 4× the rows of the one before; then the lists are read whole
 ESTIMATE_MARGIN = 1e-9  # relative: how far an estimate summed in another order may be from Python's
