@@ -52,6 +52,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "features": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "errors", "events", "fsutil",
                  "llm", "markers", "mcp_bridge", "memory", "permissions", "pricing", "tasks", "todo", "tools", "trust"},
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
+    # (models: whether the session's model knows a tool, e.g. Claude's memory tool)
     "factory": {"agent", "checkpoints", "config", "context", "features", "llm", "models", "permissions", "pricing",
                 "todo", "tools"},
     "runtime": {"agent", "checkpoints", "claude_settings", "config", "context", "errors", "factory", "features",

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
 
-from memagent import __version__
+from memagent import __version__, models
 from memagent.agent.feature import Feature, SubagentContext, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver
 from memagent.agent.prompt import build_system, environment_block, subagent_prompt
@@ -35,6 +35,7 @@ from memagent.context.transcript import TranscriptError, TranscriptWriter, new_s
 from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition, discover_agents
 from memagent.features.background_shells import BackgroundShellsFeature
 from memagent.features.checkpoints import CheckpointFeature
+from memagent.features.claude_memory_tool import ClaudeMemoryToolFeature, supported
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
 from memagent.features.hooks import HooksFeature
@@ -139,6 +140,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     )
     if memory.feature is not None:
         features.append(memory.feature)
+        features.extend(_claude_memory_tool(parts, memory.feature.service))
     features.append(_hooks(parts))
     features.append(_mcp_client(parts))
     features.append(_subagents(parts))
@@ -151,6 +153,14 @@ def session_shell(settings: Settings, home: Path, extra_env: dict[str, str] | No
     gets: Claude Code's ``env``, a SessionStart hook's CLAUDE_ENV_FILE) with its own background
     shells; its subagents share it."""
     return ShellConfig.from_settings(settings, home, extra_env=extra_env).with_background()
+
+
+def _claude_memory_tool(parts: Parts, service: Any) -> list[Feature]:
+    """Claude's own ``memory`` tool over the memory cards, when the setting is on and the model
+    was trained on it."""
+    if not supported(models.info(parts.settings.model).capabilities, parts.settings.memory_tool):
+        return []
+    return [ClaudeMemoryToolFeature(lambda: service)]
 
 
 def _background_shells(parts: Parts) -> list[Feature]:

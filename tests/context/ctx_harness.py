@@ -184,6 +184,9 @@ def _is_summary(request: ModelRequest) -> bool:
 
 
 def settings_for(threshold: int, **kwargs: Any) -> Settings:
+    """The harness compacts at the threshold while the turn waits (``compaction_background`` off),
+    so a test knows which request a compaction comes before; the background path has its own tests."""
+    kwargs.setdefault("compaction_background", False)
     return Settings(compact_tokens=threshold, small_model=SMALL, **kwargs)
 
 
