@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from memagent.fsutil import make_dirs
 from memagent.memory import card_facts
@@ -525,6 +525,19 @@ class _Postings:
     def postings(self, term: str) -> list[tuple[str, float, float]]:
         return self.db.execute("SELECT id, tf, length FROM postings WHERE term = ? AND active = ?",
                                (term, self.active)).fetchall()
+
+    def best_holding(self, scales: Mapping[str, float], norm: float, slope: float, factor: Sequence[float],
+                     limit: int) -> list[tuple[str, float]]:
+        """See ``lexical.PostingSource.best_holding``: one aggregate query, scored in SQLite."""
+        terms = list(scales)
+        scale = "CASE term " + "WHEN ? THEN ? " * len(terms) + "END"
+        shared = "CASE COUNT(*) " + "WHEN ? THEN ? " * (len(factor) - 1) + "END"
+        sql = (f"SELECT id, SUM(({scale}) * tf / ((tf + ?) + (? * length))) * ({shared}) AS score "
+               f"FROM postings WHERE active = ? AND term IN ({','.join('?' * len(terms))}) "
+               f"GROUP BY id ORDER BY score DESC, id DESC LIMIT ?")
+        args = [*(x for t in terms for x in (t, scales[t])), norm, slope,
+                *(x for n in range(1, len(factor)) for x in (n, factor[n])), self.active, *terms, int(limit)]
+        return self.db.execute(sql, args).fetchall()
 
     def lookup(self, term: str, ids: list[str]) -> list[tuple[str, float, float]]:
         found: list[tuple[str, float, float]] = []
