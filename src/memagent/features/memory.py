@@ -140,6 +140,10 @@ class MemoryFeature(BaseFeature):
 
     def after_turn(self, conversation: Conversation) -> None:
         self._conversation = conversation
+        try:
+            self.service.flush_usage()  # the turn's injected and retrieved cards, one write
+        except Exception as exc:
+            self.warn(f"memory use update failed: {one_line(exc)}")
         every = self.settings.extract_every_turns
         due = every > 0 and conversation.user_turns - self._extracted_at_turn >= every
         event, self._event = self._event, None

@@ -25,6 +25,7 @@ from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.store import EmbedderInfo
+from memagent.memory.usage import UsageBuffer
 
 INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
 
@@ -77,6 +78,7 @@ class MemoryCore:
         self.clock: Callable[[], datetime] = utc_now  # "now" for time questions ("last week"); tests set it
         self.retrieval = RetrievalParts()
         self.recall = Recall(self.retrieval)
+        self.usage = UsageBuffer()  # uses noted on the turn's path, written by ``flush_usage``
 
     def count_writes_on_disk(self, store_root: Path) -> None:
         """Keep the automatic-write limits in the index folder of the store at ``store_root``
