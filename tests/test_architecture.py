@@ -19,14 +19,15 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected", "gitsafe")
+LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected", "gitsafe",
+          "hook_settings")
 CORE_BASE_EXTRA = ("config", "pricing", "childenv")
 CORE_BASE = {*LEAVES, *CORE_BASE_EXTRA}
 ALLOWED: dict[str, set[str]] = {
     # leaves: shared vocabulary, importing nothing of memagent
     **{leaf: set() for leaf in LEAVES},
     "__init__": set(),
-    "config": {"paths", "models"},
+    "config": {"paths", "models", "hook_settings"},
     "pricing": {"models"},
     "childenv": {"redact"},
     "__main__": {"cli"},
