@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     """Topics that matter to this project, given to memory extraction as data (at most 20 used)."""
     memory_examples: tuple[str, ...] = ()
     """Example memories of the kind this project wants, given to extraction as data (at most 5)."""
+    memory_idle_seconds: float = Field(300.0, ge=0)
+    """The REPL left idle this long learns once from the turns not mined yet (0: never)."""
+    memory_topic_drift: float = Field(0.85, ge=0.0, le=1.0)
+    """Distance (0..1: 1 - cosine, or 1 - shared terms without a loaded embedder) between two
+    consecutive user messages at which the topic changed and the turns so far are learned (0: never)."""
     memory_max_cards: int = Field(0, ge=0)
     """Active memory cards a store (the project's, the user's) may hold; a save past it archives
     the lowest-value cards (never drops them) and says so. 0: no quota."""

@@ -1,6 +1,7 @@
 """Long-term memory as a feature: the memory tools, the profile in the system prompt, relevant
-cards in each new user message, citation tracking, and background learning (every N user
-turns, before a compaction drops messages, and at session end).
+cards in each new user message, use and citation tracking, and background learning (every N
+user turns, on the events of ``memory.triggers`` — a task or the todo list completed, the
+topic changed, the REPL idle —, before a compaction drops messages, and at session end).
 
 :func:`open_memory` does the opening work (store, confidence decay, learner) and degrades to
 "memory off, because …" instead of failing the session.
@@ -79,6 +80,7 @@ class MemoryFeature(BaseFeature):
         self.transcript_session = transcript_session  # the session's event card links its transcript
         self._started = datetime.now(timezone.utc)
         self._event_task: str | None = None  # the task in progress when that trigger fired
+        self._user_texts: list[str] = []  # this turn's user message and the one before (topic drift)
 
     def _messages(self) -> tuple[list[Message], list[str]]:
         """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
@@ -104,6 +106,7 @@ class MemoryFeature(BaseFeature):
         return block(Marker.PROFILE, self._profile) if self._profile else None
 
     def turn_context(self, turn: TurnInput) -> str | None:
+        self._user_texts = [*self._user_texts[-1:], turn.text]
         try:
             return self.service.context_for_turn(
                 turn.text, recent_texts(turn.messages), current_task=self.current_task()
@@ -147,10 +150,47 @@ class MemoryFeature(BaseFeature):
         every = self.settings.extract_every_turns
         due = every > 0 and conversation.user_turns - self._extracted_at_turn >= every
         event, self._event = self._event, None
+        event = event or self._topic_drift()
         task, self._event_task = (self._event_task, None) if event else (None, self._event_task)
+        if event and not due and self._limit_reached():
+            event = None
         if self.learner is not None and (due or event):
             self.learner.submit(conversation.messages, conversation.ids, event or "periodic", task=task)
             self._extracted_at_turn = conversation.user_turns
+
+    def _topic_drift(self) -> str | None:
+        """``TOPIC_DRIFT`` when this turn's user message moved away from the previous one's."""
+        from memagent.memory.triggers import TOPIC_DRIFT
+
+        threshold = self.settings.memory_topic_drift
+        if threshold <= 0 or len(self._user_texts) < 2 or self.learner is None:
+            return None
+        try:
+            distance = self.service.topic_distance(*self._user_texts)
+        except Exception:  # a trigger is a nicety: the turn counter and session end still learn
+            return None
+        return TOPIC_DRIFT if distance is not None and distance >= threshold else None
+
+    def _limit_reached(self) -> bool:
+        """The day's (or session's) automatic-write limit is reached: an event trigger would pay
+        for an extraction whose cards the gate refuses."""
+        try:
+            return self.service.auto_write_refusal() is not None
+        except Exception:
+            return False
+
+    def on_idle(self) -> bool:
+        """The REPL has been idle ``memory_idle_seconds``: learn once from the turns not mined yet
+        (called from the REPL's idle timer, never during a turn); ``True`` when it submitted."""
+        from memagent.memory.triggers import IDLE
+
+        conversation, learner = self._conversation, self.learner
+        if learner is None or conversation is None or self._limit_reached():
+            return False
+        if not learner.submit(conversation.messages, conversation.ids, IDLE, task=self._task_now()):
+            return False
+        self._extracted_at_turn = conversation.user_turns
+        return True
 
     def reinject(self) -> str | None:
         """The profile as it is now (cards may have been learned since the session started)."""

@@ -100,6 +100,19 @@ class Injection(Reading):
                     noted.update(catalog.note_use(db, [i for i in ids if i not in noted], now))
             return [i for i in ids if i in noted]
 
+    def topic_distance(self, previous: str, current: str) -> float | None:
+        """How far the user moved from ``previous`` to ``current`` (``memory.drift``): with the
+        store's embedder when it is loaded already, else lexically (never loads it)."""
+        from memagent.memory.drift import topic_distance
+
+        embed = self._embed if self._embedder.loaded and self.dim > 0 else None
+        return topic_distance(previous, current, embed)
+
+    def auto_write_refusal(self) -> str | None:
+        """Why the rate limit (kept on disk, shared by the project's processes) would refuse an
+        automatic write now, or ``None``."""
+        return self._rate.refusal(self.session_id)
+
     def note_retrieved(self, ids: Sequence[str]) -> None:
         """Cards a search returned to the model: a use, written at the next :meth:`flush_usage`."""
         self.usage.note(ids, utc_now())

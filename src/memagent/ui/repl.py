@@ -175,6 +175,7 @@ class Repl:
     _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
     _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
     _start_mode: str | None = None  # the permission mode the session opened in (Shift-Tab's cycle)
+    _idle: Any = None  # the IdleTimer (ui.idle) that lets memory learn while the user is away
 
     def run(self) -> int:
         from rich.console import Console
@@ -266,6 +267,29 @@ class Repl:
         return line
 
     def _read(self) -> str:
+        idle = self._idle_timer()
+        if idle is not None:
+            idle.waiting()
+        try:
+            return self._read_line()
+        finally:
+            if idle is not None:
+                idle.active()
+
+    def _idle_timer(self):
+        """The idle timer (``ui.idle``) once the session is open and has memory, else ``None``."""
+        if self._idle is None:
+            loader = self._loader
+            if loader is None or not loader.done or loader.error is not None:
+                return None
+            from memagent.ui.idle import IdleTimer
+
+            feature = loader.get().memory_feature
+            seconds = loader.get().settings.memory_idle_seconds if feature is not None else 0
+            self._idle = IdleTimer(seconds, feature.on_idle if feature is not None else (lambda: None))
+        return self._idle
+
+    def _read_line(self) -> str:
         if self.read_line is not None:
             return self.read_line()
         from prompt_toolkit.formatted_text import FormattedText
@@ -562,6 +586,8 @@ class Repl:
         self._warnings_seen = len(session.warnings)
 
     def _close(self) -> None:
+        if self._idle is not None:
+            self._idle.active()
         loader = self._loader
         if loader is None:
             return
