@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memagent.memory.cards import MemoryCard
 from memagent.memory.extraction import find_json_object
+from memagent.memory.procedures import PROCEDURE_RELEVANCE
 from memagent.memory.screening import Candidate
 
 Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
@@ -48,6 +49,7 @@ most similar existing memories (E1, E2, ...). One action per candidate:
 amount, name, added qualifier); replaces it (target).
 - CONTRADICT: says an existing memory is wrong or no longer true (target).
 - NOOP: an existing memory already says the same, same numbers, dates and qualifiers.
+A procedure saying what finally worked for the task of an existing procedure is an UPDATE of it. \
 "budget is $10k" vs "budget is $15k" is an UPDATE, never a NOOP; different subjects are not \
 duplicates. Answer with only JSON, target = the E-number (null for ADD):
 {"actions": [{"candidate": 1, "action": "UPDATE", "target": 2}]}"""
@@ -112,8 +114,16 @@ def parse_actions(text: str) -> dict[int, ActionItem] | None:
 
 
 def similar_cards(service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE) -> list[MemoryCard]:
-    """Active cards of the candidate's scope that are about the same thing, best first."""
+    """Active cards of the candidate's scope that are about the same thing, best first. A
+    procedure also meets the procedures of its scope at a lower bar (``memory.procedures``): a
+    new way to do a task shares few words with the old one."""
     hits = [h for h in service.search(candidate.content, k, scope=candidate.scope, min_score=min_relevance) if h.card.active]
+    if candidate.memory_type == "procedure":
+        seen = {h.card.id for h in hits}
+        hits += [h for h in service.search(candidate.content, k, memory_type="procedure", scope=candidate.scope,
+                                           min_score=min(min_relevance, PROCEDURE_RELEVANCE))
+                 if h.card.active and h.card.id not in seen]
+        hits = sorted(hits, key=lambda h: -h.parts.get("relevance", h.score))[:k]
     if not hits:
         return []
     best = max(h.parts.get("relevance", h.score) for h in hits)

@@ -47,4 +47,13 @@ class IdleTimer:
             pass
 
 
-__all__ = ["IdleTimer"]
+def idle_timer_for(session) -> IdleTimer:
+    """The timer of an open session: its memory learns after ``memory_idle_seconds`` (a session
+    without memory gets a timer that never fires)."""
+    feature = session.memory_feature
+    if feature is None:
+        return IdleTimer(0, lambda: None)
+    return IdleTimer(session.settings.memory_idle_seconds, feature.on_idle)
+
+
+__all__ = ["IdleTimer", "idle_timer_for"]

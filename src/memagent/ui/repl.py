@@ -277,16 +277,12 @@ class Repl:
                 idle.active()
 
     def _idle_timer(self):
-        """The idle timer (``ui.idle``) once the session is open and has memory, else ``None``."""
-        if self._idle is None:
-            loader = self._loader
-            if loader is None or not loader.done or loader.error is not None:
-                return None
-            from memagent.ui.idle import IdleTimer
+        """The idle timer (``ui.idle``) once the session is open, else ``None``."""
+        loader = self._loader
+        if self._idle is None and loader is not None and loader.done and loader.error is None:
+            from memagent.ui.idle import idle_timer_for
 
-            feature = loader.get().memory_feature
-            seconds = loader.get().settings.memory_idle_seconds if feature is not None else 0
-            self._idle = IdleTimer(seconds, feature.on_idle if feature is not None else (lambda: None))
+            self._idle = idle_timer_for(loader.get())
         return self._idle
 
     def _read_line(self) -> str:
