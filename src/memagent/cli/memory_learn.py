@@ -103,6 +103,8 @@ def _describe(item: "ReviewItem", root: Path) -> str:
     ]
     if card.provenance.quote:
         lines.append(f'    quote: "{_short(card.provenance.quote, 80)}"')
+    if card.members:
+        lines.append(f"    summarises {', '.join(card.members)} (they stay as they are)")
     note = stale_note(card, root)
     if note:
         lines.append(f"    {note}")

@@ -9,8 +9,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typing import Optional
+
 import typer
 
+from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
@@ -82,9 +85,71 @@ def review_skill_proposals(proposals: list["SkillProposal"], history: "LearningH
             typer.echo("    not offered again")
 
 
+def reflect_command(
+    ctx: typer.Context,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the clusters; ask nothing, write nothing."),
+    as_json: bool = JsonOption,
+    root: Optional[Path] = RootOption,
+) -> None:
+    """Find groups of related memories and propose one summary card for each (written by the
+    model, waiting in `memagent memory review`; accepted, it links its members and replaces none)."""
+    from memagent.cli.memory_learn import _open_service
+    from memagent.config import load_settings
+    from memagent.memory.history import LearningHistory
+    from memagent.memory.reflection import model_ask, reflect, report_json
+    from memagent.memory.service import MemoryUnavailable
+
+    service, paths = _open_service(ctx, root)
+    try:
+        ask = None
+        if not dry_run:
+            from memagent.runtime import SetupError, make_model
+
+            settings = load_settings(paths)
+            try:
+                ask = model_ask(make_model(settings), settings.small_model)
+            except SetupError as exc:
+                fail(str(exc), exc.code)
+        report = reflect(service, LearningHistory.for_paths(paths), service.embed_texts, ask)
+    except MemoryUnavailable as exc:
+        fail(f"memory unavailable: {exc}", EXIT_FAILURE)
+    finally:
+        service.close()
+    if as_json:
+        print_json(report_json(report, dry_run))
+    else:
+        _print_reflection(report, dry_run)
+    if any(p.error for p in report.proposals):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _print_reflection(report, dry_run: bool) -> None:
+    if not report.clusters:
+        typer.echo("Nothing to reflect on: no group of 3 or more related memories that was not summarised yet.")
+        return
+    many = len(report.clusters) != 1
+    if dry_run:
+        typer.echo(f"{len(report.clusters)} group{'s' if many else ''} of related memories "
+                   "(dry run: nothing asked, nothing written):")
+        for cluster in report.clusters:
+            typer.echo(f"  {len(cluster.members)} memories (similarity {cluster.cohesion:.2f}):")
+            for card in cluster.members:
+                typer.echo(printable(f"    {card.id}  {_short(card.content, 90)}"))
+        return
+    done = [p for p in report.proposals if p.summary_id]
+    typer.echo(f"Proposed {len(done)} summar{'ies' if len(done) != 1 else 'y'} "
+               "(waiting in `memagent memory review`):")
+    for proposal in report.proposals:
+        members = ", ".join(proposal.cluster.ids)
+        if proposal.summary_id:
+            typer.echo(printable(f"  {proposal.summary_id} summarises {members}: {_short(proposal.content or '', 90)}"))
+        else:
+            typer.echo(printable(f"  {members}: {proposal.error}"))
+
+
 def _short(text: str, width: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-__all__ = ["review_skill_proposals", "skill_proposal_json", "skill_proposals", "skills_made_from_cards"]
+__all__ = ["reflect_command", "review_skill_proposals", "skill_proposal_json", "skill_proposals", "skills_made_from_cards"]

@@ -124,6 +124,13 @@ class MemoryCore:
         tolist = getattr(vectors, "tolist", None)
         return tolist() if tolist is not None else [[float(x) for x in row] for row in vectors]
 
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Vectors of ``texts`` with the store's embedder (loading it), or ``None`` in lexical mode."""
+        with self._lock, self._guard("embed"):
+            if self.dim == 0:
+                return None
+            return [v or [] for v in self._embed(texts)]
+
     def _embed_all(self, texts: Sequence[str]) -> list[list[float]]:
         return [v for v in self._embed(texts) if v is not None]
 
