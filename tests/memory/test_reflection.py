@@ -137,3 +137,38 @@ def test_the_summary_answer_and_the_periodic_pass_setting():
     assert reflection_due(History([]), 0) is False  # off by default
     assert reflection_due(History([]), 7) is True
     assert reflection_due(History([{"time": "2999-01-01T00:00:00+00:00"}]), 7) is False
+
+
+def test_the_periodic_pass_is_off_by_default_and_runs_once_when_due(paths, monkeypatch):
+    import memagent.memory.embeddings as embeddings_module
+    from memagent.config import Settings
+    from memagent.features.memory import open_memory
+    from memagent.llm.anthropic import AnthropicModel
+    from memagent.memory.embeddings import LexicalOnlyEmbedder
+
+    monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: LexicalOnlyEmbedder())
+    model = Summariser()
+    with FakeAnthropic(responder=model) as fake:
+        chat = AnthropicModel("claude-haiku-4-5", api_key="test", base_url=fake.url, max_retries=0, timeout=20)
+
+        def opened(**settings):
+            feature = open_memory(paths, Settings(extract_every_turns=0, embedder="lexical", **settings), "s-r",
+                                  model=chat, record=lambda r: None, processed_ids=set(),
+                                  current_task=lambda: None, warn=print).feature
+            if feature.reflection is not None:
+                feature.reflection.join(60)
+            return feature
+
+        first = opened()
+        for words in HARBOR + OTHERS:
+            first.service.save(words, "fact", source="user")
+        assert first.reflection is None
+        first.close()
+        second = opened(memory_reflect_every_days=7)
+        assert second.reflection is not None and len(model.prompts) == 1
+        (summary,) = [c for c in second.service.list(status="archived", limit=20) if c.members]
+        assert len(summary.members) == len(HARBOR)
+        second.close()
+        third = opened(memory_reflect_every_days=7)  # ran less than 7 days ago
+        assert third.reflection is None and len(model.prompts) == 1
+        third.close()

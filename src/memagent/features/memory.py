@@ -81,6 +81,7 @@ class MemoryFeature(BaseFeature):
         self._started = datetime.now(timezone.utc)
         self._event_task: str | None = None  # the task in progress when that trigger fired
         self._user_texts: list[str] = []  # this turn's user message and the one before (topic drift)
+        self.reflection: threading.Thread | None = None  # the periodic reflection pass, when it runs
 
     def _messages(self) -> tuple[list[Message], list[str]]:
         """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
@@ -214,6 +215,8 @@ class MemoryFeature(BaseFeature):
         learner, self.learner = self.learner, None
         catch_up, self.catch_up = self.catch_up, None
         try:
+            if self.reflection is not None:
+                self.reflection.join(self.end_of_session_wait)  # never closes the store under it
             if catch_up is not None:
                 catch_up.finish(self.end_of_session_wait, self.warn)
             if learner is not None:
@@ -399,6 +402,7 @@ def open_memory(
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)
     _warm_up_in_background(service, warn, prefetch, upkeep)
+    reflection = _reflect_in_background(paths, settings, model, service, warn) if upkeep else None
     learner = _start_learner(paths, settings, session_id, model, service, record, processed_ids, current_task)
     from memagent.memory.profiles import render_profile
 
@@ -408,7 +412,24 @@ def open_memory(
         catch_up=_start_catch_up(paths, settings, model, service, transcript_session or session_id,
                                  exclude_sessions, one_shot=not upkeep),
     )
+    feature.reflection = reflection
     return MemoryOpening(feature)
+
+
+def _reflect_in_background(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService",
+                           warn: Callable[[str], None]) -> "threading.Thread | None":
+    """The periodic reflection pass (``memory_reflect_every_days``, off by default; ``memory.reflection``)."""
+    if settings.memory_reflect_every_days <= 0:
+        return None
+    from memagent.memory.history import LearningHistory
+    from memagent.memory.reflection import model_ask, reflect_in_background
+
+    try:
+        return reflect_in_background(service, LearningHistory.for_paths(paths), settings.memory_reflect_every_days,
+                                     model_ask(model, settings.small_model), warn)
+    except Exception as exc:
+        warn(f"memory reflection skipped: {one_line(exc)}")
+        return None
 
 
 def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], None]) -> None:

@@ -19,6 +19,7 @@ says when reflection last ran (the periodic pass, ``memory_reflect_every_days``,
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -173,7 +174,9 @@ def propose(service: "MemoryService", history: "LearningHistory", cluster: Clust
     if result.card is None or result.status in ("refused", "duplicate"):
         proposal.error = f"not saved: {result.reason or result.status}"
         return proposal
-    card = service.update_card(result.card.id, status="archived", members=cluster.ids) or result.card
+    card = service.update_card(result.card.id, status="archived", members=cluster.ids, supersedes=None) or result.card
+    if result.card.supersedes:  # the gate took it for a correction of a member: a summary replaces nothing
+        service.update_card(result.card.supersedes, status="active", superseded_by=None, touch=False)
     proposal.summary_id = card.id
     history.append({"kind": "pending", "card_id": card.id, "action": ACTION, "members": cluster.ids},
                    scope=card.scope)
@@ -219,6 +222,29 @@ def reflection_due(history: "LearningHistory", every_days: float, now: datetime 
     return to_utc(now or utc_now()) - to_utc(last) >= timedelta(days=every_days)
 
 
+def reflect_in_background(service: "MemoryService", history: "LearningHistory", every_days: float,
+                          ask: Ask, warn: Callable[[str], None]) -> "threading.Thread | None":
+    """The periodic pass: when due (:func:`reflection_due`), reflect on a daemon thread and say
+    how many summaries wait for review; ``None`` when not due. Failures are one warning."""
+    if not reflection_due(history, every_days):
+        return None
+
+    def run() -> None:
+        try:
+            report = reflect(service, history, service.embed_texts, ask)
+        except Exception as exc:  # the session goes on; the next due start tries again
+            warn(f"memory reflection failed: {' '.join(str(exc).split())[:200]}")
+            return
+        proposed = sum(1 for p in report.proposals if p.summary_id)
+        if proposed:
+            warn(f"memory: reflection proposed {proposed} summar{'ies' if proposed != 1 else 'y'}; "
+                 "see `memagent memory review`")
+
+    thread = threading.Thread(target=run, name="memagent-reflection", daemon=True)
+    thread.start()
+    return thread
+
+
 def report_json(report: ReflectionReport, dry_run: bool) -> list[dict]:
     by_cluster = {id(p.cluster): p for p in report.proposals}
     shown = []
@@ -234,4 +260,4 @@ def report_json(report: ReflectionReport, dry_run: bool) -> list[dict]:
 
 
 __all__ = ["ACTION", "Cluster", "Proposal", "REFLECTION_SYSTEM", "ReflectionReport", "find_clusters", "model_ask",
-           "parse_summary", "propose", "reflect", "reflection_due", "report_json", "summary_prompt"]
+           "parse_summary", "propose", "reflect", "reflect_in_background", "reflection_due", "report_json", "summary_prompt"]
