@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from fakeapi import FakeAnthropic, text, tool
@@ -46,7 +45,7 @@ def _project_with_hooks(project):
     (project / ".claude" / "hooks" / "validate.py").write_text(VALIDATOR)
     _settings(project, {
         "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-            {"type": "command", "command": f'{sys.executable} "$CLAUDE_PROJECT_DIR/.claude/hooks/validate.py"'}]}]},
+            {"type": "command", "command": 'python3 "$CLAUDE_PROJECT_DIR/.claude/hooks/validate.py"'}]}]},
         "env": {"DEPLOY_TARGET": "staging"},
     })
 
