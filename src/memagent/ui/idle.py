@@ -9,7 +9,8 @@ thread, never during a turn. Memory uses it to learn from a conversation the use
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 
 class IdleTimer:
@@ -56,4 +57,27 @@ def idle_timer_for(session) -> IdleTimer:
     return IdleTimer(session.settings.memory_idle_seconds, feature.on_idle)
 
 
-__all__ = ["IdleTimer", "idle_timer_for"]
+class IdleWatch:
+    """The REPL's side: the session's timer, made once the session is open, around each prompt."""
+
+    def __init__(self) -> None:
+        self.timer: IdleTimer | None = None
+
+    @contextmanager
+    def prompt(self, loader: Any) -> Iterator[None]:
+        """Time one wait at the prompt (``loader``: the REPL's SessionLoader)."""
+        if self.timer is None and loader is not None and loader.done and loader.error is None:
+            self.timer = idle_timer_for(loader.get())
+        if self.timer is not None:
+            self.timer.waiting()
+        try:
+            yield
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.timer is not None:
+            self.timer.active()
+
+
+__all__ = ["IdleTimer", "IdleWatch", "idle_timer_for"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from memagent import __version__
 from memagent.ui.commands import Reply, find_command, is_command, run_command
+from memagent.ui.idle import IdleWatch
 from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.printmode import consume_turn
 from memagent.ui.safe_text import printable
@@ -175,7 +176,7 @@ class Repl:
     _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
     _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
     _start_mode: str | None = None  # the permission mode the session opened in (Shift-Tab's cycle)
-    _idle: Any = None  # the IdleTimer (ui.idle) that lets memory learn while the user is away
+    _idle: IdleWatch = field(default_factory=IdleWatch)
 
     def run(self) -> int:
         from rich.console import Console
@@ -267,23 +268,8 @@ class Repl:
         return line
 
     def _read(self) -> str:
-        idle = self._idle_timer()
-        if idle is not None:
-            idle.waiting()
-        try:
+        with self._idle.prompt(self._loader):  # memory learns once if the user stays away
             return self._read_line()
-        finally:
-            if idle is not None:
-                idle.active()
-
-    def _idle_timer(self):
-        """The idle timer (``ui.idle``) once the session is open, else ``None``."""
-        loader = self._loader
-        if self._idle is None and loader is not None and loader.done and loader.error is None:
-            from memagent.ui.idle import idle_timer_for
-
-            self._idle = idle_timer_for(loader.get())
-        return self._idle
 
     def _read_line(self) -> str:
         if self.read_line is not None:
@@ -582,8 +568,7 @@ class Repl:
         self._warnings_seen = len(session.warnings)
 
     def _close(self) -> None:
-        if self._idle is not None:
-            self._idle.active()
+        self._idle.stop()
         loader = self._loader
         if loader is None:
             return
