@@ -10,9 +10,9 @@ import time
 import pytest
 
 from fakeapi import FakeAnthropic
+from memagent.agent.feature import TurnInput
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
-from memagent.agent.feature import TurnInput
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
 from memagent.memory.drift import topic_distance

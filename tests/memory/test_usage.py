@@ -11,6 +11,7 @@ import pytest
 from fakeapi import FakeAnthropic
 from memagent.memory.cards import utc_now
 from memagent.memory.catalog import Catalog
+from memagent.memory.errors import MemoryUnavailable
 from memagent.memory.hygiene import decayed_confidence
 from memagent.memory.ranking import CardSignals, RankingWeights, blend_factor, signals_of
 from memagent.memory.usage import UsageBuffer, usage_signal
@@ -93,7 +94,7 @@ def test_a_failed_flush_keeps_its_uses_for_the_next_one(service, monkeypatch):
 
     with monkeypatch.context() as patch:
         patch.setattr(Catalog, "transaction", broken)
-        with pytest.raises(Exception):
+        with pytest.raises(MemoryUnavailable, match="disk full"):
             service.flush_usage()
     assert service.flush_usage() == 1
     assert service.get(card).access_count == 1

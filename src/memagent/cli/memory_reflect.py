@@ -9,8 +9,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from typing import Optional
-
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json
@@ -39,14 +37,14 @@ def skills_made_from_cards(root: Path) -> set[str]:
     return found
 
 
-def skill_proposals(service: "MemoryService", history: "LearningHistory", paths: "ProjectPaths",
-                    settings: "Settings") -> list["SkillProposal"]:
+def skill_proposals(service: MemoryService, history: LearningHistory, paths: ProjectPaths,
+                    settings: Settings) -> list[SkillProposal]:
     from memagent.memory.procedures import skill_proposals as proposals
 
     return proposals(service, history, settings.memory_skill_after_uses, skills_made_from_cards(paths.root))
 
 
-def skill_proposal_json(proposal: "SkillProposal") -> dict[str, Any]:
+def skill_proposal_json(proposal: SkillProposal) -> dict[str, Any]:
     from memagent.cli.skills import skill_from_card
 
     name, _ = skill_from_card(proposal.card)
@@ -54,7 +52,7 @@ def skill_proposal_json(proposal: "SkillProposal") -> dict[str, Any]:
             "skill": f"{SKILL_FOLDER}/skills/{name}/SKILL.md", "repository": None}
 
 
-def review_skill_proposals(proposals: list["SkillProposal"], history: "LearningHistory", paths: "ProjectPaths",
+def review_skill_proposals(proposals: list[SkillProposal], history: LearningHistory, paths: ProjectPaths,
                            interactive: bool) -> None:
     """Offer each mature procedure as a skill; asks before writing (never without a terminal)."""
     from memagent.cli.skills import skill_from_card
@@ -89,7 +87,7 @@ def reflect_command(
     ctx: typer.Context,
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the clusters; ask nothing, write nothing."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Find groups of related memories and propose one summary card for each (written by the
     model, waiting in `memagent memory review`; accepted, it links its members and replaces none)."""

@@ -16,7 +16,7 @@ or above the ``memory_topic_drift`` setting is a drift (``memory.triggers.TOPIC_
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from memagent.memory.gate import term_overlap
 from memagent.memory.lexical import tokenize

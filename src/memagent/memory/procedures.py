@@ -24,8 +24,9 @@ Skills
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from memagent.memory.cards import MemoryCard
 
@@ -50,7 +51,7 @@ def maturity(chain: Sequence[MemoryCard]) -> int:
     return sum(card.access_count + len(card.merged_from) for card in chain) + max(len(chain) - 1, 0)
 
 
-def skill_proposals(service: "MemoryService", history: "LearningHistory", threshold: int,
+def skill_proposals(service: MemoryService, history: LearningHistory, threshold: int,
                     made: Iterable[str] = ()) -> list[SkillProposal]:
     """Mature procedures to offer as skills (see the module docstring)."""
     if threshold <= 0:
@@ -70,7 +71,7 @@ def skill_proposals(service: "MemoryService", history: "LearningHistory", thresh
     return proposals
 
 
-def decline(history: "LearningHistory", proposal: SkillProposal) -> None:
+def decline(history: LearningHistory, proposal: SkillProposal) -> None:
     """Never offer this procedure (or a later refinement of it) as a skill again."""
     history.append({"kind": DECLINED, "card_id": proposal.card.id}, scope=proposal.card.scope)
 

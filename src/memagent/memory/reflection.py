@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
 from memagent.memory.extraction import find_json_object
@@ -93,7 +94,7 @@ def _similarity(i: int, j: int, cards: Sequence[MemoryCard], vectors, terms) -> 
     return base + (SHARED_BONUS if shared else 0.0)
 
 
-def find_clusters(cards: Sequence[MemoryCard], vectors: "list[list[float]] | None") -> list[Cluster]:
+def find_clusters(cards: Sequence[MemoryCard], vectors: list[list[float]] | None) -> list[Cluster]:
     """Groups of related cards (see the module docstring), largest and tightest first."""
     threshold = DENSE_LINK if vectors is not None else LEXICAL_LINK
     terms = [set(tokenize(card.content)) for card in cards]
@@ -128,14 +129,14 @@ def find_clusters(cards: Sequence[MemoryCard], vectors: "list[list[float]] | Non
     return clusters
 
 
-def candidates(service: "MemoryService", history: "LearningHistory") -> list[MemoryCard]:
+def candidates(service: MemoryService, history: LearningHistory) -> list[MemoryCard]:
     """Active cards reflection may group: not events, not summaries, not members of one."""
     cards = service.list(limit=SCAN_LIMIT)
     linked = {m for card in service.list(include_all=True, limit=SCAN_LIMIT) for m in card.members}
     return [c for c in cards if c.memory_type != "event" and not c.members and c.id not in linked]
 
 
-def clusters_to_propose(service: "MemoryService", history: "LearningHistory", embed: Embed) -> list[Cluster]:
+def clusters_to_propose(service: MemoryService, history: LearningHistory, embed: Embed) -> list[Cluster]:
     cards = candidates(service, history)
     vectors = embed([c.content for c in cards]) if cards else None
     proposed = {frozenset(r.get("members") or ()) for r in history.records(PROPOSED)}
@@ -156,7 +157,7 @@ def parse_summary(answer: str) -> str:
     return " ".join(summary.split())
 
 
-def propose(service: "MemoryService", history: "LearningHistory", cluster: Cluster, ask: Ask) -> Proposal:
+def propose(service: MemoryService, history: LearningHistory, cluster: Cluster, ask: Ask) -> Proposal:
     """One summary for ``cluster``, saved archived and pending review."""
     proposal = Proposal(cluster)
     try:
@@ -184,7 +185,7 @@ def propose(service: "MemoryService", history: "LearningHistory", cluster: Clust
     return proposal
 
 
-def reflect(service: "MemoryService", history: "LearningHistory", embed: Embed, ask: Ask | None) -> ReflectionReport:
+def reflect(service: MemoryService, history: LearningHistory, embed: Embed, ask: Ask | None) -> ReflectionReport:
     """Find clusters and, given ``ask`` (``None``: a dry run), propose one summary per cluster."""
     report = ReflectionReport(clusters_to_propose(service, history, embed))
     if ask is not None:
@@ -208,7 +209,7 @@ def model_ask(model, model_name: str | None) -> Ask:
     return ask
 
 
-def reflection_due(history: "LearningHistory", every_days: float, now: datetime | None = None) -> bool:
+def reflection_due(history: LearningHistory, every_days: float, now: datetime | None = None) -> bool:
     """The periodic pass is on (``every_days`` > 0) and did not run in the last ``every_days``."""
     if every_days <= 0:
         return False
@@ -222,8 +223,8 @@ def reflection_due(history: "LearningHistory", every_days: float, now: datetime 
     return to_utc(now or utc_now()) - to_utc(last) >= timedelta(days=every_days)
 
 
-def reflect_in_background(service: "MemoryService", history: "LearningHistory", every_days: float,
-                          ask: Ask, warn: Callable[[str], None]) -> "threading.Thread | None":
+def reflect_in_background(service: MemoryService, history: LearningHistory, every_days: float,
+                          ask: Ask, warn: Callable[[str], None]) -> threading.Thread | None:
     """The periodic pass: when due (:func:`reflection_due`), reflect on a daemon thread and say
     how many summaries wait for review; ``None`` when not due. Failures are one warning."""
     if not reflection_due(history, every_days):

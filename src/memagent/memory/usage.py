@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Iterable
 
 SATURATION = 20  # uses at which the ranking signal reaches 1 (it grows with log(1 + uses))
 DECAY_STRETCH_USES = 10  # uses at which a card's decay half-life is twice as long

@@ -9,8 +9,9 @@ thread, never during a turn. Memory uses it to learn from a conversation the use
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 class IdleTimer:
