@@ -40,20 +40,21 @@ ALLOWED: dict[str, set[str] | None] = {
     "commands_md": {"fsutil"},
     "claude_settings": {"config", "paths"},
     # the model adapter and the stores know nothing of the loop
-    "llm": {"config", "decoding", "errors", "pricing"},
+    "llm": {"decoding", "errors", "markers", "models", "pricing"},
     "tasks": {"fsutil", "redact"},
     "memory": {"config", "errors", "fsutil", "gitsafe", "llm", "markers", "redact"},
     "tools": {"childenv", "config", "decoding", "fsutil", "gitsafe", "paths", "permissions", "protected", "redact"},
     "context": {"config", "decoding", "events", "fsutil", "llm", "markers", "redact"},
     # the loop: context, model and tool protocols, no store
-    "agent": {"context", "decoding", "events", "llm", "permissions", "tools"},
+    "agent": {"context", "decoding", "events", "llm", "markers", "models", "permissions", "tools"},
     "mcp_bridge": {"childenv", "errors", "fsutil", "tools"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "features": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "errors", "events", "fsutil",
                  "llm", "markers", "mcp_bridge", "memory", "permissions", "pricing", "tasks", "todo", "tools", "trust"},
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
-    "factory": {"agent", "checkpoints", "config", "context", "features", "llm", "permissions", "pricing", "todo",
-                "tools"},
+    # (models: whether the session's model knows a tool, e.g. Claude's memory tool)
+    "factory": {"agent", "checkpoints", "config", "context", "features", "llm", "models", "permissions", "pricing",
+                "todo", "tools"},
     "runtime": {"agent", "checkpoints", "claude_settings", "config", "context", "errors", "factory", "features",
                 "fsutil", "llm", "memory", "paths", "permissions", "pricing", "todo", "tools", "trust"},
     # the outside: rendering and the command line

@@ -92,3 +92,49 @@ def test_slash_model_resolves_aliases_and_shows_the_facts():
     reply = run_command("/model opus", lambda: session)
     assert agent.config.model == models.resolve("opus")
     assert reply.text == f"model: claude-sonnet-5-5 → {models.resolve('opus')} (from the next message on)"
+
+
+# ---------------------------------------------------------------- one registry, no stragglers
+
+SRC = __import__("pathlib").Path(models.__file__).parent
+MODEL_ID = re.compile(r"""["']claude-(?:opus|sonnet|haiku|\d)[-\w.]*["']""")
+
+
+def definition(model: str | None):
+    from memagent.features.agent_definitions import AgentDefinition
+
+    return AgentDefinition(name="x", description="d", prompt="p", model=model)
+
+
+@pytest.mark.parametrize("alias", ["sonnet", "opus", "Opus", " sonnet "])
+def test_a_subagents_model_alias_resolves_through_the_registry(alias):
+    from memagent.factory import child_model_name
+
+    assert child_model_name(definition(alias), "parent-model", Settings()) == models.resolve(alias)
+
+
+def test_a_subagents_haiku_is_the_small_model_and_inherit_the_parents():
+    from memagent.factory import child_model_name
+
+    settings = Settings(small_model="claude-haiku-4-5")
+    assert child_model_name(definition("haiku"), "p", settings) == "claude-haiku-4-5"
+    assert child_model_name(definition("inherit"), "p", settings) == "p"
+    assert child_model_name(definition("claude-x-local"), "p", settings) == "claude-x-local"
+
+
+def test_the_default_output_limit_is_the_registrys_everywhere():
+    from memagent.agent.loop import AgentConfig
+    from memagent.llm.types import ModelRequest
+
+    assert AgentConfig().max_tokens == ModelRequest(system=[], messages=[]).max_tokens == models.MEMAGENT_MAX_TOKENS
+
+
+def test_no_module_but_the_registry_names_a_model_id():
+    """Model ids, windows and prices live in models.py; everything else asks it."""
+    found = [
+        f"{path.relative_to(SRC)}: {match.group(0)}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.name != "models.py"
+        for match in MODEL_ID.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []

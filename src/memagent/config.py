@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     """Output-token limit of one model response; unset: the model's default (model registry)."""
     compact_tokens: int | None = Field(None, ge=1)
     """Auto-compaction threshold in tokens; unset: a quarter of the window, at most 50,000."""
+    compaction_background: bool = True
+    """Prepare the compaction summary in the background once the context passes 75% of the
+    threshold and swap it in at the threshold (the turn waits only when the context is full);
+    false: the summary is written at the threshold while the turn waits."""
     inline_max_tokens: int | None = Field(None, ge=2_000)
     """A user message or tool output estimated above this many tokens reaches the model as its
     start and end plus a file it reads with read_file (the transcript keeps it whole); unset:
@@ -125,6 +129,9 @@ class Settings(BaseSettings):
     """Run every tool without asking (as ``--yes``)."""
     memory_enabled: bool = True
     """Long-term memory on or off (``--no-memory`` turns it off)."""
+    memory_tool: bool = True
+    """Offer Claude's own memory tool (``memory``, files under ``/memories``) as a view of the memory
+    cards, when the model was trained on it (a capability in ``models.py``) and memory is on."""
     extract_every_turns: int = Field(10, ge=0)
     """Background memory extraction runs every N user turns (0: never periodically)."""
     require_review: bool = False

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from pydantic import ValidationError
 
-from memagent import __version__
+from memagent import __version__, models
 from memagent.agent.feature import Feature, SubagentContext, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver
 from memagent.agent.prompt import build_system, environment_block, subagent_prompt
@@ -35,6 +35,7 @@ from memagent.context.transcript import TranscriptError, TranscriptWriter, new_s
 from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition, discover_agents
 from memagent.features.background_shells import BackgroundShellsFeature
 from memagent.features.checkpoints import CheckpointFeature
+from memagent.features.claude_memory_tool import ClaudeMemoryToolFeature, supported
 from memagent.features.context import ContextToolsFeature
 from memagent.features.continuity import ContinuityFeature
 from memagent.features.hooks import HooksFeature
@@ -49,15 +50,12 @@ from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import lazy_counter
 from memagent.permissions import Declaration, Effect, Gate, HookVerdict, PermissionRuleError, Policy, RuleSource, Verdict
+from memagent.models import resolve as resolve_model
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.shell import ShellConfig
-
-# Claude Code's model aliases in a subagent definition, as memagent's settings name them.
-MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-6", "haiku": "claude-haiku-4-5"}
-
 
 @dataclass
 class Parts:
@@ -142,6 +140,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     )
     if memory.feature is not None:
         features.append(memory.feature)
+        features.extend(_claude_memory_tool(parts, memory.feature.service))
     features.append(_hooks(parts))
     features.append(_mcp_client(parts))
     features.append(_subagents(parts))
@@ -154,6 +153,14 @@ def session_shell(settings: Settings, home: Path, extra_env: dict[str, str] | No
     gets: Claude Code's ``env``, a SessionStart hook's CLAUDE_ENV_FILE) with its own background
     shells; its subagents share it."""
     return ShellConfig.from_settings(settings, home, extra_env=extra_env).with_background()
+
+
+def _claude_memory_tool(parts: Parts, service: Any) -> list[Feature]:
+    """Claude's own ``memory`` tool over the memory cards, when the setting is on and the model
+    was trained on it."""
+    if not supported(models.info(parts.settings.model).capabilities, parts.settings.memory_tool):
+        return []
+    return [ClaudeMemoryToolFeature(lambda: service)]
 
 
 def _background_shells(parts: Parts) -> list[Feature]:
@@ -396,13 +403,14 @@ def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[
 
 
 def child_model_name(definition: AgentDefinition, parent_model: str | None, settings: Settings) -> str:
-    """The model a definition asks for: an alias, an id, or (``inherit``/none) the parent's."""
+    """The model a definition asks for: an alias, an id, or (``inherit``/none) the parent's.
+    ``haiku`` is the settings' small model; other aliases resolve through the model registry."""
     wanted = (definition.model or "").strip()
     if not wanted or wanted == "inherit":
         return parent_model or settings.model
-    if wanted == "haiku":
+    if wanted.lower() == "haiku":
         return settings.small_model
-    return MODEL_ALIASES.get(wanted, wanted)
+    return resolve_model(wanted)
 
 
 def serialized(approver: Approver, lock: threading.Lock) -> Approver:

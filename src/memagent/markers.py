@@ -3,9 +3,14 @@
 memagent adds text the user did not type: retrieved memories, the profile, a compaction summary,
 re-injected state, reminders, the note that a request was interrupted, the placeholder of an
 elided tool result, the continuity note at session start, project instructions. Each has a
-:class:`Marker` here, and every reader that must tell injected text from the user's words
-(sessions listing, compaction, memory extraction, the runtime's recent-text window) asks
-:func:`kind_of` instead of matching string prefixes of its own.
+:class:`Marker` here. An injected text is stored as an item that carries its marker as data
+(:class:`memagent.llm.items.Injected`, the block's ``injected`` field holding
+:attr:`Marker.key`), so a reader asks the item, never the text's opening words; the text the
+model reads is built by the functions below and is the same as before the field existed.
+
+Recognising a kind by its opening words (:meth:`Marker.legacy_kind`, :func:`kind_of` on a
+string) remains only for what has no field: transcripts written before it, and texts memory
+extraction still reads as strings.
 
 A leaf module: it imports nothing of memagent, so every room may use it.
 """
@@ -13,7 +18,6 @@ A leaf module: it imports nothing of memagent, so every room may use it.
 from __future__ import annotations
 
 import enum
-from typing import Any, Mapping
 
 
 class Marker(enum.Enum):
@@ -32,6 +36,23 @@ class Marker(enum.Enum):
     REMINDER = "<reminder>"
     CONTEXT = "<context"
     HOOK_CONTEXT = "[Context from the user's hooks"
+
+    @property
+    def key(self) -> str:
+        """The stable name stored in a transcript (``memories``, ``summary``, ``reminder`` …)."""
+        return self.name.lower()
+
+    @classmethod
+    def from_key(cls, key: object) -> "Marker | None":
+        """The marker a stored ``injected`` field names; None for a missing or unknown name."""
+        if not isinstance(key, str):
+            return None
+        return cls.__members__.get(key.upper())
+
+    @classmethod
+    def legacy_kind(cls, text: str) -> "Marker | None":
+        """The kind an earlier version meant by a text opening with a marker's words."""
+        return kind_of(text)
 
 
 # Text a tool_result carries when its call never finished (not a block opener, but injected).
@@ -52,18 +73,10 @@ _LEGACY_OPENERS: dict[str, Marker] = {
 }
 
 
-def text_of(block: Mapping[str, Any]) -> str | None:
-    """The text of a text block, else None."""
-    if block.get("type") != "text":
-        return None
-    return str(block.get("text", ""))
-
-
-def kind_of(block: Mapping[str, Any] | str) -> Marker | None:
-    """Which injected text a block (or a text) is; None for the user's or the model's own words."""
-    text = block if isinstance(block, str) else text_of(block)
-    if text is None:
-        return None
+def kind_of(text: str) -> Marker | None:
+    """Which injected text ``text`` opens like, by its opening words; None when it opens like
+    none. Only for text that has no item (earlier transcripts, memory extraction's strings):
+    a stored block says its kind itself (:func:`memagent.llm.items.kind_of`)."""
     if text == Marker.INTERRUPTED_REQUEST.value:
         return Marker.INTERRUPTED_REQUEST
     for marker in Marker:
@@ -73,10 +86,6 @@ def kind_of(block: Mapping[str, Any] | str) -> Marker | None:
         if text.startswith(opener):
             return marker
     return None
-
-
-def is_injected(block: Mapping[str, Any] | str) -> bool:
-    return kind_of(block) is not None
 
 
 def block(marker: Marker, body: str = "") -> str:
@@ -107,9 +116,7 @@ __all__ = [
     "SUMMARY_TAGS",
     "block",
     "elided_result",
-    "is_injected",
     "kind_of",
     "reminder",
     "summary_block",
-    "text_of",
 ]

@@ -44,7 +44,9 @@ ALIASES: Mapping[str, str] = MappingProxyType(
     }
 )
 
-MODERN = frozenset({"tools", "images", "prompt_caching", "extended_thinking"})
+MODERN = frozenset({"tools", "images", "prompt_caching", "extended_thinking", "memory_tool"})
+"""``memory_tool``: trained on the Messages API's client-side memory tool (``memory_20250818``)."""
+CLAUDE_3_7 = MODERN - {"memory_tool"}
 CLAUDE_3 = frozenset({"tools", "images", "prompt_caching"})
 
 
@@ -84,7 +86,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
         "claude-opus-3": Family(max_output_tokens=4_096, price=Price(15.0, 75.0), capabilities=CLAUDE_3),
         "claude-3-opus": Family(max_output_tokens=4_096, price=Price(15.0, 75.0), capabilities=CLAUDE_3),
         "claude-sonnet": Family(max_output_tokens=64_000, price=Price(3.0, 15.0)),
-        "claude-3-7-sonnet": Family(max_output_tokens=64_000, price=Price(3.0, 15.0)),
+        "claude-3-7-sonnet": Family(max_output_tokens=64_000, price=Price(3.0, 15.0), capabilities=CLAUDE_3_7),
         "claude-3-5-sonnet": Family(price=Price(3.0, 15.0), capabilities=CLAUDE_3),
         "claude-haiku-4": Family(max_output_tokens=64_000, price=Price(1.0, 5.0)),
         "claude-3-5-haiku": Family(price=Price(0.8, 4.0), capabilities=CLAUDE_3),
@@ -153,6 +155,7 @@ def describe(name: str) -> str:
 
 __all__ = [
     "ALIASES",
+    "MEMAGENT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "DEFAULT_SMALL_MODEL",
     "FAMILIES",

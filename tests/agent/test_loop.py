@@ -13,6 +13,8 @@ from memagent.agent.loop import Agent, Approval
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
+from memagent.llm.items import Injected, item, wire_block
+from memagent.markers import Marker
 from memagent.llm.scripted import FunctionModel, ScriptedModel, reply, tool_call
 from memagent.llm.types import ModelError, PromptTooLongError, Usage, text_block
 from memagent.permissions import Effect, declares
@@ -297,11 +299,11 @@ def test_prompt_too_long_asks_the_policy_to_shrink_and_retries(tmp_path):
 class InjectingFeature(BaseFeature):
     name = "injecting"
 
-    def turn_context(self, turn: TurnInput) -> str | None:
-        return "[Memory#m_1] the build uses make"
+    def turn_context(self, turn: TurnInput) -> Injected | None:
+        return Injected(Marker.MEMORIES, "[Memory#m_1] the build uses make")
 
-    def after_tools(self, names: list[str]) -> str | None:
-        return "<reminder>update your todos</reminder>" if "echo" in names else None
+    def after_tools(self, names: list[str]) -> Injected | None:
+        return Injected(Marker.REMINDER, "<reminder>update your todos</reminder>") if "echo" in names else None
 
 
 def test_features_inject_into_newest_user_message_and_after_results(tmp_path):
@@ -313,7 +315,8 @@ def test_features_inject_into_newest_user_message_and_after_results(tmp_path):
     assert first.messages[-1]["content"][-1]["text"].startswith("[Memory#m_1]")
     last_user = model.requests[1].messages[-1]["content"]
     assert last_user[0]["type"] == "tool_result"
-    assert last_user[-1] == {"type": "text", "text": "<reminder>update your todos</reminder>"}
+    assert item(last_user[-1]) == Injected(Marker.REMINDER, "<reminder>update your todos</reminder>")
+    assert wire_block(last_user[-1]) == {"type": "text", "text": "<reminder>update your todos</reminder>"}
     assert_valid(model)
 
 
@@ -413,4 +416,25 @@ def test_a_feature_can_block_a_tool_call_and_sees_the_calls_that_ran(tmp_path):
     assert results["a"]["is_error"] and "no rm here" in str(results["a"]["content"])
     assert not results["b"].get("is_error")
     assert [name for name, _ in guard.ran] == ["echo"]
+    assert_valid(model)
+
+
+class StopHookFeature(BaseFeature):
+    name = "stop-hook"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def continue_turn(self, text: str) -> Injected | None:
+        self.asked += 1
+        return Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, Stop:]\nrun the tests") if self.asked == 1 else None
+
+
+def test_a_stop_hooks_continuation_is_injected_and_opens_no_user_turn(tmp_path):
+    model = ScriptedModel([reply("done"), reply("tests pass")])
+    agent, _ = make_agent(tmp_path, model, features=[StopHookFeature()])
+    run(agent, "fix it")
+    nudge = agent.conversation.messages[-2]["content"][0]
+    assert item(nudge) == Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, Stop:]\nrun the tests")
+    assert agent.conversation.user_turns == 1
     assert_valid(model)

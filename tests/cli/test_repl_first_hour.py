@@ -21,7 +21,7 @@ def _user_texts(request) -> list[str]:
 
 
 def _wait_exit(child: pexpect.spawn) -> int:
-    child.expect(pexpect.EOF)
+    child.expect(pexpect.EOF, timeout=90)  # quitting while the session opens waits for it (slow on a busy machine)
     child.close()
     return child.exitstatus
 

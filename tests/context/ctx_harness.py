@@ -23,6 +23,8 @@ from memagent.llm.tokens import lazy_counter
 from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptWriter, read_records
 from memagent.llm.invariants import request_problems
+from memagent.llm.items import Injected
+from memagent.markers import Marker
 from memagent.llm.scripted import FunctionModel, reply
 from memagent.llm.types import ModelError, ModelRequest, ModelResponse, text_block
 from memagent.tools.base import ToolContext, ToolError, ToolInput, ToolRegistry, tool
@@ -38,8 +40,9 @@ class ReminderFeature(BaseFeature):
     def __init__(self, reminder: Callable[[list[str]], str | None]) -> None:
         self.reminder = reminder
 
-    def after_tools(self, names: list[str]) -> str | None:
-        return self.reminder(names)
+    def after_tools(self, names: list[str]) -> Injected | None:
+        text = self.reminder(names)
+        return Injected(Marker.REMINDER, text) if text else None
 
 
 class RecordingConversation(Conversation):
@@ -181,6 +184,9 @@ def _is_summary(request: ModelRequest) -> bool:
 
 
 def settings_for(threshold: int, **kwargs: Any) -> Settings:
+    """The harness compacts at the threshold while the turn waits (``compaction_background`` off),
+    so a test knows which request a compaction comes before; the background path has its own tests."""
+    kwargs.setdefault("compaction_background", False)
     return Settings(compact_tokens=threshold, small_model=SMALL, **kwargs)
 
 

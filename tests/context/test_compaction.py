@@ -12,7 +12,8 @@ from memagent.markers import Marker
 
 SUMMARY_OPEN, STATE_HEADER = Marker.SUMMARY.value, Marker.STATE.value
 
-NOTICE = re.compile(r"^Compacted: ([\d,]+) → ([\d,]+) tokens; full transcript: \.transcripts/20261121-100000-aaaa\.jsonl$")
+NOTICE = re.compile(r"^Compacted: ([\d,]+) → ([\d,]+) tokens; summarised the \d+ oldest messages, kept the \d+ newest "
+                    r"verbatim(?:, re-injected \d+ state block\(s\))?; full transcript: \.transcripts/20261121-100000-aaaa\.jsonl$")
 
 
 def coding_turns(brain: PlannedBrain, harness, turns: int, reads_per_turn: int = 2, start: int = 0) -> None:

@@ -1,4 +1,5 @@
-"""The rule-based digest and the summary head: the user's words are told from injected text by kind_of."""
+"""The rule-based digest and the summary head: the user's words are told from injected text by
+their items (an injected text carries its kind; its opening words decide nothing)."""
 
 from __future__ import annotations
 
@@ -6,22 +7,31 @@ from memagent.context.digest import deterministic_digest
 from memagent.context.resume import load_session
 from memagent.context.summary import request_texts, summary_head, turn_request_text
 from memagent.context.transcript import TranscriptWriter
+from memagent.llm.items import injected
 from memagent.llm.scripted import tool_call
 from memagent.llm.types import text_block, tool_result_block
 from memagent.markers import INTERRUPTED_TOOL, Marker, block, reminder
 
 
-def user(*texts: str) -> dict:
-    return {"role": "user", "content": [text_block(t) for t in texts]}
+def user(*parts: str | dict) -> dict:
+    return {"role": "user", "content": [text_block(p) if isinstance(p, str) else p for p in parts]}
+
+
+def interrupted() -> dict:
+    return injected(Marker.INTERRUPTED_REQUEST, Marker.INTERRUPTED_REQUEST.value)
+
+
+def memories(text: str) -> dict:
+    return injected(Marker.MEMORIES, block(Marker.MEMORIES, text))
 
 
 def test_user_words_in_brackets_are_requests_and_injected_blocks_are_not():
     messages = [
         user(
-            Marker.INTERRUPTED_REQUEST.value,
+            interrupted(),
             "[WIP] fix the bug in <parser>; we must never touch the public API.",
-            block(Marker.MEMORIES, "[Memory#m1] the parser lives in src/parse.py"),
-            reminder("update your todo list"),
+            memories("[Memory#m1] the parser lives in src/parse.py"),
+            injected(Marker.REMINDER, reminder("update your todo list")),
         ),
         {"role": "assistant", "content": [tool_call("read_file", {"path": "src/parse.py"}, id="toolu_1")]},
         {"role": "user", "content": [tool_result_block("toolu_1", "ValueError: bad token", is_error=True)]},
@@ -46,7 +56,7 @@ def test_an_earlier_digest_is_merged_not_nested():
 
 
 def test_the_request_carried_over_a_mid_turn_cut_keeps_bracketed_user_text():
-    opening = user(Marker.INTERRUPTED_REQUEST.value, "[WIP] fix the bug", block(Marker.MEMORIES, "[Memory#m1] x"))
+    opening = user(interrupted(), "[WIP] fix the bug", memories("[Memory#m1] x"))
     assert request_texts(opening) == ["[WIP] fix the bug"]
     messages = [
         opening,
@@ -78,3 +88,19 @@ def test_the_head_is_byte_identical_to_what_earlier_versions_wrote(tmp_path):
     writer.close()
     resumed = load_session(tmp_path, "s1")
     assert resumed.messages == [{"role": "user", "content": head + [text_block("new")]}]
+
+
+def test_user_words_that_open_like_injected_text_are_the_users_own():
+    """The user may type a marker's opening words; only what memagent injected is injected."""
+    typed = [reminder("keep the API"), block(Marker.MEMORIES, "I wrote this myself"), Marker.INTERRUPTED_REQUEST.value]
+    digest = deterministic_digest([user(*typed), {"role": "assistant", "content": [text_block("ok")]}])
+    requests = digest.split("User requests:\n")[1].split("\n\n")[0].splitlines()
+    assert requests == ["- " + " ".join(t.split()) for t in typed]
+    assert request_texts(user(*typed)) == typed
+
+
+def test_a_carried_request_is_known_by_its_item_not_its_words():
+    typed = block(Marker.CURRENT_REQUEST, "not carried: typed")
+    assert request_texts(user("first", typed)) == ["first", typed]
+    carried = user(injected(Marker.CURRENT_REQUEST, block(Marker.CURRENT_REQUEST, "the request")), "ignored")
+    assert request_texts(carried) == ["the request"]

@@ -118,3 +118,20 @@ def test_view_is_computed_once_per_conversation_state(make_session):
     assert second is not first and second[-1]["content"][0]["text"] == "one more"
     harness.conversation.replace(list(harness.conversation.messages), list(harness.conversation.ids))
     assert harness.policy.view(harness.conversation) is not second  # a replaced list is a new state
+
+
+def test_a_placeholder_is_marked_and_a_tool_output_that_looks_like_one_is_not_counted():
+    """An elided result carries its kind; a file whose text opens like a placeholder is the
+    tool's output and is neither counted as elided nor taken for memagent's own text."""
+    from memagent.context.elision import count_elided
+    from memagent.llm.items import item, wire_block
+    from memagent.markers import Marker
+
+    lookalike = "[Previous: used read_file — full output: elsewhere#x; recall it with the recall tool]\n" + "z" * 10
+    messages = history([("read_file", "x" * 500, False)] * 2 + [("read_file", lookalike, False)] * 3)
+    assert count_elided(messages) == 0
+    view = elide_old_tool_results(messages, keep=3, batch=1, where=WHERE)
+    assert count_elided(view) == 2
+    placeholder = view[2]["content"][0]
+    assert item(placeholder).marker is Marker.ELIDED_RESULT
+    assert "injected" not in wire_block(placeholder)  # the model reads the text only

@@ -7,29 +7,15 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 
 import pexpect
 import pytest
+
 from fakeapi import FakeAnthropic, delay, text, tool
+from process_kit import running
 from repl_kit import PROMPT, expect_text
 
 PTY_DIMENSIONS = (50, 160)
-
-
-def running(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state not in ("Z", "X") and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
 
 
 def results(body: dict) -> list[str]:

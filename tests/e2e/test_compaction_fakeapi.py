@@ -99,6 +99,9 @@ def run_session(tmp_path: Path, fake, monkeypatch, brain: Brain, turns: int, *, 
     make_project(tmp_path, 2 * turns + 2, lines_per_file)
     (tmp_path / ".memagent.toml").write_text("micro_compact_batch = 2\n")
     monkeypatch.setenv("MEMAGENT_COMPACT_TOKENS", str(threshold))
+    # the bound below (threshold plus one round) is the waiting path's; the background path's
+    # own end-to-end test is in tests/context/test_background_compaction.py
+    monkeypatch.setenv("MEMAGENT_COMPACTION_BACKGROUND", "false")
     fake.responder = brain
     session = open_session(SessionOptions(root=tmp_path, memory=False, auto_approve=True))
     assert isinstance(session.agent.context, CompactingContext)  # the runtime wires the real policy

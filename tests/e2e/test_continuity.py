@@ -20,7 +20,8 @@ def model_for(fake: FakeAnthropic) -> AnthropicModel:
 
 def continuity_blocks(request: dict) -> list[str]:
     last = request["messages"][-1]
-    return [b["text"] for b in last["content"] if b.get("type") == "text" and kind_of(b) is Marker.CONTINUITY]
+    # the wire has no kinds: the model reads the text, which opens with the marker's words
+    return [b["text"] for b in last["content"] if b.get("type") == "text" and kind_of(b["text"]) is Marker.CONTINUITY]
 
 
 

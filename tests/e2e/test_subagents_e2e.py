@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import pexpect
+
 from fakeapi import FakeAnthropic, text, tool, turn
+from process_kit import running
 from repl_kit import PROMPT, expect_text
 
 PTY_DIMENSIONS = (50, 160)
@@ -109,23 +110,6 @@ def test_plan_mode_refuses_a_subagents_write(run_cli, project):
         assert fake.errors == []
     assert (project / "alpha.py").read_text() == "ALPHA = 1\n"
     assert "plan mode" in done.stdout
-
-
-def running(marker: str) -> list[int]:
-    """Processes whose command line holds ``marker`` (host pids: the sandbox has its own pid
-    namespace, so a command cannot tell us its pid)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state not in ("Z", "X") and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
 
 
 def test_ctrl_c_reaches_a_subagents_running_command(spawn, fake, project):

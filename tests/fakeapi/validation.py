@@ -60,6 +60,24 @@ def _check_top_level(body: dict, counting_tokens: bool) -> list[str]:
     return problems
 
 
+MEMORY_TOOL_TYPE = "memory_20250818"
+# The memory tool entry's fields, as the Messages API takes them (MemoryTool20250818Param).
+MEMORY_TOOL_FIELDS = {"type", "name", "cache_control", "allowed_callers", "defer_loading", "input_examples", "strict"}
+
+
+def _check_memory_tool(i: int, tool: dict, seen: set[str]) -> list[str]:
+    """The client-side memory tool: ``name`` must be ``memory``; no description or schema."""
+    problems = []
+    if tool.get("name") != "memory":
+        problems.append(f"tools.{i}.memory_20250818.name: Input should be 'memory'")
+    elif "memory" in seen:
+        problems.append("tools: Tool names must be unique. Duplicate: memory")
+    seen.add("memory")
+    for key in sorted(set(tool) - MEMORY_TOOL_FIELDS):
+        problems.append(f"tools.{i}.memory_20250818.{key}: Extra inputs are not permitted")
+    return problems
+
+
 def _check_tools(tools: Any) -> list[str]:
     if tools is None:
         return []
@@ -70,6 +88,9 @@ def _check_tools(tools: Any) -> list[str]:
     for i, tool in enumerate(tools):
         if not isinstance(tool, dict):
             problems.append(f"tools.{i}: Input should be an object")
+            continue
+        if tool.get("type") == MEMORY_TOOL_TYPE:
+            problems += _check_memory_tool(i, tool, seen)
             continue
         if "type" in tool and tool.get("type") not in (None, "custom"):
             continue  # server tools (web_search, ...) have their own shapes

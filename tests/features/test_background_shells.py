@@ -13,22 +13,7 @@ import pytest
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.runtime import SessionOptions, open_session
 from memagent.ui.commands import run_command
-
-
-def running(marker: str) -> list[int]:
-    """Host processes whose command line holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in cmdline and state not in ("Z", "X") and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
+from process_kit import running
 
 
 def unique(tag: str) -> str:

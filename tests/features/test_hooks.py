@@ -10,7 +10,8 @@ from memagent.agent.feature import ToolCall, TurnInput
 from memagent.config import Settings, load_settings, project_paths
 from memagent.features.hooks import HooksFeature, matches
 from memagent.config import HooksSettings
-from memagent.markers import Marker, kind_of
+from memagent.llm.items import Injected
+from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
 from memagent.tools.shell import bash_tool
 
@@ -117,8 +118,7 @@ def test_user_prompt_submit_blocks_or_adds_context(tmp_path):
     adder = feature(tmp_path, UserPromptSubmit=[{"command": "echo 'branch: main'"}])
     assert adder.check_prompt("what branch?") is None
     context = adder.turn_context(TurnInput("what branch?"))
-    assert context == "[Context from the user's hooks, UserPromptSubmit:]\nbranch: main"
-    assert kind_of(context) is Marker.HOOK_CONTEXT
+    assert context == Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, UserPromptSubmit:]\nbranch: main")
     assert adder.turn_context(TurnInput("again")) is None  # used once
 
 

@@ -17,7 +17,8 @@ from memagent.events import Notice, ToolCallFinished, TurnEnded
 from memagent.features.hooks import HooksFeature, read_env_file
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
-from memagent.markers import Marker, kind_of
+from memagent.llm.items import kind_of
+from memagent.markers import Marker
 from memagent.runtime import hook_condition, notifying
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools

@@ -11,7 +11,8 @@ from memagent.context.conversation import Conversation
 from memagent.features.instructions import InstructionsFeature, load_instructions
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
-from memagent.markers import Marker, kind_of
+from memagent.llm.items import kind_of
+from memagent.markers import Marker
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 

@@ -7,7 +7,8 @@ import pytest
 
 from fakeapi import FakeAnthropic
 from memagent.config import Settings
-from memagent.markers import summary_block
+from memagent.llm.items import injected
+from memagent.markers import Marker, summary_block
 from memagent.memory.steering import Steering, latest_summary
 from memory.learnkit import Brain, Fact, Session, assistant, user
 
@@ -37,7 +38,8 @@ def test_a_projects_topics_and_examples_reach_the_extractor_as_data(run_cli, pro
 def test_the_latest_compaction_summary_is_context_for_the_extractor(brain, make_pipeline):
     brain.facts = [Fact("we use uv", "The project manages dependencies with uv.", "procedure")]
     session = Session()
-    session.add(user(summary_block("Earlier: the user moved CI to GitHub Actions.")), assistant("ok"),
+    head = {"role": "user", "content": [injected(Marker.SUMMARY, summary_block("Earlier: the user moved CI to GitHub Actions."))]}
+    session.add(head, assistant("ok"),
                 user("Notes: we use uv now."), assistant("ok"))
     make_pipeline(settings=Settings()).process(session.messages, session.ids, "turns",
                                                summary=latest_summary(session.messages))

@@ -15,17 +15,18 @@ Hooks, in the order a session meets them:
   refuses the prompt with that reason (a ``UserPromptSubmit`` hook that blocks).
 - ``turn_started(number)``: a user turn (1-based, as the session counts them) is about to
   begin: nothing of it has run yet (the working-tree checkpoint).
-- ``turn_context(turn)``: text for the newest user message (relevant memories, continuity).
+- ``turn_context(turn)``: an :class:`~memagent.llm.items.Injected` text for the newest user
+  message (relevant memories, continuity), its kind given by the feature.
 - ``check_tool(call)``: before a tool runs (after validation, before the gate decides); a
   returned string refuses the call with that reason, a
   :class:`~memagent.permissions.HookVerdict` refuses, asks or approves (``PreToolUse``). The
   gate weighs it with the rules and the mode: an approval never overrides a deny rule, plan
   mode or a protected path.
 - ``after_tool(call, outcome)``: a tool has run (``PostToolUse``).
-- ``after_tools(names)``: after a round of tool calls; text is appended after the tool results
+- ``after_tools(names)``: after a round of tool calls; an injected text appended after the tool results
   (the todo nudge).
 - ``after_response(response)``: each model response (citation tracking).
-- ``continue_turn(text)``: the model ended its turn with ``text``; a returned string makes it go
+- ``continue_turn(text)``: the model ended its turn with ``text``; a returned injected text makes it go
   on, with that string as the next user message (a ``Stop`` hook that blocks). Bounded per turn.
 - ``halt_reason()``: asked between rounds; a returned string ends the turn at once, with that
   reason shown to the user (a hook's ``continue: false``).
@@ -53,6 +54,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
+from memagent.llm.items import Injected
 from memagent.llm.types import Message, ModelResponse
 from memagent.permissions import HookVerdict
 from memagent.tools.base import Tool, ToolOutcome
@@ -100,17 +102,17 @@ class Feature(Protocol):
 
     def turn_started(self, number: int) -> None: ...
 
-    def turn_context(self, turn: TurnInput) -> str | None: ...
+    def turn_context(self, turn: TurnInput) -> Injected | None: ...
 
     def check_tool(self, call: ToolCall) -> str | HookVerdict | None: ...
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None: ...
 
-    def after_tools(self, names: list[str]) -> str | None: ...
+    def after_tools(self, names: list[str]) -> Injected | None: ...
 
     def after_response(self, response: ModelResponse) -> None: ...
 
-    def continue_turn(self, text: str) -> str | None: ...
+    def continue_turn(self, text: str) -> Injected | None: ...
 
     def halt_reason(self) -> str | None: ...
 
@@ -144,7 +146,7 @@ class BaseFeature:
     def turn_started(self, number: int) -> None:
         return None
 
-    def turn_context(self, turn: TurnInput) -> str | None:
+    def turn_context(self, turn: TurnInput) -> Injected | None:
         return None
 
     def check_tool(self, call: ToolCall) -> str | HookVerdict | None:
@@ -153,13 +155,13 @@ class BaseFeature:
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
         return None
 
-    def after_tools(self, names: list[str]) -> str | None:
+    def after_tools(self, names: list[str]) -> Injected | None:
         return None
 
     def after_response(self, response: ModelResponse) -> None:
         return None
 
-    def continue_turn(self, text: str) -> str | None:
+    def continue_turn(self, text: str) -> Injected | None:
         return None
 
     def halt_reason(self) -> str | None:

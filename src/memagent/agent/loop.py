@@ -36,7 +36,11 @@ from memagent.context.conversation import Conversation
 from memagent.decoding import scrub
 from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
 from memagent.context.policy import ContextPolicy, PassThroughContext
+from memagent.llm import items
+from memagent.llm.items import Injected
 from memagent.llm.protocol import ChatModel
+from memagent.markers import Marker
+from memagent.models import MEMAGENT_MAX_TOKENS
 from memagent.llm.types import (
     Block,
     Message,
@@ -91,7 +95,7 @@ NOT_EVEN_YES = "--yes does not approve this; an allow rule naming it does"
 @dataclass
 class AgentConfig:
     model: str | None = None
-    max_tokens: int = 8192
+    max_tokens: int = MEMAGENT_MAX_TOKENS  # the settings give the model's own (config.response_tokens)
     max_rounds: int = 100  # model calls in one turn before the loop stops itself
     max_pause_continuations: int = 5
     max_stop_continuations: int = 8  # times Stop hooks may send the model back to work in one turn
@@ -231,13 +235,13 @@ class Agent:
         newest message, never the system prompt, so the cached prefix stays byte-stable."""
         blocks: list[Block] = []
         if self.conversation.last_role == "user" and not self._pending_tool_ids():
-            blocks.append(text_block(INTERRUPTED_REQUEST))
+            blocks.append(items.injected(Marker.INTERRUPTED_REQUEST, INTERRUPTED_REQUEST))
         blocks.append(text_block(user_text))
         turn = TurnInput(user_text, tuple(self.conversation.messages))
         for feature in self.features:
             extra = feature.turn_context(turn)
-            if extra:
-                blocks.append(text_block(extra))
+            if extra and extra.text:
+                blocks.append(items.block(extra))
         yield from self._append_user(blocks)
 
     def _append_user(self, blocks: list[Block]) -> Iterator[AgentEvent]:
@@ -293,7 +297,7 @@ class Agent:
                     continued += 1
                     if not content:
                         self.conversation.append("assistant", [text_block("(no answer)")])
-                    self.conversation.append("user", [text_block(more)])
+                    self.conversation.append("user", [items.block(more)])
                     continue
             yield from self._finish(response, stop, content)
             return
@@ -307,11 +311,11 @@ class Agent:
                 return reason
         return None
 
-    def _continuation(self, text: str) -> str | None:
+    def _continuation(self, text: str) -> Injected | None:
         """The first feature's reason not to stop yet (a ``Stop`` hook that blocks)."""
         for feature in self.features:
             more = feature.continue_turn(text)
-            if more:
+            if more and more.text:
                 return more
         return None
 
@@ -376,9 +380,9 @@ class Agent:
             raise
         blocks = self._results(calls, outcomes)
         for feature in self.features:
-            text = feature.after_tools(names)
-            if text:
-                blocks.append(text_block(text))
+            extra = feature.after_tools(names)
+            if extra and extra.text:
+                blocks.append(items.block(extra))
         yield from self._append_user(blocks)
 
     def _call_groups(self, calls: list[Block]) -> list[list[Block]]:
@@ -499,7 +503,7 @@ class Agent:
 
 def _clean_content(content: list[Block]) -> list[Block]:
     """Drop empty text blocks (the API rejects them) and keep everything else as sent."""
-    return [b for b in content if not (b.get("type") == "text" and not b.get("text", "").strip())]
+    return [b for b in content if not items.is_blank_text(b)]
 
 
 __all__ = [

@@ -295,24 +295,20 @@ def _render_message(console: "Console", record: dict[str, Any], names: dict[str,
     style = {"you": "bold cyan", "memagent": "bold green"}.get(label, "bold magenta")
     console.print(Text(f"{label} #{record.get('id')}", style=style))
     limit = None if full else PREVIEW_LINES
-    for block in record.get("content") or []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            console.print(Text(str(block.get("text", "")) if full or role == "assistant" else _clip(str(block.get("text", "")), 40, 2_000)))
-        elif kind == "tool_use":
-            names[str(block.get("id"))] = str(block.get("name"))
-            args = json.dumps(block.get("input") or {}, ensure_ascii=False)
-            console.print(Text(f"  ⚙ {block.get('name')} {args if full else one_line(args, 160)}", style="magenta"))
-        elif kind == "tool_result":
-            from memagent.llm.types import tool_result_text as result_text
+    from memagent.llm import items
 
-            tool_id = str(block.get("tool_use_id"))
-            error = " error" if block.get("is_error") else ""
-            console.print(Text(f"  ↳ {names.get(tool_id, 'tool')} result{error} ({tool_id})",
+    for part in items.message_items(record):
+        if isinstance(part, (items.Text, items.Injected)):
+            console.print(Text(part.text if full or role == "assistant" else _clip(part.text, 40, 2_000)))
+        elif isinstance(part, items.ToolUse):
+            names[part.id] = part.name
+            args = json.dumps(dict(part.input), ensure_ascii=False)
+            console.print(Text(f"  ⚙ {part.name} {args if full else one_line(args, 160)}", style="magenta"))
+        elif isinstance(part, items.ToolResult):
+            error = " error" if part.is_error else ""
+            console.print(Text(f"  ↳ {names.get(part.tool_use_id, 'tool')} result{error} ({part.tool_use_id})",
                                style="red" if error else "dim"))
-            console.print(Text(_indent(_clip(result_text(block.get("content")), limit)), style="dim"))
+            console.print(Text(_indent(_clip(part.text, limit)), style="dim"))
 
 
 def message_label(record: dict[str, Any]) -> str:
@@ -320,9 +316,10 @@ def message_label(record: dict[str, Any]) -> str:
     results of the previous tool calls, ``memagent`` for the assistant."""
     if record.get("role") != "user":
         return "memagent"
-    blocks = [b for b in record.get("content") or [] if isinstance(b, dict)]
-    typed = any(b.get("type") == "text" and not str(b.get("text", "")).lstrip().startswith("<") for b in blocks)
-    if any(b.get("type") == "tool_result" for b in blocks) and not typed:
+    from memagent.llm import items
+
+    typed = bool(items.own_texts(record))
+    if items.tool_results(record.get("content")) and not typed:
         return "tool results"
     return "you"
 

@@ -12,6 +12,12 @@ moment, never from the summary) and the newest turns kept verbatim. The kept par
 ``tail_fraction`` of the threshold when a turn boundary allows it. The transcript gets a
 ``compaction`` record; nothing in it is rewritten.
 
+Background (``settings.compaction_background``, on by default; :mod:`memagent.context.prepared`):
+past 75% of the threshold the summary of the part before the cut is written in a worker thread;
+at the threshold it is swapped in without a model call. Until it is ready the turn goes on above
+the threshold; only a full context (the request would not fit the window) waits for it. A notice
+says what will be summarised and kept when the preparation starts, and what was when it lands.
+
 Circuit breaker: a compaction needs new messages since the previous one; one that would not make
 the context smaller is abandoned with a warning; one that leaves the context still above the
 threshold stops auto-compaction until the user's next turn (no paid loop); a failing summary call
@@ -38,16 +44,19 @@ from typing import Any, Callable, Iterator, Sequence
 
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
+from memagent.context.history import is_turn_start
 from memagent.context.elision import count_elided, elide_old_tool_results
 from memagent.context.oversize import MIN_LIMIT_TOKENS, Attached, AttachmentShelf
 from memagent.context.policy import CompactionRequest
+from memagent.context.prepared import PREPARE_FRACTION, Preparation, Summary, start_preparation
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
 from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name, lazy_counter
 from memagent.events import AgentEvent, Notice
 from memagent.llm.invariants import request_problems
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Block, Message, ModelRequest, Usage
-from memagent.markers import Marker, kind_of
+from memagent.llm.items import Injected, Text, ToolResult, item
+from memagent.markers import Marker, kind_of as legacy_kind
 
 MEMORY_KINDS = (Marker.MEMORIES, Marker.PROFILE)
 WINDOW_MARGIN = 0.95  # of the window less the answer: room for the estimate's error
@@ -116,12 +125,20 @@ class CompactingContext:
         # the conversation's user_turns when a compaction did not get below the threshold
         self._wait_for_turn_after: int | None = None
         self._warned_waiting = False
+        self.background = settings.compaction_background
+        self._preparation: Preparation | None = None  # the summary being written in the background
+        self._noted_pending = False  # said once per preparation that the turn goes on without it
 
     # ------------------------------------------------------------ protocol
 
     @property
     def threshold(self) -> int:
         return self.settings.compaction_threshold
+
+    @property
+    def preparation(self) -> Preparation | None:
+        """The summary being written in the background, if any (see :mod:`memagent.context.prepared`)."""
+        return self._preparation
 
     def view(self, conversation: Conversation) -> list[Message]:
         """The elided history. Memoised on the conversation's state: token counting before a
@@ -139,6 +156,7 @@ class CompactingContext:
         self.counter.observe(usage, sent, self.system, self.tools)
 
     def rewound(self) -> None:
+        self._preparation = None
         self._view_memo = None
         self._compacted_at = None
         self._wait_for_turn_after = None
@@ -159,6 +177,8 @@ class CompactingContext:
             return
         tokens = self.current_tokens(conversation)
         if tokens < self.threshold:
+            if self.background and tokens >= self.threshold * PREPARE_FRACTION:
+                yield from self._prepare(conversation, tokens)
             return
         if self._wait_for_turn_after is not None and conversation.user_turns <= self._wait_for_turn_after:
             if not self._warned_waiting:
@@ -170,6 +190,9 @@ class CompactingContext:
                 )
             return
         if not self._has_new_messages(conversation):
+            return
+        if self.background:
+            yield from self._compact_prepared(conversation, tokens)
             return
         yield from self._compact(conversation, None, manual=False, tokens_before=tokens)
 
@@ -269,7 +292,7 @@ class CompactingContext:
             other += math.ceil(MESSAGE_OVERHEAD * self.counter.correction)
             for block in message.get("content", []):
                 size = math.ceil(estimate_block(block) * self.counter.correction)
-                if block.get("type") == "tool_result":
+                if isinstance(item(block), ToolResult):
                     tool_results += size
                 elif _is_memory_text(block):
                     memory += size
@@ -323,6 +346,7 @@ class CompactingContext:
         self, conversation: Conversation, focus: str | None, *, manual: bool, tokens_before: int | None = None
     ) -> Iterator[AgentEvent]:
         """The one compaction routine behind auto, tool, /compact and prompt-too-long."""
+        self._preparation = None  # written for another cut or without the focus: not used
         if not self._has_new_messages(conversation):
             yield Notice("Nothing new to compact since the last compaction.", "info" if manual else "warning")
             return
@@ -333,15 +357,67 @@ class CompactingContext:
             self._compacted_at = self._position(conversation)
             yield Notice("Nothing to compact: the conversation is a single message.", "info" if manual else "warning")
             return
+        if not manual:
+            yield Notice(f"Context is {tokens_before:,} tokens (threshold {self.threshold:,}): compacting — "
+                         f"{_plan(messages, cut)}.")
         yield from self._run_before_drop(messages[:cut], ids[:cut])
-        summary, summary_model, fallback = summarise(
-            self.model, messages[:cut], focus, small_model=self.settings.small_model, session_model=self.settings.model
-        )
+        summary = self._write_summary(messages[:cut], focus)
+        yield from self._swap(conversation, cut, summary, focus, tokens_before)
+
+    def _write_summary(self, dropped: list[Message], focus: str | None = None) -> Summary:
+        return summarise(self.model, dropped, focus, small_model=self.settings.small_model,
+                         session_model=self.settings.model)
+
+    def _prepare(self, conversation: Conversation, tokens: int) -> Iterator[AgentEvent]:
+        """Past 75% of the threshold: start writing the summary in the background (once per cut)."""
+        if self._preparation is not None and self._preparation.matches(conversation):
+            return
+        if not self._has_new_messages(conversation):
+            return
+        messages, ids = list(conversation.messages), list(conversation.ids)
+        # the kept part grows until the threshold: leave it the room it will take by then
+        cut = self._choose_cut(messages, ids, self._tail_budget() - max(0, self.threshold - tokens))
+        if cut is None:
+            return
+        self._preparation = start_preparation(messages[:cut], ids[:cut], self._write_summary)
+        self._noted_pending = False
+        yield Notice(f"Context is {tokens:,} tokens, {tokens * 100 // self.threshold}% of the {self.threshold:,} "
+                     f"compaction threshold: preparing its summary in the background — {_plan(messages, cut)}.")
+
+    def _compact_prepared(self, conversation: Conversation, tokens: int) -> Iterator[AgentEvent]:
+        """At the threshold: swap in the prepared summary; while it is being written the turn goes
+        on, unless the context is full (then it waits)."""
+        preparation = self._preparation
+        if preparation is None or not preparation.matches(conversation):
+            yield from self._prepare(conversation, tokens)
+            preparation = self._preparation
+            if preparation is None:
+                return
+        if not preparation.ready():
+            if tokens < self.request_budget:
+                if not self._noted_pending:
+                    self._noted_pending = True
+                    yield Notice(f"Context is {tokens:,} tokens, past the {self.threshold:,} threshold; the summary "
+                                 "being prepared in the background replaces the older messages as soon as it is "
+                                 "ready (this turn does not wait for it).")
+                return
+            yield Notice("The context is full: waiting for the summary being prepared in the background.", "warning")
+            preparation.wait()
+        self._preparation = None
+        messages, ids = list(conversation.messages), list(conversation.ids)
+        yield from self._run_before_drop(messages[: preparation.cut], ids[: preparation.cut])
+        yield from self._swap(conversation, preparation.cut, preparation.summary, None, tokens)
+
+    def _swap(self, conversation: Conversation, cut: int, summary: Summary, focus: str | None,
+              tokens_before: int) -> Iterator[AgentEvent]:
+        """Replace the first ``cut`` messages by the summary head (the rest kept verbatim)."""
+        text, summary_model, fallback = summary
+        messages, ids = list(conversation.messages), list(conversation.ids)
         state, state_warnings = self._reinjected_state()
         for warning in state_warnings:
             yield Notice(warning, "warning")
         current_request = turn_request_text(messages, cut)
-        head = summary_head(summary, state, self.transcript_name, current_request)
+        head = summary_head(text, state, self.transcript_name, current_request)
         new_messages, new_ids = assemble(head, messages[cut:], ids[cut:], f"compaction-{self.compactions + 1}")
         problem = self._refusal(new_messages, tokens_before)
         if problem:
@@ -350,22 +426,25 @@ class CompactingContext:
             yield Notice(problem, "warning")
             return
         tokens_after = self.counter.context_tokens(self.system, self.tools, self._elide(new_messages))
-        result = CompactionResult(tokens_before, tokens_after, ids[cut], cut, summary, summary_model, fallback)
+        result = CompactionResult(tokens_before, tokens_after, ids[cut], cut, text, summary_model, fallback)
         conversation.record(self._record(result, focus, state, ids[:cut], current_request))
         conversation.replace(new_messages, new_ids)
         self._after_compaction(conversation, tokens_after)
-        yield Notice(f"Compacted: {tokens_before:,} → {tokens_after:,} tokens; full transcript: {self.transcript_name}")
+        kept = f"kept the {len(messages) - cut} newest verbatim" + (f", re-injected {len(state)} state block(s)"
+                                                                   if state else "")
+        yield Notice(f"Compacted: {tokens_before:,} → {tokens_after:,} tokens; summarised the {cut} oldest messages, "
+                     f"{kept}; full transcript: {self.transcript_name}")
         if fallback:
             yield Notice(f"The summary model failed ({fallback}); older messages were condensed by rule instead.", "warning")
 
-    def _choose_cut(self, messages: list[Message], ids: list[str]) -> int | None:
+    def _choose_cut(self, messages: list[Message], ids: list[str], budget: int | None = None) -> int | None:
         placeholder_head = summary_head("…" * 200, [], self.transcript_name, None)
 
         def tail_tokens(index: int) -> int:
             rebuilt, _ = assemble(placeholder_head, messages[index:], ids[index:], "compaction")
             return self.counter.estimate_messages(self._elide(rebuilt))
 
-        return choose_cut(messages, self._tail_budget(), tail_tokens)
+        return choose_cut(messages, max(1, budget if budget is not None else self._tail_budget()), tail_tokens)
 
     def _run_before_drop(self, dropped: list[Message], dropped_ids: list[str]) -> Iterator[AgentEvent]:
         for hook in self.before_drop:
@@ -432,6 +511,13 @@ class CompactingContext:
         return texts, warnings
 
 
+def _plan(messages: Sequence[Message], cut: int) -> str:
+    """What a compaction at ``cut`` will drop and keep, in words."""
+    turns = sum(1 for message in messages[:cut] if is_turn_start(message))
+    dropped = f"the {cut} oldest messages" + (f" ({turns} user turn{'s' if turns != 1 else ''})" if turns else "")
+    return f"{dropped} will be summarised, the {len(messages) - cut} newest kept verbatim"
+
+
 def _shrunk_note(found: list[Attached]) -> str:
     what = "tool output" if all(a.kind == "tool output" for a in found) else "text"
     count = f"{len(found)} {what}s" if len(found) > 1 else f"a {what}"
@@ -441,8 +527,12 @@ def _shrunk_note(found: list[Attached]) -> str:
 
 
 def _is_memory_text(block: Block) -> bool:
-    """A block the memory layer added: per-turn retrieved cards, or the profile in the system prompt."""
-    return kind_of(block) in MEMORY_KINDS
+    """A block the memory layer added: per-turn retrieved cards (an injected item of their kind),
+    or the profile in the system prompt (memagent's own text there, told by its opening words)."""
+    value = item(block)
+    if isinstance(value, Injected):
+        return value.kind in MEMORY_KINDS
+    return isinstance(value, Text) and legacy_kind(value.text) in MEMORY_KINDS
 
 
 __all__ = ["CompactingContext", "CompactionResult"]

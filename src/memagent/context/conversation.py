@@ -13,21 +13,19 @@ from typing import Any, Sequence
 from memagent.context.history import has_tool_results
 from memagent.context.transcript import RECORD_TYPES, TranscriptWriter
 from memagent.llm.types import Block, Message
-from memagent.markers import kind_of
+from memagent.llm.items import own_texts
 
 
 def opens_user_turn(message: Message) -> bool:
     """Does this message, as appended (one transcript record), open a user turn?
 
     A user message that answers no tool call and carries words of the user's own: text that is
-    not injected (:func:`~memagent.markers.kind_of`). The note that the previous request got no
+    not injected (a :class:`~memagent.llm.items.Text` item). The note that the previous request got no
     answer does not open a turn by itself, but the request merged after it does.
     """
     if message.get("role") != "user" or has_tool_results(message):
         return False
-    return any(
-        isinstance(b, dict) and b.get("type") == "text" and kind_of(b) is None for b in message.get("content", [])
-    )
+    return bool(own_texts(message))
 
 
 @dataclass

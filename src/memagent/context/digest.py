@@ -3,7 +3,7 @@
 It keeps what an agent most needs to carry on: the user's requests and the decisions and
 constraints they stated, the files it touched, the commands it ran, the errors it saw (error
 results and error-looking lines of any output), and the latest assistant note. The user's words
-are told from injected text with :func:`memagent.markers.kind_of`, so a request such as
+are told from injected text by their items (:class:`memagent.llm.items.Injected`), so a request such as
 ``[WIP] fix the bug`` is kept while summaries, re-injected state, memories and reminders are not.
 
 The digest opens with one of :data:`memagent.markers.DIGEST_OPENERS`, which is how a later
@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from memagent.llm.types import Block, Message, tool_result_text
-from memagent.markers import DIGEST_OPENERS, SUMMARY_TAGS, Marker, kind_of
+from memagent.llm.types import Message
+from memagent.llm.items import Injected, Text, ToolResult, ToolUse, message_items
+from memagent.markers import DIGEST_OPENERS, SUMMARY_TAGS, Marker
 
 DIGEST_SUMMARY_CHARS = 6_000
 ITEM_CHARS = 300
@@ -49,26 +50,25 @@ class _Digest:
     last_note: str = ""
 
     def add(self, message: Message) -> None:
-        for item in message.get("content", []):
-            kind = item.get("type")
-            if kind == "text" and message.get("role") == "user":
-                self._user_text(str(item.get("text", "")))
-            elif kind == "text":
-                self.last_note = str(item.get("text", ""))
-            elif kind == "tool_use":
-                self._call(item.get("input") or {})
-            elif kind == "tool_result":
-                self._errors(item)
+        for part in message_items(message):
+            if isinstance(part, (Text, Injected)) and message.get("role") == "user":
+                self._user_text(part)
+            elif isinstance(part, (Text, Injected)):
+                self.last_note = part.text
+            elif isinstance(part, ToolUse):
+                self._call(dict(part.input))
+            elif isinstance(part, ToolResult):
+                self._errors(part)
 
-    def _user_text(self, text: str) -> None:
-        marker = kind_of(text)
-        if marker is Marker.SUMMARY:
+    def _user_text(self, part: Text | Injected) -> None:
+        text = part.text
+        if isinstance(part, Injected) and part.kind is Marker.SUMMARY:
             body = summary_body(text)
             if body.startswith(DIGEST_OPENERS):
                 self._merge(body)
             else:
                 self.earlier.append(body)
-        elif marker is None:  # the user's own words; every other injected block is skipped
+        elif isinstance(part, Text):  # the user's own words; every other injected block is skipped
             self.lists[REQUESTS].append(first_chars(" ".join(text.split()), ITEM_CHARS))
             self.lists[DECISIONS].extend(
                 first_chars(s, ITEM_CHARS) for s in _sentences(text) if DECISION_WORDS.search(s)
@@ -89,9 +89,9 @@ class _Digest:
         if isinstance(args.get("command"), str):
             self.lists[COMMANDS].append(first_chars(args["command"], COMMAND_CHARS))
 
-    def _errors(self, result: Block) -> None:
-        text = tool_result_text(result.get("content"))
-        if result.get("is_error"):
+    def _errors(self, result: ToolResult) -> None:
+        text = result.text
+        if result.is_error:
             self.lists[ERRORS].append(first_chars(text, ITEM_CHARS))
             return
         found = next((line.strip() for line in text.splitlines() if ERROR_LINE.search(line)), None)

@@ -14,11 +14,12 @@ reproduce it.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from memagent.context.history import tool_names_by_id
-from memagent.llm.types import Block, Message, tool_result_text
-from memagent.markers import Marker, elided_result, kind_of
+from memagent.llm.items import ToolResult, block, item, tool_results
+from memagent.llm.types import Block, Message
+from memagent.markers import Marker, elided_result
 
 SHORT_RESULT_CHARS = 100
 
@@ -37,7 +38,7 @@ def tool_result_positions(messages: Sequence[Message]) -> list[tuple[int, int]]:
         for mi, m in enumerate(messages)
         if m.get("role") == "user"
         for bi, b in enumerate(m.get("content", []))
-        if b.get("type") == "tool_result"
+        if isinstance(item(b), ToolResult)
     ]
 
 
@@ -61,45 +62,30 @@ def elide_old_tool_results(
     copied: set[int] = set()
     for mi, bi in positions[:boundary]:
         block = out[mi]["content"][bi]
-        if _is_short(block.get("content")):
+        result = item(block)
+        if not isinstance(result, ToolResult) or _is_short(result):
             continue
         if mi not in copied:
             out[mi] = {**out[mi], "content": list(out[mi]["content"])}
             copied.add(mi)
-        out[mi]["content"][bi] = _placeholder(block, names, where)
+        out[mi]["content"][bi] = _placeholder(result, names, where)
     return out
 
 
-def _is_short(content: Any) -> bool:
+def _is_short(result: ToolResult) -> bool:
     """Short text only: an image or any other non-text block is always worth eliding."""
-    has_non_text = isinstance(content, list) and any(isinstance(b, dict) and b.get("type") != "text" for b in content)
-    return not has_non_text and len(tool_result_text(content)) <= SHORT_RESULT_CHARS
+    return not result.has_non_text and len(result.text) <= SHORT_RESULT_CHARS
 
 
-def _placeholder(block: Block, names: dict[str, str], where: str) -> Block:
-    tool_use_id = str(block.get("tool_use_id", ""))
-    replacement: Block = {
-        "type": "tool_result",
-        "tool_use_id": tool_use_id,
-        "content": elided_result(names.get(tool_use_id, "a tool"), where, tool_use_id),
-    }
-    if block.get("is_error"):
-        replacement["is_error"] = True
-    return replacement
+def _placeholder(result: ToolResult, names: dict[str, str], where: str) -> Block:
+    """The elided result: memagent's own text, marked as such, in place of the tool's answer."""
+    text = elided_result(names.get(result.tool_use_id, "a tool"), where, result.tool_use_id)
+    return block(ToolResult(result.tool_use_id, text, result.is_error, marker=Marker.ELIDED_RESULT))
 
 
 def count_elided(messages: Sequence[Message]) -> int:
     """How many tool results of ``messages`` are placeholders."""
-    return sum(
-        1
-        for m in messages
-        for b in m.get("content", [])
-        if b.get("type") == "tool_result" and _is_placeholder(b.get("content"))
-    )
-
-
-def _is_placeholder(content: Any) -> bool:
-    return isinstance(content, str) and kind_of(content) is Marker.ELIDED_RESULT
+    return sum(1 for m in messages for result in tool_results(m.get("content")) if result.marker is Marker.ELIDED_RESULT)
 
 
 __all__ = [

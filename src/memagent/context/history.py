@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Sequence
 
+from memagent.llm.items import Item, ToolResult, ToolUse, is_blank_text, item, tool_results, tool_uses
 from memagent.llm.types import Block, Message, text_block, tool_result_block
 from memagent.markers import INTERRUPTED_TOOL, Marker
 
@@ -28,21 +29,21 @@ REPAIR_ID = "repair"
 RESUME_ID = "resume"
 
 # blocks a role may not carry (only a damaged transcript has them)
-_MISPLACED = {"user": {"tool_use"}, "assistant": {"tool_result"}}
+_MISPLACED: dict[str, tuple[type[Item], ...]] = {"user": (ToolUse,), "assistant": (ToolResult,)}
 
 Entry = tuple[Message, str]
 
 
 def tool_use_ids(message: Message) -> list[str]:
-    return [b["id"] for b in message.get("content", []) if b.get("type") == "tool_use"]
+    return [call.id for call in tool_uses(message.get("content"))]
 
 
 def tool_result_ids(message: Message) -> list[str]:
-    return [b["tool_use_id"] for b in message.get("content", []) if b.get("type") == "tool_result"]
+    return [result.tool_use_id for result in tool_results(message.get("content"))]
 
 
 def has_tool_results(message: Message) -> bool:
-    return any(b.get("type") == "tool_result" for b in message.get("content", []))
+    return bool(tool_results(message.get("content")))
 
 
 def is_turn_start(message: Message) -> bool:
@@ -52,22 +53,15 @@ def is_turn_start(message: Message) -> bool:
 
 def tool_names_by_id(messages: Sequence[Message]) -> dict[str, str]:
     """The tool name of every ``tool_use`` id in the assistant messages."""
-    return {
-        b["id"]: str(b.get("name", "tool"))
-        for m in messages
-        if m.get("role") == "assistant"
-        for b in m.get("content", [])
-        if b.get("type") == "tool_use" and "id" in b
-    }
+    return {call.id: call.name for m in messages if m.get("role") == "assistant" for call in tool_uses(m.get("content"))}
 
 
-def _blank(block: Block) -> bool:
-    return block.get("type") == "text" and not str(block.get("text", "")).strip()
+def _is_result(block: Block) -> bool:
+    return isinstance(item(block), ToolResult)
 
 
 def _results_first(blocks: list[Block]) -> list[Block]:
-    results = [b for b in blocks if b.get("type") == "tool_result"]
-    return results + [b for b in blocks if b.get("type") != "tool_result"]
+    return [b for b in blocks if _is_result(b)] + [b for b in blocks if not _is_result(b)]
 
 
 def _error_results(ids: list[str]) -> list[Block]:
@@ -78,8 +72,8 @@ def _drop_empty(entries: list[Entry]) -> list[Entry]:
     """Drop blank text, blocks in the wrong role, and messages left with nothing."""
     kept: list[Entry] = []
     for message, message_id in entries:
-        wrong = _MISPLACED.get(message.get("role", ""), set())
-        content = [b for b in message.get("content", []) if not _blank(b) and b.get("type") not in wrong]
+        wrong = _MISPLACED.get(message.get("role", ""), ())
+        content = [b for b in message.get("content", []) if not is_blank_text(b) and not isinstance(item(b), wrong)]
         if content:
             kept.append(({"role": message["role"], "content": content}, message_id))
     return kept
@@ -116,7 +110,7 @@ def _pair_tools(entries: list[Entry]) -> list[Entry]:
             repaired.append((message, message_id))
             continue
         present = set(tool_result_ids(message))
-        kept = [b for b in message["content"] if b.get("type") != "tool_result" or b["tool_use_id"] in pending]
+        kept = [b for b in message["content"] if not _is_result(b) or item(b).tool_use_id in pending]  # type: ignore[union-attr]
         content = _results_first(kept + _error_results([t for t in pending if t not in present]))
         pending = []
         if content:  # a message of only orphan results disappears, with its id

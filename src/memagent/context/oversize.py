@@ -24,9 +24,11 @@ from typing import Any, Callable, Sequence
 
 from memagent.decoding import scrub
 from memagent.fsutil import atomic_write, private_dir
+from memagent.llm.items import Injected, Item, Text, ToolResult, item
 from memagent.llm.types import Block, Message
 from memagent.redact import redact
 
+_ONLY: dict[str, tuple[type[Item], ...]] = {"text": (Text, Injected), "tool_result": (ToolResult,)}
 HEAD_CHARS = 2_400
 TAIL_CHARS = 1_200
 MIN_LIMIT_TOKENS = 2_000  # a preview is about 1,000 tokens: never shrink below twice that
@@ -155,29 +157,29 @@ class AttachmentShelf:
 
     def fit_block(self, block: Block, limit: int, found: list[Attached]) -> Block:
         """``block`` with its text replaced by a preview when it is above ``limit`` tokens."""
-        kind = block.get("type")
-        if kind == "text":
-            text = str(block.get("text", ""))
+        value = item(block)
+        if isinstance(value, (Text, Injected)):
+            text = value.text
             fitted = self._fit_text(text, "message", limit, found)
             return block if fitted is text else {**block, "text": fitted}
-        if kind != "tool_result":
+        if not isinstance(value, ToolResult):
             return block
         content = block.get("content")
         if isinstance(content, str):
             fitted = self._fit_text(content, "tool output", limit, found)
             return block if fitted is content else {**block, "content": fitted}
         if isinstance(content, list):
-            items = [self._fit_item(item, limit, found) for item in content]
-            changed = any(new is not old for new, old in zip(items, content))
-            return {**block, "content": items} if changed else block
+            parts = [self._fit_item(part, limit, found) for part in content]
+            changed = any(new is not old for new, old in zip(parts, content))
+            return {**block, "content": parts} if changed else block
         return block
 
-    def _fit_item(self, item: Any, limit: int, found: list[Attached]) -> Any:
-        if not isinstance(item, dict) or item.get("type") != "text":
-            return item
-        text = str(item.get("text", ""))
-        fitted = self._fit_text(text, "tool output", limit, found)
-        return item if fitted is text else {**item, "text": fitted}
+    def _fit_item(self, part: Any, limit: int, found: list[Attached]) -> Any:
+        value = item(part) if isinstance(part, dict) else None
+        if not isinstance(value, Text):
+            return part
+        fitted = self._fit_text(value.text, "tool output", limit, found)
+        return part if fitted is value.text else {**part, "text": fitted}
 
     def fit(self, blocks: Sequence[Block], limit: int | None = None) -> tuple[list[Block], list[Attached]]:
         """The blocks of one message with every text above the limit sent as a preview."""
@@ -197,8 +199,9 @@ class AttachmentShelf:
                 out.append(message)
                 continue
             content = message.get("content") or []
+            kinds = _ONLY.get(only) if only is not None else None
             blocks = [
-                block if only is not None and block.get("type") != only else self.fit_block(block, limit or self.limit_tokens, found)
+                block if kinds is not None and not isinstance(item(block), kinds) else self.fit_block(block, limit or self.limit_tokens, found)
                 for block in content
             ]
             changed = any(new is not old for new, old in zip(blocks, content))

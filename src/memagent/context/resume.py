@@ -27,6 +27,7 @@ from memagent.context.rewind import active_records, turn_points
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.invariants import request_problems
+from memagent.llm.items import accepted_blocks
 from memagent.llm.types import Block, Message
 
 MESSAGE_MARKERS = (b'"type":"message"', b'"type": "message"')
@@ -203,23 +204,14 @@ def _kept_position(records: list[dict], marker_index: int, kept_from: str, path:
     return marker_index + 1
 
 
-# Content block types the Messages API accepts back in a request. Anything else in a transcript
-# (a newer format, a hand edit, a damaged file) is dropped on resume with a warning, instead of
-# making every request fail with a 400.
-KNOWN_BLOCK_TYPES = frozenset({
-    "text", "image", "document", "search_result", "tool_use", "tool_result", "thinking",
-    "redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
-    "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload",
-})
-
 
 def _known_blocks(content: list[Any], where: str, warnings: list[str]) -> list[Block]:
-    blocks = [copy.deepcopy(b) for b in content if isinstance(b, dict) and "type" in b]
-    unknown = sorted({str(b["type"]) for b in blocks if b["type"] not in KNOWN_BLOCK_TYPES})
+    """The blocks the Messages API accepts back; anything else in a transcript (a newer format, a
+    hand edit, a damaged file) is dropped with a warning, instead of making every request fail."""
+    blocks, unknown = accepted_blocks(copy.deepcopy(content))
     if unknown:
         warnings.append(f"{where}: dropped content blocks of unknown type {', '.join(unknown)}")
-    return [b for b in blocks if b["type"] in KNOWN_BLOCK_TYPES]
+    return blocks
 
 
 def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -> tuple[list[Message], list[str]]:

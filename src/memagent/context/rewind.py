@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from memagent.context.conversation import opens_user_turn
-from memagent.markers import kind_of
+from memagent.llm.items import own_texts
 
 FIRST_LINE_CHARS = 100
 
@@ -76,10 +76,7 @@ def _message_position(records: Sequence[dict[str, Any]], message_id: str) -> int
 
 def user_words(content: Sequence[Any]) -> str:
     """The text the user typed in a message (injected blocks left out)."""
-    texts = [
-        str(block.get("text", "")) for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and kind_of(block) is None
-    ]
+    texts = own_texts({"content": list(content)})
     return "\n".join(t for t in texts if t.strip())
 
 

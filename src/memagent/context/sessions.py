@@ -19,7 +19,7 @@ from typing import Any
 from memagent.context.conversation import opens_user_turn
 from memagent.context.resume import ResumeError, session_path
 from memagent.context.transcript import LoadedTranscript, TranscriptError, iter_transcripts, read_records
-from memagent.markers import kind_of
+from memagent.llm.items import own_texts, tool_uses
 
 FIRST_LINE_CHARS = 80
 KINDS = ("interactive", "headless", "subagent")
@@ -73,12 +73,10 @@ def _mtime(path: Path) -> str | None:
 
 
 def _user_words(content: list[Any]) -> str:
-    """The first line the user typed in a message (no injected text: :func:`~memagent.markers.kind_of`)."""
-    for block in content:
-        if not isinstance(block, dict) or block.get("type") != "text":
-            continue
-        text = str(block.get("text", "")).strip()
-        if not text or kind_of(block) is not None:
+    """The first line the user typed in a message (no injected text)."""
+    for text in own_texts({"content": content}):
+        text = text.strip()
+        if not text:
             continue
         line = text.splitlines()[0].strip()
         return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 1] + "…"
@@ -107,7 +105,7 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
             message = {"role": record.get("role"), "content": record.get("content") or []}
             if message["role"] == "assistant" and isinstance(message["content"], list):  # seeded ones too: a
                 # resumed session carries the work of the one it continues
-                tool_calls += sum(1 for b in message["content"] if isinstance(b, dict) and b.get("type") == "tool_use")
+                tool_calls += len(tool_uses(message["content"]))
             if seeding or not isinstance(message["content"], list) or not opens_user_turn(message):
                 continue
             turns += 1  # as Conversation.user_turns counts them live

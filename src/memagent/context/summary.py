@@ -27,7 +27,8 @@ from memagent.context.digest import deterministic_digest, first_chars
 from memagent.context.history import is_turn_start, tool_names_by_id
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Block, Message, ModelRequest, ResponseComplete, text_block, tool_result_text
-from memagent.markers import Marker, block, kind_of, summary_block
+from memagent.llm.items import Injected, Text, ToolResult, ToolUse, injected, message_items
+from memagent.markers import Marker, block, summary_block
 
 SUMMARY_MAX_TOKENS = 2_048
 RENDER_RESULT_CHARS = 2_000  # per tool result in the text handed to the summariser
@@ -103,18 +104,16 @@ def render_for_summary(messages: Sequence[Message], focus: str | None) -> str:
     lines: list[str] = []
     for message in messages:
         role = message.get("role", "?").upper()
-        for item in message.get("content", []):
-            kind = item.get("type")
-            if kind == "text":
-                lines.append(f"{role}: {item.get('text', '')}")
-            elif kind == "tool_use":
-                args = json.dumps(item.get("input") or {}, ensure_ascii=False)
-                lines.append(f"{role} called {item.get('name')} {_shorten(args, RENDER_RESULT_CHARS)}")
-            elif kind == "tool_result":
-                tool = names.get(str(item.get("tool_use_id")), "tool")
-                flag = " (error)" if item.get("is_error") else ""
-                body = _shorten(tool_result_text(item.get("content")), RENDER_RESULT_CHARS)
-                lines.append(f"RESULT of {tool}{flag}: {body}")
+        for part in message_items(message):
+            if isinstance(part, (Text, Injected)):
+                lines.append(f"{role}: {part.text}")
+            elif isinstance(part, ToolUse):
+                args = json.dumps(dict(part.input), ensure_ascii=False)
+                lines.append(f"{role} called {part.name} {_shorten(args, RENDER_RESULT_CHARS)}")
+            elif isinstance(part, ToolResult):
+                tool = names.get(part.tool_use_id, "tool")
+                flag = " (error)" if part.is_error else ""
+                lines.append(f"RESULT of {tool}{flag}: {_shorten(part.text, RENDER_RESULT_CHARS)}")
     text = "\n\n".join(lines)
     if len(text) > RENDER_TOTAL_CHARS:
         head = RENDER_TOTAL_CHARS * 3 // 10
@@ -184,15 +183,16 @@ def unknown_model(reason: str) -> bool:
 def summary_head(summary: str, state: Sequence[str], where: str, current_request: str | None) -> list[Block]:
     """The blocks of the user message that replaces the dropped history."""
     blocks = [
-        text_block(
+        injected(
+            Marker.SUMMARY,
             summary_block(summary)
-            + f"[Full transcript: {where}. The recall tool searches it and returns any earlier tool output exactly.]"
+            + f"[Full transcript: {where}. The recall tool searches it and returns any earlier tool output exactly.]",
         )
     ]
     if state:
-        blocks.append(text_block(block(Marker.STATE, "\n" + "\n\n".join(s.strip() for s in state))))
+        blocks.append(injected(Marker.STATE, block(Marker.STATE, "\n" + "\n\n".join(s.strip() for s in state))))
     if current_request:
-        blocks.append(text_block(block(Marker.CURRENT_REQUEST, current_request)))
+        blocks.append(injected(Marker.CURRENT_REQUEST, block(Marker.CURRENT_REQUEST, current_request)))
     return blocks
 
 
@@ -215,20 +215,16 @@ def turn_request_text(messages: Sequence[Message], cut: int) -> str | None:
 
 
 def request_texts(message: Message) -> list[str]:
-    """The user's own words in a turn-opening message: no injected block (:func:`~memagent.markers.kind_of`).
+    """The user's own words in a turn-opening message: no injected item.
 
     A request carried over by an earlier compaction is the request itself.
     """
     texts = []
-    for item in message.get("content", []):
-        text = str(item.get("text", "")) if item.get("type") == "text" else ""
-        if not text:
-            continue
-        kind = kind_of(text)
-        if kind is Marker.CURRENT_REQUEST:
-            return [text[len(Marker.CURRENT_REQUEST.value):].strip()]
-        if kind is None:
-            texts.append(text)
+    for part in message_items(message):
+        if isinstance(part, Injected) and part.kind is Marker.CURRENT_REQUEST:
+            return [part.text.removeprefix(Marker.CURRENT_REQUEST.value).strip()]
+        if isinstance(part, Text) and part.text:
+            texts.append(part.text)
     return texts
 
 

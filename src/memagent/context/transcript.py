@@ -11,7 +11,11 @@ Nothing secret reaches the file: every string of a record is passed through
 gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
 Record types (:data:`RECORD_TYPES`):
-- ``session_start``: session_id, model, cwd, memagent version, kind (``interactive``,
+The blocks of a ``message`` record, and the ``format`` number of ``session_start``, are described
+in ``docs/transcript.md``.
+
+- ``session_start``: format (of the message blocks; see :data:`FORMAT`), session_id, model, cwd,
+  memagent version, kind (``interactive``,
   ``headless`` or ``subagent``), logical_session, resumed_from (optional); for a subagent also
   agent, description, parent_session; written lazily, just before the first other record
 - ``message``: id (sequence number), role, content (wire-shaped blocks), usage (assistant only),
@@ -63,7 +67,12 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from memagent.decoding import scrub
 from memagent.fsutil import UnsafePath, atomic_write, open_private_append, private_dir, refuse_symlinks
+from memagent.llm.items import upgrade_legacy
 from memagent.redact import redact_value
+
+FORMAT = 2
+"""The transcript format: 2 stores an injected text's kind in its block (``injected``); 1 (no
+``format`` field) left it to the text's opening words."""
 
 
 RECORD_TYPES = frozenset(
@@ -122,7 +131,7 @@ class TranscriptWriter:
 
     def set_header(self, record: dict[str, Any]) -> None:
         """The ``session_start`` record, written lazily with the first real record."""
-        self._header = record
+        self._header = {"type": record["type"], "format": FORMAT, **{k: v for k, v in record.items() if k != "type"}}
 
     @staticmethod
     def _stamp(record: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +248,20 @@ def read_records(path: Path) -> LoadedTranscript:
             warnings.append(f"{path.name}:{number}: skipped a line that is not a transcript record")
             continue
         records.append(record)
-    return LoadedTranscript(path=path, records=records, warnings=warnings)
+    return LoadedTranscript(path=path, records=_upgraded(records), warnings=warnings)
+
+
+def _upgraded(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of a transcript written before :data:`FORMAT` 2 with each injected text's
+    kind written down (those versions told it by the text's opening words); a newer one as is."""
+    start = next((r for r in records if r.get("type") == "session_start"), {})
+    fmt = start.get("format")
+    if isinstance(fmt, int) and fmt >= FORMAT:
+        return records
+    return [
+        {**r, "content": upgrade_legacy(r["content"])} if r.get("type") == "message" and isinstance(r.get("content"), list) else r
+        for r in records
+    ]
 
 
 def iter_transcripts(directory: Path) -> Iterator[Path]:

@@ -14,7 +14,7 @@ from pydantic import Field
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
-from memagent.llm.types import tool_result_text
+from memagent.llm.items import Injected, Text, ToolResult, ToolUse, message_items
 from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
@@ -67,35 +67,25 @@ def find_tool_output(transcripts_dir: Path, tool_use_id: str, sessions: list[str
         for record in _records(path):
             if record.get("type") != "message":
                 continue
-            for block in record.get("content") or []:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use":
-                    names[str(block.get("id"))] = str(block.get("name", "tool"))
-                elif block.get("type") == "tool_result" and block.get("tool_use_id") == tool_use_id:
-                    return FoundOutput(
-                        path.stem, names.get(tool_use_id, "tool"), tool_result_text(block.get("content")),
-                        bool(block.get("is_error")),
-                    )
+            for part in message_items(record):
+                if isinstance(part, ToolUse):
+                    names[part.id] = part.name
+                elif isinstance(part, ToolResult) and part.tool_use_id == tool_use_id:
+                    return FoundOutput(path.stem, names.get(tool_use_id, "tool"), part.text, part.is_error)
     return None
 
 
 def _record_texts(record: dict, names: dict[str, str]) -> Iterator[tuple[str, str]]:
     """(where, text) pieces of one message record; results of ``recall`` itself are skipped."""
     message_id = record.get("id")
-    for block in record.get("content") or []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            yield f"message {message_id} ({record.get('role')})", str(block.get("text", ""))
-        elif kind == "tool_use":
-            names[str(block.get("id"))] = str(block.get("name", "tool"))
-            yield f"{block.get('id')} ({block.get('name')} call)", json.dumps(block.get("input") or {}, ensure_ascii=False)
-        elif kind == "tool_result":
-            tool_id = str(block.get("tool_use_id"))
-            if names.get(tool_id) != "recall":
-                yield f"{tool_id} ({names.get(tool_id, 'tool')} output)", tool_result_text(block.get("content"))
+    for part in message_items(record):
+        if isinstance(part, (Text, Injected)):
+            yield f"message {message_id} ({record.get('role')})", part.text
+        elif isinstance(part, ToolUse):
+            names[part.id] = part.name
+            yield f"{part.id} ({part.name} call)", json.dumps(dict(part.input), ensure_ascii=False)
+        elif isinstance(part, ToolResult) and names.get(part.tool_use_id) != "recall":
+            yield f"{part.tool_use_id} ({names.get(part.tool_use_id, 'tool')} output)", part.text
 
 
 def search_transcripts(transcripts_dir: Path, query: str, sessions: list[str], limit: int = MAX_HITS) -> list[str]:

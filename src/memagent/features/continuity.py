@@ -25,6 +25,7 @@ from memagent.context.digest import deterministic_digest
 from memagent.context.conversation import Conversation
 from memagent.context.sessions import Choice, choose_session
 from memagent.context.transcript import TranscriptError, read_records
+from memagent.llm.items import Injected
 from memagent.markers import Marker, block
 from memagent.todo import TodoManager
 
@@ -96,12 +97,12 @@ class ContinuityFeature(BaseFeature):
         self._conversation: Conversation | None = None
         self._previous: tuple[Choice, str] | None | bool = False  # False: not looked up yet
 
-    def turn_context(self, turn: TurnInput) -> str | None:
+    def turn_context(self, turn: TurnInput) -> Injected | None:
         if self._given:
             return None
         self._given = True
         note = self.start_note()
-        return block(Marker.CONTINUITY, note) if note else None
+        return Injected(Marker.CONTINUITY, block(Marker.CONTINUITY, note)) if note else None
 
     def previous(self) -> tuple[Choice, str] | None:
         """The session this one takes over from and its summary (looked up once; None when

@@ -80,6 +80,7 @@ from memagent.childenv import filtered_environment
 from memagent.config import HookCommand, HooksSettings
 from memagent.context.conversation import Conversation
 from memagent.llm.types import Message
+from memagent.llm.items import Injected
 from memagent.markers import Marker
 from memagent.permissions.effects import HookVerdict
 from memagent.tools.base import ToolOutcome
@@ -415,11 +416,12 @@ class HooksFeature(BaseFeature):
             return f"a UserPromptSubmit hook says: {outcome.block}"
         return f"a UserPromptSubmit hook stopped it: {outcome.halt}" if outcome.halt else None
 
-    def turn_context(self, turn: TurnInput) -> str | None:
+    def turn_context(self, turn: TurnInput) -> Injected | None:
         pieces, self._prompt_context = self._prompt_context, []
-        return self._context("UserPromptSubmit", pieces)
+        text = self._context("UserPromptSubmit", pieces)
+        return Injected(Marker.HOOK_CONTEXT, text) if text else None
 
-    def continue_turn(self, text: str) -> str | None:
+    def continue_turn(self, text: str) -> Injected | None:
         outcome = self._run("Stop", stop_hook_active=self._stop_active, last_assistant_message=text)
         if outcome.halt:
             self.warn(f"Stop hook: {outcome.halt}")
@@ -427,7 +429,7 @@ class HooksFeature(BaseFeature):
         if outcome.block is None:
             return None
         self._stop_active = True
-        return hook_context("Stop", f"A Stop hook asks you to keep working: {outcome.block}")
+        return Injected(Marker.HOOK_CONTEXT, hook_context("Stop", f"A Stop hook asks you to keep working: {outcome.block}"))
 
     def halt_reason(self) -> str | None:
         reason, self._halt = self._halt, None
@@ -468,9 +470,9 @@ class HooksFeature(BaseFeature):
         if result.halt:
             self._halt = result.halt
 
-    def after_tools(self, names: list[str]) -> str | None:
+    def after_tools(self, names: list[str]) -> Injected | None:
         pieces, self._tool_context = self._tool_context, []
-        return "\n\n".join(pieces) if pieces else None
+        return Injected(Marker.HOOK_CONTEXT, "\n\n".join(pieces)) if pieces else None
 
     def _claude_call(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
         if call.tool is not None:
@@ -539,10 +541,10 @@ class SubagentToolHooks(HooksFeature):
         self._halt = None
         return None
 
-    def turn_context(self, turn: TurnInput) -> str | None:
+    def turn_context(self, turn: TurnInput) -> Injected | None:
         return None
 
-    def continue_turn(self, text: str) -> str | None:
+    def continue_turn(self, text: str) -> Injected | None:
         return None
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:

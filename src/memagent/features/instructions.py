@@ -55,6 +55,7 @@ from typing import Callable
 
 from memagent.agent.feature import BaseFeature, SubagentContext, ToolCall
 from memagent.llm.types import Message
+from memagent.llm.items import Injected, message_items
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
 from memagent.tools.mounts import SECRET_HOME_ENTRIES
@@ -467,18 +468,17 @@ class InstructionsFeature(BaseFeature):
         if touched is not None:
             self._pending.append(touched)
 
-    def after_tools(self, names: list[str]) -> str | None:
+    def after_tools(self, names: list[str]) -> Injected | None:
         pending, self._pending = self._pending, []
         blocks = [block for path in pending if (block := self._reach(path))]
-        return "\n\n".join(blocks) if blocks else None
+        return Injected(Marker.INSTRUCTIONS, "\n\n".join(blocks)) if blocks else None
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
         """A dropped block of later files: forget them, so the next touch loads them again."""
         for message in messages:
-            for block in message.get("content") or []:
-                text = block.get("text", "") if isinstance(block, dict) else ""
-                if text.startswith(NESTED_HEADER.split("{")[0]):
-                    self._forget(text)
+            for part in message_items(message):
+                if isinstance(part, Injected) and part.kind is Marker.INSTRUCTIONS and part.text.startswith(NESTED_HEADER.split("{")[0]):
+                    self._forget(part.text)
 
     def _forget(self, text: str) -> None:
         for item in list(self.later):

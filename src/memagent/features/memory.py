@@ -20,7 +20,8 @@ from memagent.context.conversation import Conversation
 from memagent.errors import one_line
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Message, ModelResponse
-from memagent.markers import Marker, block, kind_of, text_of
+from memagent.llm.items import Injected, own_texts
+from memagent.markers import Marker, block
 from memagent.tools.base import Tool, ToolOutcome
 
 if TYPE_CHECKING:
@@ -36,10 +37,7 @@ def recent_texts(messages: Sequence[Message], limit: int = RECENT_TEXTS) -> list
     retrieval query's context."""
     texts: list[str] = []
     for message in reversed(messages):
-        for part in message.get("content", []):
-            text = text_of(part)
-            if text and kind_of(part) is None:
-                texts.append(text[:RECENT_CHARS])
+        texts.extend(text[:RECENT_CHARS] for text in own_texts(message) if text)
         if len(texts) >= limit:
             break
     return list(reversed(texts[:limit]))
@@ -106,12 +104,13 @@ class MemoryFeature(BaseFeature):
     def system_text(self) -> str | None:
         return block(Marker.PROFILE, self._profile) if self._profile else None
 
-    def turn_context(self, turn: TurnInput) -> str | None:
+    def turn_context(self, turn: TurnInput) -> Injected | None:
         self._user_texts = [*self._user_texts[-1:], turn.text]
         try:
-            return self.service.context_for_turn(
+            text = self.service.context_for_turn(
                 turn.text, recent_texts(turn.messages), current_task=self.current_task()
             )
+            return Injected(Marker.MEMORIES, text) if text else None
         except Exception as exc:
             self.warn(f"memory retrieval failed: {one_line(exc)}")
             return None

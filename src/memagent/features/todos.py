@@ -9,6 +9,8 @@ from typing import Any, Callable, Literal, Sequence, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.llm.items import Injected
+from memagent.markers import Marker
 from memagent.todo import TodoError, TodoManager
 from memagent.tools import claude_names
 from memagent.permissions.effects import Effect, declares
@@ -66,12 +68,13 @@ class TodoFeature(BaseFeature):
     def tools(self) -> list[Tool]:
         return todo_tools(self.manager)
 
-    def after_tools(self, names: list[str]) -> str | None:
+    def after_tools(self, names: list[str]) -> Injected | None:
         called = "todo" in names
         self.manager.note_round(called)
         if called:
             self._record({"type": TODO_RECORD, "items": self.manager.items})
-        return self.manager.reminder()
+        reminder = self.manager.reminder()
+        return Injected(Marker.REMINDER, reminder) if reminder else None
 
     def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
         """The list as the last ``todo`` record still in effect left it (empty without one)."""

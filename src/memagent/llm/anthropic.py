@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 from memagent.decoding import scrub_value
 from memagent.errors import one_line
+from memagent.llm.items import wire_message
 from memagent.llm.types import (
     AuthenticationError,
     Block,
@@ -73,8 +74,8 @@ def deprecated_models() -> dict[str, str]:
 
 
 def default_model_id() -> str:
-    """``memagent.config.DEFAULT_MODEL``, checked against the installed SDK's model list."""
-    from memagent.config import DEFAULT_MODEL
+    """``memagent.models.DEFAULT_MODEL``, checked against the installed SDK's model list."""
+    from memagent.models import DEFAULT_MODEL
 
     if DEFAULT_MODEL not in known_model_ids():
         raise LookupError(f"default model {DEFAULT_MODEL!r} is not in the installed anthropic SDK's model list")
@@ -105,7 +106,7 @@ def build_params(request: ModelRequest, default_model: str) -> dict[str, Any]:
     must encode as UTF-8."""
     system = list(scrub_value(request.system))
     tools = list(scrub_value(request.tools))
-    messages = list(scrub_value(request.messages))
+    messages = [wire_message(m) for m in scrub_value(request.messages)]  # memagent's own fields stay home
     budget = MAX_CACHE_BREAKPOINTS - _count_breakpoints(system, tools, messages)
     if system and budget > 0 and "cache_control" not in system[-1]:
         system[-1] = _with_cache_control(system[-1])

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from memagent.models import MEMAGENT_MAX_TOKENS
+
 Message = dict[str, Any]
 Block = dict[str, Any]
 
@@ -48,7 +50,7 @@ class ModelRequest:
     system: list[Block]
     messages: list[Message]
     tools: list[dict[str, Any]] = field(default_factory=list)
-    max_tokens: int = 8192
+    max_tokens: int = MEMAGENT_MAX_TOKENS
     model: str | None = None  # None: the adapter's default
 
 

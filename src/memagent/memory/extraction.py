@@ -42,6 +42,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memagent.llm.items import Injected, Text, ToolResult, ToolUse, items as content_items
 from memagent.markers import Marker, kind_of
 from memagent.memory.cards import MemoryType, Scope
 
@@ -181,17 +182,6 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head].rstrip()} […] {text[-tail:].lstrip()}"
 
 
-def _tool_result_text(block: dict[str, Any]) -> str:
-    content = block.get("content")
-    if isinstance(content, str):
-        return content
-    parts = []
-    for item in content or ():
-        if isinstance(item, dict) and item.get("type") == "text":
-            parts.append(str(item.get("text", "")))
-    return "\n".join(parts)
-
-
 @dataclass
 class Segment:
     """One piece of text of one message, with where it came from (for tracing quotes)."""
@@ -259,12 +249,11 @@ def render_messages(messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> R
     tool_names: dict[str, str] = {}
     for message, message_id in zip(messages, ids):
         role = message.get("role", "user")
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
-        for block in blocks:
-            kind = block.get("type")
-            if kind == "text":
-                raw = str(block.get("text", ""))
+        for part in content_items(message.get("content")):
+            if isinstance(part, Injected):
+                continue  # memagent's own text (memories, a summary, a reminder …) is never evidence
+            if isinstance(part, Text):
+                raw = part.text
                 if role == "user":
                     _render_user_text(raw, str(message_id), lines, segments)
                     continue
@@ -273,18 +262,18 @@ def render_messages(messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> R
                     continue
                 lines.append(f"[#{message_id} {role}] {_clip(cleaned, ASSISTANT_TEXT_CHARS)}")
                 segments.append(Segment(str(message_id), role, cleaned))
-            elif kind == "tool_use":
-                name = str(block.get("name", "tool"))
-                tool_names[str(block.get("id", ""))] = name
-                args = json.dumps(block.get("input") or {}, ensure_ascii=False, separators=(",", ":"))
+            elif isinstance(part, ToolUse):
+                name = part.name
+                tool_names[part.id] = name
+                args = json.dumps(dict(part.input), ensure_ascii=False, separators=(",", ":"))
                 lines.append(f"[#{message_id} assistant calls {name}] {_clip(args, TOOL_INPUT_CHARS)}")
                 segments.append(Segment(str(message_id), "assistant", args))
-            elif kind == "tool_result":
-                name = tool_names.get(str(block.get("tool_use_id", "")), "tool")
-                output = _tool_result_text(block).strip()
+            elif isinstance(part, ToolResult):
+                name = tool_names.get(part.tool_use_id, "tool")
+                output = part.text.strip()
                 if not output:
                     continue
-                error = " error" if block.get("is_error") else ""
+                error = " error" if part.is_error else ""
                 lines.append(
                     f"[#{message_id} {name} result{error}]\n<tool_output>\n"
                     f"{_clip(output, TOOL_OUTPUT_CHARS)}\n</tool_output>"
@@ -300,7 +289,7 @@ def _starts_turn(message: dict[str, Any]) -> bool:
     content = message.get("content")
     if isinstance(content, str):
         return bool(content.strip())
-    return any(b.get("type") == "text" for b in content or ())
+    return any(isinstance(part, (Text, Injected)) for part in content_items(content))
 
 
 def split_slice(

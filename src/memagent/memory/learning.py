@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any, Callable, Iterable, Sequence
 
+from memagent.llm.items import texts
 from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_message
 from memagent.memory.consolidation import Consolidator, Decision
 from memagent.memory.extraction import (
@@ -149,7 +150,7 @@ def is_user_turn(message: dict[str, Any]) -> bool:
     content = message.get("content")
     if isinstance(content, str):
         return bool(content.strip())
-    return any(b.get("type") == "text" and str(b.get("text", "")).strip() for b in content or ())
+    return any(text.strip() for text in texts({"content": content}))
 
 
 def _today() -> date:

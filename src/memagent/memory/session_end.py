@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any, Collection, Sequence
 
+from memagent.llm.items import own_texts, tool_uses
+
 LONG_BRIEF = 300
 DURABLE_CUES = re.compile(
     r"\b(remember|always|never|prefer|preferably|from now on|going forward|in future|don'?t|do not|"
@@ -35,15 +37,12 @@ def _typed_texts(message: dict[str, Any]) -> list[str]:
     content = message.get("content")
     if isinstance(content, str):
         return [content] if content.strip() else []
-    texts = [str(b.get("text", "")) for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
-    return [t for t in texts if t.strip() and not t.lstrip().startswith("<")][:1]
+    return [t for t in own_texts(message) if t.strip()][:1]
 
 
 def _has_tool_call(message: dict[str, Any]) -> bool:
     content = message.get("content")
-    return message.get("role") == "assistant" and isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in content
-    )
+    return message.get("role") == "assistant" and isinstance(content, list) and bool(tool_uses(content))
 
 
 def worth_learning_at_end(

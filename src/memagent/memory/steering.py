@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from memagent.markers import Marker, kind_of, text_of
+from memagent.llm.items import Injected, message_items
+from memagent.markers import Marker
 
 MAX_TOPICS = 20
 MAX_EXAMPLES = 5
@@ -64,11 +65,9 @@ class Steering:
 def latest_summary(messages: Sequence[dict[str, Any]]) -> str | None:
     """The newest compaction summary among the messages (the block compaction injected)."""
     for message in reversed(messages):
-        content = message.get("content")
-        for block in reversed(content if isinstance(content, list) else ()):
-            if isinstance(block, dict) and kind_of(block) is Marker.SUMMARY:
-                text = text_of(block) or ""
-                return text.replace(Marker.SUMMARY.value, "", 1).strip() or None
+        for part in reversed(message_items(message)):
+            if isinstance(part, Injected) and part.kind is Marker.SUMMARY:
+                return part.text.replace(Marker.SUMMARY.value, "", 1).strip() or None
     return None
 
 

@@ -200,11 +200,12 @@ def _walk_edges(
                     problems.append(message)
                     continue
                 touch, actions = fix
+                blocker, dependent = edge
                 if action == "drop":
-                    _drop_edge(work, *edge, touch)
+                    _drop_edge(work, blocker, dependent, touch)
                     actions.append(f"{message} — removed")
                 elif action == "mirror":
-                    _add_half(work, *edge, touch)
+                    _add_half(work, blocker, dependent, touch)
                     actions.append(f"{message} — added the missing half")
     if fix is None:
         cycle = find_cycle(work)

@@ -66,7 +66,7 @@ def _row(task_id: int, entry: Entry) -> list[Any]:
     if entry.task is None:
         return [task_id, *entry.stamp, "e", entry.error]
     t = entry.task
-    fields = [t.subject, t.description, t.status, t.blockedBy, t.blocks, t.owner, t.created_at, t.updated_at]
+    fields: list[Any] = [t.subject, t.description, t.status, t.blockedBy, t.blocks, t.owner, t.created_at, t.updated_at]
     if t.extra:
         fields.append(t.extra)
     return [task_id, *entry.stamp, "t", fields]
@@ -83,7 +83,8 @@ def _entries_from_rows(rows: list[list[Any]]) -> dict[int, Entry]:
         if len(payload) == 8:
             task = Task(task_id, *payload)
         else:
-            task = Task(task_id, *payload[:8], extra=payload[8])
+            task = Task(task_id, *payload[:8])
+            task.extra = payload[8]
         entries[task_id] = new_entry(((mtime, ctime, size, ino), task, None))
     return entries
 
@@ -113,7 +114,7 @@ class TaskIndex:
             except (ValueError, KeyError, TypeError, MalformedTask):
                 continue  # a torn or foreign line: the stamp check re-reads that file anyway
             if len(stamp) == 4:
-                cached.entries[task_id] = Entry(stamp, task=task)  # type: ignore[arg-type]
+                cached.entries[task_id] = Entry(stamp, task=task)
         cached.problems = None
         cached.journal_lines = len(lines)
         return cached

@@ -22,6 +22,7 @@ naming their kind (:func:`memagent.redact.redact`) before anything is written.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 from contextlib import contextmanager
@@ -170,10 +171,10 @@ class TaskStore:
         state = self.load()
         return [state.tasks[tid] for tid in sorted(state.tasks)]
 
-    def ready(self) -> list[Task]:
+    def ready(self) -> builtins.list[Task]:
         return [t for t in self.list() if t.is_ready]
 
-    def blocked(self) -> list[Task]:
+    def blocked(self) -> builtins.list[Task]:
         return [t for t in self.list() if t.is_blocked]
 
     def get(self, task_id: int) -> Task:
@@ -185,7 +186,7 @@ class TaskStore:
                 self._recover()
             return _Txn(self.root).load(task_id)
 
-    def problems(self) -> list[str]:
+    def problems(self) -> builtins.list[str]:
         """Malformed files and inconsistent edges found by the last read, each naming its file."""
         return list(self._problems)
 
@@ -367,7 +368,7 @@ class TaskStore:
         if len(tasks) > 1:
             os.unlink(txn)
 
-    def _apply(self, tasks: list[Task]) -> None:
+    def _apply(self, tasks: builtins.list[Task]) -> None:
         records: list[str] = []
         for task in tasks:
             st = atomic_write(self.root / file_name(task.id), task.to_json().encode())
@@ -434,7 +435,7 @@ class TaskStore:
         state.problems += graph_problems
         return state
 
-    def _save_index(self, entries: dict[int, Entry], problems: list[str], dirty: bool, top_id: int) -> None:
+    def _save_index(self, entries: dict[int, Entry], problems: builtins.list[str], dirty: bool, top_id: int) -> None:
         """Write the cache back when it changed, and raise the id high-water mark to what is on disk."""
         try:
             if top_id > (self._read_high_water() or 0):
@@ -483,10 +484,10 @@ def _ids(values: Iterable[Any]) -> list[int]:
 def _clean_subject(subject: Any) -> str:
     if not isinstance(subject, str) or not subject.strip():
         raise TaskError("a task needs a non-empty subject")
-    subject = " ".join(subject.split())
-    if len(subject) > MAX_SUBJECT:
-        raise TaskError(f"the subject is {len(subject)} characters; keep it under {MAX_SUBJECT} and put details in the description")
-    return subject
+    clean = " ".join(subject.split())
+    if len(clean) > MAX_SUBJECT:
+        raise TaskError(f"the subject is {len(clean)} characters; keep it under {MAX_SUBJECT} and put details in the description")
+    return clean
 
 
 def _check_text(name: str, value: Any) -> None:

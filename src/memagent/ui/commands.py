@@ -246,21 +246,17 @@ EXPAND_USAGE = "usage: /expand [N] (1 = the newest tool result, 2 = the one befo
 
 def tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
     """Every tool result of the conversation, oldest first: (call label, full text, is_error)."""
-    from memagent.llm.types import tool_result_text
+    from memagent.llm import items
 
     calls: dict[str, str] = {}
     found: list[tuple[str, str, bool]] = []
     for message in messages:
-        for block in message.get("content") or []:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use":
-                key = next(iter((block.get("input") or {}).values()), "")
-                label = f"{block.get('name')}({' '.join(str(key).split())[:80]})" if key else str(block.get("name"))
-                calls[str(block.get("id"))] = label
-            elif block.get("type") == "tool_result":
-                label = calls.get(str(block.get("tool_use_id")), "tool")
-                found.append((label, tool_result_text(block.get("content")), bool(block.get("is_error"))))
+        for part in items.message_items(message):
+            if isinstance(part, items.ToolUse):
+                key = next(iter(part.input.values()), "")
+                calls[part.id] = f"{part.name}({' '.join(str(key).split())[:80]})" if key else part.name
+            elif isinstance(part, items.ToolResult):
+                found.append((calls.get(part.tool_use_id, "tool"), part.text, part.is_error))
     return found
 
 

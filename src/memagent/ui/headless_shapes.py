@@ -24,6 +24,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping
 
+from memagent.llm.items import is_blank_text, wire_block
 from memagent.llm.types import ModelResponse
 
 USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -89,14 +90,14 @@ def assistant_messages(response: ModelResponse, session_id: str) -> list[dict[st
     lines = []
     message_id = response.id or f"msg_{uuid.uuid4().hex[:24]}"
     for block in response.content:
-        if block.get("type") == "text" and not str(block.get("text", "")).strip():
+        if is_blank_text(block):
             continue
         message = {
             "id": message_id,
             "type": "message",
             "role": "assistant",
             "model": response.model,
-            "content": [dict(block)],
+            "content": [wire_block(block)],
             "stop_reason": response.stop_reason,
             "stop_sequence": None,
             "usage": response.usage.to_dict(),

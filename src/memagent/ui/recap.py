@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from memagent.llm import items
 from memagent.ui.render import one_line
 from memagent.ui.words import plural
 
@@ -22,25 +23,21 @@ STORED = {"ADD": "+", "UPDATE": "~", "CONTRADICT": "~", "PENDING": "?"}
 
 
 def _texts(message: dict[str, Any]) -> list[str]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [content]
-    return [str(b.get("text", "")) for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
+    return items.texts(message)
 
 
 def _typed_text(message: dict[str, Any]) -> str:
-    """What the user typed: the first text block (later blocks are injected context)."""
-    texts = [t for t in _texts(message) if t.strip()]
+    """What the user typed: the first text of their own (injected context left out)."""
+    texts = [t for t in items.own_texts(message) if t.strip()]
     return texts[0] if texts else ""
 
 
 def _tool_names(message: dict[str, Any]) -> list[str]:
-    return [str(b.get("name")) for b in message.get("content") or () if isinstance(b, dict) and b.get("type") == "tool_use"]
+    return [call.name for call in items.tool_uses(message.get("content"))]
 
 
 def _is_typed(message: dict[str, Any]) -> bool:
-    text = _typed_text(message)
-    return message.get("role") == "user" and bool(text) and not text.startswith("<")
+    return message.get("role") == "user" and bool(_typed_text(message))
 
 
 def recap_lines(messages: Sequence[dict[str, Any]], exchanges: int = RECAP_EXCHANGES) -> list[str]:

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any, Union
 
+from memagent.llm import items
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.headless import HeadlessRun
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal
@@ -67,10 +68,11 @@ def _user_text(content: Any) -> tuple[str, tuple[str, ...]] | None:
         return None
     texts, others = [], []
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
+        part = items.item(block) if isinstance(block, dict) else None
+        if isinstance(part, (items.Text, items.Injected)):  # a caller's words, whatever it claims they are
+            texts.append(part.text)
         else:
-            others.append(str(block.get("type")) if isinstance(block, dict) else type(block).__name__)
+            others.append(items.wire_type(part) or "None" if part is not None else type(block).__name__)
     return "\n\n".join(texts), tuple(others)
 
 
