@@ -68,7 +68,7 @@ CREATE TABLE IF NOT EXISTS near_duplicates (a TEXT, b TEXT, similarity REAL, PRI
 
 _ENTRY_COLUMNS = (
     "id, memory_type, scope, scope_id, confidence, importance, status, created_at, last_used_at, "
-    "task_hint, person, session, turn, private, source"
+    "task_hint, person, session, turn, private, source, uses"
 )
 
 
@@ -108,12 +108,14 @@ class Entry:
     position: int | None
     private: bool
     source: str
+    uses: int = 0  # times retrieved, injected or cited (``memory.usage``)
 
     def signals(self) -> CardSignals:
         return CardSignals(
             id=self.id, confidence=self.confidence, importance=self.importance, scope=self.scope,
             created_at=self.created_at, last_used_at=self.last_used_at, task_hint=self.task_hint,
             status=self.status, person=self.person, thread=self.thread, position=self.position, source=self.source,
+            uses=self.uses,
         )
 
 
@@ -122,6 +124,7 @@ def _entry(row: Sequence) -> Entry:
         id=row[0], memory_type=row[1], scope=row[2], scope_id=row[3], confidence=row[4], importance=row[5],
         status=row[6], created_at=_parse_time(row[7]), last_used_at=_parse_time(row[8]), task_hint=row[9],
         person=row[10], thread=row[11], position=row[12], private=bool(row[13]), source=row[14] or "assistant",
+        uses=int(row[15] or 0),
     )
 
 
@@ -331,6 +334,18 @@ class Catalog:
         done = []
         for card_id in ids:
             cursor = db.execute("UPDATE cards SET last_used_at = ?, uses = uses + 1 WHERE id = ?", (stamp, card_id))
+            if cursor.rowcount:
+                done.append(card_id)
+        return done
+
+    def note_uses(self, db: sqlite3.Connection, pending: Mapping[str, tuple[int, datetime]]) -> list[str]:
+        """Record batched uses (``memory.usage``): id -> (times, latest); returns the ids known here."""
+        done = []
+        for card_id, (times, when) in pending.items():
+            stamp = iso_utc(when)
+            cursor = db.execute(
+                "UPDATE cards SET uses = uses + ?, last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ? "
+                "THEN ? ELSE last_used_at END WHERE id = ?", (times, stamp, stamp, card_id))
             if cursor.rowcount:
                 done.append(card_id)
         return done

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from memagent import __version__
 from memagent.ui.commands import Reply, find_command, is_command, run_command
+from memagent.ui.idle import IdleWatch
 from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.printmode import consume_turn
 from memagent.ui.safe_text import printable
@@ -175,6 +176,7 @@ class Repl:
     _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
     _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
     _start_mode: str | None = None  # the permission mode the session opened in (Shift-Tab's cycle)
+    _idle: IdleWatch = field(default_factory=IdleWatch)
 
     def run(self) -> int:
         from rich.console import Console
@@ -266,6 +268,10 @@ class Repl:
         return line
 
     def _read(self) -> str:
+        with self._idle.prompt(self._loader):  # memory learns once if the user stays away
+            return self._read_line()
+
+    def _read_line(self) -> str:
         if self.read_line is not None:
             return self.read_line()
         from prompt_toolkit.formatted_text import FormattedText
@@ -562,6 +568,7 @@ class Repl:
         self._warnings_seen = len(session.warnings)
 
     def _close(self) -> None:
+        self._idle.stop()
         loader = self._loader
         if loader is None:
             return
