@@ -34,6 +34,7 @@ import argparse
 import hashlib
 import json
 import statistics
+import random
 import sys
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -223,6 +224,23 @@ def table(prepared: Prepared, methods: dict[str, Retriever], kind: str | None = 
     return title + "\n\n" + "\n".join(lines)
 
 
+USAGE_WEIGHTS = (0.0, 0.025, 0.05, 0.1, 0.2)
+USAGE_COUNTS = (0, 0, 0, 1, 2, 3, 5, 10, 20)  # drawn per card: most never used, a few often
+
+
+def usage_sweep(prepared: Prepared, seed: int = 7) -> str:
+    """The usage weight with use counts drawn at random, unrelated to relevance (the worst case
+    for a usage term: it can only reorder by noise). The weight is chosen on dev; test is shown
+    to check the choice, not to make it."""
+    rng = random.Random(seed)
+    noisy = replace(prepared, signals={i: replace(s, uses=rng.choice(USAGE_COUNTS)) for i, s in prepared.signals.items()})
+    lines = ["| usage weight | dev R@1 | dev MRR@5 | test R@1 | test MRR@5 |", "|---:|---:|---:|---:|---:|"]
+    for weight in USAGE_WEIGHTS:
+        dev, test = (evaluate(noisy, memagent(RankingWeights(usage=weight)), split) for split in ("dev", "test"))
+        lines.append(f"| {weight} | {dev['R@1']:.3f} | {dev['MRR@5']:.3f} | {test['R@1']:.3f} | {test['MRR@5']:.3f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -231,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
     parser.add_argument("--embedder", default="auto", choices=["auto", "int8", "onnx", "numpy"],
                         help="the embedding backend (auto: int8, as memagent uses)")
+    parser.add_argument("--usage-sweep", action="store_true",
+                        help="add the usage weight's table, with random use counts (memory.usage)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"error: no benchmark data at {args.data}", file=sys.stderr)
@@ -242,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.by_kind:
         for kind in sorted({q.kind for q in prepared.questions}):
             sections.append(f"#### kind: {kind}\n\n" + table(prepared, methods, kind))
+    if args.usage_sweep:
+        sections.append("#### usage weight, random use counts\n\n" + usage_sweep(prepared))
     report = "\n\n".join(sections)
     print(report)
     if args.markdown:

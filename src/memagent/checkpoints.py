@@ -36,10 +36,10 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from memagent.fsutil import private_dir
 from memagent.gitsafe import GitError, run_git
@@ -124,16 +124,28 @@ def session_ref(session_id: str) -> str:
 class ShadowRepo:
     """The shadow repository of one project (see the module docstring)."""
 
-    def __init__(self, root: Path, git_dir: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 max_changed_files: int = DEFAULT_MAX_CHANGED_FILES) -> None:
+    def __init__(
+        self,
+        root: Path,
+        git_dir: Path,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_changed_files: int = DEFAULT_MAX_CHANGED_FILES,
+    ) -> None:
         self.root = Path(root).resolve()
         self.git_dir = Path(git_dir)
         self.max_file_bytes = max_file_bytes
         self.max_changed_files = max_changed_files
 
     @classmethod
-    def for_project(cls, home: Path, root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                    max_changed_files: int = DEFAULT_MAX_CHANGED_FILES) -> "ShadowRepo":
+    def for_project(
+        cls,
+        home: Path,
+        root: Path,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_changed_files: int = DEFAULT_MAX_CHANGED_FILES,
+    ) -> ShadowRepo:
         return cls(root, shadow_dir(home, root), max_file_bytes=max_file_bytes, max_changed_files=max_changed_files)
 
     # ------------------------------------------------------------------ running git
@@ -145,8 +157,11 @@ class ShadowRepo:
         the shadow repository: paths are relative to the work tree's top); stdout."""
         where = [] if bare else [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
         try:
-            done = run_git([*where, "-c", "safe.directory=*", *args], self.git_dir if not bare else self.git_dir.parent,
-                           timeout=timeout)
+            done = run_git(
+                [*where, "-c", "safe.directory=*", *args],
+                self.git_dir if not bare else self.git_dir.parent,
+                timeout=timeout,
+            )
         except GitError as exc:
             raise CheckpointError(str(exc)) from None
         if check and done.returncode != 0:
@@ -261,7 +276,7 @@ class ShadowRepo:
         if not (self.git_dir / "HEAD").is_file():
             return []
         listing = self._git(["for-each-ref", "--format=%(refname)", REF_PREFIX])
-        return [line[len(REF_PREFIX):] for line in listing.splitlines() if line.startswith(REF_PREFIX)]
+        return [line[len(REF_PREFIX) :] for line in listing.splitlines() if line.startswith(REF_PREFIX)]
 
     def prune(self, keep: set[str]) -> list[str]:
         """Drop the checkpoints of sessions not in ``keep`` and pack the rest; returns the

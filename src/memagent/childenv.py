@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from memagent.redact import contains_secret
 
@@ -87,11 +87,7 @@ def filtered_environment(env: Mapping[str, str], pass_through: Iterable[str] = (
     """A copy of ``env`` without secrets; names in ``pass_through`` are kept (except the agent's
     API credentials, :data:`NEVER_PASSED`)."""
     keep = {name.upper() for name in pass_through} - NEVER_PASSED
-    return {
-        name: value
-        for name, value in env.items()
-        if name.upper() in keep or not is_secret_variable(name, value)
-    }
+    return {name: value for name, value in env.items() if name.upper() in keep or not is_secret_variable(name, value)}
 
 
 __all__ = [

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memagent.config import HooksSettings
 from memagent.paths import ProjectPaths
@@ -89,8 +90,15 @@ class ClaudeSettings:
 
     @property
     def empty(self) -> bool:
-        return not (self.allow or self.ask or self.deny or self.default_mode or self.additional_directories
-                    or not self.hooks.empty or self.env)
+        return not (
+            self.allow
+            or self.ask
+            or self.deny
+            or self.default_mode
+            or self.additional_directories
+            or not self.hooks.empty
+            or self.env
+        )
 
 
 def settings_files(paths: ProjectPaths) -> list[tuple[Path, str, str]]:
@@ -148,7 +156,9 @@ def _withheld(file: SettingsFile) -> list[str]:
     return [key for key in WIDENING_KEYS if key in asked]
 
 
-def _take_permissions(file: SettingsFile, found: ClaudeSettings, widen: bool, check_rule: Callable[[str], str | None]) -> None:
+def _take_permissions(
+    file: SettingsFile, found: ClaudeSettings, widen: bool, check_rule: Callable[[str], str | None]
+) -> None:
     permissions = file.data.get("permissions")
     if permissions is None:
         return
@@ -168,7 +178,9 @@ def _take_permissions(file: SettingsFile, found: ClaudeSettings, widen: bool, ch
     if isinstance(mode, str) and (widen or mode in NARROWING_MODES):
         found.default_mode = (mode, file.label)
     if widen:
-        for raw in _strings(permissions.get("additionalDirectories"), f"{file.label}: additionalDirectories", found.notes):
+        for raw in _strings(
+            permissions.get("additionalDirectories"), f"{file.label}: additionalDirectories", found.notes
+        ):
             found.additional_directories.append((Path(raw).expanduser(), file.label))
 
 

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from memagent.fsutil import resolves_inside
 
@@ -165,12 +166,18 @@ class CustomCommand:
         if allowed and not self.trusted:
             notes = (f"/{self.name}: allowed-tools ignored, this project is not trusted (`memagent trust` allows it)",)
             allowed = ()
-        return Invocation(f"/{self.name}", self.expand(arguments), arguments.strip(), allowed, self.model,
-                          run_shell=True, notes=notes)
+        return Invocation(
+            f"/{self.name}", self.expand(arguments), arguments.strip(), allowed, self.model, run_shell=True, notes=notes
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "path": str(self.path), "source": self.source,
-                "argument_hint": self.argument_hint}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "path": str(self.path),
+            "source": self.source,
+            "argument_hint": self.argument_hint,
+        }
 
 
 @dataclass
@@ -193,7 +200,7 @@ class CommandSet:
             elif self.get(command.name) is None:
                 self.commands.append(command)
 
-    def merged(self, commands: Sequence[PromptCommand], reserved: frozenset[str] = frozenset()) -> "CommandSet":
+    def merged(self, commands: Sequence[PromptCommand], reserved: frozenset[str] = frozenset()) -> CommandSet:
         combined = CommandSet(list(self.commands), list(self.problems))
         combined.add(commands, reserved)
         return combined
@@ -236,8 +243,9 @@ def read_command(path: Path, source: str, name: str | None = None) -> CustomComm
         description = description[:79] + "…"
     hint = " ".join(str(meta.get("argument-hint") or "").split())
     model = str(meta["model"]).strip() if isinstance(meta.get("model"), str) and meta["model"].strip() else None
-    return CustomCommand(name or path.stem, description, body, path, source, hint,
-                         tool_rules(meta.get("allowed-tools")), model)
+    return CustomCommand(
+        name or path.stem, description, body, path, source, hint, tool_rules(meta.get("allowed-tools")), model
+    )
 
 
 def command_name(path: Path, base: Path) -> str:

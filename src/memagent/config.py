@@ -176,6 +176,17 @@ class Settings(BaseSettings):
     """Topics that matter to this project, given to memory extraction as data (at most 20 used)."""
     memory_examples: tuple[str, ...] = ()
     """Example memories of the kind this project wants, given to extraction as data (at most 5)."""
+    memory_idle_seconds: float = Field(300.0, ge=0)
+    """The REPL left idle this long learns once from the turns not mined yet (0: never)."""
+    memory_topic_drift: float = Field(0.85, ge=0.0, le=1.0)
+    """Distance (0..1: 1 - cosine, or 1 - shared terms without a loaded embedder) between two
+    consecutive user messages at which the topic changed and the turns so far are learned (0: never)."""
+    memory_skill_after_uses: int = Field(5, ge=0)
+    """A procedure used, restated or refined this many times is offered as a skill by
+    ``memagent memory review`` (0: never)."""
+    memory_reflect_every_days: float = Field(0.0, ge=0)
+    """Run ``memagent memory reflect`` in the background at session start at most this often
+    (0: never; the summaries it proposes wait in ``memagent memory review``)."""
     memory_max_cards: int = Field(0, ge=0)
     """Active memory cards a store (the project's, the user's) may hold; a save past it archives
     the lowest-value cards (never drops them) and says so. 0: no quota."""

@@ -40,8 +40,17 @@ SHORT_RUN = 2
 WESTERN_SHARE = 0.5  # at least this share of non-ASCII bytes in short runs: Western European text
 CONTROL_SHARE = 0.01  # more control characters than this share: binary
 SNIFF_BYTES = 8192
-LABELS = {"cp1252": "windows-1252", "iso8859-1": "Latin-1", "cp932": "Shift-JIS (cp932)", "shift_jis": "Shift-JIS",
-          "cp1251": "windows-1251", "euc_jp": "EUC-JP", "euc_kr": "EUC-KR", "big5": "Big5", "gb18030": "GB18030"}
+LABELS = {
+    "cp1252": "windows-1252",
+    "iso8859-1": "Latin-1",
+    "cp932": "Shift-JIS (cp932)",
+    "shift_jis": "Shift-JIS",
+    "cp1251": "windows-1251",
+    "euc_jp": "EUC-JP",
+    "euc_kr": "EUC-KR",
+    "big5": "Big5",
+    "gb18030": "GB18030",
+}
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 
@@ -168,8 +177,8 @@ def decode(data: bytes) -> Decoded:
     found = _bom(data)
     if found:
         mark, encoding = found
-        text = data[len(mark):].decode(encoding, errors="replace")
-        return Decoded(text, encoding, mark, replaced="\ufffd" in text and _strict(data[len(mark):], encoding) is None)
+        text = data[len(mark) :].decode(encoding, errors="replace")
+        return Decoded(text, encoding, mark, replaced="\ufffd" in text and _strict(data[len(mark) :], encoding) is None)
     text = _strict(data, "utf-8")
     if text is not None:
         return Decoded(text, "utf-8")
@@ -185,7 +194,10 @@ def text_from_input(data: bytes, what: str) -> tuple[str, str | None]:
     replacement characters, NUL bytes included, and said so."""
     if looks_binary(data[:SNIFF_BYTES]):
         text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
-        return text, f"{what} looks like binary data ({len(data):,} bytes); sending it as text with undecodable bytes replaced by �"
+        return (
+            text,
+            f"{what} looks like binary data ({len(data):,} bytes); sending it as text with undecodable bytes replaced by �",
+        )
     decoded = decode(data)
     return decoded.text, describe(decoded, what)
 

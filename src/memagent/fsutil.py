@@ -40,8 +40,9 @@ def _default_mode() -> int:
     return 0o644
 
 
-def atomic_write(path: Path, data: bytes | str, *, durable: bool = True, keep_mode: bool = True,
-                 new_mode: int | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes | str, *, durable: bool = True, keep_mode: bool = True, new_mode: int | None = None
+) -> None:
     """Replace ``path`` with ``data`` atomically; an existing file keeps its permissions, a new one
     gets ``new_mode`` (default: 0666 less the umask). ``keep_mode=False``: 0600 always."""
     payload = data.encode("utf-8") if isinstance(data, str) else data

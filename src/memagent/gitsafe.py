@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 FIXED_OVERRIDES = (
     "core.fsmonitor=false",
@@ -83,8 +83,14 @@ def git_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
 def _run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-            errors="replace", timeout=timeout, check=False,
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git did not answer within {timeout:g} s") from None
@@ -112,9 +118,14 @@ def driver_overrides(repo: Path, env: dict[str, str], timeout: float = DEFAULT_T
 # Names (lower case, as git prints them) that run a program or pull configuration from
 # elsewhere, beyond the driver keys: what makes a repository's configuration "armed".
 _FIXED_NAMES = frozenset(item.split("=", 1)[0].lower() for item in FIXED_OVERRIDES) - {
-    "protocol.ext.allow", "submodule.recurse"}
-_PULLS_OR_RUNS = re.compile(r"^(include\.path|includeif\..+\.path|pager\..+|interactive\.difffilter|"
-                            r"core\.worktree|alias\..+)$", re.IGNORECASE)
+    "protocol.ext.allow",
+    "submodule.recurse",
+}
+_PULLS_OR_RUNS = re.compile(
+    r"^(include\.path|includeif\..+\.path|pager\..+|interactive\.difffilter|"
+    r"core\.worktree|alias\..+)$",
+    re.IGNORECASE,
+)
 
 
 def names_a_program(name: str) -> bool:
@@ -129,8 +140,11 @@ def config_names(config_file: Path, *, timeout: float = DEFAULT_TIMEOUT_SECONDS)
     An absent file has none; :class:`GitError` when git cannot read it."""
     if not config_file.exists():
         return []
-    done = _run(["git", *_fixed(), "config", "--file", str(config_file), "--name-only", "--list", "-z"],
-                git_environment(), timeout)
+    done = _run(
+        ["git", *_fixed(), "config", "--file", str(config_file), "--name-only", "--list", "-z"],
+        git_environment(),
+        timeout,
+    )
     if done.returncode != 0:
         raise GitError(f"{config_file}: git cannot read it")
     return [name.strip("\n") for name in done.stdout.split("\0") if name.strip("\n")]
@@ -145,7 +159,8 @@ def config_value(repo: Path, key: str, *, timeout: float = DEFAULT_TIMEOUT_SECON
     system's or the user's), or None. Reading configuration runs no program."""
     done = _run(
         ["git", "--no-pager", "-C", str(repo), *_fixed(), "config", "--local", "--includes", "--get", key],
-        git_environment(), timeout,
+        git_environment(),
+        timeout,
     )
     value = done.stdout.strip()
     return value if done.returncode == 0 and value else None
@@ -169,6 +184,12 @@ def run_git(
 
 
 __all__ = [
-    "FIXED_OVERRIDES", "GitError", "config_names", "config_value", "driver_overrides", "git_environment",
-    "names_a_program", "run_git",
+    "FIXED_OVERRIDES",
+    "GitError",
+    "config_names",
+    "config_value",
+    "driver_overrides",
+    "git_environment",
+    "names_a_program",
+    "run_git",
 ]

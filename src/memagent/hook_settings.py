@@ -39,7 +39,9 @@ class HookCommand(BaseModel):
     run_async: bool = Field(False, alias="async", description="Run in the background; it cannot block anything.")
     condition: str | None = Field(None, alias="if", description="A permission rule the call must match (tool events).")
     once: bool = Field(False, description="Run at most once per session.")
-    origin: str = Field("user", description="Where it was configured: user or project (project hooks are gated by trust).")
+    origin: str = Field(
+        "user", description="Where it was configured: user or project (project hooks are gated by trust)."
+    )
     source: str = Field("", description="The file it came from, for doctor and warnings.")
 
 
@@ -63,8 +65,10 @@ def _hook_entries(event: str, entries: Any, notes: list[str]) -> list[dict[str, 
                 notes.append(f"hooks.{event}: an entry that is not a table; ignored")
                 continue
             # where a hook came from is stamped by whoever read the file, never taken from it
-            merged = {"matcher": entry.get("matcher", ""),
-                      **{k: v for k, v in hook.items() if k not in ("hooks", "origin", "source")}}
+            merged = {
+                "matcher": entry.get("matcher", ""),
+                **{k: v for k, v in hook.items() if k not in ("hooks", "origin", "source")},
+            }
             kind = merged.get("type", "command")
             if kind != "command":
                 notes.append(f"hooks.{event}: hooks of type {kind!r} are not supported by memagent; skipped")
@@ -109,12 +113,14 @@ class HooksSettings(BaseModel):
         return {"events": events, "notes": notes}
 
     @classmethod
-    def from_file(cls, data: Any, *, origin: str, source: str) -> "HooksSettings":
+    def from_file(cls, data: Any, *, origin: str, source: str) -> HooksSettings:
         """A hooks table read from one file, every hook stamped with where it came from
         (``origin``: user or project; ``source``: the file, for messages)."""
         parsed = data if isinstance(data, HooksSettings) else cls.model_validate(data if isinstance(data, dict) else {})
-        events = {event: tuple(hook.model_copy(update={"origin": origin, "source": source}) for hook in hooks)
-                  for event, hooks in parsed.events.items()}
+        events = {
+            event: tuple(hook.model_copy(update={"origin": origin, "source": source}) for hook in hooks)
+            for event, hooks in parsed.events.items()
+        }
         notes = tuple(f"{source}: {note}" for note in parsed.notes)
         if data is not None and not isinstance(data, (dict, HooksSettings)):
             notes += (f"{source}: hooks is not a table; ignored",)
@@ -123,7 +129,7 @@ class HooksSettings(BaseModel):
     def for_event(self, event: str) -> tuple[HookCommand, ...]:
         return tuple(self.events.get(event, ()))
 
-    def merged(self, other: "HooksSettings") -> "HooksSettings":
+    def merged(self, other: HooksSettings) -> HooksSettings:
         """This configuration's hooks, then ``other``'s, event by event (both run)."""
         events = {e: self.for_event(e) + other.for_event(e) for e in {*self.events, *other.events}}
         return HooksSettings(events=events, notes=self.notes + other.notes)

@@ -43,14 +43,14 @@ class Marker(enum.Enum):
         return self.name.lower()
 
     @classmethod
-    def from_key(cls, key: object) -> "Marker | None":
+    def from_key(cls, key: object) -> Marker | None:
         """The marker a stored ``injected`` field names; None for a missing or unknown name."""
         if not isinstance(key, str):
             return None
         return cls.__members__.get(key.upper())
 
     @classmethod
-    def legacy_kind(cls, text: str) -> "Marker | None":
+    def legacy_kind(cls, text: str) -> Marker | None:
         """The kind an earlier version meant by a text opening with a marker's words."""
         return kind_of(text)
 

@@ -19,9 +19,9 @@ A leaf: it imports nothing of memagent.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 CACHE_WRITE_FACTOR = 1.25
 CACHE_READ_FACTOR = 0.10

@@ -9,9 +9,9 @@ data lives in ``$MEMAGENT_HOME`` (default ``~/.memagent``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 PROJECT_MARKERS = (".git", ".memagent.toml")
 # ``$MEMAGENT_HOME/data-roots``: every project where a session kept a transcript, one absolute

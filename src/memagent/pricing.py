@@ -10,8 +10,9 @@ Terminal-free: the REPL's status line, ``/cost`` and the headless result all rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from memagent.models import Price, info
 

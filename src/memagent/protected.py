@@ -94,4 +94,12 @@ def is_protected(relative: str | PurePosixPath) -> bool:
     return protected_reason(relative) is not None
 
 
-__all__ = ["GIT_LINK", "GIT_REDIRECTS", "POWER_FILES", "PROTECTED_FILES", "PROTECTED_FOLDERS", "is_protected", "protected_reason"]
+__all__ = [
+    "GIT_LINK",
+    "GIT_REDIRECTS",
+    "POWER_FILES",
+    "PROTECTED_FILES",
+    "PROTECTED_FOLDERS",
+    "is_protected",
+    "protected_reason",
+]

@@ -87,7 +87,7 @@ class TodoManager:
         return {"items": self.items, "quiet_rounds": self._quiet_rounds}
 
     @classmethod
-    def from_dict(cls, data: Any) -> "TodoManager":
+    def from_dict(cls, data: Any) -> TodoManager:
         """Rebuild a saved manager. Raises :class:`TodoError` for data that is not a saved list."""
         if not isinstance(data, dict):
             raise TodoError("saved todo state must be an object with 'items'")

@@ -37,10 +37,11 @@ import difflib
 import hashlib
 import json
 import tomllib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -77,17 +78,22 @@ class ProjectRecord:
         return out
 
     @classmethod
-    def from_dict(cls, data: Any) -> "ProjectRecord":
+    def from_dict(cls, data: Any) -> ProjectRecord:
         if not isinstance(data, dict):
             return cls()
         strings = lambda key: [x for x in data.get(key) or [] if isinstance(x, str)]  # noqa: E731
         table = lambda key: dict(data[key]) if isinstance(data.get(key), dict) else {}  # noqa: E731
         since = data.get("since")
         pins = {k: v for k, v in table("pins").items() if isinstance(v, dict)}
-        return cls(bool(data.get("trusted") is True), since if isinstance(since, str) else None,
-                   strings("declined"), strings("allow"), pins,
-                   {k: v for k, v in table("declined_changes").items() if v is None or isinstance(v, str)},
-                   {k: v for k, v in table("mcp_tools").items() if isinstance(v, str)})
+        return cls(
+            bool(data.get("trusted") is True),
+            since if isinstance(since, str) else None,
+            strings("declined"),
+            strings("allow"),
+            pins,
+            {k: v for k, v in table("declined_changes").items() if v is None or isinstance(v, str)},
+            {k: v for k, v in table("mcp_tools").items() if isinstance(v, str)},
+        )
 
 
 def project_key(root: Path) -> str:
@@ -207,9 +213,11 @@ def change_diff(home: Path, root: Path, relative: str) -> str:
     if now["sha256"] is not None and "text" not in now:
         return f"{relative} changed (it is now binary, unreadable or over 64 KiB)\n"
     lines = difflib.unified_diff(
-        str(pin.get("text", "")).splitlines(keepends=True), str(now.get("text", "")).splitlines(keepends=True),
-        fromfile=f"{relative} (trusted)" if before_digest else (
-            f"{relative} (absent when trusted)" if pins else f"{relative} (trusted before contents were recorded)"),
+        str(pin.get("text", "")).splitlines(keepends=True),
+        str(now.get("text", "")).splitlines(keepends=True),
+        fromfile=f"{relative} (trusted)"
+        if before_digest
+        else (f"{relative} (absent when trusted)" if pins else f"{relative} (trusted before contents were recorded)"),
         tofile=f"{relative} (now)" if now["sha256"] else f"{relative} (deleted)",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
@@ -270,12 +278,12 @@ class TrustStore:
             raise TrustError(f"cannot read {self.path}: {exc}; fix or delete it") from None
         projects = data.get("projects") if isinstance(data, dict) else None
         if not isinstance(projects, dict):
-            raise TrustError(f"cannot read {self.path}: no \"projects\" table; fix or delete it")
+            raise TrustError(f'cannot read {self.path}: no "projects" table; fix or delete it')
         return projects
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def is_trusted(home: Path, root: Path) -> bool:

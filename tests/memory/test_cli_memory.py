@@ -14,7 +14,7 @@ from memagent.cli.main import app
 CARD_KEYS = {
     "id", "content", "memory_type", "scope", "scope_id", "source", "provenance", "confidence", "importance",
     "status", "supersedes", "superseded_by", "task_hint", "files", "created_at", "updated_at", "last_used_at",
-    "access_count", "backstory", "person", "relationship", "merged_from",
+    "access_count", "backstory", "person", "relationship", "merged_from", "members",
 }
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from memagent.memory import embeddings as emb
+from memagent.memory import model_files
 from memagent.memory.embeddings import (
     EmbedderHandle,
     EmbedderUnavailable,
@@ -136,15 +137,15 @@ def test_embedder_setting_picks_the_backend_and_refuses_unknown_ones(tmp_path):
 
 def test_weights_are_hashed_again_only_when_they_change(tmp_path, monkeypatch):
     calls = []
-    real = emb.sha256_file
-    monkeypatch.setattr(emb, "sha256_file", lambda path: calls.append(path.name) or real(path))
+    real = model_files.sha256_file
+    monkeypatch.setattr(model_files, "sha256_file", lambda path: calls.append(path.name) or real(path))
     first = verified_model_files(cache_dir=tmp_path)
     assert sorted(calls) == ["model.safetensors", "tokenizer.json"]
     calls.clear()
     assert verified_model_files(cache_dir=tmp_path) == first and calls == []
-    record = json.loads((tmp_path / emb.VERIFIED_FILE).read_text())
+    record = json.loads((tmp_path / model_files.VERIFIED_FILE).read_text())
     record[str(first.weights)]["mtime_ns"] += 1  # as if the file changed since
-    (tmp_path / emb.VERIFIED_FILE).write_text(json.dumps(record))
+    (tmp_path / model_files.VERIFIED_FILE).write_text(json.dumps(record))
     assert verified_model_files(cache_dir=tmp_path) == first and calls == ["model.safetensors"]
 
 

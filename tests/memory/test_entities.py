@@ -68,3 +68,46 @@ def test_questions_that_ask_for_a_person():
         assert asks_for_person(question), question
     for question in ("How do I build it?", "What does the whole team use for lint?", "Where is who.json?"):
         assert not asks_for_person(question), question
+
+
+def _large_index() -> EntityIndex:
+    """A store with many names: 300 systems and 200 people, described and given roles."""
+    heads = ["editor", "pipeline", "service", "backend", "tool", "dashboard", "scheduler", "gateway", "cli", "cache"]
+    mods = ["billing", "ingestion", "deploy", "search", "docs", "payments", "metrics", "auth", "image", "mail"]
+    roles = ["release manager", "owner", "lead", "on-call engineer", "reviewer"]
+    mentions = [Mention(f"Sys{i}", "system", description=f"the {mods[i % 10]} {heads[(i // 10) % 10]}")
+                for i in range(300)]
+    mentions += [Mention(f"Person{i}", "person", role=roles[i % 5], topic=f"Sys{i % 300} {mods[(i // 5) % 10]}")
+                 for i in range(200)]
+    return EntityIndex.of(mentions)
+
+
+QUESTIONS = [
+    "how do I restart the billing service?", "who is the release manager for the deploy tool?",
+    "where does the ingestion pipeline write?", "what port does the docs editor use?",
+    "who owns the payments backend?", "is the metrics dashboard down?", "what does Sys12 do?",
+    "who should review changes to the auth gateway?", "how big is the image cache?", "what time is it?",
+    "who is on call for the mail scheduler this week?", "the search cli crashes on start",
+]
+
+
+def test_skipping_descriptions_that_cannot_match_changes_no_understanding(monkeypatch):
+    """A question is compared in full only with descriptions and roles whose head shares its
+    first letters with one of its words: the same understanding as comparing with every one."""
+    from memagent.memory import entities
+
+    index = _large_index()
+    filtered = {q: index.understand(q) for q in QUESTIONS}
+    calls = []
+    real = entities._describes
+    monkeypatch.setattr(entities, "_describes", lambda *a: calls.append(a) or real(*a))
+    for question in QUESTIONS:
+        index.understand(question)
+    compared = len(calls)
+    calls.clear()
+    monkeypatch.setattr(entities, "_may_describe", lambda *a: True)
+    monkeypatch.setattr(EntityIndex, "_role_named", lambda *a: True)
+    everything = {q: index.understand(q) for q in QUESTIONS}
+    assert filtered == everything
+    assert any(u.described for u in filtered.values()) and any(u.people for u in filtered.values())
+    assert compared * 3 < len(calls)  # most descriptions are never compared in full

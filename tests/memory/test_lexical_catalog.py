@@ -74,7 +74,7 @@ class _Counting:
     """A posting source that counts what it reads."""
 
     def __init__(self, inner):
-        self.inner, self.whole, self.looked_up = inner, [], 0
+        self.inner, self.whole, self.looked_up, self.ranked = inner, [], 0, []
 
     def size(self):
         return self.inner.size()
@@ -91,6 +91,10 @@ class _Counting:
         self.looked_up += len(found)
         return found
 
+    def best_holding(self, scales, norm, slope, factor, limit):
+        self.ranked.append((sorted(scales), limit))
+        return self.inner.best_holding(scales, norm, slope, factor, limit)
+
 
 def test_common_terms_are_looked_up_not_read_whole(tmp_path):
     docs = {f"m_{i:012x}": (f"run test build step {i}", "") for i in range(3000)}
@@ -102,6 +106,69 @@ def test_common_terms_are_looked_up_not_read_whole(tmp_path):
     assert [d for d, _ in hits] == ["m_aaaaaaaaaaaa", "m_bbbbbbbbbbbb"]
     assert source.whole == ["quetzal"] and source.looked_up <= 2  # "run" (3,001 postings) never read whole
     assert _same(hits, _reference(docs, list(docs)).search("run quetzal", 2))
+    catalog.close()
+
+
+def test_rare_terms_matching_fewer_cards_than_k_do_not_read_common_terms_whole(tmp_path):
+    """The pool is filled from the common terms' documents, ranked inside SQLite: "run" (3,001
+    postings) is never read into Python, and the top 10 is still exactly the in-memory one."""
+    docs = {f"m_{i:012x}": ("run step" + " pad" * (i % 300) + (" run" if i % 7 == 0 else ""), "") for i in range(3000)}
+    docs["m_aaaaaaaaaaaa"] = ("run the flaky quetzal suite", "")
+    docs["m_bbbbbbbbbbbb"] = ("quetzal mirrors are slow", "")
+    catalog = _catalog(tmp_path, docs)
+    source = _Counting(_Postings(catalog.db(), 1))
+    hits = top_k_pruned(catalog.params, source, "run quetzal", 10)
+    assert source.whole == ["quetzal"] and source.ranked == [(["run"], 60)]
+    assert _same(hits, _reference(docs, list(docs)).search("run quetzal", 10))
+    catalog.close()
+
+
+def test_a_query_of_common_terms_only_is_ranked_by_the_source_exactly(tmp_path):
+    docs = _corpus(random.Random(11), 1500)
+    catalog = _catalog(tmp_path, docs)
+    reference = _reference(docs, list(docs))
+    for query in ("test run", "build deploy config use", "run run test", "use"):
+        source = _Counting(_Postings(catalog.db(), 1))
+        for k in (1, 5, 50):
+            got = top_k_pruned(catalog.params, source, query, k, whole_postings=100)
+            assert _same(got, reference.search(query, k)), (query, k)
+        assert source.ranked and not source.whole, query
+    catalog.close()
+
+
+def test_ties_at_the_kth_score_are_broken_as_the_in_memory_index_breaks_them(tmp_path):
+    """Copies of the same texts score exactly alike: the rows fetched past the k-th (and more
+    when a tie spans them) keep the in-memory order (score, then the larger id)."""
+    texts = ["run the build", "run test", "deploy run config", "use the test build", "quetzal build"]
+    docs = {f"m_{i:012x}": (texts[i % len(texts)], "") for i in range(1000)}
+    catalog = _catalog(tmp_path, docs)
+    reference = _reference(docs, list(docs))
+    for query in ("run build", "test build use", "quetzal run", "config"):
+        for k in (1, 7, 50, 199, 401):
+            source = _Counting(_Postings(catalog.db(), 1))
+            got = top_k_pruned(catalog.params, source, query, k, whole_postings=50)
+            assert _same(got, reference.search(query, k)), (query, k)
+    catalog.close()
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_source_ranked_path_equals_the_in_memory_bm25_on_random_queries(tmp_path, seed):
+    rng = random.Random(seed)
+    docs = _corpus(rng, 1500)
+    inactive = set(rng.sample(sorted(docs), 300))
+    catalog = _catalog(tmp_path, docs, inactive)
+    ranked = 0
+    for active, ids in ((1, [d for d in docs if d not in inactive]), (0, sorted(inactive))):
+        reference = _reference(docs, ids)
+        for _ in range(60):
+            words = [rng.choice(COMMON) for _ in range(rng.randint(1, 3))]
+            words += [f"w{rng.randint(0, 420)}x" for _ in range(rng.randint(0, 3))]
+            query, k = " ".join(words), rng.choice([1, 5, 50])
+            source = _Counting(_Postings(catalog.db(), active))
+            got = top_k_pruned(catalog.params, source, query, k, whole_postings=rng.choice([10, 40]))
+            assert _same(got, reference.search(query, k)), query
+            ranked += bool(source.ranked)
+    assert ranked > 30  # most queries went through the source's ranking
     catalog.close()
 
 

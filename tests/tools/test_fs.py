@@ -331,9 +331,9 @@ def test_grep_skips_binary_and_reports_no_matches(call, project: Path) -> None:
 
 
 def test_grep_names_files_it_skipped_as_too_large(call, project: Path, monkeypatch) -> None:
-    from memagent.tools import fs
+    from memagent.tools import search
 
-    monkeypatch.setattr(fs, "GREP_MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(search, "GREP_MAX_FILE_BYTES", 1000)
     write(project, "big.log", "needle\n" * 500)
     write(project, "small.txt", "hay\n")
     out = call("grep", pattern="needle")

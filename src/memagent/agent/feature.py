@@ -75,7 +75,7 @@ class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
-    tool: Tool | None = None  # the tool called (its Claude Code name and input view, for hooks)
+    tool: Tool[Any] | None = None  # the tool called (its Claude Code name and input view, for hooks)
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class SubagentContext:
 class Feature(Protocol):
     name: str
 
-    def tools(self) -> list[Tool]: ...
+    def tools(self) -> list[Tool[Any]]: ...
 
     def system_text(self) -> str | None: ...
 
@@ -134,7 +134,7 @@ class BaseFeature:
 
     name = "feature"
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[Tool[Any]]:
         return []
 
     def system_text(self) -> str | None:

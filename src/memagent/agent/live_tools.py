@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator
 
 from memagent.context.history import INTERRUPTED_TOOL
 from memagent.events import AgentEvent, ToolProgress
@@ -24,10 +24,10 @@ _TOOL_DONE = object()
 
 # Longer than 60 lines: the worker thread, its queue and cancellation must be read together.
 def run_with_progress(
-    tools: ToolRegistry, tool: Tool, value: Any, context: ToolContext, call_id: str,
+    tools: ToolRegistry, tool: Tool[Any], value: Any, context: ToolContext, call_id: str,
     stop: threading.Event | None = None,
     on_partial: Callable[[ToolOutcome], None] | None = None,
-) -> Iterator[AgentEvent]:
+) -> Generator[AgentEvent, None, ToolOutcome]:
     """Run one tool call in a worker thread, yielding :class:`ToolProgress` while it runs.
 
     The tool gets a copy of ``context`` whose ``progress`` callback feeds the events. Returns

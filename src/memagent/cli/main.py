@@ -68,11 +68,12 @@ def _mount(app: typer.Typer, name: str) -> None:
         app.command("doctor", help=SUBCOMMANDS[name])(doctor.doctor)
         return
     if name == "memory":
-        from memagent.cli import memory, memory_learn
+        from memagent.cli import memory, memory_learn, memory_reflect
 
         if "profile" not in {c.name for c in memory.app.registered_commands}:
             memory.app.command("profile")(memory_learn.profile_command)
             memory.app.command("review")(memory_learn.review_command)
+            memory.app.command("reflect")(memory_reflect.reflect_command)
         sub = memory.app
     elif name == "mcp":
         from memagent.cli import mcp

@@ -47,6 +47,12 @@ def _open_service(ctx: typer.Context, root: Optional[Path]) -> tuple["MemoryServ
         fail(f"memory unavailable: {exc}", EXIT_FAILURE)
 
 
+def _settings(paths: "ProjectPaths"):
+    from memagent.config import load_settings
+
+    return load_settings(paths)
+
+
 def _guarded(action):
     from memagent.memory.service import MemoryUnavailable
 
@@ -97,6 +103,8 @@ def _describe(item: "ReviewItem", root: Path) -> str:
     ]
     if card.provenance.quote:
         lines.append(f'    quote: "{_short(card.provenance.quote, 80)}"')
+    if card.members:
+        lines.append(f"    summarises {', '.join(card.members)} (they stay as they are)")
     note = stale_note(card, root)
     if note:
         lines.append(f"    {note}")
@@ -114,6 +122,7 @@ def review_command(
 ) -> None:
     """Review repository cards this machine did not write (accept or forget), then the newest
     automatic memories (keep, edit or forget)."""
+    from memagent.cli.memory_reflect import review_skill_proposals, skill_proposal_json, skill_proposals
     from memagent.memory.history import LearningHistory
     from memagent.memory.hygiene import review_queue
     from memagent.trust import is_trusted
@@ -130,6 +139,7 @@ def review_command(
     history = LearningHistory.for_paths(paths)
     items = _guarded(lambda: review_queue(service, history, limit))
     items = [item for item in items if item.card.source != "repository"]
+    skills = _guarded(lambda: skill_proposals(service, history, paths, _settings(paths)))
     if as_json:
         print_json(
             [_came_back_json(card_id, path, when) for card_id, path, when in came_back]
@@ -139,6 +149,7 @@ def review_command(
                  "intended_action": item.intended_action, "target_id": item.target_id, "repository": None}
                 for item in items
             ]
+            + [skill_proposal_json(proposal) for proposal in skills]
         )
         return
     if standings:
@@ -146,6 +157,8 @@ def review_command(
     pairs = _guarded(service.near_duplicates)
     if pairs:
         _review_duplicates(service, pairs, _interactive_terminal())
+    if skills:
+        review_skill_proposals(skills, history, paths, _interactive_terminal())
     if not items:
         typer.echo("Nothing to review: no automatic memories are waiting.")
         return

@@ -77,7 +77,6 @@ def new_skill(
 def _from_card(paths, card_id: str, name: Optional[str], description: Optional[str]) -> tuple[str, str]:
     """(name, SKILL.md text) for a procedure card; exits with one line when it cannot."""
     from memagent.config import ConfigError, load_settings
-    from memagent.features.skills import first_sentence, skill_markdown, slugify
     from memagent.memory.embeddings import LexicalOnlyEmbedder
     from memagent.memory.service import MemoryService, MemoryUnavailable
 
@@ -99,6 +98,14 @@ def _from_card(paths, card_id: str, name: Optional[str], description: Optional[s
         fail(f"no memory {card_id}", EXIT_FAILURE)
     if card.memory_type != "procedure":
         fail(f"memory {card_id} is a {card.memory_type} card; only procedure cards become skills", EXIT_FAILURE)
+    return skill_from_card(card, name, description)
+
+
+def skill_from_card(card, name: Optional[str] = None, description: Optional[str] = None) -> tuple[str, str]:
+    """(name, SKILL.md text in Claude Code's format) for a procedure card: front matter with name,
+    description and the card it came from, the procedure as the body."""
+    from memagent.features.skills import first_sentence, skill_markdown, slugify
+
     content = card.content.strip()
     skill_name = name or slugify(first_sentence(content, 60))
     about = description or first_sentence(content)
@@ -108,4 +115,4 @@ def _from_card(paths, card_id: str, name: Optional[str], description: Optional[s
     return skill_name, skill_markdown(skill_name, about, body, {"source": f"memagent memory card {card.id}"})
 
 
-__all__ = ["app"]
+__all__ = ["app", "skill_from_card"]

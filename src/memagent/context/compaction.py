@@ -39,24 +39,26 @@ sets aside texts above a limit halved at each attempt (tool outputs first), then
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
-from memagent.context.history import is_turn_start
 from memagent.context.elision import count_elided, elide_old_tool_results
+from memagent.context.history import is_turn_start
 from memagent.context.oversize import MIN_LIMIT_TOKENS, Attached, AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.prepared import PREPARE_FRACTION, Preparation, Summary, start_preparation
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
-from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name, lazy_counter
 from memagent.events import AgentEvent, Notice
 from memagent.llm.invariants import request_problems
-from memagent.llm.protocol import ChatModel
-from memagent.llm.types import Block, Message, ModelRequest, Usage
 from memagent.llm.items import Injected, Text, ToolResult, item
-from memagent.markers import Marker, kind_of as legacy_kind
+from memagent.llm.protocol import ChatModel
+from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name, lazy_counter
+from memagent.llm.types import Block, Message, ModelRequest, Usage
+from memagent.markers import Marker
+from memagent.markers import kind_of as legacy_kind
 
 MEMORY_KINDS = (Marker.MEMORIES, Marker.PROFILE)
 WINDOW_MARGIN = 0.95  # of the window less the answer: room for the estimate's error
@@ -96,7 +98,7 @@ class CompactingContext:
         session_id: str,
         transcript_name: str,
         system: list[Block],
-        tools: list[dict],
+        tools: list[dict[str, Any]],
         reinject: Sequence[Callable[[], str | None]] = (),
         before_drop: Sequence[Callable[[list[Message], list[str]], None]] = (),
         tail_fraction: float = 0.3,
@@ -213,7 +215,7 @@ class CompactingContext:
         fitted, found = self.shelf.fit(blocks)
         return fitted, [attached.note() for attached in found]
 
-    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[AgentEvent]:
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[AgentEvent, None, bool]:
         """Set aside the largest texts: those above the inline limit halved ``attempt`` times, or
         halved further until one is; when none is left above the minimum, compact."""
         self._conversation = conversation
@@ -245,14 +247,16 @@ class CompactingContext:
             if not (yield from self._shrink(conversation, limit)) and limit == MIN_LIMIT_TOKENS:
                 return  # nothing left to set aside: compaction or the API's answer decides
 
-    def _shrink(self, conversation: Conversation, limit: int) -> Iterator[AgentEvent]:
+    def _shrink(self, conversation: Conversation, limit: int) -> Generator[AgentEvent, None, bool]:
         """Set aside every text above ``limit`` tokens, tool outputs first; True when any was."""
         assert self.shelf is not None
         for only in ("tool_result", "text"):
             messages, found = self.shelf.fit_messages(conversation.messages, limit, only=only)
             if found:
                 changed = [i for i, (new, old) in enumerate(zip(messages, conversation.messages)) if new is not old]
-                conversation.record({"type": "set_aside", "ids": [conversation.ids[i] for i in changed], "limit": limit})
+                conversation.record(
+                    {"type": "set_aside", "ids": [conversation.ids[i] for i in changed], "limit": limit}
+                )
                 conversation.replace(messages, list(conversation.ids))
                 yield Notice(_shrunk_note(found), "warning")
                 return True
@@ -263,8 +267,13 @@ class CompactingContext:
         count = getattr(self.model, "count_tokens", None)
         if count is None or self._exact_count_failed:
             return None
-        request = ModelRequest(system=self.system, messages=list(self.view(conversation)), tools=self.tools,
-                               max_tokens=self.settings.response_tokens, model=self.settings.model)
+        request = ModelRequest(
+            system=self.system,
+            messages=list(self.view(conversation)),
+            tools=self.tools,
+            max_tokens=self.settings.response_tokens,
+            model=self.settings.model,
+        )
         try:
             return int(count(request))
         except Exception:  # no such endpoint (a proxy, a local server), or it failed: estimate quietly
@@ -358,15 +367,18 @@ class CompactingContext:
             yield Notice("Nothing to compact: the conversation is a single message.", "info" if manual else "warning")
             return
         if not manual:
-            yield Notice(f"Context is {tokens_before:,} tokens (threshold {self.threshold:,}): compacting — "
-                         f"{_plan(messages, cut)}.")
+            yield Notice(
+                f"Context is {tokens_before:,} tokens (threshold {self.threshold:,}): compacting — "
+                f"{_plan(messages, cut)}."
+            )
         yield from self._run_before_drop(messages[:cut], ids[:cut])
         summary = self._write_summary(messages[:cut], focus)
         yield from self._swap(conversation, cut, summary, focus, tokens_before)
 
     def _write_summary(self, dropped: list[Message], focus: str | None = None) -> Summary:
-        return summarise(self.model, dropped, focus, small_model=self.settings.small_model,
-                         session_model=self.settings.model)
+        return summarise(
+            self.model, dropped, focus, small_model=self.settings.small_model, session_model=self.settings.model
+        )
 
     def _prepare(self, conversation: Conversation, tokens: int) -> Iterator[AgentEvent]:
         """Past 75% of the threshold: start writing the summary in the background (once per cut)."""
@@ -381,8 +393,10 @@ class CompactingContext:
             return
         self._preparation = start_preparation(messages[:cut], ids[:cut], self._write_summary)
         self._noted_pending = False
-        yield Notice(f"Context is {tokens:,} tokens, {tokens * 100 // self.threshold}% of the {self.threshold:,} "
-                     f"compaction threshold: preparing its summary in the background — {_plan(messages, cut)}.")
+        yield Notice(
+            f"Context is {tokens:,} tokens, {tokens * 100 // self.threshold}% of the {self.threshold:,} "
+            f"compaction threshold: preparing its summary in the background — {_plan(messages, cut)}."
+        )
 
     def _compact_prepared(self, conversation: Conversation, tokens: int) -> Iterator[AgentEvent]:
         """At the threshold: swap in the prepared summary; while it is being written the turn goes
@@ -397,9 +411,11 @@ class CompactingContext:
             if tokens < self.request_budget:
                 if not self._noted_pending:
                     self._noted_pending = True
-                    yield Notice(f"Context is {tokens:,} tokens, past the {self.threshold:,} threshold; the summary "
-                                 "being prepared in the background replaces the older messages as soon as it is "
-                                 "ready (this turn does not wait for it).")
+                    yield Notice(
+                        f"Context is {tokens:,} tokens, past the {self.threshold:,} threshold; the summary "
+                        "being prepared in the background replaces the older messages as soon as it is "
+                        "ready (this turn does not wait for it)."
+                    )
                 return
             yield Notice("The context is full: waiting for the summary being prepared in the background.", "warning")
             preparation.wait()
@@ -408,8 +424,9 @@ class CompactingContext:
         yield from self._run_before_drop(messages[: preparation.cut], ids[: preparation.cut])
         yield from self._swap(conversation, preparation.cut, preparation.summary, None, tokens)
 
-    def _swap(self, conversation: Conversation, cut: int, summary: Summary, focus: str | None,
-              tokens_before: int) -> Iterator[AgentEvent]:
+    def _swap(
+        self, conversation: Conversation, cut: int, summary: Summary, focus: str | None, tokens_before: int
+    ) -> Iterator[AgentEvent]:
         """Replace the first ``cut`` messages by the summary head (the rest kept verbatim)."""
         text, summary_model, fallback = summary
         messages, ids = list(conversation.messages), list(conversation.ids)
@@ -430,12 +447,17 @@ class CompactingContext:
         conversation.record(self._record(result, focus, state, ids[:cut], current_request))
         conversation.replace(new_messages, new_ids)
         self._after_compaction(conversation, tokens_after)
-        kept = f"kept the {len(messages) - cut} newest verbatim" + (f", re-injected {len(state)} state block(s)"
-                                                                   if state else "")
-        yield Notice(f"Compacted: {tokens_before:,} → {tokens_after:,} tokens; summarised the {cut} oldest messages, "
-                     f"{kept}; full transcript: {self.transcript_name}")
+        kept = f"kept the {len(messages) - cut} newest verbatim" + (
+            f", re-injected {len(state)} state block(s)" if state else ""
+        )
+        yield Notice(
+            f"Compacted: {tokens_before:,} → {tokens_after:,} tokens; summarised the {cut} oldest messages, "
+            f"{kept}; full transcript: {self.transcript_name}"
+        )
         if fallback:
-            yield Notice(f"The summary model failed ({fallback}); older messages were condensed by rule instead.", "warning")
+            yield Notice(
+                f"The summary model failed ({fallback}); older messages were condensed by rule instead.", "warning"
+            )
 
     def _choose_cut(self, messages: list[Message], ids: list[str], budget: int | None = None) -> int | None:
         placeholder_head = summary_head("…" * 200, [], self.transcript_name, None)
@@ -475,9 +497,13 @@ class CompactingContext:
         self._warned_waiting = False
 
     def _record(
-        self, result: CompactionResult, focus: str | None, state: list[str], dropped_ids: list[str],
+        self,
+        result: CompactionResult,
+        focus: str | None,
+        state: list[str],
+        dropped_ids: list[str],
         current_request: str | None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """The transcript record; with it, resume rebuilds exactly the head this compaction built."""
         record: dict[str, Any] = {
             "type": "compaction",
@@ -522,8 +548,10 @@ def _shrunk_note(found: list[Attached]) -> str:
     what = "tool output" if all(a.kind == "tool output" for a in found) else "text"
     count = f"{len(found)} {what}s" if len(found) > 1 else f"a {what}"
     paths = ", ".join(a.path for a in found[:3]) + (", …" if len(found) > 3 else "")
-    return (f"The context was too large for the model: set aside {count} (the model gets the start and end and "
-            f"can read the rest from {paths}).")
+    return (
+        f"The context was too large for the model: set aside {count} (the model gets the start and end and "
+        f"can read the rest from {paths})."
+    )
 
 
 def _is_memory_text(block: Block) -> bool:

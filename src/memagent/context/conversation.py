@@ -7,13 +7,14 @@ in :mod:`memagent.context.transcript`) and the one counter of its user turns.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from memagent.context.history import has_tool_results
 from memagent.context.transcript import RECORD_TYPES, TranscriptWriter
-from memagent.llm.types import Block, Message
 from memagent.llm.items import own_texts
+from memagent.llm.types import Block, Message
 
 
 def opens_user_turn(message: Message) -> bool:
@@ -93,7 +94,11 @@ class Conversation:
             self.recorder.append(record)
 
     def seed(
-        self, messages: Sequence[Message], *, resumed_from: str, warnings: Sequence[str] = (),
+        self,
+        messages: Sequence[Message],
+        *,
+        resumed_from: str,
+        warnings: Sequence[str] = (),
         checkpoints: Sequence[str | None] = (),
     ) -> None:
         """Start from the messages of a resumed session, between ``resume`` and ``resume_end`` records.
@@ -103,7 +108,12 @@ class Conversation:
         (aligned with ``messages``) are the working-tree checkpoints of the turns they open, carried
         over as ``checkpoint`` records so a rewind can go back to those turns too."""
         self.record(
-            {"type": "resume", "resumed_from": resumed_from, "seeded_messages": len(messages), "warnings": list(warnings)}
+            {
+                "type": "resume",
+                "resumed_from": resumed_from,
+                "seeded_messages": len(messages),
+                "warnings": list(warnings),
+            }
         )
         turns = self.user_turns
         for index, message in enumerate(messages):

@@ -15,11 +15,12 @@ carried over verbatim (capped).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any
 
-from memagent.llm.types import Message
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse, message_items
+from memagent.llm.types import Message
 from memagent.markers import DIGEST_OPENERS, SUMMARY_TAGS, Marker
 
 DIGEST_SUMMARY_CHARS = 6_000
@@ -29,7 +30,8 @@ COMMAND_CHARS = 200
 PATH_KEYS = ("path", "file_path", "file", "filename")
 ERROR_LINE = re.compile(r"(\w+(Error|Exception)\b|\bFAILED\b|\bfatal:|\berror:|Traceback \(most recent)", re.IGNORECASE)
 DECISION_WORDS = re.compile(
-    r"\b(decision|decided|decide|we will|we'll|must|never|always|prefer|do not|don't|constraint|from now on)\b", re.IGNORECASE
+    r"\b(decision|decided|decide|we will|we'll|must|never|always|prefer|do not|don't|constraint|from now on)\b",
+    re.IGNORECASE,
 )
 
 # (title, how many of the latest distinct items are kept), in the order they are written
@@ -82,7 +84,7 @@ class _Digest:
                 older = [line[2:] for line in items.splitlines() if line.startswith("- ")]
                 self.lists[title][:0] = older
 
-    def _call(self, args: dict) -> None:
+    def _call(self, args: dict[str, Any]) -> None:
         for key in PATH_KEYS:
             if isinstance(args.get(key), str):
                 self.lists[FILES].append(args[key])
@@ -101,7 +103,8 @@ class _Digest:
     def text(self, reason: str | None) -> str:
         header = (
             f"{DIGEST_OPENERS[1]}: {reason}. This digest was extracted by rule from the dropped messages.)"
-            if reason else f"{DIGEST_OPENERS[0]}, extracted by rule.)"
+            if reason
+            else f"{DIGEST_OPENERS[0]}, extracted by rule.)"
         )
         parts = [header]
         if self.earlier:

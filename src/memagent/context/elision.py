@@ -14,7 +14,7 @@ reproduce it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from memagent.context.history import tool_names_by_id
 from memagent.llm.items import ToolResult, block, item, tool_results
@@ -85,7 +85,9 @@ def _placeholder(result: ToolResult, names: dict[str, str], where: str) -> Block
 
 def count_elided(messages: Sequence[Message]) -> int:
     """How many tool results of ``messages`` are placeholders."""
-    return sum(1 for m in messages for result in tool_results(m.get("content")) if result.marker is Marker.ELIDED_RESULT)
+    return sum(
+        1 for m in messages for result in tool_results(m.get("content")) if result.marker is Marker.ELIDED_RESULT
+    )
 
 
 __all__ = [

@@ -17,7 +17,7 @@ Ids: a merged message keeps the id of its first part; a message added by a repai
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+from collections.abc import Sequence
 
 from memagent.llm.items import Item, ToolResult, ToolUse, is_blank_text, item, tool_results, tool_uses
 from memagent.llm.types import Block, Message, text_block, tool_result_block
@@ -53,7 +53,9 @@ def is_turn_start(message: Message) -> bool:
 
 def tool_names_by_id(messages: Sequence[Message]) -> dict[str, str]:
     """The tool name of every ``tool_use`` id in the assistant messages."""
-    return {call.id: call.name for m in messages if m.get("role") == "assistant" for call in tool_uses(m.get("content"))}
+    return {
+        call.id: call.name for m in messages if m.get("role") == "assistant" for call in tool_uses(m.get("content"))
+    }
 
 
 def _is_result(block: Block) -> bool:

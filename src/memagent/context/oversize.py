@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from memagent.decoding import scrub
 from memagent.fsutil import atomic_write, private_dir
@@ -51,8 +52,10 @@ class Attached:
     def note(self) -> str:
         """One line for the user."""
         what = "Your message" if self.kind == "message" else "A tool output"
-        return (f"{what} ({human_size(self.size)}, about {self.tokens:,} tokens) is too large to send whole: the model "
-                f"gets its start and end and reads the rest from {self.path}")
+        return (
+            f"{what} ({human_size(self.size)}, about {self.tokens:,} tokens) is too large to send whole: the model "
+            f"gets its start and end and reads the rest from {self.path}"
+        )
 
 
 def human_size(size: int) -> str:
@@ -71,7 +74,7 @@ def _cut_at_line(text: str, limit: int, *, from_end: bool) -> str:
     if from_end:
         piece = text[-limit:]
         newline = piece.find("\n")
-        return piece[newline + 1:] if 0 <= newline < limit // 5 else piece
+        return piece[newline + 1 :] if 0 <= newline < limit // 5 else piece
     piece = text[:limit]
     newline = piece.rfind("\n")
     return piece[: newline + 1] if newline > limit * 4 // 5 else piece
@@ -80,17 +83,19 @@ def _cut_at_line(text: str, limit: int, *, from_end: bool) -> str:
 def preview(text: str, attached: Attached) -> str:
     """The text the model gets instead of ``text``: its start, a note naming the file, its end."""
     head = _cut_at_line(text, HEAD_CHARS, from_end=False)
-    tail = _cut_at_line(text[len(head):], TAIL_CHARS, from_end=True)
+    tail = _cut_at_line(text[len(head) :], TAIL_CHARS, from_end=True)
     what = "This message" if attached.kind == "message" else "This tool output"
     long_lines = ""
     longest = max((len(line) for line in text.splitlines()), default=0)
     if longest > READ_FILE_LINE_CHARS:
-        long_lines = (f" Some lines are long (up to {longest:,} characters; read_file shows {READ_FILE_LINE_CHARS:,} per "
-                      "line): bash `cut -c` or `fold` reads them whole.")
+        long_lines = (
+            f" Some lines are long (up to {longest:,} characters; read_file shows {READ_FILE_LINE_CHARS:,} per "
+            "line): bash `cut -c` or `fold` reads them whole."
+        )
     note = (
         f"[… {what} is {human_size(attached.size)} ({attached.lines:,} lines, about {attached.tokens:,} tokens), too "
         f"large to send whole. It is saved in full at {attached.path}: read it with read_file (path "
-        f"\"{attached.path}\"; offset and limit page through its {attached.lines:,} lines).{long_lines} Above: its "
+        f'"{attached.path}"; offset and limit page through its {attached.lines:,} lines).{long_lines} Above: its '
         f"first {head.count(chr(10)) or 1} lines; below: its last {tail.count(chr(10)) + 1} lines. …]"
     )
     return f"{head.rstrip(chr(10))}\n\n{note}\n\n{tail.lstrip(chr(10))}"
@@ -201,7 +206,9 @@ class AttachmentShelf:
             content = message.get("content") or []
             kinds = _ONLY.get(only) if only is not None else None
             blocks = [
-                block if kinds is not None and not isinstance(item(block), kinds) else self.fit_block(block, limit or self.limit_tokens, found)
+                block
+                if kinds is not None and not isinstance(item(block), kinds)
+                else self.fit_block(block, limit or self.limit_tokens, found)
                 for block in content
             ]
             changed = any(new is not old for new, old in zip(blocks, content))

@@ -7,8 +7,9 @@ long").
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from memagent.context.conversation import Conversation
 from memagent.llm.types import Block, Message, Usage
@@ -41,7 +42,7 @@ class ContextPolicy(Protocol):
         a preview and a file the model reads), with one note per text set aside."""
         ...
 
-    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[Any]:
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[Any, None, bool]:
         """The API answered "prompt is too long" (``attempt``: 1, 2, …): make the context smaller;
         yields notices and returns whether anything changed (a retry is worth it)."""
         ...
@@ -87,6 +88,6 @@ class PassThroughContext:
     def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:
         return blocks, []
 
-    def recover_too_long(self, conversation: Conversation, attempt: int) -> Iterator[Any]:
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[Any, None, bool]:
         return False
         yield  # a generator that changes nothing

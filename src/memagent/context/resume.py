@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
@@ -43,7 +44,7 @@ class Resumed:
     session_id: str
     messages: list[Message]
     ids: list[str]
-    todo: dict | None
+    todo: dict[str, Any] | None
     warnings: list[str]
     compactions: int
     summary: str | None = None  # the last compaction's summary, when there was one
@@ -153,7 +154,7 @@ class History:
     summary: str | None = None  # the last compaction's summary, when there was one
 
 
-def rebuild_history(records: Sequence[dict], path: Path, warnings: list[str]) -> History:
+def rebuild_history(records: Sequence[dict[str, Any]], path: Path, warnings: list[str]) -> History:
     """The working context the records leave: from the last compaction on (its summary and
     re-injected state, then the messages it kept), repaired so the API accepts it. ``records``
     are the ones in effect (:func:`memagent.context.rewind.active_records`)."""
@@ -181,7 +182,7 @@ def rebuild_history(records: Sequence[dict], path: Path, warnings: list[str]) ->
     return History(messages, ids, len(compactions), summary)
 
 
-def _set_aside(records: Sequence[dict]) -> dict[str, int]:
+def _set_aside(records: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Message id -> the lowest limit a ``set_aside`` record shrank it to."""
     limits: dict[str, int] = {}
     for record in records:
@@ -191,7 +192,9 @@ def _set_aside(records: Sequence[dict]) -> dict[str, int]:
     return limits
 
 
-def _kept_position(records: list[dict], marker_index: int, kept_from: str, path: Path, warnings: list[str]) -> int:
+def _kept_position(
+    records: list[dict[str, Any]], marker_index: int, kept_from: str, path: Path, warnings: list[str]
+) -> int:
     """Where the kept messages start: the record of ``kept_from`` (searched back from the marker)."""
     for index in range(marker_index - 1, -1, -1):
         record = records[index]
@@ -204,7 +207,6 @@ def _kept_position(records: list[dict], marker_index: int, kept_from: str, path:
     return marker_index + 1
 
 
-
 def _known_blocks(content: list[Any], where: str, warnings: list[str]) -> list[Block]:
     """The blocks the Messages API accepts back; anything else in a transcript (a newer format, a
     hand edit, a damaged file) is dropped with a warning, instead of making every request fail."""
@@ -214,7 +216,9 @@ def _known_blocks(content: list[Any], where: str, warnings: list[str]) -> list[B
     return blocks
 
 
-def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -> tuple[list[Message], list[str]]:
+def _message_records(
+    records: Sequence[dict[str, Any]], path: Path, warnings: list[str]
+) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     ids: list[str] = []
     for record in records:
@@ -232,7 +236,7 @@ def _message_records(records: Sequence[dict], path: Path, warnings: list[str]) -
     return messages, ids
 
 
-def last_todo(records: Sequence[dict]) -> dict | None:
+def last_todo(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The todo list the last ``todo`` record holds, if any."""
     for record in reversed(records):
         if record.get("type") == "todo" and isinstance(record.get("items"), list):
@@ -253,15 +257,17 @@ def seed_conversation(conversation: Conversation, resumed: Resumed, shelf: Attac
     The restored todo list is recorded too.
     """
     messages, notes = _fit_resumed(resumed, shelf)
-    conversation.seed(messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes],
-                      checkpoints=resumed.checkpoints)
+    conversation.seed(
+        messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes], checkpoints=resumed.checkpoints
+    )
     if resumed.todo is not None:
         conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
     return notes
 
 
-def fit_rebuilt(messages: Sequence[Message], ids: Sequence[str], records: Sequence[dict],
-                shelf: AttachmentShelf | None) -> list[Message]:
+def fit_rebuilt(
+    messages: Sequence[Message], ids: Sequence[str], records: Sequence[dict[str, Any]], shelf: AttachmentShelf | None
+) -> list[Message]:
     """Messages rebuilt from ``records`` (a rewind) as the model got them: a text that was sent as
     a preview (the transcript keeps it whole) goes back as a preview, at the limit it was set aside
     to, instead of whole into a context it did not fit."""

@@ -16,8 +16,9 @@ checkpoints of the turns it copies.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from memagent.context.conversation import opens_user_turn
 from memagent.llm.items import own_texts
@@ -46,8 +47,13 @@ class TurnPoint:
         return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 1] + "…"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"turn": self.number, "message_id": self.message_id, "text": self.first_line, "time": self.time,
-                "checkpoint": self.checkpoint}
+        return {
+            "turn": self.number,
+            "message_id": self.message_id,
+            "text": self.first_line,
+            "time": self.time,
+            "checkpoint": self.checkpoint,
+        }
 
 
 def active_records(records: Sequence[dict[str, Any]], warnings: list[str] | None = None) -> list[dict[str, Any]]:
@@ -58,8 +64,9 @@ def active_records(records: Sequence[dict[str, Any]], warnings: list[str] | None
             cut = _message_position(active, str(record.get("message_id")))
             if cut is None:
                 if warnings is not None:
-                    warnings.append(f"a rewind names message {record.get('message_id')}, which is not in the "
-                                    "history; it is ignored")
+                    warnings.append(
+                        f"a rewind names message {record.get('message_id')}, which is not in the history; it is ignored"
+                    )
             else:
                 del active[cut:]
         active.append(record)
@@ -91,11 +98,17 @@ def turn_points(active: Sequence[dict[str, Any]]) -> list[TurnPoint]:
         elif kind == "message":
             message = {"role": record.get("role"), "content": record.get("content")}
             if isinstance(message["content"], list) and opens_user_turn(message):
-                points.append(TurnPoint(len(points) + 1, str(record.get("id")), user_words(message["content"]),
-                                        record.get("time"), None, position))
-    return [
-        TurnPoint(p.number, p.message_id, p.text, p.time, checkpoints.get(p.number), p.position) for p in points
-    ]
+                points.append(
+                    TurnPoint(
+                        len(points) + 1,
+                        str(record.get("id")),
+                        user_words(message["content"]),
+                        record.get("time"),
+                        None,
+                        position,
+                    )
+                )
+    return [TurnPoint(p.number, p.message_id, p.text, p.time, checkpoints.get(p.number), p.position) for p in points]
 
 
 def find_turn(points: Sequence[TurnPoint], number: int) -> TurnPoint:
@@ -108,8 +121,14 @@ def find_turn(points: Sequence[TurnPoint], number: int) -> TurnPoint:
 
 def rewind_record(point: TurnPoint, *, code: bool, conversation: bool, **details: Any) -> dict[str, Any]:
     """The transcript record of a rewind to the start of ``point``."""
-    return {"type": "rewind", "to_turn": point.number, "message_id": point.message_id, "code": code,
-            "conversation": conversation, **details}
+    return {
+        "type": "rewind",
+        "to_turn": point.number,
+        "message_id": point.message_id,
+        "code": code,
+        "conversation": conversation,
+        **details,
+    }
 
 
 __all__ = [

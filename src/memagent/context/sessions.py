@@ -12,7 +12,7 @@ without a kind (written by an older version) counts as interactive.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ def _mtime(path: Path) -> str | None:
         stamp = path.stat().st_mtime
     except OSError:
         return None
-    return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds")
 
 
 def _user_words(content: list[Any]) -> str:
@@ -159,8 +159,10 @@ class Choice:
         if self.skipped:
             kinds = sorted({s.kind or "interactive" for s in self.skipped})
             count = len(self.skipped)
-            text += (f"; skipped {count} newer {'/'.join(kinds)} run{'s' if count != 1 else ''} "
-                     "that did no work (no tool use, one turn)")
+            text += (
+                f"; skipped {count} newer {'/'.join(kinds)} run{'s' if count != 1 else ''} "
+                "that did no work (no tool use, one turn)"
+            )
         return text
 
 

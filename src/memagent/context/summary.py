@@ -21,13 +21,13 @@ the cut split a turn — the user's request for that turn, verbatim
 from __future__ import annotations
 
 import json
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from memagent.context.digest import deterministic_digest, first_chars
 from memagent.context.history import is_turn_start, tool_names_by_id
-from memagent.llm.protocol import ChatModel
-from memagent.llm.types import Block, Message, ModelRequest, ResponseComplete, text_block, tool_result_text
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse, injected, message_items
+from memagent.llm.protocol import ChatModel
+from memagent.llm.types import Block, Message, ModelRequest, ResponseComplete, text_block
 from memagent.markers import Marker, block, summary_block
 
 SUMMARY_MAX_TOKENS = 2_048
@@ -117,7 +117,7 @@ def render_for_summary(messages: Sequence[Message], focus: str | None) -> str:
     text = "\n\n".join(lines)
     if len(text) > RENDER_TOTAL_CHARS:
         head = RENDER_TOTAL_CHARS * 3 // 10
-        text = text[:head] + "\n\n[… middle of the conversation omitted …]\n\n" + text[-(RENDER_TOTAL_CHARS - head):]
+        text = text[:head] + "\n\n[… middle of the conversation omitted …]\n\n" + text[-(RENDER_TOTAL_CHARS - head) :]
     request = "<conversation>\n" + text + "\n</conversation>\n\n" + SUMMARY_INSTRUCTION
     if focus:
         request += f"\nThe user asked the summary to focus on: {focus}"
@@ -196,7 +196,9 @@ def summary_head(summary: str, state: Sequence[str], where: str, current_request
     return blocks
 
 
-def assemble(head: list[Block], tail: Sequence[Message], tail_ids: Sequence[str], head_id: str) -> tuple[list[Message], list[str]]:
+def assemble(
+    head: list[Block], tail: Sequence[Message], tail_ids: Sequence[str], head_id: str
+) -> tuple[list[Message], list[str]]:
     """[head] + tail, merging the head into the tail's first message when that is a user turn."""
     if tail and tail[0].get("role") == "user":
         first = {"role": "user", "content": list(head) + list(tail[0]["content"])}

@@ -58,12 +58,12 @@ import shutil
 import stat
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from datetime import timedelta
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any
 
 from memagent.decoding import scrub
 from memagent.fsutil import UnsafePath, atomic_write, open_private_append, private_dir, refuse_symlinks
@@ -76,18 +76,31 @@ FORMAT = 2
 
 
 RECORD_TYPES = frozenset(
-    {"session_start", "message", "compaction", "todo", "extraction", "resume", "resume_end", "session_summary",
-     "session_end", "checkpoint", "rewind", "subagent", "set_aside"}
+    {
+        "session_start",
+        "message",
+        "compaction",
+        "todo",
+        "extraction",
+        "resume",
+        "resume_end",
+        "session_summary",
+        "session_end",
+        "checkpoint",
+        "rewind",
+        "subagent",
+        "set_aside",
+    }
 )
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def new_session_id(now: datetime | None = None) -> str:
     """Sortable and unique enough: ``20261121-094230-3fa2``."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return now.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
@@ -118,7 +131,7 @@ class TranscriptWriter:
     failure: str | None = None
 
     @classmethod
-    def open(cls, directory: Path, session_id: str, start_id: int = 1) -> "TranscriptWriter":
+    def open(cls, directory: Path, session_id: str, start_id: int = 1) -> TranscriptWriter:
         """A writer for ``directory/<session_id>.jsonl``; a symlinked ``directory`` is refused."""
         try:
             private_dir(directory, gitignore=True, inside=directory.parent)
@@ -135,7 +148,11 @@ class TranscriptWriter:
 
     @staticmethod
     def _stamp(record: dict[str, Any]) -> dict[str, Any]:
-        return {"type": record["type"], "time": utc_now(), **{k: v for k, v in record.items() if k not in ("type", "time")}}
+        return {
+            "type": record["type"],
+            "time": utc_now(),
+            **{k: v for k, v in record.items() if k not in ("type", "time")},
+        }
 
     @staticmethod
     def _line(record: dict[str, Any]) -> bytes:
@@ -196,7 +213,12 @@ class TranscriptWriter:
         with self._lock:
             message_id = str(self._next_id)
             self._next_id += 1
-        record: dict[str, Any] = {"type": "message", "id": message_id, "role": message["role"], "content": message["content"]}
+        record: dict[str, Any] = {
+            "type": "message",
+            "id": message_id,
+            "role": message["role"],
+            "content": message["content"],
+        }
         if message.get("sent_as_preview"):
             record["sent_as_preview"] = True
         if usage:
@@ -210,7 +232,9 @@ class TranscriptWriter:
             if self._backlog:
                 self._drain_locked()
             if self._backlog:
-                self.failure = f"{len(self._backlog)} transcript records could not be written to {self.path}: {self.failure}"
+                self.failure = (
+                    f"{len(self._backlog)} transcript records could not be written to {self.path}: {self.failure}"
+                )
             self._closed = True
             if self._fh is not None:
                 try:
@@ -259,7 +283,9 @@ def _upgraded(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if isinstance(fmt, int) and fmt >= FORMAT:
         return records
     return [
-        {**r, "content": upgrade_legacy(r["content"])} if r.get("type") == "message" and isinstance(r.get("content"), list) else r
+        {**r, "content": upgrade_legacy(r["content"])}
+        if r.get("type") == "message" and isinstance(r.get("content"), list)
+        else r
         for r in records
     ]
 
@@ -382,8 +408,11 @@ def redact_in_transcripts(transcripts_dir: Path, text: str, *, skip: Iterable[st
     text = text.strip()
     if not text:
         return 0
-    needles = {text.encode("utf-8"), json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"),
-               json.dumps(text)[1:-1].encode("ascii")}
+    needles = {
+        text.encode("utf-8"),
+        json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"),
+        json.dumps(text)[1:-1].encode("ascii"),
+    }
     skipped = set(skip)
     changed = 0
     for path in iter_transcripts(transcripts_dir):

@@ -1,6 +1,7 @@
 """Long-term memory as a feature: the memory tools, the profile in the system prompt, relevant
-cards in each new user message, citation tracking, and background learning (every N user
-turns, before a compaction drops messages, and at session end).
+cards in each new user message, use and citation tracking, and background learning (every N
+user turns, on the events of ``memory.triggers`` — a task or the todo list completed, the
+topic changed, the REPL idle —, before a compaction drops messages, and at session end).
 
 :func:`open_memory` does the opening work (store, confidence decay, learner) and degrades to
 "memory off, because …" instead of failing the session.
@@ -77,6 +78,8 @@ class MemoryFeature(BaseFeature):
         self.transcript_session = transcript_session  # the session's event card links its transcript
         self._started = datetime.now(timezone.utc)
         self._event_task: str | None = None  # the task in progress when that trigger fired
+        self._user_texts: list[str] = []  # this turn's user message and the one before (topic drift)
+        self.reflection: threading.Thread | None = None  # the periodic reflection pass, when it runs
 
     def _messages(self) -> tuple[list[Message], list[str]]:
         """The conversation as it is now (messages and their transcript ids), for tracing quotes."""
@@ -102,6 +105,7 @@ class MemoryFeature(BaseFeature):
         return block(Marker.PROFILE, self._profile) if self._profile else None
 
     def turn_context(self, turn: TurnInput) -> Injected | None:
+        self._user_texts = [*self._user_texts[-1:], turn.text]
         try:
             text = self.service.context_for_turn(
                 turn.text, recent_texts(turn.messages), current_task=self.current_task()
@@ -139,13 +143,54 @@ class MemoryFeature(BaseFeature):
 
     def after_turn(self, conversation: Conversation) -> None:
         self._conversation = conversation
+        try:
+            self.service.flush_usage()  # the turn's injected and retrieved cards, one write
+        except Exception as exc:
+            self.warn(f"memory use update failed: {one_line(exc)}")
         every = self.settings.extract_every_turns
         due = every > 0 and conversation.user_turns - self._extracted_at_turn >= every
         event, self._event = self._event, None
+        event = event or self._topic_drift()
         task, self._event_task = (self._event_task, None) if event else (None, self._event_task)
+        if event and not due and self._limit_reached():
+            event = None
         if self.learner is not None and (due or event):
             self.learner.submit(conversation.messages, conversation.ids, event or "periodic", task=task)
             self._extracted_at_turn = conversation.user_turns
+
+    def _topic_drift(self) -> str | None:
+        """``TOPIC_DRIFT`` when this turn's user message moved away from the previous one's."""
+        from memagent.memory.triggers import TOPIC_DRIFT
+
+        threshold = self.settings.memory_topic_drift
+        if threshold <= 0 or len(self._user_texts) < 2 or self.learner is None:
+            return None
+        try:
+            distance = self.service.topic_distance(*self._user_texts)
+        except Exception:  # a trigger is a nicety: the turn counter and session end still learn
+            return None
+        return TOPIC_DRIFT if distance is not None and distance >= threshold else None
+
+    def _limit_reached(self) -> bool:
+        """The day's (or session's) automatic-write limit is reached: an event trigger would pay
+        for an extraction whose cards the gate refuses."""
+        try:
+            return self.service.auto_write_refusal() is not None
+        except Exception:
+            return False
+
+    def on_idle(self) -> bool:
+        """The REPL has been idle ``memory_idle_seconds``: learn once from the turns not mined yet
+        (called from the REPL's idle timer, never during a turn); ``True`` when it submitted."""
+        from memagent.memory.triggers import IDLE
+
+        conversation, learner = self._conversation, self.learner
+        if learner is None or conversation is None or self._limit_reached():
+            return False
+        if not learner.submit(conversation.messages, conversation.ids, IDLE, task=self._task_now()):
+            return False
+        self._extracted_at_turn = conversation.user_turns
+        return True
 
     def reinject(self) -> str | None:
         """The profile as it is now (cards may have been learned since the session started)."""
@@ -169,6 +214,8 @@ class MemoryFeature(BaseFeature):
         learner, self.learner = self.learner, None
         catch_up, self.catch_up = self.catch_up, None
         try:
+            if self.reflection is not None:
+                self.reflection.join(self.end_of_session_wait)  # never closes the store under it
             if catch_up is not None:
                 catch_up.finish(self.end_of_session_wait, self.warn)
             if learner is not None:
@@ -354,6 +401,7 @@ def open_memory(
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)
     _warm_up_in_background(service, warn, prefetch, upkeep)
+    reflection = _reflect_in_background(paths, settings, model, service, warn) if upkeep else None
     learner = _start_learner(paths, settings, session_id, model, service, record, processed_ids, current_task)
     from memagent.memory.profiles import render_profile
 
@@ -363,7 +411,24 @@ def open_memory(
         catch_up=_start_catch_up(paths, settings, model, service, transcript_session or session_id,
                                  exclude_sessions, one_shot=not upkeep),
     )
+    feature.reflection = reflection
     return MemoryOpening(feature)
+
+
+def _reflect_in_background(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService",
+                           warn: Callable[[str], None]) -> "threading.Thread | None":
+    """The periodic reflection pass (``memory_reflect_every_days``, off by default; ``memory.reflection``)."""
+    if settings.memory_reflect_every_days <= 0:
+        return None
+    from memagent.memory.history import LearningHistory
+    from memagent.memory.reflection import model_ask, reflect_in_background
+
+    try:
+        return reflect_in_background(service, LearningHistory.for_paths(paths), settings.memory_reflect_every_days,
+                                     model_ask(model, settings.small_model), warn)
+    except Exception as exc:
+        warn(f"memory reflection skipped: {one_line(exc)}")
+        return None
 
 
 def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], None]) -> None:

@@ -174,6 +174,7 @@ def memory_tools(
         hits = _call(lambda: service.search(args.query, args.k, memory_type=args.memory_type, scope=args.scope))
         if not hits:
             return "No matching memories."
+        service.note_retrieved([hit.card.id for hit in hits])
         lines = []
         for hit in hits:
             card = hit.card

@@ -382,13 +382,14 @@ def skill_markdown(name: str, description: str, body: str, extra: dict[str, Any]
     return f"---\n{head}\n---\n\n{body.strip()}\n"
 
 
-def write_new_skill(root: Path, name: str, text: str) -> Path:
-    """Create ``.agents/skills/<name>/SKILL.md``; refuses a bad name or an existing skill."""
+def write_new_skill(root: Path, name: str, text: str, folder: str = ".agents") -> Path:
+    """Create ``<folder>/skills/<name>/SKILL.md`` (``.agents``, or ``.claude`` where Claude Code
+    finds it too); refuses a bad name or an existing skill."""
     from memagent.fsutil import atomic_write
 
     if not NAME_PATTERN.match(name):
         raise SkillError(f"skill name {name!r} must be lowercase letters, digits and hyphens (at most 64)")
-    path = root / ".agents" / "skills" / name / SKILL_FILE
+    path = root / folder / "skills" / name / SKILL_FILE
     if path.exists():
         raise SkillError(f"{path} already exists")
     path.parent.mkdir(parents=True, exist_ok=True)

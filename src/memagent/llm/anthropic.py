@@ -15,7 +15,8 @@ import json
 import re
 import threading
 import typing
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from memagent.decoding import scrub_value
 from memagent.errors import one_line
@@ -263,7 +264,7 @@ def _api_message(err: Any) -> str:
         body = getattr(err, "body", None)
         if isinstance(body, dict):
             inner = body.get("error") if isinstance(body.get("error"), dict) else body
-            message = inner.get("message")
+            message = inner.get("message") if isinstance(inner, dict) else None
     return _one_line(message or getattr(err, "message", None) or str(err) or type(err).__name__)
 
 
@@ -273,7 +274,8 @@ def _error_type(err: Any) -> str | None:
         return kind
     body = getattr(err, "body", None)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"].get("type")
+        inner = body["error"].get("type")
+        return inner if isinstance(inner, str) else None
     return None
 
 

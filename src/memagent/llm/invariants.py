@@ -72,7 +72,7 @@ def _tool_use_ids(position: int, blocks: list[Any], seen: set[str], problems: li
     ids = []
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            tool_id = block.get("id")
+            tool_id = str(block.get("id", ""))
             if tool_id in seen:
                 problems.append(f"message {position}: duplicate tool_use id {tool_id}")
             seen.add(tool_id)
@@ -95,11 +95,15 @@ def _result_problems(position: int, blocks: list[Any], expected_ids: list[str], 
             continue
         tool_id = block.get("tool_use_id")
         if tool_id not in expected_ids:
-            problems.append(f"message {position} block {index}: tool_result {tool_id} has no tool_use in the previous assistant message")
+            problems.append(
+                f"message {position} block {index}: tool_result {tool_id} has no tool_use in the previous assistant message"
+            )
         elif tool_id in answered:
             problems.append(f"message {position} block {index}: second tool_result for {tool_id}")
         answered.add(tool_id)
         if text_seen:
-            problems.append(f"message {position} block {index}: tool_result after other content (results must come first)")
+            problems.append(
+                f"message {position} block {index}: tool_result after other content (results must come first)"
+            )
     missing = [tool_id for tool_id in expected_ids if tool_id not in answered]
     return problems + _unanswered(calls_at, missing)

@@ -122,12 +122,27 @@ class Thinking:
 Item = Text | Injected | ToolUse | ToolResult | Image | Thinking | OtherBlock
 
 # Content block types the Messages API accepts back in a request.
-API_BLOCK_TYPES = frozenset({
-    "text", "image", "document", "search_result", "tool_use", "tool_result", "thinking",
-    "redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
-    "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result", "mcp_tool_use", "mcp_tool_result", "container_upload",
-})
+API_BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+    }
+)
 
 
 # ------------------------------------------------------------------ stored block -> item
@@ -173,7 +188,9 @@ def _result_item(raw: JsonObject) -> ToolResult:
         body = tuple(p if isinstance(p, (Text, Image)) else OtherBlock(block(p)) for p in parts)
     else:
         body = "" if content is None else str(content)
-    return ToolResult(str(raw["tool_use_id"]), body, bool(raw.get("is_error")), Marker.from_key(raw.get(INJECTED_FIELD)))
+    return ToolResult(
+        str(raw["tool_use_id"]), body, bool(raw.get("is_error")), Marker.from_key(raw.get(INJECTED_FIELD))
+    )
 
 
 def items(content: Iterable[object] | str | None) -> list[Item]:

@@ -9,7 +9,8 @@ tools. Thread-safe: background memory extraction streams through the same wrappe
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import ModelRequest, ResponseComplete, StreamEvent
@@ -22,7 +23,7 @@ class MeteredModel:
     ``also``: another metered model whose totals include these calls too, without them counting
     as its context (a subagent's calls, in its session's meter)."""
 
-    def __init__(self, inner: ChatModel, meter: UsageMeter | None = None, *, also: "MeteredModel | None" = None):
+    def __init__(self, inner: ChatModel, meter: UsageMeter | None = None, *, also: MeteredModel | None = None):
         self.inner = inner
         self.meter = meter if meter is not None else UsageMeter()
         self.name = inner.name

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from typing import Iterator, Protocol, runtime_checkable
+from collections.abc import Iterator
+from typing import Protocol, runtime_checkable
 
 from memagent.llm.types import ModelRequest, StreamEvent
 

@@ -6,7 +6,8 @@ Modelled on pydantic-ai's ``FunctionModel`` and mini-swe-agent's ``Deterministic
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from memagent.llm.types import (
     Block,

@@ -30,7 +30,8 @@ import json
 import math
 import os
 import threading
-from typing import Any, Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from memagent.llm.types import Block, Message, Usage
 
@@ -120,8 +121,9 @@ def lazy_counter(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None =
 def preload(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> threading.Thread:
     """Load the counter for these settings on a daemon thread (loading cl100k takes 0.3-2 s), so
     the first estimate of a session does not wait for it; returns the thread."""
-    thread = threading.Thread(target=text_counter, args=(tokenizer, tokenizer_json),
-                              name="memagent-tokenizer-preload", daemon=True)
+    thread = threading.Thread(
+        target=text_counter, args=(tokenizer, tokenizer_json), name="memagent-tokenizer-preload", daemon=True
+    )
     thread.start()
     return thread
 
@@ -159,7 +161,11 @@ def estimate_block(block: Block, count: TextCounter | None = None) -> int:
         return BLOCK_OVERHEAD + count(str(block.get("name", ""))) + count(raw)
     if kind == "tool_result":
         content = block.get("content")
-        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image") if isinstance(content, list) else 0
+        images = (
+            sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
+            if isinstance(content, list)
+            else 0
+        )
         return BLOCK_OVERHEAD + count(_tool_result_text(content)) + images * IMAGE_TOKENS
     if kind == "image":
         return IMAGE_TOKENS
@@ -276,8 +282,9 @@ class TokenCounter:
     def estimate_fixed(self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None) -> int:
         return self._scaled(estimate_system(system, self.count) + estimate_tools(tools, self.count))
 
-    def context_tokens(self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None,
-                       messages: Sequence[Message]) -> int:
+    def context_tokens(
+        self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None, messages: Sequence[Message]
+    ) -> int:
         """The size of a request with these parts, anchored on the last observed usage."""
         if not self.anchored:
             return self.estimate_fixed(system, tools) + self.estimate_messages(messages)

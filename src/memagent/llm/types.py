@@ -8,7 +8,7 @@ convert and nothing to lose. Content is always a list of block dicts, never a ba
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from memagent.models import MEMAGENT_MAX_TOKENS
 
@@ -40,7 +40,7 @@ class Usage:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
         return cls(**{k: int(data.get(k) or 0) for k in cls().to_dict()})
 
@@ -88,7 +88,7 @@ class ResponseComplete:
     response: ModelResponse
 
 
-StreamEvent = Union[TextDelta, ToolUseStarted, ResponseComplete]
+StreamEvent = TextDelta | ToolUseStarted | ResponseComplete
 
 
 # --- errors: adapters translate SDK errors into these so the core never sees the SDK ---
@@ -128,7 +128,9 @@ def tool_result_text(content: Any) -> str:
     return ""
 
 
-def tool_result_block(tool_use_id: str, content: str, is_error: bool = False, images: list[Block] | None = None) -> Block:
+def tool_result_block(
+    tool_use_id: str, content: str, is_error: bool = False, images: list[Block] | None = None
+) -> Block:
     """A tool_result; with ``images`` (image blocks) its content is a list: the text, then them."""
     body: str | list[Block] = content or "(no output)"
     if images:

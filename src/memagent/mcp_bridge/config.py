@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any
 
 from memagent.childenv import NEVER_PASSED, is_secret_variable
 from memagent.fsutil import resolves_inside
@@ -86,7 +87,7 @@ class HttpServer:
         return self.display or self.url
 
 
-ServerSpec = Union[StdioServer, HttpServer]
+ServerSpec = StdioServer | HttpServer
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,10 @@ import contextlib
 import logging
 import tempfile
 import threading
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import IO, Any
 
 from memagent import __version__
 from memagent.errors import one_line
@@ -113,7 +114,7 @@ class McpManager:
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _stop: asyncio.Event | None = field(default=None, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
-    _tasks: dict[str, "asyncio.Task[None]"] = field(default_factory=dict, init=False)
+    _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
     _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -228,7 +229,9 @@ class McpManager:
             return CallOutcome(f"no MCP server named {server!r}", is_error=True)
         if state.status == RECONNECTING:
             with self._changed:
-                self._changed.wait_for(lambda: self._status[server].status != RECONNECTING, min(timeout, RECONNECT_WAIT))
+                self._changed.wait_for(
+                    lambda: self._status[server].status != RECONNECTING, min(timeout, RECONNECT_WAIT)
+                )
             state = self.status(server) or state
         client, loop = self._clients.get(server), self._loop
         if state.status != READY or client is None or loop is None:
@@ -299,8 +302,11 @@ class McpManager:
                 tries = len(self.reconnect_delays)
                 self._set(spec.name, status=FAILED, reason=f"{reason}; gave up after {tries} reconnection attempts")
                 return
-            self._set(spec.name, status=RECONNECTING,
-                      reason=f"{reason}; reconnecting (attempt {failures} of {len(self.reconnect_delays)})")
+            self._set(
+                spec.name,
+                status=RECONNECTING,
+                reason=f"{reason}; reconnecting (attempt {failures} of {len(self.reconnect_delays)})",
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.reconnect_delays[failures - 1])
 
@@ -310,8 +316,9 @@ class McpManager:
         task = asyncio.create_task(self._connection(spec, ready))
         ready_wait = asyncio.ensure_future(ready.wait())
         try:
-            done, _ = await asyncio.wait({task, ready_wait}, timeout=self.connect_timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {task, ready_wait}, timeout=self.connect_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
             if not done:
                 reason = f"did not answer within {self.connect_timeout:g}s"
                 if self._status[spec.name].status == STARTING:
@@ -330,7 +337,9 @@ class McpManager:
     async def _connection(self, spec: ServerSpec, ready: asyncio.Event) -> str | None:
         """Connect, list, serve until stopped or lost; returns why it ended (None: stopped)."""
         assert self._stop is not None
-        log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if isinstance(spec, StdioServer) else None
+        log = (
+            tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if isinstance(spec, StdioServer) else None
+        )
         lost = self._lost[spec.name] = asyncio.Event()
         reason: str | None = None
         try:
@@ -342,9 +351,17 @@ class McpManager:
                     "resources": await offers_resources(client),
                 }
                 self._clients[spec.name] = client
-                reconnects = self._status[spec.name].reconnects + (1 if self._status[spec.name].status == RECONNECTING else 0)
-                self._set(spec.name, status=READY, reason=None, server_info=self._info(client), reconnects=reconnects,
-                          **offered)
+                reconnects = self._status[spec.name].reconnects + (
+                    1 if self._status[spec.name].status == RECONNECTING else 0
+                )
+                self._set(
+                    spec.name,
+                    status=READY,
+                    reason=None,
+                    server_info=self._info(client),
+                    reconnects=reconnects,
+                    **offered,
+                )
                 ready.set()
                 await _first_of(self._stop, lost)
                 self._clients.pop(spec.name, None)
@@ -409,14 +426,16 @@ class McpManager:
             return ""
         return f"{info.name} {info.version}".strip()
 
-    async def _guarded(self, server: str, request: Awaitable[Any], timeout: float, what: str, grace: float = 0.0) -> Any:
+    async def _guarded(
+        self, server: str, request: Awaitable[Any], timeout: float, what: str, grace: float = 0.0
+    ) -> Any:
         """Await one request (at most ``timeout`` + ``grace`` s); a protocol error or a dead
         connection becomes an error outcome."""
         from mcp import MCPError
 
         try:
             return await asyncio.wait_for(request, timeout + grace)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             return CallOutcome(f"{what} on {server!r} did not answer within {timeout:g}s", is_error=True)
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
@@ -427,9 +446,15 @@ class McpManager:
         except Exception as exc:  # noqa: BLE001 — a broken connection is an error result
             return self._crashed(server, what, exc)
 
-    async def _call(self, server: str, client: Any, tool: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
+    async def _call(
+        self, server: str, client: Any, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> CallOutcome:
         result = await self._guarded(
-            server, client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout, f"MCP tool {tool}", grace=1.0
+            server,
+            client.call_tool(tool, arguments, read_timeout_seconds=timeout),
+            timeout,
+            f"MCP tool {tool}",
+            grace=1.0,
         )
         if isinstance(result, CallOutcome):
             return result

@@ -85,8 +85,10 @@ class ServerStatus:
             "status": self.status,
             "reason": self.reason,
             "server_info": self.server_info,
-            "tools": [{"name": t.name, "description": t.description, **({"task_only": True} if t.task_only else {})}
-                      for t in self.tools],
+            "tools": [
+                {"name": t.name, "description": t.description, **({"task_only": True} if t.task_only else {})}
+                for t in self.tools
+            ],
             "prompts": [p.name for p in self.prompts],
             "resources": self.resources,
             "noise": self.noise,
@@ -112,7 +114,9 @@ class Noise:
             return ""
         one = self.count == 1
         first = f" (first: {self.first!r})" if self.first else ""
-        return f"ignored {self.count} line{'' if one else 's'} of stdout that {'is' if one else 'are'} not MCP JSON{first}"
+        return (
+            f"ignored {self.count} line{'' if one else 's'} of stdout that {'is' if one else 'are'} not MCP JSON{first}"
+        )
 
 
 def _offending_input(problem: BaseException) -> str:
@@ -148,8 +152,17 @@ async def list_tools(server: str, client: Any) -> tuple[RemoteTool, ...]:
         for tool in page.tools:
             schema = dict(tool.input_schema or {}) or {"type": "object", "properties": {}}
             hints = tool.annotations
-            found.append(RemoteTool(server, tool.name, tool.description or "", schema, _task_only(tool),
-                                    getattr(hints, "read_only_hint", None), getattr(hints, "destructive_hint", None)))
+            found.append(
+                RemoteTool(
+                    server,
+                    tool.name,
+                    tool.description or "",
+                    schema,
+                    _task_only(tool),
+                    getattr(hints, "read_only_hint", None),
+                    getattr(hints, "destructive_hint", None),
+                )
+            )
         cursor = page.next_cursor
         if not cursor:
             break

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from memagent.mcp_bridge.config import PROJECT_FILE, McpConfig
 from memagent.mcp_bridge.manager import ServerStatus
@@ -16,8 +17,13 @@ def server_rows(config: McpConfig, statuses: Sequence[ServerStatus]) -> list[dic
         for b in config.broken
     ]
     rows += [
-        {"name": name, "origin": "project", "status": "untrusted",
-         "reason": f"{PROJECT_FILE} servers are used only in a trusted project", "tools": []}
+        {
+            "name": name,
+            "origin": "project",
+            "status": "untrusted",
+            "reason": f"{PROJECT_FILE} servers are used only in a trusted project",
+            "tools": [],
+        }
         for name in config.untrusted
     ]
     return rows

@@ -10,8 +10,9 @@ exactly what memagent's model gets. The tool context names the caller: ``session
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memagent import __version__
 from memagent.tools.base import ToolContext, ToolRegistry

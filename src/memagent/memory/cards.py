@@ -35,7 +35,7 @@ MAX_CONTENT_CHARS = 20_000  # a hard sanity bound; the write gate's limit is muc
 MAX_QUOTE_CHARS = 300
 
 # Metadata keys holding JSON-encoded values, and those holding ISO timestamps.
-_JSON_KEYS = ("provenance", "files", "merged_from")
+_JSON_KEYS = ("provenance", "files", "merged_from", "members")
 _TIME_KEYS = ("created_at", "updated_at", "last_used_at")
 
 
@@ -99,6 +99,8 @@ class MemoryCard(BaseModel):
     relationship: str | None = None
     # Where restatements merged into this card came from (a merge keeps every provenance).
     merged_from: list[Provenance] = Field(default_factory=list)
+    # A summary card (``memagent memory reflect``) links the cards it summarises; they stay active.
+    members: list[str] = Field(default_factory=list)
 
     @field_validator("content")
     @classmethod
@@ -107,6 +109,14 @@ class MemoryCard(BaseModel):
         if not value:
             raise ValueError("content is empty")
         return value
+
+    @field_validator("members")
+    @classmethod
+    def _member_ids(cls, value: list[str]) -> list[str]:
+        bad = [item for item in value if not CARD_ID_RE.fullmatch(str(item))]
+        if bad:
+            raise ValueError(f"members must be card ids (m_ and 12 hex digits), not {bad[0]!r}")
+        return list(dict.fromkeys(value))
 
     @field_validator("created_at", "updated_at", "last_used_at")
     @classmethod
@@ -129,7 +139,7 @@ class MemoryCard(BaseModel):
                 prov = {k: v for k, v in value.items() if v is not None}
                 if prov:
                     meta[key] = json.dumps(prov, ensure_ascii=False, sort_keys=True)
-            elif key in ("files", "merged_from"):
+            elif key in ("files", "merged_from", "members"):
                 if value:
                     meta[key] = json.dumps(value, ensure_ascii=False)
             elif key in _TIME_KEYS:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from memagent.fsutil import make_dirs
 from memagent.memory import card_facts
@@ -68,7 +68,7 @@ CREATE TABLE IF NOT EXISTS near_duplicates (a TEXT, b TEXT, similarity REAL, PRI
 
 _ENTRY_COLUMNS = (
     "id, memory_type, scope, scope_id, confidence, importance, status, created_at, last_used_at, "
-    "task_hint, person, session, turn, private, source"
+    "task_hint, person, session, turn, private, source, uses"
 )
 
 
@@ -108,12 +108,14 @@ class Entry:
     position: int | None
     private: bool
     source: str
+    uses: int = 0  # times retrieved, injected or cited (``memory.usage``)
 
     def signals(self) -> CardSignals:
         return CardSignals(
             id=self.id, confidence=self.confidence, importance=self.importance, scope=self.scope,
             created_at=self.created_at, last_used_at=self.last_used_at, task_hint=self.task_hint,
             status=self.status, person=self.person, thread=self.thread, position=self.position, source=self.source,
+            uses=self.uses,
         )
 
 
@@ -122,6 +124,7 @@ def _entry(row: Sequence) -> Entry:
         id=row[0], memory_type=row[1], scope=row[2], scope_id=row[3], confidence=row[4], importance=row[5],
         status=row[6], created_at=_parse_time(row[7]), last_used_at=_parse_time(row[8]), task_hint=row[9],
         person=row[10], thread=row[11], position=row[12], private=bool(row[13]), source=row[14] or "assistant",
+        uses=int(row[15] or 0),
     )
 
 
@@ -335,6 +338,18 @@ class Catalog:
                 done.append(card_id)
         return done
 
+    def note_uses(self, db: sqlite3.Connection, pending: Mapping[str, tuple[int, datetime]]) -> list[str]:
+        """Record batched uses (``memory.usage``): id -> (times, latest); returns the ids known here."""
+        done = []
+        for card_id, (times, when) in pending.items():
+            stamp = iso_utc(when)
+            cursor = db.execute(
+                "UPDATE cards SET uses = uses + ?, last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ? "
+                "THEN ? ELSE last_used_at END WHERE id = ?", (times, stamp, stamp, card_id))
+            if cursor.rowcount:
+                done.append(card_id)
+        return done
+
     def usage(self, ids: Sequence[str]) -> dict[str, tuple[datetime | None, int]]:
         """(last used, times used) per known id."""
         found: dict[str, tuple[datetime | None, int]] = {}
@@ -525,6 +540,19 @@ class _Postings:
     def postings(self, term: str) -> list[tuple[str, float, float]]:
         return self.db.execute("SELECT id, tf, length FROM postings WHERE term = ? AND active = ?",
                                (term, self.active)).fetchall()
+
+    def best_holding(self, scales: Mapping[str, float], norm: float, slope: float, factor: Sequence[float],
+                     limit: int) -> list[tuple[str, float]]:
+        """See ``lexical.PostingSource.best_holding``: one aggregate query, scored in SQLite."""
+        terms = list(scales)
+        scale = "CASE term " + "WHEN ? THEN ? " * len(terms) + "END"
+        shared = "CASE COUNT(*) " + "WHEN ? THEN ? " * (len(factor) - 1) + "END"
+        sql = (f"SELECT id, SUM(({scale}) * tf / ((tf + ?) + (? * length))) * ({shared}) AS score "
+               f"FROM postings WHERE active = ? AND term IN ({','.join('?' * len(terms))}) "
+               f"GROUP BY id ORDER BY score DESC, id DESC LIMIT ?")
+        args = [*(x for t in terms for x in (t, scales[t])), norm, slope,
+                *(x for n in range(1, len(factor)) for x in (n, factor[n])), self.active, *terms, int(limit)]
+        return self.db.execute(sql, args).fetchall()
 
     def lookup(self, term: str, ids: list[str]) -> list[tuple[str, float, float]]:
         found: list[tuple[str, float, float]] = []

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memagent.memory.cards import MemoryCard
 from memagent.memory.extraction import find_json_object
+from memagent.memory.procedures import PROCEDURE_RELEVANCE
 from memagent.memory.screening import Candidate
 
 Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
@@ -45,7 +46,7 @@ You keep a coding agent's long-term memory consistent. Each candidate memory is 
 most similar existing memories (E1, E2, ...). One action per candidate:
 - ADD: new information no existing memory covers.
 - UPDATE: changes or refines an existing memory about the same thing (new value, version, date, \
-amount, name, added qualifier); replaces it (target).
+amount, name, added qualifier, what finally worked); replaces it (target).
 - CONTRADICT: says an existing memory is wrong or no longer true (target).
 - NOOP: an existing memory already says the same, same numbers, dates and qualifiers.
 "budget is $10k" vs "budget is $15k" is an UPDATE, never a NOOP; different subjects are not \
@@ -112,12 +113,21 @@ def parse_actions(text: str) -> dict[int, ActionItem] | None:
 
 
 def similar_cards(service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE) -> list[MemoryCard]:
-    """Active cards of the candidate's scope that are about the same thing, best first."""
+    """Active cards of the candidate's scope that are about the same thing, best first. A
+    procedure with no procedure among them also meets the best procedure of its scope at a lower
+    bar (``memory.procedures``): a new way to do a task shares few words with the old one."""
     hits = [h for h in service.search(candidate.content, k, scope=candidate.scope, min_score=min_relevance) if h.card.active]
-    if not hits:
-        return []
+    if candidate.memory_type == "procedure" and not any(h.card.memory_type == "procedure" for h in hits):
+        hits += [h for h in service.search(candidate.content, 1, memory_type="procedure", scope=candidate.scope,
+                                           min_score=min(min_relevance, PROCEDURE_RELEVANCE)) if h.card.active]
+        if hits and hits[-1].card.memory_type == "procedure":
+            return [h.card for h in hits[:-1] if _near_best(h, hits[:-1])] + [hits[-1].card]
+    return [h.card for h in hits if _near_best(h, hits)]
+
+
+def _near_best(hit: Any, hits: Sequence[Any]) -> bool:
     best = max(h.parts.get("relevance", h.score) for h in hits)
-    return [h.card for h in hits if h.parts.get("relevance", h.score) >= best - NEIGHBOUR_SPREAD]
+    return hit.parts.get("relevance", hit.score) >= best - NEIGHBOUR_SPREAD
 
 
 # -- the consolidator -------------------------------------------------------------------------

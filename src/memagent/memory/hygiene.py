@@ -3,7 +3,9 @@
 Decay
     A card that is never retrieved or cited slowly loses confidence: after a grace period
     (``GRACE_DAYS``) since its last use (or its creation, if never used), confidence halves
-    every ``HALF_LIFE_DAYS``, down to ``FLOOR``. The value is always computed from the card's
+    every ``HALF_LIFE_DAYS`` (up to twice that for a card used often: ``memory.usage``), down
+    to ``FLOOR``. Being injected into a turn or returned by a search the model asked for counts
+    as use, like a citation. The value is always computed from the card's
     *base* confidence (what it had before the first decay, kept in the learning history), so
     applying decay twice changes nothing and a card that gets cited again climbs back.
     :func:`apply_decay` is run lazily (e.g. at session start), at most once a day, and changes
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
 from memagent.memory.history import LearningHistory
+from memagent.memory.usage import decay_stretch
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths
@@ -49,7 +52,7 @@ def decayed_confidence(base: float, card: MemoryCard, now: datetime) -> float:
     idle_days = (to_utc(now) - anchor).total_seconds() / 86400.0 - GRACE_DAYS
     if idle_days <= 0:
         return base
-    value = base * 0.5 ** (idle_days / HALF_LIFE_DAYS)
+    value = base * 0.5 ** (idle_days / (HALF_LIFE_DAYS * decay_stretch(card.access_count)))
     return round(max(min(base, FLOOR), value), 3)
 
 

@@ -1,4 +1,7 @@
-"""What memory puts into the conversation: citable blocks for a turn, and citations noted back."""
+"""What memory puts into the conversation: citable blocks for a turn, and citations noted back.
+
+Injected and retrieved cards are noted as used in memory and written by :meth:`Injection.flush_usage`
+(``memory.usage``); citations are written as they come."""
 
 from __future__ import annotations
 
@@ -60,12 +63,15 @@ class Injection(Reading):
             return None
         lines = [Marker.MEMORIES.value]
         used = 0
+        injected = []
         for hit in hits:  # best first, within the block's budget (the best card always goes in)
             block = self._block_with_staleness(hit.card) + hit.history_note()
             if len(lines) > 1 and used + len(block) > self.knobs.block_chars:
                 break
             lines.append(block)
+            injected.append(hit.card.id)
             used += len(block)
+        self.usage.note(injected, utc_now())
         lines.append(CITE_INSTRUCTION)
         return "\n".join(lines)
 
@@ -93,6 +99,44 @@ class Injection(Reading):
                 with store.locked(), catalog.transaction() as db:
                     noted.update(catalog.note_use(db, [i for i in ids if i not in noted], now))
             return [i for i in ids if i in noted]
+
+    def topic_distance(self, previous: str, current: str) -> float | None:
+        """How far the user moved from ``previous`` to ``current`` (``memory.drift``): with the
+        store's embedder when it is loaded already, else lexically (never loads it)."""
+        from memagent.memory.drift import topic_distance
+
+        embed = self._embed if self._embedder.loaded and self.dim > 0 else None
+        return topic_distance(previous, current, embed)
+
+    def auto_write_refusal(self) -> str | None:
+        """Why the rate limit (kept on disk, shared by the project's processes) would refuse an
+        automatic write now, or ``None``."""
+        return self._rate.refusal(self.session_id)
+
+    def note_retrieved(self, ids: Sequence[str]) -> None:
+        """Cards a search returned to the model: a use, written at the next :meth:`flush_usage`."""
+        self.usage.note(ids, utc_now())
+
+    def flush_usage(self) -> int:
+        """Write the uses noted since the last flush, one transaction per store; returns how
+        many cards were updated (uses that fail to be written wait for the next flush)."""
+        pending = self.usage.take()
+        if not pending:
+            return 0
+        done: set[str] = set()
+        try:
+            with self._lock, self._guard("update"):
+                for store in self._stores_in_use():
+                    rest = {i: use for i, use in pending.items() if i not in done}
+                    if not rest or not store.catalog.exists:
+                        continue
+                    catalog = store.open_catalog()
+                    with store.locked(), catalog.transaction() as db:
+                        done.update(catalog.note_uses(db, rest))
+                return len(done)
+        except Exception:
+            self.usage.put_back({i: use for i, use in pending.items() if i not in done})
+            raise
 
 
 __all__ = ["CITATION_RE", "CITE_INSTRUCTION", "Injection", "format_block"]

@@ -241,6 +241,12 @@ def _bm25(params: LexicalIndex, corpus: Corpus, query_tf: Mapping[str, int]) -> 
     return scores, shared
 
 
+WHOLE_POSTINGS = 1_000  # a longer posting list is scored inside SQLite, not read into Python
+AGGREGATE_SLACK = 50  # rows fetched past the k-th, so that ties at the k-th score are all seen
+AGGREGATE_TRIES = 3  # each fetches 4× the rows of the one before; then the lists are read whole
+ESTIMATE_MARGIN = 1e-9  # relative: how far an estimate summed in another order may be from Python's
+
+
 class PostingSource(Protocol):
     """A persisted inverted index as :func:`top_k_pruned` reads it (``memory.catalog``)."""
 
@@ -256,8 +262,57 @@ class PostingSource(Protocol):
     def lookup(self, term: str, ids: list[str]) -> Sequence[tuple[str, float, float]]:
         """The same, for the given documents only."""
 
+    def best_holding(self, scales: Mapping[str, float], norm: float, slope: float, factor: Sequence[float],
+                     limit: int) -> Sequence[tuple[str, float]]:
+        """The ``limit`` best documents holding any of the terms, by the score :func:`top_k_pruned`
+        gives a document that holds none of the other query terms — the sum over its terms of
+        ``scale × tf / (tf + norm + slope × length)``, times ``factor[number of its terms]`` —
+        computed by the source itself (best first, ties by the larger id): (doc id, score)."""
 
-def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int) -> list[tuple[str, float]]:
+
+@dataclass
+class _Scoring:
+    """One query's BM25 terms (see :func:`top_k_pruned`) and the partial scores read so far."""
+
+    k: int
+    scale: dict[str, float]  # idf × query tf × (k1 + 1): also the most a term can add
+    norm: float
+    slope: float
+    factor: list[float]  # the partial-match factor by number of distinct shared terms
+    raw: dict[str, float] = field(default_factory=dict)
+    shared: Counter = field(default_factory=Counter)
+
+    def add(self, term: str, rows: Sequence[tuple[str, float, float]]) -> None:
+        scale, norm, slope, raw = self.scale[term], self.norm, self.slope, self.raw
+        get = raw.get
+        for doc_id, tf, length in rows:
+            raw[doc_id] = get(doc_id, 0.0) + scale * tf / (tf + norm + slope * length)
+        self.shared.update(row[0] for row in rows)
+
+    def kth_best(self, extra: Iterable[float] = ()) -> float:
+        """The ``k``-th best score so far (-1 while fewer are known), ``extra`` scores counted too."""
+        scores = [*(self.raw[d] * self.factor[self.shared[d]] for d in self.raw), *extra]
+        return heapq.nlargest(self.k, scores)[-1] if len(scores) >= self.k else -1.0
+
+    def bound(self, rest: Sequence[str]) -> float:
+        """The best score a document holding only terms of ``rest`` could reach."""
+        return sum(self.scale[t] for t in rest) * self.factor[len(rest)]
+
+    def hopeful(self, rest: Sequence[str], threshold: float) -> list[str]:
+        """Documents seen so far that the terms of ``rest`` could still lift to ``threshold``."""
+        headroom, top = sum(self.scale[t] for t in rest), len(self.factor) - 1
+        return [d for d in self.raw
+                if (self.raw[d] + headroom) * self.factor[min(self.shared[d] + len(rest), top)] >= threshold]
+
+    def best(self) -> list[tuple[str, float]]:
+        best = heapq.nlargest(self.k, ((d, self.raw[d] * self.factor[self.shared[d]]) for d in self.raw),
+                              key=_BY_SCORE_THEN_ID)
+        scale = 1.0 / (sum(self.scale.values()) or 1.0)
+        return [(doc_id, score * scale) for doc_id, score in best]
+
+
+def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int, *,
+                 whole_postings: int = WHOLE_POSTINGS) -> list[tuple[str, float]]:
     """Exactly :func:`score_query`'s top ``k`` (same scores, same order), reading far fewer postings.
 
     Terms are read rarest first (highest possible contribution, ``idf × qtf × (k1 + 1)``). Once
@@ -266,6 +321,12 @@ def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int
     not read whole: their frequencies are looked up only for the documents that could still
     reach the top ``k`` (MaxScore pruning). Common words of a query ("test", "run") thus cost a
     few indexed lookups instead of tens of thousands of postings.
+
+    When that bound is not reached before a term of more than ``whole_postings`` documents (the
+    rare terms match fewer documents than ``k``, or the query is all common words), the source
+    ranks the documents holding only the remaining terms itself (:meth:`PostingSource.best_holding`,
+    one aggregate query in SQLite) and only its best rows are scored here — kept only when the
+    last row fetched provably scores below the ``k``-th best (else more rows, then the old way).
     """
     query_tf = Counter(tokenize(query))
     n_docs, total_len = source.size()
@@ -273,41 +334,47 @@ def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int
         return []
     df = source.doc_freqs(list(query_tf))
     idf = {t: math.log(1.0 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in query_tf}
-    weight = {t: idf[t] * tf for t, tf in query_tf.items()}
     k1 = params.k1
-    norm, slope = k1 * (1.0 - params.b), k1 * params.b / (total_len / n_docs or 1.0)
     needed = min(params.full_match_terms, len(query_tf)) or 1
-    factor = [min(n / needed, 1.0) ** params.partial_match_power for n in range(len(query_tf) + 1)]
-    ceiling = {t: weight[t] * (k1 + 1.0) for t in query_tf}
-    order = sorted((t for t in query_tf if df.get(t, 0) > 0), key=lambda t: (-ceiling[t], t))
-    raw: dict[str, float] = {}
-    shared: Counter = Counter()
-
-    def add(term: str, rows: Sequence[tuple[str, float, float]]) -> None:
-        scale, get = weight[term] * (k1 + 1.0), raw.get
-        for doc_id, tf, length in rows:
-            raw[doc_id] = get(doc_id, 0.0) + scale * tf / (tf + norm + slope * length)
-        shared.update(row[0] for row in rows)
-
-    def kth_best() -> float:
-        if len(raw) < k:
-            return -1.0
-        return heapq.nlargest(k, (raw[d] * factor[shared[d]] for d in raw))[-1]
-
+    scoring = _Scoring(k, {t: idf[t] * tf * (k1 + 1.0) for t, tf in query_tf.items()}, k1 * (1.0 - params.b),
+                       k1 * params.b / (total_len / n_docs or 1.0),
+                       [min(n / needed, 1.0) ** params.partial_match_power for n in range(len(query_tf) + 1)])
+    order = sorted((t for t in query_tf if df.get(t, 0) > 0), key=lambda t: (-scoring.scale[t], t))
     read = 0
     while read < len(order):
         rest = order[read:]
-        if kth_best() > sum(ceiling[t] for t in rest) * factor[len(rest)]:
+        if scoring.kth_best() > scoring.bound(rest):
             break  # no document outside those seen can reach the top k
-        add(order[read], source.postings(order[read]))
+        if df[order[read]] > whole_postings and _rest_ranked_by_source(scoring, source, rest):
+            return scoring.best()
+        scoring.add(order[read], source.postings(order[read]))
         read += 1
     rest = order[read:]
     if rest:
-        threshold, headroom = kth_best(), sum(ceiling[t] for t in rest)
-        top = len(query_tf)
-        hopeful = [d for d in raw if (raw[d] + headroom) * factor[min(shared[d] + len(rest), top)] >= threshold]
+        hopeful = scoring.hopeful(rest, scoring.kth_best())
         for term in rest:
-            add(term, source.lookup(term, hopeful))
-    best = heapq.nlargest(k, ((d, raw[d] * factor[shared[d]]) for d in raw), key=_BY_SCORE_THEN_ID)
-    scale = 1.0 / (sum(ceiling.values()) or 1.0)
-    return [(doc_id, score * scale) for doc_id, score in best]
+            scoring.add(term, source.lookup(term, hopeful))
+    return scoring.best()
+
+
+def _rest_ranked_by_source(scoring: _Scoring, source: PostingSource, rest: list[str]) -> bool:
+    """Score the terms of ``rest`` for the documents that can still reach the top ``k``: those
+    seen so far that ``rest`` could lift, and the source's best documents holding only ``rest``'s
+    terms. False (nothing changed) when the source's rows cannot be shown to suffice."""
+    limit = scoring.k + AGGREGATE_SLACK
+    for _ in range(AGGREGATE_TRIES):
+        ranked = [(d, s) for d, s in source.best_holding({t: scoring.scale[t] for t in rest}, scoring.norm,
+                                                          scoring.slope, scoring.factor, limit)]
+        fresh = [(d, s) for d, s in ranked if d not in scoring.raw]
+        # lower bounds of final scores: the estimates (less a margin) and the partial scores seen
+        threshold = scoring.kth_best(s * (1.0 - ESTIMATE_MARGIN) for _, s in fresh)
+        unseen_bound = ranked[-1][1] * (1.0 + ESTIMATE_MARGIN) if len(ranked) == limit else -1.0
+        if unseen_bound < threshold or len(ranked) < limit:
+            ids = scoring.hopeful(rest, threshold) + [d for d, _ in fresh]
+            for term in rest:
+                scoring.add(term, source.lookup(term, ids))
+            return True
+        limit *= 4
+    return False
+
+

@@ -20,8 +20,9 @@ make an irrelevant one relevant:
    1, names someone else: 0, names nobody: 0.5), time (the query names a period and the card
    was created in it: 1, outside it: 0, no period or no leading candidate from it: 0.5),
    current (the query asks how things stand now — "now", "these days", "still" — : the
-   candidate's creation time scaled from the oldest candidate, 0, to the newest, 1; else 0.5)
-   and current-task match (1 or 0).
+   candidate's creation time scaled from the oldest candidate, 0, to the newest, 1; else 0.5),
+   current-task match (1 or 0) and usage (``memory.usage``: 0 never used, up to 1 when used
+   often; like the task it only lifts, by at most ``usage``).
 3. **Neighbours**: a card from the turn just before or after a high-scoring candidate of the
    same thread (provenance session) gains ``neighbour`` times that candidate's score. An
    answer often only makes sense next to the turn that asked for it ("Tomorrow's gonna be an
@@ -44,6 +45,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Mapping, Sequence
+
+from memagent.memory.usage import usage_signal
 
 FUSIONS = ("adaptive", "weighted", "rrf")
 SCOPE_PRIORITY = {"session": 1.0, "project": 0.5, "user": 0.0}
@@ -74,6 +77,7 @@ class CardSignals:
     systems: frozenset[str] = frozenset()  # the systems (code names) the card mentions
     names_person: bool = False  # the card names someone the store knows holds a role
     defines: frozenset[str] = frozenset()  # the systems this card introduces ("X is the billing backend")
+    uses: int = 0  # times the card was injected, retrieved for the model or cited (``memory.usage``)
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,7 @@ class RankingWeights:
     recency: float = 0.05
     recency_half_life_days: float = 30.0
     task: float = 0.20
+    usage: float = 0.05  # lift of an often-used card (only lifts; see memory.usage.usage_signal)
     person: float = 0.80  # query names a person: their cards up, other people's down
     time: float = 1.00  # query names a period ("in July 2022", "last week"): cards from it up
     time_outside: float = 0.0  # time signal of a card from outside that period (0: down as far as up)
@@ -261,6 +266,7 @@ def signals_of(card: CardSignals, *, now: datetime, current_task: str | None,
         "scope": SCOPE_PRIORITY.get(card.scope, 0.0),
         "recency": recency(card, now, weights.recency_half_life_days),
         "task": 1.0 if current_task and card.task_hint == current_task else 0.0,
+        "usage": usage_signal(card.uses),
         "person": context.person_signal(card),
         "time": context.time_signal(card),
         "current": context.current_signal(card),
@@ -387,13 +393,13 @@ def _mentions(query_words: frozenset[str], person: str) -> bool:
 def blend_factor(signals: Mapping[str, float], weights: RankingWeights) -> float:
     """Multiplier around 1.0: each signal above 0.5 lifts the score, below 0.5 lowers it.
 
-    The task signal only lifts (a card from another task is not penalised).
+    The task and usage signals only lift (a card from another task, or never used, is not penalised).
     """
     factor = 1.0
     for name in ("confidence", "importance", "scope", "recency", "person", "time", "current", "entity", "who",
                  "definition"):
         factor += getattr(weights, name) * (signals[name] - 0.5)
-    factor += weights.task * signals["task"]
+    factor += weights.task * signals["task"] + weights.usage * signals.get("usage", 0.0)
     return max(factor, 0.0)
 
 

@@ -103,10 +103,11 @@ class Recall:
         for card_id in ids:
             supersedes, superseded_by = links.get(card_id, (None, None))
             systems, person = mentions.get(card_id, (frozenset(), False))
-            signals[card_id] = replace(
-                signals[card_id], supersedes=supersedes, superseded_by=superseded_by,
-                periods=tuple(windows.get(card_id, ())), systems=systems, names_person=person,
-                defines=frozenset(defines.get(card_id, ())))
+            periods, defined = tuple(windows.get(card_id, ())), frozenset(defines.get(card_id, ()))
+            if supersedes or superseded_by or periods or systems or person or defined:  # else nothing to add
+                signals[card_id] = replace(
+                    signals[card_id], supersedes=supersedes, superseded_by=superseded_by,
+                    periods=periods, systems=systems, names_person=person, defines=defined)
 
 
 def _mentions(db, ids: Sequence[str], plan: Plan) -> dict[str, tuple[frozenset[str], bool]]:

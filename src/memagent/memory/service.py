@@ -167,7 +167,11 @@ class MemoryService(Transfer):
 
     def close(self) -> None:
         """Close the stores; background upkeep stops after the step it is in (never waited for
-        longer than that)."""
+        longer than that). Uses noted and not yet written are written first."""
+        try:
+            self.flush_usage()
+        except MemoryUnavailable:
+            pass  # the store is failing anyway; use counts are a nicety
         self._closing = True
         with self._lock:
             for store in self._stores.values():

@@ -6,7 +6,8 @@ greeting or a one-off question. The rule, cheap and local:
 - two or more turns the user typed → yes (a conversation has decisions and corrections);
 - any tool call → yes (work was done: files, commands, findings);
 - one typed turn → only when it says something durable: a cue such as "remember", "always",
-  "never", "prefer", "from now on", "we use", "my name", or a brief long enough to carry facts
+  "never", "prefer", "from now on", "we use", "my name", "what finally worked", or a brief
+  long enough to carry facts
   (``LONG_BRIEF`` characters or more);
 - nothing typed → no.
 
@@ -25,7 +26,7 @@ LONG_BRIEF = 300
 DURABLE_CUES = re.compile(
     r"\b(remember|always|never|prefer|preferably|from now on|going forward|in future|don'?t|do not|"
     r"we use|we don'?t|our|convention|policy|make sure|keep in mind|note that|instead of|"
-    r"my name|call me|i am|i'm|i work|i like|i hate|i want)\b",
+    r"my name|call me|i am|i'm|i work|i like|i hate|i want|finally worked|what worked|that worked|the fix was)\b",
     re.IGNORECASE,
 )
 

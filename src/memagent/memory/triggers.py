@@ -2,7 +2,12 @@
 
 :func:`trigger_of` names the event a finished tool call is: a task of the graph completed
 (``task_update`` to ``completed``) or the todo list completed (``todo`` with every item
-completed). The memory feature submits the conversation for learning once, at the end of the
+completed). Two more come from the conversation itself: the REPL left idle for
+``memory_idle_seconds`` (``IDLE``: one extraction per idle period, fired by the REPL's idle
+timer) and the user moving to another topic (``TOPIC_DRIFT``: ``memory.drift``, at the end of
+the turn that changed the topic). A trigger only submits messages not mined yet, and none fires
+while the day's automatic-write limit (kept on disk) is reached: an extraction whose cards the
+gate would refuse is not worth its call. The memory feature submits the conversation for learning once, at the end of the
 turn in which such an event happened (several events in one turn are one extraction); the
 messages mined are recorded, so the session-end run does not mine them again. What a trigger
 learns still passes the write gate and its limits kept on disk (``memory.quota``).
@@ -14,6 +19,8 @@ from typing import Any, Mapping
 
 TASK_COMPLETED = "task_completed"
 TODO_COMPLETED = "todo_completed"
+IDLE = "idle"
+TOPIC_DRIFT = "topic_drift"
 
 
 def trigger_of(name: str, arguments: Mapping[str, Any], failed: bool) -> str | None:
@@ -31,4 +38,4 @@ def trigger_of(name: str, arguments: Mapping[str, Any], failed: bool) -> str | N
     return None
 
 
-__all__ = ["TASK_COMPLETED", "TODO_COMPLETED", "trigger_of"]
+__all__ = ["IDLE", "TASK_COMPLETED", "TODO_COMPLETED", "TOPIC_DRIFT", "trigger_of"]

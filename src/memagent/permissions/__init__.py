@@ -12,7 +12,7 @@ Imports only leaf modules, so tools can declare effects and the loop can ask the
 knowing any store. The parser loads on first use.
 """
 
-from memagent.permissions.effects import Declaration, Effect, HookVerdict, UNDECLARED, declares
+from memagent.permissions.effects import UNDECLARED, Declaration, Effect, HookVerdict, declares
 from memagent.permissions.gate import (
     MODES,
     SAVED_ORIGIN,

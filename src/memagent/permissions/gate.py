@@ -27,9 +27,10 @@ Pure: no I/O but resolving paths, no prompts. The loop asks the user; "always" c
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from memagent.permissions.effects import (
     ACCEPT_EDITS_RUNS,
@@ -98,7 +99,7 @@ class Policy:
     home: Path = field(default_factory=Path.home)
 
     @classmethod
-    def from_sources(cls, mode: str, sources: Iterable[RuleSource], *, root: Path, home: Path | None = None) -> "Policy":
+    def from_sources(cls, mode: str, sources: Iterable[RuleSource], *, root: Path, home: Path | None = None) -> Policy:
         """Parse every source's rules; PermissionRuleError (one line) for a bad mode or rule."""
         allow: list[Rule] = []
         ask: list[Rule] = []
@@ -110,14 +111,22 @@ class Policy:
         return cls(check_mode(mode), tuple(allow), tuple(ask), tuple(deny), Path(root).resolve(), home or Path.home())
 
     @classmethod
-    def from_settings(cls, mode: str = "default", allow: Sequence[str] = (), ask: Sequence[str] = (),
-                      deny: Sequence[str] = (), *, root: Path, home: Path | None = None) -> "Policy":
+    def from_settings(
+        cls,
+        mode: str = "default",
+        allow: Sequence[str] = (),
+        ask: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        *,
+        root: Path,
+        home: Path | None = None,
+    ) -> Policy:
         return cls.from_sources(mode, [RuleSource("", allow, ask, deny)], root=root, home=home)
 
-    def with_mode(self, mode: str) -> "Policy":
+    def with_mode(self, mode: str) -> Policy:
         return replace(self, mode=check_mode(mode))
 
-    def with_allow(self, rules: Iterable[str], origin: str = "") -> "Policy":
+    def with_allow(self, rules: Iterable[str], origin: str = "") -> Policy:
         return replace(self, allow=self.allow + parse_rules(rules, "allow", origin))
 
     # -------------------------------------------------------------- deciding
@@ -133,8 +142,13 @@ class Policy:
             if rule is not None:
                 return Verdict("ask", f"the rule {rule.named()} asks before {name} runs", rule, declared)
         if hook is not None and hook.action == "ask":
-            return Verdict("ask", f"{hook.source} asks: {hook.reason}" if hook.reason else f"{hook.source} asks", None,
-                           declared, by_hook=True)
+            return Verdict(
+                "ask",
+                f"{hook.source} asks: {hook.reason}" if hook.reason else f"{hook.source} asks",
+                None,
+                declared,
+                by_hook=True,
+            )
         if Effect.WRITE_PROTECTED in declared.effects:
             return self._protected(name, declared)
         rule = self._allowed_by(name, declared)
@@ -317,11 +331,20 @@ class Gate:
     def mode(self) -> str:
         return self.policy.mode
 
-    def decide(self, name: str, declaration: Declaration, hook: HookVerdict | None = None,
-               tool_input: Mapping[str, Any] | None = None) -> Verdict:
+    def decide(
+        self,
+        name: str,
+        declaration: Declaration,
+        hook: HookVerdict | None = None,
+        tool_input: Mapping[str, Any] | None = None,
+    ) -> Verdict:
         verdict = self.policy.decide(name, declaration, hook)
-        if verdict.action == "ask" and verdict.rule is None and not verdict.by_hook \
-                and _call_key(name, tool_input) in self._approved_calls:
+        if (
+            verdict.action == "ask"
+            and verdict.rule is None
+            and not verdict.by_hook
+            and _call_key(name, tool_input) in self._approved_calls
+        ):
             return replace(verdict, action="allow", reason="approved with 'always' earlier in this session")
         return verdict
 

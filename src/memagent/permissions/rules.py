@@ -21,9 +21,9 @@ import fnmatch
 import os
 import re
 import shlex
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from memagent.permissions.shell import ShellAnalysis, SimpleCommand
 
@@ -71,9 +71,13 @@ def parse_rule(text: str, origin: str = "") -> Rule:
     if pattern is not None:
         pattern = pattern.strip()
         if not pattern:
-            raise PermissionRuleError(f"permission rule {text!r} has empty parentheses; write {tool} for the whole tool")
+            raise PermissionRuleError(
+                f"permission rule {text!r} has empty parentheses; write {tool} for the whole tool"
+            )
         if tool.startswith("mcp__"):
-            raise PermissionRuleError(f"permission rule {text!r}: MCP rules take no pattern (mcp__server or mcp__server__tool)")
+            raise PermissionRuleError(
+                f"permission rule {text!r}: MCP rules take no pattern (mcp__server or mcp__server__tool)"
+            )
         if tool == "Bash" and ":*" in pattern[:-2]:
             raise PermissionRuleError(f"permission rule {text!r}: ':*' may only end a Bash pattern")
         if pattern == "*":
@@ -120,7 +124,8 @@ def _could_match(pattern: str, command: SimpleCommand) -> bool:
     argv = command.argv
     if argv is not None:
         return command_matches(pattern, argv) or (
-            "/" in argv[0] and command_matches(pattern, [os.path.basename(argv[0]), *argv[1:]]))
+            "/" in argv[0] and command_matches(pattern, [os.path.basename(argv[0]), *argv[1:]])
+        )
     known: list[str] = []
     partial = False
     for word in command.words:

@@ -11,27 +11,98 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from memagent.permissions.words import Findings, SimpleCommand, Word
 
 WRAPPERS = frozenset(
-    {"env", "sudo", "doas", "nohup", "nice", "ionice", "timeout", "time", "stdbuf", "command", "builtin", "exec",
-     "setsid", "coproc", "xargs", "chrt", "taskset", "unbuffer", "run0", "pkexec"}
+    {
+        "env",
+        "sudo",
+        "doas",
+        "nohup",
+        "nice",
+        "ionice",
+        "timeout",
+        "time",
+        "stdbuf",
+        "command",
+        "builtin",
+        "exec",
+        "setsid",
+        "coproc",
+        "xargs",
+        "chrt",
+        "taskset",
+        "unbuffer",
+        "run0",
+        "pkexec",
+    }
 )
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox"})
 INTERPRETERS = frozenset(
-    {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "Rscript", "pwsh",
-     "osascript", "deno", "bun", "irb"}
+    {
+        "python",
+        "python2",
+        "python3",
+        "perl",
+        "ruby",
+        "node",
+        "nodejs",
+        "php",
+        "lua",
+        "tclsh",
+        "Rscript",
+        "pwsh",
+        "osascript",
+        "deno",
+        "bun",
+        "irb",
+    }
 )
 # Builtins and programs whose string argument is run as commands (by the shell, or by ``sh -c``).
 CODE_BUILTINS = frozenset({"eval", "trap", "watch"})
 COMMAND_STRINGS = {"su": "-c", "runuser": "-c", "script": "-c", "flock": "-c"}
 # Builtins that read or change the shell itself: never approved by an allow rule.
 SHELL_BUILTINS = frozenset(
-    {"source", ".", "alias", "unalias", "bind", "complete", "compgen", "enable", "fc", "hash", "history", "mapfile",
-     "readarray", "set", "shopt", "declare", "typeset", "local", "export", "readonly", "let", "unset", "read",
-     "printf", "test", "[", "[[", "getopts", "shift", "wait", "disown", "ulimit", "umask", "cd", "pushd", "popd"}
+    {
+        "source",
+        ".",
+        "alias",
+        "unalias",
+        "bind",
+        "complete",
+        "compgen",
+        "enable",
+        "fc",
+        "hash",
+        "history",
+        "mapfile",
+        "readarray",
+        "set",
+        "shopt",
+        "declare",
+        "typeset",
+        "local",
+        "export",
+        "readonly",
+        "let",
+        "unset",
+        "read",
+        "printf",
+        "test",
+        "[",
+        "[[",
+        "getopts",
+        "shift",
+        "wait",
+        "disown",
+        "ulimit",
+        "umask",
+        "cd",
+        "pushd",
+        "popd",
+    }
 )
 # Builtins that can change what a later command name runs (``alias x=rm``, ``hash -p /bin/rm x``,
 # ``enable -f lib.so x``, ``shopt -s expand_aliases``): whatever runs after them is hidden.
@@ -96,8 +167,12 @@ class CommandRuns:
             code = args[:1]
         elif name == "watch":
             for start in _inner_starts(args):
-                self._code(" ".join(w.shown for w in args[start:]), all(w.literal is not None for w in args[start:]),
-                           name, command)
+                self._code(
+                    " ".join(w.shown for w in args[start:]),
+                    all(w.literal is not None for w in args[start:]),
+                    name,
+                    command,
+                )
             return
         else:
             code = args
@@ -121,8 +196,9 @@ class CommandRuns:
         options = [w.literal for w in args[:2]]
         if name == "command" and any(o in ("-v", "-V") for o in options if o):
             return  # looks a command up, runs nothing
-        if name == "env" and any(w.literal and (w.literal.startswith("-S") or w.literal.startswith("--split-string"))
-                                 for w in args):
+        if name == "env" and any(
+            w.literal and (w.literal.startswith("-S") or w.literal.startswith("--split-string")) for w in args
+        ):
             self.found.add_hidden("env -S splits a string into a command")
         starts = _inner_starts(args)
         if not starts and args:
@@ -213,8 +289,11 @@ def _inner_starts(args: list[Word]) -> list[int]:
             break
         following = args[index + 1] if index + 1 < len(args) else None
         takes_value = following is not None and literal.startswith("-") and "=" not in literal
-        if following is not None and takes_value and (
-                following.literal is None or not _WRAPPER_VALUE.match(following.literal)):
+        if (
+            following is not None
+            and takes_value
+            and (following.literal is None or not _WRAPPER_VALUE.match(following.literal))
+        ):
             starts.append(index + 1)  # read as the command …
             index += 2  # … and as the option's value
             continue
@@ -222,5 +301,13 @@ def _inner_starts(args: list[Word]) -> list[int]:
     return starts
 
 
-__all__ = ["CODE_BUILTINS", "COMMAND_STRINGS", "CommandRuns", "FIND_EXEC", "INTERPRETERS", "SHELLS",
-           "SHELL_BUILTINS", "WRAPPERS"]
+__all__ = [
+    "CODE_BUILTINS",
+    "COMMAND_STRINGS",
+    "CommandRuns",
+    "FIND_EXEC",
+    "INTERPRETERS",
+    "SHELLS",
+    "SHELL_BUILTINS",
+    "WRAPPERS",
+]

@@ -70,8 +70,8 @@ class ShellAnalysis:
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Any:
-    from tree_sitter import Language, Parser
     import tree_sitter_bash
+    from tree_sitter import Language, Parser
 
     return Parser(Language(tree_sitter_bash.language()))
 
@@ -81,8 +81,9 @@ def analyse(command: str) -> ShellAnalysis:
     """Every simple command bash could run for ``command``, and why it is complex or hidden."""
     found = Findings()
     _analyse_into(command, found, context="", depth=0)
-    return ShellAnalysis(command, tuple(found.commands), tuple(found.redirects), tuple(found.complex),
-                         tuple(found.hidden))
+    return ShellAnalysis(
+        command, tuple(found.commands), tuple(found.redirects), tuple(found.complex), tuple(found.hidden)
+    )
 
 
 def _analyse_into(command: str, found: Findings, *, context: str, depth: int) -> None:
@@ -175,9 +176,21 @@ class _Walker(CommandRuns):
         "test_command": "a [[ ]] test",
     }
     _INNER = frozenset(
-        {"do_group", "elif_clause", "else_clause", "case_item", "compound_statement", "subshell", "negated_command",
-         "function_definition", "if_statement", "while_statement", "for_statement", "c_style_for_statement",
-         "case_statement"}
+        {
+            "do_group",
+            "elif_clause",
+            "else_clause",
+            "case_item",
+            "compound_statement",
+            "subshell",
+            "negated_command",
+            "function_definition",
+            "if_statement",
+            "while_statement",
+            "for_statement",
+            "c_style_for_statement",
+            "case_statement",
+        }
     )
 
     def _compound(self, node: Any, context: str) -> None:
@@ -236,8 +249,10 @@ class _Walker(CommandRuns):
                 self.word(extra, context)
         target = self.word(target_node, context) if target_node is not None else None
         self.found.redirects.append(Redirect(operator, target))
-        harmless = target is not None and (target.literal in _HARMLESS_TARGETS or (
-            "&" in operator and target.literal is not None and (target.literal.isdigit() or target.literal == "-")))
+        harmless = target is not None and (
+            target.literal in _HARMLESS_TARGETS
+            or ("&" in operator and target.literal is not None and (target.literal.isdigit() or target.literal == "-"))
+        )
         if not harmless:
             self.found.add_complex("a redirection to a file")
 

@@ -18,8 +18,9 @@ placeholder naming its kind, e.g. ``[REDACTED:anthropic-key]`` or ``[REDACTED:em
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Iterable, Iterator
+from typing import IO
 
 from memagent.redact import keys, personal, phrases
 from memagent.redact.stream import CHUNK_BYTES
@@ -62,8 +63,9 @@ def _personal_candidates(text: str) -> Iterator[tuple[str, str, tuple[int, int]]
             yield kind, slug, span
 
 
-def _claim(findings: list[SecretFinding], candidates: Iterable[tuple[str, str, tuple[int, int]]],
-           category: str) -> None:
+def _claim(
+    findings: list[SecretFinding], candidates: Iterable[tuple[str, str, tuple[int, int]]], category: str
+) -> None:
     """Add candidates that do not overlap a finding already made (earlier detectors win)."""
     for kind, slug, (start, end) in candidates:
         if end <= start or any(start < f.end and f.start < end for f in findings):

@@ -24,8 +24,9 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from memagent.redact.phrases import PLACEHOLDER
 
@@ -95,29 +96,69 @@ def _plugin(path: str) -> Any:
 
 
 PLUGINS: tuple[Plugin, ...] = (
-    Plugin("aws:AWSKeyDetector", (("AWS access key id", "aws-access-key-id"), ("AWS secret access key", "aws-secret-key")),
-           ("akia", "asia", "abia", "acca", "a3t", "aws"), groups=(0, 1)),
-    Plugin("github_token:GitHubTokenDetector", (("GitHub token", "github-token"),), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    Plugin("gitlab_token:GitLabTokenDetector", (("GitLab token", "gitlab-token"),),
-           ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-")),
-    Plugin("slack:SlackDetector", (("Slack token", "slack-token"), ("Slack webhook", "slack-webhook")),
-           ("xox", "hooks.slack.com")),
+    Plugin(
+        "aws:AWSKeyDetector",
+        (("AWS access key id", "aws-access-key-id"), ("AWS secret access key", "aws-secret-key")),
+        ("akia", "asia", "abia", "acca", "a3t", "aws"),
+        groups=(0, 1),
+    ),
+    Plugin(
+        "github_token:GitHubTokenDetector",
+        (("GitHub token", "github-token"),),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    Plugin(
+        "gitlab_token:GitLabTokenDetector",
+        (("GitLab token", "gitlab-token"),),
+        (
+            "glpat-",
+            "gldt-",
+            "glft-",
+            "glsoat-",
+            "glrt-",
+            "gr1348941",
+            "glcbt-",
+            "glimt-",
+            "glptt-",
+            "glagent-",
+            "gloas-",
+        ),
+    ),
+    Plugin(
+        "slack:SlackDetector",
+        (("Slack token", "slack-token"), ("Slack webhook", "slack-webhook")),
+        ("xox", "hooks.slack.com"),
+    ),
     Plugin("stripe:StripeDetector", (("Stripe secret key", "stripe-key"),), ("_live_",)),
     Plugin("openai:OpenAIDetector", (("OpenAI API key", "openai-key"),), ("t3blbkfj",)),
     Plugin("sendgrid:SendGridDetector", (("SendGrid API key", "sendgrid-key"),), ("sg.",)),
     Plugin("pypi_token:PypiTokenDetector", (("PyPI token", "pypi-token"),), ("pypi-",)),
     Plugin("npm:NpmDetector", (("npm token", "npm-token"),), ("_authtoken",), groups=(1,), extend=NO_EXTENSION),
-    Plugin("azure_storage_key:AzureStorageKeyDetector", (("Azure storage account key", "azure-storage-key"),),
-           ("accountkey=",), extend=frozenset("+/="), label="AccountKey="),
+    Plugin(
+        "azure_storage_key:AzureStorageKeyDetector",
+        (("Azure storage account key", "azure-storage-key"),),
+        ("accountkey=",),
+        extend=frozenset("+/="),
+        label="AccountKey=",
+    ),
     Plugin("square_oauth:SquareOAuthDetector", (("Square OAuth secret", "square-secret"),), ("sq0csp-",)),
     Plugin("mailchimp:MailchimpDetector", (("Mailchimp API key", "mailchimp-key"),), ("-us",)),
     Plugin("jwt:JwtTokenDetector", (("JSON Web Token", "jwt"),), ("eyj",), extend=JWT_CHARS, confirm=True),
     Plugin("discord:DiscordBotTokenDetector", (("Discord bot token", "discord-token"),), (".",)),
     Plugin("telegram_token:TelegramBotTokenDetector", (("Telegram bot token", "telegram-token"),), (":",)),
-    Plugin("twilio:TwilioKeyDetector", (("Twilio account SID", "twilio-sid"), ("Twilio API key", "twilio-key")),
-           ("ac", "sk")),
-    Plugin("basic_auth:BasicAuthDetector", (("connection string with a password", "connection-password"),), ("://",), groups=(1,),
-           extend=NO_EXTENSION, placeholders=True),
+    Plugin(
+        "twilio:TwilioKeyDetector",
+        (("Twilio account SID", "twilio-sid"), ("Twilio API key", "twilio-key")),
+        ("ac", "sk"),
+    ),
+    Plugin(
+        "basic_auth:BasicAuthDetector",
+        (("connection string with a password", "connection-password"),),
+        ("://",),
+        groups=(1,),
+        extend=NO_EXTENSION,
+        placeholders=True,
+    ),
 )
 
 
@@ -173,37 +214,87 @@ SHAPES: tuple[Shape, ...] = (
     Shape("Google API key", "google-api-key", r"AIza[0-9A-Za-z_\-]{35}", ("aiza",)),
     Shape("Google OAuth client secret", "google-oauth-secret", r"GOCSPX-[A-Za-z0-9_\-]{20,}", ("gocspx-",)),
     Shape("Azure SAS signature", "azure-sas", r"(?i)[?&]sig=([A-Za-z0-9%/+=]{20,})", ("sig=",), group=1),
-    Shape("Authorization bearer token", "bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)", ("bearer",),
-          group=1, check="bearer"),
-    Shape("Authorization basic credentials", "basic-auth", r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
-          ("basic",), group=1, check="basic"),
+    Shape(
+        "Authorization bearer token",
+        "bearer-token",
+        r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)",
+        ("bearer",),
+        group=1,
+        check="bearer",
+    ),
+    Shape(
+        "Authorization basic credentials",
+        "basic-auth",
+        r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
+        ("basic",),
+        group=1,
+        check="basic",
+    ),
     Shape("Mailgun API key", "mailgun-key", r"key-[0-9a-f]{32}", ("key-",)),
-    Shape("Discord webhook", "discord-webhook",
-          r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+", ("discord",)),
-    Shape("Shopify token", "shopify-token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", ("shpat_", "shpss_", "shpca_", "shppa_")),
-    Shape("Square access token", "square-token", r"(?:sq0atp-[0-9A-Za-z_\-]{22}|EAAA[A-Za-z0-9_\-]{60})", ("sq0atp-", "eaaa")),
+    Shape(
+        "Discord webhook",
+        "discord-webhook",
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+",
+        ("discord",),
+    ),
+    Shape(
+        "Shopify token",
+        "shopify-token",
+        r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",
+        ("shpat_", "shpss_", "shpca_", "shppa_"),
+    ),
+    Shape(
+        "Square access token",
+        "square-token",
+        r"(?:sq0atp-[0-9A-Za-z_\-]{22}|EAAA[A-Za-z0-9_\-]{60})",
+        ("sq0atp-", "eaaa"),
+    ),
     Shape("DigitalOcean token", "digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}", ("_v1_",)),
     Shape("Heroku API key", "heroku-key", r"HRKU-[A-Za-z0-9_\-]{20,}", ("hrku-",)),
-    Shape("Heroku API key", "heroku-key",
-          r"(?i)heroku[\w .-]{0,20}?(?:key|token|secret)\w*['\"]?\s*[=:]\s*['\"]?"
-          r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", ("heroku",), group=1),
+    Shape(
+        "Heroku API key",
+        "heroku-key",
+        r"(?i)heroku[\w .-]{0,20}?(?:key|token|secret)\w*['\"]?\s*[=:]\s*['\"]?"
+        r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})",
+        ("heroku",),
+        group=1,
+    ),
     Shape("Databricks token", "databricks-token", r"dapi[a-f0-9]{32}(?:-\d)?", ("dapi",)),
-    Shape("Datadog API key", "datadog-key",
-          r"(?i)(?:datadog|\bdd)[\w .-]{0,20}?(?:api|app|application)[_-]?key['\"]?\s*[=:]\s*['\"]?"
-          r"([a-f0-9]{40}|[a-f0-9]{32})(?![a-f0-9])", ("datadog", "dd_a", "dd-a", "ddapi", "ddapp"), group=1),
-    Shape("Sentry DSN key", "sentry-dsn", r"\bhttps?://([0-9a-f]{32})(?::[0-9a-f]{32})?@[A-Za-z0-9.\-]+(?::\d+)?/\d+",
-          ("://",), group=1),
-    Shape("Mapbox token", "mapbox-token", r"(?:pk|sk|tk)\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
-          ("pk.eyj", "sk.eyj", "tk.eyj")),
-    Shape("AWS secret access key", "aws-secret-key",
-          r"(?i)aws.{0,24}?(?:secret|key).{0,16}?[=:]\s*['\"]?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])", ("aws",), group=1),
+    Shape(
+        "Datadog API key",
+        "datadog-key",
+        r"(?i)(?:datadog|\bdd)[\w .-]{0,20}?(?:api|app|application)[_-]?key['\"]?\s*[=:]\s*['\"]?"
+        r"([a-f0-9]{40}|[a-f0-9]{32})(?![a-f0-9])",
+        ("datadog", "dd_a", "dd-a", "ddapi", "ddapp"),
+        group=1,
+    ),
+    Shape(
+        "Sentry DSN key",
+        "sentry-dsn",
+        r"\bhttps?://([0-9a-f]{32})(?::[0-9a-f]{32})?@[A-Za-z0-9.\-]+(?::\d+)?/\d+",
+        ("://",),
+        group=1,
+    ),
+    Shape(
+        "Mapbox token",
+        "mapbox-token",
+        r"(?:pk|sk|tk)\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+        ("pk.eyj", "sk.eyj", "tk.eyj"),
+    ),
+    Shape(
+        "AWS secret access key",
+        "aws-secret-key",
+        r"(?i)aws.{0,24}?(?:secret|key).{0,16}?[=:]\s*['\"]?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        ("aws",),
+        group=1,
+    ),
 )
 
 # Private key blocks: detect-secrets' PrivateKeyDetector knows the header lines; the block runs
 # to its END line (or to the end of the text, when it was cut).
-_BLOCK_END = (r"-----END [A-Z0-9 ]*(?:PRIVATE KEY|KEY BLOCK)[A-Z ]*-----|---- END SSH2 ENCRYPTED PRIVATE KEY ----")
-_PUTTY_END = (r"Private-MAC: *[0-9a-fA-F]+")
-_ANY_BEGIN = (r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY")  # also ENCRYPTED, which the plugin lacks
+_BLOCK_END = r"-----END [A-Z0-9 ]*(?:PRIVATE KEY|KEY BLOCK)[A-Z ]*-----|---- END SSH2 ENCRYPTED PRIVATE KEY ----"
+_PUTTY_END = r"Private-MAC: *[0-9a-fA-F]+"
+_ANY_BEGIN = r"BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY"  # also ENCRYPTED, which the plugin lacks
 
 
 def key_blocks(text: str, lowered: str) -> Iterator[tuple[str, str, Span]]:

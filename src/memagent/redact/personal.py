@@ -20,7 +20,7 @@ Patterns are compiled on first use (``re`` caches them), so importing this modul
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 DEFAULT_REGION = "US"  # numbers written without a country code are read as this country's
 
@@ -30,17 +30,17 @@ _EMAIL = (
     r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})"
     r"(?![\w-]|\.[A-Za-z0-9])"
 )
-_NOT_PEOPLE = (r"(?i)(?:^|\.)(?:example(?:\.com|\.net|\.org)?|test|invalid|localhost|local)$")
-_NO_REPLY = (r"(?i)no-?reply")
+_NOT_PEOPLE = r"(?i)(?:^|\.)(?:example(?:\.com|\.net|\.org)?|test|invalid|localhost|local)$"
+_NO_REPLY = r"(?i)no-?reply"
 
 # (patterns start with a character class, lookbehinds after it: Python's re then skips ahead fast)
-_PHONE_CANDIDATE = (r"[+(\d](?<![\w.+/:#=-][+(\d])[\d ().\-]{5,22}\d(?![\w/:-]|\.\d)")
+_PHONE_CANDIDATE = r"[+(\d](?<![\w.+/:#=-][+(\d])[\d ().\-]{5,22}\d(?![\w/:-]|\.\d)"
 # what looks like a phone to the pattern but never is: an IP address, a date, a dotted version
-_NOT_A_PHONE = (r"\d{1,3}(?:\.\d{1,3}){3}|\d{4}-\d{2}-\d{2}.*|\d{1,2}\.\d{1,3}(?:\.\d{1,4})+")
+_NOT_A_PHONE = r"\d{1,3}(?:\.\d{1,3}){3}|\d{4}-\d{2}-\d{2}.*|\d{1,2}\.\d{1,3}(?:\.\d{1,4})+"
 _MIN_PHONE_DIGITS, _MAX_PHONE_DIGITS = 7, 15
 _WINDOW = 24  # characters of context the matcher sees on each side of a candidate
 
-_CARD_CANDIDATE = (r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-]|\.\d)")
+_CARD_CANDIDATE = r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-]|\.\d)"
 # (prefix range as strings, allowed lengths): the card networks' number ranges
 _CARD_NETWORKS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("4", "4", (13, 16, 19)),  # Visa
@@ -58,7 +58,7 @@ _CARD_NETWORKS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("62", "62", (16, 17, 18, 19)),  # UnionPay
 )
 
-_IBAN_CANDIDATE = (r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])")
+_IBAN_CANDIDATE = r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
 
 
 def emails(text: str) -> Iterator[Span]:

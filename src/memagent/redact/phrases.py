@@ -10,8 +10,8 @@ ordinary sentences ("the token is refreshed every hour") and code ("token = toke
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 # Values that are clearly placeholders, not secrets: "$DB_PASSWORD", "<token>", "{{secret}}", "***".
 PLACEHOLDER = (
@@ -33,9 +33,7 @@ _TRAILING_PUNCTUATION = ".,;:!?)]}>"
 # ("get_secret()", "tokens[i]", "(", "[PAD]"), attribute paths ("creds.api_key") and variable
 # names ("api_key", "API_KEY") — what reading source code shows after ``token =``.
 _NUMBER = r"[\d_.]+"
-_CODE_LIKE = (
-    r"\\[xuUnrt0-9].*|[(\[{].*|[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+"
-)
+_CODE_LIKE = r"\\[xuUnrt0-9].*|[(\[{].*|[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+"
 
 
 def _looks_like_code(value: str) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 CHUNK_BYTES = 1 << 20
 
@@ -28,7 +29,7 @@ class RedactingWriter:
         self._chunk = chunk_bytes
         self._pending = b""
 
-    def __enter__(self) -> "RedactingWriter":
+    def __enter__(self) -> RedactingWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from memagent import fsutil
 

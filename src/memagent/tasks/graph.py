@@ -8,8 +8,8 @@ tasks; ``unreadable`` the ids whose files exist but are malformed (edges to them
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
 
 from memagent.tasks.model import IN_PROGRESS, TERMINAL, Task, file_name
 
@@ -60,7 +60,7 @@ def find_cycle(tasks: Mapping[int, Task]) -> list[int] | None:
                 if child not in tasks:
                     continue
                 if colour.get(child) == 1:
-                    return on_path[on_path.index(child):] + [child]
+                    return on_path[on_path.index(child) :] + [child]
                 if child not in colour:
                     colour[child] = 1
                     stack.append((child, iter(tasks[child].blocks)))
@@ -302,7 +302,9 @@ def snapshot_text(tasks: Mapping[int, Task], problems: int = 0, limit: int = 10)
     if blocked:
         out.append(f"Blocked: {len(blocked)} task{'s' if len(blocked) != 1 else ''} waiting on others.")
     if problems:
-        out.append(f"({problems} unreadable or inconsistent task file{'s' if problems != 1 else ''}; see `memagent tasks check`.)")
+        out.append(
+            f"({problems} unreadable or inconsistent task file{'s' if problems != 1 else ''}; see `memagent tasks check`.)"
+        )
     out.append("</tasks>")
     return "\n".join(out)
 

@@ -90,7 +90,9 @@ def _entries_from_rows(rows: list[list[Any]]) -> dict[int, Entry]:
 
 
 def journal_record(task: Task, stamp: Stamp) -> str:
-    return json.dumps({"id": task.id, "stamp": list(stamp), "task": task.to_dict()}, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"id": task.id, "stamp": list(stamp), "task": task.to_dict()}, ensure_ascii=False, separators=(",", ":")
+    )
 
 
 class TaskIndex:
@@ -144,7 +146,9 @@ class TaskIndex:
                 fh.write("".join(line + "\n" for line in records).encode("utf-8"))
 
     def save(self, entries: dict[int, Entry], problems: list[str]) -> None:
-        body = json.dumps([_row(k, entries[k]) for k in sorted(entries)], ensure_ascii=False, separators=(",", ":")).encode()
+        body = json.dumps(
+            [_row(k, entries[k]) for k in sorted(entries)], ensure_ascii=False, separators=(",", ":")
+        ).encode()
         header = json.dumps({"format": FORMAT, "digest": _digest(body), "problems": problems}, ensure_ascii=False)
         atomic_write(self.path, header.encode() + b"\n" + body)
         try:

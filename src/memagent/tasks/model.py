@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 PENDING = "pending"
@@ -47,7 +47,7 @@ def file_name(task_id: int) -> str:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Task:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
-    def copy(self) -> "Task":
+    def copy(self) -> Task:
         return Task(
             id=self.id,
             subject=self.subject,

@@ -25,10 +25,11 @@ from __future__ import annotations
 import builtins
 import json
 import os
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from memagent.redact import redact
 from memagent.tasks import graph
@@ -200,9 +201,7 @@ class TaskStore:
 
     # ---------------------------------------------------------------- writes
 
-    def create(
-        self, subject: str, description: str = "", blocked_by: Iterable[int] = (), owner: str = ""
-    ) -> Task:
+    def create(self, subject: str, description: str = "", blocked_by: Iterable[int] = (), owner: str = "") -> Task:
         subject = redact(_clean_subject(subject))
         _check_text("description", description)
         _check_text("owner", owner)
@@ -486,7 +485,9 @@ def _clean_subject(subject: Any) -> str:
         raise TaskError("a task needs a non-empty subject")
     clean = " ".join(subject.split())
     if len(clean) > MAX_SUBJECT:
-        raise TaskError(f"the subject is {len(clean)} characters; keep it under {MAX_SUBJECT} and put details in the description")
+        raise TaskError(
+            f"the subject is {len(clean)} characters; keep it under {MAX_SUBJECT} and put details in the description"
+        )
     return clean
 
 

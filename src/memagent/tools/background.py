@@ -26,10 +26,10 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from memagent.tools.executor import Command, Executor, Started
 
@@ -186,8 +186,9 @@ class ShellRegistry:
                 raise ShellError("the session is closing; no new background command can start")
             running = sum(1 for s in self._shells.values() if s.status == RUNNING)
             if running >= self.limit:
-                raise ShellError(f"{running} background commands are running already (the limit); "
-                                 "stop one with kill_shell first")
+                raise ShellError(
+                    f"{running} background commands are running already (the limit); stop one with kill_shell first"
+                )
             handle = self._start(self.command(script, root))
             self._counter += 1
             shell_id = f"bash_{self._counter}"

@@ -9,9 +9,10 @@ can read and act on; nothing here raises into the loop.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
@@ -94,6 +95,8 @@ def absolute(path: Any, root: Path) -> str:
     """A path as Claude Code gives it to hooks: absolute (relative ones are under ``root``)."""
     candidate = Path(str(path)).expanduser()
     return str(candidate if candidate.is_absolute() else root / candidate)
+
+
 # What a call does (memagent.permissions.effects): fixed, or read from the validated input.
 Effects = Declaration | Callable[[Any], Declaration]
 
@@ -215,7 +218,7 @@ class ToolRegistry:
     _schemas: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> "ToolRegistry":
+    def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
         registry = cls()
         for t in tools:
             registry.add(t)

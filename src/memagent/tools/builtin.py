@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memagent.tools.base import Tool
-from memagent.tools.fs import edit_file, glob, grep, read_file, write_file
+from memagent.tools.fs import edit_file, read_file, write_file
+from memagent.tools.search import glob, grep
 from memagent.tools.shell import ShellConfig, bash_tool
 
 

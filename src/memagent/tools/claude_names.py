@@ -64,9 +64,14 @@ def _search(raw: dict[str, Any], root: Path) -> dict[str, Any]:
 def _todo(raw: dict[str, Any], root: Path) -> dict[str, Any]:
     items = raw.get("items") if isinstance(raw.get("items"), list) else []
     todos = [
-        {"content": item.get("text", ""), "status": item.get("status", ""), "activeForm": item.get("text", ""),
-         "id": item.get("id")}
-        for item in items if isinstance(item, dict)
+        {
+            "content": item.get("text", ""),
+            "status": item.get("status", ""),
+            "activeForm": item.get("text", ""),
+            "id": item.get("id"),
+        }
+        for item in items
+        if isinstance(item, dict)
     ]
     return {**raw, "todos": todos}
 

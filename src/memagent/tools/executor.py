@@ -29,10 +29,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Mapping, Protocol
+from typing import IO, Protocol
 
 from memagent.tools.sandbox import Sandbox
 
@@ -181,7 +182,9 @@ def _wait(
             raise subprocess.TimeoutExpired(proc.args, timeout)
 
 
-def _stream(sink: IO[bytes], offset: int, decoder: codecs.IncrementalDecoder, progress: Callable[[str], None], *, final: bool) -> int:
+def _stream(
+    sink: IO[bytes], offset: int, decoder: codecs.IncrementalDecoder, progress: Callable[[str], None], *, final: bool
+) -> int:
     size = os.fstat(sink.fileno()).st_size
     if size - offset > PROGRESS_CHUNK_BYTES:  # skip ahead: only the newest lines are shown
         offset = size - PROGRESS_CHUNK_BYTES

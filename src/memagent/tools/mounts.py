@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from memagent.gitsafe import GitError, config_value
 from memagent.paths import data_roots

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from memagent.tools.base import ToolContext, ToolError
 
@@ -236,7 +236,7 @@ class IgnoreRules:
     rules: tuple[_IgnoreRule, ...] = ()
 
     @classmethod
-    def for_root(cls, root: Path) -> "IgnoreRules":
+    def for_root(cls, root: Path) -> IgnoreRules:
         try:
             text = (root / ".gitignore").read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -244,7 +244,7 @@ class IgnoreRules:
         return cls.parse(text)
 
     @classmethod
-    def parse(cls, text: str) -> "IgnoreRules":
+    def parse(cls, text: str) -> IgnoreRules:
         rules = []
         for line in text.splitlines():
             rule = _parse_gitignore_line(line)

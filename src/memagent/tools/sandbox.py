@@ -36,10 +36,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from memagent.childenv import filtered_environment, is_secret_variable
 from memagent.tools.mounts import PRIVATE_SCRATCH, MountPlan, inside, plan_mounts, real
@@ -105,7 +106,7 @@ class SandboxConfig:
     private_folders: tuple[str, ...] = PRIVATE_SCRATCH
 
     @classmethod
-    def from_settings(cls, settings: "Settings", memagent_home: Path | None = None) -> "SandboxConfig":
+    def from_settings(cls, settings: Settings, memagent_home: Path | None = None) -> SandboxConfig:
         return cls(
             enabled=settings.sandbox,
             network=settings.sandbox_network,
@@ -121,8 +122,14 @@ class SandboxConfig:
 
     def plan(self, root: Path) -> MountPlan:
         return plan_mounts(
-            root, home=self.home_dir(), memagent_home=self.memagent_home, writable=self.writable,
-            hidden=self.hidden, caches=self.caches, scratch=self.private_folders, network=self.network,
+            root,
+            home=self.home_dir(),
+            memagent_home=self.memagent_home,
+            writable=self.writable,
+            hidden=self.hidden,
+            caches=self.caches,
+            scratch=self.private_folders,
+            network=self.network,
         )
 
 
@@ -380,13 +387,13 @@ def _remove_stale_placeholders(root: Path) -> None:
     _remove_placeholders({root / ".git" / "config"})
 
 
-def describe(settings: "Settings", root: Path, memagent_home: Path | None = None) -> str:
+def describe(settings: Settings, root: Path, memagent_home: Path | None = None) -> str:
     """One line for ``memagent doctor``: which sandbox the bash tool would use, or why none."""
     config = SandboxConfig.from_settings(settings, memagent_home)
     return Sandbox(config).status(real(root)).describe(config)
 
 
-def mount_lines(settings: "Settings", root: Path, memagent_home: Path | None = None) -> list[str]:
+def mount_lines(settings: Settings, root: Path, memagent_home: Path | None = None) -> list[str]:
     """The sandbox's mounts for ``memagent doctor``: writable, protected, hidden, caches, network."""
     config = SandboxConfig.from_settings(settings, memagent_home)
     plan = config.plan(real(root))

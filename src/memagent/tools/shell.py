@@ -43,11 +43,11 @@ from memagent.permissions.danger import dangerous_reason
 from memagent.permissions.effects import Effect, declares
 from memagent.redact import RedactingWriter
 from memagent.tools import claude_names
+from memagent.tools.background import ShellError, ShellRegistry
 from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, ToolOutcome
+from memagent.tools.executor import Command, SandboxedExecutor
 from memagent.tools.fs import optional_field
 from memagent.tools.paths import display_path, outputs_dir, project_root
-from memagent.tools.background import ShellError, ShellRegistry
-from memagent.tools.executor import Command, SandboxedExecutor
 from memagent.tools.sandbox import Sandbox, SandboxConfig, SandboxRefused
 
 if TYPE_CHECKING:
@@ -98,8 +98,8 @@ class ShellConfig:
 
     @classmethod
     def from_settings(
-        cls, settings: "Settings", memagent_home: Path | None = None, extra_env: dict[str, str] | None = None
-    ) -> "ShellConfig":
+        cls, settings: Settings, memagent_home: Path | None = None, extra_env: dict[str, str] | None = None
+    ) -> ShellConfig:
         return cls(
             sandbox=Sandbox(SandboxConfig.from_settings(settings, memagent_home)),
             saved_output_max_bytes=settings.saved_output_max_bytes,
@@ -116,7 +116,7 @@ class ShellConfig:
         env = {**self.executor.environment(os.environ, root), **NON_INTERACTIVE, **self.extra_env}
         return Command(root, env, timeout, script=script)
 
-    def with_background(self) -> "ShellConfig":
+    def with_background(self) -> ShellConfig:
         """This configuration with a registry of background shells of its own (run by the same
         executor, with the same environment)."""
         self.background = ShellRegistry(self.executor, self.command)
@@ -248,8 +248,10 @@ def _start_background(shell: ShellConfig, command: str, root: Path) -> str:
     except (ShellError, OSError) as exc:
         raise ToolError(f"the command could not start in the background: {exc}") from None
     prefix = started.notice + "\n" if started.notice else ""
-    return (f"{prefix}Command running in background with ID: {started.id}. Read its output with bash_output "
-            f"(bash_id \"{started.id}\"); stop it with kill_shell (shell_id \"{started.id}\").")
+    return (
+        f"{prefix}Command running in background with ID: {started.id}. Read its output with bash_output "
+        f'(bash_id "{started.id}"); stop it with kill_shell (shell_id "{started.id}").'
+    )
 
 
 def bash_tool(config: ShellConfig | None = None) -> Tool:

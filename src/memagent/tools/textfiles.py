@@ -62,8 +62,10 @@ def decode_file(data: bytes, shown: str, size: str, action: str) -> TextFile:
         raise binary_error(shown, size, action)
     decoded = decode(data)
     if decoded.replaced:
-        raise ToolError(f"{shown} ({size}) is not text in any encoding memagent recognises; {action} only handles "
-                        f"text. Inspect it with bash instead (e.g. `file {shown}`).")
+        raise ToolError(
+            f"{shown} ({size}) is not text in any encoding memagent recognises; {action} only handles "
+            f"text. Inspect it with bash instead (e.g. `file {shown}`)."
+        )
     return TextFile(decoded.text, decoded, newline_of(decoded.text))
 
 
@@ -92,7 +94,7 @@ def encode_like(old: TextFile | None, text: str, shown: str) -> tuple[bytes, str
     try:
         return old.decoded.encode(text), old.describe()
     except UnicodeEncodeError as exc:
-        bad = text[exc.start:exc.end]
+        bad = text[exc.start : exc.end]
         line = text.count("\n", 0, exc.start) + 1
         raise ToolError(
             f"{shown} is stored as {old.decoded.label}, which cannot hold {bad!r} (line {line} of the new text). "
@@ -166,8 +168,7 @@ def page(shown: str, shown_lines: list[str], total: int, offset: int, limit: int
     if last_shown < total:
         reason = f"output capped at {cap} characters" if capped else f"limit {limit}"
         body += (
-            f"\n\n[Showing lines {first}-{last_shown} of {total} ({reason}). "
-            f"Use offset={last_shown + 1} to read more.]"
+            f"\n\n[Showing lines {first}-{last_shown} of {total} ({reason}). Use offset={last_shown + 1} to read more.]"
         )
     return body
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memagent import __version__
 from memagent.ui.commands import Reply, find_command, is_command, run_command
+from memagent.ui.idle import IdleWatch
 from memagent.ui.printmode import consume_turn
 from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.safe_text import printable
@@ -181,6 +182,7 @@ class Repl:
     _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
     _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
     _start_mode: str | None = None  # the permission mode the session opened in (Shift-Tab's cycle)
+    _idle: IdleWatch = field(default_factory=IdleWatch)
 
     def run(self) -> int:
         from rich.console import Console
@@ -272,6 +274,10 @@ class Repl:
         return line
 
     def _read(self) -> str:
+        with self._idle.prompt(self._loader):  # memory learns once if the user stays away
+            return self._read_line()
+
+    def _read_line(self) -> str:
         if self.read_line is not None:
             return self.read_line()
         from prompt_toolkit.formatted_text import FormattedText
@@ -335,7 +341,6 @@ class Repl:
             self._clear()
         elif reply.action == "rewind":
             self._rewind(reply.argument)
-        self._sync_status_model()
         if reply.send and renderer is not None:
             self._turn(reply.send, renderer)
         if reply.invoke is not None and renderer is not None:
@@ -353,12 +358,6 @@ class Repl:
         if session is None:
             return
         set_permission_mode(session, next_mode(session, self._start_mode or "default"))
-
-    def _sync_status_model(self) -> None:
-        """After /model (or /clear), the status line names the model the next request uses."""
-        loader = self._loader
-        if self._status is not None and loader is not None and loader.session is not None:
-            self._status.model = loader.session.status().model
 
     def _custom_commands(self):
         """The prompt commands: command files, skills and, once the session is open, the MCP
@@ -568,6 +567,7 @@ class Repl:
         self._warnings_seen = len(session.warnings)
 
     def _close(self) -> None:
+        self._idle.stop()
         loader = self._loader
         if loader is None:
             return
