@@ -229,3 +229,26 @@ def test_a_turn_that_crashes_ends_as_an_error_and_the_session_takes_the_next(tmp
         assert of(TurnEnded, turn(session, "two"))[-1].final_text == "fine again"
     finally:
         session.close()
+
+
+def test_the_protocol_over_the_real_sdk_and_the_fake_api(tmp_path):
+    """A session opened as the CLI opens it (real anthropic SDK, metered, loopback fake API):
+    approval by event, a model switch, the cost in the status."""
+    from fakeapi import FakeAnthropic, text, tool
+
+    with FakeAnthropic([tool("write_file", {"path": "a.txt", "content": "one\n"}), text("wrote it"),
+                        text("second answer")]) as fake:
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.url}
+        session = open_session(SessionOptions(root=tmp_path, memory=False), env=env)
+        try:
+            events = turn(session, "write a.txt", answer=lambda request: "allow")
+            assert [e.tool for e in of(ApprovalRequested, events)] == ["write_file"]
+            assert (tmp_path / "a.txt").read_text() == "one\n"
+            assert of(TurnEnded, events)[-1].final_text == "wrote it"
+            drive(session, SetModel("claude-haiku-4-5"))
+            assert of(TurnEnded, turn(session, "again"))[-1].final_text == "second answer"
+            assert fake.requests[-1]["model"] == "claude-haiku-4-5" and fake.errors == []
+            status = session.status()
+            assert status.cost is not None and status.cost > 0 and status.context_tokens > 0
+        finally:
+            session.close()
