@@ -189,6 +189,10 @@ class Session:
         if isinstance(model, Preparable):
             model.prepare()
 
+    def tool_names(self) -> list[str]:
+        """The tools the model is offered, in the order it sees them."""
+        return self.agent.tools.names()
+
     def feature(self, kind: type[F]) -> F | None:
         """The session's feature of that class, if it has one."""
         return next((f for f in self.features if isinstance(f, kind)), None)

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import io
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 from rich.console import Console
 
 from memagent.agent.loop import Agent
+from memagent.config import Settings
+from memagent.context.transcript import TranscriptWriter
 from memagent.llm.scripted import ScriptedModel
 from memagent.llm.types import text_block
+from memagent.paths import project_paths
 from memagent.permissions import Effect, declares
+from memagent.session import Session
+from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry, tool
 from memagent.tools.builtin import builtin_tools
 
@@ -46,6 +52,24 @@ def make_agent(tmp_path) -> Callable[..., Agent]:
         )
 
     return build
+
+
+@pytest.fixture
+def session_of(tmp_path) -> Iterator[Callable[..., Session]]:
+    """A real Session around a test agent (its own transcript, default settings), closed after."""
+    made: list[Session] = []
+
+    def build(agent: Agent, session_id: str = "20261122-120000-abcd") -> Session:
+        paths = project_paths(tmp_path)
+        transcript = TranscriptWriter.open(paths.transcripts, session_id)
+        session = Session(agent=agent, paths=paths, settings=Settings(), session_id=session_id, transcript=transcript,
+                          todo=TodoManager(), features=list(agent.features))
+        made.append(session)
+        return session
+
+    yield build
+    for session in made:
+        session.close()
 
 
 @pytest.fixture

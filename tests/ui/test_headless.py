@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from types import SimpleNamespace
 
 from memagent.llm.metered import MeteredModel
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
@@ -13,20 +12,16 @@ from memagent.ui.commands import run_command
 from memagent.ui.printmode import run_print
 
 
-def _session(agent):
-    return SimpleNamespace(agent=agent, warnings=[], session_id="20261122-120000-abcd")
-
-
 def _lines(out: io.StringIO) -> list[dict]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-def test_stream_json_events_in_order_with_a_tool_error(make_agent, tmp_path):
+def test_stream_json_events_in_order_with_a_tool_error(make_agent, tmp_path, session_of):
     agent = make_agent(
         [reply("Reading.", tool_call("read_file", {"path": "nope.txt"}, id="toolu_1")), reply("It is missing.")],
     )
     out, err = io.StringIO(), io.StringIO()
-    assert run_print(_session(agent), "read nope", out, err, output_format="stream-json") == 0
+    assert run_print(session_of(agent), "read nope", out, err, output_format="stream-json") == 0
     events = _lines(out)
     assert [(e["type"], e.get("subtype")) for e in events] == [
         ("system", "init"), ("assistant", None), ("assistant", None), ("user", None), ("assistant", None),
@@ -43,8 +38,8 @@ def test_stream_json_events_in_order_with_a_tool_error(make_agent, tmp_path):
     assert err.getvalue() == ""  # stdout carries everything; stderr only warnings and errors
 
 
-def test_session_warnings_are_notices_in_the_stream_and_lines_on_stderr(make_agent):
-    session = _session(make_agent([reply("ok")]))
+def test_session_warnings_are_notices_in_the_stream_and_lines_on_stderr(make_agent, session_of):
+    session = session_of(make_agent([reply("ok")]))
     session.warnings.append("skill skipped: x/SKILL.md: bad front matter")
     out, err = io.StringIO(), io.StringIO()
     assert run_print(session, "hi", out, err, output_format="stream-json") == 0
@@ -62,13 +57,13 @@ def _open(root, model):
     return open_session(SessionOptions(root=root, memory=False), model=model)
 
 
-def test_metered_model_sums_every_call_and_prices_it(make_agent, tmp_path):
+def test_metered_model_sums_every_call_and_prices_it(make_agent, tmp_path, session_of):
     first, second = reply("a", tool_call("glob", {"pattern": "*"}), usage=Usage(1000, 50, 4000, 200)), reply("done", usage=Usage(10, 5))
     first.model = second.model = "claude-haiku-4-5"  # the model that answered is the one priced
     agent = make_agent([first, second])
     agent.model = MeteredModel(agent.model)
     out, err = io.StringIO(), io.StringIO()
-    assert run_print(_session(agent), "go", out, err, output_format="json") == 0
+    assert run_print(session_of(agent), "go", out, err, output_format="json") == 0
     [result] = _lines(out)
     meter = agent.model.snapshot()
     assert meter.calls == 2
@@ -83,17 +78,17 @@ def test_metered_model_sums_every_call_and_prices_it(make_agent, tmp_path):
     assert cost.splitlines()[2].startswith("estimated cost: $0.002")
 
 
-def test_model_error_and_max_turns_are_errors_with_exit_1(make_agent):
+def test_model_error_and_max_turns_are_errors_with_exit_1(make_agent, session_of):
     failing = make_agent([ModelError("the API is overloaded (529)")])
     out, err = io.StringIO(), io.StringIO()
-    assert run_print(_session(failing), "hi", out, err, output_format="json") == 1
+    assert run_print(session_of(failing), "hi", out, err, output_format="json") == 1
     [result] = _lines(out)
     assert result["subtype"] == "error_during_execution" and result["error"] == "the API is overloaded (529)"
     assert err.getvalue() == "memagent: the API is overloaded (529)\n"
 
     looping = make_agent([reply(tool_call("glob", {"pattern": "*"})) for _ in range(5)])
     out, err = io.StringIO(), io.StringIO()
-    assert run_print(_session(looping), "loop", out, err, output_format="json", max_turns=3) == 1
+    assert run_print(session_of(looping), "loop", out, err, output_format="json", max_turns=3) == 1
     [result] = _lines(out)
     assert result["subtype"] == "error_max_turns" and result["num_turns"] == 3 and result["is_error"] is True
     assert len(looping.model.requests) == 3

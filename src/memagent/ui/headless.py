@@ -26,8 +26,9 @@ in an error (including ``--max-turns`` reached), 128 + the signal number when in
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.events import (
@@ -45,6 +46,10 @@ from memagent.ui import headless_shapes as shapes
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal, consume_turn, report_warnings
 from memagent.ui.safe_text import json_line, printable
 from memagent.ui.slash import turn_events
+
+if TYPE_CHECKING:
+    from memagent.pricing import UsageMeter
+    from memagent.session import Session
 
 
 class TurnTap(BaseFeature):
@@ -115,7 +120,7 @@ class HeadlessRun:
     """One headless session: any number of turns, each from an ``init`` line to a ``result``
     (stream-json writes every line; json only the results)."""
 
-    def __init__(self, session: Any, out: IO[str], err: IO[str], *, streaming: bool, stop: StopSignal | None = None):
+    def __init__(self, session: Session, out: IO[str], err: IO[str], *, streaming: bool, stop: StopSignal | None = None):
         self.session, self.out, self.err = session, out, err
         self.streaming = streaming
         self.stop = stop or StopSignal()
@@ -129,7 +134,7 @@ class HeadlessRun:
 
     @property
     def session_id(self) -> str:
-        return str(getattr(self.session, "logical_session_id", "") or getattr(self.session, "session_id", ""))
+        return self.session.logical_session_id or self.session.session_id
 
     def write(self, obj: dict[str, Any]) -> None:
         self.out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
@@ -140,7 +145,7 @@ class HeadlessRun:
             self.write(obj)
 
     def _report_warnings(self) -> None:
-        warnings = getattr(self.session, "warnings", [])
+        warnings = self.session.warnings
         for warning in warnings[self._warnings_seen:]:
             self._stream(shapes.notice("warning", warning, self.session_id))
         self._warnings_seen = report_warnings(warnings, self._warnings_seen, self.err)
@@ -248,13 +253,6 @@ class HeadlessRun:
         return EXIT_FAILURE if result["is_error"] else EXIT_OK
 
 
-def _permission_mode(agent: Any) -> str:
-    permissions = getattr(agent, "permissions", None)
-    if permissions is not None:
-        return str(permissions.mode)
-    return "bypassPermissions" if getattr(agent, "auto_approve", False) else "default"
-
-
 def _api_key_source() -> str:
     from memagent.config import credentials_from_env
 
@@ -264,60 +262,46 @@ def _api_key_source() -> str:
     return "ANTHROPIC_AUTH_TOKEN" if creds.auth_token else "none"
 
 
-def _features_named(session: Any, name: str) -> list[Any]:
-    return [f for f in getattr(session, "features", None) or [] if getattr(f, "name", "") == name]
+def _mcp_servers(session: Session) -> list[dict[str, str]]:
+    from memagent.features.mcp_client import McpClientFeature
+
+    feature = session.feature(McpClientFeature)
+    statuses = feature.manager.statuses() if feature is not None else []
+    return [{"name": status.name, "status": shapes.MCP_STATES.get(status.status, status.status)} for status in statuses]
 
 
-def _mcp_servers(session: Any) -> list[dict[str, str]]:
-    servers = []
-    for feature in _features_named(session, "mcp"):
-        for status in feature.manager.statuses():
-            servers.append({"name": status.name, "status": shapes.MCP_STATES.get(status.status, status.status)})
-    return servers
-
-
-def _slash_commands(session: Any) -> list[str]:
-    """The prompt commands of the session: command files, skills, MCP prompts."""
-    if getattr(session, "paths", None) is None:
-        return []
-    from memagent.ui.slash import session_commands
-
-    return session_commands(session).names()
-
-
-def init_message(session: Any, session_id: str) -> dict[str, Any]:
+def init_message(session: Session, session_id: str) -> dict[str, Any]:
     """The ``system``/``init`` line: what this session runs with."""
     from memagent import __version__
+    from memagent.features.skills import SkillsFeature
+    from memagent.ui.slash import session_commands
 
-    agent = session.agent
-    skills = [skill.name for feature in _features_named(session, "skills") for skill in feature.index.skills]
+    feature = session.feature(SkillsFeature)
+    skills = [skill.name for skill in feature.index.skills] if feature is not None else []
+    status = session.status()
     return shapes.system_init(
         session_id=session_id,
-        cwd=str(getattr(agent.tool_context, "root", "")),
-        model=_model_name(session),
-        tools=agent.tools.names() if hasattr(agent.tools, "names") else [],
+        cwd=str(session.paths.root),
+        model=status.model,
+        tools=session.tool_names(),
         mcp_servers=_mcp_servers(session),
-        permission_mode=_permission_mode(agent),
-        slash_commands=_slash_commands(session),
+        permission_mode=status.permission_mode,
+        slash_commands=session_commands(session).names(),
         skills=skills,
         api_key_source=_api_key_source(),
         version=__version__,
     )
 
 
-def _model_name(session: Any) -> str:
-    agent = session.agent
-    return str(agent.config.model or getattr(agent.model, "name", "") or "")
+def _model_name(session: Session) -> str:
+    return session.status().model
 
 
-def _meter_snapshot(session: Any) -> Any:
-    from memagent.llm.metered import meter_of
-
-    metered = meter_of(session.agent.model)
-    return metered.snapshot() if metered is not None else None
+def _meter_snapshot(session: Session) -> UsageMeter | None:
+    return session.usage_totals()
 
 
-def _turn_usage_and_cost(session: Any, turn: TurnRecord, before: Any) -> tuple[dict[str, int], float | None]:
+def _turn_usage_and_cost(session: Session, turn: TurnRecord, before: UsageMeter | None) -> tuple[dict[str, int], float | None]:
     """The turn's tokens (every metered call, else the agent's own responses) and the session's
     cost so far; the cost is None when a model's price is unknown."""
     from memagent.pricing import cost_usd, price_for
