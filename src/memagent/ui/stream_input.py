@@ -22,12 +22,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import IO, Any, Union
+from typing import IO, TYPE_CHECKING, Any, Union
 
 from memagent.llm import items
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.headless import HeadlessRun
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal
+
+if TYPE_CHECKING:
+    from memagent.session import Session
 
 EXIT_USAGE = 2
 
@@ -159,18 +162,17 @@ class StreamSession:
         return result
 
 
-def _custom_commands(session: Any) -> list[dict[str, str]]:
-    paths = getattr(session, "paths", None)
-    if paths is None:
-        return []
+def _custom_commands(session: Session) -> list[dict[str, str]]:
     from memagent.commands_md import discover_commands
+
+    paths = session.paths
 
     return [{"name": c.name, "description": c.description, "argumentHint": c.argument_hint}
             for c in discover_commands(paths.root, paths.home).commands]
 
 
 def run_stream_input(
-    session: Any,
+    session: Session,
     stdin: IO[bytes],
     out: IO[str],
     err: IO[str],
