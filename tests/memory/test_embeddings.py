@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -236,3 +237,58 @@ def test_sessions_use_at_most_the_usable_cores(int8_embedder):
     options = emb.session_options(ort)
     assert 1 <= options.intra_op_num_threads <= min(emb.MAX_THREADS, emb.usable_cores())
     assert options.inter_op_num_threads == 1
+
+
+# --- what an interrupted build leaves behind is swept before the next build
+
+
+def _leftover(cache, name, age=0.0):
+    path = cache / name
+    path.write_bytes(b"x" * 64)
+    if age:
+        old = path.stat().st_mtime - age
+        os.utime(path, (old, old))
+    return path
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid  # gone, and not reused this quickly
+
+
+def test_a_build_left_by_a_process_that_quit_is_swept(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    dead = _leftover(cache, f".minilm-l6-abc-g1-int8-q1.onnx.{_dead_pid()}.partial.named")
+    dead_plain = _leftover(cache, f".minilm-l6-abc-g1-int8-q1.onnx.{_dead_pid()}.partial")
+    live = _leftover(cache, f".minilm-l6-abc-g1-int8-q1.onnx.{os.getpid()}.partial")
+    graph = _leftover(cache, "minilm-l6-abc-g1.onnx")
+    assert sorted(emb.sweep_abandoned_builds(cache)) == sorted([dead, dead_plain])
+    assert live.exists() and graph.exists()
+
+
+def test_an_old_temporary_graph_is_swept_and_a_fresh_one_is_kept(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old = _leftover(cache, ".minilm-l6-abc-g1.onnx.k3j2.tmp", age=emb.ABANDONED_AFTER_SECONDS + 60)
+    fresh = _leftover(cache, ".minilm-l6-abc-g1.onnx.q9w8.tmp")
+    other = _leftover(cache, ".someone-elses.tmp", age=emb.ABANDONED_AFTER_SECONDS + 60)
+    assert emb.sweep_abandoned_builds(cache) == [old]
+    assert fresh.exists() and other.exists()
+    assert emb.sweep_abandoned_builds(tmp_path / "absent") == []
+
+
+def test_quantizing_sweeps_what_an_interrupted_quantization_left(int8_embedder, graph_cache, tmp_path):
+    files = verified_model_files()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    source = graph_cache_path(files.weights_sha256, graph_cache)
+    for name in (source, source.with_suffix(".json")):
+        (cache / name.name).write_bytes(name.read_bytes())
+    target = emb.int8_cache_path(files.weights_sha256, cache)
+    left = _leftover(cache, f".{target.name}.{_dead_pid()}.partial.named")
+    assert emb.cached_int8_graph_path(files, cache) == target
+    assert not left.exists() and not [p for p in cache.iterdir() if p.name.startswith(".")]

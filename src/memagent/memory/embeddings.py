@@ -39,6 +39,7 @@ import importlib.util
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
@@ -235,6 +236,7 @@ def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> byt
     from memagent.memory.onnx_graph import build_onnx_graph
 
     data = build_onnx_graph(load_file(str(files.weights)))
+    sweep_abandoned_builds(path.parent)
     try:
         _atomic_write(path, data)
         st = path.stat()
@@ -268,6 +270,7 @@ def cached_int8_graph_path(files: ModelFiles, cache_dir: Path | None = None) -> 
     except ImportError as exc:  # pragma: no cover - onnxruntime without its quantizer
         raise EmbedderUnavailable(f"onnxruntime's quantizer is unavailable: {exc}") from None
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    sweep_abandoned_builds(path.parent)
     try:
         quantize_graph(source, partial)
         data = partial.read_bytes()
@@ -284,6 +287,45 @@ def cached_int8_graph_path(files: ModelFiles, cache_dir: Path | None = None) -> 
     if not _cached_graph_ok(path):
         raise EmbedderUnavailable(f"the quantized graph {path} does not match its record")
     return path
+
+
+ABANDONED_AFTER_SECONDS = 600  # a build's temporary file untouched this long belongs to no live build
+
+
+def sweep_abandoned_builds(cache_dir: Path, now: float | None = None) -> list[Path]:
+    """Remove what an interrupted build left in the cache (a process that quit while quantizing
+    or writing a graph leaves a ~90 MB hidden ``.minilm-….partial…`` or ``….tmp`` file): files
+    whose build process is gone (the pid in a ``.partial`` name), or untouched for
+    :data:`ABANDONED_AFTER_SECONDS`. Returns what was removed; never raises."""
+    removed: list[Path] = []
+    now = time.time() if now is None else now
+    try:
+        leftovers = [p for p in cache_dir.glob(".minilm-*") if ".partial" in p.name or p.name.endswith(".tmp")]
+    except OSError:
+        return removed
+    for leftover in leftovers:
+        try:
+            stale = now - leftover.stat().st_mtime > ABANDONED_AFTER_SECONDS or not _owner_alive(leftover.name)
+            if stale:
+                leftover.unlink()
+                removed.append(leftover)
+        except OSError:
+            continue
+    return removed
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the process named in a ``.X.PID.partial…`` file still runs (True when no pid is named)."""
+    parts = name.split(".partial")[0].rsplit(".", 1)
+    if len(parts) != 2 or not parts[1].isdigit():
+        return True
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def usable_cores() -> int:
