@@ -398,7 +398,7 @@ def open_session(
     )
     features, memory_off_reason = compose_features(parts)
     if meter_of(chat_model) is None:  # a model handed in unmetered: the status line still counts
-        features.append(UsageFeature(UsageMeter(), settings.model))
+        features.insert(0, UsageFeature(UsageMeter(), settings.model))
     channel = Channel()
     controls = Controls(gate, notifying(approver or channel.approver, features), options.non_interactive)
     agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
