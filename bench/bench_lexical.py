@@ -97,15 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import bench_memory_speed as speed
 
-    from memagent.memory.catalog import Catalog, _Postings
+    from memagent.memory.catalog import Catalog
     from memagent.memory.lexical import top_k_pruned
+
+    try:
+        from memagent.memory.postings import CatalogPostings
+    except ImportError:  # a tree from before the postings had their own module
+        from memagent.memory.catalog import _Postings as CatalogPostings
 
     path = args.cache / f"catalog-{args.cards}.sqlite3"
     if not path.exists():
         args.cache.mkdir(parents=True, exist_ok=True)
         build(path, args.cards)
     catalog = Catalog(path)
-    source = _Postings(catalog.db(), 1)
+    source = CatalogPostings(catalog.db(), 1)
     questions = speed.locomo_texts()[1][: args.queries]
     wanted = {q: reference(catalog, source, q, 50) for q in questions}
     sides = {"this checkout": top_k_pruned, "against": other_scorer(args.against)}

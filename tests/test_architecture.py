@@ -39,6 +39,8 @@ ALLOWED: dict[str, set[str] | None] = {
     "checkpoints": {"fsutil", "gitsafe"},
     "commands_md": {"fsutil"},
     "claude_settings": {"config", "paths"},
+    # which instruction files a session reads (AGENTS.md, CLAUDE.md, rules), in their order
+    "instructions": {"markers", "tools"},
     # the model adapter and the stores know nothing of the loop
     "llm": {"decoding", "errors", "markers", "models", "pricing"},
     "tasks": {"fsutil", "redact"},
@@ -50,7 +52,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "mcp_bridge": {"childenv", "errors", "fsutil", "tools"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "features": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "errors", "events", "fsutil",
-                 "llm", "markers", "mcp_bridge", "memory", "permissions", "pricing", "tasks", "todo", "tools", "trust"},
+                 "instructions", "llm", "markers", "mcp_bridge", "memory", "permissions", "pricing", "tasks", "todo", "tools", "trust"},
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
     # (models: whether the session's model knows a tool, e.g. Claude's memory tool)
     "factory": {"agent", "checkpoints", "config", "context", "features", "llm", "models", "permissions", "pricing",

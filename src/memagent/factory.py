@@ -14,9 +14,10 @@ asked one at a time).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -32,7 +33,7 @@ from memagent.context.oversize import AttachmentShelf
 from memagent.context.policy import CompactionRequest
 from memagent.context.resume import Resumed
 from memagent.context.transcript import TranscriptError, TranscriptWriter, new_session_id
-from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition, discover_agents
+from memagent.features.agent_definitions import AgentDefinition, discover_agents
 from memagent.features.background_shells import BackgroundShellsFeature
 from memagent.features.checkpoints import CheckpointFeature
 from memagent.features.claude_memory_tool import ClaudeMemoryToolFeature, supported
@@ -43,19 +44,26 @@ from memagent.features.instructions import InstructionsFeature
 from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
 from memagent.features.memory import open_memory
 from memagent.features.skills import SkillsFeature
+from memagent.features.subagent_gate import SubagentGate, tool_filter
 from memagent.features.subagents import ChildAgent, SubagentsFeature
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import lazy_counter
-from memagent.permissions import Declaration, Effect, Gate, HookVerdict, PermissionRuleError, Policy, RuleSource, Verdict
 from memagent.models import resolve as resolve_model
+from memagent.permissions import (
+    Gate,
+    PermissionRuleError,
+    Policy,
+    RuleSource,
+)
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.shell import ShellConfig
+
 
 @dataclass
 class Parts:
@@ -82,7 +90,9 @@ class Parts:
     shell_env: dict[str, str] = field(default_factory=dict)  # variables every bash call gets (CLAUDE_ENV_FILE)
     permission_mode: Callable[[], str] = lambda: "default"  # the session's mode, as hooks see it
     start_source: str = "startup"  # why the session starts (SessionStart hooks)
-    project_trusted: bool = False  # the user trusts the project (its CLAUDE.md may import from ~, its commands pre-approve)
+    project_trusted: bool = (
+        False  # the user trusts the project (its CLAUDE.md may import from ~, its commands pre-approve)
+    )
     shelf: AttachmentShelf | None = None  # where texts too large for the context go (None: the session's own folder)
 
 
@@ -110,17 +120,31 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     features: list[Feature] = [
         *_checkpoints(parts),  # first: no tool of a turn runs before the turn's checkpoint
         InstructionsFeature(
-            parts.paths.root, parts.paths.home, parts.settings.instructions_max_chars, cwd=Path.cwd(),
-            user_home=parts.paths.user_home, trusted=parts.project_trusted, warn=parts.warnings.append,
+            parts.paths.root,
+            parts.paths.home,
+            parts.settings.instructions_max_chars,
+            cwd=Path.cwd(),
+            user_home=parts.paths.user_home,
+            trusted=parts.project_trusted,
+            warn=parts.warnings.append,
         ),
-        SkillsFeature(parts.paths.root, parts.paths.home, user_home=parts.paths.user_home, trusted=parts.project_trusted,
-                      warn=parts.warnings.append),
+        SkillsFeature(
+            parts.paths.root,
+            parts.paths.home,
+            user_home=parts.paths.user_home,
+            trusted=parts.project_trusted,
+            warn=parts.warnings.append,
+        ),
         TodoFeature(parts.todo, parts.conversation.record),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
         ContinuityFeature(
-            parts.paths.transcripts, task_graph.snapshot, parts.todo, record=parts.conversation.record,
-            exclude={parts.session_id} | ({resumed.session_id} if resumed else set()), resuming=resumed is not None,
+            parts.paths.transcripts,
+            task_graph.snapshot,
+            parts.todo,
+            record=parts.conversation.record,
+            exclude={parts.session_id} | ({resumed.session_id} if resumed else set()),
+            resuming=resumed is not None,
         ),
     ]
     memory = open_memory(
@@ -173,8 +197,12 @@ def _checkpoints(parts: Parts) -> list[Feature]:
     if not parts.settings.checkpoints:
         return []
     settings = parts.settings
-    repo = ShadowRepo.for_project(parts.paths.home, parts.paths.root, max_file_bytes=settings.checkpoint_max_file_bytes,
-                                  max_changed_files=settings.checkpoint_max_files)
+    repo = ShadowRepo.for_project(
+        parts.paths.home,
+        parts.paths.root,
+        max_file_bytes=settings.checkpoint_max_file_bytes,
+        max_changed_files=settings.checkpoint_max_files,
+    )
     return [CheckpointFeature(repo, parts.session_id, parts.conversation.record, warn=parts.warnings.append)]
 
 
@@ -184,9 +212,15 @@ def _hooks(parts: Parts) -> HooksFeature:
     where it came from)."""
     transcript = parts.paths.transcripts / f"{parts.session_id}.jsonl"
     return HooksFeature(
-        parts.settings.hooks, root=parts.paths.root, session_id=lambda: parts.session_id, env=parts.env,
-        transcript_path=lambda: transcript, warn=parts.warnings.append, permission_mode=parts.permission_mode,
-        shell_env=parts.shell_env, env_dir=parts.paths.transcripts / parts.session_id / "env",
+        parts.settings.hooks,
+        root=parts.paths.root,
+        session_id=lambda: parts.session_id,
+        env=parts.env,
+        transcript_path=lambda: transcript,
+        warn=parts.warnings.append,
+        permission_mode=parts.permission_mode,
+        shell_env=parts.shell_env,
+        env_dir=parts.paths.transcripts / parts.session_id / "env",
         source="resume" if parts.resumed is not None else parts.start_source,
         condition=hook_condition(parts.paths.root),
         sandboxed=parts.shell.executor if parts.settings.sandbox_project_hooks else None,
@@ -235,15 +269,20 @@ def attachment_shelf(paths: ProjectPaths, settings: Settings, session_id: str) -
         shown = folder.relative_to(paths.root).as_posix()
     except ValueError:
         shown = str(folder)
-    return AttachmentShelf(folder, shown, settings.inline_limit_tokens,
-                           lazy_counter(settings.tokenizer, settings.tokenizer_json))
+    return AttachmentShelf(
+        folder, shown, settings.inline_limit_tokens, lazy_counter(settings.tokenizer, settings.tokenizer_json)
+    )
 
 
 def _mcp_client(parts: Parts) -> McpClientFeature:
     """MCP servers start in the background when the tools are first asked for (the REPL composes
     its session after the prompt is up); ``.mcp.json`` counts only in a trusted project."""
     return mcp_client_feature(
-        parts.paths, parts.settings, parts.env, project_trusted=parts.trusted, warn=parts.warnings.append,
+        parts.paths,
+        parts.settings,
+        parts.env,
+        project_trusted=parts.trusted,
+        warn=parts.warnings.append,
         extra_servers=parts.mcp_servers,
     )
 
@@ -258,16 +297,24 @@ def _subagents(parts: Parts) -> SubagentsFeature:
 
 
 def build_agent(
-    parts: Parts, features: list[Feature], controls: Controls, *, name: str = "", system_prompt: str | None = None,
-    append_system_prompt: str | None = None, allow: Callable[[Tool], bool] | None = None, model_name: str | None = None,
+    parts: Parts,
+    features: list[Feature],
+    controls: Controls,
+    *,
+    name: str = "",
+    system_prompt: str | None = None,
+    append_system_prompt: str | None = None,
+    allow: Callable[[Tool], bool] | None = None,
+    model_name: str | None = None,
 ) -> Agent:
     """An agent from its parts and features: the system prompt (``system_prompt`` in place of
     memagent's own and its environment block, then each feature's stable text, then
     ``append_system_prompt``), the built-in tools and the features' (those ``allow`` keeps), the
     compacting context policy, and the tool context of its session."""
     paths, settings = parts.paths, parts.settings
-    system = build_system(paths.root, [feature.system_text() for feature in features], base=system_prompt,
-                          append=append_system_prompt)
+    system = build_system(
+        paths.root, [feature.system_text() for feature in features], base=system_prompt, append=append_system_prompt
+    )
     shell = parts.shell
     tools = builtin_tools(shell) + [t for feature in features for t in feature.tools()]
     registry = ToolRegistry.of(t for t in tools if allow is None or allow(t))
@@ -277,7 +324,9 @@ def build_agent(
         tool_context=_tool_context(parts, name),
         system=system,
         conversation=parts.conversation,
-        context=_policy(parts, features, system, registry, parts.shelf or attachment_shelf(paths, settings, parts.session_id)),
+        context=_policy(
+            parts, features, system, registry, parts.shelf or attachment_shelf(paths, settings, parts.session_id)
+        ),
         approver=controls.approver,
         non_interactive=controls.non_interactive,
         features=features,
@@ -323,85 +372,6 @@ def _tool_context(parts: Parts, agent_name: str = "") -> ToolContext:
 # ---------------------------------------------------------------------- subagents
 
 
-class _Blank:
-    """An input whose every field is empty: what a tool declares for a call that names nothing."""
-
-    def __getattr__(self, name: str) -> str:
-        return ""
-
-
-def is_read_only(tool: Tool) -> bool:
-    """A tool that only reads, as it declares itself (what a definition without ``tools`` gets;
-    the subagent's gate still judges each call by what it declares)."""
-    if tool.name == "todo":
-        return False
-    try:
-        declared = tool.declare(_Blank())
-    except Exception:  # a declaration that needs real input: not offered by default
-        return False
-    return declared.effects <= {Effect.READ}
-
-
-class SubagentGate(Gate):
-    """A subagent's gate: its parent's (mode and rules, "always" answers, plan mode — shared and
-    live), and, for a definition that lists no tools, a refusal of every call that does more than
-    read."""
-
-    def __init__(self, parent: Gate, agent: str, *, read_only: bool) -> None:
-        self.parent = parent
-        self.agent = agent
-        self.read_only = read_only
-        self.save = None
-        self._approved_calls = set()
-
-    @property  # type: ignore[override]
-    def policy(self) -> Any:
-        return self.parent.policy
-
-    @policy.setter
-    def policy(self, value: Any) -> None:
-        self.parent.policy = value
-
-    @property
-    def mode(self) -> str:
-        return self.parent.mode
-
-    def decide(self, name: str, declaration: Declaration, hook: HookVerdict | None = None,
-               tool_input: Mapping[str, Any] | None = None) -> Verdict:
-        if self.read_only and not declaration.reads_only:
-            reason = (f"the {self.agent} subagent may only read (its definition lists no tools), and {name} "
-                      f"{declaration.describe()}")
-            return Verdict("deny", reason, None, declaration)
-        return self.parent.decide(name, declaration, hook, tool_input)
-
-    def decide_command(self, command: str, *, source: str = "a custom command") -> Verdict:
-        return self.parent.decide_command(command, source=source)
-
-    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, Any] | None = None) -> str | None:
-        return self.parent.always(name, declaration, tool_input)
-
-    def describe(self) -> list[str]:
-        return self.parent.describe()
-
-
-def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[Tool], bool]:
-    """Which tools a subagent of ``definition`` gets: never one its parent lacks, never ``task``
-    unless listed, the read-only ones when the definition lists none."""
-    listed = definition.tools
-    prefixes = tuple(f"{name}__" for name in listed or () if name.startswith("mcp__"))
-
-    def allow(tool: Tool) -> bool:
-        if parent.get(tool.name) is None:
-            return False
-        if tool.name == "task" and not definition.allows_task:
-            return False
-        if listed is None:
-            return is_read_only(tool)
-        return ALL_TOOLS in listed or tool.name in listed or tool.name.startswith(prefixes)
-
-    return allow
-
-
 def child_model_name(definition: AgentDefinition, parent_model: str | None, settings: Settings) -> str:
     """The model a definition asks for: an alias, an id, or (``inherit``/none) the parent's.
     ``haiku`` is the settings' small model; other aliases resolve through the model registry."""
@@ -443,15 +413,26 @@ class Spawner:
         meter = UsageMeter()
         parts.model = _child_model(parent.model, meter)
         spawn = Spawner(parts, self.depth + 1, self.ask_lock)
-        context = SubagentContext(definition.name, parts.session_id, parts.conversation.record,
-                                  parts.compaction_requests, self.depth + 1, spawn)
+        context = SubagentContext(
+            definition.name,
+            parts.session_id,
+            parts.conversation.record,
+            parts.compaction_requests,
+            self.depth + 1,
+            spawn,
+        )
         features = [own for feature in parent.features if (own := feature.for_subagent(context)) is not None]
         gate = SubagentGate(parent.gate, definition.name, read_only=definition.tools is None)
         controls = Controls(gate, serialized(parent.approver, self.ask_lock), parent.non_interactive)
         base = subagent_prompt(definition.name, definition.prompt) + "\n" + environment_block(parts.paths.root)
         agent = build_agent(
-            parts, features, controls, name=definition.name, system_prompt=base,
-            allow=tool_filter(definition, parent.tools), model_name=child_model_name(definition, parent.config.model, parts.settings),
+            parts,
+            features,
+            controls,
+            name=definition.name,
+            system_prompt=base,
+            allow=tool_filter(definition, parent.tools),
+            model_name=child_model_name(definition, parent.config.model, parts.settings),
         )
         owned = [f for f in features if not any(f is mine for mine in parent.features)]
         return ChildAgent(agent, parts.session_id, meter, lambda: _close(owned, parts.conversation))
@@ -467,14 +448,34 @@ class Spawner:
             raise ToolError(f"cannot start the subagent: {exc}") from None
         conversation = Conversation(recorder=transcript, session_id=session_id)
         conversation.start(
-            kind="subagent", agent=definition.name, description=description, parent_session=mine.session_id,
-            model=child_model_name(definition, parent.config.model, mine.settings), cwd=str(mine.paths.root),
-            version=__version__, logical_session=mine.logical_session or mine.session_id,
+            kind="subagent",
+            agent=definition.name,
+            description=description,
+            parent_session=mine.session_id,
+            model=child_model_name(definition, parent.config.model, mine.settings),
+            cwd=str(mine.paths.root),
+            version=__version__,
+            logical_session=mine.logical_session or mine.session_id,
         )
-        return Parts(mine.paths, mine.settings, session_id, mine.model, conversation, TodoManager(), CompactionRequest(),
-                     None, [], mine.env, mine.trusted, mine.logical_session or mine.session_id,
-                     extra_roots=mine.extra_roots, shell=mine.shell, shell_env=mine.shell_env,
-                     permission_mode=mine.permission_mode, project_trusted=mine.project_trusted)
+        return Parts(
+            mine.paths,
+            mine.settings,
+            session_id,
+            mine.model,
+            conversation,
+            TodoManager(),
+            CompactionRequest(),
+            None,
+            [],
+            mine.env,
+            mine.trusted,
+            mine.logical_session or mine.session_id,
+            extra_roots=mine.extra_roots,
+            shell=mine.shell,
+            shell_env=mine.shell_env,
+            permission_mode=mine.permission_mode,
+            project_trusted=mine.project_trusted,
+        )
 
 
 def _child_model(model: ChatModel, meter: UsageMeter) -> ChatModel:
@@ -500,5 +501,16 @@ def _close(features: list[Feature], conversation: Conversation) -> list[str]:
     return problems
 
 
-__all__ = ["Controls", "Parts", "Spawner", "SubagentGate", "attachment_shelf", "build_agent", "child_model_name",
-           "compose_features", "hook_condition", "notifying", "tool_filter"]
+__all__ = [
+    "Controls",
+    "Parts",
+    "Spawner",
+    "SubagentGate",
+    "attachment_shelf",
+    "build_agent",
+    "child_model_name",
+    "compose_features",
+    "hook_condition",
+    "notifying",
+    "tool_filter",
+]

@@ -201,7 +201,7 @@ def test_definitions_narrow_and_never_widen(root, isolated_env):
     assert any("built-in agent has that name" in p for p in found.problems)
     assert any("WebFetch" in p for p in found.problems)
 
-    from memagent.factory import tool_filter
+    from memagent.features.subagent_gate import tool_filter
 
     session = open_session(SessionOptions(root=root, memory=False), model=FunctionModel(lambda r: reply("x")))
     parent = session.agent.tools

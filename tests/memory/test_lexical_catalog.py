@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 from memagent.memory.cards import MemoryCard
-from memagent.memory.catalog import SCHEMA_VERSION, Catalog, _Postings
+from memagent.memory.catalog import SCHEMA_VERSION, Catalog
+from memagent.memory.postings import CatalogPostings
 from memagent.memory.lexical import LexicalIndex, top_k_pruned
 
 COMMON = ["test", "run", "use", "build", "deploy", "config"]
@@ -101,7 +102,7 @@ def test_common_terms_are_looked_up_not_read_whole(tmp_path):
     docs["m_aaaaaaaaaaaa"] = ("run the flaky quetzal suite", "")
     docs["m_bbbbbbbbbbbb"] = ("quetzal mirrors are slow", "")
     catalog = _catalog(tmp_path, docs)
-    source = _Counting(_Postings(catalog.db(), 1))
+    source = _Counting(CatalogPostings(catalog.db(), 1))
     hits = top_k_pruned(catalog.params, source, "run quetzal", 2)
     assert [d for d, _ in hits] == ["m_aaaaaaaaaaaa", "m_bbbbbbbbbbbb"]
     assert source.whole == ["quetzal"] and source.looked_up <= 2  # "run" (3,001 postings) never read whole
@@ -116,7 +117,7 @@ def test_rare_terms_matching_fewer_cards_than_k_do_not_read_common_terms_whole(t
     docs["m_aaaaaaaaaaaa"] = ("run the flaky quetzal suite", "")
     docs["m_bbbbbbbbbbbb"] = ("quetzal mirrors are slow", "")
     catalog = _catalog(tmp_path, docs)
-    source = _Counting(_Postings(catalog.db(), 1))
+    source = _Counting(CatalogPostings(catalog.db(), 1))
     hits = top_k_pruned(catalog.params, source, "run quetzal", 10)
     assert source.whole == ["quetzal"] and source.ranked == [(["run"], 60)]
     assert _same(hits, _reference(docs, list(docs)).search("run quetzal", 10))
@@ -128,7 +129,7 @@ def test_a_query_of_common_terms_only_is_ranked_by_the_source_exactly(tmp_path):
     catalog = _catalog(tmp_path, docs)
     reference = _reference(docs, list(docs))
     for query in ("test run", "build deploy config use", "run run test", "use"):
-        source = _Counting(_Postings(catalog.db(), 1))
+        source = _Counting(CatalogPostings(catalog.db(), 1))
         for k in (1, 5, 50):
             got = top_k_pruned(catalog.params, source, query, k, whole_postings=100)
             assert _same(got, reference.search(query, k)), (query, k)
@@ -145,7 +146,7 @@ def test_ties_at_the_kth_score_are_broken_as_the_in_memory_index_breaks_them(tmp
     reference = _reference(docs, list(docs))
     for query in ("run build", "test build use", "quetzal run", "config"):
         for k in (1, 7, 50, 199, 401):
-            source = _Counting(_Postings(catalog.db(), 1))
+            source = _Counting(CatalogPostings(catalog.db(), 1))
             got = top_k_pruned(catalog.params, source, query, k, whole_postings=50)
             assert _same(got, reference.search(query, k)), (query, k)
     catalog.close()
@@ -164,7 +165,7 @@ def test_the_source_ranked_path_equals_the_in_memory_bm25_on_random_queries(tmp_
             words = [rng.choice(COMMON) for _ in range(rng.randint(1, 3))]
             words += [f"w{rng.randint(0, 420)}x" for _ in range(rng.randint(0, 3))]
             query, k = " ".join(words), rng.choice([1, 5, 50])
-            source = _Counting(_Postings(catalog.db(), active))
+            source = _Counting(CatalogPostings(catalog.db(), active))
             got = top_k_pruned(catalog.params, source, query, k, whole_postings=rng.choice([10, 40]))
             assert _same(got, reference.search(query, k)), query
             ranked += bool(source.ranked)

@@ -37,11 +37,24 @@ EXPLORE = "Explore"
 
 # Claude Code's tool names, as memagent's.
 CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
-    "Read": ("read_file",), "Write": ("write_file",), "Edit": ("edit_file",), "MultiEdit": ("edit_file",),
-    "Bash": ("bash",), "Glob": ("glob",), "Grep": ("grep",), "LS": ("glob",), "TodoWrite": ("todo",),
-    "Task": ("task",), "Agent": ("task",), "BashOutput": ("bash_output",), "KillShell": ("kill_shell",),
-    "KillBash": ("kill_shell",), "NotebookRead": ("read_file",), "Skill": ("skill",),
-    "ListMcpResourcesTool": ("list_mcp_resources",), "ReadMcpResourceTool": ("read_mcp_resource",),
+    "Read": ("read_file",),
+    "Write": ("write_file",),
+    "Edit": ("edit_file",),
+    "MultiEdit": ("edit_file",),
+    "Bash": ("bash",),
+    "Glob": ("glob",),
+    "Grep": ("grep",),
+    "LS": ("glob",),
+    "TodoWrite": ("todo",),
+    "Task": ("task",),
+    "Agent": ("task",),
+    "BashOutput": ("bash_output",),
+    "KillShell": ("kill_shell",),
+    "KillBash": ("kill_shell",),
+    "NotebookRead": ("read_file",),
+    "Skill": ("skill",),
+    "ListMcpResourcesTool": ("list_mcp_resources",),
+    "ReadMcpResourceTool": ("read_mcp_resource",),
 }
 # Names Claude Code knows that memagent has no tool for: left out with a notice.
 UNSUPPORTED = frozenset({"WebFetch", "WebSearch", "NotebookEdit", "ExitPlanMode", "SlashCommand"})
@@ -74,8 +87,14 @@ class AgentDefinition:
         return ", ".join(self.tools) or "no tools"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "tools": self.describe_tools(),
-                "model": self.model or "inherit", "source": self.source, "path": str(self.path) if self.path else None}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "tools": self.describe_tools(),
+            "model": self.model or "inherit",
+            "source": self.source,
+            "path": str(self.path) if self.path else None,
+        }
 
 
 GENERAL_PROMPT = """\
@@ -90,11 +109,19 @@ You cannot change anything. Be thorough but quick: report file paths (with line 
 they help) and what you found, not the steps you took."""
 
 BUILT_IN = (
-    AgentDefinition(GENERAL_PURPOSE, "General-purpose agent for researching complex questions, searching for code and "
-                    "carrying out multi-step tasks on its own, with every tool you have.", GENERAL_PROMPT,
-                    tools=(ALL_TOOLS,)),
-    AgentDefinition(EXPLORE, "Fast read-only agent for exploring the codebase: find files by pattern, search code "
-                    "for keywords, and answer questions about how the code works.", EXPLORE_PROMPT),
+    AgentDefinition(
+        GENERAL_PURPOSE,
+        "General-purpose agent for researching complex questions, searching for code and "
+        "carrying out multi-step tasks on its own, with every tool you have.",
+        GENERAL_PROMPT,
+        tools=(ALL_TOOLS,),
+    ),
+    AgentDefinition(
+        EXPLORE,
+        "Fast read-only agent for exploring the codebase: find files by pattern, search code "
+        "for keywords, and answer questions about how the code works.",
+        EXPLORE_PROMPT,
+    ),
 )
 
 
@@ -173,8 +200,9 @@ def read_definition(path: Path, source: str) -> AgentDefinition:
     description = " ".join(str(meta.get("description") or prompt.splitlines()[0]).split())[:1000]
     tools, ignored = parse_tools(meta.get("tools"))
     model = str(meta.get("model") or "").strip() or None
-    return AgentDefinition(name, description, prompt, tools, None if model == "inherit" else model, source, path,
-                           ignored)
+    return AgentDefinition(
+        name, description, prompt, tools, None if model == "inherit" else model, source, path, ignored
+    )
 
 
 def discover_agents(root: Path, home: Path, user_home: Path | None = None) -> AgentSet:
@@ -201,8 +229,10 @@ def discover_agents(root: Path, home: Path, user_home: Path | None = None) -> Ag
             if found.get(definition.name) is not None:
                 continue  # an earlier folder wins
             if definition.ignored_tools:
-                found.problems.append(f"agent {definition.name}: tools memagent does not have are left out: "
-                                      f"{', '.join(definition.ignored_tools)}")
+                found.problems.append(
+                    f"agent {definition.name}: tools memagent does not have are left out: "
+                    f"{', '.join(definition.ignored_tools)}"
+                )
             found.definitions.append(definition)
     return found
 

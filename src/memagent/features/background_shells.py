@@ -16,8 +16,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from memagent.agent.feature import BaseFeature, Feature, SubagentContext
 from memagent.permissions import Effect, declares
-from memagent.tools.background import RUNNING, BackgroundShell, ShellError, ShellRegistry
 from memagent.tools import claude_names
+from memagent.tools.background import RUNNING, BackgroundShell, ShellError, ShellRegistry
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 from memagent.tools.fs import optional_field
 from memagent.tools.shell import DEFAULT_SAVED_OUTPUT_MAX_BYTES, render_output
@@ -26,8 +26,7 @@ from memagent.tools.shell import DEFAULT_SAVED_OUTPUT_MAX_BYTES, render_output
 class BashOutputInput(ToolInput):
     bash_id: str = Field(description="The id of the background shell (what bash with run_in_background returned).")
     filter: str | SkipJsonSchema[None] = optional_field(
-        "A regular expression: only the new output lines that match it are returned (the others are read "
-        "and gone)."
+        "A regular expression: only the new output lines that match it are returned (the others are read and gone)."
     )
 
 
@@ -48,8 +47,13 @@ def describe(shell: BackgroundShell) -> str:
 def background_tools(registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES) -> list[Tool]:
     """``bash_output`` and ``kill_shell`` over one session's shells."""
 
-    @tool("bash_output", BashOutputInput, key_argument="bash_id", effects=declares(Effect.READ),
-          claude=claude_names.BASH_OUTPUT)
+    @tool(
+        "bash_output",
+        BashOutputInput,
+        key_argument="bash_id",
+        effects=declares(Effect.READ),
+        claude=claude_names.BASH_OUTPUT,
+    )
     def bash_output(args: BashOutputInput, ctx: ToolContext) -> str:
         """Read what a background shell printed since the last read, with its status and exit code.
         Returns only new output; call it again later for more. With `filter` (a regular
@@ -74,8 +78,13 @@ def background_tools(registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAV
             lines.append(render_output(sink, ctx, saved_max_bytes).rstrip("\n"))
         return "\n".join(lines)
 
-    @tool("kill_shell", KillShellInput, key_argument="shell_id",
-          effects=declares(Effect.SESSION), claude=claude_names.KILL_SHELL)  # stops only a command this session started
+    @tool(
+        "kill_shell",
+        KillShellInput,
+        key_argument="shell_id",
+        effects=declares(Effect.SESSION),
+        claude=claude_names.KILL_SHELL,
+    )  # stops only a command this session started
     def kill_shell(args: KillShellInput, ctx: ToolContext) -> str:
         """Stop a background shell and everything it started."""
         try:
@@ -95,8 +104,9 @@ class BackgroundShellsFeature(BaseFeature):
 
     name = "background_shells"
 
-    def __init__(self, registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES,
-                 *, owner: bool = True) -> None:
+    def __init__(
+        self, registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES, *, owner: bool = True
+    ) -> None:
         self.registry = registry
         self.saved_max_bytes = saved_max_bytes
         self.owner = owner  # the session's own feature kills the shells; a subagent's view does not

@@ -17,10 +17,11 @@ the same history), and the memory cards learned since then offered for forgettin
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.checkpoints import CheckpointError, Restored, ShadowRepo
@@ -42,8 +43,13 @@ class CheckpointFeature(BaseFeature):
 
     name = "checkpoints"
 
-    def __init__(self, repo: ShadowRepo, session_id: str, record: Callable[[dict[str, Any]], None],
-                 warn: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        repo: ShadowRepo,
+        session_id: str,
+        record: Callable[[dict[str, Any]], None],
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.repo = repo
         self.session_id = session_id
         self._record = record
@@ -68,10 +74,16 @@ class CheckpointFeature(BaseFeature):
                 self._warn(f"checkpoints: {self.last_error} (/rewind cannot restore files of this turn)")
             return
         self.last_error = None
-        self._record({
-            "type": CHECKPOINT_RECORD, "turn": number, "commit": taken.commit, "changed": taken.changed,
-            "skipped": list(taken.skipped[:MAX_PATHS_RECORDED]), "seconds": round(taken.seconds, 3),
-        })
+        self._record(
+            {
+                "type": CHECKPOINT_RECORD,
+                "turn": number,
+                "commit": taken.commit,
+                "changed": taken.changed,
+                "skipped": list(taken.skipped[:MAX_PATHS_RECORDED]),
+                "seconds": round(taken.seconds, 3),
+            }
+        )
 
     def wait(self) -> None:
         """Until the checkpoint being taken is recorded (Ctrl-C stays responsive)."""
@@ -131,7 +143,9 @@ def plan_rewind(path: Path, turn: int) -> RewindPlan:
         raise RewindError(str(exc)) from None
     start = next((r for r in active if r.get("type") == "session_start"), {})
     logical = str(start.get("logical_session") or path.stem)
-    subagents = [str(r["session_id"]) for r in active[point.position:] if r.get("type") == "subagent" and r.get("session_id")]
+    subagents = [
+        str(r["session_id"]) for r in active[point.position :] if r.get("type") == "subagent" and r.get("session_id")
+    ]
     return RewindPlan(path.stem, logical, point, points, history, before, warnings, list(dict.fromkeys(subagents)))
 
 
@@ -140,18 +154,22 @@ def restore_code(repo: ShadowRepo | None, plan: RewindPlan) -> Restored:
     if repo is None:
         raise CheckpointError("checkpoints are off in this session, so files cannot be restored")
     if plan.point.checkpoint is None:
-        raise CheckpointError(f"turn {plan.point.number} has no checkpoint (taken by an older memagent, with "
-                              "checkpoints off, or it failed), so its files cannot be restored")
+        raise CheckpointError(
+            f"turn {plan.point.number} has no checkpoint (taken by an older memagent, with "
+            "checkpoints off, or it failed), so its files cannot be restored"
+        )
     return repo.restore(plan.session_id, plan.point.checkpoint)
 
 
-def record_for(plan: RewindPlan, *, code: bool, conversation: bool, restored: Restored | None,
-               forgotten: Sequence[str] = ()) -> dict[str, Any]:
+def record_for(
+    plan: RewindPlan, *, code: bool, conversation: bool, restored: Restored | None, forgotten: Sequence[str] = ()
+) -> dict[str, Any]:
     """The ``rewind`` transcript record of a plan carried out."""
     details: dict[str, Any] = {}
     if restored is not None:
         details = {
-            "checkpoint": restored.target, "before": restored.before,
+            "checkpoint": restored.target,
+            "before": restored.before,
             "restored": [c.path for c in restored.changes if c.status != "removed"][:MAX_PATHS_RECORDED],
             "removed": [c.path for c in restored.changes if c.status == "removed"][:MAX_PATHS_RECORDED],
         }
@@ -167,7 +185,7 @@ def turn_time(point: TurnPoint) -> datetime | None:
         when = datetime.fromisoformat(point.time.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def learned_since(service: Any, plan: RewindPlan) -> list[Any]:
@@ -179,7 +197,7 @@ def learned_since(service: Any, plan: RewindPlan) -> list[Any]:
     found = []
     for session in dict.fromkeys((plan.logical_session, plan.session_id, *plan.subagents)):
         for card in service.list(session=session, include_all=True, limit=1000):
-            created = card.created_at if card.created_at.tzinfo else card.created_at.replace(tzinfo=timezone.utc)
+            created = card.created_at if card.created_at.tzinfo else card.created_at.replace(tzinfo=UTC)
             if created >= since and card.id not in {c.id for c in found}:
                 found.append(card)
     return found

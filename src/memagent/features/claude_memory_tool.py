@@ -133,8 +133,10 @@ def parse_path(raw: str) -> MemoryPath:
     rest = parts[2:]
     for part in rest:
         if part in ("", ".", "..") or not NAME_RE.match(part):
-            raise ToolError(f"{raw}: {part!r} is not an allowed name (letters, digits, '.', '_', '-', spaces; "
-                            "no '..', no hidden files)")
+            raise ToolError(
+                f"{raw}: {part!r} is not an allowed name (letters, digits, '.', '_', '-', spaces; "
+                "no '..', no hidden files)"
+            )
     if not rest:
         return MemoryPath("")
     if len(rest) == 1:
@@ -245,8 +247,10 @@ class MemoryFiles:
         path = parse_path(command.path)
         if path.name is not None:
             _, card = self.existing(command.path)
-            header = (f"{self.shown_name(card)}: memory card {card.id} ({card.memory_type}, {card.scope}, "
-                      f"confidence {card.confidence:.2f}, from {card.source}, {card.created_at.date().isoformat()})")
+            header = (
+                f"{self.shown_name(card)}: memory card {card.id} ({card.memory_type}, {card.scope}, "
+                f"confidence {card.confidence:.2f}, from {card.source}, {card.created_at.date().isoformat()})"
+            )
             return f"{header}\n{numbered(card.content, command.view_range)}"
         return self.listing(path)
 
@@ -257,15 +261,19 @@ class MemoryFiles:
         for scope in scopes:
             cards.extend(card for card in service.list(scope=scope, limit=MAX_LISTED) if _visible(service, card))
         cards.sort(key=lambda c: c.updated_at, reverse=True)
-        head = (f"{path.text()}: memagent's long-term memory, one memory card per file, newest first "
-                f"({len(cards)} shown). Folders: {ROOT}/user (your user's memories, in every project), "
-                f"{ROOT}/session (this session only).")
+        head = (
+            f"{path.text()}: memagent's long-term memory, one memory card per file, newest first "
+            f"({len(cards)} shown). Folders: {ROOT}/user (your user's memories, in every project), "
+            f"{ROOT}/session (this session only)."
+        )
         lines = [head]
         if not cards:
             lines.append("(no memories yet)")
         for card in cards[:MAX_LISTED]:
-            lines.append(f"- {self.shown_name(card)}  [{card.memory_type}, {card.updated_at.date().isoformat()}] "
-                         f"{_one_line(card.content)}")
+            lines.append(
+                f"- {self.shown_name(card)}  [{card.memory_type}, {card.updated_at.date().isoformat()}] "
+                f"{_one_line(card.content)}"
+            )
         return "\n".join(lines)
 
     # -- writes ----------------------------------------------------------------------------
@@ -277,15 +285,22 @@ class MemoryFiles:
         if path.card_id is not None:
             raise ToolError(f"{path.name} is a card id memagent gives; choose a name of your own (notes.md)")
         service = self.service()
-        result = _call(lambda: service.save(
-            command.file_text, _type_from_name(path.name or ""), path.scope, source="assistant",
-            provenance=_provenance(ctx),
-        ))
+        result = _call(
+            lambda: service.save(
+                command.file_text,
+                _type_from_name(path.name or ""),
+                path.scope,
+                source="assistant",
+                provenance=_provenance(ctx),
+            )
+        )
         card = _written(result)
         self.names[path.text()] = card.id
         if result.status == "duplicate":
-            return (f"{path.text()} already says this as {self.shown_name(card)} ({result.reason}); "
-                    f"nothing new was saved, {path.text()} now names it.")
+            return (
+                f"{path.text()} already says this as {self.shown_name(card)} ({result.reason}); "
+                f"nothing new was saved, {path.text()} now names it."
+            )
         return f"File created successfully at {path.text()} (memory card {card.id}).{_extra(result)}"
 
     def edit(self, raw_path: str, ctx: ToolContext, change: Callable[[str], str]) -> str:
@@ -296,8 +311,9 @@ class MemoryFiles:
             raise ToolError("the edit would leave the memory empty; delete the file instead")
         return self._correct(path, card, ctx, new_text)
 
-    def _correct(self, path: MemoryPath, card: MemoryCard, ctx: ToolContext, new_text: str,
-                 scope: str | None = None) -> str:
+    def _correct(
+        self, path: MemoryPath, card: MemoryCard, ctx: ToolContext, new_text: str, scope: str | None = None
+    ) -> str:
         service = self.service()
         fields: dict[str, Any] = {"source": "assistant", "provenance": _provenance(ctx)}
         if scope is not None:
@@ -309,8 +325,10 @@ class MemoryFiles:
                 self.names[name] = new.id
         if result.status == "duplicate":
             return f"Nothing changed: {self.shown_name(new)} already says this ({result.reason})."
-        return (f"The memory file {path.text()} has been edited: card {new.id} now holds it and supersedes "
-                f"{card.id} (kept as history).{_extra(result)}")
+        return (
+            f"The memory file {path.text()} has been edited: card {new.id} now holds it and supersedes "
+            f"{card.id} (kept as history).{_extra(result)}"
+        )
 
     def delete(self, command: DeleteCommand) -> str:
         path, card = self.existing(command.path)
@@ -336,8 +354,10 @@ class MemoryFiles:
         if new.scope != old.scope:
             answer = self._correct(old, card, ctx, card.content, scope=new.scope)
             return answer.replace("has been edited", f"is now {new.text()}", 1)
-        return (f"Renamed {old.text()} to {new.text()} for this session (memory card {card.id}; "
-                f"later sessions list it as {self.folder_of(new)}/{card.id}.md).")
+        return (
+            f"Renamed {old.text()} to {new.text()} for this session (memory card {card.id}; "
+            f"later sessions list it as {self.folder_of(new)}/{card.id}.md)."
+        )
 
     @staticmethod
     def folder_of(path: MemoryPath) -> str:
@@ -382,7 +402,7 @@ def _extra(result: SaveResult) -> str:
     else:
         note = ""
     if "memory_max_cards" in result.reason:
-        note += f" Note: {result.reason[result.reason.index('memory_max_cards'):]}."
+        note += f" Note: {result.reason[result.reason.index('memory_max_cards') :]}."
     return note
 
 
@@ -390,12 +410,15 @@ def _replace(command: StrReplaceCommand) -> Callable[[str], str]:
     def change(text: str) -> str:
         count = text.count(command.old_str) if command.old_str else 0
         if count == 0:
-            raise ToolError(f"No replacement was performed, old_str `{command.old_str}` did not appear verbatim "
-                            f"in {command.path}.")
+            raise ToolError(
+                f"No replacement was performed, old_str `{command.old_str}` did not appear verbatim in {command.path}."
+            )
         if count > 1:
             lines = [str(n) for n, line in enumerate(text.split("\n"), 1) if command.old_str in line]
-            raise ToolError(f"No replacement was performed. Multiple occurrences of old_str `{command.old_str}` "
-                            f"(lines {', '.join(lines) or 'spanning several'}). Make it unique.")
+            raise ToolError(
+                f"No replacement was performed. Multiple occurrences of old_str `{command.old_str}` "
+                f"(lines {', '.join(lines) or 'spanning several'}). Make it unique."
+            )
         return text.replace(command.old_str, command.new_str, 1)
 
     return change
@@ -406,8 +429,9 @@ def _insert(command: InsertCommand) -> Callable[[str], str]:
         lines = text.split("\n")
         if not 0 <= command.insert_line <= len(lines):
             raise ToolError(f"Invalid `insert_line` {command.insert_line}: it should be within [0, {len(lines)}].")
-        return "\n".join([*lines[: command.insert_line], *command.insert_text.split("\n"),
-                          *lines[command.insert_line:]])
+        return "\n".join(
+            [*lines[: command.insert_line], *command.insert_text.split("\n"), *lines[command.insert_line :]]
+        )
 
     return change
 
@@ -443,8 +467,11 @@ def memory_tool(files: MemoryFiles) -> ClaudeMemoryTool:
         return files.rename(command, ctx)
 
     return ClaudeMemoryTool(
-        name=TOOL_NAME, description="Claude's memory tool over memagent's memory cards (/memories).",
-        input_model=MemoryCommand, handler=run, effects=command_effects,
+        name=TOOL_NAME,
+        description="Claude's memory tool over memagent's memory cards (/memories).",
+        input_model=MemoryCommand,
+        handler=run,
+        effects=command_effects,
     )
 
 

@@ -5,9 +5,9 @@ searches over the append-only transcripts)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
 
 from pydantic import Field
 
@@ -23,19 +23,22 @@ HIT_CHARS = 240
 
 
 class CompactInput(ToolInput):
-    focus: Optional[str] = Field(
+    focus: str | None = Field(
         default=None, description="What the summary must keep in detail (e.g. 'the failing auth tests')."
     )
 
 
 class RecallInput(ToolInput):
-    tool_use_id: Optional[str] = Field(
-        default=None, description="Id of an earlier tool call whose full output you need (from a [Previous: …] placeholder)."
+    tool_use_id: str | None = Field(
+        default=None,
+        description="Id of an earlier tool call whose full output you need (from a [Previous: …] placeholder).",
     )
-    query: Optional[str] = Field(
+    query: str | None = Field(
         default=None, description="Text to search for in the full history (case-insensitive), when you have no id."
     )
-    session: Optional[str] = Field(default=None, description="Session id to look in (default: this session first, then older ones).")
+    session: str | None = Field(
+        default=None, description="Session id to look in (default: this session first, then older ones)."
+    )
 
 
 @dataclass
@@ -161,6 +164,7 @@ def context_tools(requests: CompactionRequest, transcripts_dir: Path, session_id
 
     return [compact, recall]
 
+
 class ContextToolsFeature(BaseFeature):
     name = "context"
 
@@ -172,6 +176,6 @@ class ContextToolsFeature(BaseFeature):
     def tools(self) -> list[Tool]:
         return context_tools(self.requests, self.transcripts_dir, self.session_id)
 
-    def for_subagent(self, child: SubagentContext) -> "ContextToolsFeature":
+    def for_subagent(self, child: SubagentContext) -> ContextToolsFeature:
         """``compact`` compacts the subagent's own context; ``recall`` reads the transcripts."""
         return ContextToolsFeature(child.compaction_requests, self.transcripts_dir, child.session_id)

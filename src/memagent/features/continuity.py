@@ -16,13 +16,14 @@ the next session starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memagent.agent.feature import BaseFeature, TurnInput
-from memagent.context.digest import deterministic_digest
 from memagent.context.conversation import Conversation
+from memagent.context.digest import deterministic_digest
 from memagent.context.sessions import Choice, choose_session
 from memagent.context.transcript import TranscriptError, read_records
 from memagent.llm.items import Injected

@@ -71,16 +71,17 @@ import re
 import shlex
 import tempfile
 import threading
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Mapping, MutableMapping
+from typing import IO, Any
 
 from memagent.agent.feature import BaseFeature, Feature, SubagentContext, ToolCall, TurnInput
 from memagent.childenv import filtered_environment
 from memagent.config import HookCommand, HooksSettings
 from memagent.context.conversation import Conversation
-from memagent.llm.types import Message
 from memagent.llm.items import Injected
+from memagent.llm.types import Message
 from memagent.markers import Marker
 from memagent.permissions.effects import HookVerdict
 from memagent.tools.base import ToolOutcome
@@ -306,8 +307,14 @@ class HooksFeature(BaseFeature):
             return True  # nothing to judge it with: run the hook rather than skip a check
         return self.condition(rule, call)
 
-    def _run(self, event: str, names: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
-             call: ToolCall | None = None, **fields: Any) -> Outcome:
+    def _run(
+        self,
+        event: str,
+        names: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+        call: ToolCall | None = None,
+        **fields: Any,
+    ) -> Outcome:
         """Run the event's hooks whose matcher accepts ``names`` (and whose ``if`` rule covers
         ``call``), in order, until one blocks."""
         outcome = Outcome()
@@ -315,8 +322,12 @@ class HooksFeature(BaseFeature):
         for hook in self._selected(event, names, call):
             executor, hook_env = self._where(hook, env or self.env)
             if hook.run_async:
-                threading.Thread(target=run_hook, args=(hook, payload, self.root, hook_env, executor), daemon=True,
-                                 name="memagent-hook").start()
+                threading.Thread(
+                    target=run_hook,
+                    args=(hook, payload, self.root, hook_env, executor),
+                    daemon=True,
+                    name="memagent-hook",
+                ).start()
                 continue
             result = run_hook(hook, payload, self.root, hook_env, executor)
             if result.problem:
@@ -349,8 +360,12 @@ class HooksFeature(BaseFeature):
         specific: dict[str, Any] = raw if isinstance(raw, dict) else {}
         decision = str(specific.get("permissionDecision") or answer.get("decision") or "").lower()
         if decision in ("allow", "approve", "ask"):
-            outcome.decisions.append(("ask" if decision == "ask" else "allow",
-                                      str(specific.get("permissionDecisionReason") or answer.get("reason") or "")))
+            outcome.decisions.append(
+                (
+                    "ask" if decision == "ask" else "allow",
+                    str(specific.get("permissionDecisionReason") or answer.get("reason") or ""),
+                )
+            )
         extra = specific.get("additionalContext")
         if isinstance(extra, str) and extra.strip():
             outcome.context.append(extra.strip())
@@ -429,7 +444,9 @@ class HooksFeature(BaseFeature):
         if outcome.block is None:
             return None
         self._stop_active = True
-        return Injected(Marker.HOOK_CONTEXT, hook_context("Stop", f"A Stop hook asks you to keep working: {outcome.block}"))
+        return Injected(
+            Marker.HOOK_CONTEXT, hook_context("Stop", f"A Stop hook asks you to keep working: {outcome.block}")
+        )
 
     def halt_reason(self) -> str | None:
         reason, self._halt = self._halt, None
@@ -440,8 +457,9 @@ class HooksFeature(BaseFeature):
     def check_tool(self, call: ToolCall) -> HookVerdict | None:
         """The hooks' word for the gate: a refusal, else "ask" if any hook asks, else "allow"."""
         name, tool_input = self._claude_call(call)
-        outcome = self._run("PreToolUse", (name, call.name), call=call, tool_name=name, tool_input=tool_input,
-                            tool_use_id=call.id)
+        outcome = self._run(
+            "PreToolUse", (name, call.name), call=call, tool_name=name, tool_input=tool_input, tool_use_id=call.id
+        )
         self._tool_context += [c for c in [self._context("PreToolUse", outcome.context)] if c]
         if outcome.halt:
             self._halt = outcome.halt
@@ -457,8 +475,12 @@ class HooksFeature(BaseFeature):
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
         name, tool_input = self._claude_call(call)
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
-        fields: dict[str, Any] = {"tool_name": name, "tool_input": tool_input, "tool_use_id": call.id,
-                                  "tool_response": self._response(name, tool_input, outcome)}
+        fields: dict[str, Any] = {
+            "tool_name": name,
+            "tool_input": tool_input,
+            "tool_use_id": call.id,
+            "tool_response": self._response(name, tool_input, outcome),
+        }
         if outcome.is_error:
             fields["error"] = outcome.content[:2000]
         result = self._run(event, (name, call.name), call=call, **fields)
@@ -486,8 +508,13 @@ class HooksFeature(BaseFeature):
         response: dict[str, Any] = {"content": content, "is_error": outcome.is_error}
         if name == "Bash":
             output = str(outcome.details.get("output", content))[:MAX_PAYLOAD_CHARS]
-            response.update(stdout=output, stderr="", interrupted=bool(outcome.details.get("timed_out")),
-                            isImage=False, exit_code=outcome.details.get("exit_code"))
+            response.update(
+                stdout=output,
+                stderr="",
+                interrupted=bool(outcome.details.get("timed_out")),
+                isImage=False,
+                exit_code=outcome.details.get("exit_code"),
+            )
         elif "file_path" in tool_input:
             response.update(filePath=tool_input["file_path"], success=not outcome.is_error)
         return response
@@ -560,5 +587,13 @@ class SubagentToolHooks(HooksFeature):
         return SubagentToolHooks(self.session)
 
 
-__all__ = ["HookResult", "HooksFeature", "NEVER_FIRED", "RUN_EVENTS", "SubagentToolHooks", "matches", "read_env_file",
-           "run_hook"]
+__all__ = [
+    "HookResult",
+    "HooksFeature",
+    "NEVER_FIRED",
+    "RUN_EVENTS",
+    "SubagentToolHooks",
+    "matches",
+    "read_env_file",
+    "run_hook",
+]

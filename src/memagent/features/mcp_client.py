@@ -30,9 +30,10 @@ names, descriptions, schemas, annotations — offers no tools until the new list
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -54,7 +55,7 @@ RESOURCE_TIMEOUT = 60.0
 ToolPins = Callable[[str, str, "tuple[RemoteTool, ...]"], bool]
 
 
-def tool_list_digest(tools: "tuple[RemoteTool, ...]") -> str:
+def tool_list_digest(tools: tuple[RemoteTool, ...]) -> str:
     from memagent.trust import tools_digest
 
     return tools_digest({k: v for k, v in dataclasses.asdict(t).items() if k != "server"} for t in tools)
@@ -65,7 +66,7 @@ def pinned_tool_lists(home: Path, root: Path, warn: Warn) -> ToolPins:
     warning (the list is offered, not recorded)."""
     from memagent.trust import TrustError, approve_mcp_tools, mcp_tools_known
 
-    def check(server: str, origin: str, tools: "tuple[RemoteTool, ...]") -> bool:
+    def check(server: str, origin: str, tools: tuple[RemoteTool, ...]) -> bool:
         digest = tool_list_digest(tools)
         known = mcp_tools_known(home, root, f"{origin}:{server}", digest)
         if known is None:
@@ -262,8 +263,10 @@ class McpClientFeature(BaseFeature):
                 continue
             if self.pin_tools is not None and not self.pin_tools(status.name, status.origin, status.tools):
                 self.withheld.append(status.name)
-                self.warn(f"MCP server {status.name} changed its tools since they were approved; they are not "
-                          f"offered (`/mcp approve {status.name}` or `memagent mcp approve {status.name}` approves them)")
+                self.warn(
+                    f"MCP server {status.name} changed its tools since they were approved; they are not "
+                    f"offered (`/mcp approve {status.name}` or `memagent mcp approve {status.name}` approves them)"
+                )
                 continue
             for remote in status.tools:
                 made = self._offer(remote, seen)
@@ -292,8 +295,10 @@ class McpClientFeature(BaseFeature):
         """The tool as the model gets it, or None (with a notice) when it cannot be offered."""
         name = tool_name(remote.server, remote.name)
         if remote.task_only:
-            self.warn(f"MCP tool {remote.name} of {remote.server} left out: it runs only as an MCP task, "
-                      "which memagent does not support")
+            self.warn(
+                f"MCP tool {remote.name} of {remote.server} left out: it runs only as an MCP task, "
+                "which memagent does not support"
+            )
             return None
         if name in seen:
             self.warn(f"MCP tool {remote.name} of {remote.server} left out: its name clashes as {name}")
@@ -327,14 +332,21 @@ class McpClientFeature(BaseFeature):
 
     def _refuse_withheld(self, server: str | None) -> None:
         if server is not None and server in self.withheld:
-            raise ToolError(f"MCP server {server} changed its tools since they were approved; it is not used "
-                            f"until `/mcp approve {server}`")
+            raise ToolError(
+                f"MCP server {server} changed its tools since they were approved; it is not used "
+                f"until `/mcp approve {server}`"
+            )
 
     def _resource_tools(self) -> list[Tool]:
         manager = self.manager
 
-        @tool("list_mcp_resources", ListResourcesInput, key_argument="server", effects=declares(Effect.READ),
-              claude=claude_names.LIST_MCP_RESOURCES)
+        @tool(
+            "list_mcp_resources",
+            ListResourcesInput,
+            key_argument="server",
+            effects=declares(Effect.READ),
+            claude=claude_names.LIST_MCP_RESOURCES,
+        )
         def list_mcp_resources(args: ListResourcesInput, ctx: ToolContext) -> str:
             """List the resources (files, documents, records) the connected MCP servers offer: one
             line per resource with its server and URI. Read one with read_mcp_resource."""
@@ -346,8 +358,13 @@ class McpClientFeature(BaseFeature):
             lines = [f"{r.server}: {r.line()}" for r in found] or ["(no resources)"]
             return "\n".join(lines + [f"! {p}" for p in problems])
 
-        @tool("read_mcp_resource", ReadResourceInput, key_argument="uri", effects=declares(Effect.READ),
-              claude=claude_names.READ_MCP_RESOURCE)
+        @tool(
+            "read_mcp_resource",
+            ReadResourceInput,
+            key_argument="uri",
+            effects=declares(Effect.READ),
+            claude=claude_names.READ_MCP_RESOURCE,
+        )
         def read_mcp_resource(args: ReadResourceInput, ctx: ToolContext) -> ToolOutcome:
             """Read one resource of an MCP server by its URI (from list_mcp_resources, or a resource
             link in a tool result). Text comes back as text, images as images."""
@@ -359,8 +376,8 @@ class McpClientFeature(BaseFeature):
 
 
 def mcp_client_feature(
-    paths: "ProjectPaths",
-    settings: "Settings",
+    paths: ProjectPaths,
+    settings: Settings,
     env: Mapping[str, str],
     *,
     project_trusted: bool,
@@ -371,8 +388,13 @@ def mcp_client_feature(
     ``.mcp.json`` (the latter only when the project is trusted), the servers given on the
     command line (``--mcp-config``), the ``mcp_*`` settings, and tool lists pinned in the
     project's trust record."""
-    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=project_trusted,
-                             extra_servers=extra_servers)
+    config = load_mcp_config(
+        paths.home / USER_FILE,
+        paths.root / PROJECT_FILE,
+        env,
+        project_trusted=project_trusted,
+        extra_servers=extra_servers,
+    )
     return McpClientFeature(
         config,
         env=env,
@@ -394,5 +416,11 @@ def approve_tool_list(home: Path, root: Path, status: ServerStatus) -> str:
     return digest
 
 
-__all__ = ["McpClientFeature", "McpPromptCommand", "approve_tool_list", "mcp_client_feature", "pinned_tool_lists",
-           "tool_list_digest"]
+__all__ = [
+    "McpClientFeature",
+    "McpPromptCommand",
+    "approve_tool_list",
+    "mcp_client_feature",
+    "pinned_tool_lists",
+    "tool_list_digest",
+]

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import TYPE_CHECKING, Callable, Literal, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -43,21 +44,21 @@ INSTRUCTIONS = (
 
 
 class MemoryListInput(ToolInput):
-    memory_type: Optional[MemoryType] = Field(None, description="Only memories of this type.")
-    scope: Optional[Literal["project", "user"]] = Field(None, description="Only memories of this scope.")
+    memory_type: MemoryType | None = Field(None, description="Only memories of this type.")
+    scope: Literal["project", "user"] | None = Field(None, description="Only memories of this scope.")
     limit: int = Field(20, ge=1, le=200, description="How many to return, newest first.")
 
 
 class LazyMemory:
     """Opens the memory service once, on first use or from a warm-up thread; thread-safe."""
 
-    def __init__(self, opener: Callable[[], "MemoryService"]) -> None:
+    def __init__(self, opener: Callable[[], MemoryService]) -> None:
         self._opener = opener
         self._lock = threading.Lock()
-        self._service: "MemoryService | None" = None
+        self._service: MemoryService | None = None
         self._error: Exception | None = None
 
-    def __call__(self) -> "MemoryService":
+    def __call__(self) -> MemoryService:
         with self._lock:
             if self._service is None and self._error is None:
                 try:
@@ -91,7 +92,7 @@ class LazyMemory:
             self._lock.release()
 
 
-def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
+def memory_list_tool(service_factory: Callable[[], MemoryService]) -> Tool:
     @tool("memory_list", MemoryListInput, effects=declares(Effect.READ))
     def memory_list(args: MemoryListInput, ctx: ToolContext) -> str:
         """List active long-term memories, newest first, with their ids (memory_search finds by meaning)."""
@@ -111,7 +112,7 @@ def memory_list_tool(service_factory: Callable[[], "MemoryService"]) -> Tool:
 
 
 def served_tools(
-    service_factory: Callable[[], "MemoryService"], store_factory: Callable[[], object], *, allow_user_scope: bool = False
+    service_factory: Callable[[], MemoryService], store_factory: Callable[[], object], *, allow_user_scope: bool = False
 ) -> list[Tool]:
     """The served tools, in a fixed order (``memory_delete`` is served as ``memory_forget``)."""
     by_name = {t.name: t for t in memory_tools(service_factory, user_scope=allow_user_scope)}
@@ -125,20 +126,20 @@ def served_tools(
     return memory + task_tools(store_factory)  # type: ignore[arg-type]
 
 
-def serve_stdio(paths: "ProjectPaths", settings: "Settings", *, allow_user_scope: bool = False) -> None:
+def serve_stdio(paths: ProjectPaths, settings: Settings, *, allow_user_scope: bool = False) -> None:
     """``memagent mcp serve``: blocks until the client hangs up."""
     from memagent.mcp_bridge.server import serve_registry
     from memagent.tasks import TaskStore
 
-    def open_memory() -> "MemoryService":
+    def open_memory() -> MemoryService:
         from memagent.memory.service import MemoryService, MemoryUnavailable
-
         from memagent.trust import is_trusted
 
         if not settings.memory_enabled:
             raise MemoryUnavailable("memory is turned off in the settings")
-        return MemoryService.open(paths, settings, session_id="",
-                                  hold_repository_cards=not is_trusted(paths.home, paths.root))
+        return MemoryService.open(
+            paths, settings, session_id="", hold_repository_cards=not is_trusted(paths.home, paths.root)
+        )
 
     memory = LazyMemory(open_memory)
     registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks), allow_user_scope=allow_user_scope))

@@ -10,17 +10,18 @@ topic changed, the REPL idle —, before a compaction drops messages, and at ses
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from memagent.agent.feature import BaseFeature, SubagentContext, ToolCall, TurnInput
 from memagent.config import ProjectPaths, Settings
 from memagent.context.conversation import Conversation
 from memagent.errors import one_line
+from memagent.llm.items import Injected, own_texts
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import Message, ModelResponse
-from memagent.llm.items import Injected, own_texts
 from memagent.markers import Marker, block
 from memagent.tools.base import Tool, ToolOutcome
 
@@ -51,8 +52,8 @@ class MemoryFeature(BaseFeature):
 
     def __init__(
         self,
-        service: "MemoryService",
-        learner: "BackgroundLearner | None",
+        service: MemoryService,
+        learner: BackgroundLearner | None,
         *,
         settings: Settings,
         profile: Callable[[], str | None],
@@ -60,7 +61,7 @@ class MemoryFeature(BaseFeature):
         warn: Callable[[str], None],
         end_of_session_wait: float = 30.0,
         conversation: Conversation | None = None,
-        catch_up: "CatchUpRun | None" = None,
+        catch_up: CatchUpRun | None = None,
         transcript_session: str | None = None,
     ) -> None:
         self.service = service
@@ -76,7 +77,7 @@ class MemoryFeature(BaseFeature):
         self.catch_up = catch_up  # earlier sessions' unmined messages, learned in the background
         self._event: str | None = None  # a learning trigger seen in this turn (memory.triggers)
         self.transcript_session = transcript_session  # the session's event card links its transcript
-        self._started = datetime.now(timezone.utc)
+        self._started = datetime.now(UTC)
         self._event_task: str | None = None  # the task in progress when that trigger fired
         self._user_texts: list[str] = []  # this turn's user message and the one before (topic drift)
         self.reflection: threading.Thread | None = None  # the periodic reflection pass, when it runs
@@ -201,13 +202,19 @@ class MemoryFeature(BaseFeature):
         if self.learner is not None:
             self.learner.submit(messages, ids, "compaction")
 
-    def for_subagent(self, child: SubagentContext) -> "MemoryFeature":
+    def for_subagent(self, child: SubagentContext) -> MemoryFeature:
         """The same store: the subagent reads the project's memory (relevant cards in its task,
         the profile, the memory tools its definition allows). It learns nothing in the background;
         what it saves names it (``ToolContext.agent``)."""
         profile = self._profile
-        return MemoryFeature(self.service, None, settings=self.settings, profile=lambda: profile,
-                             current_task=lambda: None, warn=self.warn)
+        return MemoryFeature(
+            self.service,
+            None,
+            settings=self.settings,
+            profile=lambda: profile,
+            current_task=lambda: None,
+            warn=self.warn,
+        )
 
     def close(self) -> None:
         """Learn from what was not mined yet (bounded wait), then close the store."""
@@ -229,25 +236,34 @@ class MemoryFeature(BaseFeature):
     def _write_event(self) -> None:
         """The session as a dated ``event`` card (``memory.session_event``), when it did something."""
         from memagent.context.digest import deterministic_digest
-        from memagent.memory.session_end import worth_learning_at_end
         from memagent.memory.learning import auto_extract_enabled
+        from memagent.memory.session_end import worth_learning_at_end
         from memagent.memory.session_event import save_session_event
 
         conversation = self._conversation
-        if (conversation is None or self.transcript_session is None or not auto_extract_enabled(self.settings)
-                or not worth_learning_at_end(conversation.messages)):
+        if (
+            conversation is None
+            or self.transcript_session is None
+            or not auto_extract_enabled(self.settings)
+            or not worth_learning_at_end(conversation.messages)
+        ):
             return
         try:
             result = save_session_event(
-                self.service, self.transcript_session, self._started, deterministic_digest(conversation.messages),
-                f".transcripts/{self.transcript_session}.jsonl", self._task_now())
+                self.service,
+                self.transcript_session,
+                self._started,
+                deterministic_digest(conversation.messages),
+                f".transcripts/{self.transcript_session}.jsonl",
+                self._task_now(),
+            )
         except Exception as exc:
             self.warn(f"memory: the session's event card was not written: {one_line(exc)}")
             return
         if result.status == "refused":
             self.warn(f"memory: the session's event card was refused: {result.reason}")
 
-    def _learn_at_end(self, learner: "BackgroundLearner") -> None:
+    def _learn_at_end(self, learner: BackgroundLearner) -> None:
         """A one-line ``-p "hi"`` session is not worth an extraction call; see ``memory.session_end``."""
         from memagent.memory.session_end import worth_learning_at_end
 
@@ -267,7 +283,7 @@ class MemoryFeature(BaseFeature):
             self.warn(failure)
 
 
-def failure_line(learner: "BackgroundLearner") -> str | None:
+def failure_line(learner: BackgroundLearner) -> str | None:
     """What went wrong with learning this session, in one line, or ``None`` (never silent)."""
     failed = learner.failed_attempts
     shaky = sum(r.consolidation_failures for r in learner.reports)
@@ -276,8 +292,10 @@ def failure_line(learner: "BackgroundLearner") -> str | None:
     runs = failed + len(learner.reports)
     parts = []
     if failed:
-        parts.append(f"{failed} of {runs} extraction run{'s' if runs != 1 else ''} failed "
-                     f"({learner.failures[-1].error if learner.failures else 'retried'})")
+        parts.append(
+            f"{failed} of {runs} extraction run{'s' if runs != 1 else ''} failed "
+            f"({learner.failures[-1].error if learner.failures else 'retried'})"
+        )
     if shaky:
         parts.append(f"{shaky} consolidation answer{'s were' if shaky != 1 else ' was'} unusable")
     return "memory learning: " + "; ".join(parts) + "; see `memagent memory stats`"
@@ -287,7 +305,7 @@ class CatchUpRun:
     """The start-up catch-up (``memory.catchup``) on a daemon thread, and this session's live
     mark (held until :meth:`release`, so no other session mines this one while it runs)."""
 
-    def __init__(self, live_mark, work: "Callable[[], list] | None") -> None:
+    def __init__(self, live_mark, work: Callable[[], list] | None) -> None:
         self.live_mark = live_mark
         self.reports: list = []
         self.error: str | None = None
@@ -296,7 +314,7 @@ class CatchUpRun:
             self._thread = threading.Thread(target=self._run, args=(work,), name="memagent-catch-up", daemon=True)
             self._thread.start()
 
-    def _run(self, work: "Callable[[], list]") -> None:
+    def _run(self, work: Callable[[], list]) -> None:
         try:
             self.reports = work() or []
         except Exception as exc:  # never reaches the session; said at its end
@@ -327,9 +345,17 @@ def catch_up_lines(reports: list, error: str | None = None) -> list[str]:
     return lines
 
 
-def catch_up_now(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService", *,
-                 exclude: Sequence[str] = (), only: str | None = None, max_sessions: int | None = None,
-                 max_messages: int | None = None) -> list | None:
+def catch_up_now(
+    paths: ProjectPaths,
+    settings: Settings,
+    model: ChatModel,
+    service: MemoryService,
+    *,
+    exclude: Sequence[str] = (),
+    only: str | None = None,
+    max_sessions: int | None = None,
+    max_messages: int | None = None,
+) -> list | None:
     """Mine earlier sessions' unmined messages now (see ``memory.catchup``); ``None`` when another
     process is catching up in this project."""
     from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
@@ -342,18 +368,25 @@ def catch_up_now(paths: ProjectPaths, settings: Settings, model: ChatModel, serv
     try:
         files = [p for p in iter_transcripts(paths.transcripts) if only is None or p.stem == only]
         sessions = []
-        for path in files[-catchup.SCAN_SESSIONS:]:
+        for path in files[-catchup.SCAN_SESSIONS :]:
             try:
                 sessions.append((path.stem, read_records(path).records))
             except TranscriptError:
                 continue
         history = LearningHistory.for_paths(paths)
         pending, settled = catchup.plan(
-            sessions, paths.memory, history, exclude=exclude, only=only,
-            max_sessions=max_sessions or catchup.MAX_SESSIONS, max_messages=max_messages or catchup.MAX_MESSAGES)
+            sessions,
+            paths.memory,
+            history,
+            exclude=exclude,
+            only=only,
+            max_sessions=max_sessions or catchup.MAX_SESSIONS,
+            max_messages=max_messages or catchup.MAX_MESSAGES,
+        )
 
-        return catchup.mine(pending, history, settled,
-                            lambda **session: _pipeline(paths, settings, model, service, **session))
+        return catchup.mine(
+            pending, history, settled, lambda **session: _pipeline(paths, settings, model, service, **session)
+        )
     finally:
         lock.release()
 
@@ -395,8 +428,9 @@ def open_memory(
     from memagent.trust import is_trusted
 
     try:
-        service = MemoryService.open(paths, settings, session_id,
-                                     hold_repository_cards=not is_trusted(paths.home, paths.root))
+        service = MemoryService.open(
+            paths, settings, session_id, hold_repository_cards=not is_trusted(paths.home, paths.root)
+        )
     except MemoryUnavailable as exc:
         return MemoryOpening(None, f"memory is off: {one_line(exc)}")
     _decay(service, paths, warn)
@@ -406,17 +440,25 @@ def open_memory(
     from memagent.memory.profiles import render_profile
 
     feature = MemoryFeature(
-        service, learner, settings=settings, profile=lambda: render_profile(service, paths),
-        current_task=current_task, warn=warn, conversation=conversation, transcript_session=transcript_session,
-        catch_up=_start_catch_up(paths, settings, model, service, transcript_session or session_id,
-                                 exclude_sessions, one_shot=not upkeep),
+        service,
+        learner,
+        settings=settings,
+        profile=lambda: render_profile(service, paths),
+        current_task=current_task,
+        warn=warn,
+        conversation=conversation,
+        transcript_session=transcript_session,
+        catch_up=_start_catch_up(
+            paths, settings, model, service, transcript_session or session_id, exclude_sessions, one_shot=not upkeep
+        ),
     )
     feature.reflection = reflection
     return MemoryOpening(feature)
 
 
-def _reflect_in_background(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService",
-                           warn: Callable[[str], None]) -> "threading.Thread | None":
+def _reflect_in_background(
+    paths: ProjectPaths, settings: Settings, model: ChatModel, service: MemoryService, warn: Callable[[str], None]
+) -> threading.Thread | None:
     """The periodic reflection pass (``memory_reflect_every_days``, off by default; ``memory.reflection``)."""
     if settings.memory_reflect_every_days <= 0:
         return None
@@ -424,14 +466,19 @@ def _reflect_in_background(paths: ProjectPaths, settings: Settings, model: ChatM
     from memagent.memory.reflection import model_ask, reflect_in_background
 
     try:
-        return reflect_in_background(service, LearningHistory.for_paths(paths), settings.memory_reflect_every_days,
-                                     model_ask(model, settings.small_model), warn)
+        return reflect_in_background(
+            service,
+            LearningHistory.for_paths(paths),
+            settings.memory_reflect_every_days,
+            model_ask(model, settings.small_model),
+            warn,
+        )
     except Exception as exc:
         warn(f"memory reflection skipped: {one_line(exc)}")
         return None
 
 
-def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], None]) -> None:
+def _decay(service: MemoryService, paths: ProjectPaths, warn: Callable[[str], None]) -> None:
     """Confidence decay for never-used cards; runs at most once a day, bounded work."""
     try:
         from memagent.memory.history import LearningHistory
@@ -442,8 +489,9 @@ def _decay(service: "MemoryService", paths: ProjectPaths, warn: Callable[[str], 
         warn(f"memory decay skipped: {one_line(exc)}")
 
 
-def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None], prefetch: bool = True,
-                           upkeep: bool = True) -> None:
+def _warm_up_in_background(
+    service: MemoryService, warn: Callable[[str], None], prefetch: bool = True, upkeep: bool = True
+) -> None:
     """Bring the index up to date off the critical path (the first search would pay for it);
     what the user should know (an index rebuilt, a card file skipped) becomes a warning."""
 
@@ -458,8 +506,16 @@ def _warm_up_in_background(service: "MemoryService", warn: Callable[[str], None]
     threading.Thread(target=warm, name="memagent-memory-warm-up", daemon=True).start()
 
 
-def _start_catch_up(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService",
-                    session_id: str, exclude: Sequence[str], *, one_shot: bool) -> CatchUpRun:
+def _start_catch_up(
+    paths: ProjectPaths,
+    settings: Settings,
+    model: ChatModel,
+    service: MemoryService,
+    session_id: str,
+    exclude: Sequence[str],
+    *,
+    one_shot: bool,
+) -> CatchUpRun:
     """Mark this session live, then learn earlier sessions' unmined messages in the background
     (one session for a one-shot prompt); nothing when automatic extraction is off."""
     from memagent.memory.catchup import hold_live_mark
@@ -469,17 +525,25 @@ def _start_catch_up(paths: ProjectPaths, settings: Settings, model: ChatModel, s
     if not auto_extract_enabled(settings):
         return CatchUpRun(mark, None)
     skip = [session_id, *exclude]
-    return CatchUpRun(mark, lambda: catch_up_now(paths, settings, model, service, exclude=skip,
-                                                 max_sessions=1 if one_shot else None) or [])
+    return CatchUpRun(
+        mark,
+        lambda: catch_up_now(paths, settings, model, service, exclude=skip, max_sessions=1 if one_shot else None) or [],
+    )
 
 
-def _pipeline(paths: ProjectPaths, settings: Settings, model: ChatModel, service: "MemoryService", **session):
+def _pipeline(paths: ProjectPaths, settings: Settings, model: ChatModel, service: MemoryService, **session):
     from memagent.llm.tokens import lazy_counter
     from memagent.memory.history import LearningHistory
     from memagent.memory.learning import LearningPipeline
 
-    return LearningPipeline(model, service, count_tokens=lazy_counter(settings.tokenizer, settings.tokenizer_json),
-                            settings=settings, history=LearningHistory.for_paths(paths), **session)
+    return LearningPipeline(
+        model,
+        service,
+        count_tokens=lazy_counter(settings.tokenizer, settings.tokenizer_json),
+        settings=settings,
+        history=LearningHistory.for_paths(paths),
+        **session,
+    )
 
 
 def _start_learner(
@@ -487,17 +551,16 @@ def _start_learner(
     settings: Settings,
     session_id: str,
     model: ChatModel,
-    service: "MemoryService",
+    service: MemoryService,
     record: Callable[[dict], None],
     processed_ids: set[str],
     current_task: Callable[[], str | None],
-) -> "BackgroundLearner":
+) -> BackgroundLearner:
     """The pipeline writes its decision history, so `memory review` and `memory stats` see
     what was learned automatically."""
+    from memagent.llm.tokens import lazy_counter
     from memagent.memory.history import LearningHistory
     from memagent.memory.learning import BackgroundLearner, LearningPipeline
-
-    from memagent.llm.tokens import lazy_counter
 
     pipeline = LearningPipeline(
         model,

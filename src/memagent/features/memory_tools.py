@@ -7,7 +7,8 @@ it can act on (carry on without memory). Gate refusals are errors too, with the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Literal, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -34,12 +35,12 @@ class MemorySaveInput(ToolInput):
         "session: only for this session.",
     )
     confidence: float = Field(0.8, ge=0.0, le=1.0, description="How sure you are that it is true (0-1).")
-    supersedes: Optional[str] = Field(
+    supersedes: str | None = Field(
         None,
         pattern=CARD_ID_PATTERN,
         description="Id of an existing memory this one corrects (it is kept as superseded).",
     )
-    quote: Optional[str] = Field(
+    quote: str | None = Field(
         None,
         max_length=300,
         description="When the user asked you to remember this, their exact words (copied verbatim from "
@@ -50,8 +51,8 @@ class MemorySaveInput(ToolInput):
 class MemorySearchInput(ToolInput):
     query: str = Field(description="What to look for, in words.")
     k: int = Field(5, ge=1, le=20, description="How many memories to return.")
-    memory_type: Optional[MemoryType] = Field(None, description="Only memories of this type.")
-    scope: Optional[ScopeName] = Field(None, description="Only memories of this scope.")
+    memory_type: MemoryType | None = Field(None, description="Only memories of this type.")
+    scope: ScopeName | None = Field(None, description="Only memories of this scope.")
 
 
 class MemoryDeleteInput(ToolInput):
@@ -73,7 +74,7 @@ def save_effects(args: MemorySaveInput) -> Declaration:
     return declares(Effect.MEMORY_USER if args.scope == "user" else Effect.MEMORY_SAVE)
 
 
-def _service(factory: Callable[[], "MemoryService"]) -> "MemoryService":
+def _service(factory: Callable[[], MemoryService]) -> MemoryService:
     from memagent.memory.service import MemoryUnavailable
 
     try:
@@ -113,19 +114,29 @@ def _attribution(args: MemorySaveInput, ctx: ToolContext, messages: Messages | N
         return "assistant", session, ""
     traced = trace_user_quote(args.quote, args.content, *messages()) if messages is not None else None
     if traced is None:
-        return "assistant", session, (" Recorded as your inference: the quote is not the user's words in this "
-                                      "conversation (copy it verbatim from their message).")
-    return "user", traced.provenance(ctx.session_id or None), f" Recorded as the user's words (message {traced.message_id})."
+        return (
+            "assistant",
+            session,
+            (
+                " Recorded as your inference: the quote is not the user's words in this "
+                "conversation (copy it verbatim from their message)."
+            ),
+        )
+    return (
+        "user",
+        traced.provenance(ctx.session_id or None),
+        f" Recorded as the user's words (message {traced.message_id}).",
+    )
 
 
-def _saved(result: "SaveResult", note: str) -> str:
+def _saved(result: SaveResult, note: str) -> str:
     if result.status == "refused" or result.card is None:
         raise ToolError(f"memory not saved: {result.reason}")
     card = result.card
     if result.status == "duplicate":
         return f"Already remembered as [Memory#{card.id}] ({result.reason}); nothing new was saved."
     if "memory_max_cards" in result.reason:  # the quota archived others: the user is told
-        note += f" Note: {result.reason[result.reason.index('memory_max_cards'):]}."
+        note += f" Note: {result.reason[result.reason.index('memory_max_cards') :]}."
     if result.status == "superseded":
         return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}); it supersedes [Memory#{card.supersedes}].{note}"
     return f"Saved [Memory#{card.id}] ({card.memory_type}, {card.scope}).{note}"
@@ -133,7 +144,7 @@ def _saved(result: "SaveResult", note: str) -> str:
 
 # Longer than 60 lines: four small tool handlers closing over one service, kept together.
 def memory_tools(
-    service_factory: Callable[[], "MemoryService"], messages: Messages | None = None, *, user_scope: bool = True
+    service_factory: Callable[[], MemoryService], messages: Messages | None = None, *, user_scope: bool = True
 ) -> list[Tool]:
     """The four memory tools bound to a service (obtained lazily, on each call). ``messages``
     gives the conversation (messages and their transcript ids) a ``quote`` is traced in.

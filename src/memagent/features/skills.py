@@ -34,18 +34,19 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import Field
 
-from memagent.fsutil import resolves_inside
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.commands_md import Invocation, substitute, tool_rules
+from memagent.fsutil import resolves_inside
 from memagent.markers import Marker
-from memagent.tools import claude_names
 from memagent.permissions.effects import Effect, declares
+from memagent.tools import claude_names
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 SKILL_FILE = "SKILL.md"
@@ -118,7 +119,10 @@ def skill_dirs(root: Path, home: Path, user_home: Path | None = None) -> list[tu
         (home / "skills", "user"),
     ]
     if user_home is not None:
-        dirs += [(user_home / ".claude" / "skills", "user (~/.claude)"), (user_home / ".agents" / "skills", "user (~/.agents)")]
+        dirs += [
+            (user_home / ".claude" / "skills", "user (~/.claude)"),
+            (user_home / ".agents" / "skills", "user (~/.agents)"),
+        ]
     return dirs
 
 
@@ -152,7 +156,10 @@ def read_skill(path: Path, source: str) -> Skill:
         raise SkillError(f"{path}: the front matter has no description")
     model = meta.get("model")
     return Skill(
-        name=name, description=description, path=path, source=source,
+        name=name,
+        description=description,
+        path=path,
+        source=source,
         title=title if normalize_name(title) != name else "",
         argument_hint=" ".join(str(meta.get("argument-hint") or "").split()),
         allowed_tools=tool_rules(meta.get("allowed-tools")),
@@ -210,17 +217,23 @@ def _skill_file(skill: Skill, relative: str) -> str:
     if base not in target.parents:
         raise ToolError(f"{relative!r} is not inside the skill {skill.name!r}")
     if not target.is_file():
-        raise ToolError(f"the skill {skill.name!r} has no file {relative!r}; it has: {', '.join(skill.other_files()) or 'none'}")
+        raise ToolError(
+            f"the skill {skill.name!r} has no file {relative!r}; it has: {', '.join(skill.other_files()) or 'none'}"
+        )
     size = target.stat().st_size
     with target.open("rb") as handle:
         probe = handle.read(BINARY_PROBE_BYTES)
     if is_binary(probe):
-        return (f"[{relative} is a binary file ({size:,} bytes), not shown. Its path: {target} — use it from a "
-                "command (a script of the skill can read it), do not read it as text]")
+        return (
+            f"[{relative} is a binary file ({size:,} bytes), not shown. Its path: {target} — use it from a "
+            "command (a script of the skill can read it), do not read it as text]"
+        )
     text = target.read_text(encoding="utf-8", errors="replace")
     if len(text) > MAX_FILE_CHARS:
-        text = (text[:MAX_FILE_CHARS] + f"\n[… {relative} has {len(text):,} characters; only the first "
-                f"{MAX_FILE_CHARS:,} are shown. Its path: {target}]")
+        text = (
+            text[:MAX_FILE_CHARS] + f"\n[… {relative} has {len(text):,} characters; only the first "
+            f"{MAX_FILE_CHARS:,} are shown. Its path: {target}]"
+        )
     return text
 
 
@@ -345,7 +358,7 @@ class SkillsFeature(BaseFeature):
     def system_text(self) -> str | None:
         return self._text
 
-    def for_subagent(self, child: SubagentContext) -> "SkillsFeature":
+    def for_subagent(self, child: SubagentContext) -> SkillsFeature:
         return self  # the same skills, loaded by the same tool
 
 

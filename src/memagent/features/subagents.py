@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from pydantic import Field
 
@@ -85,7 +86,7 @@ class SubagentsFeature(BaseFeature):
             self._tools = [self._task_tool()]
         return list(self._tools)
 
-    def for_subagent(self, child: SubagentContext) -> "SubagentsFeature | None":
+    def for_subagent(self, child: SubagentContext) -> SubagentsFeature | None:
         """A child's own ``task`` tool, while the depth limit allows one (its definition must
         list ``task`` too)."""
         if child.depth >= self.max_depth or child.spawn is None:
@@ -93,11 +94,19 @@ class SubagentsFeature(BaseFeature):
         return SubagentsFeature(self.agents, child.spawn, child.record, child.depth, self.max_depth)
 
     def _task_tool(self) -> Tool:
-        listing = "\n".join(f"- {d.name}: {d.description} (tools: {d.describe_tools()})" for d in self.agents.definitions)
+        listing = "\n".join(
+            f"- {d.name}: {d.description} (tools: {d.describe_tools()})" for d in self.agents.definitions
+        )
 
         # The call itself only reads: each call the subagent makes goes through the gate on its own.
-        @tool("task", TaskInput, key_argument="description", description=TASK_DESCRIPTION.format(agents=listing),
-              effects=declares(Effect.READ), claude=claude_names.TASK)
+        @tool(
+            "task",
+            TaskInput,
+            key_argument="description",
+            description=TASK_DESCRIPTION.format(agents=listing),
+            effects=declares(Effect.READ),
+            claude=claude_names.TASK,
+        )
         def task(args: TaskInput, ctx: ToolContext) -> str:
             return self.run(args, ctx)
 
@@ -112,8 +121,12 @@ class SubagentsFeature(BaseFeature):
         if not args.prompt.strip():
             raise ToolError("the prompt is empty: give the agent the whole task")
         child = self.spawn(definition, args.description)
-        link = {"type": SUBAGENT_RECORD, "session_id": child.session_id, "agent": definition.name,
-                "description": args.description}
+        link = {
+            "type": SUBAGENT_RECORD,
+            "session_id": child.session_id,
+            "agent": definition.name,
+            "description": args.description,
+        }
         self.record({**link, "status": "started"})
         result: ChildResult | None = None
         try:
@@ -174,8 +187,13 @@ def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str])
     found: dict[str, Any] = {
         "status": result.stop_reason if result is not None else "cancelled",
         "tool_calls": result.tool_calls if result is not None else None,
-        "usage": {"calls": meter.calls, "input_tokens": meter.input_tokens, "output_tokens": meter.output_tokens,
-                  "cache_read_tokens": meter.cache_read_tokens, "cache_write_tokens": meter.cache_write_tokens},
+        "usage": {
+            "calls": meter.calls,
+            "input_tokens": meter.input_tokens,
+            "output_tokens": meter.output_tokens,
+            "cache_read_tokens": meter.cache_read_tokens,
+            "cache_write_tokens": meter.cache_write_tokens,
+        },
         "cost": meter.cost,
     }
     if result is not None and result.error:
@@ -191,9 +209,11 @@ def report(name: str, child: ChildAgent, result: ChildResult | None) -> str:
         raise ToolCancelled()
     meter = child.meter
     cost = "cost unknown" if meter.cost is None else f"cost {format_cost(meter.cost)}"
-    footer = (f"[subagent {name}: {result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}, "
-              f"{meter.input_tokens + meter.cache_read_tokens + meter.cache_write_tokens:,} tokens in, "
-              f"{meter.output_tokens:,} out, {cost}; transcript {child.session_id}]")
+    footer = (
+        f"[subagent {name}: {result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}, "
+        f"{meter.input_tokens + meter.cache_read_tokens + meter.cache_write_tokens:,} tokens in, "
+        f"{meter.output_tokens:,} out, {cost}; transcript {child.session_id}]"
+    )
     if result.stop_reason == "error":
         raise ToolError(f"the {name} subagent failed: {result.error or 'unknown error'} {footer}")
     answer = result.final_text.strip() or "(the subagent gave no final answer)"

@@ -4,14 +4,15 @@ tasks re-injected from ``.tasks/`` after a compaction."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal, Optional
+from typing import Literal
 
 from pydantic import Field
 
 from memagent.agent.feature import BaseFeature, SubagentContext
-from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
 from memagent.permissions.effects import Effect, declares
+from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 LIST_LIMIT = 200
@@ -27,14 +28,16 @@ class TaskCreateInput(ToolInput):
 
 class TaskUpdateInput(ToolInput):
     task_id: int = Field(description="The task to change.")
-    status: Optional[Literal["pending", "in_progress", "completed", "cancelled"]] = Field(
+    status: Literal["pending", "in_progress", "completed", "cancelled"] | None = Field(
         None, description="New status. A blocked task cannot be started or completed."
     )
-    owner: Optional[str] = Field(None, description="Who works on it (e.g. 'agent' or a name).")
+    owner: str | None = Field(None, description="Who works on it (e.g. 'agent' or a name).")
     add_blocked_by: list[int] = Field(
         default_factory=list, alias="addBlockedBy", description="Ids of tasks this task must wait for."
     )
-    add_blocks: list[int] = Field(default_factory=list, alias="addBlocks", description="Ids of tasks that must wait for this one.")
+    add_blocks: list[int] = Field(
+        default_factory=list, alias="addBlocks", description="Ids of tasks that must wait for this one."
+    )
 
 
 class TaskListInput(ToolInput):
@@ -191,7 +194,7 @@ class TaskGraphFeature(BaseFeature):
             return f"(the task graph could not be read: {exc})"
         return snapshot or None
 
-    def for_subagent(self, child: SubagentContext) -> "TaskGraphFeature":
+    def for_subagent(self, child: SubagentContext) -> TaskGraphFeature:
         return self  # one task graph per project
 
     def in_progress(self) -> str | None:

@@ -4,16 +4,17 @@ the conversation is rewound."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.llm.items import Injected
 from memagent.markers import Marker
+from memagent.permissions.effects import Effect, declares
 from memagent.todo import TodoError, TodoManager
 from memagent.tools import claude_names
-from memagent.permissions.effects import Effect, declares
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 TODO_RECORD = "todo"
@@ -23,7 +24,7 @@ class TodoItemInput(BaseModel):
     # Extra keys are tolerated inside an item: they are dropped, not an error worth a round trip.
     model_config = ConfigDict(extra="ignore")
 
-    id: Union[int, str] = Field(description="A short stable id, e.g. 1, 2, 3.")
+    id: int | str = Field(description="A short stable id, e.g. 1, 2, 3.")
     text: str = Field(description="What to do, in one line.")
     status: Literal["pending", "in_progress", "completed"] = Field(
         description="Exactly one item may be in_progress at a time."
@@ -78,15 +79,16 @@ class TodoFeature(BaseFeature):
 
     def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
         """The list as the last ``todo`` record still in effect left it (empty without one)."""
-        last = next((r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)),
-                    None)
+        last = next(
+            (r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)), None
+        )
         try:
             self.manager.update(last["items"] if last else [])
         except TodoError:
             self.manager.update([])
         self._record({"type": TODO_RECORD, "items": self.manager.items})
 
-    def for_subagent(self, child: SubagentContext) -> "TodoFeature":
+    def for_subagent(self, child: SubagentContext) -> TodoFeature:
         """A subagent keeps a checklist of its own, saved in its own transcript."""
         return TodoFeature(TodoManager(), child.record)
 

@@ -15,7 +15,7 @@ catalog file (``index/catalog.sqlite3``) and is created on first use.
 from __future__ import annotations
 
 import sqlite3
-from typing import Sequence
+from collections.abc import Sequence
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS arrivals (id TEXT PRIMARY KEY)"
 

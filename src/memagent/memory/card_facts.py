@@ -23,8 +23,8 @@ the mentions, so a reader rebuilds its entity index only when they changed.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Iterable, Sequence
 
 from memagent.memory.cards import MemoryCard, iso_utc
 from memagent.memory.entities import EntityIndex, Mention, mentions_in
@@ -48,8 +48,7 @@ def create_tables(db: sqlite3.Connection) -> None:
     """Create the tables (idempotent; run when the catalog opens, outside any transaction). A
     catalog without cards yet has nothing to :func:`fill` later."""
     db.executescript(_SCHEMA)
-    db.execute("INSERT OR IGNORE INTO meta SELECT 'card_facts', ? WHERE NOT EXISTS (SELECT 1 FROM cards)",
-               (VERSION,))
+    db.execute("INSERT OR IGNORE INTO meta SELECT 'card_facts', ? WHERE NOT EXISTS (SELECT 1 FROM cards)", (VERSION,))
 
 
 def _bump(db: sqlite3.Connection) -> None:
@@ -64,11 +63,15 @@ def put(db: sqlite3.Connection, card: MemoryCard) -> None:
         db.execute(f"DELETE FROM {table} WHERE id = ?", (card.id,))
     if card.supersedes or card.superseded_by:
         db.execute("INSERT INTO card_links VALUES (?, ?, ?)", (card.id, card.supersedes, card.superseded_by))
-    db.executemany("INSERT INTO card_periods VALUES (?, ?, ?)",
-                   [(card.id, iso_utc(start), iso_utc(stop)) for start, stop in periods_in(card.content, card.created_at)])
+    db.executemany(
+        "INSERT INTO card_periods VALUES (?, ?, ?)",
+        [(card.id, iso_utc(start), iso_utc(stop)) for start, stop in periods_in(card.content, card.created_at)],
+    )
     mentions = mentions_in(card.content)
-    db.executemany("INSERT INTO card_mentions VALUES (?, ?, ?, ?, ?, ?)",
-                   [(card.id, m.name, m.kind, m.description, m.role, m.topic) for m in mentions])
+    db.executemany(
+        "INSERT INTO card_mentions VALUES (?, ?, ?, ?, ?, ?)",
+        [(card.id, m.name, m.kind, m.description, m.role, m.topic) for m in mentions],
+    )
     if mentions or had_mentions:
         _bump(db)
 
@@ -114,20 +117,24 @@ def fill(db: sqlite3.Connection) -> int:
 def _in_batches(db: sqlite3.Connection, sql: str, ids: Sequence[str]) -> Iterable[tuple]:
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), _BATCH):
-        batch = unique[start:start + _BATCH]
+        batch = unique[start : start + _BATCH]
         yield from db.execute(sql.format(marks=",".join("?" * len(batch))), batch)
 
 
 def links(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
     """(supersedes, superseded_by) of the given cards that have a link."""
-    return {row[0]: (row[1], row[2]) for row in
-            _in_batches(db, "SELECT id, supersedes, superseded_by FROM card_links WHERE id IN ({marks})", ids)}
+    return {
+        row[0]: (row[1], row[2])
+        for row in _in_batches(db, "SELECT id, supersedes, superseded_by FROM card_links WHERE id IN ({marks})", ids)
+    }
 
 
 def successors(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
     """older id -> newer id, for cards another card says it supersedes."""
-    return {row[0]: row[1] for row in
-            _in_batches(db, "SELECT supersedes, id FROM card_links WHERE supersedes IN ({marks})", ids)}
+    return {
+        row[0]: row[1]
+        for row in _in_batches(db, "SELECT supersedes, id FROM card_links WHERE supersedes IN ({marks})", ids)
+    }
 
 
 def periods(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[Period]]:
@@ -149,8 +156,9 @@ def contents(db: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str]
 def definitions(db: sqlite3.Connection, ids: Sequence[str]) -> dict[str, list[str]]:
     """The systems each of the given cards defines ("X is the billing backend")."""
     found: dict[str, list[str]] = {}
-    for card_id, name in _in_batches(db, "SELECT id, name FROM card_mentions WHERE kind = 'system' AND id IN ({marks})",
-                                     ids):
+    for card_id, name in _in_batches(
+        db, "SELECT id, name FROM card_mentions WHERE kind = 'system' AND id IN ({marks})", ids
+    ):
         found.setdefault(card_id, []).append(name)
     return found
 
@@ -162,9 +170,24 @@ def revision(db: sqlite3.Connection) -> int:
 
 def entity_index(db: sqlite3.Connection) -> EntityIndex:
     rows = db.execute("SELECT name, kind, description, role, topic FROM card_mentions ORDER BY rowid")
-    return EntityIndex.of(Mention(name, kind, description or "", role or "", topic or "") for name, kind, description,
-                          role, topic in rows)
+    return EntityIndex.of(
+        Mention(name, kind, description or "", role or "", topic or "") for name, kind, description, role, topic in rows
+    )
 
 
-__all__ = ["VERSION", "clear", "contents", "definitions", "create_tables", "entity_index", "fill", "is_filled", "links", "periods", "put", "remove",
-           "revision", "successors"]
+__all__ = [
+    "VERSION",
+    "clear",
+    "contents",
+    "definitions",
+    "create_tables",
+    "entity_index",
+    "fill",
+    "is_filled",
+    "links",
+    "periods",
+    "put",
+    "remove",
+    "revision",
+    "successors",
+]

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
@@ -166,7 +167,7 @@ class CardFiles:
     identity: str | None = None  # the project's identity, recorded with its first card
     # records what is written and judges what is read (see ``memory.provenance``); None: the
     # files stand as written (the user's own store)
-    witness: "Witness | None" = None
+    witness: Witness | None = None
 
     def portable(self, card: MemoryCard, private: bool) -> MemoryCard:
         """The card as a shared file of a project store holds it: scoped by the project's identity

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from datetime import datetime, timezone
-from typing import Any, Literal, Mapping, get_args
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-MemoryType = Literal[
-    "preference", "fact", "skill", "habit", "event", "context", "constraint", "decision", "procedure"
-]
+MemoryType = Literal["preference", "fact", "skill", "habit", "event", "context", "constraint", "decision", "procedure"]
 Scope = Literal["user", "project", "session"]
 # "import": brought in by ``memagent memory import``; "repository": a card file this machine did
 # not write (team knowledge, see ``memory.provenance``)
@@ -45,14 +44,14 @@ def new_card_id() -> str:
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def to_utc(value: datetime) -> datetime:
     """Naive datetimes are taken to be UTC; aware ones are converted."""
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def iso_utc(value: datetime) -> str:
@@ -149,7 +148,7 @@ class MemoryCard(BaseModel):
         return meta
 
     @classmethod
-    def from_record(cls, card_id: str, document: str | None, metadata: Mapping[str, Any] | None) -> "MemoryCard":
+    def from_record(cls, card_id: str, document: str | None, metadata: Mapping[str, Any] | None) -> MemoryCard:
         """Inverse of :meth:`to_metadata`; raises ``ValueError`` on a malformed record."""
         data: dict[str, Any] = dict(metadata or {})
         for key in _JSON_KEYS:

@@ -21,18 +21,19 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
 
 from memagent.fsutil import make_dirs
 from memagent.memory import card_facts
-from memagent.memory.cards import MemoryCard, iso_utc
 from memagent.memory.cardfiles import Stamp
+from memagent.memory.cards import MemoryCard, iso_utc
+from memagent.memory.catalog_entry import Entry, entry_from_row, parse_time
 from memagent.memory.lexical import LexicalIndex, term_counts, top_k_pruned
-from memagent.memory.ranking import CardSignals
+from memagent.memory.postings import CatalogPostings
 
 SCHEMA_VERSION = "3"
 MIGRATABLE = {"2"}  # schemas brought up to date in place (else the catalog is rebuilt from the files)
@@ -80,54 +81,6 @@ def digest_of(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
 
 
-def _parse_time(raw: str | None) -> datetime | None:
-    if not raw:
-        return None
-    try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class Entry:
-    """What ranking, listing and filtering need about a card, without reading its file."""
-
-    id: str
-    memory_type: str
-    scope: str
-    scope_id: str | None
-    confidence: float
-    importance: float
-    status: str
-    created_at: datetime | None
-    last_used_at: datetime | None
-    task_hint: str | None
-    person: str | None
-    thread: str | None
-    position: int | None
-    private: bool
-    source: str
-    uses: int = 0  # times retrieved, injected or cited (``memory.usage``)
-
-    def signals(self) -> CardSignals:
-        return CardSignals(
-            id=self.id, confidence=self.confidence, importance=self.importance, scope=self.scope,
-            created_at=self.created_at, last_used_at=self.last_used_at, task_hint=self.task_hint,
-            status=self.status, person=self.person, thread=self.thread, position=self.position, source=self.source,
-            uses=self.uses,
-        )
-
-
-def _entry(row: Sequence) -> Entry:
-    return Entry(
-        id=row[0], memory_type=row[1], scope=row[2], scope_id=row[3], confidence=row[4], importance=row[5],
-        status=row[6], created_at=_parse_time(row[7]), last_used_at=_parse_time(row[8]), task_hint=row[9],
-        person=row[10], thread=row[11], position=row[12], private=bool(row[13]), source=row[14] or "assistant",
-        uses=int(row[15] or 0),
-    )
-
-
 @dataclass(frozen=True)
 class VectorWork:
     """What the vector index lacks: ids to delete, and (id, content, active) to (re)embed or move."""
@@ -158,8 +111,9 @@ class Catalog:
         if self._db is None:
             make_dirs(self.path.parent)
             try:
-                db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                     check_same_thread=False)
+                db = sqlite3.connect(
+                    str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                )
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA secure_delete = ON")
                 db.execute("PRAGMA synchronous = NORMAL")
@@ -239,8 +193,9 @@ class Catalog:
 
     def put(self, db: sqlite3.Connection, card: MemoryCard, path: Path, stamp: Stamp | None, private: bool) -> None:
         """Insert or replace a card's row and postings (inside ``transaction``)."""
-        old = db.execute("SELECT active, length, vec_digest, vec_active, last_used_at, uses FROM cards WHERE id = ?",
-                         (card.id,)).fetchone()
+        old = db.execute(
+            "SELECT active, length, vec_digest, vec_active, last_used_at, uses FROM cards WHERE id = ?", (card.id,)
+        ).fetchone()
         counts = term_counts(card.content, card.backstory or "", self.params.context_weight)
         length = float(sum(counts.values()))
         digest = digest_of(card.content)
@@ -258,17 +213,40 @@ class Catalog:
             "INSERT INTO postings VALUES (?, ?, ?, ?, ?)",
             [(term, card.id, tf, length, int(card.active)) for term, tf in counts.items()],
         )
-        db.executemany("INSERT INTO lexicon VALUES (?, ?, 1) ON CONFLICT (term, active) DO UPDATE SET df = df + 1",
-                       [(term, int(card.active)) for term in counts])
+        db.executemany(
+            "INSERT INTO lexicon VALUES (?, ?, 1) ON CONFLICT (term, active) DO UPDATE SET df = df + 1",
+            [(term, int(card.active)) for term in counts],
+        )
         self._adjust_totals(db, card.active, 1, length)
         sessions = " ".join(sorted({p.session_id for p in (card.provenance, *card.merged_from) if p.session_id}))
         db.execute(
             "INSERT OR REPLACE INTO cards VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                card.id, str(path), *(stamp or (None, None, None)), int(private), card.content, digest, length,
-                int(card.active), card.status, card.memory_type, card.scope, card.scope_id, card.source,
-                card.provenance.session_id, card.provenance.turn, sessions, card.confidence, card.importance,
-                iso_utc(card.created_at), last_used, card.task_hint, card.person, vec_digest, vec_active, uses,
+                card.id,
+                str(path),
+                *(stamp or (None, None, None)),
+                int(private),
+                card.content,
+                digest,
+                length,
+                int(card.active),
+                card.status,
+                card.memory_type,
+                card.scope,
+                card.scope_id,
+                card.source,
+                card.provenance.session_id,
+                card.provenance.turn,
+                sessions,
+                card.confidence,
+                card.importance,
+                iso_utc(card.created_at),
+                last_used,
+                card.task_hint,
+                card.person,
+                vec_digest,
+                vec_active,
+                uses,
                 card.model_dump_json(),
             ),
         )
@@ -325,7 +303,7 @@ class Catalog:
             batch = unique[start : start + 500]
             marks = ",".join("?" * len(batch))
             for row in self.db().execute(f"SELECT {_ENTRY_COLUMNS} FROM cards WHERE id IN ({marks})", batch):
-                found[row[0]] = _entry(row)
+                found[row[0]] = entry_from_row(row)
         return found
 
     def note_use(self, db: sqlite3.Connection, ids: Sequence[str], when: datetime) -> list[str]:
@@ -345,7 +323,9 @@ class Catalog:
             stamp = iso_utc(when)
             cursor = db.execute(
                 "UPDATE cards SET uses = uses + ?, last_used_at = CASE WHEN last_used_at IS NULL OR last_used_at < ? "
-                "THEN ? ELSE last_used_at END WHERE id = ?", (times, stamp, stamp, card_id))
+                "THEN ? ELSE last_used_at END WHERE id = ?",
+                (times, stamp, stamp, card_id),
+            )
             if cursor.rowcount:
                 done.append(card_id)
         return done
@@ -358,7 +338,7 @@ class Catalog:
             batch = unique[start : start + 500]
             marks = ",".join("?" * len(batch))
             for row in self.db().execute(f"SELECT id, last_used_at, uses FROM cards WHERE id IN ({marks})", batch):
-                found[row[0]] = (_parse_time(row[1]), int(row[2] or 0))
+                found[row[0]] = (parse_time(row[1]), int(row[2] or 0))
         return found
 
     def cards(self, ids: Sequence[str]) -> dict[str, tuple[str, Stamp, str]]:
@@ -381,7 +361,7 @@ class Catalog:
     def all_entries(self, active: bool | None = None) -> Iterator[Entry]:
         where, args = ("WHERE active = ?", (int(active),)) if active is not None else ("", ())
         for row in self.db().execute(f"SELECT {_ENTRY_COLUMNS} FROM cards {where}", args):
-            yield _entry(row)
+            yield entry_from_row(row)
 
     def count(self, active: bool | None = None) -> int:
         if active is None:  # from the running totals: COUNT(*) reads a whole index
@@ -411,8 +391,12 @@ class Catalog:
         return [r[0] for r in self.db().execute(f"SELECT id FROM cards WHERE {where}", args)]
 
     def ids_with_prefix(self, prefix: str) -> list[str]:
-        return [r[0] for r in self.db().execute("SELECT id FROM cards WHERE id >= ? AND id < ? LIMIT 3",
-                                                (prefix, prefix + "\uffff"))]
+        return [
+            r[0]
+            for r in self.db().execute(
+                "SELECT id FROM cards WHERE id >= ? AND id < ? LIMIT 3", (prefix, prefix + "\uffff")
+            )
+        ]
 
     def grouped(self, column: str, active: bool | None) -> Counter:
         where, args = ("WHERE active = ?", (int(active),)) if active is not None else ("", ())
@@ -422,15 +406,17 @@ class Catalog:
     def lexical(self, query: str, k: int, active: bool) -> list[tuple[str, float]]:
         """BM25 over this store's active (or inactive) cards, scored exactly as
         :class:`LexicalIndex` does (see ``lexical.top_k_pruned`` for what is read)."""
-        return top_k_pruned(self.params, _Postings(self.db(), int(active)), query, k)
+        return top_k_pruned(self.params, CatalogPostings(self.db(), int(active)), query, k)
 
     # -- vector bookkeeping --------------------------------------------------------------
 
     def vector_work(self, limit: int | None = None) -> VectorWork:
         db = self.db()
         deletes = [r[0] for r in db.execute("SELECT id FROM vector_deletes")]
-        sql = ("SELECT id, content, active, vec_digest IS NOT NULL AND vec_digest = digest FROM cards "
-               "WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active")
+        sql = (
+            "SELECT id, content, active, vec_digest IS NOT NULL AND vec_digest = digest FROM cards "
+            "WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active"
+        )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         embed, moves = [], []
@@ -443,8 +429,12 @@ class Catalog:
 
     def pending_digests(self) -> list[tuple[str, str, bool]]:
         """(id, content digest, active) of every card the vector index lacks."""
-        return [(r[0], r[1], bool(r[2])) for r in self.db().execute(
-            "SELECT id, digest, active FROM cards WHERE vec_digest IS NULL OR vec_digest != digest")]
+        return [
+            (r[0], r[1], bool(r[2]))
+            for r in self.db().execute(
+                "SELECT id, digest, active FROM cards WHERE vec_digest IS NULL OR vec_digest != digest"
+            )
+        ]
 
     def shared_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of these cards are shared (committed), not private."""
@@ -452,8 +442,9 @@ class Catalog:
         for start in range(0, len(ids), 500):
             batch = list(ids[start : start + 500])
             marks = ",".join("?" * len(batch))
-            found.update(r[0] for r in self.db().execute(
-                f"SELECT id FROM cards WHERE private = 0 AND id IN ({marks})", batch))
+            found.update(
+                r[0] for r in self.db().execute(f"SELECT id FROM cards WHERE private = 0 AND id IN ({marks})", batch)
+            )
         return found
 
     def digests(self, ids: Sequence[str]) -> list[str]:
@@ -466,21 +457,30 @@ class Catalog:
         return found
 
     def pending_vectors(self) -> int:
-        row = self.db().execute(
-            "SELECT COUNT(*) FROM cards WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active"
-        ).fetchone()
+        row = (
+            self.db()
+            .execute(
+                "SELECT COUNT(*) FROM cards WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active"
+            )
+            .fetchone()
+        )
         return int(row[0])
 
-    def mark_indexed(self, db: sqlite3.Connection, done: Sequence[tuple[str, bool]],
-                     digests: Sequence[str] | None = None) -> None:
+    def mark_indexed(
+        self, db: sqlite3.Connection, done: Sequence[tuple[str, bool]], digests: Sequence[str] | None = None
+    ) -> None:
         """Record that the index holds these cards' vectors; given the ``digests`` of the contents
         that were embedded, a card whose content changed since stays pending."""
         if digests is None:
-            db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ?",
-                           [(int(active), card_id) for card_id, active in done])
+            db.executemany(
+                "UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ?",
+                [(int(active), card_id) for card_id, active in done],
+            )
             return
-        db.executemany("UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ? AND digest = ?",
-                       [(int(active), card_id, digest) for (card_id, active), digest in zip(done, digests)])
+        db.executemany(
+            "UPDATE cards SET vec_digest = digest, vec_active = ? WHERE id = ? AND digest = ?",
+            [(int(active), card_id, digest) for (card_id, active), digest in zip(done, digests)],
+        )
 
     def mark_deleted(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
         db.executemany("DELETE FROM vector_deletes WHERE id = ?", [(i,) for i in ids])
@@ -497,8 +497,10 @@ class Catalog:
         db.execute("INSERT OR REPLACE INTO near_duplicates VALUES (?, ?, ?)", (first, second, similarity))
 
     def near_duplicates(self) -> list[tuple[str, str, float]]:
-        return [(r[0], r[1], r[2]) for r in self.db().execute(
-            "SELECT a, b, similarity FROM near_duplicates ORDER BY similarity DESC")]
+        return [
+            (r[0], r[1], r[2])
+            for r in self.db().execute("SELECT a, b, similarity FROM near_duplicates ORDER BY similarity DESC")
+        ]
 
     def drop_near_duplicate(self, db: sqlite3.Connection, a: str, b: str) -> None:
         first, second = sorted((a, b))
@@ -519,49 +521,6 @@ def read_stamps(path: Path) -> dict[str, tuple[str, Stamp]] | None:
     except sqlite3.Error:
         return None
     return {r[0]: (r[1], (r[2], r[3], r[4])) for r in rows}
-
-
-class _Postings:
-    """One activity class of the catalog's inverted index, as ``lexical.top_k_pruned`` reads it."""
-
-    def __init__(self, db: sqlite3.Connection, active: int) -> None:
-        self.db, self.active = db, active
-
-    def size(self) -> tuple[int, float]:
-        row = self.db.execute("SELECT n, length FROM totals WHERE active = ?", (self.active,)).fetchone()
-        return (int(row[0]), float(row[1])) if row else (0, 0.0)
-
-    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
-        wanted = list(terms)
-        marks = ",".join("?" * len(wanted))
-        return dict(self.db.execute(f"SELECT term, df FROM lexicon WHERE active = ? AND term IN ({marks})",
-                                    (self.active, *wanted)))
-
-    def postings(self, term: str) -> list[tuple[str, float, float]]:
-        return self.db.execute("SELECT id, tf, length FROM postings WHERE term = ? AND active = ?",
-                               (term, self.active)).fetchall()
-
-    def best_holding(self, scales: Mapping[str, float], norm: float, slope: float, factor: Sequence[float],
-                     limit: int) -> list[tuple[str, float]]:
-        """See ``lexical.PostingSource.best_holding``: one aggregate query, scored in SQLite."""
-        terms = list(scales)
-        scale = "CASE term " + "WHEN ? THEN ? " * len(terms) + "END"
-        shared = "CASE COUNT(*) " + "WHEN ? THEN ? " * (len(factor) - 1) + "END"
-        sql = (f"SELECT id, SUM(({scale}) * tf / ((tf + ?) + (? * length))) * ({shared}) AS score "
-               f"FROM postings WHERE active = ? AND term IN ({','.join('?' * len(terms))}) "
-               f"GROUP BY id ORDER BY score DESC, id DESC LIMIT ?")
-        args = [*(x for t in terms for x in (t, scales[t])), norm, slope,
-                *(x for n in range(1, len(factor)) for x in (n, factor[n])), self.active, *terms, int(limit)]
-        return self.db.execute(sql, args).fetchall()
-
-    def lookup(self, term: str, ids: list[str]) -> list[tuple[str, float, float]]:
-        found: list[tuple[str, float, float]] = []
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            found.extend(self.db.execute(f"SELECT id, tf, length FROM postings WHERE term = ? AND active = ? "
-                                         f"AND id IN ({marks})", (term, self.active, *batch)))
-        return found
 
 
 def _migrate(db: sqlite3.Connection, schema: str) -> None:

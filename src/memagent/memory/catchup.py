@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from memagent.fsutil import make_dirs
 from memagent.memory.history import LearningHistory
@@ -61,7 +62,7 @@ class FileLock:
         self.path = path
 
     @classmethod
-    def try_hold(cls, path: Path, memory_dir: Path) -> "FileLock | None":
+    def try_hold(cls, path: Path, memory_dir: Path) -> FileLock | None:
         """The lock on ``path`` (inside the index folder of the store at ``memory_dir``), or
         ``None`` when another process holds it."""
         ensure_index(memory_dir)  # the local part and its .gitignore first: a lock is never staged
@@ -136,13 +137,11 @@ def _started(records: Sequence[dict[str, Any]]) -> date:
         stamp = record.get("time")
         if isinstance(stamp, str):
             with suppress(ValueError):
-                return datetime.fromisoformat(stamp).astimezone(timezone.utc).date()
-    return datetime.now(timezone.utc).date()
+                return datetime.fromisoformat(stamp).astimezone(UTC).date()
+    return datetime.now(UTC).date()
 
 
-def unmined_messages(
-    session_id: str, records: Sequence[dict[str, Any]], mined_before: Iterable[str] = ()
-) -> Unmined:
+def unmined_messages(session_id: str, records: Sequence[dict[str, Any]], mined_before: Iterable[str] = ()) -> Unmined:
     """The session's own messages (not those a resume copied in) that nobody mined yet."""
     mined = {str(i) for i in mined_before}
     for record in records:
@@ -214,18 +213,27 @@ def plan(
     return chosen, settled
 
 
-def record_mined(history: LearningHistory, session_id: str, ids: Sequence[str], *, complete: bool = False,
-                 stored: Sequence[str] = ()) -> None:
+def record_mined(
+    history: LearningHistory, session_id: str, ids: Sequence[str], *, complete: bool = False, stored: Sequence[str] = ()
+) -> None:
     """Write down that ``ids`` of ``session_id`` were mined (never mined again)."""
-    history.append({"kind": MINED, "session_id": session_id, "ids": list(ids), "stored": list(stored) or None,
-                    "complete": True if complete else None})
+    history.append(
+        {
+            "kind": MINED,
+            "session_id": session_id,
+            "ids": list(ids),
+            "stored": list(stored) or None,
+            "complete": True if complete else None,
+        }
+    )
 
 
 PipelineFactory = Callable[..., Any]  # (session_id=, session_date=, processed_ids=, record=) -> LearningPipeline
 
 
-def mine(pending: Sequence[Unmined], history: LearningHistory, settled: Sequence[str],
-         make_pipeline: PipelineFactory) -> list[Any]:
+def mine(
+    pending: Sequence[Unmined], history: LearningHistory, settled: Sequence[str], make_pipeline: PipelineFactory
+) -> list[Any]:
     """Mine each pending session with its own pipeline (cards carry that session's id and date);
     every part mined is recorded as it succeeds. Returns the :class:`LearningReport` of each
     session; a failure is its report (``error`` set) and leaves the rest for a later start."""
@@ -236,9 +244,12 @@ def mine(pending: Sequence[Unmined], history: LearningHistory, settled: Sequence
     reports = []
     for found in pending:
         pipeline = make_pipeline(
-            session_id=found.session_id, session_date=found.started, processed_ids=found.mined,
-            record=lambda rec, sid=found.session_id: record_mined(history, sid, rec.get("ids") or (),
-                                                                   stored=rec.get("stored") or ()),
+            session_id=found.session_id,
+            session_date=found.started,
+            processed_ids=found.mined,
+            record=lambda rec, sid=found.session_id: record_mined(
+                history, sid, rec.get("ids") or (), stored=rec.get("stored") or ()
+            ),
         )
         try:
             report = pipeline.process(found.messages, found.ids, "catch_up")

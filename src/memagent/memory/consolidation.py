@@ -22,8 +22,9 @@ Every decision is appended to the learning history (:mod:`memagent.memory.histor
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -112,14 +113,27 @@ def parse_actions(text: str) -> dict[int, ActionItem] | None:
 # -- the store side ---------------------------------------------------------------------------
 
 
-def similar_cards(service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE) -> list[MemoryCard]:
+def similar_cards(
+    service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE
+) -> list[MemoryCard]:
     """Active cards of the candidate's scope that are about the same thing, best first. A
     procedure with no procedure among them also meets the best procedure of its scope at a lower
     bar (``memory.procedures``): a new way to do a task shares few words with the old one."""
-    hits = [h for h in service.search(candidate.content, k, scope=candidate.scope, min_score=min_relevance) if h.card.active]
+    hits = [
+        h for h in service.search(candidate.content, k, scope=candidate.scope, min_score=min_relevance) if h.card.active
+    ]
     if candidate.memory_type == "procedure" and not any(h.card.memory_type == "procedure" for h in hits):
-        hits += [h for h in service.search(candidate.content, 1, memory_type="procedure", scope=candidate.scope,
-                                           min_score=min(min_relevance, PROCEDURE_RELEVANCE)) if h.card.active]
+        hits += [
+            h
+            for h in service.search(
+                candidate.content,
+                1,
+                memory_type="procedure",
+                scope=candidate.scope,
+                min_score=min(min_relevance, PROCEDURE_RELEVANCE),
+            )
+            if h.card.active
+        ]
         if hits and hits[-1].card.memory_type == "procedure":
             return [h.card for h in hits[:-1] if _near_best(h, hits[:-1])] + [hits[-1].card]
     return [h.card for h in hits if _near_best(h, hits)]
@@ -198,7 +212,9 @@ class Consolidator:
                 continue
             target = shown.get(chosen.target) if chosen.target is not None else None
             if chosen.action in ("UPDATE", "CONTRADICT") and target is None:
-                decisions.append(self._log(Decision(item.candidate, "SKIPPED", reason=f"{chosen.action} without a valid target")))
+                decisions.append(
+                    self._log(Decision(item.candidate, "SKIPPED", reason=f"{chosen.action} without a valid target"))
+                )
                 continue
             decisions.append(self._apply(item.candidate, chosen.action, target, "model decision"))
         return decisions
@@ -249,7 +265,9 @@ class Consolidator:
         if result.status == "refused" or result.card is None:
             return self._log(Decision(candidate, "REFUSED", reason=result.reason or "refused by the write gate"))
         if result.status == "duplicate":
-            return self._log(Decision(candidate, "DUPLICATE", card_id=result.card.id, target_id=result.card.id, reason=result.reason))
+            return self._log(
+                Decision(candidate, "DUPLICATE", card_id=result.card.id, target_id=result.card.id, reason=result.reason)
+            )
         card = result.card
         target_id = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
         if self.hold_for_review or candidate.hold:
@@ -258,7 +276,9 @@ class Consolidator:
             self.service.update_card(card.id, status="archived", supersedes=None)
             if target_id is not None:
                 self.service.update_card(target_id, status="active", superseded_by=None, touch=False)
-            decision = Decision(candidate, action, card_id=card.id, target_id=target_id, reason=f"{why}; held for review")
+            decision = Decision(
+                candidate, action, card_id=card.id, target_id=target_id, reason=f"{why}; held for review"
+            )
             decision.pending = True
             return self._log(decision)
         if target_id is not None:
@@ -273,10 +293,16 @@ class Consolidator:
         if reinforce is None or not target.active:
             return False
         try:
-            evidence = MemoryCard(content=candidate.content, memory_type=candidate.memory_type, scope=candidate.scope,
-                                  source=candidate.source, provenance=candidate.provenance(self.session_id),
-                                  confidence=candidate.confidence, importance=candidate.importance,
-                                  files=list(candidate.files))
+            evidence = MemoryCard(
+                content=candidate.content,
+                memory_type=candidate.memory_type,
+                scope=candidate.scope,
+                source=candidate.source,
+                provenance=candidate.provenance(self.session_id),
+                confidence=candidate.confidence,
+                importance=candidate.importance,
+                files=list(candidate.files),
+            )
         except ValueError:
             return False
         return reinforce(target.id, evidence) is not None
@@ -287,9 +313,14 @@ class Consolidator:
         return decision
 
 
-TRUST_LABELS = {"user": "user-stated", "system": "user-stated", "assistant": "agent-inferred",
-                "tool": "from tool output, unverified", "import": "imported by the user",
-                "repository": "from the repository, unverified"}
+TRUST_LABELS = {
+    "user": "user-stated",
+    "system": "user-stated",
+    "assistant": "agent-inferred",
+    "tool": "from tool output, unverified",
+    "import": "imported by the user",
+    "repository": "from the repository, unverified",
+}
 
 
 def trust_label(source: str) -> str:
@@ -308,7 +339,9 @@ def consolidation_prompt(pending: Sequence[_Pending], shown: dict[int, MemoryCar
     lines = []
     for item in pending:
         c = item.candidate
-        lines.append(f"Candidate {item.number}: ({c.memory_type}, {c.scope}, from {c.source}) {' '.join(c.content.split())}")
+        lines.append(
+            f"Candidate {item.number}: ({c.memory_type}, {c.scope}, from {c.source}) {' '.join(c.content.split())}"
+        )
         for number in item.handles:
             lines.append(f"  E{number}: {_describe(shown[number])}")
     return "Decide an action for each candidate (ADD, UPDATE, CONTRADICT or NOOP):\n\n" + "\n".join(lines)

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
 
 from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now
-from memagent.memory.catalog import CatalogError, Entry
+from memagent.memory.catalog import CatalogError, Entry, digest_of
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
-from memagent.memory.catalog import digest_of
 from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
@@ -28,6 +27,7 @@ from memagent.memory.store import EmbedderInfo
 from memagent.memory.usage import UsageBuffer
 
 INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
+
 
 @dataclass(frozen=True)
 class MemoryKnobs:
@@ -85,8 +85,11 @@ class MemoryCore:
         (``memory.quota``), shared by every process of the project, instead of in this process."""
         from memagent.memory.quota import WriteLedger
 
-        self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day,
-                                 ledger=WriteLedger.of_store(store_root))
+        self._rate = RateLimiter(
+            self.gate.max_auto_writes_per_session,
+            self.gate.max_auto_writes_per_day,
+            ledger=WriteLedger.of_store(store_root),
+        )
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -230,16 +233,19 @@ class MemoryCore:
         while not self._closing:
             with self._lock, self._guard("index"):
                 info = self._embedder_info()
-                store, batch = next(((s, b) for s in self._stores_in_use()
-                                     for b in [s.next_vector_batch(info)] if b), (None, []))
+                store, batch = next(
+                    ((s, b) for s in self._stores_in_use() for b in [s.next_vector_batch(info)] if b), (None, [])
+                )
             if store is None:
                 return done
             vectors = self._embed_all([content for _, content, _ in batch]) if info.dim > 0 else [[]] * len(batch)
             with self._lock, self._guard("index"):
                 if self._closing:
                     break
-                store.store_vectors(info, [(cid, digest_of(content), active, vec)
-                                           for (cid, content, active), vec in zip(batch, vectors)])
+                store.store_vectors(
+                    info,
+                    [(cid, digest_of(content), active, vec) for (cid, content, active), vec in zip(batch, vectors)],
+                )
             done += len(batch)
         return done
 

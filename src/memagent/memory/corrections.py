@@ -32,11 +32,11 @@ a test split) measures it: ``tests/memory/test_corrections.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable, Sequence
 
-from memagent.memory.statements import OPPOSITE_OF, Statement, stem, masked, parse
+from memagent.memory.statements import OPPOSITE_OF, Statement, masked, parse, stem
 
 # Thresholds: how alike two statements' topics must be (masked cosine, or key overlap without an
 # embedder) for a changed value to count as a correction, and for a reference to the older value.
@@ -90,8 +90,9 @@ def changed_slots(old: Statement, new: Statement) -> list[str]:
     """The value slots both statements fill, with different values."""
     changed = []
     for slot in sorted(old.values.keys() & new.values.keys()):
-        if old.values[slot] != new.values[slot] and not (slot == "name" and (
-                old.values[slot] <= new.values[slot] or new.values[slot] <= old.values[slot])):
+        if old.values[slot] != new.values[slot] and not (
+            slot == "name" and (old.values[slot] <= new.values[slot] or new.values[slot] <= old.values[slot])
+        ):
             changed.append(slot)
     return changed
 
@@ -190,8 +191,14 @@ def _judge(old: Statement, new: Statement, topic: _Lazy) -> Verdict:
         return Verdict("distinct", "too little in common to be the same fact")
     if changes == 1 and kind is not None and topic >= TOPIC_UPDATE and (len(only_new) <= 2 or new.changes):
         return Verdict("updates", f"one changed slot ({kind})", kind)
-    if changes == 2 and words_differ and len(only_old) <= 1 and kind is not None and new.changes \
-            and topic >= TOPIC_REPHRASED:
+    if (
+        changes == 2
+        and words_differ
+        and len(only_old) <= 1
+        and kind is not None
+        and new.changes
+        and topic >= TOPIC_REPHRASED
+    ):
         return Verdict("updates", f"a change, reworded ({kind})", kind)
     if _retuned(slots, only_old, words_differ, new) and topic >= TOPIC_REPHRASED and not (opposite or negation):
         return Verdict("updates", "several amounts changed at once", "value")
@@ -200,8 +207,9 @@ def _judge(old: Statement, new: Statement, topic: _Lazy) -> Verdict:
     return Verdict("distinct", "another subject or relation")
 
 
-def _same_topic(old: Statement, new: Statement, only_old: set[str], only_new: set[str], negation: bool,
-                renamed: bool) -> bool:
+def _same_topic(
+    old: Statement, new: Statement, only_old: set[str], only_new: set[str], negation: bool, renamed: bool
+) -> bool:
     """A changed slot can only be a correction between statements that share most of their
     content words — two of them at least when what changed is a name ("Alice owns billing" /
     "Bob owns billing now", not "Bye Nate" / "Thanks Joanna, bye"); a flipped negation only when
@@ -297,16 +305,23 @@ class Comparer:
         return judge(first, second, lambda: self.topic(old, new) or 0.0)
 
 
-def decide(content: str, created_at: datetime, neighbours: Sequence[Neighbour], *, duplicate_at: float,
-           comparer: Comparer | None = None) -> Decision:
+def decide(
+    content: str,
+    created_at: datetime,
+    neighbours: Sequence[Neighbour],
+    *,
+    duplicate_at: float,
+    comparer: Comparer | None = None,
+) -> Decision:
     """The one rule for every way a card arrives (``memory add``, the memory tools, MCP saves,
     import, card files from a pull): neighbours are judged most similar first, the older
     statement against the newer; the first correction or restatement decides."""
     comparer = comparer or Comparer()
     for neighbour in sorted(neighbours, key=lambda n: -n.similarity):
         newer = neighbour.created_at <= created_at
-        verdict = (comparer.verdict(neighbour.content, content) if newer
-                   else comparer.verdict(content, neighbour.content))
+        verdict = (
+            comparer.verdict(neighbour.content, content) if newer else comparer.verdict(content, neighbour.content)
+        )
         if verdict.updates:
             return Decision("supersedes" if newer else "superseded", neighbour, verdict.reason)
         if verdict.relation == "restates" and neighbour.similarity >= duplicate_at:
@@ -315,6 +330,16 @@ def decide(content: str, created_at: datetime, neighbours: Sequence[Neighbour], 
 
 
 __all__ = [
-    "Comparer", "Decision", "Neighbour", "Statement", "Verdict", "changed_slots", "correction_kind", "decide", "judge",
-    "key_difference", "masked", "parse",
+    "Comparer",
+    "Decision",
+    "Neighbour",
+    "Statement",
+    "Verdict",
+    "changed_slots",
+    "correction_kind",
+    "decide",
+    "judge",
+    "key_difference",
+    "masked",
+    "parse",
 ]

@@ -40,9 +40,10 @@ import json
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memagent.errors import one_line
 from memagent.fsutil import atomic_write, make_dirs
@@ -85,7 +86,7 @@ class Embedder(Protocol):
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray": ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -105,7 +106,7 @@ def _load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS):
     return tokenizer
 
 
-def _encode_batch(tokenizer, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
+def _encode_batch(tokenizer, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     encodings = tokenizer.encode_batch(list(texts))
@@ -114,7 +115,7 @@ def _encode_batch(tokenizer, texts: Sequence[str]) -> tuple["np.ndarray", "np.nd
     return ids, mask
 
 
-def mean_pool_normalise(hidden: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Mean over the real (unpadded) tokens, then unit length: sentence-transformers' pooling."""
     import numpy as np
 
@@ -144,10 +145,10 @@ class TransformerEmbedder:
         self.fallback_reasons: list[str] = []
         self._tokenizer = _load_tokenizer(files.tokenizer, max_tokens)
 
-    def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+    def _hidden_states(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         raise EmbedderUnavailable("no forward pass")  # overridden by each backend
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         texts = [text if text.strip() else " " for text in texts]
@@ -240,8 +241,13 @@ def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> byt
     try:
         _atomic_write(path, data)
         st = path.stat()
-        meta = {"sha256": hashlib.sha256(data).hexdigest(), "weights_sha256": files.weights_sha256,
-                "graph_version": GRAPH_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        meta = {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "weights_sha256": files.weights_sha256,
+            "graph_version": GRAPH_VERSION,
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+        }
         _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
     except OSError:
         pass  # caching is an optimisation only
@@ -276,9 +282,14 @@ def cached_int8_graph_path(files: ModelFiles, cache_dir: Path | None = None) -> 
         data = partial.read_bytes()
         os.replace(partial, path)
         st = path.stat()
-        meta = {"sha256": hashlib.sha256(data).hexdigest(), "weights_sha256": files.weights_sha256,
-                "graph_version": GRAPH_VERSION, "quant_version": QUANT_VERSION,
-                "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        meta = {
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "weights_sha256": files.weights_sha256,
+            "graph_version": GRAPH_VERSION,
+            "quant_version": QUANT_VERSION,
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+        }
         _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode("utf-8"))
     except OSError as exc:
         raise EmbedderUnavailable(f"cannot cache the quantized graph in {path.parent}: {exc.strerror or exc}") from None
@@ -353,8 +364,7 @@ class OnnxEmbedder(TransformerEmbedder):
 
     name = f"{MODEL_ID}/onnx"
 
-    def __init__(self, files: ModelFiles, max_tokens: int = MAX_TOKENS,
-                 cache_dir: Path | None = None) -> None:
+    def __init__(self, files: ModelFiles, max_tokens: int = MAX_TOKENS, cache_dir: Path | None = None) -> None:
         os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime as ort
 
@@ -367,7 +377,7 @@ class OnnxEmbedder(TransformerEmbedder):
         cached = cached_graph_path(files, cache_dir)
         return str(cached) if cached is not None else load_or_build_graph(files, cache_dir)
 
-    def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+    def _hidden_states(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0]
 
 
@@ -396,14 +406,13 @@ class LexicalOnlyEmbedder:
         self.model_path: str | None = None
         self.fallback_reasons = list(fallback_reasons)
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         return np.zeros((len(texts), 0), dtype=np.float32)
 
 
 # --------------------------------------------------------------------------- loading
-
 
 
 def _make_backend(backend: str, files: ModelFiles, cache_dir: Path | None) -> Embedder:
@@ -417,7 +426,7 @@ def _make_backend(backend: str, files: ModelFiles, cache_dir: Path | None) -> Em
 
 
 def _chain_from(preference: str) -> tuple[str, ...]:
-    return BACKEND_CHAIN[BACKEND_CHAIN.index(preference):]
+    return BACKEND_CHAIN[BACKEND_CHAIN.index(preference) :]
 
 
 def _resolve_preference(preference: str) -> str:
@@ -469,7 +478,7 @@ class EmbedderHandle:
     _loading: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @classmethod
-    def of(cls, embedder: Embedder) -> "EmbedderHandle":
+    def of(cls, embedder: Embedder) -> EmbedderHandle:
         """A handle holding an embedder loaded already."""
         handle = cls(preference=getattr(embedder, "name", "auto"))
         handle._embedder = embedder

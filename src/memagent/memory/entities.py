@@ -23,34 +23,72 @@ Retrieval adds those names to the lexical query and prefers cards about the syst
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from memagent.memory.lexical import STOPWORDS, tokenize
 
-GENERIC_HEADS = frozenset(tokenize(
-    "service services backend backends server api app application tool cli utility system platform project "
-    "repo repository codebase library frontend site website program daemon bot component module"))
-ROLE_NOUNS = frozenset(tokenize(
-    "lead owner manager maintainer reviewer approver contact developer engineer architect designer director "
-    "head champion expert admin administrator dba sre captain steward on-call oncall point"))
-_ROLE_VERBS = (
-    "owns", "leads", "maintains", "manages", "reviews", "approves", "signs off on", "signs off",
-    "decides", "is responsible for", "is on call for", "handles", "built", "wrote", "set up", "designed",
-    "rotates", "coordinates", "chairs",
+GENERIC_HEADS = frozenset(
+    tokenize(
+        "service services backend backends server api app application tool cli utility system platform project "
+        "repo repository codebase library frontend site website program daemon bot component module"
+    )
 )
-_PASSIVE = ("owned by", "maintained by", "approved by", "reviewed by", "run by", "led by", "managed by",
-            "signed off by", "decided by", "handled by", "goes through", "go through")
+ROLE_NOUNS = frozenset(
+    tokenize(
+        "lead owner manager maintainer reviewer approver contact developer engineer architect designer director "
+        "head champion expert admin administrator dba sre captain steward on-call oncall point"
+    )
+)
+_ROLE_VERBS = (
+    "owns",
+    "leads",
+    "maintains",
+    "manages",
+    "reviews",
+    "approves",
+    "signs off on",
+    "signs off",
+    "decides",
+    "is responsible for",
+    "is on call for",
+    "handles",
+    "built",
+    "wrote",
+    "set up",
+    "designed",
+    "rotates",
+    "coordinates",
+    "chairs",
+)
+_PASSIVE = (
+    "owned by",
+    "maintained by",
+    "approved by",
+    "reviewed by",
+    "run by",
+    "led by",
+    "managed by",
+    "signed off by",
+    "decided by",
+    "handled by",
+    "goes through",
+    "go through",
+)
 _ASK = ("ask", "talk to", "check with", "ping", "contact")
 _NAME = r"(?:[A-Z][\w.+#]*(?:-[A-Za-z0-9]+)*)(?:\s+[A-Z][\w.+#]*(?:-[A-Za-z0-9]+)*){0,2}"
-_STOP_PHRASE = r"(?=[:;,.!?()\u2014]|\s+(?:that|which|who|where|running|written|built|with|so|because|but|and|since|when)\b|$)"
+_STOP_PHRASE = (
+    r"(?=[:;,.!?()\u2014]|\s+(?:that|which|who|where|running|written|built|with|so|because|but|and|since|when)\b|$)"
+)
 _DEFINITION = re.compile(rf"^(?P<name>{_NAME})\s+is\s+(?:our|the|a|an)\s+(?P<desc>[^:;,.!?()\u2014]+?){_STOP_PHRASE}")
 _APPOSITIVE = re.compile(rf"^(?P<name>{_NAME}),\s+(?:our|the)\s+(?P<desc>[^:;,.!?()\u2014]+?),")
 _PARENTHESIS = re.compile(rf"\b(?:our|the)\s+(?P<desc>[\w\s-]+?)\s+\((?P<name>{_NAME})\)")
 _ROLE_TOPIC = re.compile(r"^(?P<role>[\w\s-]+?)\s+(?:for|of|on|at)\s+(?P<topic>.+)$")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-_NOT_NAMES = frozenset("i we you he she they it this that these those there the a an our my ask talk check never "
-                       "always use run do don't please see since on in during after before".split())
+_NOT_NAMES = frozenset(
+    "i we you he she they it this that these those there the a an our my ask talk check never "
+    "always use run do don't please see since on in during after before".split()
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +124,12 @@ def _definition(sentence: str) -> Mention | None:
         role = _ROLE_TOPIC.match(description)
         head = tokenize(role.group("role") if role else description)
         if head and head[-1] in ROLE_NOUNS:
-            return Mention(name, "person", role=role.group("role") if role else description,
-                           topic=role.group("topic") if role else "")
+            return Mention(
+                name,
+                "person",
+                role=role.group("role") if role else description,
+                topic=role.group("topic") if role else "",
+            )
         return Mention(name, "system", description=description)
     return None
 
@@ -102,8 +144,11 @@ def _roles(sentence: str) -> Iterable[Mention]:
         if match and (name := _clean_name(match.group("name"))):
             yield Mention(name, "person", role=phrase, topic=match.group("topic").strip())
     for verb in _ASK:
-        match = re.search(rf"\b{verb}\s+(?P<name>{_NAME})\s+(?:about|before|for|on|when|if)\s+(?P<topic>[^;.!?]+)",
-                          sentence, re.IGNORECASE)
+        match = re.search(
+            rf"\b{verb}\s+(?P<name>{_NAME})\s+(?:about|before|for|on|when|if)\s+(?P<topic>[^;.!?]+)",
+            sentence,
+            re.IGNORECASE,
+        )
         if match and match.group("name")[0].isupper() and (name := _clean_name(match.group("name"))):
             yield Mention(name, "person", role=verb, topic=match.group("topic").strip())
 
@@ -157,8 +202,11 @@ class Understanding:
             return query
         name = " and ".join(sorted(self.described))
         words = list(re.finditer(r"[\w'’-]+", query))
-        matched = [i for i, w in enumerate(words) if (terms := tokenize(w.group(0)))
-                   and all(t in self.description_terms for t in terms)]
+        matched = [
+            i
+            for i, w in enumerate(words)
+            if (terms := tokenize(w.group(0))) and all(t in self.description_terms for t in terms)
+        ]
         if not matched:
             return query
         first, last = words[matched[0]], words[matched[-1]]
@@ -166,7 +214,7 @@ class Understanding:
         if matched[0] > 0 and words[matched[0] - 1].group(0).lower() in ("the", "our", "this", "that"):
             start = words[matched[0] - 1].start()
         possessive = "'s" if last.group(0).lower().endswith(("'s", "’s")) else ""
-        return query[:start] + name + possessive + query[last.end():]
+        return query[:start] + name + possessive + query[last.end() :]
 
     def lexical_query(self, query: str) -> str:
         """The query for the lexical index: described systems by their names instead of their
@@ -187,9 +235,12 @@ class MentionFinder:
     def __init__(self, systems: Iterable[str], people: Iterable[str]) -> None:
         names = sorted(systems, key=len, reverse=True)
         self._by_lower = {name.lower(): name for name in names}
-        self._systems = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE) if names else None
-        words = sorted({w for name in people for w in name.split() if len(w) >= 3 and w[:1].isupper()}, key=len,
-                       reverse=True)
+        self._systems = (
+            re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE) if names else None
+        )
+        words = sorted(
+            {w for name in people for w in name.split() if len(w) >= 3 and w[:1].isupper()}, key=len, reverse=True
+        )
         self._people = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b") if words else None
 
     def systems_in(self, text: str) -> frozenset[str]:
@@ -208,8 +259,9 @@ class EntityIndex:
     systems: dict[str, list[str]] = field(default_factory=dict)  # name -> descriptions
     people: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # name -> (role, topic)
     _finder: MentionFinder | None = field(default=None, init=False, repr=False, compare=False)
-    _descriptions: dict[str, list[tuple[str, list[str]]]] | None = field(default=None, init=False, repr=False,
-                                                                          compare=False)
+    _descriptions: dict[str, list[tuple[str, list[str]]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
     _terms: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _role_terms: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -230,7 +282,7 @@ class EntityIndex:
         return self._descriptions
 
     @classmethod
-    def of(cls, mentions: Iterable[Mention]) -> "EntityIndex":
+    def of(cls, mentions: Iterable[Mention]) -> EntityIndex:
         index = cls()
         for mention in mentions:
             if mention.kind == "system":
@@ -274,16 +326,24 @@ class EntityIndex:
         for name, parts in self.description_parts().items():
             if name in named:
                 continue
-            matched = set().union(*(_describes(terms, words, h, m) for h, m in parts if _may_describe(h, starts, generic)))
+            matched = set().union(
+                *(_describes(terms, words, h, m) for h, m in parts if _may_describe(h, starts, generic))
+            )
             if matched:
                 described.add(name)
                 used |= matched
-        people = {n for n, roles in self.people.items()
-                  if any(self._role_named(role, starts) and _holds(terms, role, topic, named | described, self)
-                         for role, topic in roles)}
+        people = {
+            n
+            for n, roles in self.people.items()
+            if any(
+                self._role_named(role, starts) and _holds(terms, role, topic, named | described, self)
+                for role, topic in roles
+            )
+        }
         itself = bool(described) and all(t in used or t in GENERIC_HEADS for t in terms)
-        return Understanding(frozenset(named | described), frozenset(people), frozenset(described), frozenset(used),
-                             itself)
+        return Understanding(
+            frozenset(named | described), frozenset(people), frozenset(described), frozenset(used), itself
+        )
 
 
 def _starts(terms: Sequence[str]) -> set[str]:

@@ -10,9 +10,9 @@ and never rewritten here (a running session appends to its transcript).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from memagent.gitsafe import GitError, run_git
 from memagent.memory.cards import SCOPES, MemoryCard

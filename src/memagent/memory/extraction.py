@@ -36,13 +36,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memagent.llm.items import Injected, Text, ToolResult, ToolUse, items as content_items
+from memagent.llm.items import Injected, Text, ToolResult, ToolUse
+from memagent.llm.items import items as content_items
 from memagent.markers import Marker, kind_of
 from memagent.memory.cards import MemoryType, Scope
 
@@ -237,8 +239,10 @@ def _render_user_text(raw: str, message_id: str, lines: list[str], segments: lis
         segments.append(Segment(message_id, "user", cleaned))
     for source, attached in attachments:
         if attached.strip():
-            lines.append(f"[#{message_id} attachment {_clip(source, TOOL_INPUT_CHARS)}]\n<tool_output>\n"
-                         f"{_clip(attached, TOOL_OUTPUT_CHARS)}\n</tool_output>")
+            lines.append(
+                f"[#{message_id} attachment {_clip(source, TOOL_INPUT_CHARS)}]\n<tool_output>\n"
+                f"{_clip(attached, TOOL_OUTPUT_CHARS)}\n</tool_output>"
+            )
             segments.append(Segment(message_id, "tool", attached.strip()))
 
 

@@ -14,8 +14,9 @@ nobody else reads them (user scope, session scope or ``--private``), may keep it
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from memagent.memory.cards import MemoryCard
 from memagent.memory.secrets import personal_data_kinds, secret_kinds

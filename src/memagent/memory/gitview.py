@@ -14,13 +14,21 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 GIT_TIMEOUT_S = 5.0
 _SAFE_CONFIG = (
-    "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
-    "-c", "core.untrackedCache=false", "-c", "protocol.allow=never",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "protocol.allow=never",
 )
 
 
@@ -29,11 +37,23 @@ def run_git(args: Sequence[str], cwd: Path) -> str | None:
     git = shutil.which("git")
     if git is None:
         return None
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": os.devnull,
+        "LC_ALL": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
     try:
-        done = subprocess.run([git, "--no-pager", *_SAFE_CONFIG, *args], cwd=cwd, env=env, capture_output=True,
-                              timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [git, "--no-pager", *_SAFE_CONFIG, *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -65,8 +85,9 @@ def changed_between(folder: Path, old: str, new: str, subfolders: Sequence[Path]
             specs.append(str(sub.resolve().relative_to(root.resolve())))
         except ValueError:
             return None
-    out = run_git(["diff", "--name-only", "--no-renames", "--no-ext-diff", "--no-textconv", "-z",
-                   old, new, "--", *specs], root)
+    out = run_git(
+        ["diff", "--name-only", "--no-renames", "--no-ext-diff", "--no-textconv", "-z", old, new, "--", *specs], root
+    )
     if out is None:
         return None
     return [root / name for name in out.split("\0") if name]

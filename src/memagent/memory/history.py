@@ -34,9 +34,10 @@ from __future__ import annotations
 import json
 import os
 import threading
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory.layout import HISTORY_NAME as LAYOUT_HISTORY_NAME
@@ -52,10 +53,10 @@ TEXT_FIELDS = ("content", "quote", "reason_text", "old_content", "new_content", 
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def history_files(paths: "ProjectPaths") -> tuple[Path, Path]:
+def history_files(paths: ProjectPaths) -> tuple[Path, Path]:
     """(project history, user history) for a :class:`memagent.config.ProjectPaths`; a store of
     the earlier layout has its local files moved first (see ``memory.layout``)."""
     for root in (Path(paths.memory), Path(paths.user_memory)):
@@ -72,7 +73,7 @@ class LearningHistory:
         self._lock = threading.Lock()
 
     @classmethod
-    def for_paths(cls, paths: "ProjectPaths") -> "LearningHistory":
+    def for_paths(cls, paths: ProjectPaths) -> LearningHistory:
         project, user = history_files(paths)
         return cls(project, user)
 
@@ -205,19 +206,19 @@ def _scrub_file(path: Path, ids: set[str]) -> int:
             out.append(json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         else:
             out.append(line)
-    atomic_write(path, b"".join(l + b"\n" for l in out), durable=True)
+    atomic_write(path, b"".join(line + b"\n" for line in out), durable=True)
     return scrubbed
 
 
 # -- module-level helpers for the CLI and other areas ----------------------------------------
 
 
-def history_for(paths: "ProjectPaths", card_id: str) -> list[dict[str, Any]]:
+def history_for(paths: ProjectPaths, card_id: str) -> list[dict[str, Any]]:
     """The learning history of one card, for ``memagent memory show ID``."""
     return LearningHistory.for_paths(paths).history_for(card_id)
 
 
-def erase(paths: "ProjectPaths", card_ids: Iterable[str]) -> int:
+def erase(paths: ProjectPaths, card_ids: Iterable[str]) -> int:
     """Erase the text of these cards from both history files (``forget`` calls this)."""
     return LearningHistory.for_paths(paths).erase(card_ids)
 
@@ -263,7 +264,7 @@ def refusal_kind(reason: str | None) -> str:
     return head[:40] or "unknown"
 
 
-def learning_stats(paths: "ProjectPaths") -> dict[str, Any]:
+def learning_stats(paths: ProjectPaths) -> dict[str, Any]:
     """Extraction runs, decisions by action, gate refusals and drops by reason, tokens spent.
 
     For ``memagent memory stats`` (merged into its output by the command's owner).

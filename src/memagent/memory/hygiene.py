@@ -23,10 +23,11 @@ Review
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
 from memagent.memory.history import LearningHistory
@@ -78,7 +79,7 @@ def _bases(history: LearningHistory) -> tuple[dict[str, float], datetime | None]
 
 
 def apply_decay(
-    service: "MemoryService",
+    service: MemoryService,
     history: LearningHistory,
     now: datetime | None = None,
     *,
@@ -127,7 +128,7 @@ def stale_note(card: MemoryCard, root: Path | str) -> str | None:
             continue
         except OSError:
             continue
-        if datetime.fromtimestamp(mtime, timezone.utc) > written + timedelta(seconds=1):
+        if datetime.fromtimestamp(mtime, UTC) > written + timedelta(seconds=1):
             notes.append(f"{name} changed since {written.date().isoformat()}")
     return "stale: " + "; ".join(notes) if notes else None
 
@@ -143,13 +144,11 @@ class ReviewItem:
     target_id: str | None = None
 
 
-def review_queue(service: "MemoryService", history: LearningHistory, limit: int = 20) -> list[ReviewItem]:
+def review_queue(service: MemoryService, history: LearningHistory, limit: int = 20) -> list[ReviewItem]:
     """Pending cards first, then the newest active automatic cards not yet reviewed."""
     records = history.records()
     reviewed = {str(r["card_id"]) for r in records if r.get("kind") == "review" and r.get("card_id")}
-    pending_records = {
-        str(r["card_id"]): r for r in records if r.get("kind") == "pending" and r.get("card_id")
-    }
+    pending_records = {str(r["card_id"]): r for r in records if r.get("kind") == "pending" and r.get("card_id")}
     items: list[ReviewItem] = []
     seen: set[str] = set()
     for card_id, record in reversed(list(pending_records.items())):
@@ -176,7 +175,7 @@ def _log_review(history: LearningHistory, card: MemoryCard, verdict: str, **extr
     history.append({"kind": "review", "card_id": card.id, "verdict": verdict, **extra}, scope=card.scope)
 
 
-def approve(service: "MemoryService", history: LearningHistory, item: ReviewItem) -> MemoryCard | None:
+def approve(service: MemoryService, history: LearningHistory, item: ReviewItem) -> MemoryCard | None:
     """Keep a card: a pending one becomes active and, if it was a correction, replaces its target."""
     card = item.card
     if item.pending:
@@ -190,7 +189,7 @@ def approve(service: "MemoryService", history: LearningHistory, item: ReviewItem
     return card
 
 
-def amend(service: "MemoryService", history: LearningHistory, item: ReviewItem, new_content: str) -> Any:
+def amend(service: MemoryService, history: LearningHistory, item: ReviewItem, new_content: str) -> Any:
     """Edit a card: a pending one is activated first, then corrected by a superseding card."""
     if item.pending:
         approve(service, history, item)
@@ -199,7 +198,9 @@ def amend(service: "MemoryService", history: LearningHistory, item: ReviewItem, 
     return result
 
 
-def reject(service: "MemoryService", history: LearningHistory, item: ReviewItem, paths: "ProjectPaths | None" = None) -> int:
+def reject(
+    service: MemoryService, history: LearningHistory, item: ReviewItem, paths: ProjectPaths | None = None
+) -> int:
     """Forget a card (erased everywhere, its history text included)."""
     erased = service.forget([item.card.id])
     _log_review(history, item.card, "forget")
@@ -211,7 +212,7 @@ def reject(service: "MemoryService", history: LearningHistory, item: ReviewItem,
     return erased
 
 
-def stale_cards(service: "MemoryService", root: Path | str, limit: int = SCAN_LIMIT) -> list[tuple[MemoryCard, str]]:
+def stale_cards(service: MemoryService, root: Path | str, limit: int = SCAN_LIMIT) -> list[tuple[MemoryCard, str]]:
     """Active cards with a stale note (for review and doctor-style listings)."""
     out = []
     for card in service.list(limit=limit):

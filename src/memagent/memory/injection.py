@@ -6,8 +6,8 @@ Injected and retrieved cards are noted as used in memory and written by :meth:`I
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from memagent.markers import Marker
 from memagent.memory.cards import MemoryCard, utc_now
@@ -33,8 +33,14 @@ def format_block(card: MemoryCard) -> str:
             origin.append(f"turn {card.provenance.turn}")
     else:
         origin.append(f"from {card.source}")
-    parts = [card.memory_type, card.scope, f"conf {card.confidence:.2f}", trust_label(card.source), " ".join(origin),
-             card.created_at.date().isoformat()]
+    parts = [
+        card.memory_type,
+        card.scope,
+        f"conf {card.confidence:.2f}",
+        trust_label(card.source),
+        " ".join(origin),
+        card.created_at.date().isoformat(),
+    ]
     meta = ", ".join(part for part in parts if part)
     content = " ".join(card.content.split())
     return f"{card.citation()} ({meta}) {content}"

@@ -48,7 +48,9 @@ LOCAL_GITIGNORE = (
     "# history, tombstones, the index). The cards to commit are in ../cards/.\n*\n"
 )
 _LEGACY_FILES = (HISTORY_NAME, TOMBSTONE_NAME)
-_LEGACY_GITIGNORE = "# Written by memagent: the index is rebuilt from the card files; private cards stay here.\nindex/\nprivate/\n"
+_LEGACY_GITIGNORE = (
+    "# Written by memagent: the index is rebuilt from the card files; private cards stay here.\nindex/\nprivate/\n"
+)
 _LEGACY_DIRS = (PRIVATE_NAME, INDEX_NAME)
 
 
@@ -107,8 +109,14 @@ def migrate_layout(root: Path, *, commit_vectors: bool = False, vectors: bool = 
     moved: list[str] = []
     entries = legacy_entries(root)
     shared_vectors = Path(root) / VECTORS_NAME
-    if (vectors and not commit_vectors and shared_vectors.is_dir() and not shared_vectors.is_symlink()
-            and not (local_dir(root) / VECTORS_NAME).exists() and not _git_tracks(shared_vectors)):
+    if (
+        vectors
+        and not commit_vectors
+        and shared_vectors.is_dir()
+        and not shared_vectors.is_symlink()
+        and not (local_dir(root) / VECTORS_NAME).exists()
+        and not _git_tracks(shared_vectors)
+    ):
         entries.append(shared_vectors)
     if not entries:
         return moved

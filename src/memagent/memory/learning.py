@@ -32,9 +32,10 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
-from typing import Any, Callable, Iterable, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
 
 from memagent.llm.items import texts
 from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_message
@@ -47,8 +48,8 @@ from memagent.memory.extraction import (
     render_messages,
     split_slice,
 )
-from memagent.memory.screening import Candidate, screen
 from memagent.memory.history import LearningHistory, learning_stats
+from memagent.memory.screening import Candidate, screen
 from memagent.memory.steering import Steering, latest_summary
 
 log = logging.getLogger("memagent.memory.learning")
@@ -63,7 +64,7 @@ class LearningError(Exception):
     trying the same slice again at once (a model or store error), unlike an answer that was
     unusable twice in a row. ``report`` is what the failed run did."""
 
-    def __init__(self, message: str, *, retry: bool = True, report: "LearningReport | None" = None) -> None:
+    def __init__(self, message: str, *, retry: bool = True, report: LearningReport | None = None) -> None:
         super().__init__(message)
         self.retry = retry
         self.report = report
@@ -154,7 +155,7 @@ def is_user_turn(message: dict[str, Any]) -> bool:
 
 
 def _today() -> date:
-    return datetime.now(timezone.utc).date()
+    return datetime.now(UTC).date()
 
 
 ServiceGetter = Callable[[], Any]
@@ -235,8 +236,14 @@ class LearningPipeline:
 
     # -- the run ----------------------------------------------------------------------------
 
-    def process(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
-                task: str | None = None, summary: str | None = None) -> LearningReport:
+    def process(
+        self,
+        messages: Sequence[dict[str, Any]],
+        ids: Sequence[str],
+        reason: str,
+        task: str | None = None,
+        summary: str | None = None,
+    ) -> LearningReport:
         """Learn from the messages not yet processed. A long slice is sent in parts (each marked
         processed and recorded as it succeeds). ``task``: the task the cards are learned under
         (default: ``task_hint()`` now); ``summary``: the session's latest compaction summary, given to
@@ -266,8 +273,14 @@ class LearningPipeline:
         self._log_run(report)
         return report
 
-    def _run(self, messages: list[dict[str, Any]], ids: list[str], report: LearningReport,
-             task: str | None = None, summary: str | None = None) -> None:
+    def _run(
+        self,
+        messages: list[dict[str, Any]],
+        ids: list[str],
+        report: LearningReport,
+        task: str | None = None,
+        summary: str | None = None,
+    ) -> None:
         rendered = render_messages(messages, ids)
         if rendered.empty:
             return
@@ -440,8 +453,9 @@ class BackgroundLearner:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str,
-               task: str | None = None) -> bool:
+    def submit(
+        self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str, task: str | None = None
+    ) -> bool:
         """Queue a slice for learning (``task``: the task its cards are learned under); returns
         ``False`` when nothing in it is new, or when automatic extraction is off
         (:func:`auto_extract_enabled`)."""
@@ -451,8 +465,7 @@ class BackgroundLearner:
         fresh = [(m, str(i)) for m, i in zip(messages, ids) if str(i) not in done]
         if not fresh:
             return False
-        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason, task,
-                   latest_summary(messages))
+        job = _Job(copy.deepcopy([m for m, _ in fresh]), [i for _, i in fresh], reason, task, latest_summary(messages))
         with self._idle:
             self._outstanding += 1
         self._ensure_thread()

@@ -6,7 +6,8 @@ from the files on first use). A record that cannot be read is skipped and named 
 from __future__ import annotations
 
 import shutil
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from memagent.errors import one_line
 from memagent.memory.cards import MemoryCard

@@ -18,8 +18,9 @@ import math
 import operator
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 _WORD = re.compile(r"[^\W_]+")
 _BY_SCORE_THEN_ID = operator.itemgetter(1, 0)  # (doc_id, score) pairs: score, then id for ties
@@ -201,7 +202,9 @@ class Corpus:
         return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
 
 
-def score_query(params: LexicalIndex, corpus: Corpus, query: str, k: int, *, raw: bool = False) -> list[tuple[str, float]]:
+def score_query(
+    params: LexicalIndex, corpus: Corpus, query: str, k: int, *, raw: bool = False
+) -> list[tuple[str, float]]:
     """:meth:`LexicalIndex.search` over any :class:`Corpus`, with ``params``' BM25 settings."""
     if k <= 0 or not corpus.n_docs:
         return []
@@ -210,10 +213,12 @@ def score_query(params: LexicalIndex, corpus: Corpus, query: str, k: int, *, raw
     if raw:
         return heapq.nlargest(k, scores.items(), key=_BY_SCORE_THEN_ID)
     needed = min(params.full_match_terms, len(query_tf)) or 1
-    factor = [min(shared_terms / needed, 1.0) ** params.partial_match_power
-              for shared_terms in range(len(query_tf) + 1)]
-    top = heapq.nlargest(k, ((doc_id, score * factor[shared[doc_id]]) for doc_id, score in scores.items()),
-                         key=_BY_SCORE_THEN_ID)
+    factor = [
+        min(shared_terms / needed, 1.0) ** params.partial_match_power for shared_terms in range(len(query_tf) + 1)
+    ]
+    top = heapq.nlargest(
+        k, ((doc_id, score * factor[shared[doc_id]]) for doc_id, score in scores.items()), key=_BY_SCORE_THEN_ID
+    )
     best = sum(corpus.idf(term) * tf * (params.k1 + 1.0) for term, tf in query_tf.items())
     scale = 1.0 / (best or 1.0)
     return [(doc_id, score * scale) for doc_id, score in top]
@@ -262,8 +267,9 @@ class PostingSource(Protocol):
     def lookup(self, term: str, ids: list[str]) -> Sequence[tuple[str, float, float]]:
         """The same, for the given documents only."""
 
-    def best_holding(self, scales: Mapping[str, float], norm: float, slope: float, factor: Sequence[float],
-                     limit: int) -> Sequence[tuple[str, float]]:
+    def best_holding(
+        self, scales: Mapping[str, float], norm: float, slope: float, factor: Sequence[float], limit: int
+    ) -> Sequence[tuple[str, float]]:
         """The ``limit`` best documents holding any of the terms, by the score :func:`top_k_pruned`
         gives a document that holds none of the other query terms — the sum over its terms of
         ``scale × tf / (tf + norm + slope × length)``, times ``factor[number of its terms]`` —
@@ -301,18 +307,23 @@ class _Scoring:
     def hopeful(self, rest: Sequence[str], threshold: float) -> list[str]:
         """Documents seen so far that the terms of ``rest`` could still lift to ``threshold``."""
         headroom, top = sum(self.scale[t] for t in rest), len(self.factor) - 1
-        return [d for d in self.raw
-                if (self.raw[d] + headroom) * self.factor[min(self.shared[d] + len(rest), top)] >= threshold]
+        return [
+            d
+            for d in self.raw
+            if (self.raw[d] + headroom) * self.factor[min(self.shared[d] + len(rest), top)] >= threshold
+        ]
 
     def best(self) -> list[tuple[str, float]]:
-        best = heapq.nlargest(self.k, ((d, self.raw[d] * self.factor[self.shared[d]]) for d in self.raw),
-                              key=_BY_SCORE_THEN_ID)
+        best = heapq.nlargest(
+            self.k, ((d, self.raw[d] * self.factor[self.shared[d]]) for d in self.raw), key=_BY_SCORE_THEN_ID
+        )
         scale = 1.0 / (sum(self.scale.values()) or 1.0)
         return [(doc_id, score * scale) for doc_id, score in best]
 
 
-def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int, *,
-                 whole_postings: int = WHOLE_POSTINGS) -> list[tuple[str, float]]:
+def top_k_pruned(
+    params: LexicalIndex, source: PostingSource, query: str, k: int, *, whole_postings: int = WHOLE_POSTINGS
+) -> list[tuple[str, float]]:
     """Exactly :func:`score_query`'s top ``k`` (same scores, same order), reading far fewer postings.
 
     Terms are read rarest first (highest possible contribution, ``idf × qtf × (k1 + 1)``). Once
@@ -336,9 +347,13 @@ def top_k_pruned(params: LexicalIndex, source: PostingSource, query: str, k: int
     idf = {t: math.log(1.0 + (n_docs - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in query_tf}
     k1 = params.k1
     needed = min(params.full_match_terms, len(query_tf)) or 1
-    scoring = _Scoring(k, {t: idf[t] * tf * (k1 + 1.0) for t, tf in query_tf.items()}, k1 * (1.0 - params.b),
-                       k1 * params.b / (total_len / n_docs or 1.0),
-                       [min(n / needed, 1.0) ** params.partial_match_power for n in range(len(query_tf) + 1)])
+    scoring = _Scoring(
+        k,
+        {t: idf[t] * tf * (k1 + 1.0) for t, tf in query_tf.items()},
+        k1 * (1.0 - params.b),
+        k1 * params.b / (total_len / n_docs or 1.0),
+        [min(n / needed, 1.0) ** params.partial_match_power for n in range(len(query_tf) + 1)],
+    )
     order = sorted((t for t in query_tf if df.get(t, 0) > 0), key=lambda t: (-scoring.scale[t], t))
     read = 0
     while read < len(order):
@@ -363,8 +378,12 @@ def _rest_ranked_by_source(scoring: _Scoring, source: PostingSource, rest: list[
     terms. False (nothing changed) when the source's rows cannot be shown to suffice."""
     limit = scoring.k + AGGREGATE_SLACK
     for _ in range(AGGREGATE_TRIES):
-        ranked = [(d, s) for d, s in source.best_holding({t: scoring.scale[t] for t in rest}, scoring.norm,
-                                                          scoring.slope, scoring.factor, limit)]
+        ranked = [
+            (d, s)
+            for d, s in source.best_holding(
+                {t: scoring.scale[t] for t in rest}, scoring.norm, scoring.slope, scoring.factor, limit
+            )
+        ]
         fresh = [(d, s) for d, s in ranked if d not in scoring.raw]
         # lower bounds of final scores: the estimates (less a margin) and the partial scores seen
         threshold = scoring.kth_best(s * (1.0 - ESTIMATE_MARGIN) for _, s in fresh)
@@ -376,5 +395,3 @@ def _rest_ranked_by_source(scoring: _Scoring, source: PostingSource, rest: list[
             return True
         limit *= 4
     return False
-
-

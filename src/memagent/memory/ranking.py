@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from datetime import UTC, datetime
 
 from memagent.memory.usage import usage_signal
 
@@ -218,11 +218,10 @@ def fuse(
     out: dict[str, dict[str, float]] = {}
     for doc_id in ids:
         d = dense_map.get(doc_id, 0.0)
-        l = lexical_map.get(doc_id, 0.0)
+        lex = lexical_map.get(doc_id, 0.0)
         dense_cal = calibrate_dense(d, weights) if doc_id in dense_map else 0.0
-        lexical_cal = calibrate_lexical(l, weights)
-        out[doc_id] = {"dense": d, "lexical": l, "relevance": max(dense_cal, lexical_cal),
-                       "fused": fused[doc_id]}
+        lexical_cal = calibrate_lexical(lex, weights)
+        out[doc_id] = {"dense": d, "lexical": lex, "relevance": max(dense_cal, lexical_cal), "fused": fused[doc_id]}
     return out
 
 
@@ -231,20 +230,27 @@ def _fused_scores(ids, dense, lexical, dense_map, lexical_map, floor_cosine, wei
         rrf_dense = _rrf_scores(dense, weights.rrf_k)
         rrf_lexical = _rrf_scores(lexical, weights.rrf_k)
         best = total / (weights.rrf_k + 1)
-        return {i: (weights.dense_weight * rrf_dense.get(i, 0.0)
-                    + weights.lexical_weight * rrf_lexical.get(i, 0.0)) / best for i in ids}
+        return {
+            i: (weights.dense_weight * rrf_dense.get(i, 0.0) + weights.lexical_weight * rrf_lexical.get(i, 0.0)) / best
+            for i in ids
+        }
     if weights.fusion == "adaptive":
         return _adaptive_scores(ids, dense_map, lexical_map, floor_cosine, weights, total)
-    return {i: (weights.dense_weight * (calibrate_dense(dense_map[i], weights) if i in dense_map else 0.0)
-                + weights.lexical_weight * calibrate_lexical(lexical_map.get(i, 0.0), weights)) / total
-            for i in ids}
+    return {
+        i: (
+            weights.dense_weight * (calibrate_dense(dense_map[i], weights) if i in dense_map else 0.0)
+            + weights.lexical_weight * calibrate_lexical(lexical_map.get(i, 0.0), weights)
+        )
+        / total
+        for i in ids
+    }
 
 
 # --------------------------------------------------------------------------- blend
 
 
 def _as_utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def recency(card: CardSignals, now: datetime, half_life_days: float) -> float:
@@ -256,8 +262,14 @@ def recency(card: CardSignals, now: datetime, half_life_days: float) -> float:
     return math.pow(0.5, age_days / max(half_life_days, 1e-9))
 
 
-def signals_of(card: CardSignals, *, now: datetime, current_task: str | None,
-               weights: RankingWeights, context: "QueryContext | None" = None) -> dict[str, float]:
+def signals_of(
+    card: CardSignals,
+    *,
+    now: datetime,
+    current_task: str | None,
+    weights: RankingWeights,
+    context: QueryContext | None = None,
+) -> dict[str, float]:
     clamp = lambda value: min(max(float(value), 0.0), 1.0)  # noqa: E731
     context = context or QueryContext()
     return {
@@ -303,8 +315,14 @@ class QueryContext:
     dated_in_text: bool = False  # a leading candidate's text names a time in the window
 
     @classmethod
-    def from_query(cls, query: str | None, cards: Sequence[CardSignals], now: datetime,
-                   outside_period: float = 0.0, facts: QueryFacts | None = None) -> "QueryContext":
+    def from_query(
+        cls,
+        query: str | None,
+        cards: Sequence[CardSignals],
+        now: datetime,
+        outside_period: float = 0.0,
+        facts: QueryFacts | None = None,
+    ) -> QueryContext:
         if not query:
             return cls()
         from memagent.memory.query import asks_about_present, time_windows
@@ -322,8 +340,19 @@ class QueryContext:
         rivals = frozenset(c.id for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None)
         rival_times = [_as_utc(c.created_at) for c in cards[:CURRENT_CANDIDATES] if c.created_at is not None]
         span = (min(rival_times), max(rival_times)) if rival_times and asks_about_present(query) else None
-        return cls(words, people, said_then, span, outside_period, rivals, window, facts.systems, facts.asks_person,
-                   facts.described, dated_in_text)
+        return cls(
+            words,
+            people,
+            said_then,
+            span,
+            outside_period,
+            rivals,
+            window,
+            facts.systems,
+            facts.asks_person,
+            facts.described,
+            dated_in_text,
+        )
 
     def current_signal(self, card: CardSignals) -> float:
         """0..1 by creation time among the candidates when the query asks about the present."""
@@ -370,8 +399,9 @@ def _names_time_in(card: CardSignals, window: tuple[datetime, datetime]) -> bool
     return any(start < window[1] and window[0] < stop for start, stop in card.periods)
 
 
-def _in_window(card: CardSignals, window: tuple[datetime, datetime],
-               said_then: tuple[datetime, datetime] | None) -> bool:
+def _in_window(
+    card: CardSignals, window: tuple[datetime, datetime], said_then: tuple[datetime, datetime] | None
+) -> bool:
     """The card's text names a time inside ``window``, or it was written in ``said_then`` (the
     window widened by how long after an event people write about it)."""
     if any(start < window[1] and window[0] < stop for start, stop in card.periods):
@@ -396,8 +426,18 @@ def blend_factor(signals: Mapping[str, float], weights: RankingWeights) -> float
     The task and usage signals only lift (a card from another task, or never used, is not penalised).
     """
     factor = 1.0
-    for name in ("confidence", "importance", "scope", "recency", "person", "time", "current", "entity", "who",
-                 "definition"):
+    for name in (
+        "confidence",
+        "importance",
+        "scope",
+        "recency",
+        "person",
+        "time",
+        "current",
+        "entity",
+        "who",
+        "definition",
+    ):
         factor += getattr(weights, name) * (signals[name] - 0.5)
     factor += weights.task * signals["task"] + weights.usage * signals.get("usage", 0.0)
     return max(factor, 0.0)
@@ -443,8 +483,7 @@ def rank(
     context = QueryContext.from_query(query, [card for _, card, _ in by_relevance], now, weights.time_outside, facts)
     hits: list[RankedHit] = []
     for doc_id, card, relevance in candidates:
-        card_signals = signals_of(card, now=now, current_task=current_task, weights=weights,
-                                  context=context)
+        card_signals = signals_of(card, now=now, current_task=current_task, weights=weights, context=context)
         score = relevance["fused"] * blend_factor(card_signals, weights)
         hits.append(RankedHit(id=doc_id, score=score, parts={**relevance, **card_signals}))
     _share_with_neighbours(hits, signals, weights.neighbour)

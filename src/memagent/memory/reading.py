@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard, utc_now
+from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard
 from memagent.memory.catalog import Entry
 from memagent.memory.core import MemoryCore
 from memagent.memory.provenance import REPOSITORY
 from memagent.memory.storage import Store
-
 
 HISTORY_DEPTH = 2  # predecessors shown with a current card
 HISTORY_CHARS = 120  # of each predecessor's text, in a history note
@@ -35,8 +34,6 @@ class Hit:
             text = text if len(text) <= width else text[: width - 1].rstrip() + "…"
             notes.append(f'{old.citation()} of {old.created_at.date().isoformat()}: "{text}"')
         return f" (corrects {'; '.join(notes)})" if notes else ""
-
-
 
 
 @dataclass(frozen=True)
@@ -73,8 +70,9 @@ class Reading(MemoryCore):
             self._sync(vectors=True)
             return self._search(query, k, wanted, current_task, min_score)
 
-    def _search(self, query: str, k: int, wanted: SearchFilter, current_task: str | None,
-                min_score: float | None) -> list[Hit]:
+    def _search(
+        self, query: str, k: int, wanted: SearchFilter, current_task: str | None, min_score: float | None
+    ) -> list[Hit]:
         from memagent.memory.ranking import RankingWeights, candidate_pool, rank
 
         stores = self._stores_in_use()
@@ -93,8 +91,13 @@ class Reading(MemoryCore):
             known = store.catalog.entries([i for i, _ in found_dense + found_lexical])
             dense.extend(d for d in found_dense if d[0] in known)  # else a teammate's card on a shared server
             lexical.extend(found_lexical)
-            mine = {i: e.signals() for i, e in known.items() if self._visible(e) and wanted.wants(e)
-                    and (e.status in ("active", "superseded") or wanted.include_inactive)}
+            mine = {
+                i: e.signals()
+                for i, e in known.items()
+                if self._visible(e)
+                and wanted.wants(e)
+                and (e.status in ("active", "superseded") or wanted.include_inactive)
+            }
             self.recall.enrich(store, mine, plan)
             signals.update(mine)
         ranked = rank(
@@ -113,8 +116,13 @@ class Reading(MemoryCore):
         successors = {i: s.superseded_by for i, s in signals.items() if s.superseded_by}
         return self._fold_chains([(h.id, h.score, dict(h.parts)) for h in ranked], k, wanted, successors)
 
-    def _fold_chains(self, ranked: list[tuple[str, float, dict[str, float]]], k: int,
-                     wanted: SearchFilter, successors: dict[str, str]) -> list[Hit]:
+    def _fold_chains(
+        self,
+        ranked: list[tuple[str, float, dict[str, float]]],
+        k: int,
+        wanted: SearchFilter,
+        successors: dict[str, str],
+    ) -> list[Hit]:
         """Each ranked card as the current card of its correction chain, with the cards it
         corrected as its history: a superseded card is never a result of its own. ``successors``
         (older id -> newer id) holds the links the candidates' card facts already gave."""
@@ -131,7 +139,9 @@ class Reading(MemoryCore):
             card = cards.get(card_id)
             if card is None:
                 continue
-            current = self._current_of(card, wanted, successors) if card.id in successors or card.superseded_by else card
+            current = (
+                self._current_of(card, wanted, successors) if card.id in successors or card.superseded_by else card
+            )
             if current.id in shown:
                 continue
             history = self._history_of(current)
@@ -183,8 +193,9 @@ class Reading(MemoryCore):
             cursor = older
         return history
 
-    def _candidates(self, store: Store, query: str, vector: list[float] | None, pool: int,
-                    classes: tuple[bool, ...]) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    def _candidates(
+        self, store: Store, query: str, vector: list[float] | None, pool: int, classes: tuple[bool, ...]
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         dense: list[tuple[str, float]] = []
         if vector is not None:
             index = store.vector_index(self._embedder_info(), create=False)
@@ -231,8 +242,11 @@ class Reading(MemoryCore):
             self._sync(vectors=False)
             rows: list[tuple[str, str]] = []
             for store in self._stores_in_use():
-                rows.extend(store.open_catalog().newest(active=active, where=" AND ".join(clauses), args=args,
-                                                         limit=offset + limit))
+                rows.extend(
+                    store.open_catalog().newest(
+                        active=active, where=" AND ".join(clauses), args=args, limit=offset + limit
+                    )
+                )
             rows.sort(reverse=True)
             page = [card_id for _, card_id in rows[offset : offset + limit]]
             found = self._get_many(page)
@@ -283,8 +297,12 @@ class Reading(MemoryCore):
                 catalog = store.open_catalog() if store.exists or store.catalog.exists else None
                 active = catalog.count(True) if catalog else 0
                 total = catalog.count() if catalog else 0
-                stores[label] = {"location": store.describe(), "active": active, "inactive": total - active,
-                                 "size_bytes": store.disk_usage()}
+                stores[label] = {
+                    "location": store.describe(),
+                    "active": active,
+                    "inactive": total - active,
+                    "size_bytes": store.disk_usage(),
+                }
                 if catalog is None:
                     continue
                 for key, count in catalog.grouped("status", None).items():
@@ -301,8 +319,9 @@ class Reading(MemoryCore):
                 "by_source": dict(sorted(by_source.items())),
                 "stores": stores,
                 "embedder": self._embedder.describe(),
-                "near_duplicates": sum(len(s.catalog.near_duplicates()) for s in self._stores_in_use()
-                                       if s.catalog.exists),
+                "near_duplicates": sum(
+                    len(s.catalog.near_duplicates()) for s in self._stores_in_use() if s.catalog.exists
+                ),
                 **self._usage_extremes(USAGE_SHOWN),
             }
 

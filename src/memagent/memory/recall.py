@@ -14,9 +14,10 @@ the systems and people it mentions, and its links to the card it corrects or tha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from memagent.memory import card_facts
 from memagent.memory.entities import EntityIndex, Understanding
@@ -54,7 +55,7 @@ class Recall:
         self._indexes: dict[str, tuple[int, EntityIndex]] = {}
         self._merged: tuple[tuple, EntityIndex] | None = None
 
-    def entity_index(self, stores: Sequence["Store"]) -> EntityIndex:
+    def entity_index(self, stores: Sequence[Store]) -> EntityIndex:
         """The stores' entity indexes, merged; rebuilt only when a store's mentions changed."""
         if not self.parts.entities:
             return EntityIndex()
@@ -79,18 +80,22 @@ class Recall:
             self._merged = (key, merged)
         return self._merged[1]
 
-    def understand(self, query: str, stores: Sequence["Store"], now: datetime) -> Plan:
+    def understand(self, query: str, stores: Sequence[Store], now: datetime) -> Plan:
         from memagent.memory.query import asks_for_person, time_windows
 
         index = self.entity_index(stores)
         understanding = index.understand(query) if index else Understanding()
         windows = time_windows(query, now)
-        facts = QueryFacts(systems=understanding.systems, asks_person=bool(index.people) and asks_for_person(query),
-                           period=windows[0] if windows else None, written=windows[1] if windows else None,
-                           described=frozenset() if understanding.about_itself else understanding.described)
+        facts = QueryFacts(
+            systems=understanding.systems,
+            asks_person=bool(index.people) and asks_for_person(query),
+            period=windows[0] if windows else None,
+            written=windows[1] if windows else None,
+            described=frozenset() if understanding.about_itself else understanding.described,
+        )
         return Plan(understanding.lexical_query(query), understanding.rewritten(query), facts, understanding, index)
 
-    def enrich(self, store: "Store", signals: dict[str, CardSignals], plan: Plan) -> None:
+    def enrich(self, store: Store, signals: dict[str, CardSignals], plan: Plan) -> None:
         """Add card facts to the signals of this store's candidates, in place."""
         ids = [i for i in signals]
         if not ids or not store.catalog.exists:
@@ -106,8 +111,14 @@ class Recall:
             periods, defined = tuple(windows.get(card_id, ())), frozenset(defines.get(card_id, ()))
             if supersedes or superseded_by or periods or systems or person or defined:  # else nothing to add
                 signals[card_id] = replace(
-                    signals[card_id], supersedes=supersedes, superseded_by=superseded_by,
-                    periods=periods, systems=systems, names_person=person, defines=defined)
+                    signals[card_id],
+                    supersedes=supersedes,
+                    superseded_by=superseded_by,
+                    periods=periods,
+                    systems=systems,
+                    names_person=person,
+                    defines=defined,
+                )
 
 
 def _mentions(db, ids: Sequence[str], plan: Plan) -> dict[str, tuple[frozenset[str], bool]]:
@@ -117,9 +128,13 @@ def _mentions(db, ids: Sequence[str], plan: Plan) -> dict[str, tuple[frozenset[s
     if not (want_systems or want_people):
         return {}
     finder = plan.index.finder()
-    return {card_id: (finder.systems_in(content) if want_systems else frozenset(),
-                      want_people and finder.names_someone(content))
-            for card_id, content in card_facts.contents(db, ids)}
+    return {
+        card_id: (
+            finder.systems_in(content) if want_systems else frozenset(),
+            want_people and finder.names_someone(content),
+        )
+        for card_id, content in card_facts.contents(db, ids)
+    }
 
 
 __all__ = ["Plan", "Recall", "RetrievalParts"]

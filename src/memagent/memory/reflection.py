@@ -168,9 +168,12 @@ def propose(service: MemoryService, history: LearningHistory, cluster: Cluster, 
     types = {card.memory_type for card in cluster.members}
     scopes = {card.scope for card in cluster.members}
     result = service.save(
-        proposal.content, types.pop() if len(types) == 1 else "fact", "user" if scopes == {"user"} else "project",
+        proposal.content,
+        types.pop() if len(types) == 1 else "fact",
+        "user" if scopes == {"user"} else "project",
         confidence=min(0.85, min(card.confidence for card in cluster.members)),
-        importance=max(card.importance for card in cluster.members), source="assistant",
+        importance=max(card.importance for card in cluster.members),
+        source="assistant",
     )
     if result.card is None or result.status in ("refused", "duplicate"):
         proposal.error = f"not saved: {result.reason or result.status}"
@@ -179,8 +182,7 @@ def propose(service: MemoryService, history: LearningHistory, cluster: Cluster, 
     if result.card.supersedes:  # the gate took it for a correction of a member: a summary replaces nothing
         service.update_card(result.card.supersedes, status="active", superseded_by=None, touch=False)
     proposal.summary_id = card.id
-    history.append({"kind": "pending", "card_id": card.id, "action": ACTION, "members": cluster.ids},
-                   scope=card.scope)
+    history.append({"kind": "pending", "card_id": card.id, "action": ACTION, "members": cluster.ids}, scope=card.scope)
     history.append({"kind": PROPOSED, "card_id": card.id, "members": cluster.ids}, scope=card.scope)
     return proposal
 
@@ -199,8 +201,12 @@ def model_ask(model, model_name: str | None) -> Ask:
     from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_message
 
     def ask(system: str, prompt: str) -> str:
-        request = ModelRequest(system=[text_block(system)], messages=[user_message(prompt)],
-                               max_tokens=SUMMARY_MAX_TOKENS, model=model_name)
+        request = ModelRequest(
+            system=[text_block(system)],
+            messages=[user_message(prompt)],
+            max_tokens=SUMMARY_MAX_TOKENS,
+            model=model_name,
+        )
         for event in model.stream(request):
             if isinstance(event, ResponseComplete):
                 return event.response.text()
@@ -223,8 +229,9 @@ def reflection_due(history: LearningHistory, every_days: float, now: datetime | 
     return to_utc(now or utc_now()) - to_utc(last) >= timedelta(days=every_days)
 
 
-def reflect_in_background(service: MemoryService, history: LearningHistory, every_days: float,
-                          ask: Ask, warn: Callable[[str], None]) -> threading.Thread | None:
+def reflect_in_background(
+    service: MemoryService, history: LearningHistory, every_days: float, ask: Ask, warn: Callable[[str], None]
+) -> threading.Thread | None:
     """The periodic pass: when due (:func:`reflection_due`), reflect on a daemon thread and say
     how many summaries wait for review; ``None`` when not due. Failures are one warning."""
     if not reflection_due(history, every_days):
@@ -238,8 +245,10 @@ def reflect_in_background(service: MemoryService, history: LearningHistory, ever
             return
         proposed = sum(1 for p in report.proposals if p.summary_id)
         if proposed:
-            warn(f"memory: reflection proposed {proposed} summar{'ies' if proposed != 1 else 'y'}; "
-                 "see `memagent memory review`")
+            warn(
+                f"memory: reflection proposed {proposed} summar{'ies' if proposed != 1 else 'y'}; "
+                "see `memagent memory review`"
+            )
 
     thread = threading.Thread(target=run, name="memagent-reflection", daemon=True)
     thread.start()
@@ -251,14 +260,32 @@ def report_json(report: ReflectionReport, dry_run: bool) -> list[dict]:
     shown = []
     for cluster in report.clusters:
         proposal = by_cluster.get(id(cluster))
-        shown.append({
-            "members": cluster.ids, "cohesion": round(cluster.cohesion, 3), "dry_run": dry_run,
-            "summary_id": proposal.summary_id if proposal else None,
-            "summary": proposal.content if proposal else None,
-            "error": proposal.error if proposal else None,
-        })
+        shown.append(
+            {
+                "members": cluster.ids,
+                "cohesion": round(cluster.cohesion, 3),
+                "dry_run": dry_run,
+                "summary_id": proposal.summary_id if proposal else None,
+                "summary": proposal.content if proposal else None,
+                "error": proposal.error if proposal else None,
+            }
+        )
     return shown
 
 
-__all__ = ["ACTION", "Cluster", "Proposal", "REFLECTION_SYSTEM", "ReflectionReport", "find_clusters", "model_ask",
-           "parse_summary", "propose", "reflect", "reflect_in_background", "reflection_due", "report_json", "summary_prompt"]
+__all__ = [
+    "ACTION",
+    "Cluster",
+    "Proposal",
+    "REFLECTION_SYSTEM",
+    "ReflectionReport",
+    "find_clusters",
+    "model_ask",
+    "parse_summary",
+    "propose",
+    "reflect",
+    "reflect_in_background",
+    "reflection_due",
+    "report_json",
+    "summary_prompt",
+]

@@ -15,7 +15,7 @@ meaning, or a consolidation NOOP naming its target), the existing card is kept a
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from memagent.memory.cards import MemoryCard, Provenance
@@ -57,7 +57,7 @@ def reinforced(existing: MemoryCard, new: MemoryCard, now: datetime | None = Non
         "importance": max(existing.importance, new.importance),
         "files": list(dict.fromkeys([*existing.files, *new.files])),
         "merged_from": evidence,
-        "last_used_at": now or datetime.now(timezone.utc),
+        "last_used_at": now or datetime.now(UTC),
     }
 
 

@@ -13,13 +13,14 @@ wins, and the card never comes back.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from memagent.memory import arrivals, card_facts
-from memagent.memory.cards import MemoryCard, Provenance, utc_now
+from memagent.memory.cards import MemoryCard, utc_now
 from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Comparer, Decision, Neighbour, decide
 from memagent.memory.gate import check_card, term_overlap
@@ -100,9 +101,19 @@ class Saving(MemoryCore):
             prov.setdefault("session_id", self.session_id)
         try:
             card = MemoryCard(
-                content=content, memory_type=memory_type, scope=scope, scope_id=self._scope_id(scope),
-                source=source, provenance=prov, confidence=confidence, importance=importance, files=list(files),
-                task_hint=task_hint, supersedes=supersedes, backstory=backstory, person=person,
+                content=content,
+                memory_type=memory_type,
+                scope=scope,
+                scope_id=self._scope_id(scope),
+                source=source,
+                provenance=prov,
+                confidence=confidence,
+                importance=importance,
+                files=list(files),
+                task_hint=task_hint,
+                supersedes=supersedes,
+                backstory=backstory,
+                person=person,
                 relationship=relationship,
             )
         except ValidationError as exc:
@@ -125,15 +136,21 @@ class Saving(MemoryCore):
                     return SaveResult("refused", None, f"no memory {card.supersedes} to supersede")
                 if not old.active:
                     newer = f" by {old.superseded_by}" if old.superseded_by else ""
-                    return SaveResult("refused", None, f"{old.id} is already {old.status}{newer}; correct the current card")
+                    return SaveResult(
+                        "refused", None, f"{old.id} is already {old.status}{newer}; correct the current card"
+                    )
             vector = self._embed([card.content])[0]
             if old is None and not request.distinct:
                 decision = self.judge_new_card(card, vector)
                 other = self._get_many([decision.other.id]).get(decision.other.id) if decision.other else None
                 if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
                     merged = self._merge_into(other, card)
-                    return SaveResult("duplicate", merged, f"near-duplicate of {other.id} (similarity "
-                                      f"{decision.other.similarity:.2f}); kept the existing memory")
+                    return SaveResult(
+                        "duplicate",
+                        merged,
+                        f"near-duplicate of {other.id} (similarity "
+                        f"{decision.other.similarity:.2f}); kept the existing memory",
+                    )
                 if decision.action == "supersedes" and other is not None:
                     old = other
                     card = card.model_copy(update={"supersedes": old.id})
@@ -165,7 +182,9 @@ class Saving(MemoryCore):
             if path is None:
                 return False
             store.write(card, private, vector, info)
-            replaced = old.model_copy(update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()})
+            replaced = old.model_copy(
+                update={"status": "superseded", "superseded_by": card.id, "updated_at": utc_now()}
+            )
             old_store.write(replaced, old_store.files.is_private(path), None, None)
         return True
 
@@ -183,8 +202,11 @@ class Saving(MemoryCore):
             return []
         entries = list(catalog.all_entries(True))
         uses = {card_id: n for card_id, (_, n) in catalog.usage([e.id for e in entries]).items()}
-        archived = [i for i in over_quota(entries, limit, card.id, uses)
-                    if self.update_card(i, status="archived", touch=False) is not None]
+        archived = [
+            i
+            for i in over_quota(entries, limit, card.id, uses)
+            if self.update_card(i, status="archived", touch=False) is not None
+        ]
         if archived:
             store.notices.append(quota_note(archived, limit))
         return archived
@@ -215,8 +237,13 @@ class Saving(MemoryCore):
             return
         self._rewrite(found.model_copy(update=update))
 
-    def judge_new_card(self, card: MemoryCard, vector: list[float] | None, extra: Sequence[Neighbour] = (),
-                       comparer: Comparer | None = None) -> Decision:
+    def judge_new_card(
+        self,
+        card: MemoryCard,
+        vector: list[float] | None,
+        extra: Sequence[Neighbour] = (),
+        comparer: Comparer | None = None,
+    ) -> Decision:
         """Restatement, correction or new fact: ``card`` against the active cards of its store
         (and ``extra`` neighbours, e.g. earlier cards of the same import). See
         ``memory.corrections.decide``; ``comparer`` (one per operation) remembers parsed texts."""
@@ -227,8 +254,13 @@ class Saving(MemoryCore):
         if not self.retrieval.corrections:  # switched off (a benchmark's ablation): near-duplicates only
             best = max(neighbours, key=lambda n: n.similarity)
             return Decision("duplicate", best) if best.similarity >= duplicate_at else Decision("add")
-        return decide(card.content, card.created_at, neighbours, duplicate_at=duplicate_at,
-                      comparer=comparer or self.comparer(vector is not None))
+        return decide(
+            card.content,
+            card.created_at,
+            neighbours,
+            duplicate_at=duplicate_at,
+            comparer=comparer or self.comparer(vector is not None),
+        )
 
     def comparer(self, with_vectors: bool) -> Comparer:
         """A fresh :class:`~memagent.memory.corrections.Comparer` using this store's embedder."""
@@ -254,8 +286,11 @@ class Saving(MemoryCore):
                 if other is not None:
                     close.append((card_id, term_overlap(terms, tokenize(other.content))))
         entries = store.catalog.entries([i for i, _ in close])
-        wanted = [(i, s) for i, s in close if i != card.id and i in entries and self._visible(entries[i])
-                  and entries[i].status == "active"]
+        wanted = [
+            (i, s)
+            for i, s in close
+            if i != card.id and i in entries and self._visible(entries[i]) and entries[i].status == "active"
+        ]
         cards = self._get_many([i for i, _ in wanted])
         return [Neighbour(i, cards[i].content, s, cards[i].created_at) for i, s in wanted if i in cards]
 
@@ -267,7 +302,7 @@ class Saving(MemoryCore):
             if vectors and self.retrieval.corrections:
                 self._judge_arrivals(store)
 
-    def _fill_card_facts(self, store: "Store") -> None:
+    def _fill_card_facts(self, store: Store) -> None:
         """A catalog written before card facts existed gets them once (``memory.card_facts``)."""
         catalog = store.open_catalog()
         if card_facts.is_filled(catalog.db()):
@@ -275,7 +310,7 @@ class Saving(MemoryCore):
         with store.locked(), catalog.transaction() as db:
             card_facts.fill(db)
 
-    def _judge_arrivals(self, store: "Store") -> None:
+    def _judge_arrivals(self, store: Store) -> None:
         """Judge new card files (a pull, a rebuild) oldest first, as ``memory add`` would have:
         a correction found links both cards and retires the older one; see ``memory.arrivals``."""
         catalog = store.open_catalog()
@@ -283,8 +318,10 @@ class Saving(MemoryCore):
         if not ids:
             return
         cards = self._get_many(ids)
-        todo = sorted((c for c in cards.values() if c.active and not (c.supersedes or c.superseded_by)),
-                      key=lambda c: c.created_at)
+        todo = sorted(
+            (c for c in cards.values() if c.active and not (c.supersedes or c.superseded_by)),
+            key=lambda c: c.created_at,
+        )
         index = store.vector_index(self._embedder_info(), create=False) if self.dim > 0 else None
         vectors = index.vectors([c.id for c in todo]) if index is not None else {}
         if index is not None:  # a card still waiting for its vector (background indexing) waits here too
@@ -299,8 +336,9 @@ class Saving(MemoryCore):
             decision = self.judge_new_card(current, vectors.get(card.id), comparer=comparer)
             if decision.other is None or decision.action not in ("supersedes", "superseded"):
                 continue
-            older, newer = ((decision.other.id, card.id) if decision.action == "supersedes"
-                            else (card.id, decision.other.id))
+            older, newer = (
+                (decision.other.id, card.id) if decision.action == "supersedes" else (card.id, decision.other.id)
+            )
             if not self._may_correct(newer, older):
                 continue
             self._link_stored(newer, supersedes=older)
@@ -341,9 +379,15 @@ class Saving(MemoryCore):
         if old is None:
             return SaveResult("refused", None, f"no memory {memory_id}")
         carried: dict[str, Any] = {
-            "memory_type": old.memory_type, "scope": old.scope, "confidence": old.confidence,
-            "importance": old.importance, "files": list(old.files), "task_hint": old.task_hint,
-            "source": old.source, "person": old.person, "relationship": old.relationship,
+            "memory_type": old.memory_type,
+            "scope": old.scope,
+            "confidence": old.confidence,
+            "importance": old.importance,
+            "files": list(old.files),
+            "task_hint": old.task_hint,
+            "source": old.source,
+            "person": old.person,
+            "relationship": old.relationship,
         }
         carried.update(fields)
         if carried["scope"] == "session" and old.scope_id and not self.session_id:
@@ -384,9 +428,11 @@ def quota_note(archived: list[str], limit: int) -> str:
     if not archived:
         return ""
     shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
-    return (f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
-            f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
-            "shows them")
+    return (
+        f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
+        f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
+        "shows them"
+    )
 
 
 __all__ = ["quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]

@@ -5,18 +5,19 @@ author — what a file or a command's output taught never becomes a trusted user
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from memagent.memory.extraction import (
-    ExtractedMemory,
     MIN_SUPPORT,
     QUOTE_CHARS,
-    RenderedSlice,
-    Segment,
     TOOL_CONFIDENCE,
     WORD_RE,
+    ExtractedMemory,
+    RenderedSlice,
+    Segment,
     looks_like_directive,
     looks_like_instruction,
     render_messages,
@@ -95,7 +96,8 @@ _FRAMING_TERMS = frozenset("user project repository repo codebase team developer
 
 _PATH_RE = re.compile(
     r"(?<![\w@:/.-])(?:\.?[\w-]+/)+[\w.-]*[\w-]|(?<![\w@:/.-])[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|go|rs|rb|java|kt|c|h|cc|cpp|"
-    r"hpp|cs|swift|toml|ya?ml|json|jsonc|ini|cfg|md|rst|txt|sql|sh|lock|env|proto|tf|html|css|scss|vue|svelte)\b")
+    r"hpp|cs|swift|toml|ya?ml|json|jsonc|ini|cfg|md|rst|txt|sql|sh|lock|env|proto|tf|html|css|scss|vue|svelte)\b"
+)
 
 
 def mentioned_paths(*texts: str) -> list[str]:
@@ -146,16 +148,20 @@ class UserQuote:
         return prov
 
 
-def trace_user_quote(quote: str, content: str, messages: Sequence[dict[str, Any]],
-                     ids: Sequence[str]) -> UserQuote | None:
+def trace_user_quote(
+    quote: str, content: str, messages: Sequence[dict[str, Any]], ids: Sequence[str]
+) -> UserQuote | None:
     """The user's own message that holds ``quote`` verbatim and backs ``content`` (the newest
     such message), or ``None``. Text memagent injected (the hand-over, memory blocks, summaries,
     attachments) is not the user's words, so a quote found only there traces to nothing."""
     if not quote or not quote.strip():
         return None
     segments = [s for s in render_messages(messages, ids).segments if s.origin == "user"]
-    found = [s for s in trace_quote(quote, segments)
-             if support(content, quote) >= MIN_SUPPORT or support(content, s.text) >= MIN_SUPPORT]
+    found = [
+        s
+        for s in trace_quote(quote, segments)
+        if support(content, quote) >= MIN_SUPPORT or support(content, s.text) >= MIN_SUPPORT
+    ]
     if not found:
         return None
     return UserQuote(found[-1].message_id, " ".join(quote.split())[:QUOTE_CHARS])
@@ -219,8 +225,11 @@ def _origin(item: ExtractedMemory, segments: Sequence[Segment]) -> tuple[Segment
     if not found:
         return None, "its quote is not in the messages it was learned from"
     priority = {"user": 0, "assistant": 1, "tool": 2}
-    backed = [s for s in found if support(item.content, item.quote) >= MIN_SUPPORT
-              or support(item.content, s.text) >= MIN_SUPPORT]
+    backed = [
+        s
+        for s in found
+        if support(item.content, item.quote) >= MIN_SUPPORT or support(item.content, s.text) >= MIN_SUPPORT
+    ]
     if not backed:
         return None, "its quote does not support it"
     return min(backed, key=lambda s: priority.get(s.origin, 3)), ""
@@ -268,4 +277,17 @@ def _candidate(item: ExtractedMemory, origin: Segment, session_date: date) -> Ca
     return _as_tool_claim(candidate) if origin.origin == "tool" else candidate
 
 
-__all__ = ["Candidate", "Screening", "UserQuote", "trace_user_quote", "words", "containment", "trace_quote", "support", "mentioned_paths", "resolve_relative_dates", "injection_lines", "screen"]
+__all__ = [
+    "Candidate",
+    "Screening",
+    "UserQuote",
+    "trace_user_quote",
+    "words",
+    "containment",
+    "trace_quote",
+    "support",
+    "mentioned_paths",
+    "resolve_relative_dates",
+    "injection_lines",
+    "screen",
+]

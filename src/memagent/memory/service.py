@@ -19,17 +19,17 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from memagent.fsutil import UnsafePath, refuse_symlinks
 from memagent.errors import one_line
+from memagent.fsutil import UnsafePath, refuse_symlinks
+from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR, CardFileError
+from memagent.memory.cards import MemoryCard
 from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
-from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR
-from memagent.memory.layout import LOCAL_DIR, VECTORS_NAME
 from memagent.memory.identity import project_identity
-from memagent.memory.cardfiles import CardFileError
-from memagent.memory.cards import MemoryCard
+from memagent.memory.injection import CITE_INSTRUCTION, format_block
+from memagent.memory.layout import LOCAL_DIR, VECTORS_NAME
 from memagent.memory.provenance import (
     IMPORT,
     PROVENANCE_VERSION,
@@ -40,7 +40,6 @@ from memagent.memory.provenance import (
     ledger_for,
     refresh_catalog,
 )
-from memagent.memory.injection import CITE_INSTRUCTION, format_block
 from memagent.memory.reading import Hit
 from memagent.memory.saving import SaveResult
 from memagent.memory.storage import Progress, Store
@@ -51,7 +50,7 @@ if TYPE_CHECKING:
     from memagent.config import ProjectPaths, Settings
 
 
-def gate_of(settings: "Settings") -> GateConfig:
+def gate_of(settings: Settings) -> GateConfig:
     return GateConfig(
         min_confidence=settings.memory_min_confidence,
         duplicate_cosine=settings.memory_duplicate_cosine,
@@ -62,7 +61,7 @@ def gate_of(settings: "Settings") -> GateConfig:
     )
 
 
-def knobs_of(settings: "Settings") -> MemoryKnobs:
+def knobs_of(settings: Settings) -> MemoryKnobs:
     return MemoryKnobs(
         k=settings.memory_k,
         block_chars=settings.memory_block_chars,
@@ -79,15 +78,15 @@ class MemoryService(Transfer):
     @classmethod
     def open(
         cls,
-        paths: "ProjectPaths",
-        settings: "Settings",
+        paths: ProjectPaths,
+        settings: Settings,
         session_id: str = "",
         *,
         embedder: Embedder | None = None,
         check_embedder: bool = True,
         gate: GateConfig | None = None,
         hold_repository_cards: bool = False,
-    ) -> "MemoryService":
+    ) -> MemoryService:
         """Open both stores. Cheap: nothing is created until the first write, and the embedder
         and the vector index are loaded on first use (list, show and forget never load them).
 
@@ -98,8 +97,11 @@ class MemoryService(Transfer):
         ``memory.provenance``); ``hold_repository_cards`` (a session or an MCP server in a
         project the user has not trusted) keeps repository cards out of searches and listings.
         """
-        handle = (EmbedderHandle.of(embedder) if embedder is not None
-                  else EmbedderHandle(settings.embedder, cache_dir=paths.home / "cache"))
+        handle = (
+            EmbedderHandle.of(embedder)
+            if embedder is not None
+            else EmbedderHandle(settings.embedder, cache_dir=paths.home / "cache")
+        )
         if embedder is not None and check_embedder:
             _probe_embedder(embedder)
         wait = settings.memory_lock_wait
@@ -118,10 +120,18 @@ class MemoryService(Transfer):
             where = StoreLocation.local("project", paths.memory / INDEX_DIR)
         witness = Witness(ledger_for(paths.home))
         stores = {
-            "project": Store("project", paths.memory, where, lock_wait=wait, identity=identity, witness=witness,
-                             commit_vectors=settings.memory_commit_vectors),
-            "user": Store("user", paths.user_memory, StoreLocation.local("user", paths.user_memory / INDEX_DIR),
-                          lock_wait=wait),
+            "project": Store(
+                "project",
+                paths.memory,
+                where,
+                lock_wait=wait,
+                identity=identity,
+                witness=witness,
+                commit_vectors=settings.memory_commit_vectors,
+            ),
+            "user": Store(
+                "user", paths.user_memory, StoreLocation.local("user", paths.user_memory / INDEX_DIR), lock_wait=wait
+            ),
         }
 
         def erase_elsewhere(ids: list[str]) -> None:
@@ -129,8 +139,15 @@ class MemoryService(Transfer):
 
             on_forget(paths, ids)
 
-        service = cls(stores, handle, session_id=session_id, project_root_id=identity,
-                      gate=gate or gate_of(settings), knobs=knobs_of(settings), on_forget=erase_elsewhere)
+        service = cls(
+            stores,
+            handle,
+            session_id=session_id,
+            project_root_id=identity,
+            gate=gate or gate_of(settings),
+            knobs=knobs_of(settings),
+            on_forget=erase_elsewhere,
+        )
         service.project_root = paths.root
         service.witness = witness
         service.hold_repository = hold_repository_cards
@@ -145,7 +162,7 @@ class MemoryService(Transfer):
             raise MemoryUnavailable(str(exc)) from None
         return service
 
-    def _check_locations(self, settings: "Settings") -> None:
+    def _check_locations(self, settings: Settings) -> None:
         from memagent.memory.legacy import migrate_legacy_store
 
         for store in self._stores.values():
@@ -252,9 +269,12 @@ class MemoryService(Transfer):
         )
         with self._lock, self._guard("archive"):
             stale = [
-                i for s in self._stores_in_use() for i in s.open_catalog().ids_where(
+                i
+                for s in self._stores_in_use()
+                for i in s.open_catalog().ids_where(
                     "active = 1 AND confidence < ? AND COALESCE(last_used_at, created_at) < ?",
-                    [self.knobs.archive_below_confidence, old])
+                    [self.knobs.archive_below_confidence, old],
+                )
             ]
         for card_id in stale:
             self.update_card(card_id, status="archived")
@@ -264,8 +284,11 @@ class MemoryService(Transfer):
         """Rebuild every store's catalog and index from the card files with the current embedder."""
         with self._lock, self._guard("reindex"):
             info = self._embedder_info()
-            return sum(store.rebuild(info, self._embed_all, progress) for store in self._stores.values()
-                       if store.exists or store.catalog.exists)
+            return sum(
+                store.rebuild(info, self._embed_all, progress)
+                for store in self._stores.values()
+                if store.exists or store.catalog.exists
+            )
 
     def sync(self) -> None:
         """Bring every index up to date with the files now (a full stamp scan)."""
@@ -296,8 +319,11 @@ class MemoryService(Transfer):
                 return False
             keep, drop = cards[keep_id], cards[drop_id]
             provenance = [*keep.merged_from, drop.provenance, *drop.merged_from]
-        self.update_card(keep_id, merged_from=[p for i, p in enumerate(provenance) if p not in provenance[:i]],
-                         confidence=max(keep.confidence, drop.confidence))
+        self.update_card(
+            keep_id,
+            merged_from=[p for i, p in enumerate(provenance) if p not in provenance[:i]],
+            confidence=max(keep.confidence, drop.confidence),
+        )
         self.update_card(drop_id, status="superseded", superseded_by=keep_id)
         with self._lock, self._guard("merge"):
             for store in self._stores_in_use():

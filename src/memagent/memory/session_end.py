@@ -18,7 +18,8 @@ what is new.
 from __future__ import annotations
 
 import re
-from typing import Any, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
 from memagent.llm.items import own_texts, tool_uses
 

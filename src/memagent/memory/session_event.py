@@ -19,7 +19,7 @@ Content, one block::
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from memagent.memory.cards import MemoryCard, Provenance
@@ -32,13 +32,15 @@ EVENT_IMPORTANCE = 0.3
 EVENT_CONFIDENCE = 0.9
 
 
-def event_content(session_id: str, started: datetime, digest: str, transcript: str,
-                  left_open: str | None = None) -> str:
+def event_content(
+    session_id: str, started: datetime, digest: str, transcript: str, left_open: str | None = None
+) -> str:
     """The event card's text (see the module docstring), at most :data:`MAX_CHARS` characters."""
-    day = started.astimezone(timezone.utc)
+    day = started.astimezone(UTC)
     head = f"Session {session_id} on {day:%A %Y-%m-%d} (transcript {transcript})."
-    body = "\n".join(line for line in digest.replace(DIGEST_HEADER, "").strip().splitlines()
-                     if not looks_like_instruction(line))  # a parroted "note to the AI" stays out
+    body = "\n".join(
+        line for line in digest.replace(DIGEST_HEADER, "").strip().splitlines() if not looks_like_instruction(line)
+    )  # a parroted "note to the AI" stays out
     tail = f"\nLeft open: {left_open}" if left_open else ""
     room = MAX_CHARS - len(head) - len(tail) - 1
     if len(body) > room:
@@ -46,14 +48,22 @@ def event_content(session_id: str, started: datetime, digest: str, transcript: s
     return f"{head}\n{body}{tail}".strip()
 
 
-def save_session_event(service: Any, session_id: str, started: datetime, digest: str, transcript: str,
-                       left_open: str | None = None) -> SaveResult:
+def save_session_event(
+    service: Any, session_id: str, started: datetime, digest: str, transcript: str, left_open: str | None = None
+) -> SaveResult:
     """Write the session's event card (see the module docstring)."""
     card = MemoryCard(
         content=event_content(session_id, started, digest, transcript, left_open),
-        memory_type="event", scope="project", source="assistant",
-        provenance=Provenance(session_id=session_id), confidence=EVENT_CONFIDENCE, importance=EVENT_IMPORTANCE,
-        files=[transcript], task_hint=left_open, created_at=started, updated_at=datetime.now(timezone.utc),
+        memory_type="event",
+        scope="project",
+        source="assistant",
+        provenance=Provenance(session_id=session_id),
+        confidence=EVENT_CONFIDENCE,
+        importance=EVENT_IMPORTANCE,
+        files=[transcript],
+        task_hint=left_open,
+        created_at=started,
+        updated_at=datetime.now(UTC),
     )
     return service.save_card(SaveRequest(card, private=True, distinct=True))
 

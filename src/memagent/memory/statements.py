@@ -18,17 +18,35 @@ How two parsed statements are compared: :mod:`memagent.memory.corrections`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from memagent.memory.lexical import STOPWORDS, _strip_suffix
 
 # --------------------------------------------------------------------------- vocabulary
 
 _NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "fifteen": "15", "twenty": "20",
-    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "ninety": "90", "hundred": "100",
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "fifteen": "15",
+    "twenty": "20",
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "sixty": "60",
+    "ninety": "90",
+    "hundred": "100",
 }
 _UNIT_GROUPS = {
     "duration": "ms millisecond second sec minute min hour hr day week month year",
@@ -37,35 +55,74 @@ _UNIT_GROUPS = {
 }
 _UNIT_OF = {word: group for group, words in _UNIT_GROUPS.items() for word in words.split()}
 _WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
-_MONTHS = frozenset("january february march april may june july august september october november december "
-                    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
 _SEASONS = frozenset("spring summer autumn fall winter".split())
-_TIME_HEADS = frozenset("on in during over since until by as of last this next early mid late the start end "
-                        "beginning middle".split())
+_TIME_HEADS = frozenset(
+    "on in during over since until by as of last this next early mid late the start end beginning middle".split()
+)
 _NEGATION = frozenset("not no never without none nothing nobody neither nor cannot".split())
 _ENDINGS = frozenset("retired decommissioned deprecated disabled removed".split())  # the thing itself ended
 _ADDITIONS = frozenset("also too additionally another".split())
 _CHANGE = frozenset(
     "now since moved move migrated migrate switched switch changed change raised raise lowered lower cut reduced "
     "increased shortened extended bumped upgraded downgraded replaced replace dropped drop removed renamed scaled "
-    "became become took taken went longer anymore".split())
+    "became become took taken went longer anymore".split()
+)
 _REFERENCE_AFTER_CHANGE = frozenset("from off".split())  # "moved from X", "moved off X"
 _REFERENCE_OBJECT = frozenset("dropped replaced removed retired".split())  # "dropped X" (X a value)
 _REFERENCE_SPAN = 4
 _BECAUSE = frozenset("because once so when while".split())
 _DETERMINERS = frozenset("the a an we our it they people their its".split())
 _OPPOSITES = (
-    ("allowed", "forbidden"), ("allowed", "prohibited"), ("allowed", "banned"), ("permitted", "forbidden"),
-    ("enabled", "disabled"), ("enable", "disable"), ("on", "off"), ("true", "false"), ("yes", "no"),
-    ("always", "never"), ("required", "optional"), ("mandatory", "optional"), ("include", "exclude"),
-    ("included", "excluded"), ("before", "after"), ("increase", "decrease"), ("more", "less"),
-    ("higher", "lower"), ("larger", "smaller"), ("faster", "slower"), ("public", "private"),
-    ("sync", "async"), ("synchronous", "asynchronous"), ("accept", "reject"), ("accepted", "rejected"),
-    ("like", "dislike"), ("likes", "dislikes"), ("prefer", "avoid"), ("prefers", "avoids"),
-    ("use", "avoid"), ("uses", "avoids"), ("start", "stop"), ("open", "closed"), ("up", "down"),
-    ("min", "max"), ("minimum", "maximum"), ("deprecated", "supported"), ("works", "fails"),
-    ("pass", "fail"), ("passes", "fails"), ("safe", "unsafe"), ("stable", "unstable"),
-    ("tabs", "spaces"), ("light", "dark"), ("left", "right"), ("first", "last"),
+    ("allowed", "forbidden"),
+    ("allowed", "prohibited"),
+    ("allowed", "banned"),
+    ("permitted", "forbidden"),
+    ("enabled", "disabled"),
+    ("enable", "disable"),
+    ("on", "off"),
+    ("true", "false"),
+    ("yes", "no"),
+    ("always", "never"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("include", "exclude"),
+    ("included", "excluded"),
+    ("before", "after"),
+    ("increase", "decrease"),
+    ("more", "less"),
+    ("higher", "lower"),
+    ("larger", "smaller"),
+    ("faster", "slower"),
+    ("public", "private"),
+    ("sync", "async"),
+    ("synchronous", "asynchronous"),
+    ("accept", "reject"),
+    ("accepted", "rejected"),
+    ("like", "dislike"),
+    ("likes", "dislikes"),
+    ("prefer", "avoid"),
+    ("prefers", "avoids"),
+    ("use", "avoid"),
+    ("uses", "avoids"),
+    ("start", "stop"),
+    ("open", "closed"),
+    ("up", "down"),
+    ("min", "max"),
+    ("minimum", "maximum"),
+    ("deprecated", "supported"),
+    ("works", "fails"),
+    ("pass", "fail"),
+    ("passes", "fails"),
+    ("safe", "unsafe"),
+    ("stable", "unstable"),
+    ("tabs", "spaces"),
+    ("light", "dark"),
+    ("left", "right"),
+    ("first", "last"),
 )
 OPPOSITE_OF: dict[str, frozenset[str]] = {}
 for _pair in _OPPOSITES:
@@ -196,8 +253,11 @@ def _temporal_spans(tokens: Sequence[_Token]) -> set[int]:
             taken.add(j)
             j -= 1
         j = i + 1
-        while j < len(tokens) and (tokens[j].kind in ("number", "temporal") and len(tokens[j].low) in (1, 2, 4)
-                                   or tokens[j].low in ("holidays", "quarter")):
+        while j < len(tokens) and (
+            tokens[j].kind in ("number", "temporal")
+            and len(tokens[j].low) in (1, 2, 4)
+            or tokens[j].low in ("holidays", "quarter")
+        ):
             taken.add(j)
             j += 1
     return taken
@@ -269,7 +329,7 @@ def _reference_start(tokens: Sequence[_Token], i: int) -> tuple[int, bool] | Non
     following = tokens[i + 1].low if i + 1 < len(tokens) else ""
     if low in _REFERENCE_AFTER_CHANGE:
         clause_words = {t.low for t in tokens[:i] if t.clause == token.clause}
-        if clause_words & _CHANGE or any(t.low == "to" for t in tokens[i + 1:i + 2 + _REFERENCE_SPAN]):
+        if clause_words & _CHANGE or any(t.low == "to" for t in tokens[i + 1 : i + 2 + _REFERENCE_SPAN]):
             return i + 1, True
     if (low, following) in (("instead", "of"), ("rather", "than"), ("no", "longer")):
         return i + 2, True
@@ -291,12 +351,15 @@ def _references(tokens: Sequence[_Token]) -> tuple[frozenset[str], frozenset[str
         if found is None:
             continue
         start, plain_words = found
-        for t in tokens[start:start + _REFERENCE_SPAN]:
+        for t in tokens[start : start + _REFERENCE_SPAN]:
             if t.clause != token.clause or (t.low == "to" and token.low in _REFERENCE_AFTER_CHANGE):
                 break
             if t.kind in ("number", "clock", "date", "ident", "name", "weekday"):
-                values.add(_NUMBER_WORDS.get(t.low, t.low.lstrip("v").strip("`")).rstrip("s") if t.kind == "weekday"
-                           else _NUMBER_WORDS.get(t.low, t.low.lstrip("v").strip("`")))
+                values.add(
+                    _NUMBER_WORDS.get(t.low, t.low.lstrip("v").strip("`")).rstrip("s")
+                    if t.kind == "weekday"
+                    else _NUMBER_WORDS.get(t.low, t.low.lstrip("v").strip("`"))
+                )
             elif plain_words and t.low not in STOPWORDS:
                 words.add(stem(t.low))
     return frozenset(values), frozenset(words)
@@ -310,8 +373,12 @@ def parse(text: str) -> Statement:
     keys: set[str] = set()
     initials: set[str] = set()
     values: dict[str, set[str]] = {}
-    if len(tokens) > 1 and tokens[0].kind == "name" and tokens[1].clause > tokens[0].clause \
-            and text.lstrip().startswith(tokens[0].raw + ":"):
+    if (
+        len(tokens) > 1
+        and tokens[0].kind == "name"
+        and tokens[1].clause > tokens[0].clause
+        and text.lstrip().startswith(tokens[0].raw + ":")
+    ):
         skipped = skipped | {0}  # "Jon: …": who says it, not what is said
     for i, token in enumerate(tokens):
         if i in skipped:
@@ -328,15 +395,28 @@ def parse(text: str) -> Statement:
     lows = [t.low for t in tokens]
     joined = " " + " ".join(lows) + " "
     references, word_references = _references(tokens)
-    ended = (" no longer " in joined or " any more " in joined or "anymore" in lows or bool(set(lows) & _ENDINGS)
-             or " switched off " in joined or " turned off " in joined or " shut down " in joined)
+    ended = (
+        " no longer " in joined
+        or " any more " in joined
+        or "anymore" in lows
+        or bool(set(lows) & _ENDINGS)
+        or " switched off " in joined
+        or " turned off " in joined
+        or " shut down " in joined
+    )
     negated = ended or any(low in _NEGATION or low.endswith("n't") for low in lows)
     return Statement(
-        text=text, keys=frozenset(keys), values={k: frozenset(v) for k, v in values.items()},
-        references=references, word_references=word_references, event=_leading_event(tokens, temporal),
-        negated=negated, ended=ended,
+        text=text,
+        keys=frozenset(keys),
+        values={k: frozenset(v) for k, v in values.items()},
+        references=references,
+        word_references=word_references,
+        event=_leading_event(tokens, temporal),
+        negated=negated,
+        ended=ended,
         additive=bool(set(lows) & _ADDITIONS) or " as well " in joined or " in addition " in joined,
-        changes=bool(set(lows) & _CHANGE), initials=frozenset(initials),
+        changes=bool(set(lows) & _CHANGE),
+        initials=frozenset(initials),
     )
 
 

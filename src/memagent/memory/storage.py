@@ -19,9 +19,8 @@ date from them without reading a file that did not change, in two depths:
   system part (:meth:`Store.scan_files`) takes no lock; only applying what it found does.
 
 :meth:`Store.sync_vectors` then embeds what the vector index lacks. A missing or damaged catalog
-or index is rebuilt from the files, with a notice saying so. Vectors of another variant of the
-same model (fp32 and int8) are never mixed in one index: a store whose recorded embedder is
-another variant drops its vectors and embeds again (a notice says so).
+or index is rebuilt from the files, with a notice saying so; vectors of another variant of the
+same model are never mixed in one index (``memory.index_embedder``).
 
 Several processes share a store: every write to the catalog or the index happens under a
 cross-process lock (``index/.lock``), waited for at most ``lock_wait`` seconds before giving up
@@ -34,10 +33,11 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from memagent.fsutil import make_dirs, refuse_symlinks
 from memagent.memory import arrivals, gitview
@@ -45,11 +45,12 @@ from memagent.memory.cardfiles import CardFileError, CardFiles, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
+from memagent.memory.index_embedder import check_index_embedder
 from memagent.memory.layout import TOMBSTONE_NAME, migrate_store, vectors_dir
+from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex
+from memagent.memory.store_forgetting import StoreForgetting
 from memagent.memory.tombstones import Tombstones, came_back_reason
 from memagent.memory.vectorcache import VectorCache
-from memagent.memory.store import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex, same_model
-from memagent.memory.store_forgetting import StoreForgetting
 
 if TYPE_CHECKING:
     from memagent.memory.provenance import Witness
@@ -89,9 +90,17 @@ class Scan:
 class Store(StoreForgetting):
     """See the module docstring."""
 
-    def __init__(self, label: str, root: Path, location: StoreLocation, *, lock_wait: float = 10.0,
-                 identity: str | None = None, witness: "Witness | None" = None,
-                 commit_vectors: bool = False) -> None:
+    def __init__(
+        self,
+        label: str,
+        root: Path,
+        location: StoreLocation,
+        *,
+        lock_wait: float = 10.0,
+        identity: str | None = None,
+        witness: Witness | None = None,
+        commit_vectors: bool = False,
+    ) -> None:
         from filelock import FileLock
 
         self.label = label
@@ -138,7 +147,9 @@ class Store(StoreForgetting):
             refuse_symlinks(self.root, self.files.index)  # a repository may ship local/ as a symlink
             make_dirs(self.files.index)
         except OSError as exc:
-            raise StoreError(f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}") from None
+            raise StoreError(
+                f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}"
+            ) from None
         try:
             self._lock.acquire()
         except Timeout:
@@ -212,10 +223,15 @@ class Store(StoreForgetting):
             else:
                 changed.update(p.stem for p in pulled if p.stem in on_disk)
         found = {cid: (on_disk[cid], stamp_of(Path(on_disk[cid]))) for cid in changed}
-        return self._apply(catalog, {c: (p, st) for c, (p, st) in found.items() if st is not None}, removed,
-                           folders=None, head=head if recorded is not None else None)
+        return self._apply(
+            catalog,
+            {c: (p, st) for c, (p, st) in found.items() if st is not None},
+            removed,
+            folders=None,
+            head=head if recorded is not None else None,
+        )
 
-    def scan_files(self) -> "Scan":
+    def scan_files(self) -> Scan:
         """The file-system half of a full scan, with the catalog's stamps read through a
         connection of its own: no lock, safe on any thread (a search never waits for it)."""
         started = time.monotonic()
@@ -223,7 +239,7 @@ class Store(StoreForgetting):
         head = gitview.head_commit(self.root)
         return Scan(folders, head, self.files.scan(), started, read_stamps(self.catalog.path))
 
-    def apply_scan(self, scan: "Scan") -> int:
+    def apply_scan(self, scan: Scan) -> int:
         """The catalog half of a full scan: read the files whose stamps changed, drop the gone."""
         catalog = self.open_catalog()
         known = scan.known if scan.known is not None else catalog.stamps()
@@ -237,14 +253,22 @@ class Store(StoreForgetting):
         settled = repr(self.files.folder_stamps()) == scan.folders
         return self._apply(catalog, changed, removed, folders=scan.folders if settled else None, head=scan.head)
 
-    def _apply(self, catalog: Catalog, changed: dict[str, tuple[str, Stamp]], removed: list[str], *,
-               folders: str | None, head: str | None) -> int:
+    def _apply(
+        self,
+        catalog: Catalog,
+        changed: dict[str, tuple[str, Stamp]],
+        removed: list[str],
+        *,
+        folders: str | None,
+        head: str | None,
+    ) -> int:
         """Read ``changed`` files into the catalog and drop ``removed`` ids; record the folder
         times (after a full scan) and the git commit the catalog now reflects."""
         problems = catalog.known_problems()
         gone_problems = [p for p in problems if not Path(p).exists()]
-        unchanged_meta = ((folders is None or catalog.get_meta("folders") == folders)
-                          and (head is None or catalog.get_meta("git_head") == head))
+        unchanged_meta = (folders is None or catalog.get_meta("folders") == folders) and (
+            head is None or catalog.get_meta("git_head") == head
+        )
         if not changed and not removed and not gone_problems and unchanged_meta:
             return 0
         with self.locked(), catalog.transaction() as db:
@@ -369,37 +393,18 @@ class Store(StoreForgetting):
         self._seen_generation = current
 
     def check_embedder(self, embedder: EmbedderInfo) -> None:
-        """Refuse an index built by another model; drop one built by another variant of this
-        model (fp32 and int8 vectors differ: never mixed), so its cards are embedded again."""
-        recorded = self.catalog.get_meta("embedder") if self.catalog.exists else None
-        wanted = f"{embedder.model_id}:{embedder.dim}"
-        if recorded is None or recorded == wanted:
-            return
-        model, _, dim = recorded.rpartition(":")
-        variant = embedder.dim > 0 and dim == str(embedder.dim) and same_model(model, embedder.model_id)
-        if variant and not self.is_remote:  # a shared server's index is not this process's to drop
-            self._drop_vectors_of(model, embedder)
-            return
-        raise EmbedderMismatch(
-            f"the {self.label} memory index was built with {recorded.replace(':', ' (dim ')}) but the "
-            f"active embedder is {embedder.describe()}; run `memagent memory reindex`"
-        )
+        """Refuse another model's index; drop another variant's (``memory.index_embedder``)."""
+        check_index_embedder(self, embedder)
 
-    def _drop_vectors_of(self, recorded: str, embedder: EmbedderInfo) -> None:
-        index = self.vector_index(embedder, create=True)
-        with self.locked():
-            if index is not None:
-                index.embedder = embedder
-                index.replace_all([])
-            with self.catalog.transaction() as db:
-                self.catalog.forget_vectors(db)
-                self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
-                self._seen_generation = self.catalog.bump_generation(db)
-        self.notices.append(f"the {self.label} memory index held vectors of {recorded}; re-embedding its "
-                            f"{self.catalog.count()} cards with {embedder.name}")
-
-    def sync_vectors(self, embedder: EmbedderInfo, embed: Embed, *, progress: Progress | None = None,
-                     duplicate_cosine: float | None = None, use_cache: bool = True) -> int:
+    def sync_vectors(
+        self,
+        embedder: EmbedderInfo,
+        embed: Embed,
+        *,
+        progress: Progress | None = None,
+        duplicate_cosine: float | None = None,
+        use_cache: bool = True,
+    ) -> int:
         """Index, move and delete what the vector index lacks (from the vector cache beside the
         cards when ``use_cache`` and it has them, else by embedding); returns how many were indexed."""
         if not self.catalog.exists:
@@ -413,8 +418,9 @@ class Store(StoreForgetting):
         done = 0
         cached = self.cached_vectors(embedder, self.catalog.pending_digests()) if use_cache else []
         for chunk in chunked(cached, CACHE_BATCH):
-            self.store_vectors(embedder, chunk, remember=False,
-                               duplicate_cosine=duplicate_cosine if check_duplicates else None)
+            self.store_vectors(
+                embedder, chunk, remember=False, duplicate_cosine=duplicate_cosine if check_duplicates else None
+            )
             done += len(chunk)
             if progress is not None:
                 progress(min(done, total), total)
@@ -453,8 +459,14 @@ class Store(StoreForgetting):
                 return work.embed
         return []
 
-    def store_vectors(self, embedder: EmbedderInfo, items: Sequence[VectorItem], *, remember: bool = True,
-                      duplicate_cosine: float | None = None) -> None:
+    def store_vectors(
+        self,
+        embedder: EmbedderInfo,
+        items: Sequence[VectorItem],
+        *,
+        remember: bool = True,
+        duplicate_cosine: float | None = None,
+    ) -> None:
         """Write (id, content digest, active, vector) items and mark them indexed (a card edited
         meanwhile stays pending); ``remember`` adds shared cards' vectors to the cache beside the
         cards."""
@@ -463,8 +475,9 @@ class Store(StoreForgetting):
             self.follow_other_writers()
             if index is not None and embedder.dim > 0:
                 index.upsert([(cid, vec, active) for cid, _, active, vec in items])
-            self.catalog.mark_indexed(db, [(cid, active) for cid, _, active, _ in items],
-                                      digests=[digest for _, digest, _, _ in items])
+            self.catalog.mark_indexed(
+                db, [(cid, active) for cid, _, active, _ in items], digests=[digest for _, digest, _, _ in items]
+            )
             self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
             self._seen_generation = self.catalog.bump_generation(db)
             if duplicate_cosine is not None and index is not None:
@@ -474,8 +487,9 @@ class Store(StoreForgetting):
         if shared:
             self.vector_cache(embedder).put({digest: vec for cid, digest, _, vec in items if cid in shared})
 
-    def _apply_deletes_and_moves(self, index: VectorIndex | None, deletes: list[str],
-                                 moves: list[tuple[str, bool]], embedder: EmbedderInfo) -> None:
+    def _apply_deletes_and_moves(
+        self, index: VectorIndex | None, deletes: list[str], moves: list[tuple[str, bool]], embedder: EmbedderInfo
+    ) -> None:
         with self.catalog.transaction() as db:
             if index is not None and deletes:
                 index.delete(deletes)
@@ -498,13 +512,25 @@ class Store(StoreForgetting):
 
     # -- writing -------------------------------------------------------------------------
 
-    def write(self, card: MemoryCard, private: bool, vector: Sequence[float] | None,
-              embedder: EmbedderInfo | None, *, durable: bool = True) -> Path:
+    def write(
+        self,
+        card: MemoryCard,
+        private: bool,
+        vector: Sequence[float] | None,
+        embedder: EmbedderInfo | None,
+        *,
+        durable: bool = True,
+    ) -> Path:
         """Write a card's file, its catalog row and (given a vector) its vector, under the lock."""
         return self.write_many([(card, private, vector)], embedder, durable=durable)[0]
 
-    def write_many(self, items: Sequence[tuple[MemoryCard, bool, Sequence[float] | None]],
-                   embedder: EmbedderInfo | None, *, durable: bool = True) -> list[Path]:
+    def write_many(
+        self,
+        items: Sequence[tuple[MemoryCard, bool, Sequence[float] | None]],
+        embedder: EmbedderInfo | None,
+        *,
+        durable: bool = True,
+    ) -> list[Path]:
         catalog = self.open_catalog()
         paths = []
         if embedder is not None and embedder.dim > 0:
@@ -533,8 +559,9 @@ class Store(StoreForgetting):
                 if recorded in (None, before):
                     catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
         if index is not None:
-            self.vector_cache(embedder).put({digest_of(c.content): v for c, private, v in items
-                                             if v is not None and not private})
+            self.vector_cache(embedder).put(
+                {digest_of(c.content): v for c, private, v in items if v is not None and not private}
+            )
         return paths
 
     def migrate_layout(self) -> list[str]:

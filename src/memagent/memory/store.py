@@ -32,15 +32,15 @@ import os
 import re
 import sqlite3
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 from urllib.parse import urlparse
 
 from memagent.errors import one_line as _one_line
 from memagent.fsutil import make_dirs
 from memagent.memory.errors import StoreError
-
 
 SCHEMA_VERSION = 1
 PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections
@@ -144,7 +144,7 @@ class EmbedderInfo:
     dim: int
 
     @classmethod
-    def of(cls, embedder: Any) -> "EmbedderInfo":
+    def of(cls, embedder: Any) -> EmbedderInfo:
         name = str(getattr(embedder, "name", "unknown"))
         model_id = getattr(embedder, "model_id", None) or name.split("/")[0]
         return cls(model_id=str(model_id), name=name, dim=int(getattr(embedder, "dim", 0)))
@@ -177,11 +177,11 @@ class StoreLocation:
     prefix: str = "memagent_"
 
     @classmethod
-    def local(cls, label: str, path: Path) -> "StoreLocation":
+    def local(cls, label: str, path: Path) -> StoreLocation:
         return cls(label=label, path=path)
 
     @classmethod
-    def remote(cls, label: str, url: str, project_root: Path, identity: str) -> "StoreLocation":
+    def remote(cls, label: str, url: str, project_root: Path, identity: str) -> StoreLocation:
         """On a shared server each project gets collections named after its directory and its
         stable identity (see ``memory.identity``), so two projects never share memory."""
         return cls(label=label, url=url, prefix=f"memagent-{_slug(project_root.name)[:40]}-{identity[:12]}_")
@@ -325,7 +325,11 @@ class VectorIndex:
         stored = self.stored_embedder()
         if stored is None:
             return
-        if not self.is_remote and stored.dim == self.embedder.dim and same_model(stored.model_id, self.embedder.model_id):
+        if (
+            not self.is_remote
+            and stored.dim == self.embedder.dim
+            and same_model(stored.model_id, self.embedder.model_id)
+        ):
             return  # another variant in a local index: the store drops these vectors and embeds again
         if stored.model_id != self.embedder.model_id or stored.dim != self.embedder.dim:
             raise EmbedderMismatch(

@@ -8,8 +8,8 @@ withheld from the catalog (``Store._apply``) until the user erases it again or k
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from memagent.memory.layout import VECTORS_NAME, committed_vector_files, local_dir
 from memagent.memory.vectorcache import VectorCache

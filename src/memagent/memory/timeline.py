@@ -22,17 +22,29 @@ on the ``--help`` or ``tasks`` paths).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from itertools import islice
-from typing import Iterator
 
 Period = tuple[datetime, datetime]
 
 MAX_CHARS = 600  # parse at most this much of a text (the dates of a card are near its start)
 MAX_PHRASES = 12  # and at most this many date phrases of it (a parse costs milliseconds)
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-           "october", "november", "december")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MONTH_WORDS = frozenset(_MONTHS) | frozenset(m[:3] for m in _MONTHS) | {"sept"}
 _WEEKDAYS = frozenset(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))
 _RELATIVE = frozenset(("yesterday", "today", "tomorrow", "ago", "week", "weeks"))
@@ -42,13 +54,14 @@ _THIRDS = {"early": (1, 11), "mid": (11, 21), "late": (21, 32)}
 _WORD = re.compile(r"[A-Za-z]+|\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|\d+")
 _QUARTER = re.compile(r"\b(?:Q([1-4])|H([12]))(?:\s+(?:of\s+)?((?:19|20)\d\d))?\b")
 _ORDINAL_QUARTER = re.compile(r"\b(first|second|third|fourth) quarter(?:\s+of\s+((?:19|20)\d\d))?\b", re.I)
-_SEASON = re.compile(r"\b(?:(last|this|next|early|late)\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?\b",
-                     re.I)
+_SEASON = re.compile(
+    r"\b(?:(last|this|next|early|late)\s+)?(spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?((?:19|20)\d\d))?\b", re.I
+)
 _MODIFIED_MONTH = re.compile(r"\b(early|mid|late)[\s-]+(?=" + "|".join(_MONTHS) + r")", re.I)
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 _MAY_CONTEXT = frozenset("in since of during early mid late last this next until by from to before after the".split())
@@ -72,9 +85,16 @@ def mentions_time(text: str) -> bool:
     for i, word in enumerate(words):
         low = word.lower()
         previous, following = (words[i - 1] if i else ""), (words[i + 1] if i + 1 < len(words) else "")
-        if (_is_month(word, previous, following) or low in _WEEKDAYS or low in _RELATIVE
-                or low in _SEASON_MONTH or low in ("quarter", "month", "year") or "-" in word or "/" in word
-                or (word.isdigit() and len(word) == 4 and word[:2] in ("19", "20"))):
+        if (
+            _is_month(word, previous, following)
+            or low in _WEEKDAYS
+            or low in _RELATIVE
+            or low in _SEASON_MONTH
+            or low in ("quarter", "month", "year")
+            or "-" in word
+            or "/" in word
+            or (word.isdigit() and len(word) == 4 and word[:2] in ("19", "20"))
+        ):
             return True
     return bool(_QUARTER.search(text[:MAX_CHARS]))
 
@@ -83,8 +103,8 @@ def mentions_time(text: str) -> bool:
 
 
 def _month(year: int, month: int) -> Period:
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
-    return start, datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+    start = datetime(year, month, 1, tzinfo=UTC)
+    return start, datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
 
 
 def _months(year: int, first: int, count: int) -> Period:
@@ -127,11 +147,17 @@ def _vocabulary_periods(text: str, base: datetime) -> Iterator[tuple[int, int, P
         yield match.start(), match.end(), window, match.group(3) is None
     for match in _QUARTER.finditer(text):
         quarter, half = match.group(1), match.group(2)
-        window = _quarter(int(quarter), 3, match.group(3), base) if quarter else _quarter(int(half), 6, match.group(3), base)
+        window = (
+            _quarter(int(quarter), 3, match.group(3), base) if quarter else _quarter(int(half), 6, match.group(3), base)
+        )
         yield match.start(), match.end(), window, match.group(3) is None
     for match in _ORDINAL_QUARTER.finditer(text):
-        yield (match.start(), match.end(), _quarter(_ORDINALS[match.group(1).lower()], 3, match.group(2), base),
-               match.group(2) is None)
+        yield (
+            match.start(),
+            match.end(),
+            _quarter(_ORDINALS[match.group(1).lower()], 3, match.group(2), base),
+            match.group(2) is None,
+        )
 
 
 # --------------------------------------------------------------------------- dateparser
@@ -139,8 +165,27 @@ def _vocabulary_periods(text: str, base: datetime) -> Iterator[tuple[int, int, P
 _TOKEN = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|\d+(?:st|nd|rd|th)?|[A-Za-z]+|,")
 _QUALIFIERS = frozenset(("last", "this", "next", "ago", "past", "previous", "coming"))
 _UNITS = frozenset(("day", "days", "week", "weeks", "weekend", "month", "months", "year", "years"))
-_COUNTS = frozenset(("a", "an", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                     "eleven", "twelve", "few", "couple", "of"))
+_COUNTS = frozenset(
+    (
+        "a",
+        "an",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "few",
+        "couple",
+        "of",
+    )
+)
 _DAYS = frozenset(("yesterday", "today", "tomorrow"))
 
 
@@ -167,8 +212,10 @@ def _date_phrases(text: str) -> Iterator[tuple[int, int]]:
     ("last week", "two weeks ago", "this year")."""
     tokens = list(_TOKEN.finditer(text))
     words = [t.group(0) for t in tokens]
-    kinds = [_token_kind(w, words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else "")
-             for i, w in enumerate(words)]
+    kinds = [
+        _token_kind(w, words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else "")
+        for i, w in enumerate(words)
+    ]
     i = 0
     while i < len(tokens):
         if kinds[i] is None:
@@ -177,7 +224,7 @@ def _date_phrases(text: str) -> Iterator[tuple[int, int]]:
         j = i
         while j + 1 < len(tokens) and kinds[j + 1] is not None:
             j += 1
-        run, end = kinds[i:j + 1], j + 1
+        run, end = kinds[i : j + 1], j + 1
         while i <= j and words[i].lower() in ("the", ",", "of"):
             i += 1
         while j >= i and words[j] in (",", "the", "of", "a", "an"):
@@ -196,7 +243,7 @@ def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) ->
     for start, end in masked:  # what the vocabulary read is not handed to dateparser again
         plain[start:end] = " " * (end - start)
     cleaned = _MODIFIED_MONTH.sub(lambda m: m.group(1) + " ", "".join(plain))
-    settings = {"RELATIVE_BASE": base.astimezone(timezone.utc).replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
+    settings = {"RELATIVE_BASE": base.astimezone(UTC).replace(tzinfo=None), "PREFER_DATES_FROM": "past"}
     parser = DateDataParser(languages=["en"], settings=settings)
     for start, end in islice(_date_phrases(cleaned), MAX_PHRASES):
         phrase = cleaned[start:end]
@@ -206,28 +253,26 @@ def _parsed_periods(text: str, base: datetime, masked: list[tuple[int, int]]) ->
             found = parser.get_date_data(named) if named and named != phrase else found
         if found.date_obj is None or found.period not in ("day", "week", "month", "year"):
             continue
-        before = cleaned[max(0, start - 8):start].lower().split()
+        before = cleaned[max(0, start - 8) : start].lower().split()
         modifier = next((w for w in reversed(before) if w in _THIRDS), None)
         yield _window(found.date_obj, found.period, modifier), _is_relative(phrase)
 
 
 def _window(moment: datetime, granularity: str, modifier: str | None) -> Period:
     moment = _utc(moment)
-    day = datetime(moment.year, moment.month, moment.day, tzinfo=timezone.utc)
+    day = datetime(moment.year, moment.month, moment.day, tzinfo=UTC)
     if granularity == "day":
         return day, day + timedelta(days=1)
     if granularity == "week":
         start = day - timedelta(days=day.weekday())
         return start, start + timedelta(days=7)
     if granularity == "year":
-        return datetime(moment.year, 1, 1, tzinfo=timezone.utc), datetime(moment.year + 1, 1, 1, tzinfo=timezone.utc)
+        return datetime(moment.year, 1, 1, tzinfo=UTC), datetime(moment.year + 1, 1, 1, tzinfo=UTC)
     start, end = _month(moment.year, moment.month)
     if modifier in _THIRDS:
         first, last = _THIRDS[modifier]
         return start.replace(day=first), min(end, start + timedelta(days=last - 1))
     return start, end
-
-
 
 
 def _mentions(text: str, base: datetime) -> list[tuple[Period, bool]]:
@@ -282,7 +327,17 @@ def overlaps(a: Period, b: Period) -> bool:
 
 def warm_up() -> None:
     """Import dateparser and parse once (about half a second), off the critical path."""
-    periods_in("on 12 March 2026", datetime.now(timezone.utc))
+    periods_in("on 12 March 2026", datetime.now(UTC))
 
 
-__all__ = ["MAX_CHARS", "MAX_PHRASES", "Period", "asked_period", "hull", "mentions_time", "overlaps", "periods_in", "warm_up"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_PHRASES",
+    "Period",
+    "asked_period",
+    "hull",
+    "mentions_time",
+    "overlaps",
+    "periods_in",
+    "warm_up",
+]

@@ -10,9 +10,9 @@ erases it again or keeps it (``Store.withheld``, ``Store.readmit``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from memagent.fsutil import atomic_write
 from memagent.memory.cards import iso_utc, utc_now
@@ -66,8 +66,10 @@ class Tombstones:
 def came_back_reason(path: Path, card_id: str, when: str) -> str:
     """The one-line notice for a forgotten card whose file is back."""
     day = when[:10] or "earlier"
-    return (f"{path}: {card_id} was forgotten here ({day}) and its file came back (a git pull or checkout?); "
-            "not used. Keep or erase it with `memagent memory review`")
+    return (
+        f"{path}: {card_id} was forgotten here ({day}) and its file came back (a git pull or checkout?); "
+        "not used. Keep or erase it with `memagent memory review`"
+    )
 
 
 def _id_of(line: str) -> str | None:

@@ -13,8 +13,9 @@ tombstone list.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -56,7 +57,7 @@ class _Known:
     force: bool  # import forgotten ids anyway
 
     @classmethod
-    def of(cls, items: Sequence[Any], tombstones: dict[str, str], force: bool) -> "_Known":
+    def of(cls, items: Sequence[Any], tombstones: dict[str, str], force: bool) -> _Known:
         ids = [str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id") is not None]
         renamed = {raw: new_card_id() for raw in ids if not CARD_ID_RE.match(raw)}
         return cls(set(ids), renamed, tombstones, force)
@@ -74,8 +75,9 @@ class Transfer(Saving, Erasure):
             cards.sort(key=lambda c: (c.created_at, c.id))
             return [card.model_dump(mode="json") for card in cards]
 
-    def import_cards(self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None, *,
-                     force: bool = False) -> ImportReport:
+    def import_cards(
+        self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None, *, force: bool = False
+    ) -> ImportReport:
         """Add cards from dicts (at least ``content``) through the gate, oldest first, in batches.
 
         Each card meets the same rule as ``memory add`` (``corrections.decide``), against the
@@ -101,7 +103,7 @@ class Transfer(Saving, Erasure):
                 self.revive([i for i in report.ids if i in known.tombstones])
         return report
 
-    def _gated(self, items: Sequence[Any], report: ImportReport, known: "_Known") -> list[MemoryCard]:
+    def _gated(self, items: Sequence[Any], report: ImportReport, known: _Known) -> list[MemoryCard]:
         """Valid cards that pass the gate and are not here yet; refusals reported by record index."""
         accepted: list[MemoryCard] = []
         seen_ids: set[str] = set()
@@ -140,7 +142,8 @@ class Transfer(Saving, Erasure):
         by_store: dict[str, list[tuple[MemoryCard, bool, list[float] | None]]] = {}
         for card, vector in pending.values():
             by_store.setdefault(self._store_for_scope(card.scope).label, []).append(
-                (card, card.scope == "session", vector))
+                (card, card.scope == "session", vector)
+            )
         info = self._embedder_info()
         for label, items in by_store.items():
             self._stores[label].write_many(items, info, durable=False)
@@ -149,14 +152,23 @@ class Transfer(Saving, Erasure):
         for card_id, link in stored_links:
             self._link_stored(card_id, **link)
 
-    def _retire(self, older_id: str, newer_id: str, pending: dict[str, tuple[MemoryCard, list[float] | None]],
-                stored_links: list[tuple[str, dict[str, str]]], report: ImportReport) -> None:
+    def _retire(
+        self,
+        older_id: str,
+        newer_id: str,
+        pending: dict[str, tuple[MemoryCard, list[float] | None]],
+        stored_links: list[tuple[str, dict[str, str]]],
+        report: ImportReport,
+    ) -> None:
         """Mark ``older_id`` (imported earlier, or stored) superseded by ``newer_id`` if it is
         still active."""
         if older_id in pending:
             older, vector = pending[older_id]
             if older.active:
-                pending[older_id] = (older.model_copy(update={"status": "superseded", "superseded_by": newer_id}), vector)
+                pending[older_id] = (
+                    older.model_copy(update={"status": "superseded", "superseded_by": newer_id}),
+                    vector,
+                )
                 report.superseded += 1
             return
         stored = self._get_many([older_id]).get(older_id)
@@ -164,9 +176,14 @@ class Transfer(Saving, Erasure):
             stored_links.append((older_id, {"superseded_by": newer_id}))
             report.superseded += 1
 
-    def _apply_decision(self, card: MemoryCard, decision: Decision,
-                        pending: dict[str, tuple[MemoryCard, list[float] | None]],
-                        stored_links: list[tuple[str, dict[str, str]]], report: ImportReport) -> MemoryCard:
+    def _apply_decision(
+        self,
+        card: MemoryCard,
+        decision: Decision,
+        pending: dict[str, tuple[MemoryCard, list[float] | None]],
+        stored_links: list[tuple[str, dict[str, str]]],
+        report: ImportReport,
+    ) -> MemoryCard:
         """The card as it will be written, with the correction ``decision`` found recorded on
         both ends (the other end is in ``pending`` or queued in ``stored_links``)."""
         other = decision.other
@@ -187,7 +204,7 @@ class Transfer(Saving, Erasure):
             stored_links.append((other.id, link))
         return card
 
-    def _card_from_record(self, record: Mapping[str, Any], known: "_Known") -> tuple[MemoryCard | None, str]:
+    def _card_from_record(self, record: Mapping[str, Any], known: _Known) -> tuple[MemoryCard | None, str]:
         if not isinstance(record, Mapping):
             return None, "not a JSON object"
         data = {k: v for k, v in record.items() if k in MemoryCard.model_fields}
@@ -237,8 +254,13 @@ class _Similarities:
         usable = bool(vectors) and all(v is not None for v in vectors)
         self._matrix = np.asarray(vectors, dtype=np.float32) if usable else None
 
-    def to_earlier(self, position: int, earlier_ids: Sequence[str],
-                   pending: dict[str, tuple[MemoryCard, list[float] | None]], scope: str) -> list[Neighbour]:
+    def to_earlier(
+        self,
+        position: int,
+        earlier_ids: Sequence[str],
+        pending: dict[str, tuple[MemoryCard, list[float] | None]],
+        scope: str,
+    ) -> list[Neighbour]:
         """Earlier active cards of the batch, still to be written, close to the card at ``position``."""
         if self._matrix is None or position == 0:
             return []

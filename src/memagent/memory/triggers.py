@@ -15,7 +15,8 @@ learns still passes the write gate and its limits kept on disk (``memory.quota``
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 TASK_COMPLETED = "task_completed"
 TODO_COMPLETED = "todo_completed"
@@ -31,8 +32,10 @@ def trigger_of(name: str, arguments: Mapping[str, Any], failed: bool) -> str | N
         return TASK_COMPLETED
     if name == "todo":
         items = arguments.get("items")
-        if isinstance(items, list) and items and all(
-            isinstance(item, Mapping) and item.get("status") == "completed" for item in items
+        if (
+            isinstance(items, list)
+            and items
+            and all(isinstance(item, Mapping) and item.get("status") == "completed" for item in items)
         ):
             return TODO_COMPLETED
     return None

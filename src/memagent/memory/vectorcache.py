@@ -32,8 +32,9 @@ import math
 import os
 import re
 import struct
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from memagent.fsutil import PRIVATE_FILE_MODE, atomic_write, make_dirs
 
@@ -66,19 +67,19 @@ class VectorCache:
 
     # -- reading -------------------------------------------------------------------------
 
-    def get(self, keys: Iterable[str]) -> dict[str, "np.ndarray"]:
+    def get(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of these content hashes (unit float32 vectors); absent ones are
         simply missing."""
         wanted: dict[str, set[str]] = {}
         for key in keys:
             if self.usable and _KEY.match(key):
                 wanted.setdefault(key[:2], set()).add(key)
-        found: dict[str, "np.ndarray"] = {}
+        found: dict[str, np.ndarray] = {}
         for prefix, shard_keys in wanted.items():
             found.update(self._read_shard(self.folder / f"{prefix}{SUFFIX}", shard_keys))
         return found
 
-    def _read_shard(self, path: Path, keys: set[str]) -> dict[str, "np.ndarray"]:
+    def _read_shard(self, path: Path, keys: set[str]) -> dict[str, np.ndarray]:
         try:
             with path.open("r", encoding="ascii", errors="replace") as fh:
                 if fh.readline() != self._header():
@@ -95,7 +96,7 @@ class VectorCache:
                     found[key] = vector
         return found
 
-    def _decode(self, payload: str) -> "np.ndarray | None":
+    def _decode(self, payload: str) -> np.ndarray | None:
         import numpy as np
 
         try:
