@@ -42,19 +42,30 @@ def table(verdicts: list[Verdict]) -> list[dict]:
     for klass, title in CLASSES.items():
         mine = [v for v in verdicts if v.attack.klass == klass]
         if mine:
-            rows.append({"class": klass, "title": title, "attempts": len(mine),
-                         "named": sum(v.attack.named for v in mine),
-                         "held": sum(v.held for v in mine), "failed": sum(not v.held for v in mine),
-                         "data_lost": sum(v.data_lost for v in mine)})
+            rows.append(
+                {
+                    "class": klass,
+                    "title": title,
+                    "attempts": len(mine),
+                    "named": sum(v.attack.named for v in mine),
+                    "held": sum(v.held for v in mine),
+                    "failed": sum(not v.held for v in mine),
+                    "data_lost": sum(v.data_lost for v in mine),
+                }
+            )
     return rows
 
 
 def render(rows: list[dict], verdicts: list[Verdict], seconds: float) -> str:
     lines = [f"{'class':<52} {'attempts':>8} {'held':>5} {'failed':>6} {'data lost':>9}"]
     for r in rows:
-        lines.append(f"{r['class']:>2}. {r['title']:<48} {r['attempts']:>8} {r['held']:>5} {r['failed']:>6} {r['data_lost']:>9}")
+        lines.append(
+            f"{r['class']:>2}. {r['title']:<48} {r['attempts']:>8} {r['held']:>5} {r['failed']:>6} {r['data_lost']:>9}"
+        )
     total = {k: sum(r[k] for r in rows) for k in ("attempts", "held", "failed", "data_lost")}
-    lines.append(f"{'total':<52} {total['attempts']:>8} {total['held']:>5} {total['failed']:>6} {total['data_lost']:>9}")
+    lines.append(
+        f"{'total':<52} {total['attempts']:>8} {total['held']:>5} {total['failed']:>6} {total['data_lost']:>9}"
+    )
     failures = [v for v in verdicts if not v.held]
     lines.append(f"\n{len(failures)} failure(s) ({seconds:.0f} s)")
     for v in failures:
@@ -71,19 +82,33 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="attacks run side by side (default 2)")
     parser.add_argument("--json", dest="json_path", help="also write the table and failures as JSON here")
     args = parser.parse_args()
-    attacks = [a for a in ATTACKS if (not args.classes or a.klass in args.classes)
-               and (not args.only or a.id.startswith(tuple(args.only)))]
+    attacks = [
+        a
+        for a in ATTACKS
+        if (not args.classes or a.klass in args.classes) and (not args.only or a.id.startswith(tuple(args.only)))
+    ]
     started = time.monotonic()
     verdicts = run_all(attacks, max(1, args.jobs))
     seconds = time.monotonic() - started
     rows = table(verdicts)
     print(render(rows, verdicts, seconds))
     if args.json_path:
-        report = {"table": rows, "seconds": round(seconds, 1),
-                  "failures": [{"id": v.attack.id, "class": v.attack.klass, "title": v.attack.title,
-                                "data_lost": v.data_lost, "known": v.attack.expect_failure,
-                                "findings": list(v.findings)}
-                               for v in verdicts if not v.held]}
+        report = {
+            "table": rows,
+            "seconds": round(seconds, 1),
+            "failures": [
+                {
+                    "id": v.attack.id,
+                    "class": v.attack.klass,
+                    "title": v.attack.title,
+                    "data_lost": v.data_lost,
+                    "known": v.attack.expect_failure,
+                    "findings": list(v.findings),
+                }
+                for v in verdicts
+                if not v.held
+            ],
+        }
         Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n")
     return 1 if any(not v.held for v in verdicts) else 0
 

@@ -72,12 +72,19 @@ def one_round(files: int) -> dict[str, float]:
         assert len(restored.changes) == 25, restored  # type: ignore[attr-defined]
         assert edited.changed == 25  # type: ignore[attr-defined]
         project_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-        return {"first checkpoint (s)": first_s, "  git CPU time (s)": CPU["first"],
-                "unchanged tree (s)": same_s, "  git CPU time (s) ": CPU["same"],
-                "after editing 25 files (s)": edited_s, "  git CPU time (s)  ": CPU["edited"],
-                "restore 25 files (s)": restore_s, "  git CPU time (s)   ": CPU["restore"],
-                "shadow repo, loose (MB)": loose / 2**20,
-                "shadow repo after gc (MB)": packed / 2**20, "project itself (MB)": project_bytes / 2**20}
+        return {
+            "first checkpoint (s)": first_s,
+            "  git CPU time (s)": CPU["first"],
+            "unchanged tree (s)": same_s,
+            "  git CPU time (s) ": CPU["same"],
+            "after editing 25 files (s)": edited_s,
+            "  git CPU time (s)  ": CPU["edited"],
+            "restore 25 files (s)": restore_s,
+            "  git CPU time (s)   ": CPU["restore"],
+            "shadow repo, loose (MB)": loose / 2**20,
+            "shadow repo after gc (MB)": packed / 2**20,
+            "project itself (MB)": project_bytes / 2**20,
+        }
 
 
 def main() -> None:

@@ -73,16 +73,33 @@ class SessionModel:
 def run_session(background: bool, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        settings = Settings(compact_tokens=args.threshold, small_model="small", compaction_background=background,
-                            keep_tool_results=args.keep_results)
+        settings = Settings(
+            compact_tokens=args.threshold,
+            small_model="small",
+            compaction_background=background,
+            keep_tool_results=args.keep_results,
+        )
         model = FunctionModel(SessionModel(args.round_seconds, args.summary_seconds))
         writer = TranscriptWriter.open(root / ".transcripts", "bench")
         conversation = Conversation(recorder=writer, session_id="bench")
         registry = ToolRegistry.of([read_file])
-        policy = CompactingContext(model=model, settings=settings, session_id="bench",
-                                   transcript_name=".transcripts/bench.jsonl", system=SYSTEM, tools=registry.schemas())
-        agent = Agent(model=model, tools=registry, tool_context=ToolContext(root=root), system=SYSTEM,
-                      conversation=conversation, context=policy, auto_approve=True)
+        policy = CompactingContext(
+            model=model,
+            settings=settings,
+            session_id="bench",
+            transcript_name=".transcripts/bench.jsonl",
+            system=SYSTEM,
+            tools=registry.schemas(),
+        )
+        agent = Agent(
+            model=model,
+            tools=registry,
+            tool_context=ToolContext(root=root),
+            system=SYSTEM,
+            conversation=conversation,
+            context=policy,
+            auto_approve=True,
+        )
         turns, compacting = [], []
         for number in range(args.turns):
             before, compactions = time.perf_counter(), policy.compactions
@@ -93,11 +110,20 @@ def run_session(background: bool, args: argparse.Namespace) -> dict[str, Any]:
                 compacting.append(turns[-1])
         writer.close()
         counter = TokenCounter()
-        sizes = [counter.context_tokens(r.system, r.tools, r.messages) for r in model.requests
-                 if not (r.system and r.system[0].get("text") == SUMMARY_SYSTEM)]
-        return {"peak_context": max(sizes), "input_tokens": sum(sizes), "median_turn": statistics.median(turns), "slowest_turn": max(turns),
-                "compacting_turn": statistics.median(compacting) if compacting else None,
-                "session": sum(turns), "compactions": policy.compactions}
+        sizes = [
+            counter.context_tokens(r.system, r.tools, r.messages)
+            for r in model.requests
+            if not (r.system and r.system[0].get("text") == SUMMARY_SYSTEM)
+        ]
+        return {
+            "peak_context": max(sizes),
+            "input_tokens": sum(sizes),
+            "median_turn": statistics.median(turns),
+            "slowest_turn": max(turns),
+            "compacting_turn": statistics.median(compacting) if compacting else None,
+            "session": sum(turns),
+            "compactions": policy.compactions,
+        }
 
 
 def main() -> None:
@@ -116,15 +142,30 @@ def main() -> None:
             results.append(run_session(name == "background", args))
     table = {}
     for name, results in runs.items():
-        table[name] = {key: statistics.median(r[key] for r in results if r[key] is not None)
-                       for key in ("median_turn", "slowest_turn", "compacting_turn", "session", "compactions", "peak_context",
-                                   "input_tokens")}
-    print(f"{args.turns} turns, summary {args.summary_seconds}s, model round {args.round_seconds}s, "
-          f"threshold {args.threshold:,}, medians of {args.repeats} interleaved runs")
-    print(f"{'mode':<12}{'median turn':>13}{'slowest turn':>14}{'compacting turn':>17}{'session':>10}{'compactions':>13}{'peak context':>14}{'input tokens':>14}")
+        table[name] = {
+            key: statistics.median(r[key] for r in results if r[key] is not None)
+            for key in (
+                "median_turn",
+                "slowest_turn",
+                "compacting_turn",
+                "session",
+                "compactions",
+                "peak_context",
+                "input_tokens",
+            )
+        }
+    print(
+        f"{args.turns} turns, summary {args.summary_seconds}s, model round {args.round_seconds}s, "
+        f"threshold {args.threshold:,}, medians of {args.repeats} interleaved runs"
+    )
+    print(
+        f"{'mode':<12}{'median turn':>13}{'slowest turn':>14}{'compacting turn':>17}{'session':>10}{'compactions':>13}{'peak context':>14}{'input tokens':>14}"
+    )
     for name, row in table.items():
-        print(f"{name:<12}{row['median_turn']:>12.3f}s{row['slowest_turn']:>13.3f}s{row['compacting_turn']:>16.3f}s"
-              f"{row['session']:>9.2f}s{row['compactions']:>13.0f}{row['peak_context']:>14,.0f}{row['input_tokens']:>14,.0f}")
+        print(
+            f"{name:<12}{row['median_turn']:>12.3f}s{row['slowest_turn']:>13.3f}s{row['compacting_turn']:>16.3f}s"
+            f"{row['session']:>9.2f}s{row['compactions']:>13.0f}{row['peak_context']:>14,.0f}{row['input_tokens']:>14,.0f}"
+        )
     ratio = table["background"]["compacting_turn"] / table["waiting"]["compacting_turn"]
     print(f"compacting turn, background / waiting: {ratio:.2f}")
     if args.json:

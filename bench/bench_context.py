@@ -43,15 +43,14 @@ from memagent.config import Settings
 from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
 from memagent.context.digest import deterministic_digest
-from memagent.context.policy import PassThroughContext
-from memagent.llm.tokens import estimate_text
+from memagent.context.policy import CompactionRequest, PassThroughContext
 from memagent.context.transcript import TranscriptWriter
+from memagent.features.context import context_tools, search_transcripts
 from memagent.llm.scripted import FunctionModel, reply
+from memagent.llm.tokens import estimate_text
 from memagent.llm.types import ModelRequest, ModelResponse, Usage
 from memagent.tools.base import Tool, ToolContext, ToolOutcome, ToolRegistry
 from memagent.tools.builtin import builtin_tools
-from memagent.context.policy import CompactionRequest
-from memagent.features.context import context_tools, search_transcripts
 
 SMALL = "bench-small-model"
 CACHE_READ = 0.1
@@ -62,10 +61,30 @@ SMALL_OUTPUT = 5 / 3
 # ------------------------------------------------------------------ the scripted session
 
 MODULES = [
-    "billing/invoice", "billing/tax", "billing/currency", "api/routes", "api/auth", "api/webhooks",
-    "core/models", "core/events", "core/queue", "storage/db", "storage/cache", "storage/migrations",
-    "cli/main", "cli/report", "utils/dates", "utils/retry", "utils/logging", "search/index",
-    "search/query", "notify/email", "notify/sms", "export/csv", "export/pdf", "jobs/scheduler",
+    "billing/invoice",
+    "billing/tax",
+    "billing/currency",
+    "api/routes",
+    "api/auth",
+    "api/webhooks",
+    "core/models",
+    "core/events",
+    "core/queue",
+    "storage/db",
+    "storage/cache",
+    "storage/migrations",
+    "cli/main",
+    "cli/report",
+    "utils/dates",
+    "utils/retry",
+    "utils/logging",
+    "search/index",
+    "search/query",
+    "notify/email",
+    "notify/sms",
+    "export/csv",
+    "export/pdf",
+    "jobs/scheduler",
 ]
 
 FACTS: list[tuple[str, str, str]] = [
@@ -75,21 +94,45 @@ FACTS: list[tuple[str, str, str]] = [
     ("error", "currency code 'XBT' is not ISO-4217", "E   ValueError: currency code 'XBT' is not ISO-4217"),
     ("file", "legacy_vat_table.json", "src/billing/data/legacy_vat_table.json"),
     ("decision", "store money as integer cents", "Decision: we store money as integer cents everywhere, never floats."),
-    ("error", "deadlock detected on table invoice_lines", "E   psycopg.errors.DeadlockDetected: deadlock detected on table invoice_lines"),
+    (
+        "error",
+        "deadlock detected on table invoice_lines",
+        "E   psycopg.errors.DeadlockDetected: deadlock detected on table invoice_lines",
+    ),
     ("file", "tz_fallback_map.py", "src/utils/tz_fallback_map.py"),
-    ("decision", "use UTC for every stored timestamp", "Decision: use UTC for every stored timestamp; convert only in the UI."),
+    (
+        "decision",
+        "use UTC for every stored timestamp",
+        "Decision: use UTC for every stored timestamp; convert only in the UI.",
+    ),
     ("error", "KeyError: 'tax_region'", "E   KeyError: 'tax_region'"),
     ("file", "webhook_signing_v3.py", "src/api/webhook_signing_v3.py"),
-    ("decision", "rate limit of 120 requests per minute", "Decision: the public API gets a rate limit of 120 requests per minute per key."),
-    ("error", "token expired at 2026-03-01T00:00:00Z", "E   jwt.ExpiredSignatureError: token expired at 2026-03-01T00:00:00Z"),
+    (
+        "decision",
+        "rate limit of 120 requests per minute",
+        "Decision: the public API gets a rate limit of 120 requests per minute per key.",
+    ),
+    (
+        "error",
+        "token expired at 2026-03-01T00:00:00Z",
+        "E   jwt.ExpiredSignatureError: token expired at 2026-03-01T00:00:00Z",
+    ),
     ("file", "search_synonyms_de.txt", "src/search/data/search_synonyms_de.txt"),
     ("decision", "drop Python 3.10 support", "Decision: we drop Python 3.10 support in the next release."),
-    ("error", "RecursionError in render_pdf_table", "E   RecursionError in render_pdf_table: maximum recursion depth exceeded"),
+    (
+        "error",
+        "RecursionError in render_pdf_table",
+        "E   RecursionError in render_pdf_table: maximum recursion depth exceeded",
+    ),
     ("file", "queue_backoff_policy.py", "src/core/queue_backoff_policy.py"),
     ("decision", "feature flag named invoice_v2_beta", "Decision: ship behind a feature flag named invoice_v2_beta."),
     ("error", "UnicodeEncodeError in export_csv at row 4812", "E   UnicodeEncodeError in export_csv at row 4812"),
     ("file", "sms_provider_twilio_eu.py", "src/notify/sms_provider_twilio_eu.py"),
-    ("decision", "nightly jobs run at 03:30 UTC", "Decision: nightly jobs run at 03:30 UTC to avoid the backup window."),
+    (
+        "decision",
+        "nightly jobs run at 03:30 UTC",
+        "Decision: nightly jobs run at 03:30 UTC to avoid the backup window.",
+    ),
 ]
 
 
@@ -136,18 +179,29 @@ class Session:
 
 def pytest_output(test: str, rng: random.Random, failure: str | None) -> str:
     passed = rng.randint(12, 60)
-    lines = [f"============================= test session starts ==============================",
-             f"collected {passed + (1 if failure else 0)} items", ""]
+    lines = [
+        "============================= test session starts ==============================",
+        f"collected {passed + (1 if failure else 0)} items",
+        "",
+    ]
     lines += [f"{test}::test_case_{i} PASSED" for i in range(passed)]
     if failure:
-        lines += ["", "=================================== FAILURES ===================================",
-                  f"_____________________________ test_case_{passed} ______________________________", ""]
+        lines += [
+            "",
+            "=================================== FAILURES ===================================",
+            f"_____________________________ test_case_{passed} ______________________________",
+            "",
+        ]
         lines += [f"    def test_case_{passed}():", "        value = build_fixture()", ">       assert check(value)"]
         lines += [f"src/{test.split('/')[-1].replace('test_', '')}:{rng.randint(10, 300)}: in check", failure]
-        lines += [f"FAILED {test}::test_case_{passed} - {failure.strip().removeprefix('E   ')}",
-                  f"========================= 1 failed, {passed} passed in {rng.uniform(0.5, 9):.2f}s ========================="]
+        lines += [
+            f"FAILED {test}::test_case_{passed} - {failure.strip().removeprefix('E   ')}",
+            f"========================= 1 failed, {passed} passed in {rng.uniform(0.5, 9):.2f}s =========================",
+        ]
     else:
-        lines += [f"============================== {passed} passed in {rng.uniform(0.5, 9):.2f}s =============================="]
+        lines += [
+            f"============================== {passed} passed in {rng.uniform(0.5, 9):.2f}s =============================="
+        ]
     return "\n".join(lines)
 
 
@@ -180,38 +234,95 @@ def build_session(turns: int, seed: int) -> Session:
         if fact and fact[0] == "file":
             files[fact[2]] = code_file(fact[2], rng.randint(60, 200))
             user = f"Where is the logic that {path} delegates to? Check it."
-            rounds.append([Call("grep", {"pattern": module.split('/')[-1]}, f"{path}:12: from . import helpers\n{fact[2]}:3: # delegated from {path}")])
+            rounds.append(
+                [
+                    Call(
+                        "grep",
+                        {"pattern": module.split("/")[-1]},
+                        f"{path}:12: from . import helpers\n{fact[2]}:3: # delegated from {path}",
+                    )
+                ]
+            )
             rounds.append([Call("read_file", {"path": fact[2]}, numbered(files[fact[2]]))])
         if kind == "investigate":
-            rounds.append([Call("grep", {"pattern": f"def {module.split('/')[-1]}"}, f"{path}:5: def ...\n{path}:11: def ...")])
+            rounds.append(
+                [Call("grep", {"pattern": f"def {module.split('/')[-1]}"}, f"{path}:5: def ...\n{path}:11: def ...")]
+            )
             others = rng.sample(MODULES, 2)
             rounds.append([Call("read_file", {"path": path}, numbered(files[path]))])
-            rounds.append([Call("read_file", {"path": f"src/{o}.py"}, numbered(files[f"src/{o}.py"])) for o in others[: rng.randint(1, 2)]])
+            rounds.append(
+                [
+                    Call("read_file", {"path": f"src/{o}.py"}, numbered(files[f"src/{o}.py"]))
+                    for o in others[: rng.randint(1, 2)]
+                ]
+            )
         elif kind == "fix":
             rounds.append([Call("read_file", {"path": path}, numbered(files[path]))])
-            rounds.append([Call("edit_file", {"path": path, "old_text": "result // 2", "new_text": "result // 3"}, f"Edited {path} (1 replacement).")])
+            rounds.append(
+                [
+                    Call(
+                        "edit_file",
+                        {"path": path, "old_text": "result // 2", "new_text": "result // 3"},
+                        f"Edited {path} (1 replacement).",
+                    )
+                ]
+            )
             failing = failure or (pytest_failure(rng) if rng.random() < 0.4 else None)
-            rounds.append([Call("bash", {"command": f"pytest -q {test}"}, pytest_output(test, rng, failing) + "\n[exit code: 1]" if failing else pytest_output(test, rng, None))])
+            rounds.append(
+                [
+                    Call(
+                        "bash",
+                        {"command": f"pytest -q {test}"},
+                        pytest_output(test, rng, failing) + "\n[exit code: 1]"
+                        if failing
+                        else pytest_output(test, rng, None),
+                    )
+                ]
+            )
             if failing:
-                rounds.append([Call("edit_file", {"path": path, "old_text": "factor: int", "new_text": "factor: int | None"}, f"Edited {path} (1 replacement).")])
+                rounds.append(
+                    [
+                        Call(
+                            "edit_file",
+                            {"path": path, "old_text": "factor: int", "new_text": "factor: int | None"},
+                            f"Edited {path} (1 replacement).",
+                        )
+                    ]
+                )
                 rounds.append([Call("bash", {"command": f"pytest -q {test} --lf"}, pytest_output(test, rng, None))])
         elif kind == "tests":
-            rounds.append([Call("bash", {"command": "pytest -q"}, "\n".join(pytest_output(f"tests/test_{m.split('/')[-1]}.py", rng, None) for m in rng.sample(MODULES, 3)))])
+            rounds.append(
+                [
+                    Call(
+                        "bash",
+                        {"command": "pytest -q"},
+                        "\n".join(
+                            pytest_output(f"tests/test_{m.split('/')[-1]}.py", rng, None)
+                            for m in rng.sample(MODULES, 3)
+                        ),
+                    )
+                ]
+            )
         for round_calls in rounds:
             for call in round_calls:
                 counter += 1
                 call.id = f"toolu_b{counter:05d}"
-        answer = (f"Done with {path}. " + "The change keeps the public interface stable and the tests cover the edge case. " * rng.randint(2, 6))
+        answer = (
+            f"Done with {path}. "
+            + "The change keeps the public interface stable and the tests cover the edge case. " * rng.randint(2, 6)
+        )
         script.append(TurnScript(user, rounds, answer))
     return Session(script, [fact[1] for fact in FACTS])
 
 
 def pytest_failure(rng: random.Random) -> str:
-    return rng.choice([
-        "E   AssertionError: assert 41 == 42",
-        "E   TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'",
-        "E   AttributeError: 'NoneType' object has no attribute 'items'",
-    ])
+    return rng.choice(
+        [
+            "E   AssertionError: assert 41 == 42",
+            "E   TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'",
+            "E   AttributeError: 'NoneType' object has no attribute 'items'",
+        ]
+    )
 
 
 # ------------------------------------------------------------------ replay
@@ -231,8 +342,13 @@ class ScriptTools:
             assert self.current is not None and self.current.name == real.name
             return ToolOutcome(self.current.output, self.current.is_error)
 
-        return Tool(name=real.name, description=real.description, input_model=real.input_model,
-                    handler=handler, key_argument=real.key_argument)
+        return Tool(
+            name=real.name,
+            description=real.description,
+            input_model=real.input_model,
+            handler=handler,
+            key_argument=real.key_argument,
+        )
 
 
 @dataclass
@@ -247,7 +363,7 @@ class Run:
     transcripts: Path | None = None
     session_id: str = ""
     has_recall: bool = False
-    counter: "PieceCounter | None" = None
+    counter: PieceCounter | None = None
 
 
 class PieceCounter:
@@ -265,8 +381,12 @@ class PieceCounter:
         return hit[1], hit[2]
 
     def pieces(self, request: ModelRequest) -> list[tuple[str, int]]:
-        fixed = self.piece((tuple(json.dumps(b, sort_keys=True) for b in request.system),
-                            tuple(json.dumps(t, sort_keys=True) for t in request.tools)))
+        fixed = self.piece(
+            (
+                tuple(json.dumps(b, sort_keys=True) for b in request.system),
+                tuple(json.dumps(t, sort_keys=True) for t in request.tools),
+            )
+        )
         out = [fixed]
         for message in request.messages:
             for block in message["content"]:
@@ -274,8 +394,9 @@ class PieceCounter:
         return out
 
 
-def replay(name: str, session: Session, threshold: int, root: Path, batch: int | None = None,
-           tail_fraction: float = 0.3) -> Run:
+def replay(
+    name: str, session: Session, threshold: int, root: Path, batch: int | None = None, tail_fraction: float = 0.3
+) -> Run:
     session_id = f"bench-{name}"
     transcripts = root / name / ".transcripts"
     writer = TranscriptWriter.open(transcripts, session_id)
@@ -304,13 +425,22 @@ def replay(name: str, session: Session, threshold: int, root: Path, batch: int |
         policy = PassThroughContext()
     else:
         naive = name == "naive"
-        settings = Settings(compact_tokens=threshold, small_model=SMALL, keep_tool_results=3,
-                            micro_compact_batch=1 if naive else (batch or Settings().micro_compact_batch))
+        settings = Settings(
+            compact_tokens=threshold,
+            small_model=SMALL,
+            keep_tool_results=3,
+            micro_compact_batch=1 if naive else (batch or Settings().micro_compact_batch),
+        )
         requests = CompactionRequest()
         policy = CompactingContext(
             requests=requests,
-            model=model, settings=settings, session_id=session_id, transcript_name=f".transcripts/{session_id}.jsonl",
-            system=system, tools=[], tail_fraction=0.0 if naive else tail_fraction,
+            model=model,
+            settings=settings,
+            session_id=session_id,
+            transcript_name=f".transcripts/{session_id}.jsonl",
+            system=system,
+            tools=[],
+            tail_fraction=0.0 if naive else tail_fraction,
             reinject=[] if naive else [lambda: "Todo list:\n[>] #1 keep the test suite green\n[ ] #2 review open bugs"],
             before_drop=[lambda messages, ids: dropped.append(messages)],
         )
@@ -319,8 +449,15 @@ def replay(name: str, session: Session, threshold: int, root: Path, batch: int |
                 registry.add(extra)
             run.has_recall = True
         policy.tools = registry.schemas()
-    agent = Agent(model=model, tools=registry, tool_context=ToolContext(root=root, session_id=session_id),
-                  system=system, conversation=conversation, context=policy, auto_approve=True)
+    agent = Agent(
+        model=model,
+        tools=registry,
+        tool_context=ToolContext(root=root, session_id=session_id),
+        system=system,
+        conversation=conversation,
+        context=policy,
+        auto_approve=True,
+    )
     original_run_one = agent._run_one
 
     def run_one(call):  # route each call to its scripted output
@@ -387,7 +524,9 @@ def measure(run: Run, facts: list[str]) -> dict[str, Any]:
         summary_cost += SMALL_INPUT * estimate_text(text) + SMALL_OUTPUT * estimate_text(summary)
     context_text = json.dumps(run.final_context, ensure_ascii=False) + json.dumps(run.system, ensure_ascii=False)
     in_context = [f for f in facts if f in context_text]
-    recallable = [f for f in facts if run.has_recall and search_transcripts(run.transcripts, f, [run.session_id], limit=1)]
+    recallable = [
+        f for f in facts if run.has_recall and search_transcripts(run.transcripts, f, [run.session_id], limit=1)
+    ]
     return {
         "policy": run.name,
         "requests": len(run.requests),
@@ -408,22 +547,47 @@ def measure(run: Run, facts: list[str]) -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]], base: float) -> list[str]:
-    header = ("policy", "requests", "peak ctx", "total input", "cost", "× none", "reuse/req", "reuse/turn",
-              "compactions", "facts in ctx", "facts recoverable", "seconds")
+    header = (
+        "policy",
+        "requests",
+        "peak ctx",
+        "total input",
+        "cost",
+        "× none",
+        "reuse/req",
+        "reuse/turn",
+        "compactions",
+        "facts in ctx",
+        "facts recoverable",
+        "seconds",
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        cells = (row["policy"], row["requests"], f"{row['peak_context']:,}", f"{row['total_input_tokens']:,}",
-                 f"{row['cost_total']:,}", f"{row['cost_total'] / base:.3f}", f"{row['prefix_reuse_requests']:.1%}",
-                 f"{row['prefix_reuse_turns']:.1%}", row["compactions"], f"{row['facts_in_context']}/20",
-                 f"{row['facts_recoverable']}/20", row["seconds"])
+        cells = (
+            row["policy"],
+            row["requests"],
+            f"{row['peak_context']:,}",
+            f"{row['total_input_tokens']:,}",
+            f"{row['cost_total']:,}",
+            f"{row['cost_total'] / base:.3f}",
+            f"{row['prefix_reuse_requests']:.1%}",
+            f"{row['prefix_reuse_turns']:.1%}",
+            row["compactions"],
+            f"{row['facts_in_context']}/20",
+            f"{row['facts_recoverable']}/20",
+            row["seconds"],
+        )
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return lines
 
 
 def medians(runs: list[list[dict[str, Any]]]) -> list[str]:
     """Per policy, the median over seeds of the ratios and rates that matter."""
-    lines = ["| policy | cost × none (median) | peak ctx (max) | reuse/req (median) | reuse/turn (median) | "
-             "facts in ctx (median) | facts recoverable (min) |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| policy | cost × none (median) | peak ctx (max) | reuse/req (median) | reuse/turn (median) | "
+        "facts in ctx (median) | facts recoverable (min) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for index, row in enumerate(runs[0]):
         same = [rows[index] for rows in runs]
         ratios = [r["cost_total"] / rows[0]["cost_total"] for r, rows in zip(same, runs)]
@@ -442,8 +606,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threshold", type=int, default=50_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[7, 8, 9])
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--batch", type=int, nargs="*", default=[],
-                        help="extra memagent rows with this micro_compact_batch (default setting: %d)" % Settings().micro_compact_batch)
+    parser.add_argument(
+        "--batch",
+        type=int,
+        nargs="*",
+        default=[],
+        help=f"extra memagent rows with this micro_compact_batch (default setting: {Settings().micro_compact_batch})",
+    )
     args = parser.parse_args(argv)
     runs = []
     for seed in args.seeds:
@@ -453,7 +622,10 @@ def main(argv: list[str] | None = None) -> None:
             for name in ("none", "naive", "memagent"):
                 rows.append(measure(replay(name, session, args.threshold, Path(directory)), session.facts))
             for batch in args.batch:
-                row = measure(replay("memagent", session, args.threshold, Path(directory) / f"b{batch}", batch=batch), session.facts)
+                row = measure(
+                    replay("memagent", session, args.threshold, Path(directory) / f"b{batch}", batch=batch),
+                    session.facts,
+                )
                 rows.append({**row, "policy": f"memagent batch={batch}"})
         runs.append(rows)
         print(f"\nseed {seed}: {args.turns} turns, threshold {args.threshold:,}; cost in main-model input-token units")

@@ -47,7 +47,9 @@ CITATION = re.compile(r"\[Memory#(m_[0-9a-f]{12})\]")
 ANSWERS_PER_QUESTION = 4  # the answer, plus room for a background request (extraction) if any
 
 
-def _memagent(args: list[str], env: dict[str, str], now: str | None, timeout: float = 300) -> subprocess.CompletedProcess:
+def _memagent(
+    args: list[str], env: dict[str, str], now: str | None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "memagent", *args]
     if now and shutil.which("faketime"):
         command = ["faketime", now, *command]
@@ -79,8 +81,14 @@ def run(data: Path, limit: int | None, split: str | None, extra_env: dict[str, s
     with tempfile.TemporaryDirectory(prefix="memagent-inject-") as tmp, FakeAnthropic() as fake:
         root, home = Path(tmp) / "project", Path(tmp) / "home"
         root.mkdir()
-        env = {**os.environ, "MEMAGENT_HOME": str(home), "ANTHROPIC_API_KEY": "bench-key",
-               "ANTHROPIC_BASE_URL": fake.url, "PYTHONUNBUFFERED": "1", **extra_env}
+        env = {
+            **os.environ,
+            "MEMAGENT_HOME": str(home),
+            "ANTHROPIC_API_KEY": "bench-key",
+            "ANTHROPIC_BASE_URL": fake.url,
+            "PYTHONUNBUFFERED": "1",
+            **extra_env,
+        }
         records = Path(tmp) / "cards.json"
         records.write_text(json.dumps(spec["cards"]), encoding="utf-8")
         imported = _memagent(["memory", "import", str(records), "-C", str(root), "--json"], env, now)
@@ -98,27 +106,41 @@ def run(data: Path, limit: int | None, split: str | None, extra_env: dict[str, s
             asked = [r for r in fake.requests[seen:] if question["question"] in _user_text(r)]
             ids, size = _injected(asked[0]) if asked else ([], 0)
             names = [original.get(i, i) for i in ids]
-            rows.append({"id": question["id"], "kind": question["kind"], "split": question["split"],
-                         "injected": names, "hit": bool(set(names) & set(question["evidence"])),
-                         "chars": size, "ok": result.returncode == 0, "seconds": elapsed})
+            rows.append(
+                {
+                    "id": question["id"],
+                    "kind": question["kind"],
+                    "split": question["split"],
+                    "injected": names,
+                    "hit": bool(set(names) & set(question["evidence"])),
+                    "chars": size,
+                    "ok": result.returncode == 0,
+                    "seconds": elapsed,
+                }
+            )
         return {"rows": rows, "errors": list(fake.errors), "faketime": bool(shutil.which("faketime"))}
 
 
 def report(outcome: dict, settings: str) -> str:
     rows = outcome["rows"]
-    lines = [f"settings: {settings or 'defaults'}; faketime: {'yes' if outcome['faketime'] else 'no (real date)'}; "
-             f"runs failed: {sum(not r['ok'] for r in rows)}; fake API errors: {len(outcome['errors'])}", "",
-             "| group | n | answering card injected | cards in block (median) | block chars (median) |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"settings: {settings or 'defaults'}; faketime: {'yes' if outcome['faketime'] else 'no (real date)'}; "
+        f"runs failed: {sum(not r['ok'] for r in rows)}; fake API errors: {len(outcome['errors'])}",
+        "",
+        "| group | n | answering card injected | cards in block (median) | block chars (median) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     groups = [("all", rows)] + [(f"split {s}", [r for r in rows if r["split"] == s]) for s in ("dev", "test")]
     groups += [(f"kind {k}", [r for r in rows if r["kind"] == k]) for k in sorted({r["kind"] for r in rows})]
     for name, group in groups:
         if not group:
             continue
         hits = sum(r["hit"] for r in group)
-        lines.append(f"| {name} | {len(group)} | {hits}/{len(group)} = {hits / len(group):.3f} | "
-                     f"{statistics.median(len(r['injected']) for r in group):.0f} | "
-                     f"{statistics.median(r['chars'] for r in group):.0f} |")
+        lines.append(
+            f"| {name} | {len(group)} | {hits}/{len(group)} = {hits / len(group):.3f} | "
+            f"{statistics.median(len(r['injected']) for r in group):.0f} | "
+            f"{statistics.median(r['chars'] for r in group):.0f} |"
+        )
     missed = [f"- {r['id']} [{r['kind']}, {r['split']}] injected {r['injected']}" for r in rows if not r["hit"]]
     return "\n".join(lines + (["", "missed:"] + missed if missed else []))
 

@@ -127,16 +127,29 @@ def main(argv: list[str] | None = None) -> int:
                 cpu[name].append((time.thread_time() - started_cpu) * 1000)
                 equal[name] += same(got, wanted[query])
         for name, values in wall.items():
-            figures[name].append((statistics.median(values), speed.percentile(values, 95), max(values),
-                                  statistics.median(cpu[name]), speed.percentile(cpu[name], 95)))
-    print(f"lexical top 50 at {args.cards} cards, {len(questions)} questions × {args.rounds} rounds "
-          "(median over rounds)\n")
-    print("| side | wall p50 ms | wall p95 ms | wall max ms | CPU p50 ms | CPU p95 ms | top-50 equal to the reference |\n"
-          "|---|---:|---:|---:|---:|---:|---:|")
+            figures[name].append(
+                (
+                    statistics.median(values),
+                    speed.percentile(values, 95),
+                    max(values),
+                    statistics.median(cpu[name]),
+                    speed.percentile(cpu[name], 95),
+                )
+            )
+    print(
+        f"lexical top 50 at {args.cards} cards, {len(questions)} questions × {args.rounds} rounds "
+        "(median over rounds)\n"
+    )
+    print(
+        "| side | wall p50 ms | wall p95 ms | wall max ms | CPU p50 ms | CPU p95 ms | top-50 equal to the reference |\n"
+        "|---|---:|---:|---:|---:|---:|---:|"
+    )
     for name, rounds in figures.items():
         p50, p95, worst, cpu50, cpu95 = (statistics.median(r[i] for r in rounds) for i in range(5))
-        print(f"| {name} | {p50:.1f} | {p95:.1f} | {worst:.1f} | {cpu50:.1f} | {cpu95:.1f} "
-              f"| {equal[name]} / {len(questions) * args.rounds} |")
+        print(
+            f"| {name} | {p50:.1f} | {p95:.1f} | {worst:.1f} | {cpu50:.1f} | {cpu95:.1f} "
+            f"| {equal[name]} / {len(questions) * args.rounds} |"
+        )
     catalog.close()
     return 0
 

@@ -24,8 +24,11 @@ from memagent.llm.types import ModelRequest, tool_result_block, user_message
 
 MODEL = "claude-sonnet-4-6"
 TOOLS = [
-    {"name": name, "description": f"The {name} tool. " * 20,
-     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    {
+        "name": name,
+        "description": f"The {name} tool. " * 20,
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
     for name in ("bash", "read_file", "write_file", "edit_file", "glob", "grep")
 ]
 
@@ -33,10 +36,15 @@ TOOLS = [
 def history(messages: int) -> list[dict]:
     convo = [user_message("Start the task.")]
     for i in range((messages - 1) // 2):
-        convo.append({"role": "assistant", "content": [
-            {"type": "text", "text": f"Step {i}: reading a file."},
-            {"type": "tool_use", "id": f"toolu_h{i}", "name": "read_file", "input": {"path": f"src/f{i}.py"}},
-        ]})
+        convo.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Step {i}: reading a file."},
+                    {"type": "tool_use", "id": f"toolu_h{i}", "name": "read_file", "input": {"path": f"src/f{i}.py"}},
+                ],
+            }
+        )
         convo.append({"role": "user", "content": [tool_result_block(f"toolu_h{i}", "x = 1\n" * 40)]})
     return convo
 
@@ -58,8 +66,12 @@ def main() -> None:
         client = anthropic.Anthropic(api_key="bench", base_url=fake.url, max_retries=0)
         print(f"{'history':>8} {'side':>8} {'median ms':>10} {'p95 ms':>8}")
         for size in (int(s) for s in args.history.split(",")):
-            request = ModelRequest(system=[{"type": "text", "text": "You are memagent. " * 50}],
-                                   messages=history(size), tools=TOOLS, max_tokens=4096)
+            request = ModelRequest(
+                system=[{"type": "text", "text": "You are memagent. " * 50}],
+                messages=history(size),
+                tools=TOOLS,
+                max_tokens=4096,
+            )
             params = build_params(request, MODEL)
             timings: dict[str, list[float]] = {"sdk": [], "adapter": []}
             for _ in range(5):  # warm up both paths

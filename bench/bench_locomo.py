@@ -28,10 +28,10 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class Corpus:
 
 
 def parse_session_date(raw: str) -> datetime:
-    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def normalise_evidence(raw_ids: Sequence[str], known: set[str]) -> frozenset[str]:
@@ -101,7 +101,8 @@ def load_locomo(path: Path) -> list[Corpus]:
         conversation = sample["conversation"]
         ids, texts, dates, people = [], [], [], []
         sessions = sorted(
-            (int(key.split("_")[1]), value) for key, value in conversation.items()
+            (int(key.split("_")[1]), value)
+            for key, value in conversation.items()
             if re.fullmatch(r"session_\d+", key) and isinstance(value, list)
         )
         for number, turns in sessions:
@@ -127,7 +128,7 @@ def load_locomo(path: Path) -> list[Corpus]:
 def load_paraphrase(directory: Path) -> list[Corpus]:
     """Each JSON file: {"cards": [{"id", "content", "days_ago"?}], "queries": [{"question", "evidence", "kind"?}]}."""
     corpora = []
-    base = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    base = datetime(2026, 11, 1, tzinfo=UTC)
     for path in sorted(directory.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         cards = data["cards"]
@@ -208,20 +209,30 @@ class PreparedCorpus:
     now: datetime
 
 
-def prepare(corpus: Corpus, embedder, cache_dir: Path, backstories: list[str] | None = None,
-            **bm25_params: float) -> PreparedCorpus:
+def prepare(
+    corpus: Corpus, embedder, cache_dir: Path, backstories: list[str] | None = None, **bm25_params: float
+) -> PreparedCorpus:
     """Index a corpus as MemoryService does: BM25 over each card's text with its backstory as
     the (down-weighted) context field, vectors of the card texts alone."""
     index = LexicalIndex(**bm25_params)
-    for card_id, text, backstory in zip(corpus.card_ids, corpus.card_texts,
-                                        backstories or [""] * len(corpus.card_ids)):
+    for card_id, text, backstory in zip(corpus.card_ids, corpus.card_texts, backstories or [""] * len(corpus.card_ids)):
         index.add(card_id, text, context=backstory)
     signals = {}
     for card_id, when, person in zip(corpus.card_ids, corpus.created_at, corpus.people):
         thread, position = turn_place(card_id)
-        signals[card_id] = CardSignals(id=card_id, confidence=0.9, importance=0.5, scope="project",
-                                       created_at=when, last_used_at=None, task_hint=None,
-                                       status="active", person=person, thread=thread, position=position)
+        signals[card_id] = CardSignals(
+            id=card_id,
+            confidence=0.9,
+            importance=0.5,
+            scope="project",
+            created_at=when,
+            last_used_at=None,
+            task_hint=None,
+            status="active",
+            person=person,
+            thread=thread,
+            position=position,
+        )
     return PreparedCorpus(
         corpus=corpus,
         lexical=index,
@@ -308,8 +319,12 @@ def evaluate(prepared: list[PreparedCorpus], retriever: Retriever) -> dict[str, 
 
 def format_table(title: str, results: dict[str, dict[str, dict[str, float]]]) -> str:
     groups = ["overall"] + sorted(g for g in next(iter(results.values())) if g != "overall")
-    lines = [f"### {title}", "", "| group | n | method | " + " | ".join(METRICS) + " |",
-             "|---|---:|---|" + "---:|" * len(METRICS)]
+    lines = [
+        f"### {title}",
+        "",
+        "| group | n | method | " + " | ".join(METRICS) + " |",
+        "|---|---:|---|" + "---:|" * len(METRICS),
+    ]
     for group in groups:
         for method, by_group in results.items():
             row = by_group[group]
@@ -330,15 +345,23 @@ def grid_search(locomo: list[PreparedCorpus], paraphrase: list[PreparedCorpus]) 
     for dense_weight in (0.3, 0.4):
         for spread in (0.7, 1.0):
             for low, high in ((0.05, 0.25), (0.1, 0.25), (0.1, 0.3), (0.15, 0.35)):
-                w = replace(base, dense_weight=dense_weight, lexical_weight=1 - dense_weight,
-                            dense_spread=spread, lexical_gate_low=low, lexical_gate_high=high)
+                w = replace(
+                    base,
+                    dense_weight=dense_weight,
+                    lexical_weight=1 - dense_weight,
+                    dense_spread=spread,
+                    lexical_gate_low=low,
+                    lexical_gate_high=high,
+                )
                 lo = evaluate(locomo, hybrid(w))["overall"]
                 pa = evaluate(paraphrase, hybrid(w))["overall"]
                 rows.append((lo["NDCG@10"], lo["R_any@10"], pa["NDCG@10"], pa["R_any@10"], w))
     best_para = max(r[2] for r in rows)
     for lo_ndcg, lo_r10, pa_ndcg, pa_r10, w in sorted(rows, key=lambda r: (r[2] < best_para - 0.05, -r[0]))[:12]:
-        print(f"locomo R@10 {lo_r10:.3f} NDCG {lo_ndcg:.3f} | paraphrase R@10 {pa_r10:.3f} NDCG {pa_ndcg:.3f} "
-              f"| dw={w.dense_weight} spread={w.dense_spread} gate={w.lexical_gate_low}-{w.lexical_gate_high}")
+        print(
+            f"locomo R@10 {lo_r10:.3f} NDCG {lo_ndcg:.3f} | paraphrase R@10 {pa_r10:.3f} NDCG {pa_ndcg:.3f} "
+            f"| dw={w.dense_weight} spread={w.dense_spread} gate={w.lexical_gate_low}-{w.lexical_gate_high}"
+        )
 
 
 def fusion_table(sets: dict[str, list[PreparedCorpus]]) -> str:
@@ -351,9 +374,12 @@ def fusion_table(sets: dict[str, list[PreparedCorpus]]) -> str:
         "weighted sum of calibrated scores": replace(base, fusion="weighted"),
         "reciprocal-rank fusion": replace(base, fusion="rrf"),
     }
-    lines = ["### Fusion methods (overall)", "",
-             "| fusion | " + " | ".join(f"{name} R_any@10 | {name} NDCG@10" for name in sets) + " |",
-             "|---|" + "---:|---:|" * len(sets)]
+    lines = [
+        "### Fusion methods (overall)",
+        "",
+        "| fusion | " + " | ".join(f"{name} R_any@10 | {name} NDCG@10" for name in sets) + " |",
+        "|---|" + "---:|---:|" * len(sets),
+    ]
     for label, weights in variants.items():
         cells = []
         for prepared in sets.values():
@@ -381,9 +407,12 @@ def embedding_speed(questions: Sequence[str], cards: Sequence[str], repeats: int
             t0 = time.perf_counter()
             embedder.embed(list(cards[:1000]))
             bulk[embedder.name].append(time.perf_counter() - t0)
-    lines = ["### Embedding backends (interleaved, same run)", "",
-             "| backend | query p50 ms | query p95 ms | 1,000 LoCoMo turns s (median of 3) |",
-             "|---|---:|---:|---:|"]
+    lines = [
+        "### Embedding backends (interleaved, same run)",
+        "",
+        "| backend | query p50 ms | query p95 ms | 1,000 LoCoMo turns s (median of 3) |",
+        "|---|---:|---:|---:|",
+    ]
     for name, times in single.items():
         times.sort()
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
@@ -396,8 +425,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("/work/shared/bench/locomo10.json"))
     parser.add_argument("--paraphrase", type=Path, default=REPO / "bench" / "paraphrase")
     parser.add_argument("--cache-dir", type=Path, default=REPO / "bench" / "out")
-    parser.add_argument("--embedder", default="int8", choices=["int8", "onnx", "numpy"],
-                        help="the embedding backend (int8: what memagent uses by default)")
+    parser.add_argument(
+        "--embedder",
+        default="int8",
+        choices=["int8", "onnx", "numpy"],
+        help="the embedding backend (int8: what memagent uses by default)",
+    )
     parser.add_argument("--grid", action="store_true", help="also search fusion weights on both sets")
     parser.add_argument("--markdown", type=Path, help="write the tables to this file")
     parser.add_argument("--embed-speed", action="store_true", help="also time the ONNX and numpy backends")
@@ -423,21 +456,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     methods = {"memagent hybrid": hybrid(), "BM25 only": bm25_only, "dense only": dense_only}
     sections = [
-        format_table(f"LoCoMo ({args.data.name}, categories 1-4), turn cards with the "
-                     f"{BACKSTORY_TURNS} previous turns as backstory (headline)",
-                     run_methods(locomo_backstory, methods)),
+        format_table(
+            f"LoCoMo ({args.data.name}, categories 1-4), turn cards with the "
+            f"{BACKSTORY_TURNS} previous turns as backstory (headline)",
+            run_methods(locomo_backstory, methods),
+        ),
         format_table("LoCoMo, plain turn cards (no backstory)", run_methods(locomo, methods)),
-        format_table("LoCoMo, plain turn cards, LoCoMo-only signals off (person, time and "
-                     "neighbouring turns weighted 0)", run_methods(locomo, {
-                         "memagent hybrid, generic signals only": hybrid(GENERIC_ONLY),
-                         "BM25 only": bm25_only, "dense only": dense_only})),
+        format_table(
+            "LoCoMo, plain turn cards, LoCoMo-only signals off (person, time and neighbouring turns weighted 0)",
+            run_methods(
+                locomo,
+                {
+                    "memagent hybrid, generic signals only": hybrid(GENERIC_ONLY),
+                    "BM25 only": bm25_only,
+                    "dense only": dense_only,
+                },
+            ),
+        ),
     ]
     sets = {"LoCoMo+backstory": locomo_backstory, "LoCoMo plain": locomo}
     if paraphrase:
         cards = sum(len(p.corpus.card_ids) for p in paraphrase)
         queries = sum(len(p.corpus.queries) for p in paraphrase)
-        sections.append(format_table(f"Paraphrase set ({cards} cards, {queries} questions)",
-                                     run_methods(paraphrase, methods)))
+        sections.append(
+            format_table(f"Paraphrase set ({cards} cards, {queries} questions)", run_methods(paraphrase, methods))
+        )
         sets["paraphrase"] = paraphrase
     sections.append(fusion_table(sets))
     if args.embed_speed:
@@ -445,8 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sections.append(embedding_speed(questions, [t for c in raw_locomo for t in c.card_texts]))
     report = "\n\n".join(sections)
     print(report)
-    print(f"\nembedder {embedder.name}; preparation (index + vectors, cached in {args.cache_dir}) "
-          f"{prep_seconds:.1f} s")
+    print(f"\nembedder {embedder.name}; preparation (index + vectors, cached in {args.cache_dir}) {prep_seconds:.1f} s")
     if args.markdown:
         args.markdown.write_text(report + "\n", encoding="utf-8")
     if args.grid and paraphrase:

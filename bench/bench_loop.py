@@ -55,12 +55,17 @@ def make_agent(directory: Path, history_messages: int, compacting: bool) -> Agen
     model = FunctionModel(answer)
     tools = ToolRegistry.of([note])
     system = [text_block("You are a benchmark.")]
-    agent = Agent(model=model, tools=tools, tool_context=ToolContext(root=directory), system=system,
-                  conversation=conversation)
+    agent = Agent(
+        model=model, tools=tools, tool_context=ToolContext(root=directory), system=system, conversation=conversation
+    )
     if compacting:
         agent.context = CompactingContext(
-            model=model, settings=Settings(compact_tokens=10**9), session_id="bench",
-            transcript_name="bench.jsonl", system=system, tools=tools.schemas(),
+            model=model,
+            settings=Settings(compact_tokens=10**9),
+            session_id="bench",
+            transcript_name="bench.jsonl",
+            system=system,
+            tools=tools.schemas(),
         )
     return agent
 
@@ -93,8 +98,10 @@ def main() -> None:
         for n, compacting in sizes:
             values = samples[(n, compacting)]
             policy = "CompactingContext" if compacting else "pass-through     "
-            print(f"history {n:4d} messages, {policy}: median {statistics.median(values):.2f} ms, "
-                  f"p95 {percentile(values, 0.95):.2f} ms per turn")
+            print(
+                f"history {n:4d} messages, {policy}: median {statistics.median(values):.2f} ms, "
+                f"p95 {percentile(values, 0.95):.2f} ms per turn"
+            )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,14 @@ def time_to_prompt(home: str, project: str) -> float:
         "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     started = time.perf_counter()
-    child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", project, "--no-memory"], env=env,
-                          encoding="utf-8", timeout=120, dimensions=(40, 120))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", project, "--no-memory"],
+        env=env,
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(40, 120),
+    )
     child.expect("❯")
     elapsed = time.perf_counter() - started
     child.terminate(force=True)

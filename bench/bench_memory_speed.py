@@ -86,8 +86,11 @@ def fill(template: str, rng: random.Random) -> str:
 
 
 LOCOMO = next(
-    (p / "shared" / "bench" / "locomo10.json" for p in Path(__file__).resolve().parents[1:4]
-     if (p / "shared" / "bench" / "locomo10.json").exists()),
+    (
+        p / "shared" / "bench" / "locomo10.json"
+        for p in Path(__file__).resolve().parents[1:4]
+        if (p / "shared" / "bench" / "locomo10.json").exists()
+    ),
     Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo10.json",
 )
 
@@ -209,9 +212,15 @@ def warm_search(root: Path, embedder, queries: list[str]) -> dict:
         store.catalog.lexical(query, 50, True)
         lexical.append((time.perf_counter() - started) * 1000)
     service.close()
-    return {"p50": statistics.median(timings), "p95": percentile(timings, 95), "warm_up_s": warm_up_s,
-            "cpu_p50": statistics.median(cpu), "cpu_p95": percentile(cpu, 95),
-            "lexical_p50": statistics.median(lexical), "lexical_p95": percentile(lexical, 95)}
+    return {
+        "p50": statistics.median(timings),
+        "p95": percentile(timings, 95),
+        "warm_up_s": warm_up_s,
+        "cpu_p50": statistics.median(cpu),
+        "cpu_p95": percentile(cpu, 95),
+        "lexical_p50": statistics.median(lexical),
+        "lexical_p95": percentile(lexical, 95),
+    }
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -224,8 +233,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
 
 
 def peak_rss_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
-    out = subprocess.run([sys.executable, "-c", PEAK_RSS, *args], env=env, cwd=cwd, capture_output=True,
-                         text=True, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900
+    )
     for line in out.stderr.splitlines():
         if line.startswith("PEAK_RSS_KB "):
             return int(line.split()[1]) / 1024
@@ -240,12 +250,19 @@ def cold_commands(root: Path, home: Path, queries: list[str], runs: int) -> dict
     memagent = str(Path(sys.executable).parent / "memagent")
     results: dict[str, list[float]] = {k: [] for k in ("search", "plain", "list", "show", "p_on", "p_off")}
     with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
-        env = {**os.environ, "MEMAGENT_HOME": str(home), "ANTHROPIC_API_KEY": "bench",
-               "ANTHROPIC_BASE_URL": fake.url, "ANONYMIZED_TELEMETRY": "False"}
+        env = {
+            **os.environ,
+            "MEMAGENT_HOME": str(home),
+            "ANTHROPIC_API_KEY": "bench",
+            "ANTHROPIC_BASE_URL": fake.url,
+            "ANONYMIZED_TELEMETRY": "False",
+        }
         some_id = next((root / ".memory" / "cards").iterdir()).stem
         for run in range(runs):
             query = queries[run % len(queries)]
-            results["plain"].append(timed([sys.executable, "-c", PLAIN_CHROMA, str(root / ".memory" / "index"), query], env, root))
+            results["plain"].append(
+                timed([sys.executable, "-c", PLAIN_CHROMA, str(root / ".memory" / "index"), query], env, root)
+            )
             results["search"].append(timed([memagent, "memory", "search", query, "-C", str(root)], env, root))
             results["list"].append(timed([memagent, "memory", "list", "-C", str(root)], env, root))
             results["show"].append(timed([memagent, "memory", "show", some_id, "-C", str(root)], env, root))
@@ -283,8 +300,14 @@ def bench_import(count: int, embedder, rng: random.Random, texts: list[str] | No
         report = service.import_cards(records)
         seconds = time.perf_counter() - started
         service.close()
-    return {"count": count, "seconds": seconds, "cards_per_s": count / seconds, "added": report.added,
-            "duplicates": report.duplicates, "refused": len(report.refused)}
+    return {
+        "count": count,
+        "seconds": seconds,
+        "cards_per_s": count / seconds,
+        "added": report.added,
+        "duplicates": report.duplicates,
+        "refused": len(report.refused),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,8 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         queries = [fill(rng.choice(QUERIES), rng) for _ in range(args.queries)]
     print(f"texts: {args.texts}; {len(queries)} queries", flush=True)
 
-    print("| cards | warm search p50 / p95 (ms) | BM25 p50 / p95 (ms) | cold search: memagent / plain chromadb (s, ratio) "
-          "| cold list / show (s) | -p memory on / off (s, ratio) | peak RSS on / off (MB) | fill (cards/s) |")
+    print(
+        "| cards | warm search p50 / p95 (ms) | BM25 p50 / p95 (ms) | cold search: memagent / plain chromadb (s, ratio) "
+        "| cold list / show (s) | -p memory on / off (s, ratio) | peak RSS on / off (MB) | fill (cards/s) |"
+    )
     print("|---:|---|---|---|---|---|---|---:|")
     for n in args.sizes:
         r = bench_size(n, embedder, queries, rng, texts, args.runs)

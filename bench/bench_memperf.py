@@ -110,8 +110,9 @@ def pair(a: list[str], b: list[str], env: dict[str, str], cwd: Path, runs: int) 
 
 
 def peak_rss_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
-    out = subprocess.run([sys.executable, "-c", PEAK, *args], env=env, cwd=cwd, capture_output=True, text=True,
-                         timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900
+    )
     for line in out.stderr.splitlines():
         if line.startswith("VMHWM_KB "):
             return int(line.split()[1]) / 1024
@@ -141,7 +142,9 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
     service = MemoryService.open(project_paths(store / "project"), Settings(), "bench", embedder=embedder)
     service.warm_up()
     service.wait_for_upkeep()
-    client = chromadb.PersistentClient(path=str(store / "plain"), settings=chromadb.Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(
+        path=str(store / "plain"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )
     plain = client.get_collection("plain", embedding_function=None)
     ours, theirs = [], []
     for query in queries[:5]:
@@ -155,8 +158,12 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
         plain.query(query_embeddings=[embedder.embed([query])[0].tolist()], n_results=5, include=["documents"])
         theirs.append((time.perf_counter() - started) * 1000)
     service.close()
-    return {"p50": statistics.median(ours), "p95": percentile(ours, 95),
-            "plain_p50": statistics.median(theirs), "plain_p95": percentile(theirs, 95)}
+    return {
+        "p50": statistics.median(ours),
+        "p95": percentile(ours, 95),
+        "plain_p50": statistics.median(theirs),
+        "plain_p95": percentile(theirs, 95),
+    }
 
 
 def import_rate(texts: list[str], workdir: Path) -> dict[str, float]:
@@ -177,11 +184,16 @@ def import_rate(texts: list[str], workdir: Path) -> dict[str, float]:
     fp32 = load_embedder("onnx")
     started = time.perf_counter()
     vectors = fp32.embed(texts)
-    client = chromadb.PersistentClient(path=str(workdir / "import-plain"), settings=chromadb.Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(
+        path=str(workdir / "import-plain"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )
     collection = client.get_or_create_collection("plain", embedding_function=None, metadata={"hnsw:space": "cosine"})
     for start in range(0, len(texts), 1000):
-        collection.add(ids=[f"d{i}" for i in range(start, min(start + 1000, len(texts)))],
-                       documents=texts[start : start + 1000], embeddings=vectors[start : start + 1000].tolist())
+        collection.add(
+            ids=[f"d{i}" for i in range(start, min(start + 1000, len(texts)))],
+            documents=texts[start : start + 1000],
+            embeddings=vectors[start : start + 1000].tolist(),
+        )
     theirs = time.perf_counter() - started
     return {"ours": len(texts) / ours, "plain": len(texts) / theirs, "added": report.added}
 
@@ -226,46 +238,94 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.sizes:
             store = args.stores / f"store-{n // 1000}k"
             project = store / "project"
-            env = {**os.environ, "MEMAGENT_HOME": str(store / "home"), "ANTHROPIC_API_KEY": "bench",
-                   "ANTHROPIC_BASE_URL": fake.url}
+            env = {
+                **os.environ,
+                "MEMAGENT_HOME": str(store / "home"),
+                "ANTHROPIC_API_KEY": "bench",
+                "ANTHROPIC_BASE_URL": fake.url,
+            }
             label = f"{n // 1000}k"
             # The cards were written by the build, not by a session this machine's ledger saw:
             # trusting the project lets sessions use them (see memory.provenance).
             timed([memagent, "trust", "-C", str(project)], env, project)
             for prompt, name in (("hi", "hi"), (QUESTION, "a question")):
-                p = pair([memagent, "-p", prompt, "-C", str(project)],
-                         [memagent, "-p", prompt, "--no-memory", "-C", str(project)], env, project, args.runs)
-                row(f"`-p {name}` on / off, {label} (wall; CPU)", f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
-                    f"{p['b']:.2f} s; {p['b_cpu']:.2f} s", p["a"] / p["b"], "≤ 1.2× (10k), ≤ 1.3× (100k)")
+                p = pair(
+                    [memagent, "-p", prompt, "-C", str(project)],
+                    [memagent, "-p", prompt, "--no-memory", "-C", str(project)],
+                    env,
+                    project,
+                    args.runs,
+                )
+                row(
+                    f"`-p {name}` on / off, {label} (wall; CPU)",
+                    f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
+                    f"{p['b']:.2f} s; {p['b_cpu']:.2f} s",
+                    p["a"] / p["b"],
+                    "≤ 1.2× (10k), ≤ 1.3× (100k)",
+                )
             on = peak_rss_mb(["-p", QUESTION, "-C", str(project)], env, project)
             off = peak_rss_mb(["-p", QUESTION, "--no-memory", "-C", str(project)], env, project)
             row(f"peak RSS of `-p a question`, {label}", f"{on:.0f} MB", f"{off:.0f} MB", on / off, "≤ 1.6×")
             warm = warm_search(store, queries)
-            row(f"warm search p50 / p95, {label}", f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
-                f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms", warm["p95"] / warm["plain_p95"],
-                "≤ 1.5×, p95 ≤ 25 ms")
-            cold = pair([memagent, "memory", "search", QUESTION, "-C", str(project)],
-                        [sys.executable, "-c", PLAIN_COLD, str(store / "plain"), QUESTION, "auto"], env, project, args.runs)
-            row(f"cold `memory search`, {label} (wall; CPU)", f"{cold['a']:.2f} s; {cold['a_cpu']:.2f} s",
-                f"{cold['b']:.2f} s; {cold['b_cpu']:.2f} s", cold["a"] / cold["b"], "≤ 1.1×")
-            stats = pair([memagent, "memory", "stats", "-C", str(project)],
-                         [memagent, "memory", "list", "-C", str(project)], env, project, args.runs)
-            row(f"`memory stats` vs `memory list`, {label}", f"{stats['a']:.2f} s", f"{stats['b']:.2f} s",
-                stats["a"] / stats["b"], "≤ 0.5 s")
+            row(
+                f"warm search p50 / p95, {label}",
+                f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
+                f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms",
+                warm["p95"] / warm["plain_p95"],
+                "≤ 1.5×, p95 ≤ 25 ms",
+            )
+            cold = pair(
+                [memagent, "memory", "search", QUESTION, "-C", str(project)],
+                [sys.executable, "-c", PLAIN_COLD, str(store / "plain"), QUESTION, "auto"],
+                env,
+                project,
+                args.runs,
+            )
+            row(
+                f"cold `memory search`, {label} (wall; CPU)",
+                f"{cold['a']:.2f} s; {cold['a_cpu']:.2f} s",
+                f"{cold['b']:.2f} s; {cold['b_cpu']:.2f} s",
+                cold["a"] / cold["b"],
+                "≤ 1.1×",
+            )
+            stats = pair(
+                [memagent, "memory", "stats", "-C", str(project)],
+                [memagent, "memory", "list", "-C", str(project)],
+                env,
+                project,
+                args.runs,
+            )
+            row(
+                f"`memory stats` vs `memory list`, {label}",
+                f"{stats['a']:.2f} s",
+                f"{stats['b']:.2f} s",
+                stats["a"] / stats["b"],
+                "≤ 0.5 s",
+            )
         store = args.stores / f"store-{min(args.sizes) // 1000}k"
         env = {**os.environ, "MEMAGENT_HOME": str(store / "home")}
         work = Path(tmp)
         corpus = json.loads((args.stores / "corpus.json").read_text(encoding="utf-8"))
-        rate = import_rate(corpus[-args.import_n:], work)
-        row(f"`memory import` of {args.import_n:,} real cards (cards/s)", f"{rate['ours']:.0f}",
-            f"{rate['plain']:.0f} (fp32)", rate["ours"] / rate["plain"], "≥ 2×")
+        rate = import_rate(corpus[-args.import_n :], work)
+        row(
+            f"`memory import` of {args.import_n:,} real cards (cards/s)",
+            f"{rate['ours']:.0f}",
+            f"{rate['plain']:.0f} (fp32)",
+            rate["ours"] / rate["plain"],
+            "≥ 2×",
+        )
         clone = clone_of(store, args.rebuild_n, work / "clone")
         ours = timed([memagent, "memory", "search", QUESTION, "-C", str(clone)], env, clone)
-        theirs = timed([sys.executable, "-c", PLAIN_REBUILD, str(clone / ".memory"), str(work / "plain-rebuild")],
-                       env, clone)
-        row(f"a clone's first search: index {args.rebuild_n:,} committed cards (wall; CPU)",
-            f"{ours[0]:.1f} s; {ours[1]:.1f} s", f"{theirs[0]:.1f} s; {theirs[1]:.1f} s (fp32)",
-            ours[0] / theirs[0], "≥ 2× faster")
+        theirs = timed(
+            [sys.executable, "-c", PLAIN_REBUILD, str(clone / ".memory"), str(work / "plain-rebuild")], env, clone
+        )
+        row(
+            f"a clone's first search: index {args.rebuild_n:,} committed cards (wall; CPU)",
+            f"{ours[0]:.1f} s; {ours[1]:.1f} s",
+            f"{theirs[0]:.1f} s; {theirs[1]:.1f} s (fp32)",
+            ours[0] / theirs[0],
+            "≥ 2× faster",
+        )
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

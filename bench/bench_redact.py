@@ -34,17 +34,22 @@ def samples() -> dict[str, str]:
     )
     return {
         "source code": (code * (SIZE // len(code) + 1))[:SIZE],
-        "prose with keywords": ("The token is refreshed every hour and the password reset flow lives in views.py. " * 400)[:SIZE],
+        "prose with keywords": (
+            "The token is refreshed every hour and the password reset flow lives in views.py. " * 400
+        )[:SIZE],
         "test output": ("tests/test_x.py::test_case ok\n" * 1200)[:SIZE],
         "server log (numbers, dates, IPs)": (log * (SIZE // len(log) + 1))[:SIZE],
-        "git log (e-mails)": ("commit 3fa2c01d9e4b1a2b3c4d5e6f7a8b9c0d1e2f3a4b\nAuthor: Dev One <dev.one@acme.io>\n"
-                              "Date:   Mon Nov 25 09:48:12 2026 +0100\n\n    fix the parser\n\n" * 200)[:SIZE],
+        "git log (e-mails)": (
+            "commit 3fa2c01d9e4b1a2b3c4d5e6f7a8b9c0d1e2f3a4b\nAuthor: Dev One <dev.one@acme.io>\n"
+            "Date:   Mon Nov 25 09:48:12 2026 +0100\n\n    fix the parser\n\n" * 200
+        )[:SIZE],
     }
 
 
 def old_scanner(rev: str):
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{OLD_PATH}"], capture_output=True, text=True,
-                            check=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:{OLD_PATH}"], capture_output=True, text=True, check=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "old_redact.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("old_redact", path)
@@ -55,8 +60,12 @@ def old_scanner(rev: str):
 
 
 def last_revision_with_old_scanner() -> str:
-    out = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "-n", "1", "--", OLD_PATH],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "--format=%H", "-n", "1", "--", OLD_PATH],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     return f"{out}^" if out else "HEAD"
 
 

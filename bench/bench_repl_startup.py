@@ -33,8 +33,14 @@ def time_command(args: list[str]) -> float:
 def time_repl(project: str, env: dict[str, str], memory: bool) -> tuple[float, float]:
     flags = [] if memory else ["--no-memory"]
     started = time.perf_counter()
-    child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", project, *flags], env=env,
-                          encoding="utf-8", dimensions=(40, 120), timeout=60)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", project, *flags],
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, 120),
+        timeout=60,
+    )
     child.expect("❯")
     prompt = time.perf_counter() - started
     child.expect("session ")
@@ -52,12 +58,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = os.path.join(tmp, "project")
         os.mkdir(project)
-        env = dict(os.environ, MEMAGENT_HOME=os.path.join(tmp, "home"), ANTHROPIC_API_KEY="bench-key",
-                   ANTHROPIC_BASE_URL="http://127.0.0.1:9", TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1")
-        rows: dict[str, list[float]] = {k: [] for k in
-                                        ("python -c pass", "python -c 'import anthropic'", "memagent --help",
-                                         "REPL prompt (--no-memory)", "REPL session ready (--no-memory)",
-                                         "REPL prompt (memory on)", "REPL session ready (memory on)")}
+        env = dict(
+            os.environ,
+            MEMAGENT_HOME=os.path.join(tmp, "home"),
+            ANTHROPIC_API_KEY="bench-key",
+            ANTHROPIC_BASE_URL="http://127.0.0.1:9",
+            TERM="xterm-256color",
+            PROMPT_TOOLKIT_NO_CPR="1",
+        )
+        rows: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "python -c pass",
+                "python -c 'import anthropic'",
+                "memagent --help",
+                "REPL prompt (--no-memory)",
+                "REPL session ready (--no-memory)",
+                "REPL prompt (memory on)",
+                "REPL session ready (memory on)",
+            )
+        }
         time_repl(project, env, memory=True)  # warm-up: builds the embedding graph cache once
         for _ in range(args.runs):
             rows["python -c pass"].append(time_command([sys.executable, "-c", "pass"]))

@@ -33,13 +33,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import statistics
 import random
+import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -162,8 +162,10 @@ def bm25_only(prepared: Prepared, qi: int) -> list[str]:
 def rrf(prepared: Prepared, qi: int) -> list[str]:
     pool = candidate_pool(DEPTH)
     scores: dict[str, float] = {}
-    for ranked in (dense_pairs(prepared, qi, pool),
-                   prepared.lexical.search(prepared.questions[qi].text, pool, raw=True)):
+    for ranked in (
+        dense_pairs(prepared, qi, pool),
+        prepared.lexical.search(prepared.questions[qi].text, pool, raw=True),
+    ):
         for position, (card_id, _) in enumerate(ranked):
             scores[card_id] = scores.get(card_id, 0.0) + 1.0 / (RRF_K + position + 1)
     return sorted(scores, key=lambda card_id: (-scores[card_id], card_id))[:DEPTH]
@@ -173,8 +175,15 @@ def memagent(weights: RankingWeights | None = None) -> Retriever:
     def retrieve(prepared: Prepared, qi: int) -> list[str]:
         pool = candidate_pool(DEPTH)
         text = prepared.questions[qi].text
-        hits = rank(dense_pairs(prepared, qi, pool), prepared.lexical.search(text, pool), prepared.signals,
-                    now=prepared.now, k=DEPTH, weights=weights, query=text)
+        hits = rank(
+            dense_pairs(prepared, qi, pool),
+            prepared.lexical.search(text, pool),
+            prepared.signals,
+            now=prepared.now,
+            k=DEPTH,
+            weights=weights,
+            query=text,
+        )
         return [hit.id for hit in hits]
 
     return retrieve
@@ -199,13 +208,19 @@ def without_links(retriever: Retriever) -> Retriever:
 
 def score(ranked: list[str], relevant: frozenset[str]) -> dict[str, float]:
     first = next((i for i, card_id in enumerate(ranked[:DEPTH]) if card_id in relevant), None)
-    return {"R@1": float(first == 0), "R@5": float(first is not None),
-            "MRR@5": 0.0 if first is None else 1.0 / (first + 1)}
+    return {
+        "R@1": float(first == 0),
+        "R@5": float(first is not None),
+        "MRR@5": 0.0 if first is None else 1.0 / (first + 1),
+    }
 
 
 def evaluate(prepared: Prepared, retriever: Retriever, split: str, kind: str | None = None) -> dict[str, float]:
-    rows = [score(retriever(prepared, qi), q.evidence) for qi, q in enumerate(prepared.questions)
-            if q.split == split and (kind is None or q.kind == kind)]
+    rows = [
+        score(retriever(prepared, qi), q.evidence)
+        for qi, q in enumerate(prepared.questions)
+        if q.split == split and (kind is None or q.kind == kind)
+    ]
     return {**{m: statistics.fmean(r[m] for r in rows) if rows else 0.0 for m in METRICS}, "n": len(rows)}
 
 
@@ -233,7 +248,9 @@ def usage_sweep(prepared: Prepared, seed: int = 7) -> str:
     for a usage term: it can only reorder by noise). The weight is chosen on dev; test is shown
     to check the choice, not to make it."""
     rng = random.Random(seed)
-    noisy = replace(prepared, signals={i: replace(s, uses=rng.choice(USAGE_COUNTS)) for i, s in prepared.signals.items()})
+    noisy = replace(
+        prepared, signals={i: replace(s, uses=rng.choice(USAGE_COUNTS)) for i, s in prepared.signals.items()}
+    )
     lines = ["| usage weight | dev R@1 | dev MRR@5 | test R@1 | test MRR@5 |", "|---:|---:|---:|---:|---:|"]
     for weight in USAGE_WEIGHTS:
         dev, test = (evaluate(noisy, memagent(RankingWeights(usage=weight)), split) for split in ("dev", "test"))
@@ -247,17 +264,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=REPO / "bench" / "out")
     parser.add_argument("--by-kind", action="store_true", help="add a table per question kind")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
-    parser.add_argument("--embedder", default="auto", choices=["auto", "int8", "onnx", "numpy"],
-                        help="the embedding backend (auto: int8, as memagent uses)")
-    parser.add_argument("--usage-sweep", action="store_true",
-                        help="add the usage weight's table, with random use counts (memory.usage)")
+    parser.add_argument(
+        "--embedder",
+        default="auto",
+        choices=["auto", "int8", "onnx", "numpy"],
+        help="the embedding backend (auto: int8, as memagent uses)",
+    )
+    parser.add_argument(
+        "--usage-sweep", action="store_true", help="add the usage weight's table, with random use counts (memory.usage)"
+    )
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"error: no benchmark data at {args.data}", file=sys.stderr)
         return 2
     prepared = prepare(args.data, args.cache_dir, args.embedder)
-    methods = {"memagent": memagent(), "memagent, supersedes links hidden": without_links(memagent()),
-               "dense (MiniLM)": dense_only, "BM25": bm25_only, "RRF (dense+BM25)": rrf}
+    methods = {
+        "memagent": memagent(),
+        "memagent, supersedes links hidden": without_links(memagent()),
+        "dense (MiniLM)": dense_only,
+        "BM25": bm25_only,
+        "RRF (dense+BM25)": rrf,
+    }
     sections = [f"### Coding memory ({len(prepared.card_ids)} cards), all questions\n\n" + table(prepared, methods)]
     if args.by_kind:
         for kind in sorted({q.kind for q in prepared.questions}):

@@ -35,10 +35,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -65,15 +65,19 @@ def _time(raw: str) -> datetime:
 
 def load(path: Path) -> tuple[list[dict], list[Question], datetime]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    questions = [Question(q["id"], q["question"], frozenset(q["evidence"]), q["kind"], q["split"])
-                 for q in data["queries"]]
+    questions = [
+        Question(q["id"], q["question"], frozenset(q["evidence"]), q["kind"], q["split"]) for q in data["queries"]
+    ]
     return data["cards"], questions, _time(data["now"])
 
 
 def score(ranked: Sequence[str], relevant: frozenset[str]) -> dict[str, float]:
     first = next((i for i, card_id in enumerate(ranked[:DEPTH]) if card_id in relevant), None)
-    return {"R@1": float(first == 0), "R@5": float(first is not None),
-            "MRR@5": 0.0 if first is None else 1.0 / (first + 1)}
+    return {
+        "R@1": float(first == 0),
+        "R@5": float(first is not None),
+        "MRR@5": 0.0 if first is None else 1.0 / (first + 1),
+    }
 
 
 # --------------------------------------------------------------------------- memagent
@@ -90,8 +94,9 @@ def open_store(workdir: Path, embedder, **service_options):
     return MemoryService.open(project_paths(root), Settings(), "", embedder=embedder, **service_options)
 
 
-def memagent_rankings(cards: list[dict], questions: list[Question], now: datetime, embedder,
-                      configure: Callable | None = None) -> tuple[dict[str, list[str]], dict]:
+def memagent_rankings(
+    cards: list[dict], questions: list[Question], now: datetime, embedder, configure: Callable | None = None
+) -> tuple[dict[str, list[str]], dict]:
     """Import ``cards`` into a fresh store, then search every question; returns the ranked set ids
     per question id and what the import reported."""
     with tempfile.TemporaryDirectory(prefix="memagent-bench-") as tmp:
@@ -139,10 +144,14 @@ def baseline_rankings(cards: list[dict], questions: list[Question], embedder) ->
 # --------------------------------------------------------------------------- report
 
 
-def evaluate(rankings: dict[str, list[str]], questions: list[Question], split: str | None,
-             kind: str | None = None) -> dict[str, float]:
-    rows = [score(rankings[q.id], q.evidence) for q in questions
-            if (split is None or q.split == split) and (kind is None or q.kind == kind)]
+def evaluate(
+    rankings: dict[str, list[str]], questions: list[Question], split: str | None, kind: str | None = None
+) -> dict[str, float]:
+    rows = [
+        score(rankings[q.id], q.evidence)
+        for q in questions
+        if (split is None or q.split == split) and (kind is None or q.kind == kind)
+    ]
     return {**{m: statistics.fmean(r[m] for r in rows) if rows else 0.0 for m in METRICS}, "n": len(rows)}
 
 
@@ -172,10 +181,12 @@ def misses(rankings: dict[str, list[str]], questions: list[Question], split: str
 
 def ablations() -> dict[str, Callable]:
     """One switch per part of the retrieval work; each returns a ``configure(service)``."""
+
     def off(*names: str) -> Callable:
         def configure(service) -> None:
             for name in names:
                 setattr(service.retrieval, name, False)
+
         return configure
 
     return {
@@ -193,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ablate", action="store_true", help="add a row per part switched off")
     parser.add_argument("--misses", choices=["dev", "test"], help="list the questions missed at rank 1")
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
-    parser.add_argument("--without-dates", action="store_true",
-                        help="import the cards without created_at (they are dated at import, in file order)")
+    parser.add_argument(
+        "--without-dates",
+        action="store_true",
+        help="import the cards without created_at (they are dated at import, in file order)",
+    )
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"error: no benchmark data at {args.data}", file=sys.stderr)
@@ -211,14 +225,18 @@ def main(argv: list[str] | None = None) -> int:
         for name, configure in ablations().items():
             methods[name] = memagent_rankings(cards, questions, now, embedder, configure)[0]
     methods.update(baseline_rankings(cards, questions, embedder))
-    sections = [f"### {args.data.name}: {len(cards)} cards imported in {imported['seconds']:.1f} s "
-                f"(added {imported['added']}, duplicates {imported['duplicates']}, refused {len(imported['refused'])}, "
-                f"superseded on import: {', '.join(imported['superseded']) or 'none'})\n\n" + table(methods, questions)]
+    sections = [
+        f"### {args.data.name}: {len(cards)} cards imported in {imported['seconds']:.1f} s "
+        f"(added {imported['added']}, duplicates {imported['duplicates']}, refused {len(imported['refused'])}, "
+        f"superseded on import: {', '.join(imported['superseded']) or 'none'})\n\n" + table(methods, questions)
+    ]
     if args.by_kind:
         for kind in sorted({q.kind for q in questions}):
             sections.append(f"#### kind: {kind}\n\n" + table(methods, questions, kind))
     if args.misses:
-        sections.append(f"#### memagent misses at rank 1 ({args.misses})\n\n" + "\n".join(misses(ranked, questions, args.misses)))
+        sections.append(
+            f"#### memagent misses at rank 1 ({args.misses})\n\n" + "\n".join(misses(ranked, questions, args.misses))
+        )
     report = "\n\n".join(sections)
     print(report)
     if args.markdown:

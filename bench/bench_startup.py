@@ -101,7 +101,7 @@ def main() -> None:
             "memagent tasks list": memagent + ["tasks", "list"],
         }
         samples: dict[str, list[float]] = {name: [] for name in commands}
-        for name, argv in commands.items():  # warm the file cache once
+        for argv in commands.values():  # warm the file cache once
             time_command(argv, work, env)
         for _ in range(args.runs):
             for name, argv in commands.items():
@@ -118,7 +118,11 @@ def main() -> None:
             else:
                 bare = med["bare typer app tasks list"]
             print(f"{name:32} {med[name] * 1000:10.0f} {med[name] / floor:9.1f}x {med[name] / bare:13.2f}x")
-        for label, argv in (("--help", ["--help"]), ("tasks --help", ["tasks", "--help"]), ("tasks list", ["tasks", "list"])):
+        for label, argv in (
+            ("--help", ["--help"]),
+            ("tasks --help", ["tasks", "--help"]),
+            ("tasks list", ["tasks", "list"]),
+        ):
             print(f"heavy modules imported by `memagent {label}`: {heavy_imports(argv, work, env)}")
 
 

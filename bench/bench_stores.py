@@ -28,7 +28,7 @@ import os
 import random
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -105,10 +105,15 @@ def cards_for(texts: list[str], seed: int):
     from memagent.memory.cards import MemoryCard
 
     rng = random.Random(seed)
-    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
     return [
-        MemoryCard(content=text, memory_type=rng.choice(TYPES), confidence=round(rng.uniform(0.7, 1.0), 2),
-                   importance=round(rng.uniform(0.2, 0.9), 2), created_at=start + timedelta(minutes=17 * i))
+        MemoryCard(
+            content=text,
+            memory_type=rng.choice(TYPES),
+            confidence=round(rng.uniform(0.7, 1.0), 2),
+            importance=round(rng.uniform(0.2, 0.9), 2),
+            created_at=start + timedelta(minutes=17 * i),
+        )
         for i, text in enumerate(texts)
     ]
 
@@ -144,8 +149,11 @@ def build_plain(where: Path, texts: list[str], vecs) -> None:
     client = chromadb.PersistentClient(path=str(plain), settings=chromadb.Settings(anonymized_telemetry=False))
     collection = client.get_or_create_collection("plain", embedding_function=None, metadata={"hnsw:space": "cosine"})
     for start in range(0, len(texts), 2000):
-        collection.add(ids=[f"d{i}" for i in range(start, min(start + 2000, len(texts)))],
-                       documents=texts[start : start + 2000], embeddings=vecs[start : start + 2000].tolist())
+        collection.add(
+            ids=[f"d{i}" for i in range(start, min(start + 2000, len(texts)))],
+            documents=texts[start : start + 2000],
+            embeddings=vecs[start : start + 2000].tolist(),
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

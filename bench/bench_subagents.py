@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fakeapi import FakeAnthropic, delay, text, tool, turn  # noqa: E402
-
 from memagent.runtime import SessionOptions, open_session  # noqa: E402
 
 
@@ -38,8 +37,10 @@ def responder(seconds: float):
         elif answered:
             step = text("both answered")
         else:
-            step = turn(tool("task", {"description": "one", "prompt": "Read a.py.", "subagent_type": "Explore"}),
-                        tool("task", {"description": "two", "prompt": "Read a.py too.", "subagent_type": "Explore"}))
+            step = turn(
+                tool("task", {"description": "one", "prompt": "Read a.py.", "subagent_type": "Explore"}),
+                tool("task", {"description": "two", "prompt": "Read a.py too.", "subagent_type": "Explore"}),
+            )
         return delay(seconds, step)
 
     return respond
@@ -50,8 +51,12 @@ def one_run(concurrent: bool, seconds: float) -> float:
         root = Path(tmp) / "project"
         root.mkdir()
         (root / "a.py").write_text("A = 1\n")
-        env = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "bench",
-               "MEMAGENT_HOME": str(Path(tmp) / "home")}
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": fake.url,
+            "ANTHROPIC_API_KEY": "bench",
+            "MEMAGENT_HOME": str(Path(tmp) / "home"),
+        }
         session = open_session(SessionOptions(root=root, memory=False), env=env)
         session.agent.tools.get("task").concurrent = concurrent
         started = time.perf_counter()

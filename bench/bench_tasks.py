@@ -22,8 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from memagent.tasks import TaskStore
 
@@ -53,7 +53,10 @@ def build_graph(root: Path, count: int, hubs: int, seed: int = 7) -> list[int]:
     for tid in range(1, count + 1):
         tasks[tid] = {
             "id": tid,
-            "subject": f"Task {tid}: " + " ".join(rng.choice(["fix", "add", "refactor", "test", "document", "parser", "cache", "api"]) for _ in range(5)),
+            "subject": f"Task {tid}: "
+            + " ".join(
+                rng.choice(["fix", "add", "refactor", "test", "document", "parser", "cache", "api"]) for _ in range(5)
+            ),
             "description": "Some details about what done looks like for this task. " * rng.randint(0, 3),
             "status": rng.choices(["pending", "in_progress", "completed"], [6, 1, 3])[0],
             "blockedBy": [],
@@ -91,6 +94,7 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
     CPU time is what the code itself costs; on a shared machine the wall time adds waiting for
     the CPU and the disk, so both are reported.
     """
+
     def cpu() -> float:
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
@@ -164,18 +168,34 @@ def main() -> None:
         for label, _fn, _before, note in cases:
             walls, cpus = [w for w, _ in samples[label]], [c for _, c in samples[label]]
             med, cpu_med = statistics.median(walls), statistics.median(cpus)
-            ratio = f"{med / ref_median:.2f}× {ref_short} (CPU {cpu_med / ref_cpu:.2f}×)" if label != ref and ref_cpu else ""
+            ratio = (
+                f"{med / ref_median:.2f}× {ref_short} (CPU {cpu_med / ref_cpu:.2f}×)"
+                if label != ref and ref_cpu
+                else ""
+            )
             extra = "; ".join(x for x in (ratio, note) if x)
             rows.append((label, f"{med:.1f} ms ({min(walls):.0f}–{max(walls):.0f})", f"{cpu_med:.1f} ms", extra))
-            print(f"{label:58s} {med:8.1f} ms [{min(walls):.0f}–{max(walls):.0f}] cpu {cpu_med:7.1f} ms  {extra}", flush=True)
+            print(
+                f"{label:58s} {med:8.1f} ms [{min(walls):.0f}–{max(walls):.0f}] cpu {cpu_med:7.1f} ms  {extra}",
+                flush=True,
+            )
 
     try:
         t0 = time.perf_counter()
         hubs = build_graph(root, args.tasks, runs + api_runs + 2)
-        print(f"wrote {args.tasks} task files in {time.perf_counter() - t0:.1f} s ({len(hubs)} hubs with {HUB_DEPENDENTS} dependents)")
+        print(
+            f"wrote {args.tasks} task files in {time.perf_counter() - t0:.1f} s ({len(hubs)} hubs with {HUB_DEPENDENTS} dependents)"
+        )
         store = TaskStore(root)
         cold, cold_cpu = timed(store.list)
-        rows.append((f"API: very first read (index built from {args.tasks} files, once)", f"{cold:.1f} ms (single run)", f"{cold_cpu:.1f} ms", ""))
+        rows.append(
+            (
+                f"API: very first read (index built from {args.tasks} files, once)",
+                f"{cold:.1f} ms (single run)",
+                f"{cold_cpu:.1f} ms",
+                "",
+            )
+        )
         print(f"first read, index built: {cold:.1f} ms (cpu {cold_cpu:.1f} ms)")
         hub_iter = iter(hubs)
         index = root / "index.json"
@@ -189,9 +209,26 @@ def main() -> None:
             ("CLI: tasks ready --json", proc([exe, "tasks", "ready", "--json"], workdir), None, ""),
             ("CLI: tasks ready (table)", proc([exe, "tasks", "ready"], workdir), None, ""),
             (f"CLI: tasks list (table, {args.tasks} rows)", proc([exe, "tasks", "list"], workdir), None, ""),
-            ("CLI: tasks list --json, index deleted first", proc([exe, "tasks", "list", "--json"], workdir), lambda: index.unlink(missing_ok=True), f"rebuild from {args.tasks} files"),
-            (f"CLI: tasks done ID ({HUB_DEPENDENTS} dependents)", lambda: subprocess.run([exe, "tasks", "done", str(next(hub_iter))], cwd=workdir, capture_output=True, check=True), None, ""),
-            ("CLI: tasks add SUBJECT --after 1", proc([exe, "tasks", "add", "bench task", "--after", "1"], workdir), None, ""),
+            (
+                "CLI: tasks list --json, index deleted first",
+                proc([exe, "tasks", "list", "--json"], workdir),
+                lambda: index.unlink(missing_ok=True),
+                f"rebuild from {args.tasks} files",
+            ),
+            (
+                f"CLI: tasks done ID ({HUB_DEPENDENTS} dependents)",
+                lambda: subprocess.run(
+                    [exe, "tasks", "done", str(next(hub_iter))], cwd=workdir, capture_output=True, check=True
+                ),
+                None,
+                "",
+            ),
+            (
+                "CLI: tasks add SUBJECT --after 1",
+                proc([exe, "tasks", "add", "bench task", "--after", "1"], workdir),
+                None,
+                "",
+            ),
         ]
         os.sync()  # start each phase with the freshly written graph on disk, not in flight
         report(cli_cases, interleaved(cli_cases, runs), typer_label, "bare typer")
@@ -202,9 +239,24 @@ def main() -> None:
         floor_label = f"floor: {HUB_DEPENDENTS + 1} bare write+rename in .tasks/"
         api_cases: list[Case] = [
             (floor_label, floor_writes(root, HUB_DEPENDENTS + 1, api_runs), None, "file system alone"),
-            (f"API: complete a task with {HUB_DEPENDENTS} dependents", lambda: TaskStore(root).update(next(hub_iter), status="completed"), None, "target ≤ 50 ms; 52 files written"),
-            ("API: create a task with one blocker", lambda: TaskStore(root).create(f"bench {next(counter)}", blocked_by=[2]), None, "target ≤ 50 ms"),
-            ("API: start a ready task", lambda: TaskStore(root).update(next(open_ids), status="in_progress"), None, "target ≤ 50 ms"),
+            (
+                f"API: complete a task with {HUB_DEPENDENTS} dependents",
+                lambda: TaskStore(root).update(next(hub_iter), status="completed"),
+                None,
+                "target ≤ 50 ms; 52 files written",
+            ),
+            (
+                "API: create a task with one blocker",
+                lambda: TaskStore(root).create(f"bench {next(counter)}", blocked_by=[2]),
+                None,
+                "target ≤ 50 ms",
+            ),
+            (
+                "API: start a ready task",
+                lambda: TaskStore(root).update(next(open_ids), status="in_progress"),
+                None,
+                "target ≤ 50 ms",
+            ),
             ("API: TaskStore.list() (snapshot + log)", lambda: TaskStore(root).list(), None, ""),
             ("API: TaskStore.context_snapshot()", lambda: TaskStore(root).context_snapshot(), None, ""),
         ]

@@ -28,8 +28,8 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
@@ -50,29 +50,37 @@ def shell_log(lines: int, rng: random.Random) -> str:
     levels = ["INFO", "DEBUG", "WARN", "ERROR"]
     out = []
     for i in range(lines):
-        out.append(f"2026-11-22T17:{i % 60:02d}:{rng.randrange(60):02d}.{rng.randrange(1000):03d}Z "
-                   f"{rng.choice(levels):5s} worker-{rng.randrange(8)} request_id={rng.getrandbits(64):016x} "
-                   f"path=/api/v2/items/{rng.randrange(10**6)} status={rng.choice([200, 201, 404, 500])} "
-                   f"took={rng.random() * 900:.1f}ms")
+        out.append(
+            f"2026-11-22T17:{i % 60:02d}:{rng.randrange(60):02d}.{rng.randrange(1000):03d}Z "
+            f"{rng.choice(levels):5s} worker-{rng.randrange(8)} request_id={rng.getrandbits(64):016x} "
+            f"path=/api/v2/items/{rng.randrange(10**6)} status={rng.choice([200, 201, 404, 500])} "
+            f"took={rng.random() * 900:.1f}ms"
+        )
     return "\n".join(out)
 
 
 def corpus(locomo: Path | None) -> dict[str, str]:
     rng = random.Random(7)
     texts = {
-        "Python source (src/memagent)": "\n".join(p.read_text(encoding="utf-8")
-                                                  for p in sorted((REPO / "src" / "memagent").rglob("*.py"))),
+        "Python source (src/memagent)": "\n".join(
+            p.read_text(encoding="utf-8") for p in sorted((REPO / "src" / "memagent").rglob("*.py"))
+        ),
         "Markdown docs": "\n".join(p.read_text(encoding="utf-8") for p in sorted(REPO.glob("*.md"))),
-        "JSON (bench/data)": "\n".join(p.read_text(encoding="utf-8")
-                                       for p in sorted((REPO / "bench" / "data").glob("*.json"))),
+        "JSON (bench/data)": "\n".join(
+            p.read_text(encoding="utf-8") for p in sorted((REPO / "bench" / "data").glob("*.json"))
+        ),
         "shell / service logs": shell_log(3000, rng),
         "base64 blob": base64.b64encode(rng.randbytes(60_000)).decode("ascii"),
         "non-English prose": NON_ENGLISH * 40,
     }
     if locomo is not None and locomo.is_file():
-        turns = [turn.get("text", "") for sample in json.loads(locomo.read_text(encoding="utf-8"))
-                 for key, value in sample["conversation"].items() if key.startswith("session_")
-                 and isinstance(value, list) for turn in value]
+        turns = [
+            turn.get("text", "")
+            for sample in json.loads(locomo.read_text(encoding="utf-8"))
+            for key, value in sample["conversation"].items()
+            if key.startswith("session_") and isinstance(value, list)
+            for turn in value
+        ]
         texts["chat prose (LoCoMo turns)"] = "\n".join(turns)
     return texts
 
@@ -102,25 +110,33 @@ def main(argv: list[str] | None = None) -> int:
     reference = {kind: cl100k(text) for kind, text in texts.items()}
     ratio = {kind: ratio_count(text) for kind, text in texts.items()}
     factor = sum(reference.values()) / sum(ratio.values())  # what calibration on the whole mix learns
-    lines = ["| text | bytes | cl100k tokens | bytes/4 | bytes/4 error | after one global calibration |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| text | bytes | cl100k tokens | bytes/4 | bytes/4 error | after one global calibration |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for kind, text in texts.items():
         error = ratio[kind] / reference[kind] - 1
         calibrated = ratio[kind] * factor / reference[kind] - 1
-        lines.append(f"| {kind} | {len(text.encode('utf-8')):,} | {reference[kind]:,} | {ratio[kind]:,} | "
-                     f"{error:+.1%} | {calibrated:+.1%} |")
+        lines.append(
+            f"| {kind} | {len(text.encode('utf-8')):,} | {reference[kind]:,} | {ratio[kind]:,} | "
+            f"{error:+.1%} | {calibrated:+.1%} |"
+        )
     errors = [abs(ratio[k] / reference[k] - 1) for k in texts]
     calibrated_errors = [abs(ratio[k] * factor / reference[k] - 1) for k in texts]
-    lines.append(f"\nbytes/4 against cl100k: mean |error| {statistics.fmean(errors):.1%}, "
-                 f"worst {max(errors):.1%}; after one global calibration (factor {factor:.3f}): "
-                 f"mean {statistics.fmean(calibrated_errors):.1%}, worst {max(calibrated_errors):.1%}.")
+    lines.append(
+        f"\nbytes/4 against cl100k: mean |error| {statistics.fmean(errors):.1%}, "
+        f"worst {max(errors):.1%}; after one global calibration (factor {factor:.3f}): "
+        f"mean {statistics.fmean(calibrated_errors):.1%}, worst {max(calibrated_errors):.1%}."
+    )
     timings = {"cl100k": [], "bytes/4": []}
     for _ in range(3):  # interleaved, so machine noise hits both
         timings["cl100k"] += seconds_per_mb(cl100k, list(texts.values()), 1)
         timings["bytes/4"] += seconds_per_mb(ratio_count, list(texts.values()), 1)
-    lines.append(f"Speed (median of 3 interleaved runs): cl100k {statistics.median(timings['cl100k']) * 1000:.0f} ms/MB, "
-                 f"bytes/4 {statistics.median(timings['bytes/4']) * 1000:.1f} ms/MB; "
-                 f"loading the encoding took {load_seconds:.2f} s (once per process).")
+    lines.append(
+        f"Speed (median of 3 interleaved runs): cl100k {statistics.median(timings['cl100k']) * 1000:.0f} ms/MB, "
+        f"bytes/4 {statistics.median(timings['bytes/4']) * 1000:.1f} ms/MB; "
+        f"loading the encoding took {load_seconds:.2f} s (once per process)."
+    )
     print("\n".join(lines))
     return 0
 

@@ -21,8 +21,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
@@ -60,7 +60,9 @@ def main() -> None:
             "memagent grep": lambda: registry.run("grep", {"pattern": r"needle_\w+"}, ctx),
             "grep -rn -E": lambda: subprocess.run(
                 ["grep", "-rn", "-E", r"needle_\w+", "--exclude-dir=node_modules", "--exclude-dir=.git", "."],
-                cwd=root, capture_output=True, check=False,
+                cwd=root,
+                capture_output=True,
+                check=False,
             ),
             "memagent glob": lambda: registry.run("glob", {"pattern": "**/*.py"}, ctx),
             "pathlib rglob": lambda: sorted(root.rglob("*.py")),
@@ -75,8 +77,11 @@ def main() -> None:
     print(f"{args.files} files per tree, {args.runs} runs, median wall time")
     for name, value in medians.items():
         print(f"  {name:<18} {value * 1000:8.1f} ms")
-    for ours, base in [("memagent grep", "grep -rn -E"), ("memagent glob", "pathlib rglob"),
-                       ("memagent bash", "subprocess bash")]:
+    for ours, base in [
+        ("memagent grep", "grep -rn -E"),
+        ("memagent glob", "pathlib rglob"),
+        ("memagent bash", "subprocess bash"),
+    ]:
         print(f"  {ours} / {base}: {medians[ours] / medians[base]:.2f}x")
 
 

@@ -52,8 +52,14 @@ def repl_run(project: str, env: dict[str, str], memory: bool, typing: float) -> 
     """(Enter → first token, launch → first token) for one REPL run."""
     flags = [] if memory else ["--no-memory"]
     launched = time.perf_counter()
-    child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", project, *flags], env=env,
-                          encoding="utf-8", dimensions=(40, 160), timeout=120)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", project, *flags],
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, 160),
+        timeout=120,
+    )
     try:
         child.expect("❯")
         if typing:
@@ -74,8 +80,13 @@ def print_run(project: str, env: dict[str, str], memory: bool) -> float:
     """Launch → answer on stdout for one ``-p`` run."""
     flags = [] if memory else ["--no-memory"]
     launched = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "memagent", "-C", project, "-p", MESSAGE, *flags], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memagent", "-C", project, "-p", MESSAGE, *flags],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None
     proc.stdout.read(1)
     first = time.perf_counter()
@@ -90,16 +101,31 @@ def main() -> None:
     parser.add_argument("--typing", type=float, default=1.5, help="seconds the simulated user types")
     parser.add_argument("--store", type=Path, help="a store built by bench_stores.py (default: an empty project)")
     args = parser.parse_args()
-    rows = {f"{name} [{mode}]": [] for name in ("REPL typed ahead: Enter→token", f"REPL typing {args.typing:g}s: Enter→token",
-                                                 "REPL launch→token", "-p launch→answer") for mode in ("off", "on")}
+    rows = {
+        f"{name} [{mode}]": []
+        for name in (
+            "REPL typed ahead: Enter→token",
+            f"REPL typing {args.typing:g}s: Enter→token",
+            "REPL launch→token",
+            "-p launch→answer",
+        )
+        for mode in ("off", "on")
+    }
     with tempfile.TemporaryDirectory() as tmp:
         project = str(args.store / "project") if args.store else os.path.join(tmp, "project")
         home = str(args.store / "home") if args.store else os.path.join(tmp, "home")
         os.makedirs(project, exist_ok=True)
         with FakeAnthropicProcess([text(ANSWER)] * 2000, tmp) as fake:
-            env = dict(os.environ, MEMAGENT_HOME=home, HOME=os.path.join(tmp, "home"),
-                       ANTHROPIC_API_KEY="bench-key", ANTHROPIC_BASE_URL=fake.url, TERM="xterm-256color",
-                       PROMPT_TOOLKIT_NO_CPR="1", ORT_DISABLE_TELEMETRY="1")
+            env = dict(
+                os.environ,
+                MEMAGENT_HOME=home,
+                HOME=os.path.join(tmp, "home"),
+                ANTHROPIC_API_KEY="bench-key",
+                ANTHROPIC_BASE_URL=fake.url,
+                TERM="xterm-256color",
+                PROMPT_TOOLKIT_NO_CPR="1",
+                ORT_DISABLE_TELEMETRY="1",
+            )
             repl_run(project, env, memory=True, typing=0)  # warm-up: the embedding graph cache
             for _ in range(args.runs):
                 for memory, mode in ((False, "off"), (True, "on")):

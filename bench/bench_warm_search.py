@@ -52,6 +52,7 @@ def child(mode: str, src: str, root: Path, cards: int) -> None:
     sys.path.insert(0, src)
     sys.path.insert(1, str(REPO / "bench"))
     import bench_memory_speed as speed
+
     import memagent
     from memagent.memory.embeddings import load_embedder
 
@@ -109,9 +110,13 @@ def _run(mode: str, src: str, root: Path, cards: int, home: Path) -> dict:
     env_home = {"MEMAGENT_HOME": str(home), "HOME": str(home)}
     import os
 
-    done = subprocess.run([sys.executable, __file__, "--child", mode, "--src", src, "--root", str(root),
-                           "--cards", str(cards)], capture_output=True, text=True,
-                          env={**os.environ, **env_home}, check=False)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--src", src, "--root", str(root), "--cards", str(cards)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env_home},
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"{mode} with {src} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -7,8 +7,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from memagent.mcp_bridge.config import HttpServer, StdioServer
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import io
 import re
 import sys
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pexpect
 import pytest
+
 from fakeapi import FakeAnthropic
 
 PROMPT = "❯"

@@ -15,8 +15,9 @@ import json
 import os
 import stat
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from claude_agent_sdk import Transport, query
 
@@ -37,8 +38,12 @@ class ReplayTransport(Transport):
         message = json.loads(data)
         self.written.append(message)
         if message.get("type") == "control_request":
-            await self._queue.put({"type": "control_response", "response": {
-                "subtype": "success", "request_id": message["request_id"], "response": {}}})
+            await self._queue.put(
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": message["request_id"], "response": {}},
+                }
+            )
         elif message.get("type") == "user":
             for line in self.lines:
                 await self._queue.put(json.loads(line))
@@ -81,8 +86,11 @@ def memagent_cli(folder: Path, project: Path, *flags: str) -> str:
 def sdk_env(fake_url: str) -> dict[str, str]:
     """What the SDK passes to memagent: the fake API and the suite's isolated home."""
     keep = ("HOME", "MEMAGENT_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "PATH")
-    return {**{k: os.environ[k] for k in keep if k in os.environ}, "ANTHROPIC_BASE_URL": fake_url,
-            "ANTHROPIC_API_KEY": "test-key"}
+    return {
+        **{k: os.environ[k] for k in keep if k in os.environ},
+        "ANTHROPIC_BASE_URL": fake_url,
+        "ANTHROPIC_API_KEY": "test-key",
+    }
 
 
 __all__ = ["ReplayTransport", "memagent_cli", "parse_with_sdk", "sdk_env"]

@@ -9,8 +9,9 @@ from memagent.protocol import AnswerApproval, ApprovalRequested, Op, SessionEven
 TIMEOUT = 60.0  # seconds for any one event (a loaded machine)
 
 
-def drive(session, op: Op, answer: Callable[[ApprovalRequested], str] = lambda request: "deny",
-          timeout: float = TIMEOUT) -> list[SessionEvent]:
+def drive(
+    session, op: Op, answer: Callable[[ApprovalRequested], str] = lambda request: "deny", timeout: float = TIMEOUT
+) -> list[SessionEvent]:
     """Send ``op`` and read every event until the session is idle; each approval question is
     answered with ``answer(request)`` before the next event is read."""
     session.submit(op)

@@ -19,8 +19,19 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-LEAVES = ("events", "markers", "errors", "fsutil", "redact", "models", "decoding", "paths", "protected", "gitsafe",
-          "hook_settings")
+LEAVES = (
+    "events",
+    "markers",
+    "errors",
+    "fsutil",
+    "redact",
+    "models",
+    "decoding",
+    "paths",
+    "protected",
+    "gitsafe",
+    "hook_settings",
+)
 # Each row is exactly the rooms the room imports today (tests/test_architecture_limits.py fails on
 # a door nobody uses): a new edge is a decision, added here with the code that needs it.
 ALLOWED: dict[str, set[str] | None] = {
@@ -51,25 +62,113 @@ ALLOWED: dict[str, set[str] | None] = {
     "agent": {"context", "decoding", "events", "llm", "markers", "models", "permissions", "tools"},
     "mcp_bridge": {"childenv", "errors", "fsutil", "tools"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
-    "features": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "errors", "events", "fsutil",
-                 "instructions", "llm", "markers", "mcp_bridge", "memory", "permissions", "pricing", "tasks", "todo", "tools", "trust"},
+    "features": {
+        "agent",
+        "checkpoints",
+        "childenv",
+        "commands_md",
+        "config",
+        "context",
+        "errors",
+        "events",
+        "fsutil",
+        "instructions",
+        "llm",
+        "markers",
+        "mcp_bridge",
+        "memory",
+        "permissions",
+        "pricing",
+        "tasks",
+        "todo",
+        "tools",
+        "trust",
+    },
     # the agent factory: features, tools, gate and context policy into an agent (a subagent too)
     # (models: whether the session's model knows a tool, e.g. Claude's memory tool)
-    "factory": {"agent", "checkpoints", "config", "context", "features", "llm", "models", "permissions", "pricing",
-                "todo", "tools"},
+    "factory": {
+        "agent",
+        "checkpoints",
+        "config",
+        "context",
+        "features",
+        "llm",
+        "models",
+        "permissions",
+        "pricing",
+        "todo",
+        "tools",
+    },
     # the session protocol's types, and the channel that carries them between a turn and a front end
     "protocol": {"events"},
-    "channel": {"agent", "events", "protocol", "tools"},
+    "channel": {
+        "agent",
+        "events",
+        "protocol",
+        "tools",
+    },
     # an open session: its state and the protocol's operations carried out on it
-    "session": {"agent", "channel", "checkpoints", "claude_settings", "config", "context", "errors", "features", "llm",
-                "permissions", "pricing", "protocol", "todo"},
-    "runtime": {"agent", "channel", "claude_settings", "config", "context", "errors", "factory",
-                "features", "fsutil", "llm", "memory", "paths", "permissions", "pricing", "session", "todo", "tools",
-                "trust"},
+    "session": {
+        "agent",
+        "channel",
+        "checkpoints",
+        "claude_settings",
+        "config",
+        "context",
+        "errors",
+        "features",
+        "llm",
+        "permissions",
+        "pricing",
+        "protocol",
+        "todo",
+    },
+    "runtime": {
+        "agent",
+        "channel",
+        "claude_settings",
+        "config",
+        "context",
+        "errors",
+        "factory",
+        "features",
+        "fsutil",
+        "llm",
+        "memory",
+        "paths",
+        "permissions",
+        "pricing",
+        "session",
+        "todo",
+        "tools",
+        "trust",
+    },
     # the outside: rendering and the command line
-    "ui": {"agent", "checkpoints", "childenv", "commands_md", "config", "context", "decoding", "events", "features",
-           "fsutil", "llm", "mcp_bridge", "models", "paths", "permissions", "pricing", "protocol", "redact", "runtime",
-           "session", "tasks", "tools", "trust"},
+    "ui": {
+        "agent",
+        "checkpoints",
+        "childenv",
+        "commands_md",
+        "config",
+        "context",
+        "decoding",
+        "events",
+        "features",
+        "fsutil",
+        "llm",
+        "mcp_bridge",
+        "models",
+        "paths",
+        "permissions",
+        "pricing",
+        "protocol",
+        "redact",
+        "runtime",
+        "session",
+        "tasks",
+        "tools",
+        "trust",
+    },
     "cli": None,  # the entry point may import any room
 }
 TERMINAL = {"typer", "rich", "prompt_toolkit", "click", "pexpect"}
@@ -97,7 +196,7 @@ def resolved_imports(path: Path, src: Path) -> set[str]:
     return _imports_of_text(path.read_text(), package)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _imports_of_text(text: str, package: str) -> frozenset[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(text)):
@@ -109,7 +208,9 @@ def _imports_of_text(text: str, package: str) -> frozenset[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names if base in ("memagent",) or base.count(".") == 0)
+            names.update(
+                f"{base}.{alias.name}" for alias in node.names if base in ("memagent",) or base.count(".") == 0
+            )
     # the bare package is its __init__ (the version only): every room may import it
     return frozenset(n for n in names if n and n != "memagent")
 
@@ -180,7 +281,9 @@ FORBIDDEN_EDGES = [
 ]
 
 
-@pytest.mark.parametrize("file, line", FORBIDDEN_EDGES, ids=[f"{f}:{l.splitlines()[-1]}" for f, l in FORBIDDEN_EDGES])
+@pytest.mark.parametrize(
+    "file, line", FORBIDDEN_EDGES, ids=[f"{f}:{edge.splitlines()[-1]}" for f, edge in FORBIDDEN_EDGES]
+)
 def test_the_check_bites(tmp_path, file, line):
     copy = tmp_path / "memagent"
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from test_architecture import ALLOWED, SRC, module_name, room_of, target_room
 
 MAX_LINES = 600
@@ -34,9 +35,12 @@ def used_edges(src: Path) -> dict[str, set[str]]:
 
 def unused_allowances(src: Path) -> list[str]:
     used = used_edges(src)
-    return [f"{room} may import {target} but never does"
-            for room, allowed in sorted(ALLOWED.items()) if allowed is not None
-            for target in sorted(allowed - used.get(room, set()))]
+    return [
+        f"{room} may import {target} but never does"
+        for room, allowed in sorted(ALLOWED.items())
+        if allowed is not None
+        for target in sorted(allowed - used.get(room, set()))
+    ]
 
 
 # --------------------------------------------------------------------------- cycles
@@ -78,8 +82,11 @@ def room_cycles(src: Path) -> list[list[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         room = room_of(path, src)
-        graph[name] = {imported for imported in _module_level_imports(path, src, set(modules))
-                       if imported in modules and imported != name and room_of(modules[imported], src) == room}
+        graph[name] = {
+            imported
+            for imported in _module_level_imports(path, src, set(modules))
+            if imported in modules and imported != name and room_of(modules[imported], src) == room
+        }
     return _components(graph)
 
 
@@ -118,8 +125,11 @@ def _components(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def oversized(src: Path) -> list[str]:
-    return [f"{p.relative_to(src)}: {n} lines" for p in sorted(src.rglob("*.py"))
-            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    return [
+        f"{p.relative_to(src)}: {n} lines"
+        for p in sorted(src.rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    ]
 
 
 def rooms_in_doc(text: str) -> set[str]:
@@ -143,8 +153,9 @@ def doors_in_doc(text: str) -> dict[str, set[str] | None]:
             doors.update({leaf: set() for leaf in line.split(":", 1)[1].replace("`", "").strip(" .").split(", ")})
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 2 and cells[0].startswith("`"):
-            doors[cells[0].strip("`")] = None if cells[1] == "any room" else {
-                name.strip("` ") for name in cells[1].split(",") if name.strip()}
+            doors[cells[0].strip("`")] = (
+                None if cells[1] == "any room" else {name.strip("` ") for name in cells[1].split(",") if name.strip()}
+            )
     return doors
 
 
@@ -196,7 +207,8 @@ def test_a_cycle_inside_a_room_is_caught(copy):
 def test_an_import_under_type_checking_or_in_a_function_is_no_cycle(copy):
     (copy / "agent" / "late.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memagent.agent import loop\n"
-        "def f():\n    from memagent.agent import loop\n")
+        "def f():\n    from memagent.agent import loop\n"
+    )
     loop = copy / "agent" / "loop.py"
     before = room_cycles(copy)
     loop.write_text("from memagent.agent import late\n" + loop.read_text())

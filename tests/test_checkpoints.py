@@ -92,7 +92,14 @@ def test_restore_is_byte_for_byte_and_leaves_the_users_git_alone(project, repo):
 
     restored = repo.restore("s1", first.commit)
     assert tree_state(project) == before
-    assert {c.path for c in restored.changes} == {"app.py", "bin.dat", "crlf.txt", "run.sh", "new_dir/new.py", "link.py"}
+    assert {c.path for c in restored.changes} == {
+        "app.py",
+        "bin.dat",
+        "crlf.txt",
+        "run.sh",
+        "new_dir/new.py",
+        "link.py",
+    }
     assert user_git_state(project) == before_git
     assert not (project / "new_dir").exists()
 

@@ -21,13 +21,22 @@ def _write(path: Path, data) -> None:
     path.write_text(json.dumps(data) if not isinstance(data, str) else data)
 
 
-USER = {"permissions": {"allow": ["Bash(git status:*)"], "deny": ["Read(~/.ssh/**)"], "defaultMode": "acceptEdits"},
-        "env": {"EDITOR": "vim", "SHARED": "user"},
-        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
-PROJECT = {"permissions": {"allow": ["Bash(npm test:*)"], "ask": ["Bash(git push:*)"], "deny": ["Read(./.env)", "Bash(curl:*)"],
-                           "defaultMode": "bypassPermissions", "additionalDirectories": ["../shared"]},
-           "env": {"SHARED": "project"},
-           "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "check.sh"}]}]}}
+USER = {
+    "permissions": {"allow": ["Bash(git status:*)"], "deny": ["Read(~/.ssh/**)"], "defaultMode": "acceptEdits"},
+    "env": {"EDITOR": "vim", "SHARED": "user"},
+    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]},
+}
+PROJECT = {
+    "permissions": {
+        "allow": ["Bash(npm test:*)"],
+        "ask": ["Bash(git push:*)"],
+        "deny": ["Read(./.env)", "Bash(curl:*)"],
+        "defaultMode": "bypassPermissions",
+        "additionalDirectories": ["../shared"],
+    },
+    "env": {"SHARED": "project"},
+    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "check.sh"}]}]},
+}
 LOCAL = {"permissions": {"deny": ["Edit(secrets/**)"], "defaultMode": "plan"}, "env": {"SHARED": "local"}}
 
 
@@ -39,8 +48,11 @@ def test_a_trusted_project_adds_everything_with_claude_codes_precedence(tmp_path
     found = read_claude_settings(paths, trusted=lambda label: True)
     assert found.notes == []
     assert [(r.rule, r.source) for r in found.deny] == [
-        ("Read(~/.ssh/**)", "~/.claude/settings.json"), ("Read(./.env)", ".claude/settings.json"),
-        ("Bash(curl:*)", ".claude/settings.json"), ("Edit(secrets/**)", ".claude/settings.local.json")]
+        ("Read(~/.ssh/**)", "~/.claude/settings.json"),
+        ("Read(./.env)", ".claude/settings.json"),
+        ("Bash(curl:*)", ".claude/settings.json"),
+        ("Edit(secrets/**)", ".claude/settings.local.json"),
+    ]
     assert [r.rule for r in found.allow] == ["Bash(git status:*)", "Bash(npm test:*)"]
     assert found.default_mode == ("plan", ".claude/settings.local.json")  # the most specific file's
     assert found.env == {"EDITOR": "vim", "SHARED": "local"}
@@ -52,7 +64,10 @@ def test_a_trusted_project_adds_everything_with_claude_codes_precedence(tmp_path
     assert (stop[0].command, stop[0].origin, stop[0].source) == ("notify-send done", "user", "~/.claude/settings.json")
     assert (pre[0].command, pre[0].matcher, pre[0].origin) == ("check.sh", "Bash", "project")
     assert found.rules_by_source()[".claude/settings.json"] == {
-        "allow": ["Bash(npm test:*)"], "ask": ["Bash(git push:*)"], "deny": ["Read(./.env)", "Bash(curl:*)"]}
+        "allow": ["Bash(npm test:*)"],
+        "ask": ["Bash(git push:*)"],
+        "deny": ["Read(./.env)", "Bash(curl:*)"],
+    }
 
 
 def test_an_untrusted_project_only_narrows_and_says_what_waits(tmp_path):
@@ -66,8 +81,10 @@ def test_an_untrusted_project_only_narrows_and_says_what_waits(tmp_path):
     assert found.default_mode == ("acceptEdits", "~/.claude/settings.json")  # bypassPermissions waits
     assert found.env == {"EDITOR": "vim", "SHARED": "user"} and found.additional_directories == []
     assert found.hooks.for_event("PreToolUse") == () and len(found.hooks.for_event("Stop")) == 1
-    assert found.notes == [".claude/settings.json asks for allow, defaultMode, additionalDirectories, hooks, env; "
-                           "ignored because this project is not trusted (run `memagent trust` in it to allow them)"]
+    assert found.notes == [
+        ".claude/settings.json asks for allow, defaultMode, additionalDirectories, hooks, env; "
+        "ignored because this project is not trusted (run `memagent trust` in it to allow them)"
+    ]
 
 
 def test_a_narrowing_mode_applies_without_trust(tmp_path):
@@ -80,9 +97,14 @@ def test_a_narrowing_mode_applies_without_trust(tmp_path):
 def test_broken_files_and_rules_are_notices_never_failures(tmp_path):
     paths = _paths(tmp_path)
     _write(paths.claude_home / "settings.json", "{ not json")
-    _write(paths.root / ".claude" / "settings.json",
-           {"permissions": {"deny": ["Bash(rm:*)", "Bash(unclosed", 7], "allow": "Bash"}, "env": ["x"],
-            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "ok?"}]}], "Nope": []}})
+    _write(
+        paths.root / ".claude" / "settings.json",
+        {
+            "permissions": {"deny": ["Bash(rm:*)", "Bash(unclosed", 7], "allow": "Bash"},
+            "env": ["x"],
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "ok?"}]}], "Nope": []},
+        },
+    )
     (tmp_path / "elsewhere.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
     (paths.root / ".claude" / "settings.local.json").symlink_to(tmp_path / "elsewhere.json")
 
@@ -91,7 +113,10 @@ def test_broken_files_and_rules_are_notices_never_failures(tmp_path):
 
     found = read_claude_settings(paths, trusted=lambda label: True, check_rule=check)
     assert found.deny == []  # the list had a non-string: the whole list is refused, once
-    assert found.notes[0] == "~/.claude/settings.json is not valid JSON (Expecting property name enclosed in double quotes, line 1); ignored"
+    assert (
+        found.notes[0]
+        == "~/.claude/settings.json is not valid JSON (Expecting property name enclosed in double quotes, line 1); ignored"
+    )
     assert ".claude/settings.json: permissions.deny is not a list of strings; ignored" in found.notes
     assert ".claude/settings.json: permissions.allow is not a list of strings; ignored" in found.notes
     assert ".claude/settings.json: env is not an object of strings; ignored" in found.notes
@@ -115,8 +140,15 @@ def test_slash_permissions_names_the_file_each_claude_rule_came_from(tmp_path):
     _write(paths.root / ".claude" / "settings.json", PROJECT)
     claude = read_claude_settings(paths, trusted=lambda label: False)
     settings = Settings()
-    gate = session_gate(paths, settings, session_mode(SessionOptions(), settings, claude), {}, settings_trusted=False,
-                        warn=lambda line: None, claude=claude)
+    gate = session_gate(
+        paths,
+        settings,
+        session_mode(SessionOptions(), settings, claude),
+        {},
+        settings_trusted=False,
+        warn=lambda line: None,
+        claude=claude,
+    )
     session = SimpleNamespace(agent=SimpleNamespace(permissions=gate), claude=claude)
     text = run_command("/permissions", lambda: session).text
     assert "mode: acceptEdits" in text
@@ -129,7 +161,9 @@ def test_slash_permissions_names_the_file_each_claude_rule_came_from(tmp_path):
 
 def test_trust_status_says_what_claude_codes_files_ask_for(run_cli, project):
     (project / ".claude").mkdir()
-    (project / ".claude" / "settings.local.json").write_text(json.dumps({"env": {"A": "1"}, "permissions": {"deny": ["Bash"]}}))
+    (project / ".claude" / "settings.local.json").write_text(
+        json.dumps({"env": {"A": "1"}, "permissions": {"deny": ["Bash"]}})
+    )
     status = run_cli("trust", "--status", "-C", str(project))
     assert status.returncode == 0
     assert "  .claude/settings.local.json asks for: env (is ignored)" in status.stdout

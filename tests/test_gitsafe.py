@@ -40,13 +40,13 @@ def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
         (hooks / hook).chmod(0o755)
     (repo / ".gitattributes").write_text("*.md filter=evil diff=evil\n*.bin filter=second\n")
     included = tmp_path / "included.cfg"
-    included.write_text(f"[core]\n\tfsmonitor = {evil}\n[filter \"second\"]\n\tclean = {evil}\n\tprocess = {evil}\n")
+    included.write_text(f'[core]\n\tfsmonitor = {evil}\n[filter "second"]\n\tclean = {evil}\n\tprocess = {evil}\n')
     with (repo / ".git" / "config").open("a") as fh:
         fh.write(
             f"[core]\n\tfsmonitor = {evil}\n\thooksPath = {hooks}\n\tpager = {evil}\n\tsshCommand = {evil}\n"
-            f"[diff]\n\texternal = {evil}\n[diff \"evil\"]\n\ttextconv = {evil}\n\tcommand = {evil}\n"
-            f"[filter \"evil\"]\n\tclean = {evil}\n\tsmudge = {evil}\n\tprocess = {evil}\n"
-            f"[includeIf \"gitdir:{repo}/\"]\n\tpath = {included}\n"
+            f'[diff]\n\texternal = {evil}\n[diff "evil"]\n\ttextconv = {evil}\n\tcommand = {evil}\n'
+            f'[filter "evil"]\n\tclean = {evil}\n\tsmudge = {evil}\n\tprocess = {evil}\n'
+            f'[includeIf "gitdir:{repo}/"]\n\tpath = {included}\n'
         )
     for name in ("card.md", "data.bin"):  # modified, with an old stamp: git must look at them
         (repo / name).write_text("changed\n")

@@ -16,8 +16,9 @@ def test_home_and_memagent_home_are_temp_dirs(real_home_untouched, isolated_env,
     assert home != real_home_untouched and base in home.parents
     assert Path(os.path.expanduser("~")) == home
     assert base in isolated_env.parents and Path(os.environ["MEMAGENT_HOME"]) == isolated_env
-    child = subprocess.run([sys.executable, "-c", "import os; print(os.path.expanduser('~'))"],
-                           capture_output=True, text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.path.expanduser('~'))"], capture_output=True, text=True, check=True
+    )
     assert Path(child.stdout.strip()) == home  # subprocesses inherit the temp home
 
 
@@ -31,7 +32,10 @@ def test_the_guard_sees_created_changed_and_removed_files(tmp_path):
     (root / "cache" / "graph.onnx").unlink()
     (root / "config.toml").write_text("")
     assert describe_changes(before, snapshot(root)) == [
-        "created config.toml", "removed cache/graph.onnx", "changed history"]
+        "created config.toml",
+        "removed cache/graph.onnx",
+        "changed history",
+    ]
     assert snapshot(tmp_path / "absent") == {}
 
 

@@ -9,8 +9,8 @@ import json
 import re
 
 import pytest
-from fakeapi import FakeAnthropic, text
 
+from fakeapi import FakeAnthropic, text
 from memagent import models
 from memagent.config import Settings, load_settings, project_paths
 from memagent.llm.anthropic import deprecated_models, known_model_ids
@@ -66,12 +66,29 @@ def test_settings_resolve_aliases_from_flags_environment_and_files(tmp_path):
     assert Settings(max_tokens=1234).response_tokens == 1234
 
 
-@pytest.mark.parametrize("flag, sent", [("sonnet", models.resolve("sonnet")), ("opus", models.resolve("opus")),
-                                        ("haiku", models.resolve("haiku")), ("my-local-model", "my-local-model")])
+@pytest.mark.parametrize(
+    "flag, sent",
+    [
+        ("sonnet", models.resolve("sonnet")),
+        ("opus", models.resolve("opus")),
+        ("haiku", models.resolve("haiku")),
+        ("my-local-model", "my-local-model"),
+    ],
+)
 def test_the_cli_sends_the_resolved_model_id(run_cli, project, flag, sent):
     with FakeAnthropic([text("hello")]) as fake:
-        result = run_cli("-C", str(project), "--no-memory", "-m", flag, "-p", "hi", "--output-format", "json",
-                         env={"ANTHROPIC_BASE_URL": fake.url})
+        result = run_cli(
+            "-C",
+            str(project),
+            "--no-memory",
+            "-m",
+            flag,
+            "-p",
+            "hi",
+            "--output-format",
+            "json",
+            env={"ANTHROPIC_BASE_URL": fake.url},
+        )
     assert result.returncode == 0, result.stderr
     assert [r["model"] for r in fake.requests] == [sent]
     output = json.loads(result.stdout)

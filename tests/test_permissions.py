@@ -71,8 +71,16 @@ TABLE = [
     ((["Write(src/**)"], [], []), ("write_file", {"path": "/work/project/src/x.py", "content": ""}), "allow"),
     ((["Write(src/**)"], [], []), ("write_file", {"path": "setup.py", "content": ""}), "ask"),
     ((["Write(src/**)"], [], []), ("write_file", {"path": "src/../setup.py", "content": ""}), "ask"),
-    ((["Edit(docs/*.md)"], [], []), ("edit_file", {"path": "docs/guide.md", "old_text": "a", "new_text": "b"}), "allow"),
-    ((["Edit(docs/*.md)"], [], []), ("edit_file", {"path": "docs/deep/guide.md", "old_text": "a", "new_text": "b"}), "ask"),
+    (
+        (["Edit(docs/*.md)"], [], []),
+        ("edit_file", {"path": "docs/guide.md", "old_text": "a", "new_text": "b"}),
+        "allow",
+    ),
+    (
+        (["Edit(docs/*.md)"], [], []),
+        ("edit_file", {"path": "docs/deep/guide.md", "old_text": "a", "new_text": "b"}),
+        "ask",
+    ),
     ((["Edit(docs/**)"], [], []), ("write_file", {"path": "docs/new.md", "content": ""}), "allow"),  # Edit covers Write
     ((["Write(docs/**)"], [], []), ("edit_file", {"path": "docs/new.md", "old_text": "a", "new_text": "b"}), "allow"),
     (([], [], ["Read(.env)"]), ("read_file", {"path": ".env"}), "deny"),
@@ -209,7 +217,9 @@ def test_describe_lists_mode_and_rules_with_their_origin():
     assert lines == ["mode: acceptEdits", "deny: Read(.env)", "ask: (none)", "allow: Bash(npm test)"]
     from memagent.permissions import RuleSource
 
-    sourced = Policy.from_sources("default", [RuleSource("/home/u/.memagent/config.toml", deny=["Read(.env)"])], root=ROOT)
+    sourced = Policy.from_sources(
+        "default", [RuleSource("/home/u/.memagent/config.toml", deny=["Read(.env)"])], root=ROOT
+    )
     assert sourced.describe()[1] == "deny: Read(.env) (from /home/u/.memagent/config.toml)"
 
 
@@ -235,8 +245,18 @@ def test_a_hook_decision_is_weighed_by_the_gate(hook, mode, rules, call, expecte
     assert verdict.action == expected
 
 
-@pytest.mark.parametrize("path", [".git/hooks/pre-commit", ".git/config", ".memagent.toml", ".claude/settings.json",
-                                  ".mcp.json", "./.gitmodules", "/work/project/.vscode/tasks.json"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".memagent.toml",
+        ".claude/settings.json",
+        ".mcp.json",
+        "./.gitmodules",
+        "/work/project/.vscode/tasks.json",
+    ],
+)
 def test_writes_to_protected_paths_ask_in_every_mode_unless_a_rule_names_them(path):
     call = ("write_file", {"path": path, "content": "x"})
     for mode in ("default", "acceptEdits", "bypassPermissions"):

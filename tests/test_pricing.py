@@ -16,8 +16,12 @@ def test_longest_prefix_wins_and_unknown_models_have_no_price():
 
 
 def test_cost_counts_cache_reads_and_writes_at_their_rates():
-    usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read_input_tokens=1_000_000,
-                  cache_creation_input_tokens=1_000_000)
+    usage = Usage(
+        input_tokens=1_000_000,
+        output_tokens=100_000,
+        cache_read_input_tokens=1_000_000,
+        cache_creation_input_tokens=1_000_000,
+    )
     # sonnet: 3 in + 1.5 out + 0.3 cache read + 3.75 cache write
     assert cost_usd("claude-sonnet-4-5", usage) == pytest.approx(8.55)
     assert cost_usd("claude-sonnet-4-5", usage.to_dict()) == pytest.approx(8.55)

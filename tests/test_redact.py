@@ -75,7 +75,7 @@ def test_ordinary_prose_is_left_alone(text):
         "SUMMARY_MAX_TOKENS = 2_048",
         "MISSING_KEY = (",
         'SHELL_KEYWORDS = frozenset({"{", "}"})',
-        "        api_key=env.get(\"ANTHROPIC_API_KEY\") or None,",
+        '        api_key=env.get("ANTHROPIC_API_KEY") or None,',
         "self._auth_token = auth_token",
         "token = tokens[i]",
         "token = store.version_token()",

@@ -29,7 +29,13 @@ def b64url(data: dict) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
 
 
-JWT = b64url({"alg": "HS256", "typ": "JWT"}) + "." + b64url({"sub": "1234567890", "name": "x"}) + "." + fake(URLSAFE, 43, 1)
+JWT = (
+    b64url({"alg": "HS256", "typ": "JWT"})
+    + "."
+    + b64url({"sub": "1234567890", "name": "x"})
+    + "."
+    + fake(URLSAFE, 43, 1)
+)
 BASIC = base64.b64encode(b"alice:" + fake(ALNUM, 14, 2).encode()).decode()
 
 
@@ -43,17 +49,48 @@ SHAPES = [
     ("Anthropic", "key: {v}", "sk-" + "ant-api03-" + fake(URLSAFE, 93, 3), "anthropic-key"),
     ("OpenAI project", "OPENAI={v}", "sk-" + "proj-" + fake(URLSAFE, 120, 4), "openai-key"),
     ("OpenAI legacy", "use {v} here", "sk-" + fake(ALNUM, 20, 5) + "T3Blb" + "kFJ" + fake(ALNUM, 20, 6), "openai-key"),
-    ("AWS access key id", "aws id {v}", "AKIA" + fake(string.ascii_uppercase + string.digits, 16, 7), "aws-access-key-id"),
+    (
+        "AWS access key id",
+        "aws id {v}",
+        "AKIA" + fake(string.ascii_uppercase + string.digits, 16, 7),
+        "aws-access-key-id",
+    ),
     ("AWS secret key", "aws_secret_access_key = {v}", fake(ALNUM + "/+", 40, 8), "aws-secret-key"),
     ("GitHub ghp_", "token {v}", "gh" + "p_" + fake(ALNUM, 36, 9), "github-token"),
     ("GitHub gho_", "token {v}", "gh" + "o_" + fake(ALNUM, 36, 10), "github-token"),
     ("GitHub ghs_", "token {v}", "gh" + "s_" + fake(ALNUM, 36, 11), "github-token"),
     ("GitHub ghu_", "token {v}", "gh" + "u_" + fake(ALNUM, 36, 12), "github-token"),
-    ("GitHub fine-grained", "token {v}", "github" + "_pat_" + fake(ALNUM, 22, 13) + "_" + fake(ALNUM, 59, 14), "github-token"),
+    (
+        "GitHub fine-grained",
+        "token {v}",
+        "github" + "_pat_" + fake(ALNUM, 22, 13) + "_" + fake(ALNUM, 59, 14),
+        "github-token",
+    ),
     ("GitLab", "push with {v}", "gl" + "pat-" + fake(URLSAFE, 20, 15), "gitlab-token"),
-    ("Slack bot", "slack {v}", "xo" + "xb-" + "1234567890123-1234567890123-" + fake(string.ascii_lowercase + string.digits, 24, 16), "slack-token"),
-    ("Slack user", "slack {v}", "xo" + "xp-" + "1234567890-2345678901-3456789012-" + fake(LOWER_HEX, 32, 17), "slack-token"),
-    ("Slack webhook", "post to {v}", "https://hooks.slack" + ".com/services/T0" + fake(string.ascii_uppercase, 8, 18) + "/B0" + fake(string.ascii_uppercase, 8, 19) + "/" + fake(ALNUM, 24, 20), "slack-webhook"),
+    (
+        "Slack bot",
+        "slack {v}",
+        "xo" + "xb-" + "1234567890123-1234567890123-" + fake(string.ascii_lowercase + string.digits, 24, 16),
+        "slack-token",
+    ),
+    (
+        "Slack user",
+        "slack {v}",
+        "xo" + "xp-" + "1234567890-2345678901-3456789012-" + fake(LOWER_HEX, 32, 17),
+        "slack-token",
+    ),
+    (
+        "Slack webhook",
+        "post to {v}",
+        "https://hooks.slack"
+        + ".com/services/T0"
+        + fake(string.ascii_uppercase, 8, 18)
+        + "/B0"
+        + fake(string.ascii_uppercase, 8, 19)
+        + "/"
+        + fake(ALNUM, 24, 20),
+        "slack-webhook",
+    ),
     ("Stripe secret", "stripe {v}", "sk" + "_live_" + fake(ALNUM, 99, 21), "stripe-key"),
     ("Stripe restricted", "stripe {v}", "rk" + "_live_" + fake(ALNUM, 99, 22), "stripe-key"),
     ("Twilio", "twilio {v}", "SK" + fake(LOWER_HEX, 32, 23), "twilio-key"),
@@ -64,23 +101,52 @@ SHAPES = [
     ("Hugging Face", "hub {v}", "hf" + "_" + fake(string.ascii_letters, 34, 29), "huggingface-token"),
     ("Google API key", "maps {v}", "AI" + "za" + fake(URLSAFE, 35, 30), "google-api-key"),
     ("Google OAuth secret", "client_secret {v}", "GOC" + "SPX-" + fake(URLSAFE, 28, 31), "google-oauth-secret"),
-    ("Azure AccountKey", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={v};EndpointSuffix=core.windows.net",
-     fake(ALNUM + "+/", 86, 32) + "==", "azure-storage-key"),
-    ("Azure SAS", "https://acme.blob.core.windows.net/c/f.txt?sv=2022-11-02&sr=b&sig={v}", fake(ALNUM, 40, 33) + "%3D", "azure-sas"),
+    (
+        "Azure AccountKey",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={v};EndpointSuffix=core.windows.net",
+        fake(ALNUM + "+/", 86, 32) + "==",
+        "azure-storage-key",
+    ),
+    (
+        "Azure SAS",
+        "https://acme.blob.core.windows.net/c/f.txt?sv=2022-11-02&sr=b&sig={v}",
+        fake(ALNUM, 40, 33) + "%3D",
+        "azure-sas",
+    ),
     ("JWT", "cookie {v}", JWT, "jwt"),
     ("RSA private key", "key:\n{v}\nend", key_block("RSA " + "PRIVATE KEY", 40), "private-key"),
     ("EC private key", "{v}", key_block("EC " + "PRIVATE KEY", 50), "private-key"),
     ("OpenSSH private key", "{v}", key_block("OPENSSH " + "PRIVATE KEY", 60), "private-key"),
     ("PGP private key", "{v}", key_block("PGP " + "PRIVATE KEY BLOCK", 70), "private-key"),
-    ("Authorization Bearer", "curl -H 'Authorization: Bearer {v}' https://api", fake(ALNUM, 30, 80) + "9", "bearer-token"),
+    (
+        "Authorization Bearer",
+        "curl -H 'Authorization: Bearer {v}' https://api",
+        fake(ALNUM, 30, 80) + "9",
+        "bearer-token",
+    ),
     ("Authorization Basic", "Authorization: Basic {v}", BASIC, "basic-auth"),
-    ("password in a URL", "DATABASE_URL is postgres://app:{v}@db.internal:5432/app", "s3cret" + fake(ALNUM, 6, 81), "connection-password"),
+    (
+        "password in a URL",
+        "DATABASE_URL is postgres://app:{v}@db.internal:5432/app",
+        "s3cret" + fake(ALNUM, 6, 81),
+        "connection-password",
+    ),
     (".env secret", "PAYMENT_SECRET={v}", fake(ALNUM, 24, 82), "env-secret"),
     (".env password (short name)", "DB_PW={v}", "dbpw-" + fake(ALNUM, 12, 197), "env-secret"),
     (".env credentials", "export APP_CREDS={v}", "creds-" + fake(ALNUM, 12, 198), "env-secret"),
     ("password assignment", 'password = "{v}"', "hunter2-" + fake(ALNUM, 8, 83), "password"),
-    ("Discord bot token", "bot {v}", "M" + fake(URLSAFE, 23, 84) + "." + fake(URLSAFE, 6, 85) + "." + fake(URLSAFE, 27, 86), "discord-token"),
-    ("Discord webhook", "notify {v}", "https://discord" + ".com/api/webhooks/123456789012345678/" + fake(URLSAFE, 68, 87), "discord-webhook"),
+    (
+        "Discord bot token",
+        "bot {v}",
+        "M" + fake(URLSAFE, 23, 84) + "." + fake(URLSAFE, 6, 85) + "." + fake(URLSAFE, 27, 86),
+        "discord-token",
+    ),
+    (
+        "Discord webhook",
+        "notify {v}",
+        "https://discord" + ".com/api/webhooks/123456789012345678/" + fake(URLSAFE, 68, 87),
+        "discord-webhook",
+    ),
     ("Telegram bot token", "bot {v}", "123456789:" + "AA" + fake(URLSAFE, 33, 88), "telegram-token"),
     ("Shopify", "shop {v}", "shp" + "at_" + fake(LOWER_HEX, 32, 89), "shopify-token"),
     ("Square OAuth secret", "square {v}", "sq0" + "csp-" + fake(URLSAFE, 43, 90), "square-secret"),
@@ -90,7 +156,12 @@ SHAPES = [
     ("Databricks", "databricks {v}", "da" + "pi" + fake(LOWER_HEX, 32, 94), "databricks-token"),
     ("Datadog", 'datadog_api_key: "{v}"', fake(LOWER_HEX, 32, 95), "datadog-key"),
     ("Sentry DSN", "dsn {v}@o123456.ingest.sentry.io/4505", "https://" + fake(LOWER_HEX, 32, 96), "sentry-dsn"),
-    ("Mapbox", "mapbox {v}", "pk.ey" + "J1IjoiYWNtZSIsImEiOiJ" + fake(ALNUM, 20, 97) + "." + fake(URLSAFE, 22, 98), "mapbox-token"),
+    (
+        "Mapbox",
+        "mapbox {v}",
+        "pk.ey" + "J1IjoiYWNtZSIsImEiOiJ" + fake(ALNUM, 20, 97) + "." + fake(URLSAFE, 22, 98),
+        "mapbox-token",
+    ),
     ("prose password", "the deploy password is {v}", "Tr0ub4dor-" + "prod-99", "password"),
 ]
 
@@ -148,7 +219,7 @@ ORDINARY = [
     "Nov 25 09:48:12 host sshd[1234]: Accepted publickey for dev from 192.168.100.200 port 52144",
     "timestamp 1732530000 ns 1732530000123456789 offset 415-555",
     "MAX_RETRIES = 5\nTIMEOUTS = [100, 200, 400, 800]\nPORT = 5432\nBIG = 4155550132",
-    "  File \"app.py\", line 1234, in handler\n    return call(123, 456, 7890)",
+    '  File "app.py", line 1234, in handler\n    return call(123, 456, 7890)',
     "ISBN 978-3-16-148410-0, ticket #4111, build 2024.11.25.1, zip 94105-1234",
     "x = 1e-10; y = 0x80070005; dates = ['12/31/2024', '2024-01-15']",
     "--hash=sha256:" + fake(LOWER_HEX, 64, 201),

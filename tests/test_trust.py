@@ -37,7 +37,7 @@ def test_trust_is_keyed_by_the_resolved_root_and_lives_in_home(home, tmp_path):
     link.symlink_to(root)
     assert not is_trusted(home, root)
     trust_project(home, link)
-    assert is_trusted(home, root) and is_trusted(home, root / "." )
+    assert is_trusted(home, root) and is_trusted(home, root / ".")
     assert not is_trusted(home, tmp_path)  # a parent is another project
     store = home / "projects.json"
     assert stat.S_IMODE(store.stat().st_mode) == 0o600 and stat.S_IMODE(home.stat().st_mode) == 0o700
@@ -71,8 +71,16 @@ def test_requested_widening(tmp_path):
     config.write_text('model = "x"\nauto_approve = true\nchroma_url = "http://evil:8000"\nallow = ["Bash"]\n')
     assert requested_widening(config) == ["auto_approve", "allow", "chroma_url"]
     assert requested_widening(tmp_path / "missing.toml") == []
-    assert {"auto_approve", "permission_mode", "allow", "chroma_url", "hooks", "sandbox", "sandbox_network",
-            "mcp_servers"} <= set(WIDENING_SETTINGS)
+    assert {
+        "auto_approve",
+        "permission_mode",
+        "allow",
+        "chroma_url",
+        "hooks",
+        "sandbox",
+        "sandbox_network",
+        "mcp_servers",
+    } <= set(WIDENING_SETTINGS)
 
 
 def _gate(home, root, deny=()):
@@ -147,7 +155,12 @@ def test_trust_pins_each_power_file_and_a_change_untrusts_only_that_file(home, t
     (root / ".claude" / "settings.json").write_text("{}\n")
     trust_project(home, root)
     record = json.loads((home / "projects.json").read_text())["projects"][str(root)]
-    assert set(record["pins"]) == {".memagent.toml", ".mcp.json", ".claude/settings.json", ".claude/settings.local.json"}
+    assert set(record["pins"]) == {
+        ".memagent.toml",
+        ".mcp.json",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+    }
     assert record["pins"][".mcp.json"] == {"sha256": None}  # absent is a state too
     assert is_trusted(home, root) and trusted_as_now(home, root, ".claude/settings.json")
 
@@ -181,19 +194,22 @@ def test_the_diff_shows_what_changed_with_secrets_redacted(home, tmp_path):
 
 def test_a_declined_change_is_not_asked_again_until_it_changes_again(home, tmp_path):
     trust_project(home, tmp_path)
-    (tmp_path / ".memagent.toml").write_text("allow = [\"Bash\"]\n")
+    (tmp_path / ".memagent.toml").write_text('allow = ["Bash"]\n')
     assert trust_state(home, tmp_path).to_ask == (".memagent.toml",)
     decline_changes(home, tmp_path, [".memagent.toml"])
     state = trust_state(home, tmp_path)
     assert state.to_ask == () and not state.file_trusted(".memagent.toml")
-    (tmp_path / ".memagent.toml").write_text("allow = [\"Bash\", \"Edit\"]\n")
+    (tmp_path / ".memagent.toml").write_text('allow = ["Bash", "Edit"]\n')
     assert trust_state(home, tmp_path).to_ask == (".memagent.toml",)
 
 
 def test_a_record_from_before_pinning_counts_its_power_files_as_changed(home, tmp_path):
     home.mkdir()
     (tmp_path / ".memagent.toml").write_text("auto_approve = true\n")
-    store = {"version": 1, "projects": {str(tmp_path.resolve()): {"trusted": True, "since": "2026-01-01T00:00:00+00:00"}}}
+    store = {
+        "version": 1,
+        "projects": {str(tmp_path.resolve()): {"trusted": True, "since": "2026-01-01T00:00:00+00:00"}},
+    }
     (home / "projects.json").write_text(json.dumps(store))
     state = trust_state(home, tmp_path)
     assert state.trusted and state.changed == (".memagent.toml",) and not is_trusted(home, tmp_path)
@@ -209,8 +225,9 @@ def test_the_settings_of_a_changed_file_are_ignored_with_a_notice_naming_the_cha
     (tmp_path / ".memagent.toml").write_text('permission_mode = "bypassPermissions"\n')
     state = trust_state(home, tmp_path)
     paths = project_paths(tmp_path, {"MEMAGENT_HOME": str(home)})
-    settings, notices = load_settings_with_notices(paths, {}, trusted=state.file_trusted(".memagent.toml"),
-                                                   distrust=CHANGED_SINCE_TRUSTED)
+    settings, notices = load_settings_with_notices(
+        paths, {}, trusted=state.file_trusted(".memagent.toml"), distrust=CHANGED_SINCE_TRUSTED
+    )
     assert settings.permission_mode == "default"
     assert notices == [f"{paths.project_config} asks for permission_mode; ignored because {CHANGED_SINCE_TRUSTED}"]
 
@@ -228,8 +245,12 @@ def test_rules_from_every_source_add_up_and_keep_their_origin(home, tmp_path):
     assert settings.deny == ("Bash(rm:*)",) and settings.allow == ("Bash(ls:*)", "Bash(make:*)")
     gate = session_gate(paths, settings, "default", env, settings_trusted=True, warn=print)
     origins = {str(rule): rule.origin for rule in (*gate.policy.allow, *gate.policy.ask, *gate.policy.deny)}
-    assert origins == {"Bash(rm:*)": str(home / "config.toml"), "Bash(ls:*)": str(home / "config.toml"),
-                       "Bash(make:*)": str(tmp_path / ".memagent.toml"), "Bash(git push:*)": "the environment"}
+    assert origins == {
+        "Bash(rm:*)": str(home / "config.toml"),
+        "Bash(ls:*)": str(home / "config.toml"),
+        "Bash(make:*)": str(tmp_path / ".memagent.toml"),
+        "Bash(git push:*)": "the environment",
+    }
     assert gate.decide("bash", _bash("rm -rf build")).action == "deny"  # a project file cannot drop it
 
 

@@ -188,7 +188,9 @@ def test_a_subagents_question_comes_through_the_channel_naming_it(tmp_path):
             return reply("child done") if answered else reply(tool_call("bash", {"command": "echo hi > out.txt"}))
         if answered:
             return reply("parent done")
-        return reply(tool_call("task", {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"}))
+        return reply(
+            tool_call("task", {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"})
+        )
 
     session = open_session(SessionOptions(root=tmp_path, memory=False), model=FunctionModel(answer))
     try:
@@ -236,8 +238,9 @@ def test_the_protocol_over_the_real_sdk_and_the_fake_api(tmp_path):
     approval by event, a model switch, the cost in the status."""
     from fakeapi import FakeAnthropic, text, tool
 
-    with FakeAnthropic([tool("write_file", {"path": "a.txt", "content": "one\n"}), text("wrote it"),
-                        text("second answer")]) as fake:
+    with FakeAnthropic(
+        [tool("write_file", {"path": "a.txt", "content": "one\n"}), text("wrote it"), text("second answer")]
+    ) as fake:
         env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.url}
         session = open_session(SessionOptions(root=tmp_path, memory=False), env=env)
         try:

@@ -7,28 +7,29 @@ message the conversation ever appended, so tests can prove the transcript lost n
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from memagent.events import Notice, TurnEnded
 from memagent.agent.feature import BaseFeature
 from memagent.agent.loop import Agent
 from memagent.config import Settings
 from memagent.context.compaction import CompactingContext
-from memagent.context.summary import SUMMARY_SYSTEM
 from memagent.context.conversation import Conversation
 from memagent.context.oversize import AttachmentShelf
-from memagent.llm.tokens import lazy_counter
 from memagent.context.policy import CompactionRequest
+from memagent.context.summary import SUMMARY_SYSTEM
 from memagent.context.transcript import TranscriptWriter, read_records
+from memagent.events import Notice, TurnEnded
+from memagent.features.context import context_tools
 from memagent.llm.invariants import request_problems
 from memagent.llm.items import Injected
-from memagent.markers import Marker
 from memagent.llm.scripted import FunctionModel, reply
+from memagent.llm.tokens import lazy_counter
 from memagent.llm.types import ModelError, ModelRequest, ModelResponse, text_block
+from memagent.markers import Marker
 from memagent.tools.base import ToolContext, ToolError, ToolInput, ToolRegistry, tool
-from memagent.features.context import context_tools
 
 SMALL = "small-model"
 SYSTEM = [text_block("You are a test agent.")]
@@ -141,8 +142,12 @@ class Harness:
 
     def _shelf(self) -> AttachmentShelf:
         folder = self.transcripts / self.session_id / "attachments"
-        return AttachmentShelf(folder, f".transcripts/{self.session_id}/attachments", self.settings.inline_limit_tokens,
-                               lazy_counter(self.settings.tokenizer))
+        return AttachmentShelf(
+            folder,
+            f".transcripts/{self.session_id}/attachments",
+            self.settings.inline_limit_tokens,
+            lazy_counter(self.settings.tokenizer),
+        )
 
     def _answer(self, request: ModelRequest) -> ModelResponse:
         if request.system and request.system[0].get("text") == SUMMARY_SYSTEM:
@@ -190,8 +195,14 @@ def settings_for(threshold: int, **kwargs: Any) -> Settings:
     return Settings(compact_tokens=threshold, small_model=SMALL, **kwargs)
 
 
-def new_harness(root: Path, brain: Callable[[ModelRequest], ModelResponse], *, threshold: int = 4_000,
-                session_id: str = "20261121-100000-aaaa", **kwargs: Any) -> Harness:
+def new_harness(
+    root: Path,
+    brain: Callable[[ModelRequest], ModelResponse],
+    *,
+    threshold: int = 4_000,
+    session_id: str = "20261121-100000-aaaa",
+    **kwargs: Any,
+) -> Harness:
     settings = kwargs.pop("settings", None) or settings_for(threshold)
     return Harness(root=root, session_id=session_id, settings=settings, brain=brain, **kwargs)
 
@@ -206,7 +217,7 @@ class PlannedBrain:
     def __init__(self) -> None:
         self.queue: list[ModelResponse | BaseException] = []
 
-    def add(self, *items: ModelResponse | BaseException) -> "PlannedBrain":
+    def add(self, *items: ModelResponse | BaseException) -> PlannedBrain:
         self.queue.extend(items)
         return self
 

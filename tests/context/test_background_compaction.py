@@ -48,8 +48,12 @@ def one_turn(brain: PlannedBrain, harness, number: int, reads: int = 2) -> None:
 
 def background_session(make_session, summariser, **settings: Any):
     brain = PlannedBrain()
-    harness = make_session(brain, summary=summariser, sizes=settings.pop("sizes", {}),
-                           settings=settings_for(THRESHOLD, compaction_background=True, **settings))
+    harness = make_session(
+        brain,
+        summary=summariser,
+        sizes=settings.pop("sizes", {}),
+        settings=settings_for(THRESHOLD, compaction_background=True, **settings),
+    )
     return brain, harness
 
 
@@ -198,12 +202,26 @@ class TimedBrain:
 
 def test_through_the_cli_the_turn_does_not_wait_for_a_slow_summary(run_cli, project):
     for number in range(30):
-        (project / f"mod{number}.py").write_text("".join(f"def f_{number}_{i}(): return {i}  # line\n" for i in range(60)))
+        (project / f"mod{number}.py").write_text(
+            "".join(f"def f_{number}_{i}(): return {i}  # line\n" for i in range(60))
+        )
     brain = TimedBrain()
     with FakeAnthropic(responder=brain) as fake:
-        result = run_cli("-C", str(project), "-p", "read every module", "--no-memory", "--yes",
-                         env={"ANTHROPIC_BASE_URL": fake.url, "MEMAGENT_COMPACT_TOKENS": "14000",
-                              "MEMAGENT_KEEP_TOOL_RESULTS": "100", "MEMAGENT_SMALL_MODEL": SMALL}, timeout=300)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "read every module",
+            "--no-memory",
+            "--yes",
+            env={
+                "ANTHROPIC_BASE_URL": fake.url,
+                "MEMAGENT_COMPACT_TOKENS": "14000",
+                "MEMAGENT_KEEP_TOOL_RESULTS": "100",
+                "MEMAGENT_SMALL_MODEL": SMALL,
+            },
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == [], fake.errors
     assert brain.summary_span is not None, result.stderr[-3000:]
@@ -218,9 +236,12 @@ def test_the_repl_says_before_and_after_what_a_compaction_summarises_and_keeps(s
     from repl_kit import PROMPT, expect_text
 
     for number in range(30):
-        (project / f"mod{number}.py").write_text("".join(f"def f_{number}_{i}(): return {i}  # line\n" for i in range(60)))
-    cli_env.update({"MEMAGENT_COMPACT_TOKENS": "14000", "MEMAGENT_KEEP_TOOL_RESULTS": "100",
-                    "MEMAGENT_SMALL_MODEL": SMALL})
+        (project / f"mod{number}.py").write_text(
+            "".join(f"def f_{number}_{i}(): return {i}  # line\n" for i in range(60))
+        )
+    cli_env.update(
+        {"MEMAGENT_COMPACT_TOKENS": "14000", "MEMAGENT_KEEP_TOOL_RESULTS": "100", "MEMAGENT_SMALL_MODEL": SMALL}
+    )
     brain = TimedBrain()
     fake.responder = brain
     child = spawn("--yes")

@@ -5,15 +5,17 @@ from __future__ import annotations
 import re
 
 from context.ctx_harness import SMALL, PlannedBrain, failing_summary
-from memagent.llm.tokens import TokenCounter, estimate_message
 from memagent.llm.scripted import reply, tool_call
+from memagent.llm.tokens import TokenCounter, estimate_message
 from memagent.llm.types import ModelError, PromptTooLongError
 from memagent.markers import Marker
 
 SUMMARY_OPEN, STATE_HEADER = Marker.SUMMARY.value, Marker.STATE.value
 
-NOTICE = re.compile(r"^Compacted: ([\d,]+) → ([\d,]+) tokens; summarised the \d+ oldest messages, kept the \d+ newest "
-                    r"verbatim(?:, re-injected \d+ state block\(s\))?; full transcript: \.transcripts/20261121-100000-aaaa\.jsonl$")
+NOTICE = re.compile(
+    r"^Compacted: ([\d,]+) → ([\d,]+) tokens; summarised the \d+ oldest messages, kept the \d+ newest "
+    r"verbatim(?:, re-injected \d+ state block\(s\))?; full transcript: \.transcripts/20261121-100000-aaaa\.jsonl$"
+)
 
 
 def coding_turns(brain: PlannedBrain, harness, turns: int, reads_per_turn: int = 2, start: int = 0) -> None:
@@ -84,7 +86,9 @@ def test_before_drop_gets_exactly_the_dropped_messages(make_session):
     coding_turns(brain, harness, 6)
     assert seen, "no compaction happened"
     dropped, dropped_ids = seen[0]
-    snapshot_messages, snapshot_ids = next(s for s in before if s[1][: len(dropped_ids)] == dropped_ids and len(s[1]) > len(dropped_ids))
+    snapshot_messages, snapshot_ids = next(
+        s for s in before if s[1][: len(dropped_ids)] == dropped_ids and len(s[1]) > len(dropped_ids)
+    )
     assert dropped == snapshot_messages[: len(dropped)]
     record = next(r for r in harness.records() if r["type"] == "compaction")
     assert record["dropped_from"] == dropped_ids[0] and record["kept_from"] == snapshot_ids[len(dropped_ids)]
@@ -141,7 +145,10 @@ def test_the_compact_tool_runs_before_the_next_model_call(make_session):
     brain = PlannedBrain()
     harness = make_session(brain, threshold=10**9)
     coding_turns(brain, harness, 3)
-    brain.add(reply("Phase done; compacting.", tool_call("compact", {"focus": "the module audit"})), reply("Compacted, carrying on."))
+    brain.add(
+        reply("Phase done; compacting.", tool_call("compact", {"focus": "the module audit"})),
+        reply("Compacted, carrying on."),
+    )
     harness.turn("Wrap up this phase")
     finished = [e for e in harness.events if type(e).__name__ == "ToolCallFinished" and e.name == "compact"]
     assert finished[0].content.startswith("Compaction scheduled focusing on: the module audit")
@@ -158,7 +165,9 @@ def test_prompt_too_long_forces_a_compaction_and_one_retry(make_session):
     brain = PlannedBrain()
     harness = make_session(brain, threshold=10**9)
     coding_turns(brain, harness, 3)
-    brain.add(PromptTooLongError("prompt is too long: 210000 tokens > 200000 maximum"), reply("Answer after compacting."))
+    brain.add(
+        PromptTooLongError("prompt is too long: 210000 tokens > 200000 maximum"), reply("Answer after compacting.")
+    )
     ended = harness.turn("One more question")
     assert ended.stop_reason == "end_turn" and ended.final_text == "Answer after compacting."
     assert any(n.startswith("Compacted") for n in harness.notices())
@@ -170,7 +179,12 @@ def test_a_long_single_turn_is_cut_mid_turn_keeping_the_request(make_session):
     brain = PlannedBrain()
     harness = make_session(brain, threshold=3_000)
     for read in range(10):
-        brain.add(reply(tool_call("read_file", {"path": f"pkg/part{read}.py"}), tool_call("bash", {"command": f"pytest -k part{read}"})))
+        brain.add(
+            reply(
+                tool_call("read_file", {"path": f"pkg/part{read}.py"}),
+                tool_call("bash", {"command": f"pytest -k part{read}"}),
+            )
+        )
     brain.add(reply("All parts checked."))
     ended = harness.turn("Audit every part of pkg and run its tests")
     assert ended.final_text == "All parts checked."
@@ -186,7 +200,16 @@ def test_report_breaks_the_context_down(make_session):
     harness = make_session(brain, threshold=50_000)
     coding_turns(brain, harness, 2)
     report = harness.policy.report()
-    assert set(report) >= {"system", "tools", "messages", "tool_results", "memory", "total", "threshold", "until_compaction"}
+    assert set(report) >= {
+        "system",
+        "tools",
+        "messages",
+        "tool_results",
+        "memory",
+        "total",
+        "threshold",
+        "until_compaction",
+    }
     assert report["tool_results"] > report["messages"] > 0 and report["tools"] > 0
     assert report["until_compaction"] == 50_000 - report["total"]
     assert report["total"] == request_tokens(harness.agent.build_request())
@@ -207,6 +230,7 @@ def test_the_report_renders_as_the_context_command_shows_it(make_session):
 
 def test_an_unknown_small_model_falls_back_to_the_session_model(make_session):
     """A local server with one model answers 404 for the small model: the main model summarises."""
+
     def summary(request):
         if request.model == SMALL:
             raise ModelError("API rejected the request (404 not_found_error): model: small-model")

@@ -18,7 +18,9 @@ def test_only_the_users_own_words_open_a_turn(tmp_path):
     conversation = Conversation(recorder=TranscriptWriter.open(tmp_path, "s1"), session_id="s1")
     conversation.append("user", [text_block("[WIP] fix the bug"), text_block(block(Marker.MEMORIES, "[Memory#m1] x"))])
     conversation.append("assistant", [tool_call("bash", {"command": "pytest"}, id="toolu_1")])
-    conversation.append("user", [tool_result_block("toolu_1", INTERRUPTED_TOOL, is_error=True), text_block(reminder("todo"))])
+    conversation.append(
+        "user", [tool_result_block("toolu_1", INTERRUPTED_TOOL, is_error=True), text_block(reminder("todo"))]
+    )
     assert conversation.user_turns == 1
     # a request after a cancelled tool round is merged in memory, and is a turn of its own
     conversation.append("user", [text_block(Marker.INTERRUPTED_REQUEST.value), text_block("go on")])
@@ -64,5 +66,6 @@ def test_records_go_through_conversation_and_unknown_types_are_refused(tmp_path)
     conversation.recorder.close()
     records = read_records(tmp_path / "s1.jsonl").records
     assert [(r["type"], r.get("session_id"), r.get("model")) for r in records] == [
-        ("session_start", "s1", "m"), ("todo", None, None),
+        ("session_start", "s1", "m"),
+        ("todo", None, None),
     ]

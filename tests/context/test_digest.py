@@ -83,8 +83,16 @@ def test_the_head_is_byte_identical_to_what_earlier_versions_wrote(tmp_path):
     writer.message({"role": "user", "content": [text_block("old")]})
     writer.message({"role": "assistant", "content": [text_block("old answer")]})
     kept = writer.message({"role": "user", "content": [text_block("new")]})
-    writer.append({"type": "compaction", "summary": " the summary \n", "reinjected": ["todo: 1 item ", "tasks: none"],
-                   "current_request": "do it", "transcript_name": ".transcripts/s1.jsonl", "kept_from": kept})
+    writer.append(
+        {
+            "type": "compaction",
+            "summary": " the summary \n",
+            "reinjected": ["todo: 1 item ", "tasks: none"],
+            "current_request": "do it",
+            "transcript_name": ".transcripts/s1.jsonl",
+            "kept_from": kept,
+        }
+    )
     writer.close()
     resumed = load_session(tmp_path, "s1")
     assert resumed.messages == [{"role": "user", "content": head + [text_block("new")]}]

@@ -72,8 +72,10 @@ def test_recall_returns_the_exact_original_output(make_session):
     brain.add(reply(tool_call("read_file", {"path": "big.py"})), reply("read it"))
     harness.turn("read big.py")
     for number in range(9):
-        brain.add(reply(tool_call("bash", {"command": f"echo {number} && cat big.py | wc -c && echo padding-{'p' * 120}"})),
-                  reply("ok"))
+        brain.add(
+            reply(tool_call("bash", {"command": f"echo {number} && cat big.py | wc -c && echo padding-{'p' * 120}"})),
+            reply("ok"),
+        )
         harness.turn(f"step {number}")
     placeholder = next(
         b["content"] for b in harness.policy.view(harness.conversation)[2]["content"] if b["type"] == "tool_result"
@@ -93,8 +95,11 @@ def test_recall_by_query_and_unknown_id(make_session):
     brain.add(reply(tool_call("read_file", {"path": "missing_config.toml"})), reply("the config is missing"))
     harness.turn("open the config")
     brain.add(
-        reply(tool_call("recall", {"query": "MISSING_CONFIG"}), tool_call("recall", {"tool_use_id": "toolu_nope"}),
-              tool_call("recall", {})),
+        reply(
+            tool_call("recall", {"query": "MISSING_CONFIG"}),
+            tool_call("recall", {"tool_use_id": "toolu_nope"}),
+            tool_call("recall", {}),
+        ),
         reply("done"),
     )
     harness.turn("what failed?")

@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from context.ctx_harness import PlannedBrain, SMALL, new_harness
+from context.ctx_harness import SMALL, PlannedBrain, new_harness
 from memagent.config import Settings
 from memagent.context.oversize import MIN_LIMIT_TOKENS, SAMPLE_CHARS, AttachmentShelf
 from memagent.llm.scripted import FunctionModel, reply, tool_call
@@ -18,8 +18,9 @@ SECRET = "sk-ant-api03-" + "Q" * 90
 
 
 def shelf(tmp_path: Path, limit: int = 5_000) -> AttachmentShelf:
-    return AttachmentShelf(tmp_path / ".transcripts" / "s1" / "attachments", ".transcripts/s1/attachments", limit,
-                           ratio_count)
+    return AttachmentShelf(
+        tmp_path / ".transcripts" / "s1" / "attachments", ".transcripts/s1/attachments", limit, ratio_count
+    )
 
 
 def log_text(lines: int, tag: str = "log") -> str:
@@ -52,8 +53,9 @@ def test_small_text_is_untouched_and_the_same_text_reuses_its_file(tmp_path):
     _, first = one.fit([text_block(big)])
     _, second = one.fit([text_block(big)])
     assert first[0].path == second[0].path and len(list(one.directory.iterdir())) == 1
-    other = AttachmentShelf(tmp_path / ".transcripts" / "s2" / "attachments", ".transcripts/s2/attachments", 5_000,
-                            ratio_count)
+    other = AttachmentShelf(
+        tmp_path / ".transcripts" / "s2" / "attachments", ".transcripts/s2/attachments", 5_000, ratio_count
+    )
     _, again = other.fit([text_block(big)])
     linked = tmp_path / again[0].path
     assert linked.read_text() == big and os.stat(linked).st_ino == os.stat(tmp_path / first[0].path).st_ino
@@ -104,7 +106,9 @@ def texts(messages) -> str:
     found = []
     for message in messages:
         for block in message["content"]:
-            found.append(block.get("text") or tool_result_text(block.get("content")) if block.get("type") != "tool_use" else "")
+            found.append(
+                block.get("text") or tool_result_text(block.get("content")) if block.get("type") != "tool_use" else ""
+            )
     return "\n".join(found)
 
 
@@ -134,8 +138,13 @@ def test_a_request_over_the_window_is_measured_and_made_smaller_before_it_is_sen
     for number in range(4):
         brain.add(reply(tool_call("read_file", {"path": f"big{number}.log"})))
     brain.add(reply("Read all four."))
-    harness = new_harness(tmp_path, brain, settings=settings(compact_tokens=10**9, inline_max_tokens=60_000),
-                          shelf=True, sizes={f"big{n}.log": 190_000 for n in range(4)})
+    harness = new_harness(
+        tmp_path,
+        brain,
+        settings=settings(compact_tokens=10**9, inline_max_tokens=60_000),
+        shelf=True,
+        sizes={f"big{n}.log": 190_000 for n in range(4)},
+    )
     budget = harness.policy.request_budget
     assert harness.turn("read the four logs").final_text == "Read all four."
     sizes = [harness.policy.counter.estimate_messages(r.messages) for r in harness.main_requests()]
@@ -155,14 +164,21 @@ class TooLongAbove:
     def __call__(self, request: ModelRequest):
         if request_chars(request) > self.limit:
             self.rejected += 1
-            raise PromptTooLongError(f"prompt is too long: {request_chars(request) // 4} tokens > {self.limit // 4} maximum")
+            raise PromptTooLongError(
+                f"prompt is too long: {request_chars(request) // 4} tokens > {self.limit // 4} maximum"
+            )
         return self.answers.pop(0)
 
 
 def test_prompt_too_long_sets_aside_tool_outputs_first_and_the_turn_goes_on(tmp_path):
     brain = TooLongAbove(170_000, [reply(tool_call("read_file", {"path": "dump.txt"})), reply("Summarised the dump.")])
-    harness = new_harness(tmp_path, brain, settings=settings(compact_tokens=10**9, inline_max_tokens=40_000),
-                          shelf=True, sizes={"dump.txt": 120_000})
+    harness = new_harness(
+        tmp_path,
+        brain,
+        settings=settings(compact_tokens=10**9, inline_max_tokens=40_000),
+        shelf=True,
+        sizes={"dump.txt": 120_000},
+    )
     question = "Here is my spec:\n" + log_text(2_000, "spec")  # ~90 KB: under the inline limit, sent whole
     ended = harness.turn(question)
     assert ended.final_text == "Summarised the dump." and brain.rejected == 1
@@ -175,8 +191,9 @@ def test_prompt_too_long_sets_aside_tool_outputs_first_and_the_turn_goes_on(tmp_
 
 def test_prompt_too_long_then_sets_aside_the_users_text_and_finally_compacts(tmp_path):
     brain = TooLongAbove(60_000, [reply("Got it.")])
-    harness = new_harness(tmp_path, brain, settings=settings(compact_tokens=10**9, inline_max_tokens=40_000),
-                          shelf=True)
+    harness = new_harness(
+        tmp_path, brain, settings=settings(compact_tokens=10**9, inline_max_tokens=40_000), shelf=True
+    )
     question = "Here is my spec:\n" + log_text(2_000, "spec")
     assert harness.turn(question).final_text == "Got it." and brain.rejected == 1
     assert "attachments/message-" in texts(harness.main_requests()[-1].messages)
@@ -212,8 +229,9 @@ def test_near_the_window_the_exact_count_decides_and_a_missing_endpoint_is_estim
 
     def run(exact: int | Exception, root: Path):
         brain = PlannedBrain().add(reply("ok"), reply("ok again"))
-        harness = new_harness(root, brain, settings=settings(compact_tokens=10**9, inline_max_tokens=190_000),
-                              shelf=True)
+        harness = new_harness(
+            root, brain, settings=settings(compact_tokens=10**9, inline_max_tokens=190_000), shelf=True
+        )
         counting = CountingModel(harness.model.fn, exact)
         harness.policy.model = counting
         near = "x " * int(harness.policy.request_budget * 4 * 0.85 / 2)  # 85% of the budget, by estimate

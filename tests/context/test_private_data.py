@@ -44,8 +44,9 @@ def test_git_add_all_skips_the_data_folders(tmp_path):
     TaskStore(tmp_path / ".tasks").create("a task")
     (tmp_path / "code.py").write_text("x = 1\n")
     subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True)
-    staged = subprocess.run(["git", "-C", str(tmp_path), "diff", "--cached", "--name-only"], check=True,
-                            capture_output=True, text=True).stdout.split()
+    staged = subprocess.run(
+        ["git", "-C", str(tmp_path), "diff", "--cached", "--name-only"], check=True, capture_output=True, text=True
+    ).stdout.split()
     assert staged == ["code.py"]
 
 

@@ -133,11 +133,12 @@ def test_random_sessions_keep_every_invariant(plans, threshold, summary_fails, b
                     snapshots = []
                     check_harness(harness, snapshots)
             harness.writer.close()
-            compactions = sum(h.count(b'"type":"compaction"') for h in (p.read_bytes() for p in harness.transcripts.glob("*.jsonl")))
+            compactions = sum(
+                h.count(b'"type":"compaction"') for h in (p.read_bytes() for p in harness.transcripts.glob("*.jsonl"))
+            )
             event(f"compactions: {min(compactions, 3)}{'+' if compactions >= 3 else ''}")
             event(f"sessions: {sessions + 1}")
             final = load_session(harness.transcripts, harness.session_id)
             assert final.messages == harness.conversation.messages
         finally:
             harness.writer.close()
-

@@ -43,7 +43,9 @@ def test_resume_starts_at_the_last_compaction_and_restores_the_todo(tmp_path):
     for number in range(6):
         brain.add(reply(tool_call("read_file", {"path": f"src/m{number}.py"})), reply(f"m{number} ok"))
         harness.turn(f"check m{number}")
-        harness.conversation.record({"type": "todo", "items": [{"id": "1", "text": f"check m{number}", "status": "in_progress"}]})
+        harness.conversation.record(
+            {"type": "todo", "items": [{"id": "1", "text": f"check m{number}", "status": "in_progress"}]}
+        )
     harness.writer.close()
     resumed = load_session(harness.transcripts, harness.session_id)
     assert resumed.compactions >= 1 and resumed.warnings == []
@@ -57,12 +59,16 @@ def test_resume_starts_at_the_last_compaction_and_restores_the_todo(tmp_path):
 
 def test_a_dangling_tool_call_from_a_kill_is_answered_with_an_error(tmp_path):
     directory = tmp_path / ".transcripts"
-    write_transcript(directory, "s1", [
-        {"type": "session_start", "session_id": "s1"},
-        msg(1, "user", text_block("read a.py and b.py")),
-        msg(2, "assistant", text_block("Reading."), use("t1"), use("t2")),
-        msg(3, "user", tool_result_block("t1", "contents of a")),
-    ])
+    write_transcript(
+        directory,
+        "s1",
+        [
+            {"type": "session_start", "session_id": "s1"},
+            msg(1, "user", text_block("read a.py and b.py")),
+            msg(2, "assistant", text_block("Reading."), use("t1"), use("t2")),
+            msg(3, "user", tool_result_block("t1", "contents of a")),
+        ],
+    )
     resumed = load_session(directory, "s1")
     assert request_problems(resumed.messages) == []
     results = resumed.messages[-1]["content"]
@@ -73,14 +79,18 @@ def test_a_dangling_tool_call_from_a_kill_is_answered_with_an_error(tmp_path):
 
 def test_orphan_results_and_empty_messages_are_repaired(tmp_path):
     directory = tmp_path / ".transcripts"
-    write_transcript(directory, "s2", [
-        msg(1, "user", tool_result_block("ghost", "orphan")),
-        msg(2, "user", text_block("hello")),
-        msg(3, "assistant", text_block("  ")),
-        msg(4, "assistant", text_block("hi")),
-        msg(5, "user", text_block("again")),
-        msg(6, "user", text_block("and again")),
-    ])
+    write_transcript(
+        directory,
+        "s2",
+        [
+            msg(1, "user", tool_result_block("ghost", "orphan")),
+            msg(2, "user", text_block("hello")),
+            msg(3, "assistant", text_block("  ")),
+            msg(4, "assistant", text_block("hi")),
+            msg(5, "user", text_block("again")),
+            msg(6, "user", text_block("and again")),
+        ],
+    )
     resumed = load_session(directory, "s2")
     assert request_problems(resumed.messages) == []
     assert [m["role"] for m in resumed.messages] == ["user", "assistant", "user"]
@@ -150,8 +160,10 @@ def test_a_kill_at_any_byte_loses_no_completed_message(tmp_path):
     brain = PlannedBrain()
     harness = new_harness(tmp_path, brain, threshold=2_500)
     for number in range(6):
-        brain.add(reply("Reading.", tool_call("read_file", {"path": f"m{number}.py"}), tool_call("bash", {"command": "ls"})),
-                  reply(f"m{number} done"))
+        brain.add(
+            reply("Reading.", tool_call("read_file", {"path": f"m{number}.py"}), tool_call("bash", {"command": "ls"})),
+            reply(f"m{number} done"),
+        )
         harness.turn(f"check m{number}")
     harness.writer.close()
     raw = harness.writer.path.read_bytes()
@@ -170,7 +182,7 @@ def test_a_kill_at_any_byte_loses_no_completed_message(tmp_path):
         compactions = [i for i, r in enumerate(complete) if r["type"] == "compaction"]
         if compactions:
             kept_from = complete[compactions[-1]]["kept_from"]
-            kept = kept[[r["id"] for r in kept].index(kept_from):]
+            kept = kept[[r["id"] for r in kept].index(kept_from) :]
         # every completed message after the last marker is in the resumed context, in order
         resumed_blocks = [b for m in resumed.messages for b in m["content"]]
         for record in kept:

@@ -20,13 +20,16 @@ def message(number, role, *blocks):
 
 def test_unknown_blocks_are_dropped_with_a_warning(tmp_path):
     directory = tmp_path / ".transcripts"
-    write(directory, [
-        {"type": "session_start", "session_id": "s1"},
-        message(1, "user", {"type": "text", "text": "hello"}, {"type": "hologram", "data": "x"}),
-        message(2, "assistant", {"type": "telepathy", "data": "x"}),
-        message(3, "user", {"type": "text", "text": "still there?"}),
-        message(4, "assistant", {"type": "text", "text": "yes"}),
-    ])
+    write(
+        directory,
+        [
+            {"type": "session_start", "session_id": "s1"},
+            message(1, "user", {"type": "text", "text": "hello"}, {"type": "hologram", "data": "x"}),
+            message(2, "assistant", {"type": "telepathy", "data": "x"}),
+            message(3, "user", {"type": "text", "text": "still there?"}),
+            message(4, "assistant", {"type": "text", "text": "yes"}),
+        ],
+    )
     resumed = load_session(directory, "s1")
     types = [block["type"] for m in resumed.messages for block in m["content"]]
     assert "hologram" not in types and "telepathy" not in types
@@ -40,9 +43,12 @@ def test_unknown_blocks_are_dropped_with_a_warning(tmp_path):
 def test_known_blocks_pass_untouched(tmp_path):
     directory = tmp_path / ".transcripts"
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
-    write(directory, [
-        message(1, "user", {"type": "text", "text": "hi"}),
-        message(2, "assistant", thinking, {"type": "text", "text": "hello"}),
-    ])
+    write(
+        directory,
+        [
+            message(1, "user", {"type": "text", "text": "hi"}),
+            message(2, "assistant", thinking, {"type": "text", "text": "hello"}),
+        ],
+    )
     resumed = load_session(directory, "s1")
     assert resumed.warnings == [] and resumed.messages[1]["content"][0] == thinking

@@ -27,8 +27,13 @@ def test_a_lone_surrogate_is_written_as_a_replacement_character(tmp_path):
 def test_the_loop_sends_and_records_no_surrogate(tmp_path):
     model = ScriptedModel([reply("ok")])
     writer = TranscriptWriter.open(tmp_path / ".transcripts", "s2")
-    agent = Agent(model=model, tools=ToolRegistry(), tool_context=ToolContext(root=tmp_path),
-                  system=[text_block("system")], conversation=Conversation(recorder=writer, session_id="s2"))
+    agent = Agent(
+        model=model,
+        tools=ToolRegistry(),
+        tool_context=ToolContext(root=tmp_path),
+        system=[text_block("system")],
+        conversation=Conversation(recorder=writer, session_id="s2"),
+    )
     events = list(agent.run_turn("r\udce9sum\udce9 please"))
     assert events[-1].final_text == "ok"
     sent = model.requests[0].messages[-1]["content"][0]["text"]

@@ -27,7 +27,9 @@ def old_transcripts(tmp_path: Path) -> Path:
 
 
 def without_cache_control(messages: list[dict]) -> list[dict]:
-    return [{**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]} for m in messages]
+    return [
+        {**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]} for m in messages
+    ]
 
 
 def test_a_transcript_of_the_earlier_format_resumes_to_the_request_it_sent(tmp_path):
@@ -63,7 +65,10 @@ def test_a_new_transcript_says_its_format_and_keeps_the_kinds(tmp_path):
     assert lines[0]["type"] == "session_start" and lines[0]["format"] == FORMAT
     assert lines[1]["content"][1][INJECTED_FIELD] == "reminder" and INJECTED_FIELD not in lines[1]["content"][0]
     records = read_records(tmp_path / "s1.jsonl").records
-    assert message_items(records[1]) == [Text(reminder("typed by the user")), Injected(Marker.REMINDER, reminder("update your todos"))]
+    assert message_items(records[1]) == [
+        Text(reminder("typed by the user")),
+        Injected(Marker.REMINDER, reminder("update your todos")),
+    ]
 
 
 def test_a_resumed_old_session_is_written_again_in_the_new_format(tmp_path):
@@ -84,8 +89,10 @@ def test_a_damaged_header_reads_as_the_earlier_format(tmp_path):
     path = tmp_path / "s3.jsonl"
     memories = {"type": "text", "text": "Relevant long-term memories:\n[Memory#m1] x"}
     path.write_text(
-        json.dumps({"type": "session_start", "session_id": "s3", "format": "two"}) + "\n"
-        + json.dumps({"type": "message", "id": "1", "role": "user", "content": [text_block("hi"), memories]}) + "\n"
+        json.dumps({"type": "session_start", "session_id": "s3", "format": "two"})
+        + "\n"
+        + json.dumps({"type": "message", "id": "1", "role": "user", "content": [text_block("hi"), memories]})
+        + "\n"
     )
     records = read_records(path).records
     assert message_items(records[1])[1].kind is Marker.MEMORIES

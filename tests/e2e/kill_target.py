@@ -30,8 +30,12 @@ def main(root: Path) -> None:
     harness = new_harness(root, brain, threshold=3_000)
     harness.agent.tools.add(sleep)
     for turn in range(10_000):
-        brain.add(reply("Working.", tool_call("read_file", {"path": f"src/m{turn}.py"}), tool_call("sleep", {"seconds": 0.005})),
-                  reply(f"turn {turn} done"))
+        brain.add(
+            reply(
+                "Working.", tool_call("read_file", {"path": f"src/m{turn}.py"}), tool_call("sleep", {"seconds": 0.005})
+            ),
+            reply(f"turn {turn} done"),
+        )
         harness.turn(f"work on m{turn}")
         if turn == 0:
             print("ready", flush=True)

@@ -42,7 +42,9 @@ def test_background_command_read_twice_then_killed(run_cli, project):
     ]
     with FakeAnthropic(script) as fake:
         started = time.monotonic()
-        done = run_cli("-C", str(project), "--no-memory", "--yes", "-p", "run the ticker", env={"ANTHROPIC_BASE_URL": fake.url})
+        done = run_cli(
+            "-C", str(project), "--no-memory", "--yes", "-p", "run the ticker", env={"ANTHROPIC_BASE_URL": fake.url}
+        )
         assert done.returncode == 0, done.stderr
         assert "Stopped the ticker." in done.stdout and fake.errors == []
         bodies = list(fake.requests)
@@ -61,10 +63,14 @@ def test_background_command_read_twice_then_killed(run_cli, project):
 def test_nothing_left_running_when_memagent_exits(run_cli, project, isolated_env, sandbox):
     (isolated_env / "config.toml").write_text(f"sandbox = {str(sandbox).lower()}\n")
     marker = f"bgexit{os.getpid()}{time.monotonic_ns() % 10**8}"
-    script = [tool("bash", {"command": f"(sleep 300 & sleep 301 & wait) # {marker}", "run_in_background": True}),
-              text("Left it running.")]
+    script = [
+        tool("bash", {"command": f"(sleep 300 & sleep 301 & wait) # {marker}", "run_in_background": True}),
+        text("Left it running."),
+    ]
     with FakeAnthropic(script) as fake:
-        done = run_cli("-C", str(project), "--no-memory", "--yes", "-p", "start and leave", env={"ANTHROPIC_BASE_URL": fake.url})
+        done = run_cli(
+            "-C", str(project), "--no-memory", "--yes", "-p", "start and leave", env={"ANTHROPIC_BASE_URL": fake.url}
+        )
         assert done.returncode == 0, done.stderr
     deadline = time.monotonic() + 10
     while running(marker) and time.monotonic() < deadline:

@@ -27,8 +27,11 @@ SMALL = "claude-haiku-4-5"
 def env_for(fake: FakeAnthropic, home: Path, threshold: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "MEMAGENT_"))}
     env.update(
-        ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY="sk-ant-fake", MEMAGENT_HOME=str(home),
-        MEMAGENT_COMPACT_TOKENS=str(threshold), NO_COLOR="1",
+        ANTHROPIC_BASE_URL=fake.url,
+        ANTHROPIC_API_KEY="sk-ant-fake",
+        MEMAGENT_HOME=str(home),
+        MEMAGENT_COMPACT_TOKENS=str(threshold),
+        NO_COLOR="1",
     )
     return env
 
@@ -54,7 +57,9 @@ def test_continue_resumes_with_the_summary(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
     for number in range(4):
-        (root / f"mod{number}.py").write_text("".join(f"value_{number}_{i} = {i}  # padding line\n" for i in range(500)))
+        (root / f"mod{number}.py").write_text(
+            "".join(f"value_{number}_{i} = {i}  # padding line\n" for i in range(500))
+        )
     with FakeAnthropic(responder=reader) as fake:
         env = env_for(fake, tmp_path / "home", threshold=9_000)
         first = memagent(root, env, "-p", "read mod0.py")
@@ -92,8 +97,22 @@ def test_kill_9_mid_tool_call_then_continue(tmp_path):
         env = env_for(fake, tmp_path / "home", threshold=50_000)
         assert memagent(root, env, "-p", "say hello").returncode == 0
         process = subprocess.Popen(
-            [sys.executable, "-m", "memagent", "-C", str(root), "--yes", "--no-memory", "-c", "-p", "run the slow command"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "memagent",
+                "-C",
+                str(root),
+                "--yes",
+                "--no-memory",
+                "-c",
+                "-p",
+                "run the slow command",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             deadline = time.monotonic() + 30
@@ -107,7 +126,9 @@ def test_kill_9_mid_tool_call_then_continue(tmp_path):
         killed = latest_session_id(transcripts)
         raw = (transcripts / f"{killed}.jsonl").read_text()
         completed = [json.loads(line) for line in raw.splitlines() if line.strip()]
-        dangling = [b["id"] for r in completed if r["type"] == "message" for b in r["content"] if b.get("type") == "tool_use"][-1]
+        dangling = [
+            b["id"] for r in completed if r["type"] == "message" for b in r["content"] if b.get("type") == "tool_use"
+        ][-1]
 
         run = memagent(root, env, "-c", "-p", "what happened?")
         assert run.returncode == 0, run.stderr

@@ -16,8 +16,8 @@ import pytest
 from fakeapi import error, text, tool
 from memagent.context.compaction import CompactingContext
 from memagent.context.resume import latest_session_id, load_session
-from memagent.llm.tokens import TokenCounter
 from memagent.llm.invariants import request_problems
+from memagent.llm.tokens import TokenCounter
 from memagent.markers import Marker
 from memagent.runtime import SessionOptions, open_session
 
@@ -32,7 +32,9 @@ PLACEHOLDER_ID = re.compile(r"\[Previous: used read_file — full output: [^#\]]
 
 def make_project(root: Path, files: int, lines_per_file: int) -> None:
     for number in range(files):
-        lines = [f"def handler_{number}_{line}(request):  # module {number}, line {line}" for line in range(lines_per_file)]
+        lines = [
+            f"def handler_{number}_{line}(request):  # module {number}, line {line}" for line in range(lines_per_file)
+        ]
         (root / f"mod{number}.py").write_text("\n".join(lines) + "\n")
 
 
@@ -81,7 +83,11 @@ class Brain:
             for block in message["content"]:
                 if block.get("type") == "tool_use":
                     count += 1
-                if block.get("type") == "text" and message["role"] == "user" and "Review modules" in block.get("text", ""):
+                if (
+                    block.get("type") == "text"
+                    and message["role"] == "user"
+                    and "Review modules" in block.get("text", "")
+                ):
                     return count
         return count
 
@@ -94,8 +100,16 @@ class Brain:
         return 0
 
 
-def run_session(tmp_path: Path, fake, monkeypatch, brain: Brain, turns: int, *, lines_per_file: int = 200,
-                threshold: int = THRESHOLD):
+def run_session(
+    tmp_path: Path,
+    fake,
+    monkeypatch,
+    brain: Brain,
+    turns: int,
+    *,
+    lines_per_file: int = 200,
+    threshold: int = THRESHOLD,
+):
     make_project(tmp_path, 2 * turns + 2, lines_per_file)
     (tmp_path / ".memagent.toml").write_text("micro_compact_batch = 2\n")
     monkeypatch.setenv("MEMAGENT_COMPACT_TOKENS", str(threshold))
@@ -108,7 +122,11 @@ def run_session(tmp_path: Path, fake, monkeypatch, brain: Brain, turns: int, *, 
     session.todo.update([{"id": 1, "text": "review every module", "status": "in_progress"}])
     endings = []
     for turn in range(turns):
-        endings += [e for e in session.agent.run_turn(f"Review modules {2 * turn} and {2 * turn + 1}") if type(e).__name__ == "TurnEnded"]
+        endings += [
+            e
+            for e in session.agent.run_turn(f"Review modules {2 * turn} and {2 * turn + 1}")
+            if type(e).__name__ == "TurnEnded"
+        ]
     return session, endings
 
 
@@ -145,7 +163,9 @@ def test_an_elided_output_comes_back_exactly_through_recall(tmp_path, fake_api, 
     session, endings = run_session(tmp_path, fake_api, monkeypatch, brain, turns=4, lines_per_file=40, threshold=10**6)
     assert [e.stop_reason for e in endings] == ["end_turn"] * 4
     assert not [b for b in fake_api.requests if b["model"] == SMALL]
-    endings = [e for e in session.agent.run_turn("Please recall the oldest elided read") if type(e).__name__ == "TurnEnded"]
+    endings = [
+        e for e in session.agent.run_turn("Please recall the oldest elided read") if type(e).__name__ == "TurnEnded"
+    ]
     assert endings[-1].stop_reason == "end_turn" and brain.recalled_id
     recalled = fake_api.requests[-1]["messages"][-1]["content"][0]
     assert recalled["tool_use_id"] != brain.recalled_id and recalled["type"] == "tool_result"

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from fakeapi import FakeAnthropic, text, tool
 from memagent.llm.anthropic import AnthropicModel
 from memagent.markers import Marker, kind_of
@@ -24,11 +22,11 @@ def continuity_blocks(request: dict) -> list[str]:
     return [b["text"] for b in last["content"] if b.get("type") == "text" and kind_of(b["text"]) is Marker.CONTINUITY]
 
 
-
-
 def run_session(project: Path, script: list, prompts: list[str], **options) -> FakeAnthropic:
     with FakeAnthropic(script) as fake:
-        session = open_session(SessionOptions(root=project, memory=False, auto_approve=True, **options), model=model_for(fake))
+        session = open_session(
+            SessionOptions(root=project, memory=False, auto_approve=True, **options), model=model_for(fake)
+        )
         try:
             for prompt in prompts:
                 list(session.agent.run_turn(prompt))
@@ -95,10 +93,20 @@ def test_a_killed_session_is_still_summarised_from_its_messages(project):
     transcripts.mkdir()
     lines = [
         {"type": "session_start", "session_id": "20260101-000000-abcd", "time": "2026-01-01T00:00:00Z"},
-        {"type": "message", "id": "1", "role": "user", "content": [{"type": "text", "text": "migrate the db to postgres"}]},
-        {"type": "message", "id": "2", "role": "assistant", "content": [{"type": "text", "text": "Half done: schema copied."}]},
+        {
+            "type": "message",
+            "id": "1",
+            "role": "user",
+            "content": [{"type": "text", "text": "migrate the db to postgres"}],
+        },
+        {
+            "type": "message",
+            "id": "2",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Half done: schema copied."}],
+        },
     ]
-    (transcripts / "20260101-000000-abcd.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (transcripts / "20260101-000000-abcd.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     fake = run_session(project, [text("ok")], ["continue"])
     note = continuity_blocks(fake.requests[0])[0]
     assert "migrate the db to postgres" in note and "Half done: schema copied." in note

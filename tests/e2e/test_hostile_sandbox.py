@@ -37,9 +37,15 @@ def run_agent(run_cli, project: Path, *steps, extra: tuple[str, ...] = ("--yes",
     """``memagent -p`` in ``project`` with the scripted model; (result, every request sent)."""
     with FakeAnthropic() as fake:
         fake.add(*steps, text("done."))
-        result = run_cli("-C", str(project), "-p", "summarize this repo", *extra,
-                         env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": API_KEY, **(env or {})},
-                         timeout=180)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "summarize this repo",
+            *extra,
+            env={"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": API_KEY, **(env or {})},
+            timeout=180,
+        )
         requests = list(fake.requests)
     return result, requests
 
@@ -114,8 +120,11 @@ def test_configuration_cannot_be_planted_for_the_next_session(run_cli, tmp_path,
     result, requests = run_agent(run_cli, project, tool("bash", {"command": command + " && echo PLANTED"}))
     assert result.returncode == 0, result.stderr
     assert "PLANTED" not in result_text(tool_results(requests)[0])
-    after = sorted(p.relative_to(project).as_posix() for p in project.rglob("*")
-                   if ".git/" not in p.as_posix() and ".transcripts" not in p.as_posix())
+    after = sorted(
+        p.relative_to(project).as_posix()
+        for p in project.rglob("*")
+        if ".git/" not in p.as_posix() and ".transcripts" not in p.as_posix()
+    )
     assert [p for p in after if p not in before] == []
 
 
@@ -123,14 +132,21 @@ def test_configuration_cannot_be_planted_for_the_next_session(run_cli, tmp_path,
 
 
 def evil_script(project: Path, canary: Path) -> str:
-    return (
-        f"printf '#!/bin/sh\\necho \"ran key=$ANTHROPIC_API_KEY\" >> {canary}\\ncat\\n' > x.sh && chmod +x x.sh"
-    )
+    return f"printf '#!/bin/sh\\necho \"ran key=$ANTHROPIC_API_KEY\" >> {canary}\\ncat\\n' > x.sh && chmod +x x.sh"
 
 
 def add_card(run_cli, project: Path) -> str:
-    added = run_cli("memory", "add", "The CI runs on GitHub Actions", "--type", "fact", "--json", "-C", str(project),
-                    env={"MEMAGENT_EMBEDDER": "lexical"})
+    added = run_cli(
+        "memory",
+        "add",
+        "The CI runs on GitHub Actions",
+        "--type",
+        "fact",
+        "--json",
+        "-C",
+        str(project),
+        env={"MEMAGENT_EMBEDDER": "lexical"},
+    )
     assert added.returncode == 0, added.stderr
     return json.loads(added.stdout)["card"]["id"]
 
@@ -264,9 +280,11 @@ def test_other_symlinked_data_folders_are_refused(run_cli, tmp_path, folder):
     other = tmp_path / "elsewhere"
     other.mkdir()
     (project / folder).symlink_to(other)
-    steps = [tool("task_create", {"subject": "x"})] if folder == ".tasks" else [
-        tool("memory_save", {"content": "The build uses make", "memory_type": "fact"})
-    ]
+    steps = (
+        [tool("task_create", {"subject": "x"})]
+        if folder == ".tasks"
+        else [tool("memory_save", {"content": "The build uses make", "memory_type": "fact"})]
+    )
     extra = ("--yes",) if folder == ".memory" else ("--yes", "--no-memory")
     result, requests = run_agent(run_cli, project, *steps, extra=extra, env={"MEMAGENT_EMBEDDER": "lexical"})
     assert result.returncode == 0, result.stderr
@@ -336,7 +354,9 @@ def test_a_unix_socket_outside_the_project_is_unreachable(run_cli, project, tmp_
     server.settimeout(5)
     try:
         probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); print('CONNECTED')"
-        result, requests = run_agent(run_cli, project, tool("bash", {"command": f'python3 -c "{probe}"; ls -A /run | wc -l'}))
+        result, requests = run_agent(
+            run_cli, project, tool("bash", {"command": f'python3 -c "{probe}"; ls -A /run | wc -l'})
+        )
     finally:
         server.close()
     assert result.returncode == 0, result.stderr

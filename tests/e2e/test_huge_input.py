@@ -9,8 +9,8 @@ wedged (a 2 MB message that every request failed on). The REPL paste: tests/cli/
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,14 +42,17 @@ def request_tokens(body: dict) -> int:
 
 
 def records(root: Path) -> list[list[dict]]:
-    return [[json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            for path in sorted((root / ".transcripts").glob("*.jsonl"))]
+    return [
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for path in sorted((root / ".transcripts").glob("*.jsonl"))
+    ]
 
 
 def test_a_2mb_prompt_on_stdin_is_sent_as_a_preview_and_the_next_turn_works(tmp_path, project):
     paste = "What went wrong in this log?\n" + big_log()
-    with FakeAnthropic([text("The log shows only status 200."), text("Nothing else to add.")],
-                       max_input_tokens=LIMIT) as fake:
+    with FakeAnthropic(
+        [text("The log shows only status 200."), text("Nothing else to add.")], max_input_tokens=LIMIT
+    ) as fake:
         env = env_for(fake, tmp_path / "home")
         first = memagent(project, env, "-p", "-", stdin=paste)
         second = memagent(project, env, "-c", "-p", "anything else?")
@@ -77,8 +80,14 @@ def test_a_2mb_tool_output_is_set_aside_and_the_next_turn_works(tmp_path, projec
     (home / "config.toml").write_text("output_cap_chars = 5000000\n")  # no bash cap: the shelf decides
     script = "import sys\nfor n in range(40000): print(f'row {n:05d} of the generated report, value {n * 3}')\n"
     (project / "report.py").write_text(script)
-    with FakeAnthropic([tool("bash", {"command": "python3 report.py"}), text("The report has 40,000 rows."),
-                        text("Yes, row 39999 is the last.")], max_input_tokens=LIMIT) as fake:
+    with FakeAnthropic(
+        [
+            tool("bash", {"command": "python3 report.py"}),
+            text("The report has 40,000 rows."),
+            text("Yes, row 39999 is the last."),
+        ],
+        max_input_tokens=LIMIT,
+    ) as fake:
         env = env_for(fake, tmp_path / "home")
         first = memagent(project, env, "--yes", "-p", "run the report")
         second = memagent(project, env, "--yes", "-c", "-p", "is row 39999 the last?")
@@ -114,13 +123,32 @@ def test_continuing_a_wedged_transcript_repairs_it_on_load(tmp_path, project):
     transcripts.mkdir(mode=0o700)
     paste = "Summarise:\n" + big_log()
     wedged = [
-        {"type": "session_start", "time": "2026-11-20T10:00:00.000+00:00", "session_id": "20261120-100000-dead",
-         "model": "claude-sonnet-5-5", "cwd": str(project), "version": "0.0.9", "kind": "interactive"},
-        {"type": "message", "time": "2026-11-20T10:00:01.000+00:00", "id": "1", "role": "user",
-         "content": [{"type": "text", "text": paste}]},
-        {"type": "message", "time": "2026-11-20T10:01:01.000+00:00", "id": "2", "role": "user",
-         "content": [{"type": "text", "text": "[The previous request got no answer: it was interrupted or failed.]"},
-                     {"type": "text", "text": "hello?"}]},
+        {
+            "type": "session_start",
+            "time": "2026-11-20T10:00:00.000+00:00",
+            "session_id": "20261120-100000-dead",
+            "model": "claude-sonnet-5-5",
+            "cwd": str(project),
+            "version": "0.0.9",
+            "kind": "interactive",
+        },
+        {
+            "type": "message",
+            "time": "2026-11-20T10:00:01.000+00:00",
+            "id": "1",
+            "role": "user",
+            "content": [{"type": "text", "text": paste}],
+        },
+        {
+            "type": "message",
+            "time": "2026-11-20T10:01:01.000+00:00",
+            "id": "2",
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[The previous request got no answer: it was interrupted or failed.]"},
+                {"type": "text", "text": "hello?"},
+            ],
+        },
     ]
     (transcripts / "20261120-100000-dead.jsonl").write_text("".join(json.dumps(r) + "\n" for r in wedged))
     with FakeAnthropic([text("Summary: all status 200."), text("Still here.")], max_input_tokens=LIMIT) as fake:

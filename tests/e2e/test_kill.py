@@ -26,7 +26,7 @@ def completed_messages(path: Path) -> list[dict]:
     compactions = [r for r in records if r["type"] == "compaction"]
     if compactions:
         ids = [m["id"] for m in messages]
-        messages = messages[ids.index(compactions[-1]["kept_from"]):]
+        messages = messages[ids.index(compactions[-1]["kept_from"]) :]
     return messages
 
 

@@ -38,7 +38,9 @@ def plant(project: Path) -> None:
 
 
 def files_under(*roots: Path) -> list[Path]:
-    return [p for root in roots for p in root.rglob("*") if p.is_file() and not (p.parent == roots[0] and p.name in PLANTED)]
+    return [
+        p for root in roots for p in root.rglob("*") if p.is_file() and not (p.parent == roots[0] and p.name in PLANTED)
+    ]
 
 
 def test_no_secret_reaches_the_disk(run_cli, project, cli_env):
@@ -48,10 +50,19 @@ def test_no_secret_reaches_the_disk(run_cli, project, cli_env):
         fake.add(
             tool("read_file", {"path": ".env"}),
             turn("Now the config.", tool("bash", {"command": "cat config.txt; seq 1 3000"})),
-            text(f"Done: the deploy password is {VALUE['prose password']} and your key {VALUE['Anthropic key']} works."),
+            text(
+                f"Done: the deploy password is {VALUE['prose password']} and your key {VALUE['Anthropic key']} works."
+            ),
         )
-        result = run_cli("-C", str(project), "-p", f"deploy using my key {VALUE['Anthropic key']} please", "--yes",
-                         env={"ANTHROPIC_BASE_URL": fake.url}, timeout=120)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            f"deploy using my key {VALUE['Anthropic key']} please",
+            "--yes",
+            env={"ANTHROPIC_BASE_URL": fake.url},
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == [] and fake.remaining == 0
         # the live session kept the values: the model saw what the user and the tools gave it
@@ -62,8 +73,12 @@ def test_no_secret_reaches_the_disk(run_cli, project, cli_env):
     transcripts = [p for p in written if p.suffix == ".jsonl" and p.parent.name == ".transcripts"]
     outputs = [p for p in written if p.suffix == ".log"]
     assert transcripts and outputs, [str(p) for p in written]  # the run did write both kinds
-    leaks = [f"{kind} ({where}) in {path}" for kind, value, where in SECRETS for path in written
-             if value.encode() in path.read_bytes()]
+    leaks = [
+        f"{kind} ({where}) in {path}"
+        for kind, value, where in SECRETS
+        for path in written
+        if value.encode() in path.read_bytes()
+    ]
     assert leaks == []
     assert b"[REDACTED:" in transcripts[0].read_bytes() and b"[REDACTED:" in outputs[0].read_bytes()
     for path in transcripts + outputs:

@@ -8,9 +8,10 @@ import json
 import stat
 
 import pexpect
-from fakeapi import text, tool
 
+from fakeapi import text, tool
 from repl_kit import ANSI, PROMPT
+
 TOKEN = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0" * 2
 
 
@@ -66,10 +67,14 @@ def test_trust_prompt_saved_rule_permissions_and_private_history(spawn, fake, pr
 
 def test_the_trust_prompt_names_what_claude_codes_settings_ask_for_and_yes_applies_them(spawn, fake, project):
     (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_text(json.dumps({
-        "permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"]},
-        "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo 'from the hook'"}]}]},
-    }))
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(rm:*)"]},
+                "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo 'from the hook'"}]}]},
+            }
+        )
+    )
     fake.add(tool("bash", {"command": "touch b.txt"}), text("touched"))
     child = spawn()
     child.expect(r"This project's \.claude/settings\.json asks for: allow, hooks\.")

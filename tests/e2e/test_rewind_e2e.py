@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+
 from fakeapi import text, tool
 from repl_kit import PROMPT, expect_text
 
@@ -53,9 +54,12 @@ def repo(project) -> Path:
 
 def three_edits() -> list:
     return [
-        tool("write_file", {"path": "a.txt", "content": "alpha 2\n"}), text("Wrote a."),
-        tool("edit_file", {"path": "b.txt", "old_text": "beta", "new_text": "BETA"}), text("Edited b."),
-        tool("bash", {"command": "printf 'zz' > c.bin && mkdir -p gen && echo x > gen/new.txt"}), text("Ran bash."),
+        tool("write_file", {"path": "a.txt", "content": "alpha 2\n"}),
+        text("Wrote a."),
+        tool("edit_file", {"path": "b.txt", "old_text": "beta", "new_text": "BETA"}),
+        text("Edited b."),
+        tool("bash", {"command": "printf 'zz' > c.bin && mkdir -p gen && echo x > gen/new.txt"}),
+        text("Ran bash."),
     ]
 
 

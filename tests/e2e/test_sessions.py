@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-import pytest
-
-from fakeapi import FakeAnthropic, text, tool, turn
+from fakeapi import FakeAnthropic, text, tool
 from memagent.llm.anthropic import AnthropicModel
 from memagent.runtime import SessionOptions, open_session
 
@@ -28,8 +25,6 @@ def run_turn(session, prompt: str) -> list:
 def user_texts(request: dict) -> str:
     last = request["messages"][-1]
     return "\n".join(b.get("text", "") for b in last["content"] if b.get("type") == "text")
-
-
 
 
 def test_model_builds_a_task_graph_and_completing_one_unblocks_the_next(project):
@@ -96,9 +91,7 @@ def test_continue_rebuilds_the_conversation_and_restores_todos(project):
             session.close()
 
     with FakeAnthropic([text("Continuing with test_login.")]) as fake:
-        session = open_session(
-            SessionOptions(root=project, memory=False, continue_latest=True), model=model_for(fake)
-        )
+        session = open_session(SessionOptions(root=project, memory=False, continue_latest=True), model=model_for(fake))
         try:
             assert session.resumed_from == first_id
             assert "Fix the flaky test" in session.todo.render()
@@ -117,8 +110,12 @@ def test_resume_after_a_kill_mid_tool_call_repairs_the_dangling_call(project):
     records = [
         {"type": "session_start", "session_id": "20261120-100000-aaaa", "model": "m", "cwd": str(project)},
         {"type": "message", "id": "1", "role": "user", "content": [{"type": "text", "text": "run the suite"}]},
-        {"type": "message", "id": "2", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "pytest"}}]},
+        {
+            "type": "message",
+            "id": "2",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "pytest"}}],
+        },
     ]
     lines = "\n".join(json.dumps(r) for r in records) + '\n{"type": "message", "id": "3", "ro'
     (transcripts / "20261120-100000-aaaa.jsonl").write_text(lines)
@@ -140,7 +137,10 @@ def test_resume_after_a_kill_mid_tool_call_repairs_the_dangling_call(project):
 
 def test_the_memory_profile_reaches_the_next_sessions_system_prompt(project):
     preference = "The user prefers type hints on every function and pytest over unittest"
-    first = [tool("memory_save", {"content": preference, "memory_type": "preference", "confidence": 0.95}), text("Noted.")]
+    first = [
+        tool("memory_save", {"content": preference, "memory_type": "preference", "confidence": 0.95}),
+        text("Noted."),
+    ]
     with FakeAnthropic(first) as fake:
         session = open_session(SessionOptions(root=project, auto_approve=True), model=model_for(fake))
         try:

@@ -15,8 +15,18 @@ from process_kit import running
 from repl_kit import PROMPT, expect_text
 
 PTY_DIMENSIONS = (50, 160)
-READ_ONLY = {"read_file", "glob", "grep", "recall", "compact", "task_get", "task_list", "memory_search", "memory_stats",
-             "bash_output"}
+READ_ONLY = {
+    "read_file",
+    "glob",
+    "grep",
+    "recall",
+    "compact",
+    "task_get",
+    "task_list",
+    "memory_search",
+    "memory_stats",
+    "bash_output",
+}
 
 
 def system_text(body: dict) -> str:
@@ -35,8 +45,11 @@ def first_user_text(body: dict) -> str:
 
 def has_results(body: dict) -> bool:
     last = body["messages"][-1]
-    return last["role"] == "user" and isinstance(last["content"], list) and any(
-        b.get("type") == "tool_result" for b in last["content"])
+    return (
+        last["role"] == "user"
+        and isinstance(last["content"], list)
+        and any(b.get("type") == "tool_result" for b in last["content"])
+    )
 
 
 def result_texts(body: dict) -> list[str]:
@@ -60,14 +73,26 @@ def test_two_subagents_in_one_response_through_the_real_sdk(run_cli, project):
             return text(f"Found in {target}: {result_texts(body)[0].strip()}")
         if has_results(body):
             return text("Both subagents reported back.")
-        return turn("I will ask two explorers.",
-                    tool("task", {"description": "alpha value", "prompt": "What is ALPHA? Look in alpha.py.",
-                                  "subagent_type": "Explore"}),
-                    tool("task", {"description": "beta value", "prompt": "What is BETA? Look in beta.py.",
-                                  "subagent_type": "Explore"}))
+        return turn(
+            "I will ask two explorers.",
+            tool(
+                "task",
+                {
+                    "description": "alpha value",
+                    "prompt": "What is ALPHA? Look in alpha.py.",
+                    "subagent_type": "Explore",
+                },
+            ),
+            tool(
+                "task",
+                {"description": "beta value", "prompt": "What is BETA? Look in beta.py.", "subagent_type": "Explore"},
+            ),
+        )
 
     with FakeAnthropic(responder=respond) as fake:
-        done = run_cli("-C", str(project), "--no-memory", "-p", "find ALPHA and BETA", env={"ANTHROPIC_BASE_URL": fake.url})
+        done = run_cli(
+            "-C", str(project), "--no-memory", "-p", "find ALPHA and BETA", env={"ANTHROPIC_BASE_URL": fake.url}
+        )
         assert done.returncode == 0, done.stderr
         assert "Both subagents reported back." in done.stdout
         assert fake.errors == []
@@ -100,12 +125,22 @@ def test_plan_mode_refuses_a_subagents_write(run_cli, project):
             return text("Refused: " + result_texts(body)[0][:200])
         if has_results(body):
             return text("The subagent said: " + result_texts(body)[0][:300])
-        return tool("task", {"description": "edit alpha", "prompt": "Set ALPHA to 2 in alpha.py.",
-                             "subagent_type": "general-purpose"})
+        return tool(
+            "task",
+            {"description": "edit alpha", "prompt": "Set ALPHA to 2 in alpha.py.", "subagent_type": "general-purpose"},
+        )
 
     with FakeAnthropic(responder=respond) as fake:
-        done = run_cli("-C", str(project), "--no-memory", "--permission-mode", "plan", "-p", "change alpha",
-                       env={"ANTHROPIC_BASE_URL": fake.url})
+        done = run_cli(
+            "-C",
+            str(project),
+            "--no-memory",
+            "--permission-mode",
+            "plan",
+            "-p",
+            "change alpha",
+            env={"ANTHROPIC_BASE_URL": fake.url},
+        )
         assert done.returncode == 0, done.stderr
         assert fake.errors == []
     assert (project / "alpha.py").read_text() == "ALPHA = 1\n"
@@ -122,7 +157,9 @@ def test_ctrl_c_reaches_a_subagents_running_command(spawn, fake, project):
             return text("the command ended")
         if has_results(body):
             return text("Parent saw: " + result_texts(body)[0][:100])
-        return tool("task", {"description": "long job", "prompt": "Run the long job.", "subagent_type": "general-purpose"})
+        return tool(
+            "task", {"description": "long job", "prompt": "Run the long job.", "subagent_type": "general-purpose"}
+        )
 
     fake.responder = respond
     fake.chores = None
@@ -154,7 +191,9 @@ def test_a_subagents_question_reaches_the_user_naming_the_subagent(spawn, fake, 
             return text("child finished: " + result_texts(body)[0][:60])
         if has_results(body):
             return text("Parent done.")
-        return tool("task", {"description": "make a file", "prompt": "Create made.txt.", "subagent_type": "general-purpose"})
+        return tool(
+            "task", {"description": "make a file", "prompt": "Create made.txt.", "subagent_type": "general-purpose"}
+        )
 
     fake.responder = respond
     fake.chores = None

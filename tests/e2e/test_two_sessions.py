@@ -31,16 +31,29 @@ def test_the_second_session_starts_with_tasks_summary_and_the_corrected_preferen
         text("The parser is done; the evaluator comes next."),
     ]
     with FakeAnthropic(first) as fake:
-        result = run_cli("-C", str(project), "-p", "finish the parser; I want 4-space indents, not 2", "--yes",
-                         env={**env, "ANTHROPIC_BASE_URL": fake.url}, timeout=180)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "finish the parser; I want 4-space indents, not 2",
+            "--yes",
+            env={**env, "ANTHROPIC_BASE_URL": fake.url},
+            timeout=180,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == [] and fake.remaining == 0
         saved = [b for b in fake.requests[-1]["messages"][-1]["content"] if b.get("type") == "tool_result"]
         assert not saved[0].get("is_error"), saved
 
     with FakeAnthropic([text("Use 4 spaces.")]) as fake:
-        result = run_cli("-C", str(project), "-p", "how wide should the indentation of the Python code be?",
-                         env={**env, "ANTHROPIC_BASE_URL": fake.url}, timeout=180)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "how wide should the indentation of the Python code be?",
+            env={**env, "ANTHROPIC_BASE_URL": fake.url},
+            timeout=180,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == []
         request = fake.requests[0]

@@ -30,8 +30,17 @@ def log_writer(path: Path):
 
     def write(fake: FakeAnthropic) -> None:
         with lock:
-            write_atomic(path, json.dumps({"requests": list(fake.requests), "errors": list(fake.errors),
-                                           "remaining": fake.remaining, "too_long": list(fake.too_long)}))
+            write_atomic(
+                path,
+                json.dumps(
+                    {
+                        "requests": list(fake.requests),
+                        "errors": list(fake.errors),
+                        "remaining": fake.remaining,
+                        "too_long": list(fake.too_long),
+                    }
+                ),
+            )
 
     return write
 
@@ -43,19 +52,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-file", type=Path, help="rewrite {requests, errors} JSON here after each request")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require this key (x-api-key or bearer)")
-    parser.add_argument("--max-input-tokens", type=int, default=None,
-                        help="answer 400 'prompt is too long' to requests estimated above this many tokens")
+    parser.add_argument(
+        "--max-input-tokens",
+        type=int,
+        default=None,
+        help="answer 400 'prompt is too long' to requests estimated above this many tokens",
+    )
     parser.add_argument("--no-count-tokens", action="store_true", help="no /v1/messages/count_tokens endpoint (404)")
-    parser.add_argument("--tolerate-system-role", action="store_true",
-                        help="accept role: system messages (Claude Code 2.1.x sends them); comparison runs only")
+    parser.add_argument(
+        "--tolerate-system-role",
+        action="store_true",
+        help="accept role: system messages (Claude Code 2.1.x sends them); comparison runs only",
+    )
     args = parser.parse_args(argv)
 
     try:
         steps = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
         if isinstance(steps, dict):
             steps = steps.get("steps", [])
-        fake = FakeAnthropic(steps, api_key=args.api_key, port=args.port, max_input_tokens=args.max_input_tokens,
-                             count_tokens=not args.no_count_tokens, tolerate_system_role=args.tolerate_system_role)
+        fake = FakeAnthropic(
+            steps,
+            api_key=args.api_key,
+            port=args.port,
+            max_input_tokens=args.max_input_tokens,
+            count_tokens=not args.no_count_tokens,
+            tolerate_system_role=args.tolerate_system_role,
+        )
     except (OSError, ValueError) as exc:
         print(f"fakeapi: bad script: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ errors on purpose opts out with ``@pytest.mark.fake_api_errors_ok``.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -7,8 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
 
@@ -17,8 +18,16 @@ class FakeAnthropicProcess:
     """``python -m fakeapi`` in a child process; ``.url``, and ``.requests`` / ``.errors`` read
     back from its log file. Files go into ``workdir`` (e.g. pytest's ``tmp_path``)."""
 
-    def __init__(self, script: Iterable[Any], workdir: str | Path, *, api_key: str | None = None,
-                 startup_timeout: float = 15.0, max_input_tokens: int | None = None, count_tokens: bool = True) -> None:
+    def __init__(
+        self,
+        script: Iterable[Any],
+        workdir: str | Path,
+        *,
+        api_key: str | None = None,
+        startup_timeout: float = 15.0,
+        max_input_tokens: int | None = None,
+        count_tokens: bool = True,
+    ) -> None:
         self.workdir = Path(workdir)
         self.script_file = self.workdir / "fakeapi-script.json"
         self.port_file = self.workdir / "fakeapi-port"
@@ -37,14 +46,23 @@ class FakeAnthropicProcess:
             raise RuntimeError("fake server process is not running")
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeAnthropicProcess":
+    def start(self) -> FakeAnthropicProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.script_file.write_text(json.dumps(self.script), encoding="utf-8")
         self.port_file.unlink(missing_ok=True)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS_DIR), env.get("PYTHONPATH")]))
-        cmd = [sys.executable, "-m", "fakeapi", "--script", str(self.script_file),
-               "--port-file", str(self.port_file), "--log-file", str(self.log_file)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "fakeapi",
+            "--script",
+            str(self.script_file),
+            "--port-file",
+            str(self.port_file),
+            "--log-file",
+            str(self.log_file),
+        ]
         if self.api_key:
             cmd += ["--api-key", self.api_key]
         if self.max_input_tokens is not None:
@@ -104,7 +122,7 @@ class FakeAnthropicProcess:
     def remaining(self) -> int:
         return int(self.log()["remaining"])
 
-    def __enter__(self) -> "FakeAnthropicProcess":
+    def __enter__(self) -> FakeAnthropicProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

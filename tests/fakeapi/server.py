@@ -7,8 +7,9 @@ import math
 import socket
 import threading
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from fakeapi.steps import Step, check_step, normalize_step
 from fakeapi.validation import check_request
@@ -38,7 +39,10 @@ def _request_pieces(body: dict[str, Any]) -> Iterator[tuple[str, bool]]:
     for tool in body.get("tools") or []:
         yield json.dumps(_strip_cache_control(tool), sort_keys=True), isinstance(tool, dict) and "cache_control" in tool
     for block in system_blocks:
-        yield json.dumps(_strip_cache_control(block), sort_keys=True), isinstance(block, dict) and "cache_control" in block
+        yield (
+            json.dumps(_strip_cache_control(block), sort_keys=True),
+            isinstance(block, dict) and "cache_control" in block,
+        )
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
@@ -103,7 +107,12 @@ def _wire_block(block: dict[str, Any]) -> dict[str, Any]:
     """A scripted block as the non-streaming API returns it."""
     if block["type"] == "tool_use":
         truncated = "truncate_at" in block
-        return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {} if truncated else block["input"]}
+        return {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": {} if truncated else block["input"],
+        }
     return dict(block)
 
 
@@ -112,21 +121,33 @@ def sse_events(step: Step, model: str, usage: dict[str, int]) -> Iterator[tuple[
     content = step["content"]
     output_tokens = step.get("usage", {}).get("output_tokens", _output_tokens(content))
     start_usage = {**usage, "output_tokens": 1}
-    yield "message_start", {
-        "type": "message_start",
-        "message": {
-            "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage,
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_{uuid.uuid4().hex[:24]}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": start_usage,
+            },
         },
-    }
+    )
     yield "ping", {"type": "ping"}
     for index, block in enumerate(content):
         yield from _block_events(index, block)
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": step["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": output_tokens},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": step["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": output_tokens},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -154,7 +175,11 @@ def _block_events(index: int, block: dict[str, Any]) -> Iterator[tuple[str, dict
 
 
 def error_body(error_type: str, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": f"req_{uuid.uuid4().hex[:24]}"}
+    return {
+        "type": "error",
+        "error": {"type": error_type, "message": message},
+        "request_id": f"req_{uuid.uuid4().hex[:24]}",
+    }
 
 
 def system_text(body: dict[str, Any]) -> str:
@@ -236,7 +261,7 @@ class FakeAnthropic:
 
     # --- script -------------------------------------------------------------------------------
 
-    def add(self, *steps: Any) -> "FakeAnthropic":
+    def add(self, *steps: Any) -> FakeAnthropic:
         normalized = [normalize_step(s) for s in steps]
         for step in normalized:
             check_step(step)
@@ -305,12 +330,13 @@ class FakeAnthropic:
             raise RuntimeError("fake server is not running")
         return int(self._httpd.server_address[1])
 
-    def start(self) -> "FakeAnthropic":
+    def start(self) -> FakeAnthropic:
         handler = type("BoundHandler", (_Handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-anthropic", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -322,7 +348,7 @@ class FakeAnthropic:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -349,13 +375,13 @@ class _Handler(BaseHTTPRequestHandler):
     def handle(self) -> None:
         try:
             super().handle()
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client went away (cancelled, cut, or closed keep-alive)
 
     def do_POST(self) -> None:
         try:
             self._route()
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
     def do_GET(self) -> None:
@@ -393,8 +419,11 @@ class _Handler(BaseHTTPRequestHandler):
         if limit is not None and size > limit:
             with self.fake._lock:
                 self.fake.too_long.append(size)
-            self._send_json(400, error_body("invalid_request_error", f"prompt is too long: {size} tokens > {limit} maximum"),
-                            retry=False)
+            self._send_json(
+                400,
+                error_body("invalid_request_error", f"prompt is too long: {size} tokens > {limit} maximum"),
+                retry=False,
+            )
             return
         step = self._step_for(body)
         if step is not None:
@@ -441,15 +470,25 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "cut":
             self._answer_message(step["step"], body, stop_after=int(step["after_events"]))
         elif kind == "stream_error":
-            self._answer_message(step["step"], body, stop_after=int(step["after_events"]),
-                                 error=error_body(step["error_type"], step["message"]))
+            self._answer_message(
+                step["step"],
+                body,
+                stop_after=int(step["after_events"]),
+                error=error_body(step["error_type"], step["message"]),
+            )
         elif kind == "stall":
             self._answer_message(step["step"], body, pause=(int(step["after_events"]), float(step["seconds"])))
         else:
             self._answer_message(step, body)
 
-    def _answer_message(self, step: Step, body: dict[str, Any], stop_after: int | None = None,
-                        error: dict[str, Any] | None = None, pause: tuple[int, float] | None = None) -> None:
+    def _answer_message(
+        self,
+        step: Step,
+        body: dict[str, Any],
+        stop_after: int | None = None,
+        error: dict[str, Any] | None = None,
+        pause: tuple[int, float] | None = None,
+    ) -> None:
         overrides = {k: v for k, v in step.get("usage", {}).items() if k != "output_tokens"}
         usage = {**self.fake.cache.usage_for(body), **overrides}
         model = str(body.get("model"))
@@ -489,13 +528,19 @@ class _Handler(BaseHTTPRequestHandler):
         content = [_wire_block(b) for b in step["content"]]
         output_tokens = step.get("usage", {}).get("output_tokens", _output_tokens(step["content"]))
         return {
-            "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": step["stop_reason"], "stop_sequence": None,
+            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": step["stop_reason"],
+            "stop_sequence": None,
             "usage": {**usage, "output_tokens": output_tokens},
         }
 
-    def _send_json(self, status: int, payload: dict[str, Any], *, retry: bool | None = None,
-                   extra: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self, status: int, payload: dict[str, Any], *, retry: bool | None = None, extra: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

@@ -47,7 +47,9 @@ def text(value: str, *, stop_reason: str = "end_turn") -> Step:
     return _message([{"type": "text", "text": value}], stop_reason)
 
 
-def tool(name: str, input: dict[str, Any] | None = None, id: str | None = None, *, truncate_at: int | None = None) -> Step:
+def tool(
+    name: str, input: dict[str, Any] | None = None, id: str | None = None, *, truncate_at: int | None = None
+) -> Step:
     """One tool call. ``truncate_at=N`` streams only the first N characters of the input JSON
     (what the API does when ``max_tokens`` strikes mid tool call); combine with
     ``turn(..., stop_reason="max_tokens")``."""
@@ -94,17 +96,27 @@ def error(status: int, message: str | None = None, type: str | None = None, *, r
     }
 
 
-def stream_error(type: str = "overloaded_error", message: str = "Overloaded", *, after_events: int = 3, step: Step | None = None) -> Step:
+def stream_error(
+    type: str = "overloaded_error", message: str = "Overloaded", *, after_events: int = 3, step: Step | None = None
+) -> Step:
     """A stream that starts (HTTP 200) then sends an SSE ``error`` event after ``after_events``
     events, as the real API does when it becomes overloaded mid-answer."""
-    return {"type": "stream_error", "error_type": type, "message": message, "after_events": after_events,
-            "step": step or text("This answer is interrupted by an error event.")}
+    return {
+        "type": "stream_error",
+        "error_type": type,
+        "message": message,
+        "after_events": after_events,
+        "step": step or text("This answer is interrupted by an error event."),
+    }
 
 
 def cut(after_events: int = 4, step: Step | None = None) -> Step:
     """A stream whose connection is closed after ``after_events`` SSE events (before message_stop)."""
-    return {"type": "cut", "after_events": after_events,
-            "step": step or text("This answer will be cut off in the middle of the stream.")}
+    return {
+        "type": "cut",
+        "after_events": after_events,
+        "step": step or text("This answer will be cut off in the middle of the stream."),
+    }
 
 
 def stall(after_events: int, seconds: float, step: Step) -> Step:
@@ -153,9 +165,13 @@ def normalize_step(raw: Any) -> Step:
     if "tool" in raw:
         return tool(raw["tool"], raw.get("input"), raw.get("id"), truncate_at=raw.get("truncate_at"))
     if "turn" in raw:
-        return turn(*[normalize_step(p) for p in raw["turn"]], stop_reason=raw.get("stop_reason"), usage=raw.get("usage"))
+        return turn(
+            *[normalize_step(p) for p in raw["turn"]], stop_reason=raw.get("stop_reason"), usage=raw.get("usage")
+        )
     if "error" in raw:
-        return error(int(raw["error"]), raw.get("message"), raw.get("error_type"), retry_after=raw.get("retry_after", 0.01))
+        return error(
+            int(raw["error"]), raw.get("message"), raw.get("error_type"), retry_after=raw.get("retry_after", 0.01)
+        )
     if "cut" in raw:
         return cut(int(raw["cut"]), normalize_step(raw["step"]) if "step" in raw else None)
     if "delay" in raw:

@@ -151,9 +151,9 @@ def _check_messages(messages: list) -> list[str]:
             continue
         if role != expected_role:
             if n == 0:
-                problems.append(f"{where}: first message must use the \"user\" role")
+                problems.append(f'{where}: first message must use the "user" role')
             else:
-                problems.append(f"{where}: roles must alternate between \"user\" and \"assistant\"")
+                problems.append(f'{where}: roles must alternate between "user" and "assistant"')
         expected_role = "assistant" if role == "user" else "user"
         content = message.get("content")
         if content is None or content == "" or content == []:

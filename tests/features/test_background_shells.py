@@ -47,12 +47,18 @@ def root(tmp_path) -> Path:
 def test_started_read_twice_killed_and_nothing_left(root):
     marker = unique("bgmark")
     command = f"i=0; while true; do i=$((i+1)); echo line-$i; sleep 0.2; done # {marker}"
-    model = ScriptedModel([
-        reply(tool_call("bash", {"command": command, "run_in_background": True})), reply("started"),
-        reply(tool_call("bash_output", {"bash_id": "bash_1"})), reply("read once"),
-        reply(tool_call("bash_output", {"bash_id": "bash_1"})), reply("read twice"),
-        reply(tool_call("kill_shell", {"shell_id": "bash_1"})), reply("killed"),
-    ])
+    model = ScriptedModel(
+        [
+            reply(tool_call("bash", {"command": command, "run_in_background": True})),
+            reply("started"),
+            reply(tool_call("bash_output", {"bash_id": "bash_1"})),
+            reply("read once"),
+            reply(tool_call("bash_output", {"bash_id": "bash_1"})),
+            reply("read twice"),
+            reply(tool_call("kill_shell", {"shell_id": "bash_1"})),
+            reply("killed"),
+        ]
+    )
     session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=model)
     started = time.monotonic()
     list(session.agent.run_turn("start it"))
@@ -77,11 +83,15 @@ def test_started_read_twice_killed_and_nothing_left(root):
 
 def test_session_close_kills_every_background_command(root):
     markers = [unique("bgclose"), unique("bgclose2")]
-    model = ScriptedModel([
-        reply(tool_call("bash", {"command": f"sleep 300 # {markers[0]}", "run_in_background": True}),
-              tool_call("bash", {"command": f"(sleep 300 & wait) # {markers[1]}", "run_in_background": True})),
-        reply("two running"),
-    ])
+    model = ScriptedModel(
+        [
+            reply(
+                tool_call("bash", {"command": f"sleep 300 # {markers[0]}", "run_in_background": True}),
+                tool_call("bash", {"command": f"(sleep 300 & wait) # {markers[1]}", "run_in_background": True}),
+            ),
+            reply("two running"),
+        ]
+    )
     session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=model)
     list(session.agent.run_turn("start two"))
     wait_for(lambda: all(running(m) for m in markers))
@@ -90,21 +100,29 @@ def test_session_close_kills_every_background_command(root):
     assert "bash_1" in reply_text and "bash_2" in reply_text and "running for" in reply_text
     session.close()
     wait_for(lambda: not any(running(m) for m in markers), 10)
-    assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
-               for pid in pids)
+    assert all(
+        not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2] for pid in pids
+    )
 
 
 def test_filter_capping_and_errors(root):
     marker = unique("bgfilter")
     # one process for the 3,000 rows (a fork per row takes minutes on a loaded machine)
     command = f"seq 1 3000 | sed 's/.*/row & xxxxxxxxxxxxxxxxxxxx/'; echo ERROR boom # {marker}"
-    model = ScriptedModel([
-        reply(tool_call("bash", {"command": command, "run_in_background": True})), reply("ok"),
-        reply(tool_call("bash_output", {"bash_id": "bash_1", "filter": "^ERROR"})), reply("filtered"),
-        reply(tool_call("bash_output", {"bash_id": "bash_9"})), reply("unknown"),
-        reply(tool_call("bash_output", {"bash_id": "bash_1", "filter": "("})), reply("bad regex"),
-        reply(tool_call("kill_shell", {"shell_id": "bash_1"})), reply("ended"),
-    ])
+    model = ScriptedModel(
+        [
+            reply(tool_call("bash", {"command": command, "run_in_background": True})),
+            reply("ok"),
+            reply(tool_call("bash_output", {"bash_id": "bash_1", "filter": "^ERROR"})),
+            reply("filtered"),
+            reply(tool_call("bash_output", {"bash_id": "bash_9"})),
+            reply("unknown"),
+            reply(tool_call("bash_output", {"bash_id": "bash_1", "filter": "("})),
+            reply("bad regex"),
+            reply(tool_call("kill_shell", {"shell_id": "bash_1"})),
+            reply("ended"),
+        ]
+    )
     session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=model)
     list(session.agent.run_turn("go"))
     shell = session.features[-1].registry.get("bash_1")
@@ -125,10 +143,14 @@ def test_long_output_is_capped_and_saved_redacted(root, isolated_env):
     (isolated_env / "config.toml").write_text("output_cap_chars = 2000\n")
     secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     command = f"echo token {secret}; seq 1 20000"
-    model = ScriptedModel([
-        reply(tool_call("bash", {"command": command, "run_in_background": True})), reply("ok"),
-        reply(tool_call("bash_output", {"bash_id": "bash_1"})), reply("read"),
-    ])
+    model = ScriptedModel(
+        [
+            reply(tool_call("bash", {"command": command, "run_in_background": True})),
+            reply("ok"),
+            reply(tool_call("bash_output", {"bash_id": "bash_1"})),
+            reply("read"),
+        ]
+    )
     session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=model)
     list(session.agent.run_turn("go"))
     shell = session.features[-1].registry.get("bash_1")
@@ -152,8 +174,9 @@ def test_a_background_command_is_approved_like_bash(root):
         asked.append((tool.name, tool_input.get("command")))
         return Approval.DENY
 
-    model = ScriptedModel([reply(tool_call("bash", {"command": "sleep 100", "run_in_background": True})),
-                           reply("denied")])
+    model = ScriptedModel(
+        [reply(tool_call("bash", {"command": "sleep 100", "run_in_background": True})), reply("denied")]
+    )
     session = open_session(SessionOptions(root=root, memory=False), model=model, approver=approver)
     list(session.agent.run_turn("start"))
     assert asked == [("bash", "sleep 100")]

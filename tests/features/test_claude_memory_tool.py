@@ -41,8 +41,15 @@ def run_memory(run_cli, project: Path, calls: list[dict], *flags: str, env: dict
     """``memagent -p`` where the model calls the memory tool with each input in turn."""
     steps = [tool("memory", raw, id=f"toolu_{index}") for index, raw in enumerate(calls)]
     with FakeAnthropic([*steps, text("done")]) as fake:
-        result = run_cli("-C", str(project), "-p", "remember things", *flags,
-                         env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL, **(env or {})}, timeout=180)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "remember things",
+            *flags,
+            env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL, **(env or {})},
+            timeout=180,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == [], fake.errors
         found = results(fake)
@@ -62,20 +69,27 @@ def test_the_tool_entry_is_sent_as_the_api_defines_it(run_cli, project):
     fake, (listed,) = run_memory(run_cli, project, [{"command": "view", "path": "/memories"}])
     entries = [t for t in fake.requests[0]["tools"] if t.get("name") == "memory"]
     assert len(entries) == 1
-    assert {k: v for k, v in entries[0].items() if k != "cache_control"} == {"type": "memory_20250818", "name": "memory"}
+    assert {k: v for k, v in entries[0].items() if k != "cache_control"} == {
+        "type": "memory_20250818",
+        "name": "memory",
+    }
     assert not listed.get("is_error") and "no memories yet" in content(listed)
     assert "/memories" in json.dumps(fake.requests[0]["system"])  # the guide says what the folder is
 
 
 def test_view_create_str_replace_insert_round_trip_on_card_files(run_cli, project):
     note = "/memories/notes.md"
-    _, answers = run_memory(run_cli, project, [
-        {"command": "create", "path": note, "file_text": "The test suite runs with pytest -n 2."},
-        {"command": "view", "path": note},
-        {"command": "str_replace", "path": note, "old_str": "pytest -n 2", "new_str": "pytest -n 4"},
-        {"command": "insert", "path": note, "insert_line": 1, "insert_text": "Use uv to install it."},
-        {"command": "view", "path": "/memories"},
-    ])
+    _, answers = run_memory(
+        run_cli,
+        project,
+        [
+            {"command": "create", "path": note, "file_text": "The test suite runs with pytest -n 2."},
+            {"command": "view", "path": note},
+            {"command": "str_replace", "path": note, "old_str": "pytest -n 2", "new_str": "pytest -n 4"},
+            {"command": "insert", "path": note, "insert_line": 1, "insert_text": "Use uv to install it."},
+            {"command": "view", "path": "/memories"},
+        ],
+    )
     created, viewed, replaced, inserted, listing = answers
     assert not any(a.get("is_error") for a in answers), [content(a) for a in answers]
     assert "File created successfully at /memories/notes.md" in content(created)
@@ -90,15 +104,22 @@ def test_view_create_str_replace_insert_round_trip_on_card_files(run_cli, projec
 
 
 def test_a_later_session_sees_the_card_by_id_and_edits_it(run_cli, project):
-    run_memory(run_cli, project, [{"command": "create", "path": "/memories/db.md",
-                                   "file_text": "The project's database is PostgreSQL 16."}])
+    run_memory(
+        run_cli,
+        project,
+        [{"command": "create", "path": "/memories/db.md", "file_text": "The project's database is PostgreSQL 16."}],
+    )
     (card,) = active_cards(project)
     path = f"/memories/{card.id}.md"
-    _, (listing, viewed, edited) = run_memory(run_cli, project, [
-        {"command": "view", "path": "/memories/"},
-        {"command": "view", "path": path, "view_range": [1, -1]},
-        {"command": "str_replace", "path": path, "old_str": "PostgreSQL 16", "new_str": "PostgreSQL 17"},
-    ])
+    _, (listing, viewed, edited) = run_memory(
+        run_cli,
+        project,
+        [
+            {"command": "view", "path": "/memories/"},
+            {"command": "view", "path": path, "view_range": [1, -1]},
+            {"command": "str_replace", "path": path, "old_str": "PostgreSQL 16", "new_str": "PostgreSQL 17"},
+        ],
+    )
     assert path in content(listing) and "PostgreSQL 16" in content(listing)
     assert "     1\tThe project's database is PostgreSQL 16." in content(viewed)
     assert not edited.get("is_error"), content(edited)
@@ -107,21 +128,28 @@ def test_a_later_session_sees_the_card_by_id_and_edits_it(run_cli, project):
 
 
 def test_delete_asks_and_is_refused_in_print_mode_without_permission(run_cli, project):
-    run_memory(run_cli, project, [{"command": "create", "path": "/memories/keep.md",
-                                   "file_text": "Releases are tagged from the main branch."}])
+    run_memory(
+        run_cli,
+        project,
+        [{"command": "create", "path": "/memories/keep.md", "file_text": "Releases are tagged from the main branch."}],
+    )
     (card,) = active_cards(project)
     _, (deleted,) = run_memory(run_cli, project, [{"command": "delete", "path": f"/memories/{card.id}.md"}])
     assert deleted["is_error"] is True and "erases a memory" in content(deleted)
     assert [c.id for c in active_cards(project)] == [card.id]
-    _, (allowed,) = run_memory(run_cli, project, [{"command": "delete", "path": f"/memories/{card.id}.md"}],
-                               "--allowedTools", "memory")
+    _, (allowed,) = run_memory(
+        run_cli, project, [{"command": "delete", "path": f"/memories/{card.id}.md"}], "--allowedTools", "memory"
+    )
     assert not allowed.get("is_error"), content(allowed)
     assert active_cards(project) == [] and not any("Releases" in p.read_text() for p in card_files(project))
 
 
 def test_a_user_memory_asks_like_memory_save_with_scope_user(run_cli, project, cli_env):
-    _, (saved,) = run_memory(run_cli, project, [{"command": "create", "path": "/memories/user/prefs.md",
-                                                 "file_text": "The user prefers short answers."}])
+    _, (saved,) = run_memory(
+        run_cli,
+        project,
+        [{"command": "create", "path": "/memories/user/prefs.md", "file_text": "The user prefers short answers."}],
+    )
     assert saved["is_error"] is True and "saves a user memory" in content(saved)
     home = Path(cli_env["MEMAGENT_HOME"]) / "memory"
     assert not any("short answers" in p.read_text() for p in home.rglob("*.md")) if home.exists() else True
@@ -158,19 +186,28 @@ def test_a_symlinked_card_folder_leads_nowhere(run_cli, project, tmp_path):
     elsewhere.mkdir()
     (project / ".memory").mkdir()
     (project / ".memory" / "cards").symlink_to(elsewhere, target_is_directory=True)
-    _, (created,) = run_memory(run_cli, project, [{"command": "create", "path": "/memories/n.md",
-                                                   "file_text": "Deploys happen on Fridays."}])
+    _, (created,) = run_memory(
+        run_cli, project, [{"command": "create", "path": "/memories/n.md", "file_text": "Deploys happen on Fridays."}]
+    )
     assert created["is_error"] is True, content(created)
     assert list(elsewhere.iterdir()) == []
 
 
 def test_a_secret_written_through_the_tool_never_lands_in_clear(run_cli, project, cli_env):
-    _, answers = run_memory(run_cli, project, [
-        {"command": "create", "path": "/memories/creds.md", "file_text": f"The CI token is {GITHUB_TOKEN}."},
-        {"command": "create", "path": "/memories/ok.md", "file_text": "CI runs on GitHub Actions."},
-        {"command": "str_replace", "path": "/memories/ok.md", "old_str": "GitHub Actions",
-         "new_str": f"GitHub Actions with token {GITHUB_TOKEN}"},
-    ])
+    _, answers = run_memory(
+        run_cli,
+        project,
+        [
+            {"command": "create", "path": "/memories/creds.md", "file_text": f"The CI token is {GITHUB_TOKEN}."},
+            {"command": "create", "path": "/memories/ok.md", "file_text": "CI runs on GitHub Actions."},
+            {
+                "command": "str_replace",
+                "path": "/memories/ok.md",
+                "old_str": "GitHub Actions",
+                "new_str": f"GitHub Actions with token {GITHUB_TOKEN}",
+            },
+        ],
+    )
     refused, fine, edited = answers
     assert refused["is_error"] is True and "memory not saved" in content(refused)
     assert not fine.get("is_error") and edited["is_error"] is True
@@ -196,8 +233,10 @@ def test_the_registry_says_which_models_know_the_tool():
     assert "memory_tool" not in models.info("llama3:8b").capabilities
 
 
-@pytest.mark.parametrize("raw", TRAVERSALS + ["", "/", "/memories/user/session/x.md", "/memories/a\x00.md",
-                                              "/memories\\..\\x", " /memories/x.md"])
+@pytest.mark.parametrize(
+    "raw",
+    TRAVERSALS + ["", "/", "/memories/user/session/x.md", "/memories/a\x00.md", "/memories\\..\\x", " /memories/x.md"],
+)
 def test_parse_path_refuses_anything_outside(raw):
     with pytest.raises(ToolError):
         parse_path(raw)
@@ -226,27 +265,41 @@ def test_the_adapter_sends_the_entry_the_sdk_types_unchanged():
     assert set(entry) == {name for name, kind in fields.items() if "Required" in str(kind)} == {"type", "name"}
     assert "memory_20250818" in str(fields["type"]) and "memory" in str(fields["name"])
     other = {"name": "read_file", "description": "Read.", "input_schema": {"type": "object", "properties": {}}}
-    request = ModelRequest(system=[text_block("s")], messages=[{"role": "user", "content": [text_block("hi")]}],
-                           tools=[entry, other], max_tokens=100)
+    request = ModelRequest(
+        system=[text_block("s")],
+        messages=[{"role": "user", "content": [text_block("hi")]}],
+        tools=[entry, other],
+        max_tokens=100,
+    )
     assert build_params(request, "claude-sonnet-5-5")["tools"][0] == {"type": "memory_20250818", "name": "memory"}
 
 
 def test_plan_mode_reads_but_refuses_every_write(run_cli, project):
-    _, (listed, created) = run_memory(run_cli, project, [
-        {"command": "view", "path": "/memories"},
-        {"command": "create", "path": "/memories/plan.md", "file_text": "The build uses make."},
-    ], "--permission-mode", "plan")
+    _, (listed, created) = run_memory(
+        run_cli,
+        project,
+        [
+            {"command": "view", "path": "/memories"},
+            {"command": "create", "path": "/memories/plan.md", "file_text": "The build uses make."},
+        ],
+        "--permission-mode",
+        "plan",
+    )
     assert not listed.get("is_error") and created["is_error"] is True
     assert active_cards(project) == []
 
 
 def test_rename_names_a_card_and_moving_it_to_user_asks(run_cli, project):
-    _, (created, renamed, viewed, moved) = run_memory(run_cli, project, [
-        {"command": "create", "path": "/memories/a.md", "file_text": "Migrations live in db/migrations."},
-        {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/db-notes.md"},
-        {"command": "view", "path": "/memories/db-notes.md"},
-        {"command": "rename", "old_path": "/memories/db-notes.md", "new_path": "/memories/user/db.md"},
-    ])
+    _, (created, renamed, viewed, moved) = run_memory(
+        run_cli,
+        project,
+        [
+            {"command": "create", "path": "/memories/a.md", "file_text": "Migrations live in db/migrations."},
+            {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/db-notes.md"},
+            {"command": "view", "path": "/memories/db-notes.md"},
+            {"command": "rename", "old_path": "/memories/db-notes.md", "new_path": "/memories/user/db.md"},
+        ],
+    )
     assert not created.get("is_error") and not renamed.get("is_error"), content(renamed)
     assert "     1\tMigrations live in db/migrations." in content(viewed)
     assert moved["is_error"] is True and "saves a user memory" in content(moved)

@@ -15,7 +15,10 @@ def _write(path: Path, text: str) -> None:
 
 def test_discovery_precedence_front_matter_and_problems(tmp_path):
     root, home = tmp_path / "p", tmp_path / "home"
-    _write(root / ".memagent" / "commands" / "review.md", "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $ARGUMENTS carefully.\n")
+    _write(
+        root / ".memagent" / "commands" / "review.md",
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $ARGUMENTS carefully.\n",
+    )
     _write(root / ".claude" / "commands" / "review.md", "the .claude one loses\n")
     _write(root / ".claude" / "commands" / "git" / "commit.md", "# Write a commit message\nfor the staged changes\n")
     _write(home / "commands" / "standup.md", "Summarise what I did yesterday.\n")

@@ -7,9 +7,8 @@ import json
 import time
 
 from memagent.agent.feature import ToolCall, TurnInput
-from memagent.config import Settings, load_settings, project_paths
+from memagent.config import HooksSettings, Settings, load_settings, project_paths
 from memagent.features.hooks import HooksFeature, matches
-from memagent.config import HooksSettings
 from memagent.llm.items import Injected
 from memagent.markers import Marker
 from memagent.tools.base import ToolOutcome
@@ -60,8 +59,8 @@ def test_json_decisions_block_too(tmp_path):
 
 def test_claude_code_ask_and_allow_decisions_go_to_the_gate(tmp_path):
     def says(decision):
-        return {"command": "echo '{\"hookSpecificOutput\": {\"permissionDecision\": \"%s\", "
-                           "\"permissionDecisionReason\": \"because\"}}'" % decision}
+        answer = {"hookSpecificOutput": {"permissionDecision": decision, "permissionDecisionReason": "because"}}
+        return {"command": f"echo '{json.dumps(answer)}'"}
 
     asked = feature(tmp_path, PreToolUse=[says("allow"), says("ask")]).check_tool(CALL)
     assert (asked.action, asked.reason) == ("ask", "because")
@@ -94,7 +93,10 @@ def test_failures_and_timeouts_cost_one_warning_and_never_block(tmp_path):
     started = time.monotonic()
     assert feature(tmp_path, warnings, PreToolUse=hooks).check_tool(CALL) is None
     assert time.monotonic() - started < 10
-    assert warnings[0] == "PreToolUse hook `echo 'first line of trouble' >&2; echo more >&2; exit 1` failed: exit code 1: first line of trouble"
+    assert (
+        warnings[0]
+        == "PreToolUse hook `echo 'first line of trouble' >&2; echo more >&2; exit 1` failed: exit code 1: first line of trouble"
+    )
     assert warnings[1].endswith("failed: timed out after 0.5s")
     assert "failed: exit code 127" in warnings[2]
     assert all("\n" not in w for w in warnings)
@@ -106,13 +108,21 @@ def test_post_tool_use_gets_the_response(tmp_path):
     feature(tmp_path, PostToolUse=[hook]).after_tool(CALL, outcome)
     event = json.loads((tmp_path / "post.json").read_text())
     assert event["hook_event_name"] == "PostToolUse"
-    assert event["tool_response"] == {"content": "built 3 files\n[exit code: 0]", "is_error": False,
-                                      "stdout": "built 3 files\n", "stderr": "", "interrupted": False,
-                                      "isImage": False, "exit_code": 0}
+    assert event["tool_response"] == {
+        "content": "built 3 files\n[exit code: 0]",
+        "is_error": False,
+        "stdout": "built 3 files\n",
+        "stderr": "",
+        "interrupted": False,
+        "isImage": False,
+        "exit_code": 0,
+    }
 
 
 def test_user_prompt_submit_blocks_or_adds_context(tmp_path):
-    blocker = feature(tmp_path, UserPromptSubmit=[{"command": "grep -q password && { echo 'no secrets' >&2; exit 2; }; exit 0"}])
+    blocker = feature(
+        tmp_path, UserPromptSubmit=[{"command": "grep -q password && { echo 'no secrets' >&2; exit 2; }; exit 0"}]
+    )
     assert blocker.check_prompt("my password is hunter2") == "a UserPromptSubmit hook says: no secrets"
     assert blocker.check_prompt("hello") is None
     adder = feature(tmp_path, UserPromptSubmit=[{"command": "echo 'branch: main'"}])
@@ -153,7 +163,9 @@ def test_settings_accept_the_flat_toml_shape_and_claude_codes_nested_shape(tmp_p
     root.mkdir()
     (root / ".memagent.toml").write_text('[[hooks.PreToolUs]]\ncommand = "x"\n')
     typo = load_settings(project_paths(root), env={"MEMAGENT_HOME": str(tmp_path / "home")}, trusted=True)
-    assert typo.hooks.empty and typo.hooks.notes == (".memagent.toml: unknown hook event 'PreToolUs' ignored",)  # never a failure to start
+    assert typo.hooks.empty and typo.hooks.notes == (
+        ".memagent.toml: unknown hook event 'PreToolUs' ignored",
+    )  # never a failure to start
 
 
 def test_hooks_load_from_a_toml_settings_file(tmp_path):

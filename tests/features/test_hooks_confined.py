@@ -67,7 +67,9 @@ def test_the_users_own_hooks_run_on_the_host_without_secrets(tmp_path: Path) -> 
 
 def test_a_hook_gets_a_named_variable_through_sandbox_pass_env(tmp_path: Path) -> None:
     hooks = HooksSettings.model_validate({"Stop": [{"command": "env > env.txt"}]})
-    feature = HooksFeature(hooks, root=tmp_path, session_id=lambda: "s", env=ENV, pass_env=["PGPASSWORD", "ANTHROPIC_API_KEY"])
+    feature = HooksFeature(
+        hooks, root=tmp_path, session_id=lambda: "s", env=ENV, pass_env=["PGPASSWORD", "ANTHROPIC_API_KEY"]
+    )
     feature.continue_turn("done")  # the Stop hooks run when the model ends its turn
     env = (tmp_path / "env.txt").read_text()
     assert "PGPASSWORD=pg-canary" in env and KEY not in env
@@ -75,7 +77,8 @@ def test_a_hook_gets_a_named_variable_through_sandbox_pass_env(tmp_path: Path) -
 
 def test_a_sandboxed_hook_still_blocks_and_reads_its_event(tmp_path: Path) -> None:
     hooks = HooksSettings.from_file(
-        {"PreToolUse": [{"command": "cat > event.json; echo 'no rm here' >&2; exit 2"}]}, origin="project",
+        {"PreToolUse": [{"command": "cat > event.json; echo 'no rm here' >&2; exit 2"}]},
+        origin="project",
         source=".memagent.toml",
     )
     executor = SandboxedExecutor(Sandbox(SandboxConfig()))

@@ -37,10 +37,15 @@ def root(tmp_path) -> Path:
 
 def three_turns() -> list:
     return [
-        reply(tool_call("write_file", {"path": "a.txt", "content": "A2\n"})), reply("wrote a"),
-        reply(tool_call("todo", {"items": [{"id": 1, "text": "edit b", "status": "in_progress"}]}),
-              tool_call("edit_file", {"path": "b.txt", "old_text": "B1", "new_text": "B2"})), reply("edited b"),
-        reply(tool_call("bash", {"command": "printf 'C2\\n' > c.txt && echo made > d.txt"})), reply("ran bash"),
+        reply(tool_call("write_file", {"path": "a.txt", "content": "A2\n"})),
+        reply("wrote a"),
+        reply(
+            tool_call("todo", {"items": [{"id": 1, "text": "edit b", "status": "in_progress"}]}),
+            tool_call("edit_file", {"path": "b.txt", "old_text": "B1", "new_text": "B2"}),
+        ),
+        reply("edited b"),
+        reply(tool_call("bash", {"command": "printf 'C2\\n' > c.txt && echo made > d.txt"})),
+        reply("ran bash"),
     ]
 
 
@@ -72,14 +77,17 @@ def test_rewind_to_turn_one_restores_files_conversation_and_todos(root):
 
     resumed = load_session(root / ".transcripts", session.session_id)
     assert user_texts(resumed.messages) == ["start over"]
-    again = open_session(SessionOptions(root=root, memory=False, continue_latest=True),
-                         model=ScriptedModel([reply("continued")]))
+    again = open_session(
+        SessionOptions(root=root, memory=False, continue_latest=True), model=ScriptedModel([reply("continued")])
+    )
     assert user_texts(again.agent.conversation.messages) == ["start over"]
     again.close()
 
 
 def test_rewind_to_a_middle_turn_keeps_earlier_turns_and_their_todo(root):
-    session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns()))
+    session = open_session(
+        SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns())
+    )
     for prompt in ("change a", "change b", "change c"):
         list(session.agent.run_turn(prompt))
     session.rewind(session.plan_rewind(3))
@@ -112,7 +120,9 @@ def test_code_only_and_conversation_only(root):
 
 
 def test_rewind_errors_are_one_line_and_change_nothing(root, isolated_env):
-    session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns()))
+    session = open_session(
+        SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns())
+    )
     with pytest.raises(RewindError, match="no user turns"):
         session.plan_rewind(1)
     list(session.agent.run_turn("change a"))
@@ -134,7 +144,9 @@ def test_rewind_errors_are_one_line_and_change_nothing(root, isolated_env):
 
 def test_checkpoints_off_still_rewinds_the_conversation(root, isolated_env):
     (isolated_env / "config.toml").write_text("checkpoints = false\n")
-    session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns()))
+    session = open_session(
+        SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns())
+    )
     list(session.agent.run_turn("change a"))
     assert session.checkpoints is None
     with pytest.raises(CheckpointError, match="off"):
@@ -154,7 +166,9 @@ def test_a_project_file_cannot_turn_checkpoints_off_untrusted(root):
 
 
 def test_every_turn_records_its_checkpoint_before_any_tool_runs(root):
-    session = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns()))
+    session = open_session(
+        SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns())
+    )
     for prompt in ("change a", "change b", "change c"):
         list(session.agent.run_turn(prompt))
     session.close()
@@ -164,7 +178,9 @@ def test_every_turn_records_its_checkpoint_before_any_tool_runs(root):
     # the first checkpoint holds a.txt as it was before the write
     shown = subprocess.run(
         ["git", f"--git-dir={isolated_checkpoints(root)}", "show", f"{found[0]['commit']}:a.txt"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert shown == "A1\n"
 
@@ -178,12 +194,16 @@ def isolated_checkpoints(root: Path) -> Path:
 
 
 def test_a_resumed_session_can_rewind_to_the_turns_it_carried_over(root):
-    first = open_session(SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns()[:4]))
+    first = open_session(
+        SessionOptions(root=root, memory=False, auto_approve=True), model=ScriptedModel(three_turns()[:4])
+    )
     list(first.agent.run_turn("change a"))
     list(first.agent.run_turn("change b"))
     first.close()
     model = ScriptedModel(three_turns()[4:] + [reply("redo")])
-    second = open_session(SessionOptions(root=root, memory=False, auto_approve=True, resume_id=first.session_id), model=model)
+    second = open_session(
+        SessionOptions(root=root, memory=False, auto_approve=True, resume_id=first.session_id), model=model
+    )
     list(second.agent.run_turn("change c"))
     plan = second.plan_rewind(1)
     assert [p.first_line for p in plan.points] == ["change a", "change b", "change c"]
@@ -202,13 +222,16 @@ def test_a_resumed_session_can_rewind_to_the_turns_it_carried_over(root):
 
 def test_cards_learned_after_the_point_are_offered_and_forgotten(root, isolated_env):
     (isolated_env / "config.toml").write_text('embedder = "lexical"\nauto_extract = false\n')
-    save = tool_call("memory_save", {"content": "The release branch is cut every Thursday", "memory_type": "fact",
-                                     "scope": "project"})
+    save = tool_call(
+        "memory_save",
+        {"content": "The release branch is cut every Thursday", "memory_type": "fact", "scope": "project"},
+    )
     model = ScriptedModel([reply("hello"), reply(save), reply("saved"), reply("again")])
     session = open_session(SessionOptions(root=root, memory=True, auto_approve=True), model=model)
     assert session.memory is not None, session.memory_off_reason
-    before = session.memory.save(content="We deploy with make deploy", memory_type="procedure", scope="project",
-                                 source="user", confidence=0.9)
+    session.memory.save(
+        content="We deploy with make deploy", memory_type="procedure", scope="project", source="user", confidence=0.9
+    )
     list(session.agent.run_turn("hi"))
     list(session.agent.run_turn("remember the release day"))
     from memagent.features.checkpoints import learned_since
@@ -242,7 +265,11 @@ def test_rewind_across_a_compaction_agrees_with_resume(root, isolated_env):
         list(session.agent.run_turn(prompt + pad))
     assert [r for r in records(session) if r["type"] == "compaction"], "the test needs a compaction"
     assert [p.first_line[:15] for p in session.plan_rewind(1).points] == [
-        "first question ", "second question", "third question ", "fourth question"]
+        "first question ",
+        "second question",
+        "third question ",
+        "fourth question",
+    ]
 
     for turn in (4, 2):
         session.rewind(session.plan_rewind(turn), code=False)

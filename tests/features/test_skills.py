@@ -65,8 +65,10 @@ def test_the_skill_tool_loads_the_body_lists_files_and_reads_one(tmp_path):
     feature = SkillsFeature(root, home)
     loaded = _run(feature, root, name="pdf")
     assert not loaded.is_error
-    assert loaded.content.startswith(f"# Skill: pdf\n\nBase directory for this skill: {(home / 'skills' / 'pdf').resolve()}"
-                                     "\n\n1. Run scripts/fill.py")
+    assert loaded.content.startswith(
+        f"# Skill: pdf\n\nBase directory for this skill: {(home / 'skills' / 'pdf').resolve()}"
+        "\n\n1. Run scripts/fill.py"
+    )
     assert "- reference.md" in loaded.content and "- scripts/fill.py" in loaded.content
     one = _run(feature, root, name="pdf", file="scripts/fill.py")
     assert one.content == "print('fill')\n"  # user-level skill files are readable through the tool

@@ -22,13 +22,21 @@ def _run(feature: SkillsFeature, root: Path, **tool_input):
 def test_title_case_names_and_folders_load_under_claude_codes_name(tmp_path):
     root, home, user = tmp_path / "p", tmp_path / "mh", tmp_path / "u"
     # the plugin-dev layout: folder hook-development, front matter name "Hook Development"
-    _write(root / ".claude" / "skills" / "hook-development" / "SKILL.md",
-           "---\nname: Hook Development\ndescription: Develop hooks.\nversion: 0.1.0\n---\nbody\n")
+    _write(
+        root / ".claude" / "skills" / "hook-development" / "SKILL.md",
+        "---\nname: Hook Development\ndescription: Develop hooks.\nversion: 0.1.0\n---\nbody\n",
+    )
     # a folder that is itself in Title Case, and a front matter name that is not the folder's
-    _write(root / ".agents" / "skills" / "Release Notes" / "SKILL.md", "---\ndescription: Write release notes.\n---\nb\n")
+    _write(
+        root / ".agents" / "skills" / "Release Notes" / "SKILL.md", "---\ndescription: Write release notes.\n---\nb\n"
+    )
     _write(root / ".agents" / "skills" / "pdf" / "SKILL.md", "---\nname: pdf-tools\ndescription: PDFs.\n---\nb\n")
     index = discover_skills(root, home, user)
-    assert [(s.name, s.title) for s in index.skills] == [("release-notes", ""), ("pdf", "pdf-tools"), ("hook-development", "")]
+    assert [(s.name, s.title) for s in index.skills] == [
+        ("release-notes", ""),
+        ("pdf", "pdf-tools"),
+        ("hook-development", ""),
+    ]
     assert index.problems == []
 
 
@@ -38,7 +46,10 @@ def test_user_skill_folders_of_claude_code_and_agents_are_found(tmp_path):
     _write(user / ".agents" / "skills" / "triage" / "SKILL.md", "---\ndescription: Triage issues.\n---\nb\n")
     _write(user / ".agents" / "skills" / "standup" / "SKILL.md", "---\ndescription: shadowed.\n---\nb\n")
     index = discover_skills(root, home, user)
-    assert [(s.name, s.source) for s in index.skills] == [("standup", "user (~/.claude)"), ("triage", "user (~/.agents)")]
+    assert [(s.name, s.source) for s in index.skills] == [
+        ("standup", "user (~/.claude)"),
+        ("triage", "user (~/.agents)"),
+    ]
     assert any("is shadowed by" in p for p in index.problems)
     feature = SkillsFeature(root, home, user_home=user)
     assert "- triage: Triage issues." in feature.system_text()
@@ -58,17 +69,24 @@ def test_the_skill_tool_gives_the_base_directory_and_names_binary_and_huge_files
     assert not pdf.is_error and pdf.content.startswith("[assets/form.pdf is a binary file (102,409 bytes), not shown.")
     assert str(folder.resolve() / "assets" / "form.pdf") in pdf.content and len(pdf.content) < 400
     huge = _run(feature, root, name="pdf", file="reference.md")
-    assert len(huge.content) < 51_000 and "reference.md has 120,000 characters; only the first 50,000 are shown" in huge.content
+    assert (
+        len(huge.content) < 51_000
+        and "reference.md has 120,000 characters; only the first 50,000 are shown" in huge.content
+    )
     assert _run(feature, root, name="pdf", file="scripts/fill.py").content == "print('fill')\n"
 
 
 def test_a_skill_is_a_slash_command_with_arguments_and_its_allowed_tools(tmp_path):
     root, user = tmp_path / "p", tmp_path / "u"
-    _write(root / ".claude" / "skills" / "hook-development" / "SKILL.md",
-           "---\nname: Hook Development\ndescription: Develop hooks.\nargument-hint: EVENT\n"
-           "allowed-tools: Bash(python3:*), Read\nmodel: claude-haiku-4-5\n---\nWrite a $ARGUMENTS hook. Check: !`ls`\n")
-    _write(user / ".claude" / "skills" / "mine" / "SKILL.md",
-           "---\ndescription: Mine.\nallowed-tools: [\"Bash(make:*)\"]\n---\nDo it.\n")
+    _write(
+        root / ".claude" / "skills" / "hook-development" / "SKILL.md",
+        "---\nname: Hook Development\ndescription: Develop hooks.\nargument-hint: EVENT\n"
+        "allowed-tools: Bash(python3:*), Read\nmodel: claude-haiku-4-5\n---\nWrite a $ARGUMENTS hook. Check: !`ls`\n",
+    )
+    _write(
+        user / ".claude" / "skills" / "mine" / "SKILL.md",
+        '---\ndescription: Mine.\nallowed-tools: ["Bash(make:*)"]\n---\nDo it.\n',
+    )
     trusted = {c.name: c for c in SkillsFeature(root, tmp_path / "mh", user_home=user, trusted=True).commands()}
     hook = trusted["hook-development"]
     assert hook.usage == "/hook-development EVENT" and hook.source == "skill, project (.claude)"

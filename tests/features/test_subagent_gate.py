@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from memagent.features.subagent_gate import SubagentGate, is_read_only
 from memagent.features.background_shells import background_tools
+from memagent.features.subagent_gate import SubagentGate, is_read_only
 from memagent.permissions import Effect, Gate, Policy, declares
 from memagent.tools.background import ShellRegistry
 from memagent.tools.base import Tool, ToolContext, tool

@@ -65,10 +65,13 @@ def two_tasks_model(child_script) -> FunctionModel:
         if answered(request):
             return reply("both done")
         return reply(
-            tool_call("task", {"description": "find alpha", "prompt": "What is ALPHA in alpha.py?",
-                               "subagent_type": "Explore"}),
-            tool_call("task", {"description": "find beta", "prompt": "What is BETA in beta.py?",
-                               "subagent_type": "Explore"}),
+            tool_call(
+                "task",
+                {"description": "find alpha", "prompt": "What is ALPHA in alpha.py?", "subagent_type": "Explore"},
+            ),
+            tool_call(
+                "task", {"description": "find beta", "prompt": "What is BETA in beta.py?", "subagent_type": "Explore"}
+            ),
         )
 
     return FunctionModel(answer)
@@ -93,8 +96,18 @@ def test_two_tasks_in_one_response_each_child_with_its_own_context_and_tools(roo
     for request in children:
         texts = [b.get("text", "") for m in request.messages for b in m["content"] if b.get("type") == "text"]
         assert not any("look at alpha and beta" in t for t in texts)  # nothing of the parent's conversation
-        assert tool_names(request) <= {"read_file", "glob", "grep", "memory_search", "memory_stats", "recall",
-                                       "task_get", "task_list", "compact", "bash_output"}
+        assert tool_names(request) <= {
+            "read_file",
+            "glob",
+            "grep",
+            "memory_search",
+            "memory_stats",
+            "recall",
+            "task_get",
+            "task_list",
+            "compact",
+            "bash_output",
+        }
         assert "read_file" in tool_names(request) and "task" not in tool_names(request)
     parent_final = [r for r in model.requests if not is_child(r)][-1]
     results = [b for b in parent_final.messages[-1]["content"] if b.get("type") == "tool_result"]
@@ -143,8 +156,12 @@ def test_plan_mode_refuses_a_childs_write_through_the_parents_gate(root):
             return child(request)
         if answered(request):
             return reply("ok")
-        return reply(tool_call("task", {"description": "change alpha", "prompt": "Set ALPHA to 99.",
-                                        "subagent_type": "general-purpose"}))
+        return reply(
+            tool_call(
+                "task",
+                {"description": "change alpha", "prompt": "Set ALPHA to 99.", "subagent_type": "general-purpose"},
+            )
+        )
 
     model = FunctionModel(answer)
     session = open_session(SessionOptions(root=root, memory=False, permission_mode="plan"), model=model)
@@ -175,7 +192,9 @@ def test_a_childs_ask_reaches_the_parents_approver_naming_the_subagent(root):
             return child(request)
         if answered(request):
             return reply("ok")
-        return reply(tool_call("task", {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"}))
+        return reply(
+            tool_call("task", {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"})
+        )
 
     session = open_session(SessionOptions(root=root, memory=False), model=FunctionModel(answer), approver=approver)
     list(session.agent.run_turn("go"))
@@ -187,14 +206,22 @@ def test_a_childs_ask_reaches_the_parents_approver_naming_the_subagent(root):
 def test_definitions_narrow_and_never_widen(root, isolated_env):
     agents = root / ".claude" / "agents"
     agents.mkdir(parents=True)
-    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, WebFetch\n"
-                                        "model: haiku\n---\nYou review code.\n")
-    (agents / "writer.md").write_text("---\nname: writer\ndescription: Writes\ntools: [Write, Task, mcp__github]\n---\nWrite.\n")
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, WebFetch\n"
+        "model: haiku\n---\nYou review code.\n"
+    )
+    (agents / "writer.md").write_text(
+        "---\nname: writer\ndescription: Writes\ntools: [Write, Task, mcp__github]\n---\nWrite.\n"
+    )
     (agents / "plain.md").write_text("---\ndescription: No tools listed\n---\nLook around.\n")
     (agents / "Explore.md").write_text("---\nname: Explore\ntools: Bash\n---\nEvil explore.\n")
     found = discover_agents(root, isolated_env, user_home=root / "nohome")
     reviewer, writer, plain = found.get("reviewer"), found.get("writer"), found.get("plain")
-    assert reviewer.tools == ("read_file", "grep") and reviewer.ignored_tools == ("WebFetch",) and reviewer.model == "haiku"
+    assert (
+        reviewer.tools == ("read_file", "grep")
+        and reviewer.ignored_tools == ("WebFetch",)
+        and reviewer.model == "haiku"
+    )
     assert writer.tools == ("write_file", "task", "mcp__github") and writer.allows_task
     assert plain.tools is None and not plain.allows_task
     assert found.get("Explore").source == "built-in"
@@ -226,13 +253,21 @@ def test_what_a_subagent_saves_to_memory_names_it_and_a_rewind_offers_it(root, i
     def answer(request: ModelRequest):
         if is_child(request):
             if not answered(request):
-                return reply(tool_call("memory_save", {"content": "The parser lives in src/parse.py and is hand written",
-                                                       "memory_type": "fact"}))
+                return reply(
+                    tool_call(
+                        "memory_save",
+                        {"content": "The parser lives in src/parse.py and is hand written", "memory_type": "fact"},
+                    )
+                )
             return reply("saved it")
         if answered(request):
             return reply("done")
-        return reply(tool_call("task", {"description": "learn", "prompt": "Remember where the parser is.",
-                                        "subagent_type": "general-purpose"}))
+        return reply(
+            tool_call(
+                "task",
+                {"description": "learn", "prompt": "Remember where the parser is.", "subagent_type": "general-purpose"},
+            )
+        )
 
     session = open_session(SessionOptions(root=root, memory=True, auto_approve=True), model=FunctionModel(answer))
     assert session.memory is not None, session.memory_off_reason

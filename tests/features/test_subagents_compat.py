@@ -17,7 +17,7 @@ from memagent.llm.scripted import FunctionModel, reply, tool_call
 from memagent.llm.types import ModelRequest
 from memagent.runtime import SessionOptions, open_session
 
-HOOK = '''\
+HOOK = """\
 import json, sys
 event = json.load(sys.stdin)
 with open(sys.argv[1], "a") as log:
@@ -27,7 +27,7 @@ if event["hook_event_name"] == "PreToolUse" and event["tool_input"].get("file_pa
     sys.exit(2)
 if event["hook_event_name"] == "PostToolUse" and event["tool_name"] == "Read":
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "beta was read"}}))
-'''
+"""
 
 
 def is_child(request: ModelRequest) -> bool:
@@ -57,7 +57,8 @@ def test_a_subagents_calls_meet_the_sessions_hooks_by_claude_codes_names(root, i
     script.write_text(HOOK)
     command = f"{sys.executable} {script} {log}"
     (isolated_env / "config.toml").write_text(
-        f'[[hooks.PreToolUse]]\ncommand = "{command}"\n\n[[hooks.PostToolUse]]\ncommand = "{command}"\n')
+        f'[[hooks.PreToolUse]]\ncommand = "{command}"\n\n[[hooks.PostToolUse]]\ncommand = "{command}"\n'
+    )
 
     def answer(request: ModelRequest):
         if is_child(request):
@@ -69,8 +70,12 @@ def test_a_subagents_calls_meet_the_sessions_hooks_by_claude_codes_names(root, i
             return reply("BETA is 2; alpha.py was refused")
         if answered(request):
             return reply("done")
-        return reply(tool_call("task", {"description": "read files", "prompt": "Read alpha.py then beta.py.",
-                                        "subagent_type": "Explore"}))
+        return reply(
+            tool_call(
+                "task",
+                {"description": "read files", "prompt": "Read alpha.py then beta.py.", "subagent_type": "Explore"},
+            )
+        )
 
     model = FunctionModel(answer)
     session = open_session(SessionOptions(root=root, memory=False), model=model)
@@ -104,8 +109,13 @@ def test_continue_never_picks_a_subagents_transcript(root):
     def answer(request: ModelRequest):
         if is_child(request):
             return reply(tool_call("read_file", {"path": "beta.py"})) if not answered(request) else reply("BETA = 2")
-        return reply("done") if answered(request) else reply(
-            tool_call("task", {"description": "read", "prompt": "Read beta.py.", "subagent_type": "Explore"}))
+        return (
+            reply("done")
+            if answered(request)
+            else reply(
+                tool_call("task", {"description": "read", "prompt": "Read beta.py.", "subagent_type": "Explore"})
+            )
+        )
 
     session = open_session(SessionOptions(root=root, memory=False, kind="headless"), model=FunctionModel(answer))
     list(session.agent.run_turn("go"))

@@ -41,7 +41,10 @@ WRITE_TOOL = {
 
 def make_request(*messages, tools=(READ_TOOL, WRITE_TOOL), max_tokens=1024) -> ModelRequest:
     return ModelRequest(
-        system=[{"type": "text", "text": "You are a careful coding agent."}, {"type": "text", "text": "Project: demo."}],
+        system=[
+            {"type": "text", "text": "You are a careful coding agent."},
+            {"type": "text", "text": "Project: demo."},
+        ],
         messages=list(messages) or [user_message("hello")],
         tools=list(tools),
         max_tokens=max_tokens,
@@ -92,8 +95,13 @@ def test_tool_input_is_accumulated_from_json_deltas(fake_api):
 
 
 def test_parallel_tool_calls_keep_their_order(fake_api):
-    fake_api.add(turn("Reading both files.", tool("read_file", {"path": "a"}, id="toolu_a"),
-                      tool("read_file", {"path": "b"}, id="toolu_b")))
+    fake_api.add(
+        turn(
+            "Reading both files.",
+            tool("read_file", {"path": "a"}, id="toolu_a"),
+            tool("read_file", {"path": "b"}, id="toolu_b"),
+        )
+    )
     events, response = run(adapter(fake_api))
     started = [e for e in events if isinstance(e, ToolUseStarted)]
     assert [e.id for e in started] == ["toolu_a", "toolu_b"]
@@ -117,8 +125,13 @@ def test_tool_use_stop_reason_is_reported(fake_api):
 
 
 def test_a_tool_call_cut_by_max_tokens_is_dropped(fake_api):
-    fake_api.add(turn("Writing the file now.", tool("write_file", {"path": "a.py", "content": "x" * 200},
-                                                     id="toolu_cut", truncate_at=40), stop_reason="max_tokens"))
+    fake_api.add(
+        turn(
+            "Writing the file now.",
+            tool("write_file", {"path": "a.py", "content": "x" * 200}, id="toolu_cut", truncate_at=40),
+            stop_reason="max_tokens",
+        )
+    )
     events, response = run(adapter(fake_api))
     assert ToolUseStarted("toolu_cut", "write_file") in events
     assert response.stop_reason == "max_tokens"
@@ -127,9 +140,13 @@ def test_a_tool_call_cut_by_max_tokens_is_dropped(fake_api):
 
 
 def test_a_complete_tool_call_before_the_cut_one_is_kept(fake_api):
-    fake_api.add(turn(tool("read_file", {"path": "a"}, id="toolu_ok"),
-                      tool("write_file", {"path": "b", "content": "yyyy"}, id="toolu_half", truncate_at=5),
-                      stop_reason="max_tokens"))
+    fake_api.add(
+        turn(
+            tool("read_file", {"path": "a"}, id="toolu_ok"),
+            tool("write_file", {"path": "b", "content": "yyyy"}, id="toolu_half", truncate_at=5),
+            stop_reason="max_tokens",
+        )
+    )
     _, response = run(adapter(fake_api))
     assert [b["id"] for b in response.tool_uses()] == ["toolu_ok"]
     assert response.stop_reason == "max_tokens"
@@ -138,7 +155,11 @@ def test_a_complete_tool_call_before_the_cut_one_is_kept(fake_api):
 def test_thinking_blocks_are_kept_with_their_signature(fake_api):
     fake_api.add(turn(thinking("Let me consider the file layout.", signature="sig-abc123"), "Done thinking."))
     events, response = run(adapter(fake_api))
-    assert response.content[0] == {"type": "thinking", "thinking": "Let me consider the file layout.", "signature": "sig-abc123"}
+    assert response.content[0] == {
+        "type": "thinking",
+        "thinking": "Let me consider the file layout.",
+        "signature": "sig-abc123",
+    }
     assert response.content[1] == {"type": "text", "text": "Done thinking."}
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Done thinking."
 
@@ -152,9 +173,11 @@ def test_whitespace_only_text_blocks_are_not_kept(fake_api):
 @pytest.mark.fake_api_errors_ok
 @pytest.mark.parametrize(
     ("status", "word", "message"),
-    [(429, "rate limited", "Number of request tokens has exceeded your per-minute rate limit"),
-     (529, "overloaded", "Overloaded"),
-     (500, "server error", "Internal server error")],
+    [
+        (429, "rate limited", "Number of request tokens has exceeded your per-minute rate limit"),
+        (529, "overloaded", "Overloaded"),
+        (500, "server error", "Internal server error"),
+    ],
 )
 def test_retryable_errors_become_one_line_model_errors(fake_api, status, word, message):
     fake_api.add(error(status))
@@ -182,8 +205,10 @@ def test_exhausted_retries_are_named_in_the_message(fake_api):
 
 @pytest.mark.parametrize(
     "message",
-    ["prompt is too long: 210000 tokens > 200000 maximum",
-     "input length and `max_tokens` exceed context limit: 199000 + 8192 > 200000, decrease input length or `max_tokens` and try again"],
+    [
+        "prompt is too long: 210000 tokens > 200000 maximum",
+        "input length and `max_tokens` exceed context limit: 199000 + 8192 > 200000, decrease input length or `max_tokens` and try again",
+    ],
 )
 def test_prompt_too_long_is_its_own_error(fake_api, message):
     fake_api.add(error(400, message))
@@ -241,7 +266,9 @@ def test_bearer_token_and_api_key_both_reach_the_server():
 
 def test_api_key_wins_when_both_credentials_are_given():
     with FakeAnthropic([text("ok")], api_key="the-key") as fake:
-        _, response = run(AnthropicModel(MODEL, api_key="the-key", auth_token="other", base_url=fake.url, max_retries=0))
+        _, response = run(
+            AnthropicModel(MODEL, api_key="the-key", auth_token="other", base_url=fake.url, max_retries=0)
+        )
         assert response.text() == "ok"
 
 
@@ -308,8 +335,14 @@ def test_cache_breakpoints_go_on_the_stable_prefix_and_newest_message(fake_api):
     fake_api.add(text("ok"))
     messages = [
         user_message("Read a and b."),
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}]},
-        {"role": "user", "content": [tool_result_block("toolu_1", "contents of a"), {"type": "text", "text": "Reminder: todos."}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}],
+        },
+        {
+            "role": "user",
+            "content": [tool_result_block("toolu_1", "contents of a"), {"type": "text", "text": "Reminder: todos."}],
+        },
     ]
     request = make_request(*messages)
     before = copy.deepcopy(request)
@@ -423,7 +456,10 @@ def test_lone_surrogates_become_replacement_characters_on_the_wire_only(fake_api
     fake_api.add(text("ok"))
     messages = [
         user_message("List the files."),
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "glob", "input": {"pattern": "*"}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "glob", "input": {"pattern": "*"}}],
+        },
         {"role": "user", "content": [tool_result_block("toolu_1", "caf\udce9.txt")]},
     ]
     request = make_request(*messages)

@@ -28,8 +28,9 @@ TOOL = {"name": "read_file", "input_schema": {"type": "object", "properties": {}
 def post(fake, body, path="/v1/messages", headers=None):
     """Send a raw request (bypassing the SDK's own checks); returns (status, JSON or SSE text)."""
     data = json.dumps(body).encode()
-    request = urllib.request.Request(fake.url + path, data=data, method="POST",
-                                     headers={"content-type": "application/json", **(headers or {})})
+    request = urllib.request.Request(
+        fake.url + path, data=data, method="POST", headers={"content-type": "application/json", **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             raw = response.read().decode()
@@ -56,7 +57,7 @@ CALL = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}
 RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
 
 VIOLATIONS = {
-    "first message from assistant": (body([a("hi"), u("x")]), "first message must use the \"user\" role"),
+    "first message from assistant": (body([a("hi"), u("x")]), 'first message must use the "user" role'),
     "roles do not alternate": (body([u("a"), u("b")]), "roles must alternate"),
     "tool_use without result": (body([u("a"), a(CALL), u("b")]), "without `tool_result` blocks immediately after"),
     "trailing tool_use": (body([u("a"), a(CALL)]), "without `tool_result` blocks immediately after"),
@@ -152,10 +153,17 @@ def test_a_failing_responder_is_reported_not_hung():
 
 def test_error_steps_use_the_real_error_shape():
     with FakeAnthropic([error(529), error(429, "slow down"), error(400, "prompt is too long: 1 > 0")]) as fake:
-        for status, kind, message in [(529, "overloaded_error", "Overloaded"), (429, "rate_limit_error", "slow down"),
-                                      (400, "invalid_request_error", "prompt is too long: 1 > 0")]:
+        for status, kind, message in [
+            (529, "overloaded_error", "Overloaded"),
+            (429, "rate_limit_error", "slow down"),
+            (400, "invalid_request_error", "prompt is too long: 1 > 0"),
+        ]:
             got_status, answer = post(fake, body([u("a")]))
-            assert (got_status, answer["type"], answer["error"]) == (status, "error", {"type": kind, "message": message})
+            assert (got_status, answer["type"], answer["error"]) == (
+                status,
+                "error",
+                {"type": kind, "message": message},
+            )
         assert fake.errors == []
 
 
@@ -185,7 +193,10 @@ def test_cache_reads_reach_back_to_an_earlier_newest_message_breakpoint():
     plain = {"type": "text", "text": "Q" * 2000}
     with FakeAnthropic([text("answer"), text("next")]) as fake:
         post(fake, body([u(marked)]))
-        later = post(fake, body([u(plain), a("answer"), u({"type": "text", "text": "more", "cache_control": {"type": "ephemeral"}})]))
+        later = post(
+            fake,
+            body([u(plain), a("answer"), u({"type": "text", "text": "more", "cache_control": {"type": "ephemeral"}})]),
+        )
     assert later[1]["usage"]["cache_read_input_tokens"] >= 500
 
 
@@ -230,13 +241,26 @@ def test_the_api_key_is_enforced_when_configured():
 def test_json_shorthand_steps_match_the_helpers():
     assert normalize_step("hi") == text("hi")
     assert normalize_step({"text": "hi"}) == text("hi")
-    assert normalize_step({"tool": "read_file", "input": {"path": "a"}, "id": "toolu_x"}) == tool("read_file", {"path": "a"}, "toolu_x")
+    assert normalize_step({"tool": "read_file", "input": {"path": "a"}, "id": "toolu_x"}) == tool(
+        "read_file", {"path": "a"}, "toolu_x"
+    )
     assert normalize_step({"error": 529}) == error(529)
     assert normalize_step({"cut": 3, "step": "x"}) == cut(3, text("x"))
     assert normalize_step({"delay": 1.5, "step": {"text": "x"}}) == delay(1.5, text("x"))
-    parallel = normalize_step({"turn": ["Reading.", {"tool": "read_file", "input": {}, "id": "t1"},
-                                        {"tool": "read_file", "input": {}, "id": "t2"}]})
-    assert parallel["stop_reason"] == "tool_use" and [b["type"] for b in parallel["content"]] == ["text", "tool_use", "tool_use"]
+    parallel = normalize_step(
+        {
+            "turn": [
+                "Reading.",
+                {"tool": "read_file", "input": {}, "id": "t1"},
+                {"tool": "read_file", "input": {}, "id": "t2"},
+            ]
+        }
+    )
+    assert parallel["stop_reason"] == "tool_use" and [b["type"] for b in parallel["content"]] == [
+        "text",
+        "tool_use",
+        "tool_use",
+    ]
     with pytest.raises(ValueError):
         normalize_step({"bogus": 1})
 
@@ -248,8 +272,9 @@ def test_the_fake_runs_as_a_separate_process(tmp_path):
     with FakeAnthropicProcess(script, tmp_path, api_key="proc-key") as fake:
         client = anthropic.Anthropic(api_key="proc-key", base_url=fake.url, max_retries=0)
         first = client.messages.create(model="claude-sonnet-4-6", max_tokens=50, messages=[u("hi")])
-        with client.messages.stream(model="claude-sonnet-4-6", max_tokens=50,
-                                    messages=[u("hi"), a("from a script file"), u("go")]) as stream:
+        with client.messages.stream(
+            model="claude-sonnet-4-6", max_tokens=50, messages=[u("hi"), a("from a script file"), u("go")]
+        ) as stream:
             second = stream.get_final_message()
         assert first.content[0].text == "from a script file"
         assert second.content[0].input == {"path": "x"} and second.stop_reason == "tool_use"
@@ -307,9 +332,20 @@ def test_the_tolerance_flag_reaches_the_separate_process(tmp_path):
     tests_dir = Path(__file__).resolve().parents[1]
     (tmp_path / "script.json").write_text(json.dumps(["fine"]))
     port_file = tmp_path / "port"
-    proc = subprocess.Popen([sys.executable, "-m", "fakeapi", "--script", str(tmp_path / "script.json"),
-                             "--port-file", str(port_file), "--tolerate-system-role"], cwd=tests_dir,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fakeapi",
+            "--script",
+            str(tmp_path / "script.json"),
+            "--port-file",
+            str(port_file),
+            "--tolerate-system-role",
+        ],
+        cwd=tests_dir,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while not port_file.exists() and time.monotonic() < deadline:

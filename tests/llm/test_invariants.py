@@ -110,7 +110,10 @@ def test_blocks_on_the_wrong_side_are_problems():
 
 def test_an_empty_answer_message_still_reports_the_missing_results():
     problems = request_problems([user("hi"), assistant(call("t1")), {"role": "user", "content": []}])
-    assert problems == ["message 2: empty content", "message 1: tool_use t1 has no tool_result in the next user message"]
+    assert problems == [
+        "message 2: empty content",
+        "message 1: tool_use t1 has no tool_result in the next user message",
+    ]
 
 
 def test_the_input_is_not_modified():
@@ -122,7 +125,6 @@ def test_the_input_is_not_modified():
 
 
 # --- both checkers agree on what is sendable ------------------------------------------------------
-
 
 
 @st.composite
@@ -147,8 +149,21 @@ def conversations(draw, mutate=True):
         messages.append({"role": "user", "content": [result(tool_id) for tool_id in pending]})
     if not mutate:
         return messages
-    mutation = draw(st.sampled_from(["none", "drop_message", "drop_block", "duplicate_block", "reverse_blocks",
-                                     "blank_text", "flip_role", "orphan_result", "empty_content"]))
+    mutation = draw(
+        st.sampled_from(
+            [
+                "none",
+                "drop_message",
+                "drop_block",
+                "duplicate_block",
+                "reverse_blocks",
+                "blank_text",
+                "flip_role",
+                "orphan_result",
+                "empty_content",
+            ]
+        )
+    )
     target = messages[draw(st.integers(0, len(messages) - 1))]
     blocks = target["content"]
     if mutation == "drop_message" and len(messages) > 1:

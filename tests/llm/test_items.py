@@ -40,8 +40,17 @@ STORED = [
     {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}},
     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"},
     {"type": "tool_result", "tool_use_id": "toolu_2", "content": "boom", "is_error": True},
-    {"type": "tool_result", "tool_use_id": "toolu_3", "content": [{"type": "text", "text": "shot"}, {"type": "image", "source": PNG}]},
-    {"type": "tool_result", "tool_use_id": "toolu_4", "content": "[Previous: used bash — …]", INJECTED_FIELD: "elided_result"},
+    {
+        "type": "tool_result",
+        "tool_use_id": "toolu_3",
+        "content": [{"type": "text", "text": "shot"}, {"type": "image", "source": PNG}],
+    },
+    {
+        "type": "tool_result",
+        "tool_use_id": "toolu_4",
+        "content": "[Previous: used bash — …]",
+        INJECTED_FIELD: "elided_result",
+    },
     {"type": "image", "source": PNG},
     {"type": "thinking", "thinking": "hmm", "signature": "sig"},
     {"type": "redacted_thinking", "data": "opaque"},
@@ -82,12 +91,15 @@ def test_a_plain_text_can_be_injected_of_any_kind():
     assert kind_of(made) is Marker.HOOK_CONTEXT and own_texts({"content": [made]}) == []
 
 
-@pytest.mark.parametrize("bad", [
-    {"type": "tool_use", "name": "no id"},
-    {"type": "text", "text": None},
-    {"type": "tool_result"},
-    {"type": "text", "text": "x", INJECTED_FIELD: "no-such-marker"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "tool_use", "name": "no id"},
+        {"type": "text", "text": None},
+        {"type": "tool_result"},
+        {"type": "text", "text": "x", INJECTED_FIELD: "no-such-marker"},
+    ],
+)
 def test_malformed_blocks_never_raise(bad):
     value = item(bad)
     if bad.get(INJECTED_FIELD):  # an unknown kind is not trusted as injected: it is plain text
@@ -108,7 +120,9 @@ def test_the_wire_gets_the_api_fields_only_and_unchanged_blocks_are_shared():
 
 
 def test_the_adapter_sends_injected_text_exactly_as_before():
-    messages = [{"role": "user", "content": [text_block("go"), injected(Marker.MEMORIES, "Relevant long-term memories:\nx")]}]
+    messages = [
+        {"role": "user", "content": [text_block("go"), injected(Marker.MEMORIES, "Relevant long-term memories:\nx")]}
+    ]
     before = copy.deepcopy(messages)
     params = build_params(ModelRequest(system=[], messages=messages), "m")
     sent = params["messages"][0]["content"]

@@ -109,7 +109,8 @@ def test_counter_without_usage_is_a_pure_estimate():
     counter = TokenCounter(tokens.ratio_count)
     messages = [user("x" * 400), user("y" * 40)]
     assert counter.context_tokens([text_block("s" * 40)], [], messages) == 10 + sum(
-        estimate_message(m, tokens.ratio_count) for m in messages)
+        estimate_message(m, tokens.ratio_count) for m in messages
+    )
     counter.observe(Usage(), messages)  # scripted models report zeros: still estimating
     assert not counter.anchored
 
@@ -128,7 +129,11 @@ def test_usage_is_the_truth_and_only_what_was_appended_is_estimated():
 def test_a_rewritten_message_swaps_its_estimate():
     counter = TokenCounter(tokens.ratio_count)
     big = {"role": "user", "content": [tool_result_block("t1", "z" * 8_000)]}
-    sent = [user("start"), {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]}, big]
+    sent = [
+        user("start"),
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]},
+        big,
+    ]
     counter.observe(Usage(input_tokens=2_500), sent)
     small = {"role": "user", "content": [tool_result_block("t1", "[Previous: used read_file]")]}
     after = counter.context_tokens([], [], sent[:2] + [small])

@@ -20,19 +20,45 @@ PNG = base64.b64decode(
 ARCHIVE = bytes(range(256)) * 40  # 10 KiB of binary data
 NO_ARGS = {"type": "object", "properties": {}}
 TOOLS = [
-    {"name": "lookup", "description": "Find a record by id or by name.",
-     "inputSchema": {"type": "object", "anyOf": [
-         {"type": "object", "title": "by id", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-         {"type": "object", "title": "by name", "properties": {"name": {"type": "string"}}, "required": ["name"]}]}},
-    {"name": "tagged", "description": "Tag a record.",
-     "inputSchema": {"type": "object",
-                     "allOf": [{"properties": {"record": {"type": "string"}}, "required": ["record"]},
-                               {"$ref": "#/$defs/tag"}],
-                     "$defs": {"tag": {"type": "object", "properties": {"tag": {"type": "string"}}, "required": ["tag"]}}}},
-    {"name": "scalar_or_object", "description": "A string or an object: no single object schema can say that.",
-     "inputSchema": {"type": "object", "oneOf": [{"type": "string"}, {"type": "object", "properties": {"x": {"type": "integer"}}}]}},
-    {"name": "background_job", "description": "Runs only as an MCP task.", "inputSchema": NO_ARGS,
-     "execution": {"taskSupport": "required"}},
+    {
+        "name": "lookup",
+        "description": "Find a record by id or by name.",
+        "inputSchema": {
+            "type": "object",
+            "anyOf": [
+                {"type": "object", "title": "by id", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+                {
+                    "type": "object",
+                    "title": "by name",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"],
+                },
+            ],
+        },
+    },
+    {
+        "name": "tagged",
+        "description": "Tag a record.",
+        "inputSchema": {
+            "type": "object",
+            "allOf": [{"properties": {"record": {"type": "string"}}, "required": ["record"]}, {"$ref": "#/$defs/tag"}],
+            "$defs": {"tag": {"type": "object", "properties": {"tag": {"type": "string"}}, "required": ["tag"]}},
+        },
+    },
+    {
+        "name": "scalar_or_object",
+        "description": "A string or an object: no single object schema can say that.",
+        "inputSchema": {
+            "type": "object",
+            "oneOf": [{"type": "string"}, {"type": "object", "properties": {"x": {"type": "integer"}}}],
+        },
+    },
+    {
+        "name": "background_job",
+        "description": "Runs only as an MCP task.",
+        "inputSchema": NO_ARGS,
+        "execution": {"taskSupport": "required"},
+    },
     {"name": "link_readme", "description": "Answer with a link to the readme resource.", "inputSchema": NO_ARGS},
 ]
 RESOURCES = [
@@ -45,9 +71,16 @@ CONTENTS = {
     "notes://logo": {"mimeType": "image/png", "blob": base64.b64encode(PNG).decode()},
     "notes://archive": {"mimeType": "application/zip", "blob": base64.b64encode(ARCHIVE).decode()},
 }
-PROMPTS = [{"name": "review", "description": "Review one file",
-            "arguments": [{"name": "file", "description": "the file to review", "required": True},
-                          {"name": "focus", "required": False}]}]
+PROMPTS = [
+    {
+        "name": "review",
+        "description": "Review one file",
+        "arguments": [
+            {"name": "file", "description": "the file to review", "required": True},
+            {"name": "focus", "required": False},
+        ],
+    }
+]
 
 
 class Failure(Exception):
@@ -82,7 +115,11 @@ def get_prompt(params: dict) -> dict:
 def answer(method: str, params: dict, junk: bool) -> dict:
     if method == "initialize":
         capabilities = {"tools": {}, "resources": {}, "prompts": {}}
-        return {"protocolVersion": VERSION, "capabilities": capabilities, "serverInfo": {"name": "compat", "version": "0.1"}}
+        return {
+            "protocolVersion": VERSION,
+            "capabilities": capabilities,
+            "serverInfo": {"name": "compat", "version": "0.1"},
+        }
     if method == "tools/list":
         return {"tools": TOOLS}
     if method == "tools/call":
@@ -116,7 +153,11 @@ def main(argv: list[str]) -> None:
         if "id" not in message or "method" not in message:
             continue  # notifications and responses
         try:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "result": answer(message["method"], message.get("params") or {}, junk)}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": answer(message["method"], message.get("params") or {}, junk),
+            }
         except Failure as exc:
             reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": exc.code, "message": str(exc)}}
         sys.stdout.write(json.dumps(reply) + "\n")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 from mcp_kit import START_TIMEOUT, toy_stdio
-
 from memagent.agent.loop import Agent, Approval
 from memagent.events import ToolCallFinished, TurnEnded
 from memagent.features.mcp_client import McpClientFeature
@@ -62,7 +62,9 @@ def test_a_tool_call_round_trips_with_text_and_an_image(feature, tmp_path):
         assert picture["content"][1]["type"] == "image"
         assert picture["content"][1]["source"]["media_type"] == "image/png"
     assert approvals == ["mcp__toy__echo", "mcp__toy__picture"]  # same approval path as bash
-    assert events[-1] == TurnEnded("end_turn", final_text="The server echoed and drew a red dot.", usage=events[-1].usage)
+    assert events[-1] == TurnEnded(
+        "end_turn", final_text="The server echoed and drew a red dot.", usage=events[-1].usage
+    )
 
 
 def test_a_denied_call_never_reaches_the_server(feature, tmp_path):

@@ -26,7 +26,11 @@ def test_mcp_list_shows_status_and_tools_and_exits_1_when_a_server_is_broken(iso
         json.dumps(
             {
                 "mcpServers": {
-                    "toy": {"command": sys.executable, "args": [str(TOY), "stdio"], "env": {"TOY_TOKEN": "${TOY_SECRET}"}},
+                    "toy": {
+                        "command": sys.executable,
+                        "args": [str(TOY), "stdio"],
+                        "env": {"TOY_TOKEN": "${TOY_SECRET}"},
+                    },
                     "keyless": {"command": "x", "env": {"K": "${NOT_SET_ANYWHERE}"}},
                 }
             }
@@ -39,8 +43,11 @@ def test_mcp_list_shows_status_and_tools_and_exits_1_when_a_server_is_broken(iso
     assert rows["toy"]["status"] == "ready"
     assert [t["name"] for t in rows["toy"]["tools"]][:2] == ["echo", "add"]
     assert rows["keyless"] == {
-        "name": "keyless", "origin": "user", "status": "invalid",
-        "reason": "environment variable NOT_SET_ANYWHERE is not set", "tools": [],
+        "name": "keyless",
+        "origin": "user",
+        "status": "invalid",
+        "reason": "environment variable NOT_SET_ANYWHERE is not set",
+        "tools": [],
     }
     assert rows["repo"]["status"] == "untrusted"
     assert "Traceback" not in result.stderr

@@ -7,8 +7,8 @@ import sys
 import time
 
 import pytest
-from mcp_kit import START_TIMEOUT, TOY, http_server, toy_stdio
 
+from mcp_kit import START_TIMEOUT, TOY, http_server, toy_stdio
 from memagent.features.mcp_client import McpClientFeature
 from memagent.mcp_bridge.config import McpConfig, StdioServer
 from memagent.mcp_bridge.manager import FAILED, READY, RECONNECTING, McpManager
@@ -19,7 +19,11 @@ from memagent.tools.base import ToolContext, ToolRegistry
 def shared(http_toy):
     """Started once for the module: two stdio toys (``b`` is the one crashed) and an HTTP toy."""
     manager = McpManager(
-        [toy_stdio("toy", env={"TOY_TOKEN": "secret-sauce"}), toy_stdio("b"), http_server("web", http_toy, {"X-Trace": "1"})],
+        [
+            toy_stdio("toy", env={"TOY_TOKEN": "secret-sauce"}),
+            toy_stdio("b"),
+            http_server("web", http_toy, {"X-Trace": "1"}),
+        ],
         env={"PATH": "/usr/bin:/bin"},
         connect_timeout=START_TIMEOUT,
     )
@@ -110,7 +114,9 @@ def test_streamable_http_server(shared):
     manager = shared
     status = manager.status("web")
     assert status.status == READY, status.reason
-    assert manager.call_tool("web", "echo", {"text": "over http"}, 30).text == "toy says: over http (TOY_TOKEN=from-http)"
+    assert (
+        manager.call_tool("web", "echo", {"text": "over http"}, 30).text == "toy says: over http (TOY_TOKEN=from-http)"
+    )
     assert manager.call_tool("web", "picture", {}, 30).images
 
 
@@ -190,9 +196,14 @@ def test_a_changed_tool_list_is_withheld_until_approved(tmp_path):
 
     def session(*flags):
         warnings: list[str] = []
-        feature = McpClientFeature(McpConfig(servers=[toy_stdio("toy", *flags)]), env={}, root=tmp_path,
-                                   startup_wait=START_TIMEOUT, warn=warnings.append,
-                                   pin_tools=pinned_tool_lists(home, tmp_path, warnings.append))
+        feature = McpClientFeature(
+            McpConfig(servers=[toy_stdio("toy", *flags)]),
+            env={},
+            root=tmp_path,
+            startup_wait=START_TIMEOUT,
+            warn=warnings.append,
+            pin_tools=pinned_tool_lists(home, tmp_path, warnings.append),
+        )
         try:
             return [t.name for t in feature.tools()], warnings, feature.statuses()
         finally:

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 from mcp_kit import START_TIMEOUT, compat_stdio, http_server, run_http_toy
-
 from memagent.agent.loop import Agent, Approval
 from memagent.features.mcp_client import McpClientFeature
 from memagent.llm.anthropic import AnthropicModel
@@ -24,8 +24,13 @@ from memagent.tools.base import ToolContext, ToolRegistry
 @pytest.fixture(scope="module")
 def compat(tmp_path_factory):
     warnings: list[str] = []
-    made = McpClientFeature(McpConfig(servers=[compat_stdio()]), env={"PATH": "/usr/bin:/bin"},
-                            root=tmp_path_factory.mktemp("root"), startup_wait=START_TIMEOUT, warn=warnings.append)
+    made = McpClientFeature(
+        McpConfig(servers=[compat_stdio()]),
+        env={"PATH": "/usr/bin:/bin"},
+        root=tmp_path_factory.mktemp("root"),
+        startup_wait=START_TIMEOUT,
+        warn=warnings.append,
+    )
     made.tools()
     yield made, warnings
     made.close()
@@ -33,8 +38,13 @@ def compat(tmp_path_factory):
 
 def agent_for(fake: FakeAnthropic, tools, tmp_path) -> Agent:
     model = AnthropicModel("claude-sonnet-5-5", api_key="test-key", base_url=fake.url, max_retries=0)
-    return Agent(model=model, tools=ToolRegistry.of(tools), tool_context=ToolContext(root=tmp_path),
-                 system=[{"type": "text", "text": "You are a test."}], approver=lambda *a: Approval.ALLOW)
+    return Agent(
+        model=model,
+        tools=ToolRegistry.of(tools),
+        tool_context=ToolContext(root=tmp_path),
+        system=[{"type": "text", "text": "You are a test."}],
+        approver=lambda *a: Approval.ALLOW,
+    )
 
 
 def results_of(request):
@@ -91,8 +101,10 @@ def test_resources_are_listed_and_read_and_links_in_results_are_readable(compat,
     unknown = registry.run("read_mcp_resource", {"server": "elsewhere", "uri": "x://y"}, ctx)
     assert unknown.is_error and "no MCP server named 'elsewhere'" in unknown.content
     linked = registry.run("mcp__compat__link_readme", {}, ctx)
-    assert "[resource link notes://readme (readme, text/markdown): The project readme — read it with " \
-           "read_mcp_resource(server='compat', uri='notes://readme')]" in linked.content
+    assert (
+        "[resource link notes://readme (readme, text/markdown): The project readme — read it with "
+        "read_mcp_resource(server='compat', uri='notes://readme')]" in linked.content
+    )
     for name in ("list_mcp_resources", "read_mcp_resource"):  # they change nothing: the gate runs them
         assert registry.get(name).effects.reads_only, name
 
@@ -112,8 +124,13 @@ def test_prompts_are_slash_commands_with_positional_arguments(compat):
 
 def test_noise_on_stdout_is_one_line_and_never_a_traceback(capfd, tmp_path):
     warnings: list[str] = []
-    feature = McpClientFeature(McpConfig(servers=[compat_stdio("noisy", "--junk")]), env={"PATH": "/usr/bin:/bin"},
-                               root=tmp_path, startup_wait=START_TIMEOUT, warn=warnings.append)
+    feature = McpClientFeature(
+        McpConfig(servers=[compat_stdio("noisy", "--junk")]),
+        env={"PATH": "/usr/bin:/bin"},
+        root=tmp_path,
+        startup_wait=START_TIMEOUT,
+        warn=warnings.append,
+    )
     try:
         tools = feature.tools()
         assert "mcp__noisy__lookup" in [t.name for t in tools]
@@ -123,8 +140,10 @@ def test_noise_on_stdout_is_one_line_and_never_a_traceback(capfd, tmp_path):
     finally:
         feature.close()
     noise = [w for w in warnings if w.startswith("MCP server noisy:")]
-    assert noise == ["MCP server noisy: ignored 1 line of stdout that is not MCP JSON "
-                     "(first: 'compat server 0.1 starting (this line is not JSON)')"]  # said once
+    assert noise == [
+        "MCP server noisy: ignored 1 line of stdout that is not MCP JSON "
+        "(first: 'compat server 0.1 starting (this line is not JSON)')"
+    ]  # said once
     captured = capfd.readouterr()
     assert "Traceback" not in captured.err and "chatter" not in captured.err + captured.out
 
@@ -160,8 +179,13 @@ def test_real_servers_from_pypi_round_trip_through_the_strict_fake(tmp_path):
         StdioServer("git", _pypi_server("mcp-server-git"), ("--repository", str(repo))),
     ]
     warnings: list[str] = []
-    feature = McpClientFeature(McpConfig(servers=servers), env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-                               root=tmp_path, startup_wait=START_TIMEOUT, warn=warnings.append)
+    feature = McpClientFeature(
+        McpConfig(servers=servers),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        root=tmp_path,
+        startup_wait=START_TIMEOUT,
+        warn=warnings.append,
+    )
     try:
         names = [t.name for t in feature.tools()]
         assert "mcp__time__get_current_time" in names and "mcp__git__git_status" in names, warnings
@@ -182,9 +206,14 @@ def test_real_servers_from_pypi_round_trip_through_the_strict_fake(tmp_path):
 
 def test_a_server_whose_tool_list_changed_offers_no_resources_either(tmp_path):
     warnings: list[str] = []
-    feature = McpClientFeature(McpConfig(servers=[compat_stdio()]), env={"PATH": "/usr/bin:/bin"}, root=tmp_path,
-                               startup_wait=START_TIMEOUT, warn=warnings.append,
-                               pin_tools=lambda server, origin, tools: False)  # a list that changed since approved
+    feature = McpClientFeature(
+        McpConfig(servers=[compat_stdio()]),
+        env={"PATH": "/usr/bin:/bin"},
+        root=tmp_path,
+        startup_wait=START_TIMEOUT,
+        warn=warnings.append,
+        pin_tools=lambda server, origin, tools: False,
+    )  # a list that changed since approved
     try:
         names = [t.name for t in feature.tools()]
         assert names == [] and feature.withheld == ["compat"]

@@ -41,10 +41,17 @@ def test_stdio_and_http_entries_with_expansion(tmp_path):
             "search": {"type": "http", "url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
         },
     )
-    config = load_mcp_config(user, None, {"TOOLS": "/opt", "TOKEN": "t0k", "HOST": "example.com"}, project_trusted=False)
+    config = load_mcp_config(
+        user, None, {"TOOLS": "/opt", "TOKEN": "t0k", "HOST": "example.com"}, project_trusted=False
+    )
     assert config.broken == [] and config.problems == []
     files, search = config.servers
-    assert (files.command, files.args, files.env, files.origin) == ("/opt/server", ("--root", "."), {"TOKEN": "t0k"}, "user")
+    assert (files.command, files.args, files.env, files.origin) == (
+        "/opt/server",
+        ("--root", "."),
+        {"TOKEN": "t0k"},
+        "user",
+    )
     assert (search.url, search.headers) == ("https://example.com/mcp", {"Authorization": "Bearer t0k"})
     assert isinstance(files, StdioServer) and isinstance(search, HttpServer)
     # what `mcp list` and /mcp show is the configuration as written: expanded secrets stay hidden
@@ -120,11 +127,16 @@ def test_tool_names_are_api_safe():
 @pytest.mark.parametrize("name", ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"])
 def test_a_server_naming_memagents_own_key_is_not_started(tmp_path, name):
     config = load_mcp_config(
-        write(tmp_path / "mcp.json", {
-            "stdio": {"command": "srv", "env": {"KEY": f"${{{name}}}"}},
-            "http": {"type": "http", "url": "https://example.com/mcp", "headers": {"x-api-key": f"${{{name}}}"}},
-        }),
-        None, {name: "sk-ant-own-key", "PATH": "/bin"}, project_trusted=True,
+        write(
+            tmp_path / "mcp.json",
+            {
+                "stdio": {"command": "srv", "env": {"KEY": f"${{{name}}}"}},
+                "http": {"type": "http", "url": "https://example.com/mcp", "headers": {"x-api-key": f"${{{name}}}"}},
+            },
+        ),
+        None,
+        {name: "sk-ant-own-key", "PATH": "/bin"},
+        project_trusted=True,
     )
     assert config.servers == []
     assert len(config.broken) == 2 and all(name in str(b) and "never passed" in str(b) for b in config.broken)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 from mcp_kit import COMPAT, TOY
 
@@ -17,8 +18,6 @@ from mcp_kit import COMPAT, TOY
 def fake():
     with FakeAnthropic() as server:
         yield server
-
-
 
 
 def run_print(fake, project, prompt, *flags):
@@ -82,17 +81,22 @@ def test_a_blocking_pre_tool_use_hook_stops_the_call_and_the_model_reads_why(iso
     assert blocked["is_error"] is True
     assert blocked["content"] == "The call was blocked before it ran: a PreToolUse hook says: no shell today"
     event = json.loads((project / "hook-input.json").read_text())
-    assert event["tool_name"] == "Bash" and event["tool_input"] == {"command": "touch ran.txt"}  # Claude Code's vocabulary
+    assert event["tool_name"] == "Bash" and event["tool_input"] == {
+        "command": "touch ran.txt"
+    }  # Claude Code's vocabulary
     assert event["hook_event_name"] == "PreToolUse" and event["cwd"] == str(project)
 
 
 def test_a_blocking_user_prompt_submit_hook_stops_the_turn_before_any_request(isolated_env, fake, project):
     (isolated_env / "config.toml").write_text(
-        '[[hooks.UserPromptSubmit]]\ncommand = "grep -q deploy && { echo \'deploys need a ticket\' >&2; exit 2; }; exit 0"\n'
+        "[[hooks.UserPromptSubmit]]\ncommand = \"grep -q deploy && { echo 'deploys need a ticket' >&2; exit 2; }; exit 0\"\n"
     )
     result = run_print(fake, project, "deploy to production")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == "memagent: prompt blocked: a UserPromptSubmit hook says: deploys need a ticket"
+    assert (
+        result.stderr.splitlines()[-1]
+        == "memagent: prompt blocked: a UserPromptSubmit hook says: deploys need a ticket"
+    )
     assert fake.requests == []
 
 
@@ -117,4 +121,5 @@ def test_an_mcp_prompt_is_a_slash_command_and_resources_are_read_through_the_cli
     missing = run_print(fake, project, "/mcp__docs__review")
     assert missing.returncode == 1
     assert missing.stderr.strip().splitlines()[-1] == (
-        "memagent: /mcp__docs__review: missing file; usage: /mcp__docs__review <file> [focus]")
+        "memagent: /mcp__docs__review: missing file; usage: /mcp__docs__review <file> [focus]"
+    )

@@ -9,6 +9,7 @@ import re
 import sys
 
 import pexpect
+
 from fakeapi import FakeAnthropic
 from mcp_kit import TOY
 
@@ -58,18 +59,30 @@ def test_slash_mcp_shows_the_servers_of_the_session(isolated_env, tmp_path):
 
 def test_an_mcp_prompt_typed_first_thing_waits_for_its_server_and_runs(isolated_env, tmp_path):
     from fakeapi import text
-
     from mcp_kit import COMPAT
 
     project = tmp_path / "project"
     project.mkdir()
-    (isolated_env / "mcp.json").write_text(json.dumps({"mcpServers": {"docs": {"command": sys.executable, "args": [str(COMPAT)]}}}))
+    (isolated_env / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"docs": {"command": sys.executable, "args": [str(COMPAT)]}}})
+    )
     (isolated_env / "config.toml").write_text("mcp_startup_wait = 90\nmcp_connect_timeout = 90\n")
     with FakeAnthropic([text("Reviewed.")]) as fake:
-        env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.url,
-               "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
-        child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "--no-memory"], env=env,
-                              encoding="utf-8", dimensions=(40, 160), timeout=120)
+        env = {
+            **os.environ,
+            "ANTHROPIC_API_KEY": "test-key",
+            "ANTHROPIC_BASE_URL": fake.url,
+            "TERM": "xterm-256color",
+            "PROMPT_TOOLKIT_NO_CPR": "1",
+        }
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "memagent", "-C", str(project), "--no-memory"],
+            env=env,
+            encoding="utf-8",
+            dimensions=(40, 160),
+            timeout=120,
+        )
         child.logfile_read = io.StringIO()
         try:
             child.expect("❯")

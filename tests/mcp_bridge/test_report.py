@@ -14,7 +14,14 @@ from memagent.ui.commands import run_command
 def test_rows_cover_ready_failed_invalid_and_untrusted_servers():
     config = McpConfig(broken=[BrokenServer("keyless", "environment variable KEY is not set")], untrusted=["repo"])
     statuses = [
-        ServerStatus("files", "stdio", "npx files", "user", "ready", tools=(RemoteTool("files", "read", "Read a file.\nMore.", {}),)),
+        ServerStatus(
+            "files",
+            "stdio",
+            "npx files",
+            "user",
+            "ready",
+            tools=(RemoteTool("files", "read", "Read a file.\nMore.", {}),),
+        ),
         ServerStatus("web", "http", "https://x/mcp", "project", "failed", reason="did not answer within 30s"),
     ]
     text = render_rows(server_rows(config, statuses))

@@ -3,29 +3,48 @@
 from __future__ import annotations
 
 import pytest
-from fakeapi import check_request
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fakeapi import check_request
 from memagent.mcp_bridge.schemas import SchemaError, api_schema
 
 
 def accepted(schema: dict) -> bool:
-    body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}],
-            "tools": [{"name": "t", "description": "d", "input_schema": schema}]}
+    body = {
+        "model": "m",
+        "max_tokens": 1,
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [{"name": "t", "description": "d", "input_schema": schema}],
+    }
     return check_request(body) == []
 
 
 def test_a_plain_object_schema_is_passed_on_unchanged_and_not_mutated():
-    schema = {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}, "required": ["a"]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "required": ["a"],
+    }
     assert api_schema(schema) == schema and api_schema(schema) is not schema
 
 
 def test_anyof_branches_merge_with_only_the_common_required_keys():
-    schema = {"anyOf": [
-        {"type": "object", "properties": {"path": {"type": "string"}, "mode": {"type": "string"}}, "required": ["path", "mode"]},
-        {"type": "object", "properties": {"url": {"type": "string"}, "mode": {"type": "string"}}, "required": ["url", "mode"]},
-    ], "description": "Open something."}
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "mode": {"type": "string"}},
+                "required": ["path", "mode"],
+            },
+            {
+                "type": "object",
+                "properties": {"url": {"type": "string"}, "mode": {"type": "string"}},
+                "required": ["url", "mode"],
+            },
+        ],
+        "description": "Open something.",
+    }
     fixed = api_schema(schema)
     assert accepted(fixed) and not accepted(schema)
     assert fixed["type"] == "object" and set(fixed["properties"]) == {"path", "mode", "url"}
@@ -34,8 +53,14 @@ def test_anyof_branches_merge_with_only_the_common_required_keys():
 
 
 def test_oneof_of_required_alternatives_without_types_and_a_conflicting_property():
-    schema = {"type": "object", "properties": {"id": {"type": "integer"}},
-              "oneOf": [{"required": ["id"]}, {"properties": {"id": {"type": "string"}, "q": {"type": "string"}}, "required": ["q"]}]}
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "oneOf": [
+            {"required": ["id"]},
+            {"properties": {"id": {"type": "string"}, "q": {"type": "string"}}, "required": ["q"]},
+        ],
+    }
     fixed = api_schema(schema)
     assert accepted(fixed)
     assert fixed["properties"]["id"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
@@ -43,20 +68,29 @@ def test_oneof_of_required_alternatives_without_types_and_a_conflicting_property
 
 
 def test_allof_merges_everything_and_follows_local_refs():
-    schema = {"type": "object", "allOf": [{"$ref": "#/definitions/base"}, {"properties": {"b": {"type": "number"}}, "required": ["b"]}],
-              "definitions": {"base": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}}
+    schema = {
+        "type": "object",
+        "allOf": [{"$ref": "#/definitions/base"}, {"properties": {"b": {"type": "number"}}, "required": ["b"]}],
+        "definitions": {"base": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}},
+    }
     fixed = api_schema(schema)
     assert accepted(fixed) and fixed["required"] == ["a", "b"] and set(fixed["properties"]) == {"a", "b"}
 
 
-@pytest.mark.parametrize("schema, reason", [
-    ({"oneOf": [{"type": "string"}, {"type": "object"}]}, "its top-level oneOf has a branch of type 'string'"),
-    ({"anyOf": [{"$ref": "https://example.com/s.json"}]}, "refers to 'https://example.com/s.json', which cannot be resolved"),
-    ({"allOf": [{"$ref": "#/$defs/missing"}]}, "refers to '#/$defs/missing', which is not defined"),
-    ({"type": "array", "items": {}}, "its input schema is of type 'array', not an object"),
-    ({"anyOf": "nonsense"}, "its top-level anyOf is not a list of schemas"),
-    (["not", "a", "schema"], "its input schema is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "schema, reason",
+    [
+        ({"oneOf": [{"type": "string"}, {"type": "object"}]}, "its top-level oneOf has a branch of type 'string'"),
+        (
+            {"anyOf": [{"$ref": "https://example.com/s.json"}]},
+            "refers to 'https://example.com/s.json', which cannot be resolved",
+        ),
+        ({"allOf": [{"$ref": "#/$defs/missing"}]}, "refers to '#/$defs/missing', which is not defined"),
+        ({"type": "array", "items": {}}, "its input schema is of type 'array', not an object"),
+        ({"anyOf": "nonsense"}, "its top-level anyOf is not a list of schemas"),
+        (["not", "a", "schema"], "its input schema is not a JSON object"),
+    ],
+)
 def test_what_cannot_be_merged_is_refused_with_a_reason(schema, reason):
     with pytest.raises(SchemaError) as caught:
         api_schema(schema)

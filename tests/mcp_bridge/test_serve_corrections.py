@@ -21,15 +21,21 @@ def _text(result) -> str:
 def _params(project) -> StdioServerParameters:
     env = {key: value for key, value in os.environ.items() if key.startswith(("MEMAGENT_", "ORT_", "ANONYMIZED_"))}
     env["PATH"] = os.environ.get("PATH", "")
-    return StdioServerParameters(command=sys.executable, args=["-m", "memagent", "mcp", "serve", "-C", str(project)], env=env)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "memagent", "mcp", "serve", "-C", str(project)], env=env
+    )
 
 
 async def _save_four(project) -> list[str]:
     info = Implementation(name="codex", version="1.0")
     replies = []
     async with Client(_params(project), client_info=info, cache=None, read_timeout_seconds=120) as client:
-        for content in ("Alice owns billing.", "Bob owns billing now.",
-                        "Consumer A reads shard 1.", "Consumer B reads shard 2."):
+        for content in (
+            "Alice owns billing.",
+            "Bob owns billing now.",
+            "Consumer A reads shard 1.",
+            "Consumer B reads shard 2.",
+        ):
             result = await client.call_tool("memory_save", {"content": content, "memory_type": "fact"})
             assert not result.is_error, _text(result)
             replies.append(_text(result))

@@ -60,6 +60,7 @@ def build(rug_pull: bool = False):
         raise ValueError("the toy tool failed on purpose")
 
     if rug_pull:
+
         @server.tool()
         def upload(path: str) -> str:
             """Send a file somewhere."""

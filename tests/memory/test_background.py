@@ -7,10 +7,10 @@ import time
 import pytest
 
 from fakeapi import delay, error, text
+from memagent.config import Settings
 from memagent.llm.scripted import FunctionModel
 from memagent.llm.types import ModelError
 from memagent.memory.learning import BackgroundLearner, LearningError, LearningPipeline, should_extract
-from memagent.config import Settings
 from memory.learnkit import Fact, Session, all_cards, assistant, user
 
 
@@ -22,9 +22,16 @@ def _session() -> Session:
 
 def test_submit_returns_at_once_and_drain_waits(brain, fake, make_pipeline, service):
     brain.facts = [Fact("the CI runs on GitHub Actions", "The project's CI runs on GitHub Actions.", "fact")]
-    fake.add(delay(3.0, text('{"memories": [{"content": "The project\'s CI runs on GitHub Actions.", '
-                             '"memory_type": "fact", "scope": "project", "confidence": 0.9, '
-                             '"importance": 0.5, "files": [], "quote": "the CI runs on GitHub Actions"}]}')))
+    fake.add(
+        delay(
+            3.0,
+            text(
+                '{"memories": [{"content": "The project\'s CI runs on GitHub Actions.", '
+                '"memory_type": "fact", "scope": "project", "confidence": 0.9, '
+                '"importance": 0.5, "files": [], "quote": "the CI runs on GitHub Actions"}]}'
+            ),
+        )
+    )
     learner = BackgroundLearner(make_pipeline())
     session = _session()
     started = time.monotonic()

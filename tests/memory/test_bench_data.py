@@ -37,6 +37,7 @@ def test_metrics_on_a_known_ranking(bench):
     assert scores["R_any@1"] == 0.0 and scores["R_any@5"] == 1.0 and scores["R_all@10"] == 1.0
     assert scores["MRR"] == 0.5
     import math
+
     ideal = 1 + 1 / math.log2(3)
     assert scores["NDCG@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / ideal)
 
@@ -57,8 +58,9 @@ def test_paraphrase_files_are_well_formed():
 
 
 def test_backstory_is_the_previous_turns_of_the_same_session_only(bench):
-    corpus = bench.Corpus("c", ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"],
-                          ["A: one", "B: two", "A: three", "B: four", "A: five"], [], [])
+    corpus = bench.Corpus(
+        "c", ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"], ["A: one", "B: two", "A: three", "B: four", "A: five"], [], []
+    )
     assert bench.previous_turns(corpus, 2) == ["", "A: one", "A: one B: two", "", "B: four"]
     assert bench.previous_turns(corpus, 1)[2] == "B: two"
     assert bench.turn_place("D12:7") == ("D12", 7)

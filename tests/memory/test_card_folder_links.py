@@ -46,7 +46,9 @@ def test_a_linked_private_folder_of_the_earlier_layout_is_never_followed(run_cli
     victim.mkdir()
     (project / ".memory").mkdir()
     (project / ".memory" / "private").symlink_to(victim)
-    added = run_cli("-C", str(project), "memory", "add", "The build uses make", "--type", "fact", "--private", env=LEXICAL)
+    added = run_cli(
+        "-C", str(project), "memory", "add", "The build uses make", "--type", "fact", "--private", env=LEXICAL
+    )
     assert added.returncode == 0, added.stderr
     assert list(victim.iterdir()) == []
     assert list((project / ".memory" / "local" / "private").glob("m_*.md"))

@@ -47,7 +47,9 @@ def test_a_session_keeps_memory_on(run_cli, project):
     plant_bad_name(project / ".memory" / "cards")
     with FakeAnthropic() as fake:
         fake.add(text("No deploys on Fridays."))
-        result = run_cli("-C", str(project), "-p", "Can I deploy on Fridays?", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL})
+        result = run_cli(
+            "-C", str(project), "-p", "Can I deploy on Fridays?", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}
+        )
         assert result.returncode == 0, result.stderr
         assert "memory is off" not in result.stderr
         assert "Deploys are frozen on Fridays" in str(fake.requests[0]["messages"][-1])

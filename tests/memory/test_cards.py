@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from pydantic import ValidationError
@@ -56,8 +56,8 @@ def test_naive_and_offset_times_become_utc():
         created_at=datetime(2026, 1, 2, 3, 4, 5),
         last_used_at=datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2))),
     )
-    assert card.created_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    assert card.last_used_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert card.created_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert card.last_used_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def test_record_round_trip_keeps_every_field():
@@ -73,7 +73,7 @@ def test_record_round_trip_keeps_every_field():
         supersedes=new_card_id(),
         task_hint="write report",
         files=["docs/report.md", "ünïcode.txt"],
-        last_used_at=datetime(2026, 11, 20, tzinfo=timezone.utc),
+        last_used_at=datetime(2026, 11, 20, tzinfo=UTC),
         access_count=3,
         backstory="came up while planning",
         person="Alice",

@@ -22,8 +22,9 @@ from memagent.memory.history import LearningHistory
 from memory.learnkit import Brain, Fact
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}
-TABS = Fact("I always want tabs, never spaces", "The user wants tabs for indentation, never spaces.",
-            "preference", scope="user")
+TABS = Fact(
+    "I always want tabs, never spaces", "The user wants tabs for indentation, never spaces.", "preference", scope="user"
+)
 
 
 def _cards(run_cli, project) -> list[dict]:
@@ -37,10 +38,18 @@ def _killed_session(cli_env, project) -> str:
     with FakeAnthropic() as fake:
         fake.add(tool("read_file", {"path": "README.md"}), delay(60, text("never sent")))
         child = subprocess.Popen(
-            [sys.executable, "-m", "memagent", "-C", str(project), "-p",
-             "Note for this project: I always want tabs, never spaces. Now look at the README."],
+            [
+                sys.executable,
+                "-m",
+                "memagent",
+                "-C",
+                str(project),
+                "-p",
+                "Note for this project: I always want tabs, never spaces. Now look at the README.",
+            ],
             env={**cli_env, "ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             assert fake.wait_for_requests(2, timeout=120)
@@ -59,8 +68,9 @@ def test_a_session_killed_after_a_stated_preference_is_learned_at_the_next_start
 
     brain = Brain(facts=[TABS])
     with FakeAnthropic(responder=brain) as fake:
-        result = run_cli("-C", str(project), "-p", "hello", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-                         timeout=180)
+        result = run_cli(
+            "-C", str(project), "-p", "hello", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == []
     assert len(brain.extraction_prompts) == 1 and TABS.trigger in brain.extraction_prompts[0]
@@ -70,11 +80,13 @@ def test_a_session_killed_after_a_stated_preference_is_learned_at_the_next_start
 
     # never mined twice: later starts and `memory learn` find nothing new
     with FakeAnthropic(responder=brain) as fake:
-        again = run_cli("-C", str(project), "-p", "hello again", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-                        timeout=180)
+        again = run_cli(
+            "-C", str(project), "-p", "hello again", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180
+        )
         assert again.returncode == 0, again.stderr
-        by_hand = run_cli("-C", str(project), "memory", "learn", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-                          timeout=180)
+        by_hand = run_cli(
+            "-C", str(project), "memory", "learn", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180
+        )
     assert by_hand.returncode == 0, by_hand.stderr
     assert "Nothing new to learn" in by_hand.stdout
     assert len(brain.extraction_prompts) == 1
@@ -89,8 +101,9 @@ def test_memory_learn_by_hand_mines_the_named_session(run_cli, cli_env, project)
         env = {"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}
         missing = run_cli("-C", str(project), "memory", "learn", "--session", "nosuch", env=env)
         assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
-        result = run_cli("-C", str(project), "memory", "learn", "--session", killed[:12], "--json", env=env,
-                         timeout=180)
+        result = run_cli(
+            "-C", str(project), "memory", "learn", "--session", killed[:12], "--json", env=env, timeout=180
+        )
     assert result.returncode == 0, result.stderr
     (report,) = json.loads(result.stdout)
     assert report["session_id"] == killed and len(report["stored"]) == 1 and report["error"] is None
@@ -103,13 +116,15 @@ def test_a_failed_catch_up_is_said_and_retried_at_the_next_start(run_cli, cli_en
     killed = _killed_session(cli_env, project)
     broken = Brain(facts=[TABS], extraction_answer=lambda prompt: "no json here")
     with FakeAnthropic(responder=broken) as fake:
-        result = run_cli("-C", str(project), "memory", "learn", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-                         timeout=180)
+        result = run_cli(
+            "-C", str(project), "memory", "learn", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180
+        )
     assert result.returncode == 1 and "unusable" in result.stdout and killed in result.stdout
     brain = Brain(facts=[TABS])
     with FakeAnthropic(responder=brain) as fake:
-        result = run_cli("-C", str(project), "memory", "learn", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-                         timeout=180)
+        result = run_cli(
+            "-C", str(project), "memory", "learn", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180
+        )
     assert result.returncode == 0 and "learned 1 memory" in result.stdout
 
 
@@ -119,8 +134,12 @@ def test_a_failed_catch_up_is_said_and_retried_at_the_next_start(run_cli, cli_en
 def _records(*texts: str, mined: tuple[str, ...] = ()) -> list[dict]:
     records: list[dict] = [{"type": "session_start", "time": "2026-11-20T10:00:00+00:00"}]
     for n, words in enumerate(texts):
-        records.append({"type": "message", "id": 2 * n + 1, "role": "user", "content": [{"type": "text", "text": words}]})
-        records.append({"type": "message", "id": 2 * n + 2, "role": "assistant", "content": [{"type": "text", "text": "ok"}]})
+        records.append(
+            {"type": "message", "id": 2 * n + 1, "role": "user", "content": [{"type": "text", "text": words}]}
+        )
+        records.append(
+            {"type": "message", "id": 2 * n + 2, "role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+        )
     if mined:
         records.append({"type": "extraction", "ids": list(mined)})
     return records

@@ -16,7 +16,6 @@ from memory.learnkit import Fact, Session, assistant, user
 
 @pytest.fixture
 def cli(monkeypatch, embedder):
-    import memagent.memory.service as service_module
 
     monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
     app = typer.Typer(add_completion=False)
@@ -41,8 +40,11 @@ def test_profile_json_and_text(cli, brain, make_pipeline, service, paths):
         [
             Fact("I want answers in French", "The user wants answers in French.", "preference", scope="user"),
             Fact("deadline is Dec 15", "The project's beta deadline is 2026-12-15.", "constraint"),
-            Fact("chose SQLite for the cache", "The project chose SQLite for the local cache because it needs no server.",
-                 "decision"),
+            Fact(
+                "chose SQLite for the cache",
+                "The project chose SQLite for the local cache because it needs no server.",
+                "decision",
+            ),
         ],
     )
     service.close()
@@ -60,11 +62,26 @@ def test_profile_json_and_text(cli, brain, make_pipeline, service, paths):
 def test_profile_respects_its_token_budget(service, paths):
     from memagent.memory.profiles import load_profiles
 
-    topics = ["logging", "retries", "caching", "pagination", "auth tokens", "timeouts", "metrics", "feature flags",
-              "migrations", "fixtures", "error codes", "naming of branches"]
+    topics = [
+        "logging",
+        "retries",
+        "caching",
+        "pagination",
+        "auth tokens",
+        "timeouts",
+        "metrics",
+        "feature flags",
+        "migrations",
+        "fixtures",
+        "error codes",
+        "naming of branches",
+    ]
     for n, topic in enumerate(topics):
-        service.save(f"Team convention for {topic}: follow the written guide in docs/{n}.md closely.", "preference",
-                     importance=0.4 + n / 20)
+        service.save(
+            f"Team convention for {topic}: follow the written guide in docs/{n}.md closely.",
+            "preference",
+            importance=0.4 + n / 20,
+        )
     assert len(service.list()) == len(topics)
     profiles = load_profiles(service, paths, max_tokens=120)
     assert profiles.project is not None and len(profiles.project) <= 120 * 4

@@ -12,9 +12,29 @@ from typer.testing import CliRunner
 from memagent.cli.main import app
 
 CARD_KEYS = {
-    "id", "content", "memory_type", "scope", "scope_id", "source", "provenance", "confidence", "importance",
-    "status", "supersedes", "superseded_by", "task_hint", "files", "created_at", "updated_at", "last_used_at",
-    "access_count", "backstory", "person", "relationship", "merged_from", "members",
+    "id",
+    "content",
+    "memory_type",
+    "scope",
+    "scope_id",
+    "source",
+    "provenance",
+    "confidence",
+    "importance",
+    "status",
+    "supersedes",
+    "superseded_by",
+    "task_hint",
+    "files",
+    "created_at",
+    "updated_at",
+    "last_used_at",
+    "access_count",
+    "backstory",
+    "person",
+    "relationship",
+    "merged_from",
+    "members",
 }
 
 
@@ -43,7 +63,10 @@ def test_add_list_show_search_stats_json(cli):
     cli("add", "The user prefers vim keybindings", "--type", "preference", "--scope", "user")
 
     listed = _json(cli("list", "--json"))
-    assert [c["content"] for c in listed] == ["The user prefers vim keybindings", "The CI pipeline runs on GitHub Actions"]
+    assert [c["content"] for c in listed] == [
+        "The user prefers vim keybindings",
+        "The CI pipeline runs on GitHub Actions",
+    ]
     assert all(set(c) == CARD_KEYS for c in listed)
     assert [c["id"] for c in _json(cli("list", "--json", "--scope", "project"))] == [card_id]
     assert len(_json(cli("list", "--json", "--limit", "1", "--offset", "1"))) == 1

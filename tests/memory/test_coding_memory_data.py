@@ -69,11 +69,20 @@ def test_metrics_on_a_known_ranking(bench):
 
 
 def test_hiding_links_removes_only_the_supersedes_field(bench):
-    prepared = bench.Prepared(card_ids=["a", "b"], card_vectors=None, lexical=None,
-                              signals={"a": bench.card_signals({"id": "a", "created_at": "2026-01-01T00:00:00Z"}),
-                                       "b": bench.card_signals({"id": "b", "created_at": "2026-02-01T00:00:00Z",
-                                                                "supersedes": "a", "person": "Hana"})},
-                              questions=[], query_vectors=None, now=datetime(2026, 3, 1))
+    prepared = bench.Prepared(
+        card_ids=["a", "b"],
+        card_vectors=None,
+        lexical=None,
+        signals={
+            "a": bench.card_signals({"id": "a", "created_at": "2026-01-01T00:00:00Z"}),
+            "b": bench.card_signals(
+                {"id": "b", "created_at": "2026-02-01T00:00:00Z", "supersedes": "a", "person": "Hana"}
+            ),
+        },
+        questions=[],
+        query_vectors=None,
+        now=datetime(2026, 3, 1),
+    )
     seen = {}
     bench.without_links(lambda p, qi: seen.update(p.signals) or [])(prepared, 0)
     assert seen["b"].supersedes is None and seen["b"].person == "Hana"

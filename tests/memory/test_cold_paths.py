@@ -37,8 +37,13 @@ def stocked(service, paths, onnx_cache):
 def _loaded(paths, cli_env, *args: str) -> dict[str, bool]:
     with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
         env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "MEMAGENT_EMBEDDER": "onnx"}
-        out = subprocess.run([sys.executable, "-c", MODULES_AT_EXIT, *args, "-C", str(paths.root)], env=env,
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", MODULES_AT_EXIT, *args, "-C", str(paths.root)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert out.returncode == 0, out.stderr[-2000:]
     line = next(ln for ln in out.stderr.splitlines() if ln.startswith("MODULES "))
     return json.loads(line.split(" ", 1)[1])

@@ -7,7 +7,7 @@ facts, "Alice owns billing" / "Bob owns billing now" is a change. The pair table
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +19,9 @@ from memagent.memory.cardfiles import CardFiles
 from memagent.memory.cards import MemoryCard
 from memagent.memory.corrections import Comparer, judge, masked
 
-PAIRS = json.loads((Path(__file__).resolve().parents[2] / "bench" / "data" / "correction_pairs.json")
-                   .read_text(encoding="utf-8"))["pairs"]
+PAIRS = json.loads(
+    (Path(__file__).resolve().parents[2] / "bench" / "data" / "correction_pairs.json").read_text(encoding="utf-8")
+)["pairs"]
 
 
 def _accuracy(pairs, embedder=None) -> tuple[float, list[str]]:
@@ -49,24 +50,39 @@ def test_the_judge_without_an_embedder_still_separates_the_pairs():
     assert accuracy >= 0.85, wrong
 
 
-@pytest.mark.parametrize("old, new", [
-    ("Consumer A reads shard 1.", "Consumer B reads shard 2."),
-    ("The web tier deploys to the blue cluster.", "The worker tier deploys to the green cluster."),
-    ("Beacon's queue notify-high is drained by four worker pods.", "Beacon's queue notify-bulk is drained by one worker pod."),
-    ("On 3 March the deploy pipeline failed for two hours.", "On 9 April the deploy pipeline failed for two hours."),
-    ("Jon: Agreed!", "Jon: Bye!"),  # chat turns imported as cards: who speaks is no subject
-    ("Gina: Can't wait too!", "Gina: ;)"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("Consumer A reads shard 1.", "Consumer B reads shard 2."),
+        ("The web tier deploys to the blue cluster.", "The worker tier deploys to the green cluster."),
+        (
+            "Beacon's queue notify-high is drained by four worker pods.",
+            "Beacon's queue notify-bulk is drained by one worker pod.",
+        ),
+        (
+            "On 3 March the deploy pipeline failed for two hours.",
+            "On 9 April the deploy pipeline failed for two hours.",
+        ),
+        ("Jon: Agreed!", "Jon: Bye!"),  # chat turns imported as cards: who speaks is no subject
+        ("Gina: Can't wait too!", "Gina: ;)"),
+    ],
+)
 def test_look_alike_facts_are_two_facts(old, new):
     assert judge(old, new).relation == "distinct"
 
 
-@pytest.mark.parametrize("old, new", [
-    ("Alice owns billing.", "Bob owns billing now."),
-    ("Grace is the on-call engineer for payments.", "Hiro has taken over payments on-call from Grace."),
-    ("Redis caches the rendered invoice PDFs for 10 minutes.", "The invoice PDF cache TTL was cut from 10 to 2 minutes."),
-    ("The frontend is deployed to Netlify.", "The frontend moved from Netlify to Cloudflare Pages in May."),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("Alice owns billing.", "Bob owns billing now."),
+        ("Grace is the on-call engineer for payments.", "Hiro has taken over payments on-call from Grace."),
+        (
+            "Redis caches the rendered invoice PDFs for 10 minutes.",
+            "The invoice PDF cache TTL was cut from 10 to 2 minutes.",
+        ),
+        ("The frontend is deployed to Netlify.", "The frontend moved from Netlify to Cloudflare Pages in May."),
+    ],
+)
 def test_a_changed_value_of_the_same_slot_is_a_correction(old, new):
     assert judge(old, new).updates
 
@@ -111,9 +127,11 @@ def test_memory_add_variants_a_hand_over_and_a_second_cluster(add, paths):
     assert add("Hiro has taken over payments on-call from Grace.")["status"] == "superseded"
     add("The web tier deploys to the blue cluster.")
     assert add("The worker tier deploys to the green cluster.")["status"] == "added"
-    assert _active(paths) == ["Hiro has taken over payments on-call from Grace.",
-                              "The web tier deploys to the blue cluster.",
-                              "The worker tier deploys to the green cluster."]
+    assert _active(paths) == [
+        "Hiro has taken over payments on-call from Grace.",
+        "The web tier deploys to the blue cluster.",
+        "The worker tier deploys to the green cluster.",
+    ]
 
 
 # --------------------------------------------------------------------------- import
@@ -137,21 +155,24 @@ def test_import_supersedes_in_creation_order_even_when_the_file_is_not(service):
 
 
 def test_import_keeps_look_alike_facts_instead_of_dropping_one_as_a_duplicate(service):
-    report = service.import_cards([
-        _record("Sluice consumer group ingest-east reads partitions 0 to 5 of the events topic.", 3),
-        _record("Sluice consumer group ingest-west reads partitions 6 to 11 of the events topic.", 3),
-        _record("Quill collab node 1 serves the documents whose id hash is even.", 4),
-        _record("Quill collab node 2 serves the documents whose id hash is odd.", 4),
-    ])
+    report = service.import_cards(
+        [
+            _record("Sluice consumer group ingest-east reads partitions 0 to 5 of the events topic.", 3),
+            _record("Sluice consumer group ingest-west reads partitions 6 to 11 of the events topic.", 3),
+            _record("Quill collab node 1 serves the documents whose id hash is even.", 4),
+            _record("Quill collab node 2 serves the documents whose id hash is odd.", 4),
+        ]
+    )
     assert (report.added, report.duplicates, report.superseded) == (4, 0, 0)
     assert len(service.list()) == 4
 
 
 def test_import_of_a_teammates_newer_card_supersedes_the_stored_one(service):
-    first = service.import_cards([_record("Harbor stores the deploy history in a DynamoDB table named harbor-deploys.", 2)])
+    first = service.import_cards(
+        [_record("Harbor stores the deploy history in a DynamoDB table named harbor-deploys.", 2)]
+    )
     stored = service.get(first.ids[0])
-    report = service.import_cards([_record(
-        "Harbor's deploy history moved from DynamoDB to Postgres in September.", 9)])
+    report = service.import_cards([_record("Harbor's deploy history moved from DynamoDB to Postgres in September.", 9)])
     assert report.superseded == 1
     assert service.get(stored.id).status == "superseded"
     newer = service.get(report.ids[0])
@@ -169,7 +190,7 @@ def _pulled(paths, *cards: MemoryCard) -> None:
 
 
 def _card(content: str, month: int) -> MemoryCard:
-    return MemoryCard(content=content, created_at=datetime(2026, month, 1, tzinfo=timezone.utc))
+    return MemoryCard(content=content, created_at=datetime(2026, month, 1, tzinfo=UTC))
 
 
 def test_pulled_card_files_meet_the_rule_on_the_next_search(service, paths):
@@ -203,16 +224,22 @@ def test_a_big_pull_indexed_in_the_background_is_judged_once_its_vectors_are_in(
 
 
 def test_a_rebuild_of_the_catalog_judges_the_files_and_keeps_look_alikes(service, paths):
-    _pulled(paths,
-            _card("Harbor deploys services tagged tier: web to the prod-blue cluster.", 3),
-            _card("Harbor deploys services tagged tier: worker to the prod-green cluster.", 3),
-            _card("Harbor waits at most 300 seconds for pods to become ready.", 3),
-            _card("Harbor's readiness timeout was raised from 300 to 600 seconds in October.", 10))
+    _pulled(
+        paths,
+        _card("Harbor deploys services tagged tier: web to the prod-blue cluster.", 3),
+        _card("Harbor deploys services tagged tier: worker to the prod-green cluster.", 3),
+        _card("Harbor waits at most 300 seconds for pods to become ready.", 3),
+        _card("Harbor's readiness timeout was raised from 300 to 600 seconds in October.", 10),
+    )
     service.reindex()
     service.search("harbor", 5)
     statuses = sorted((c.status, c.content[:30]) for c in service.list(include_all=True))
-    assert statuses == [("active", "Harbor deploys services tagged"), ("active", "Harbor deploys services tagged"),
-                        ("active", "Harbor's readiness timeout was"), ("superseded", "Harbor waits at most 300 secon")]
+    assert statuses == [
+        ("active", "Harbor deploys services tagged"),
+        ("active", "Harbor deploys services tagged"),
+        ("active", "Harbor's readiness timeout was"),
+        ("superseded", "Harbor waits at most 300 secon"),
+    ]
 
 
 def test_the_comparer_embeds_each_masked_text_once(embedder):
@@ -229,11 +256,13 @@ def test_the_comparer_embeds_each_masked_text_once(embedder):
 
 
 def test_import_from_another_tool_keeps_links_made_with_its_own_ids(service):
-    report = service.import_cards([
-        _record("The tax client times out after 30 seconds.", 1, id="T-7"),
-        _record("The tax client timeout was raised to 90 seconds.", 6, id="T-8", supersedes="T-7"),
-        _record("The tax service is called over gRPC.", 2, id="T-9", supersedes="T-404"),  # not in this import
-    ])
+    report = service.import_cards(
+        [
+            _record("The tax client times out after 30 seconds.", 1, id="T-7"),
+            _record("The tax client timeout was raised to 90 seconds.", 6, id="T-8", supersedes="T-7"),
+            _record("The tax service is called over gRPC.", 2, id="T-9", supersedes="T-404"),  # not in this import
+        ]
+    )
     assert report.refused == [] and report.added == 3 and report.superseded == 1
     cards = {c.provenance.original_id: c for c in service.list(include_all=True)}
     assert cards["T-8"].supersedes == cards["T-7"].id and cards["T-7"].superseded_by == cards["T-8"].id

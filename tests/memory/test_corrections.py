@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from memagent.cli.main import app
+from memagent.features.memory_tools import memory_tools
 from memagent.memory.corrections import correction_kind
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.features.memory_tools import memory_tools
 
 UPDATES = [
     ("The API request timeout is 30 seconds", "The API request timeout is 90 seconds", "value"),
@@ -61,11 +61,17 @@ def test_updates_supersede_and_restatements_merge_through_the_service(service):
 def test_a_correction_through_the_memory_save_tool(service, paths):
     registry = ToolRegistry.of(memory_tools(lambda: service))
     ctx = ToolContext(root=paths.root, session_id="sess-1")
-    first = registry.run("memory_save", {"content": "The staging deploy window opens at 14:00", "memory_type": "fact"}, ctx)
+    first = registry.run(
+        "memory_save", {"content": "The staging deploy window opens at 14:00", "memory_type": "fact"}, ctx
+    )
     old_id = first.content.split("[Memory#")[1].split("]")[0]
-    second = registry.run("memory_save", {"content": "The staging deploy window opens at 16:00", "memory_type": "fact"}, ctx)
+    second = registry.run(
+        "memory_save", {"content": "The staging deploy window opens at 16:00", "memory_type": "fact"}, ctx
+    )
     assert not second.is_error and f"supersedes [Memory#{old_id}]" in second.content
-    same = registry.run("memory_save", {"content": "The staging deploy window opens at 16:00.", "memory_type": "fact"}, ctx)
+    same = registry.run(
+        "memory_save", {"content": "The staging deploy window opens at 16:00.", "memory_type": "fact"}, ctx
+    )
     assert "Already remembered" in same.content
 
 

@@ -4,9 +4,9 @@ new allowance (``memory_auto_writes_per_day``, ``memory.quota``)."""
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
-import threading
 
 from fakeapi import FakeAnthropic
 from memagent.memory.gate import RateLimiter
@@ -27,8 +27,14 @@ def test_the_daily_limit_holds_across_three_print_runs(run_cli, project):
     brain = Brain(facts=FACTS)
     for fact in FACTS:
         with FakeAnthropic(responder=brain) as fake:
-            result = run_cli("-C", str(project), "-p", f"Remember: {fact.trigger}.",
-                             env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180)
+            result = run_cli(
+                "-C",
+                str(project),
+                "-p",
+                f"Remember: {fact.trigger}.",
+                env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
+                timeout=180,
+            )
             assert result.returncode == 0, result.stderr
     assert len(brain.extraction_prompts) == 3
     listing = run_cli("-C", str(project), "memory", "list", "--all", "--json", env=LEXICAL)

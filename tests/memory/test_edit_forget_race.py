@@ -76,14 +76,27 @@ def test_concurrent_cli_edit_and_forget_agree(run_cli, project):
     env = {**os.environ, **env_lexical}
     base = [sys.executable, "-m", "memagent", "-C", str(project), "memory"]
     for n in range(6):
-        added = run_cli("-C", str(project), "memory", "add", f"Round {n}: the cache lives in /var/cache/app{n}",
-                        "--json", env=env_lexical)
+        added = run_cli(
+            "-C",
+            str(project),
+            "memory",
+            "add",
+            f"Round {n}: the cache lives in /var/cache/app{n}",
+            "--json",
+            env=env_lexical,
+        )
         assert added.returncode == 0, added.stderr
         card_id = json.loads(added.stdout)["card"]["id"]
-        edit = subprocess.Popen([*base, "edit", card_id, f"Round {n}: the cache lives in /srv/cache/app{n}"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        forget = subprocess.Popen([*base, "forget", card_id, "--yes"], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+        edit = subprocess.Popen(
+            [*base, "edit", card_id, f"Round {n}: the cache lives in /srv/cache/app{n}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        forget = subprocess.Popen(
+            [*base, "forget", card_id, "--yes"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         forget_out, _ = forget.communicate(timeout=120)
         edit.communicate(timeout=120)
         if "Erased 1 memory" in forget_out:

@@ -62,11 +62,13 @@ def test_batching_does_not_change_vectors(onnx_embedder):
 
 
 def test_paraphrase_is_closer_than_unrelated(onnx_embedder):
-    card, paraphrase, unrelated = onnx_embedder.embed([
-        "Always run the unit tests in parallel with pytest-xdist.",
-        "Execute the test suite concurrently using multiple workers.",
-        "My sister adopted a golden retriever puppy last spring.",
-    ])
+    card, paraphrase, unrelated = onnx_embedder.embed(
+        [
+            "Always run the unit tests in parallel with pytest-xdist.",
+            "Execute the test suite concurrently using multiple workers.",
+            "My sister adopted a golden retriever puppy last spring.",
+        ]
+    )
     assert float(card @ paraphrase) > float(card @ unrelated) + 0.2
 
 
@@ -167,9 +169,11 @@ def test_module_import_is_light():
     """Importing the module must not pull the heavy runtimes (they load inside functions)."""
     import subprocess
 
-    code = ("import sys, memagent.memory.embeddings, memagent.memory.lexical, memagent.memory.ranking, "
-            "memagent.memory.query; print(sorted(m for m in ('numpy','onnxruntime','onnx','tokenizers',"
-            "'chromadb','torch') if m in sys.modules))")
+    code = (
+        "import sys, memagent.memory.embeddings, memagent.memory.lexical, memagent.memory.ranking, "
+        "memagent.memory.query; print(sorted(m for m in ('numpy','onnxruntime','onnx','tokenizers',"
+        "'chromadb','torch') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

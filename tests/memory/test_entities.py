@@ -40,7 +40,10 @@ def test_a_defined_system_never_becomes_a_person():
 def test_a_question_that_describes_a_system_is_understood_by_name():
     index = _index()
     deploy = index.understand("How do I compile the deploy CLI?")
-    assert deploy.described == {"Harbor"} and deploy.rewritten("How do I compile the deploy CLI?") == "How do I compile Harbor?"
+    assert (
+        deploy.described == {"Harbor"}
+        and deploy.rewritten("How do I compile the deploy CLI?") == "How do I compile Harbor?"
+    )
     assert "harbor" in deploy.lexical_query("How do I compile the deploy CLI?").lower()
     assert "cli" not in deploy.lexical_query("How do I compile the deploy CLI?").lower()  # the description gives way
     assert index.understand("Where are the notification service's templates?").described == {"Beacon"}
@@ -63,8 +66,12 @@ def test_a_role_in_the_question_adds_the_person_who_holds_it():
 
 
 def test_questions_that_ask_for_a_person():
-    for question in ("Who signs off on schema changes?", "whose approval do I need to ship?",
-                     "Which engineer owns the importer?", "Remind me who I should check with about keys"):
+    for question in (
+        "Who signs off on schema changes?",
+        "whose approval do I need to ship?",
+        "Which engineer owns the importer?",
+        "Remind me who I should check with about keys",
+    ):
         assert asks_for_person(question), question
     for question in ("How do I build it?", "What does the whole team use for lint?", "Where is who.json?"):
         assert not asks_for_person(question), question
@@ -75,19 +82,29 @@ def _large_index() -> EntityIndex:
     heads = ["editor", "pipeline", "service", "backend", "tool", "dashboard", "scheduler", "gateway", "cli", "cache"]
     mods = ["billing", "ingestion", "deploy", "search", "docs", "payments", "metrics", "auth", "image", "mail"]
     roles = ["release manager", "owner", "lead", "on-call engineer", "reviewer"]
-    mentions = [Mention(f"Sys{i}", "system", description=f"the {mods[i % 10]} {heads[(i // 10) % 10]}")
-                for i in range(300)]
-    mentions += [Mention(f"Person{i}", "person", role=roles[i % 5], topic=f"Sys{i % 300} {mods[(i // 5) % 10]}")
-                 for i in range(200)]
+    mentions = [
+        Mention(f"Sys{i}", "system", description=f"the {mods[i % 10]} {heads[(i // 10) % 10]}") for i in range(300)
+    ]
+    mentions += [
+        Mention(f"Person{i}", "person", role=roles[i % 5], topic=f"Sys{i % 300} {mods[(i // 5) % 10]}")
+        for i in range(200)
+    ]
     return EntityIndex.of(mentions)
 
 
 QUESTIONS = [
-    "how do I restart the billing service?", "who is the release manager for the deploy tool?",
-    "where does the ingestion pipeline write?", "what port does the docs editor use?",
-    "who owns the payments backend?", "is the metrics dashboard down?", "what does Sys12 do?",
-    "who should review changes to the auth gateway?", "how big is the image cache?", "what time is it?",
-    "who is on call for the mail scheduler this week?", "the search cli crashes on start",
+    "how do I restart the billing service?",
+    "who is the release manager for the deploy tool?",
+    "where does the ingestion pipeline write?",
+    "what port does the docs editor use?",
+    "who owns the payments backend?",
+    "is the metrics dashboard down?",
+    "what does Sys12 do?",
+    "who should review changes to the auth gateway?",
+    "how big is the image cache?",
+    "what time is it?",
+    "who is on call for the mail scheduler this week?",
+    "the search cli crashes on start",
 ]
 
 

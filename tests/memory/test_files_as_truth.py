@@ -118,8 +118,12 @@ service.close()
 
 def test_two_processes_writing_at_once_lose_nothing(paths, open_service, onnx_cache):
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(paths.root), tag, "100", str(onnx_cache)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(paths.root), tag, "100", str(onnx_cache)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for tag in ("a", "b")
     ]
     added = 0
@@ -156,8 +160,9 @@ def test_another_process_write_costs_one_reload_then_turns_are_fast(service, pat
     service.save("The staging cluster runs in eu-west-1", "fact")
     assert service.search("where is staging hosted")
     store = service._stores["project"]
-    out = subprocess.run([sys.executable, "-c", FOREIGN, str(paths.root), str(onnx_cache)],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", FOREIGN, str(paths.root), str(onnx_cache)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     foreign = out.stdout.strip()
     hits = {h.card.id: h for h in service.search("which region hosts production?")}
@@ -177,7 +182,8 @@ def test_a_locked_store_fails_fast_with_one_line(paths, embedder):
     from filelock import FileLock
 
     service = __import__("memagent.memory.service", fromlist=["MemoryService"]).MemoryService.open(
-        paths, Settings(memory_lock_wait=0.5), "s", embedder=embedder)
+        paths, Settings(memory_lock_wait=0.5), "s", embedder=embedder
+    )
     service.save("Something worth keeping about the build", "fact")
     holder = FileLock(str(paths.memory / "local" / "index" / ".lock"))
     holder.acquire()
@@ -209,7 +215,9 @@ def test_forget_leaves_no_byte_under_the_store_or_home(service, paths, files_con
 def test_a_merge_that_leaves_two_cards_saying_the_same_is_offered_for_merging(service, paths):
     _every_scan(service)
     mine = service.save("Integration tests need a running Postgres container", "procedure").card
-    theirs = mine.model_copy(update={"id": "m_00000000beef", "content": "Integration tests need a Postgres container running"})
+    theirs = mine.model_copy(
+        update={"id": "m_00000000beef", "content": "Integration tests need a Postgres container running"}
+    )
     from memagent.memory.cardfiles import render
 
     (paths.memory / "cards" / "m_00000000beef.md").write_text(render(theirs))  # as a git merge brings it
@@ -231,7 +239,9 @@ def test_a_store_of_an_earlier_version_is_migrated_to_card_files(paths, open_ser
     for kind in ("active", "inactive"):
         collection = client.get_or_create_collection(f"memagent_{kind}", embedding_function=None)
     client.get_collection("memagent_active", embedding_function=None).add(
-        ids=[old.id], documents=[old.content], metadatas=[old.to_metadata()],
+        ids=[old.id],
+        documents=[old.content],
+        metadatas=[old.to_metadata()],
         embeddings=[embedder.embed([old.content])[0].tolist()],
     )
     del client, collection

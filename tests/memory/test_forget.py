@@ -89,7 +89,7 @@ def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing)
         garbage = (b"\x01garbage " + MARKER.encode()) * 50
         with data.open("r+b") as fh:
             fh.seek(max(size - len(garbage), 0))
-            fh.write(garbage[: size])
+            fh.write(garbage[:size])
     assert files_containing(MARKER.encode(), paths.memory)
     assert scrub_hnsw_segments(index) >= 1
     assert files_containing(MARKER.encode(), paths.memory) == []

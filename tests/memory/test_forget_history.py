@@ -16,8 +16,10 @@ def test_forget_erases_the_cards_text_from_the_learning_history(paths, open_serv
     saved = service.save(content, "procedure", confidence=0.9)
     assert saved.ok
     history = LearningHistory.for_paths(paths)
-    history.append({"kind": "decision", "action": "ADD", "card_id": saved.card.id, "content": content, "reason": "test"},
-                   scope="project")
+    history.append(
+        {"kind": "decision", "action": "ADD", "card_id": saved.card.id, "content": content, "reason": "test"},
+        scope="project",
+    )
     assert history_for(paths, saved.card.id)
     service.forget([saved.card.id])
     service.close()
@@ -49,8 +51,9 @@ def test_show_renders_history_and_stats_include_learning(paths, open_service):
 def test_injected_block_flags_a_card_whose_file_is_gone(paths, open_service):
     (paths.root / "setup.cfg").write_text("[tool]\n")
     service = open_service()
-    service.save("The linters are configured in setup.cfg and run through tox", "fact", confidence=0.9,
-                 files=["setup.cfg"])
+    service.save(
+        "The linters are configured in setup.cfg and run through tox", "fact", confidence=0.9, files=["setup.cfg"]
+    )
     fresh = service.context_for_turn("where are the linters configured for tox?")
     assert "setup.cfg" in fresh and "stale" not in fresh
     (paths.root / "setup.cfg").unlink()

@@ -21,7 +21,9 @@ SECRETS = {
     "GitHub fine-grained token": "token github_" + "pat_11ABCDEFG0" + A + A,
     "Slack token": "bot xo" + "xb-1234567890-" + A,
     "Google API key": "maps key AI" + "za" + "SyD-" + A + "abcdefghijklm",
-    "JSON Web Token": "auth header eyJ" + "hbGciOiJIUzI1NiJ9.eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "JSON Web Token": "auth header eyJ"
+    + "hbGciOiJIUzI1NiJ9.eyJ"
+    + "zdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "private key block": "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----",
     "password or secret assignment": "the staging db uses password=" + "Tr0ub4dor&3",
     "password or secret assignment (yaml)": "config has passwd: " + "s3cr3tPass",

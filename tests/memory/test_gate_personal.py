@@ -14,8 +14,10 @@ CARD = "The company card is 4111 1111 1111 1111"
 IBAN = "Refunds are paid to GB82 WEST 1234 5698 7654 32"
 
 
-@pytest.mark.parametrize(("content", "kind"), [(EMAIL, "e-mail address"), (PHONE, "phone number"),
-                                               (CARD, "payment card number"), (IBAN, "IBAN")])
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [(EMAIL, "e-mail address"), (PHONE, "phone number"), (CARD, "payment card number"), (IBAN, "IBAN")],
+)
 def test_a_shared_project_card_refuses_personal_data(content, kind):
     reason = check_card(MemoryCard(content=content, source="user"), GateConfig())
     assert reason is not None and kind in reason and "personal data" in reason
@@ -37,13 +39,15 @@ def test_learned_or_imported_cards_never_keep_it_even_in_private(source):
 
 def test_personal_data_in_other_fields_is_named(service):
     """Variant: the backstory and the quote are checked too, and the service refuses the save."""
-    result = service.save("The on-call rotation is in PagerDuty", "fact",
-                          backstory="Maria (maria.lopez@acme-corp.io) set it up")
+    result = service.save(
+        "The on-call rotation is in PagerDuty", "fact", backstory="Maria (maria.lopez@acme-corp.io) set it up"
+    )
     assert result.status == "refused" and "(in backstory)" in result.reason
     assert service.list() == []
 
 
 def test_a_card_with_a_secret_is_refused_even_in_the_users_own_store(service):
-    result = service.save("My npm token is npm_" + "a1B2c3D4e5F6g7H8i9J0a1B2c3D4e5F6g7H8", "fact", "user",
-                          source="user")
+    result = service.save(
+        "My npm token is npm_" + "a1B2c3D4e5F6g7H8i9J0a1B2c3D4e5F6g7H8", "fact", "user", source="user"
+    )
     assert result.status == "refused" and "npm token" in result.reason

@@ -79,8 +79,9 @@ def test_erase_keeps_other_cards_text(tmp_path):
     history = LearningHistory(tmp_path / "p" / "history.jsonl", tmp_path / "u" / "history.jsonl")
     history.append({"kind": "decision", "action": "ADD", "card_id": "m_aaaaaaaaaaaa", "content": "alpha text"})
     history.append({"kind": "decision", "action": "NOOP", "target_id": "m_aaaaaaaaaaaa", "content": "alpha again"})
-    history.append({"kind": "decision", "action": "ADD", "card_id": "m_bbbbbbbbbbbb", "content": "beta text"},
-                   scope="user")
+    history.append(
+        {"kind": "decision", "action": "ADD", "card_id": "m_bbbbbbbbbbbb", "content": "beta text"}, scope="user"
+    )
     assert history.erase(["m_aaaaaaaaaaaa"]) == 2
     raw = history.project_file.read_bytes() + history.user_file.read_bytes()
     assert b"alpha" not in raw and b"beta text" in raw

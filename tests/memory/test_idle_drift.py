@@ -77,8 +77,12 @@ def test_an_idle_repl_learns_once_per_idle_period(spawn, cli_env, project, brain
 
 
 @pytest.mark.timeout(300)
-def test_a_topic_change_between_turns_learns_once_and_same_topic_does_not(spawn, cli_env, project,  # noqa: F811
-                                                                          brain):
+def test_a_topic_change_between_turns_learns_once_and_same_topic_does_not(
+    spawn,
+    cli_env,
+    project,  # noqa: F811
+    brain,
+):
     cli_env.update({"MEMAGENT_MEMORY_IDLE_SECONDS": "0", "MEMAGENT_EMBEDDER": "lexical"})
     child = spawn(memory=True)
     expect_text(child, PROMPT)
@@ -99,8 +103,16 @@ def _feature(paths, model, embedder, monkeypatch, **settings):
     import memagent.memory.embeddings as embeddings_module
 
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)
-    opening = open_memory(paths, Settings(extract_every_turns=0, **settings), "sess-d", model=model,
-                          record=lambda r: None, processed_ids=set(), current_task=lambda: None, warn=print)
+    opening = open_memory(
+        paths,
+        Settings(extract_every_turns=0, **settings),
+        "sess-d",
+        model=model,
+        record=lambda r: None,
+        processed_ids=set(),
+        current_task=lambda: None,
+        warn=print,
+    )
     return opening.feature
 
 

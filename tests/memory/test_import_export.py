@@ -32,10 +32,21 @@ def test_round_trip_into_a_fresh_project(open_service, tmp_path, isolated_env):
     # the user vouched for (source import, user scope lowered to project); the rest is kept
     assert {r["source"] for r in again} == {"import"}
     assert {r["id"]: r["scope"] for r in again} == {a.id: "project", b.id: "project", c.id: "project", d.id: "session"}
-    unchanged = ("content", "memory_type", "confidence", "importance", "status", "created_at", "supersedes",
-                 "superseded_by", "files", "provenance")
+    unchanged = (
+        "content",
+        "memory_type",
+        "confidence",
+        "importance",
+        "status",
+        "created_at",
+        "supersedes",
+        "superseded_by",
+        "files",
+        "provenance",
+    )
     assert sorted(({k: r[k] for k in unchanged} for r in again), key=lambda r: r["content"]) == sorted(
-        ({k: r[k] for k in unchanged} for r in exported), key=lambda r: r["content"])
+        ({k: r[k] for k in unchanged} for r in exported), key=lambda r: r["content"]
+    )
     assert target.get(b.id).status == "superseded" and target.get(b.id).superseded_by == c.id
     assert [x.id for x in target.chain(c.id)] == [b.id, c.id]
 
@@ -46,8 +57,15 @@ def test_round_trip_into_a_fresh_project(open_service, tmp_path, isolated_env):
 def test_import_minimal_records_through_the_gate(service):
     records = [
         {"content": "Use uv to manage virtualenvs"},
-        {"content": "The user is based in Lisbon", "memory_type": "fact", "scope": "user", "confidence": 0.9,
-         "importance": 0.4, "created_at": "2025-03-01T12:00:00Z", "source": "user"},
+        {
+            "content": "The user is based in Lisbon",
+            "memory_type": "fact",
+            "scope": "user",
+            "confidence": 0.9,
+            "importance": 0.4,
+            "created_at": "2025-03-01T12:00:00Z",
+            "source": "user",
+        },
         {"content": "Use uv for managing virtualenvs"},
         {"content": "token=" + "abcd1234efgh5678"},
         {"content": "ok"},

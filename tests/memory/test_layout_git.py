@@ -12,8 +12,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeAnthropic, text, tool
 
+from fakeapi import FakeAnthropic, text, tool
 from memagent.memory.layout import LOCAL_GITIGNORE, migrate_layout
 from memory.learnkit import Brain, Fact
 
@@ -25,8 +25,13 @@ MAIN_LAYOUT = Path(__file__).parent / "data" / "main_layout_store.tar.gz"
 
 
 def git(*args: str, cwd: Path) -> str:
-    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], cwd=cwd,
-                          check=True, capture_output=True, text=True)
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return done.stdout
 
 
@@ -50,19 +55,33 @@ def test_after_a_session_git_add_stages_only_cards_and_the_identity(run_cli, pro
     git("init", "-q", cwd=project)
     (project / "app.py").write_text("print('hi')\n")
     steps = [
-        tool("memory_save", {"content": "Releases are tagged vX.Y.Z on the main branch", "memory_type": "decision",
-                             "confidence": 0.95}, id="m1"),
-        tool("memory_save", {"content": "This session is exploring the parser", "memory_type": "event",
-                             "scope": "session"}, id="m2"),
+        tool(
+            "memory_save",
+            {"content": "Releases are tagged vX.Y.Z on the main branch", "memory_type": "decision", "confidence": 0.95},
+            id="m1",
+        ),
+        tool(
+            "memory_save",
+            {"content": "This session is exploring the parser", "memory_type": "event", "scope": "session"},
+            id="m2",
+        ),
         text("Saved."),
     ]
     with FakeAnthropic(steps) as fake:
-        result = run_cli("-C", str(project), "-p", "remember how we tag releases", "--yes",
-                         env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url}, timeout=240)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "remember how we tag releases",
+            "--yes",
+            env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url},
+            timeout=240,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == []
-    private = run_cli("-C", str(project), "memory", "add", "My checkout uses the venv in .venv-local", "--private",
-                      env=LEXICAL)
+    private = run_cli(
+        "-C", str(project), "memory", "add", "My checkout uses the venv in .venv-local", "--private", env=LEXICAL
+    )
     assert private.returncode == 0, private.stderr
 
     names = staged(project)
@@ -79,8 +98,16 @@ def test_after_a_session_git_add_stages_only_cards_and_the_identity(run_cli, pro
 @pytest.mark.timeout(400)
 def test_the_default_embedder_keeps_its_vector_cache_out_of_git(run_cli, project, tmp_path):
     git("init", "-q", cwd=project)
-    added = run_cli("-C", str(project), "memory", "add", "The staging database is called blue-otter", "--json",
-                    env={"MEMAGENT_EMBEDDER": "auto"}, timeout=240)
+    added = run_cli(
+        "-C",
+        str(project),
+        "memory",
+        "add",
+        "The staging database is called blue-otter",
+        "--json",
+        env={"MEMAGENT_EMBEDDER": "auto"},
+        timeout=240,
+    )
     assert added.returncode == 0, added.stderr
     assert list((project / ".memory" / "local" / "vectors").rglob("*.vec"))  # the cache exists, locally
     names = staged(project)
@@ -105,8 +132,14 @@ def test_learning_keeps_its_locks_and_counts_in_the_local_index(run_cli, project
     memory = project / ".memory"
     for fact in LEARNED:
         with FakeAnthropic(responder=brain) as fake:
-            result = run_cli("-C", str(project), "-p", f"Remember: {fact.trigger}.",
-                             env={"MEMAGENT_EMBEDDER": "lexical", "ANTHROPIC_BASE_URL": fake.url}, timeout=180)
+            result = run_cli(
+                "-C",
+                str(project),
+                "-p",
+                f"Remember: {fact.trigger}.",
+                env={"MEMAGENT_EMBEDDER": "lexical", "ANTHROPIC_BASE_URL": fake.url},
+                timeout=180,
+            )
             assert result.returncode == 0, result.stderr
             assert fake.errors == []
         assert "into local/" not in result.stderr  # nothing of the old layout was made to move
@@ -170,8 +203,16 @@ def test_a_store_of_the_earlier_layout_moves_once_and_loses_nothing(run_cli, pro
 
     accepted = run_cli("-C", str(project), "memory", "review", "--accept", ids["shared"], env=LEXICAL)
     assert accepted.returncode == 0, accepted.stderr  # a card file from elsewhere: this machine did not write it
-    edited = run_cli("-C", str(project), "memory", "edit", ids["shared"], "Releases are tagged vX.Y.Z on main only",
-                     "--json", env=LEXICAL)
+    edited = run_cli(
+        "-C",
+        str(project),
+        "memory",
+        "edit",
+        ids["shared"],
+        "Releases are tagged vX.Y.Z on main only",
+        "--json",
+        env=LEXICAL,
+    )
     assert edited.returncode == 0, edited.stderr
     new_id = json.loads(edited.stdout)["card"]["id"]
     for card_id in (ids["shared"], new_id):  # rewritten: the new form
@@ -184,7 +225,9 @@ def test_a_committed_old_gitignore_and_a_tracked_vector_cache_stay_put(tmp_path)
     memory = root / ".memory"
     (memory / "vectors" / "model").mkdir(parents=True)
     (memory / "vectors" / "model" / "00.vec").write_text("memagent-vectors 1 model 4\n")
-    old_ignore = "# Written by memagent: the index is rebuilt from the card files; private cards stay here.\nindex/\nprivate/\n"
+    old_ignore = (
+        "# Written by memagent: the index is rebuilt from the card files; private cards stay here.\nindex/\nprivate/\n"
+    )
     (memory / ".gitignore").write_text(old_ignore)
     (memory / "history.jsonl").write_text('{"kind":"run"}\n')
     git("init", "-q", cwd=root)
@@ -206,7 +249,10 @@ def test_two_layouts_at_once_are_merged_not_dropped(tmp_path):
     migrate_layout(memory)
     lines = (memory / "local" / "tombstones.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["m_000000000001", "m_000000000002"]
-    assert sorted(p.name for p in (memory / "local" / "private").iterdir()) == ["m_000000000003.md", "m_000000000004.md"]
+    assert sorted(p.name for p in (memory / "local" / "private").iterdir()) == [
+        "m_000000000003.md",
+        "m_000000000004.md",
+    ]
     assert not (memory / "private").exists() and not (memory / "tombstones.jsonl").exists()
 
 

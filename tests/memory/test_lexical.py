@@ -31,11 +31,13 @@ def _index(docs: dict[str, str]) -> LexicalIndex:
 
 
 def test_rare_terms_outrank_common_ones():
-    index = _index({
-        "a": "run the tests with pytest",
-        "b": "run the linter before you run anything else",
-        "c": "the database is postgres",
-    })
+    index = _index(
+        {
+            "a": "run the tests with pytest",
+            "b": "run the linter before you run anything else",
+            "c": "the database is postgres",
+        }
+    )
     hits = index.search("run postgres", 3)
     assert hits[0][0] == "c"
     assert {doc_id for doc_id, _ in hits} == {"a", "b", "c"}
@@ -52,10 +54,12 @@ def test_no_shared_terms_no_results_and_k_limits():
 
 
 def test_length_normalisation_prefers_focused_document():
-    index = _index({
-        "short": "deploy with docker compose",
-        "long": "deploy " + " ".join(f"filler{i}" for i in range(60)),
-    })
+    index = _index(
+        {
+            "short": "deploy with docker compose",
+            "long": "deploy " + " ".join(f"filler{i}" for i in range(60)),
+        }
+    )
     assert index.search("deploy", 2)[0][0] == "short"
 
 
@@ -119,12 +123,14 @@ def test_scores_are_normalised_coverage_of_the_query():
 
 
 def test_a_card_sharing_few_query_terms_is_discounted_but_keeps_its_place_alone():
-    index = _index({
-        "rare-pair": "quokka zebra",
-        "three": "deploy staging server quickly",
-        "filler": "lunch menu today",
-        "ops": "deploy staging server note",
-    })
+    index = _index(
+        {
+            "rare-pair": "quokka zebra",
+            "three": "deploy staging server quickly",
+            "filler": "lunch menu today",
+            "ops": "deploy staging server note",
+        }
+    )
     query = "deploy quokka zebra staging server"
     hits = dict(index.search(query, 5))
     raw = dict(index.search(query, 5, raw=True))

@@ -10,8 +10,8 @@ import pytest
 
 from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import SCHEMA_VERSION, Catalog
-from memagent.memory.postings import CatalogPostings
 from memagent.memory.lexical import LexicalIndex, top_k_pruned
+from memagent.memory.postings import CatalogPostings
 
 COMMON = ["test", "run", "use", "build", "deploy", "config"]
 
@@ -33,8 +33,13 @@ def _catalog(tmp_path, docs, inactive=()) -> Catalog:
     catalog = Catalog(tmp_path / "catalog.sqlite3")
     with catalog.transaction() as db:
         for card_id, (text, backstory) in docs.items():
-            card = MemoryCard(id=card_id, content=text or "empty", memory_type="fact", backstory=backstory or None,
-                              status="archived" if card_id in inactive else "active")
+            card = MemoryCard(
+                id=card_id,
+                content=text or "empty",
+                memory_type="fact",
+                backstory=backstory or None,
+                status="archived" if card_id in inactive else "active",
+            )
             catalog.put(db, card, tmp_path / f"{card_id}.md", (1, 1, 1), False)
     return catalog
 
@@ -196,7 +201,9 @@ def test_a_forgotten_cards_terms_leave_the_lexicon(tmp_path):
         catalog.remove(db, ["m_aaaaaaaaaaaa"])
     terms = {r[0]: r[2] for r in catalog.db().execute("SELECT * FROM lexicon")}
     assert terms == {"vault": 1, "sparrow": 1}
-    assert _same(catalog.lexical("quetzal vault", 5, True), _reference(docs, ["m_bbbbbbbbbbbb"]).search("quetzal vault", 5))
+    assert _same(
+        catalog.lexical("quetzal vault", 5, True), _reference(docs, ["m_bbbbbbbbbbbb"]).search("quetzal vault", 5)
+    )
     catalog.close()
     assert b"quetzal" not in (tmp_path / "catalog.sqlite3").read_bytes()
     with sqlite3.connect(tmp_path / "catalog.sqlite3") as raw:

@@ -25,10 +25,12 @@ def test_forget_what_a_session_or_a_source_taught(open_service):
 
 
 def test_import_gives_foreign_ids_memagent_ids_and_never_relinks_forgotten_cards(service):
-    report = service.import_cards([
-        {"id": "note-17", "content": "The search service is written in Go"},
-        {"id": 42, "content": "Nightly backups are kept for thirty days", "memory_type": "fact"},
-    ])
+    report = service.import_cards(
+        [
+            {"id": "note-17", "content": "The search service is written in Go"},
+            {"id": 42, "content": "Nightly backups are kept for thirty days", "memory_type": "fact"},
+        ]
+    )
     assert report.refused == [] and report.added == 2
     cards = [service.get(i) for i in report.ids]
     assert all(c.id.startswith("m_") for c in cards)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memagent.features.memory_tools import memory_tools
 from memagent.memory.service import MemoryUnavailable
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.features.memory_tools import memory_tools
 
 
 def _registry(factory) -> ToolRegistry:
@@ -14,7 +14,14 @@ def _registry(factory) -> ToolRegistry:
 def test_names_and_inputs_match_the_design(service):
     schemas = {s["name"]: s["input_schema"] for s in _registry(lambda: service).schemas()}
     assert list(schemas) == ["memory_save", "memory_search", "memory_delete", "memory_stats"]
-    assert set(schemas["memory_save"]["properties"]) == {"content", "memory_type", "scope", "confidence", "supersedes", "quote"}
+    assert set(schemas["memory_save"]["properties"]) == {
+        "content",
+        "memory_type",
+        "scope",
+        "confidence",
+        "supersedes",
+        "quote",
+    }
     assert set(schemas["memory_save"]["required"]) == {"content", "memory_type"}
     assert set(schemas["memory_search"]["properties"]) == {"query", "k", "memory_type", "scope"}
     assert schemas["memory_search"]["required"] == ["query"]
@@ -25,7 +32,9 @@ def test_names_and_inputs_match_the_design(service):
 def test_save_search_delete_stats(service, paths):
     registry = _registry(lambda: service)
     ctx = ToolContext(root=paths.root, session_id="sess-9")
-    saved = registry.run("memory_save", {"content": "Lint with ruff before committing", "memory_type": "procedure"}, ctx)
+    saved = registry.run(
+        "memory_save", {"content": "Lint with ruff before committing", "memory_type": "procedure"}, ctx
+    )
     assert not saved.is_error and saved.content.startswith("Saved [Memory#m_")
     card_id = saved.content.split("[Memory#")[1].split("]")[0]
     assert service.get(card_id).provenance.session_id == "sess-9"
@@ -44,8 +53,11 @@ def test_save_search_delete_stats(service, paths):
     found = registry.run("memory_search", {"query": "what to run before a commit", "k": 3}, ctx)
     assert not found.is_error and found.content.startswith(f"[Memory#{new_id}] score ")
     assert f"\n[Memory#{card_id}]" not in found.content  # not a result of its own ...
-    assert f'(corrects [Memory#{card_id}] of ' in found.content  # ... only the history of its successor
-    assert registry.run("memory_search", {"query": "lint", "memory_type": "preference"}, ctx).content == "No matching memories."
+    assert f"(corrects [Memory#{card_id}] of " in found.content  # ... only the history of its successor
+    assert (
+        registry.run("memory_search", {"query": "lint", "memory_type": "preference"}, ctx).content
+        == "No matching memories."
+    )
 
     stats = registry.run("memory_stats", {}, ctx)
     assert "1 active memories (2 including superseded/archived)" in stats.content
@@ -63,7 +75,9 @@ def test_refusals_and_bad_input_are_error_results(service, paths):
     secret = registry.run("memory_save", {"content": "deploy key gh" + "p_" + "x" * 36, "memory_type": "fact"}, ctx)
     assert secret.is_error and "memory not saved" in secret.content and "GitHub token" in secret.content
     assert "x" * 36 not in secret.content
-    low = registry.run("memory_save", {"content": "Maybe the API is GraphQL", "memory_type": "fact", "confidence": 0.2}, ctx)
+    low = registry.run(
+        "memory_save", {"content": "Maybe the API is GraphQL", "memory_type": "fact", "confidence": 0.2}, ctx
+    )
     assert low.is_error and "confidence" in low.content
     bad_type = registry.run("memory_save", {"content": "Something useful", "memory_type": "gossip"}, ctx)
     assert bad_type.is_error and "memory_type" in bad_type.content

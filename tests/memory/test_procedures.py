@@ -14,13 +14,23 @@ from memagent.memory.procedures import maturity
 from memory.learnkit import Brain, Fact
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}
-FIRST = Fact("we run the tests with pytest", "The test suite is run with `pytest tests/` from the repository root.",
-             "procedure", confidence=0.9)
-WORKED = Fact("what finally worked was uv run pytest",
-              "The test suite is run with `uv run pytest -n 2` from the repository root; plain pytest "
-              "misses the project's dependencies.", "procedure", confidence=0.9)
-SESSIONS = ("Remember: we run the tests with pytest, from the repository root.",
-            "Plain pytest failed with import errors; what finally worked was uv run pytest -n 2.")
+FIRST = Fact(
+    "we run the tests with pytest",
+    "The test suite is run with `pytest tests/` from the repository root.",
+    "procedure",
+    confidence=0.9,
+)
+WORKED = Fact(
+    "what finally worked was uv run pytest",
+    "The test suite is run with `uv run pytest -n 2` from the repository root; plain pytest "
+    "misses the project's dependencies.",
+    "procedure",
+    confidence=0.9,
+)
+SESSIONS = (
+    "Remember: we run the tests with pytest, from the repository root.",
+    "Plain pytest failed with import errors; what finally worked was uv run pytest -n 2.",
+)
 
 
 def _answer_then_quit(child, answer: str) -> None:
@@ -69,8 +79,13 @@ def test_review_offers_a_mature_procedure_as_a_skill_and_writes_it_when_asked(ru
     assert proposal["card"]["id"] == active["id"] and proposal["maturity"] == 1  # one refinement
     skill = project / proposal["skill"]
     assert proposal["skill"].startswith(".claude/skills/") and not skill.exists()  # listing writes nothing
-    child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "memory", "review"],
-                          env={**cli_env, **env}, encoding="utf-8", timeout=60)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", str(project), "memory", "review"],
+        env={**cli_env, **env},
+        encoding="utf-8",
+        timeout=60,
+    )
     _answer_then_quit(child, "y")
     text = skill.read_text()
     assert text.startswith("---\nname: ") and "description: " in text and WORKED.content in text
@@ -86,8 +101,13 @@ def test_never_means_never_and_an_immature_procedure_is_not_offered(run_cli, pro
     listed = json.loads(run_cli("-C", str(project), "memory", "review", "--json", env=env).stdout)
     assert [item for item in listed if item.get("proposal") == "skill"] == []  # maturity 1 < 2
     env["MEMAGENT_MEMORY_SKILL_AFTER_USES"] = "1"
-    child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "memory", "review"],
-                          env={**cli_env, **env}, encoding="utf-8", timeout=60)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", str(project), "memory", "review"],
+        env={**cli_env, **env},
+        encoding="utf-8",
+        timeout=60,
+    )
     _answer_then_quit(child, "n")
     assert not (project / ".claude" / "skills").exists()
     again = json.loads(run_cli("-C", str(project), "memory", "review", "--json", env=env).stdout)
@@ -98,7 +118,11 @@ def test_maturity_counts_uses_restatements_and_refinements_over_the_chain():
     from memagent.memory.cards import MemoryCard
 
     old = MemoryCard(content="Run tests with pytest.", memory_type="procedure", access_count=2)
-    new = MemoryCard(content="Run tests with uv run pytest.", memory_type="procedure", access_count=1,
-                     merged_from=[{"session_id": "s2", "quote": "again"}])
+    new = MemoryCard(
+        content="Run tests with uv run pytest.",
+        memory_type="procedure",
+        access_count=1,
+        merged_from=[{"session_id": "s2", "quote": "again"}],
+    )
     assert maturity([old]) == 2
     assert maturity([old, new]) == 2 + 1 + 1 + 1

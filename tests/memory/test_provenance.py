@@ -60,8 +60,9 @@ def test_in_an_untrusted_project_repository_cards_wait_for_review(open_service, 
 
 def test_what_this_machine_wrote_stands_until_its_bytes_change(open_service, paths):
     service = open_service()
-    saved = service.save("Deploys go through the staging cluster first", "decision", confidence=0.95,
-                         source="user").card
+    saved = service.save(
+        "Deploys go through the staging cluster first", "decision", confidence=0.95, source="user"
+    ).card
     again = open_service("s2")
     assert again.get(saved.id).source == "user" and again.get(saved.id).confidence == 0.95
     path = paths.memory / "cards" / f"{saved.id}.md"
@@ -99,8 +100,16 @@ def test_a_private_card_file_from_elsewhere_is_team_knowledge_too(open_service, 
 
 def test_import_is_the_users_act_not_their_words(open_service, paths):
     service = open_service()
-    report = service.import_cards([{"content": "The user loves tabs over spaces in Go code", "scope": "user",
-                                    "source": "user", "confidence": 1.0}])
+    report = service.import_cards(
+        [
+            {
+                "content": "The user loves tabs over spaces in Go code",
+                "scope": "user",
+                "source": "user",
+                "confidence": 1.0,
+            }
+        ]
+    )
     card = service.get(report.ids[0])
     assert (card.source, card.scope) == ("import", "project")
     assert open_service("s2").get(card.id).source == "import"  # earned: written by this machine

@@ -16,13 +16,26 @@ LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}
 
 
 def _entry(card_id, confidence=0.8, importance=0.5, source="assistant", status="active"):
-    return SimpleNamespace(id=card_id, confidence=confidence, importance=importance, source=source, status=status,
-                           last_used_at=None, created_at=None)
+    return SimpleNamespace(
+        id=card_id,
+        confidence=confidence,
+        importance=importance,
+        source=source,
+        status=status,
+        last_used_at=None,
+        created_at=None,
+    )
 
 
 def test_the_lowest_value_go_first_and_the_users_words_and_use_count():
-    entries = [_entry("weak", 0.7, 0.2), _entry("said", 0.7, 0.2, source="user"), _entry("used", 0.7, 0.2),
-               _entry("strong", 0.95, 0.9), _entry("new", 0.7, 0.1), _entry("gone", status="archived")]
+    entries = [
+        _entry("weak", 0.7, 0.2),
+        _entry("said", 0.7, 0.2, source="user"),
+        _entry("used", 0.7, 0.2),
+        _entry("strong", 0.95, 0.9),
+        _entry("new", 0.7, 0.1),
+        _entry("gone", status="archived"),
+    ]
     assert over_quota(entries, 3, keep="new", uses={"used": 2}) == ["weak", "used"]
     assert over_quota(entries, 3, keep="new", uses={"used": 8}) == ["weak", "said"]  # much use outweighs
     assert over_quota(entries, 10, keep="new") == [] and over_quota(entries, 0, keep="new") == []
@@ -42,14 +55,24 @@ def test_at_the_quota_a_save_archives_the_lowest_value_card_and_says_so(open_ser
 def test_print_runs_share_the_quota_and_the_model_is_told(run_cli, project):
     (project / ".memagent.toml").write_text("memory_max_cards = 2\nauto_extract = false\n")
     assert run_cli("trust", "-C", str(project)).returncode == 0
-    facts = ["The build uses Bazel 7 with remote caching.", "The docs site is built with MkDocs Material.",
-             "Deploys go through Argo CD from the gitops repo."]
+    facts = [
+        "The build uses Bazel 7 with remote caching.",
+        "The docs site is built with MkDocs Material.",
+        "Deploys go through Argo CD from the gitops repo.",
+    ]
     outputs = []
     for fact in facts:
         with FakeAnthropic() as fake:
             fake.add(tool("memory_save", {"content": fact, "memory_type": "fact", "confidence": 0.9}), text("Saved."))
-            result = run_cli("-C", str(project), "-p", f"Please remember: {fact}", "--yes",
-                             env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180)
+            result = run_cli(
+                "-C",
+                str(project),
+                "-p",
+                f"Please remember: {fact}",
+                "--yes",
+                env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
+                timeout=180,
+            )
             assert result.returncode == 0, result.stderr
             outputs.append(json.dumps(fake.requests[-1]["messages"][-1]))
     assert "memory_max_cards (2) reached" in outputs[2] and "memory_max_cards" not in outputs[1]

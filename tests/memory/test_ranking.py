@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memagent.memory.ranking import CardSignals, RankingWeights, candidate_pool, rank
 
-NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
 def _cards(*ids: str, **overrides) -> dict[str, CardSignals]:
-    return {i: CardSignals(id=i, confidence=0.9, importance=0.5, scope="project",
-                           created_at=NOW - timedelta(days=1), last_used_at=None,
-                           task_hint=None, status="active", **overrides) for i in ids}
+    return {
+        i: CardSignals(
+            id=i,
+            confidence=0.9,
+            importance=0.5,
+            scope="project",
+            created_at=NOW - timedelta(days=1),
+            last_used_at=None,
+            task_hint=None,
+            status="active",
+            **overrides,
+        )
+        for i in ids
+    }
 
 
 def _background(n: int = 30) -> list[tuple[str, float]]:
@@ -49,16 +60,32 @@ def test_strong_lexical_match_leads_when_dense_scores_are_flat():
 def test_parts_breakdown_is_complete_and_consistent():
     cards = _cards("a")
     (hit,) = rank([("a", 0.5)], [("a", 0.4)], cards, now=NOW, k=1)
-    for key in ("dense", "lexical", "relevance", "fused", "confidence", "importance", "scope",
-                "recency", "task", "person", "time"):
+    for key in (
+        "dense",
+        "lexical",
+        "relevance",
+        "fused",
+        "confidence",
+        "importance",
+        "scope",
+        "recency",
+        "task",
+        "person",
+        "time",
+    ):
         assert key in hit.parts
     assert hit.parts["dense"] == 0.5 and hit.parts["lexical"] == 0.4
     assert 0 < hit.parts["fused"] <= 1 and hit.score > 0
 
 
-@pytest.mark.parametrize("field,low,high", [
-    ("confidence", 0.5, 1.0), ("importance", 0.1, 0.9), ("scope", "user", "session"),
-])
+@pytest.mark.parametrize(
+    "field,low,high",
+    [
+        ("confidence", 0.5, 1.0),
+        ("importance", 0.1, 0.9),
+        ("scope", "user", "session"),
+    ],
+)
 def test_metadata_breaks_ties_between_equally_relevant_cards(field, low, high):
     cards = _cards("low", "high")
     setattr(cards["low"], field, low)
@@ -165,8 +192,8 @@ def test_person_named_in_query_lifts_their_cards():
 
 def test_period_named_in_query_lifts_cards_from_it():
     cards = _cards("july", "march")
-    cards["july"].created_at = datetime(2026, 7, 20, tzinfo=timezone.utc)
-    cards["march"].created_at = datetime(2026, 3, 2, tzinfo=timezone.utc)
+    cards["july"].created_at = datetime(2026, 7, 20, tzinfo=UTC)
+    cards["march"].created_at = datetime(2026, 3, 2, tzinfo=UTC)
     lexical = [("march", 0.42), ("july", 0.40)]
     hits = rank([], lexical, cards, now=NOW, query="What did we decide about caching in July?")
     assert hits[0].id == "july" and hits[0].parts["time"] == 1.0
@@ -195,8 +222,9 @@ def _placed(places: dict[str, tuple[str | None, int | None]]) -> dict[str, CardS
 def test_a_turn_next_to_a_strong_hit_gains_a_share_of_its_score():
     """An answer ("Tomorrow's gonna be awesome") often only makes sense beside the turn that
     asked: the candidate adjacent to the best hit of the same thread overtakes an equal one."""
-    cards = _placed({"asked": ("s1", 4), "answer": ("s1", 5), "elsewhere": ("s2", 9),
-                     **{f"bg{i}": (None, None) for i in range(30)}})
+    cards = _placed(
+        {"asked": ("s1", 4), "answer": ("s1", 5), "elsewhere": ("s2", 9), **{f"bg{i}": (None, None) for i in range(30)}}
+    )
     dense = [("asked", 0.60), ("answer", 0.40), ("elsewhere", 0.40), *_background()]
     plain = rank(dense, [], cards, now=NOW, k=3, weights=RankingWeights(neighbour=0.0))
     assert [h.id for h in plain][0] == "asked"
@@ -212,8 +240,15 @@ def test_a_turn_next_to_a_strong_hit_gains_a_share_of_its_score():
 
 
 def test_neighbours_must_share_the_thread_and_be_one_turn_apart():
-    cards = _placed({"hit": ("s1", 4), "other_thread": ("s2", 5), "two_away": ("s1", 6),
-                     "unplaced": (None, None), **{f"bg{i}": (None, None) for i in range(30)}})
+    cards = _placed(
+        {
+            "hit": ("s1", 4),
+            "other_thread": ("s2", 5),
+            "two_away": ("s1", 6),
+            "unplaced": (None, None),
+            **{f"bg{i}": (None, None) for i in range(30)},
+        }
+    )
     dense = [("hit", 0.60), ("other_thread", 0.40), ("two_away", 0.40), ("unplaced", 0.40), *_background()]
     hits = {h.id: h for h in rank(dense, [], cards, now=NOW, k=4)}
     assert hits["other_thread"].parts["neighbour"] == 0.0
@@ -233,27 +268,32 @@ def test_a_correction_outranks_the_card_it_supersedes_when_both_are_candidates()
     assert hits[0].score >= old.score / RankingWeights().superseded * 0.999  # took the old card's score
 
 
-@pytest.mark.parametrize("question, newest_first", [
-    ("Which Go version does the service build with now?", True),
-    ("Which Go version does the service build with these days?", True),
-    ("Which Go version does the service build with?", False),
-])
+@pytest.mark.parametrize(
+    "question, newest_first",
+    [
+        ("Which Go version does the service build with now?", True),
+        ("Which Go version does the service build with these days?", True),
+        ("Which Go version does the service build with?", False),
+    ],
+)
 def test_a_question_about_the_present_prefers_the_newer_of_two_close_cards(question, newest_first):
-    cards = {"older": CardSignals(id="older", created_at=NOW - timedelta(days=200)),
-             "newer": CardSignals(id="newer", created_at=NOW - timedelta(days=60)),
-             **{f"bg{i}": CardSignals(id=f"bg{i}", created_at=NOW - timedelta(days=100)) for i in range(30)}}
+    cards = {
+        "older": CardSignals(id="older", created_at=NOW - timedelta(days=200)),
+        "newer": CardSignals(id="newer", created_at=NOW - timedelta(days=60)),
+        **{f"bg{i}": CardSignals(id=f"bg{i}", created_at=NOW - timedelta(days=100)) for i in range(30)},
+    }
     dense = [("older", 0.62), ("newer", 0.60), *_background()]
-    hits = rank(dense, [], cards, now=NOW, k=2, query=question,
-                weights=RankingWeights(recency=0.0))
+    hits = rank(dense, [], cards, now=NOW, k=2, query=question, weights=RankingWeights(recency=0.0))
     assert hits[0].id == ("newer" if newest_first else "older")
     assert ("current" in hits[0].parts) and (hits[0].parts["current"] != 0.5) == newest_first
 
 
 def test_a_period_no_leading_candidate_comes_from_is_ignored():
-    """"the talk in December", asked of cards written months before it: content decides."""
-    cards = {"talk": CardSignals(id="talk", created_at=datetime(2026, 8, 20, tzinfo=timezone.utc)),
-             **{f"bg{i}": CardSignals(id=f"bg{i}", created_at=datetime(2026, 5, 1, tzinfo=timezone.utc))
-                for i in range(30)}}
+    """ "the talk in December", asked of cards written months before it: content decides."""
+    cards = {
+        "talk": CardSignals(id="talk", created_at=datetime(2026, 8, 20, tzinfo=UTC)),
+        **{f"bg{i}": CardSignals(id=f"bg{i}", created_at=datetime(2026, 5, 1, tzinfo=UTC)) for i in range(30)},
+    }
     dense = [("talk", 0.6), *_background()]
     hits = rank(dense, [], cards, now=NOW, k=1, query="Where is the user giving a talk in December?")
     assert hits[0].id == "talk" and hits[0].parts["time"] == 0.5

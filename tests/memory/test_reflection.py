@@ -20,10 +20,14 @@ HARBOR = [
     "Harbor rolls the billing service back on the staging cluster when the blue-green health check fails.",
     "Harbor deploy logs for the billing service staging cluster live in the Grafana dashboard.",
 ]
-OTHERS = ["The frontend uses the Inter font for every headline.",
-          "Webhooks from the payment provider retry with exponential backoff for a day."]
-SUMMARY = ("Harbor deploys the billing service to staging with a blue-green switch, needs the vault "
-           "kubeconfig, rolls back on failed health checks, and logs to Grafana.")
+OTHERS = [
+    "The frontend uses the Inter font for every headline.",
+    "Webhooks from the payment provider retry with exponential backoff for a day.",
+]
+SUMMARY = (
+    "Harbor deploys the billing service to staging with a blue-green switch, needs the vault "
+    "kubeconfig, rolls back on failed health checks, and logs to Grafana."
+)
 
 
 class Summariser:
@@ -51,8 +55,9 @@ def _store(run_cli, project) -> dict[str, str]:
 
 
 def _reflect(run_cli, project, fake, *flags):
-    return run_cli("-C", str(project), "memory", "reflect", *flags,
-                   env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url}, timeout=180)
+    return run_cli(
+        "-C", str(project), "memory", "reflect", *flags, env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url}, timeout=180
+    )
 
 
 @pytest.mark.timeout(600)
@@ -76,15 +81,22 @@ def test_reflect_proposes_a_summary_review_accepts_it_and_members_stay_active(ru
     assert pending["intended_action"] == "REFLECT" and pending["card"]["content"] == SUMMARY
     summary_id = pending["card"]["id"]
     assert pending["card"]["status"] == "archived" and sorted(pending["card"]["members"]) == harbor
-    child = pexpect.spawn(sys.executable, ["-m", "memagent", "-C", str(project), "memory", "review"],
-                          env={**cli_env, **LEXICAL}, encoding="utf-8", timeout=60)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", str(project), "memory", "review"],
+        env={**cli_env, **LEXICAL},
+        encoding="utf-8",
+        timeout=60,
+    )
     child.expect("summarises")
     child.expect(r"\[q\]uit")
     child.sendline("k")
     while child.expect([pexpect.EOF, r"\[q\]uit"]) == 1:
         child.sendline("q")
-    cards = {c["id"]: c for c in json.loads(run_cli("-C", str(project), "memory", "list", "--all", "--json",
-                                                    env=LEXICAL).stdout)}
+    cards = {
+        c["id"]: c
+        for c in json.loads(run_cli("-C", str(project), "memory", "list", "--all", "--json", env=LEXICAL).stdout)
+    }
     assert cards[summary_id]["status"] == "active" and sorted(cards[summary_id]["members"]) == harbor
     assert cards[summary_id]["supersedes"] is None
     assert all(cards[i]["status"] == "active" and cards[i]["superseded_by"] is None for i in harbor)
@@ -112,9 +124,14 @@ def test_clusters_need_three_linked_cards_and_a_shared_file_links_closer():
     (cluster,) = find_clusters(cards, None)
     assert {c.content for c in cluster.members} == set(HARBOR)
     assert find_clusters(cards[:2] + cards[4:], None) == []  # two related cards are no cluster
-    loose = [MemoryCard(content=w, files=["deploy/harbor.toml"]) for w in
-             ("Harbor reads deploy/harbor.toml first.", "Release tags are cut from main by the CI job.",
-              "The staging namespace is set in that config file.")]
+    loose = [
+        MemoryCard(content=w, files=["deploy/harbor.toml"])
+        for w in (
+            "Harbor reads deploy/harbor.toml first.",
+            "Release tags are cut from main by the CI job.",
+            "The staging namespace is set in that config file.",
+        )
+    ]
     assert find_clusters(loose, None) == []  # a shared file alone does not make a topic
     near = [[1.0, 0.0], [0.55, 0.835], [0.55, -0.835]]  # cosine .55 to the first: just below the link
     assert len(find_clusters(loose, near)) == 1  # ... the shared file lifts it over
@@ -152,9 +169,16 @@ def test_the_periodic_pass_is_off_by_default_and_runs_once_when_due(paths, monke
         chat = AnthropicModel("claude-haiku-4-5", api_key="test", base_url=fake.url, max_retries=0, timeout=20)
 
         def opened(**settings):
-            feature = open_memory(paths, Settings(extract_every_turns=0, embedder="lexical", **settings), "s-r",
-                                  model=chat, record=lambda r: None, processed_ids=set(),
-                                  current_task=lambda: None, warn=print).feature
+            feature = open_memory(
+                paths,
+                Settings(extract_every_turns=0, embedder="lexical", **settings),
+                "s-r",
+                model=chat,
+                record=lambda r: None,
+                processed_ids=set(),
+                current_task=lambda: None,
+                warn=print,
+            ).feature
             if feature.reflection is not None:
                 feature.reflection.join(60)
             return feature

@@ -16,8 +16,7 @@ from memagent.memory.reinforcement import SOURCE_CAPS, raised_confidence
 from memory.learnkit import Brain, Fact, Session, assistant, user
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}
-UV = Fact("we manage packages with uv", "The project manages Python packages with uv.", "procedure",
-          confidence=0.75)
+UV = Fact("we manage packages with uv", "The project manages Python packages with uv.", "procedure", confidence=0.75)
 
 
 @pytest.mark.timeout(600)  # two real CLI runs: slow on a loaded machine
@@ -26,8 +25,9 @@ def test_a_restated_fact_grows_more_confident_across_sessions(run_cli, project):
     confidences = []
     for words in ("Remember: we manage packages with uv.", "Again, we manage packages with uv, always."):
         with FakeAnthropic(responder=brain) as fake:
-            result = run_cli("-C", str(project), "-p", words, env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
-                             timeout=180)
+            result = run_cli(
+                "-C", str(project), "-p", words, env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180
+            )
             assert result.returncode == 0, result.stderr
         listing = run_cli("-C", str(project), "memory", "list", "--all", "--json", env=LEXICAL)
         (card,) = [c for c in json.loads(listing.stdout) if c["memory_type"] != "event"]  # not the session cards
@@ -65,8 +65,7 @@ def test_restating_resets_decay_and_decay_does_not_undo_it(open_service, history
     apply_decay(service, history, now=utc_now(), force=True)
     decayed = service.get(card.id).confidence
     assert decayed < 0.9
-    again = open_service("s2").save("The deploy target is Fly.io in region ams.", "fact", confidence=0.9,
-                                     source="user")
+    again = open_service("s2").save("The deploy target is Fly.io in region ams.", "fact", confidence=0.9, source="user")
     assert again.status == "duplicate" and again.card.confidence > 0.9
     assert apply_decay(service, history, now=utc_now() + timedelta(days=1), force=True) == []
     assert service.get(card.id).confidence == again.card.confidence

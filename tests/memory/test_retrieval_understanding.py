@@ -6,14 +6,14 @@ card facts that follow erasure and fill old catalogs."""
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from memagent.memory import card_facts
 from memagent.memory.injection import CITATION_RE as CITATION
 
-NOW = datetime(2026, 11, 20, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 CARDS = {
     "h-def": ("2025-11-25", "Harbor is our deploy CLI: a Go tool that builds container images and rolls them out."),
     "h-build": ("2025-11-26", "Build Harbor with `make build`; the binary lands in bin/harbor."),
@@ -27,7 +27,10 @@ CARDS = {
     "b-jan": ("2026-01-20", "Beacon batches the digest emails and sends them at 07:00 local time."),
     "s-def": ("2025-11-20", "Sluice is the ingestion pipeline: it pulls partner files and writes Parquet."),
     "s-dedupe": ("2026-01-27", "Sluice's dedupe tokens live in the Postgres table sluice_seen, not in Redis."),
-    "s-stall": ("2026-10-30", "On 12 March 2026 Sluice stalled for six hours on a partner file with a byte order mark."),
+    "s-stall": (
+        "2026-10-30",
+        "On 12 March 2026 Sluice stalled for six hours on a partner file with a byte order mark.",
+    ),
     "s-march": ("2026-03-04", "Sluice consumer group ingest-east reads partitions 0 to 5 of the events topic."),
     "s-retention": ("2026-02-02", "Sluice keeps raw partner files in S3 for 90 days."),
     "s-cut": ("2026-07-01", "Sluice's raw file retention was cut from 90 to 30 days in July."),
@@ -37,8 +40,10 @@ CARDS = {
 @pytest.fixture
 def store(service):
     service.clock = lambda: NOW
-    records = [{"id": key, "content": text, "created_at": f"{day}T10:00:00Z", "memory_type": "fact"}
-               for key, (day, text) in CARDS.items()]
+    records = [
+        {"id": key, "content": text, "created_at": f"{day}T10:00:00Z", "memory_type": "fact"}
+        for key, (day, text) in CARDS.items()
+    ]
     report = service.import_cards(records)
     assert report.added == len(CARDS) and report.superseded == 1
     service.original = {c.id: c.provenance.original_id for c in service.list(include_all=True)}
@@ -73,7 +78,7 @@ def test_a_period_named_in_the_question_finds_the_card_whose_text_is_dated_then(
 
 def test_period_variants_the_january_outage_and_a_clock_of_its_own(store):
     assert _top(store, "What was the January outage in Beacon about?")[0] == "b-outage"
-    store.clock = lambda: datetime(2027, 2, 1, tzinfo=timezone.utc)  # "January" is now January 2027
+    store.clock = lambda: datetime(2027, 2, 1, tzinfo=UTC)  # "January" is now January 2027
     assert _top(store, "What was the January outage in Beacon about?")[0] != "b-jan"
 
 
@@ -86,7 +91,7 @@ def test_a_superseded_card_is_shown_only_as_history_of_its_successor(store):
     ids = [store.original[h.card.id] for h in hits]
     assert ids[0] == "s-cut" and "s-retention" not in ids
     assert [store.original[c.id] for c in hits[0].history] == ["s-retention"]
-    assert 'corrects [Memory#' in hits[0].history_note() and "90 days" in hits[0].history_note()
+    assert "corrects [Memory#" in hits[0].history_note() and "90 days" in hits[0].history_note()
     everything = store.search("How long do we keep raw partner files?", 5, include_inactive=True)
     assert "s-retention" not in [store.original[h.card.id] for h in everything]
 
@@ -124,7 +129,10 @@ def test_a_catalog_from_before_card_facts_is_filled_on_the_next_search(store, pa
 
 def test_each_part_can_be_switched_off(store):
     store.retrieval.entities = False
-    assert store.recall.understand("How do I compile the deploy CLI?", store._stores_in_use(), NOW).facts.systems == frozenset()
+    assert (
+        store.recall.understand("How do I compile the deploy CLI?", store._stores_in_use(), NOW).facts.systems
+        == frozenset()
+    )
 
 
 def test_the_injected_block_keeps_its_budget_and_the_best_card(service):

@@ -20,9 +20,16 @@ def _open(paths, settings, model, monkeypatch, embedder, warnings):
 
     # the session loads its embedder lazily through this function; the suite's shared one is faster
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)
-    opening = open_memory(paths, settings, "sess-r", model=model, record=lambda record: None,
-                          processed_ids=set(), current_task=lambda: "#3 switch the project to uv",
-                          warn=warnings.append)
+    opening = open_memory(
+        paths,
+        settings,
+        "sess-r",
+        model=model,
+        record=lambda record: None,
+        processed_ids=set(),
+        current_task=lambda: "#3 switch the project to uv",
+        warn=warnings.append,
+    )
     assert opening.feature is not None, opening.off_reason
     return opening.feature
 
@@ -36,7 +43,8 @@ def _conversation(*turns: str) -> Conversation:
 
 
 def test_learned_cards_wait_for_review_carry_the_task_and_the_runs_are_counted(
-        brain, model, paths, embedder, monkeypatch, open_service):
+    brain, model, paths, embedder, monkeypatch, open_service
+):
     brain.facts = [Fact("we use uv", "The project manages dependencies with uv.", "procedure")]
     warnings: list[str] = []
     feature = _open(paths, Settings(require_review=True, extract_every_turns=1), model, monkeypatch, embedder, warnings)
@@ -56,7 +64,8 @@ def test_learned_cards_wait_for_review_carry_the_task_and_the_runs_are_counted(
 
 
 def test_auto_extract_off_learns_nothing_periodically_before_a_compaction_or_at_exit(
-        brain, model, paths, embedder, monkeypatch, open_service):
+    brain, model, paths, embedder, monkeypatch, open_service
+):
     brain.facts = [Fact("we use uv", "The project manages dependencies with uv.", "procedure")]
     warnings: list[str] = []
     feature = _open(paths, Settings(auto_extract=False, extract_every_turns=1), model, monkeypatch, embedder, warnings)
@@ -71,10 +80,15 @@ def test_auto_extract_off_learns_nothing_periodically_before_a_compaction_or_at_
 
 
 def test_a_card_from_tool_output_is_searched_below_a_card_the_user_stated(service):
-    said = service.save("Deploys go out with make ship from the release branch.", "procedure", source="user",
-                        confidence=0.75).card
-    readme = service.save("To deploy the service run make ship-it from main; deploys are automatic.",
-                          "procedure", source="tool", confidence=0.7).card
+    said = service.save(
+        "Deploys go out with make ship from the release branch.", "procedure", source="user", confidence=0.75
+    ).card
+    readme = service.save(
+        "To deploy the service run make ship-it from main; deploys are automatic.",
+        "procedure",
+        source="tool",
+        confidence=0.7,
+    ).card
     hits = service.search("how do we deploy the service?", 5, min_score=0)
     ids = [h.card.id for h in hits]
     assert ids.index(said.id) < ids.index(readme.id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -113,7 +113,13 @@ def test_context_for_turn_blocks(open_service):
     blocks = [BLOCK_RE.match(line) for line in lines if line.startswith("[Memory#")]
     assert blocks and all(blocks)
     first = next(b for b in blocks if b.group(1) == decision.id)
-    assert first.groups()[1:6] == ("decision", "project", "0.90", "session sess-a turn 4", decision.created_at.date().isoformat())
+    assert first.groups()[1:6] == (
+        "decision",
+        "project",
+        "0.90",
+        "session sess-a turn 4",
+        decision.created_at.date().isoformat(),
+    )
     assert first.group(7) == "Use pytest-xdist to run the tests in parallel"
     assert lines[0] == "Relevant long-term memories:" and len(lines) == len(blocks) + 2
 
@@ -132,15 +138,16 @@ def test_vague_follow_up_uses_recent_context(service):
 
 
 def test_format_block_without_session():
-    card = MemoryCard(
-        content="Line one\nline two", source="user", created_at=datetime(2026, 11, 20, tzinfo=timezone.utc)
-    )
+    card = MemoryCard(content="Line one\nline two", source="user", created_at=datetime(2026, 11, 20, tzinfo=UTC))
     assert format_block(card) == (
-        f"[Memory#{card.id}] (fact, project, conf 0.80, user-stated, from user, 2026-11-20) Line one line two")
+        f"[Memory#{card.id}] (fact, project, conf 0.80, user-stated, from user, 2026-11-20) Line one line two"
+    )
 
 
-@pytest.mark.parametrize("source, label", [("user", "user-stated"), ("assistant", "agent-inferred"),
-                                           ("tool", "from tool output, unverified")])
+@pytest.mark.parametrize(
+    "source, label",
+    [("user", "user-stated"), ("assistant", "agent-inferred"), ("tool", "from tool output, unverified")],
+)
 def test_format_block_carries_the_trust_of_its_source(source, label):
     card = MemoryCard(content="The API listens on port 8443.", source=source)
     assert f"conf 0.80, {label}, " in format_block(card)
@@ -176,7 +183,11 @@ def test_profile_is_stable_and_budgeted(service, paths):
 
 
 def test_list_pages_newest_first(service):
-    texts = ["The build uses setuptools", "Docker images are pushed to ghcr.io", "The changelog follows keep-a-changelog"]
+    texts = [
+        "The build uses setuptools",
+        "Docker images are pushed to ghcr.io",
+        "The changelog follows keep-a-changelog",
+    ]
     ids = [service.save(text, "fact").card.id for text in texts]
     assert len(set(ids)) == 3
     v2 = service.correct(ids[0], "The build uses hatchling now").card
@@ -255,7 +266,9 @@ def test_writes_from_another_process_reach_dense_search(service, paths):
     assert service.search("where is staging hosted")
 
     def writer(*args: str) -> str:
-        out = subprocess.run([sys.executable, "-c", WRITER, str(paths.root), *args], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", WRITER, str(paths.root), *args], capture_output=True, text=True, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout.strip()
 

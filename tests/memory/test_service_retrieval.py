@@ -10,7 +10,9 @@ from memagent.memory.lexical import tokenize
 def _backstory_card(service):
     return service.save(
         "Tomorrow is going to be an awesome night, I cannot wait!",
-        "event", confidence=0.9, person="Caroline",
+        "event",
+        confidence=0.9,
+        person="Caroline",
         backstory="Melanie asked about the grand opening of the pottery studio",
         provenance={"session_id": "conv-1", "turn": 5},
     ).card
@@ -44,12 +46,24 @@ def test_backstory_and_places_survive_a_catalog_rebuild(open_service):
 def test_neighbouring_turn_of_the_best_hit_is_lifted(service):
     """Two cards from adjacent turns of one session: the one that only answers gains from the
     one that names the topic; the same answer from another session does not."""
-    asked = service.save("Melanie: how did the pottery studio grand opening go last Friday?",
-                         "event", confidence=0.9, provenance={"session_id": "conv-1", "turn": 4}).card
-    answer = service.save("Caroline: it was wonderful, so many people came to see it",
-                          "event", confidence=0.9, provenance={"session_id": "conv-1", "turn": 5}).card
-    stray = service.save("Caroline: what a night, the band played for hours and everyone danced",
-                         "event", confidence=0.9, provenance={"session_id": "conv-2", "turn": 9}).card
+    asked = service.save(
+        "Melanie: how did the pottery studio grand opening go last Friday?",
+        "event",
+        confidence=0.9,
+        provenance={"session_id": "conv-1", "turn": 4},
+    ).card
+    answer = service.save(
+        "Caroline: it was wonderful, so many people came to see it",
+        "event",
+        confidence=0.9,
+        provenance={"session_id": "conv-1", "turn": 5},
+    ).card
+    stray = service.save(
+        "Caroline: what a night, the band played for hours and everyone danced",
+        "event",
+        confidence=0.9,
+        provenance={"session_id": "conv-2", "turn": 9},
+    ).card
     assert len({asked.id, answer.id, stray.id}) == 3
     hits = {h.card.id: h for h in service.search("pottery studio grand opening", k=5, min_score=0)}
     assert asked.id in hits and answer.id in hits

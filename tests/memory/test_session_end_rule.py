@@ -41,6 +41,8 @@ def test_only_messages_not_yet_mined_count():
 
 
 def test_injected_context_blocks_are_not_what_the_user_typed():
-    injected = {"role": "user", "content": [{"type": "text", "text": "hi"},
-                                            {"type": "text", "text": "<memory>always use uv</memory>"}]}
+    injected = {
+        "role": "user",
+        "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "<memory>always use uv</memory>"}],
+    }
     assert not worth_learning_at_end([injected, _answer()])

@@ -37,8 +37,12 @@ def scans(monkeypatch):
 
 
 def _cards(service, n=4):
-    texts = ["The staging database is called blue-otter", "Invoices are generated on the first of the month",
-             "Deploys go out on Tuesdays after the standup", "The API listens on port 8443 in production"]
+    texts = [
+        "The staging database is called blue-otter",
+        "Invoices are generated on the first of the month",
+        "Deploys go out on Tuesdays after the standup",
+        "The API listens on port 8443 in production",
+    ]
     return [service.save(texts[i], "fact").card for i in range(n)]
 
 
@@ -99,8 +103,9 @@ def test_added_removed_and_replaced_files_are_seen_without_a_scan(open_service, 
 
 
 def _git(*args, cwd):
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd, check=True, capture_output=True
+    )
 
 
 def test_a_pull_that_rewrites_a_card_is_seen_by_the_quick_sync(open_service, paths, tmp_path, large, scans):

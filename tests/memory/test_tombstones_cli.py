@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from fakeapi import FakeAnthropic, text
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical", "MEMAGENT_AUTO_EXTRACT": "false"}
@@ -22,8 +23,9 @@ SECRET = "The vault codename is Quetzal-lantern-5521"
 
 
 def git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], cwd=cwd, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args], cwd=cwd, check=True, capture_output=True
+    )
 
 
 def cli(run_cli, project: Path, *args: str, input: str | None = None, check: bool = True):
@@ -90,7 +92,8 @@ def test_importing_an_export_made_before_the_forget_does_not_bring_the_id_back(r
     lines = imported.stdout.splitlines()
     assert lines[0] == "Imported 1 of 3: 1 duplicates, 0 refused, 1 forgotten here."
     assert [line for line in lines if secret in line] == [
-        next(line for line in lines if line.startswith("  record 1: skipped " + secret) and "--force" in line)]
+        next(line for line in lines if line.startswith("  record 1: skipped " + secret) and "--force" in line)
+    ]
     assert secret not in listed_ids(run_cli, project) and kept in listed_ids(run_cli, project)
     assert not list((project / ".memory").rglob(f"{secret}.md"))
 
@@ -135,8 +138,14 @@ def test_a_pulled_back_card_file_is_withheld_until_the_user_decides(run_cli, tmp
     assert (here / ".memory" / "cards" / f"{secret}.md").is_file()
 
     with FakeAnthropic([text("Noted.")]) as fake:
-        result = run_cli("-C", str(here), "-p", "what is the vault codename?", env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url},
-                         timeout=240)
+        result = run_cli(
+            "-C",
+            str(here),
+            "-p",
+            "what is the vault codename?",
+            env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url},
+            timeout=240,
+        )
         assert result.returncode == 0, result.stderr
         assert "Quetzal" not in json.dumps(fake.requests)  # not injected, not in the profile
     assert secret in result.stderr and "was forgotten here" in result.stderr  # -p: withheld, with a notice
@@ -168,11 +177,14 @@ async def _mcp_script(project: Path, home: Path, forgotten: str) -> tuple[str, s
 
     env = {key: value for key, value in os.environ.items() if key.startswith(("ORT_", "ANONYMIZED_", "XDG_"))}
     env.update(HOME=os.environ["HOME"], PATH=os.environ.get("PATH", ""), MEMAGENT_HOME=str(home), **LEXICAL)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memagent", "mcp", "serve", "-C", str(project)],
-                                   env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memagent", "mcp", "serve", "-C", str(project)], env=env
+    )
     async with Client(params, cache=None, read_timeout_seconds=120) as client:
-        correct = await client.call_tool("memory_save", {"content": "The vault codename is Quetzal-lantern-9999",
-                                                         "memory_type": "fact", "supersedes": forgotten})
+        correct = await client.call_tool(
+            "memory_save",
+            {"content": "The vault codename is Quetzal-lantern-9999", "memory_type": "fact", "supersedes": forgotten},
+        )
         found = await client.call_tool("memory_search", {"query": "vault codename Quetzal"})
         listed = await client.call_tool("memory_list", {})
 
@@ -204,8 +216,14 @@ def test_forget_names_the_transcripts_and_tracked_files_that_still_hold_the_text
     git("add", ".memory", cwd=project)
     git("commit", "-qm", "card", cwd=project)
     with FakeAnthropic([text("It is in memory.")]) as fake:
-        asked = run_cli("-C", str(project), "-p", "what is the vault codename?",
-                        env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url}, timeout=240)
+        asked = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "what is the vault codename?",
+            env={**LEXICAL, "ANTHROPIC_BASE_URL": fake.url},
+            timeout=240,
+        )
         assert asked.returncode == 0, asked.stderr
         assert "Quetzal-lantern-5521" in json.dumps(fake.requests)  # injected this time
     session = next((project / ".transcripts").glob("*.jsonl")).stem
@@ -214,8 +232,12 @@ def test_forget_names_the_transcripts_and_tracked_files_that_still_hold_the_text
     erased = json.loads(cli(run_cli, project, "forget", secret, "--yes", "--json").stdout)
     assert erased["in_transcripts"] == [session]
     assert [Path(p).name for p in erased["tracked_by_git"]] == [f"{secret}.md"]
-    holding = [p for root in (project / ".memory", home) for p in root.rglob("*")
-               if p.is_file() and b"Quetzal-lantern-5521" in p.read_bytes()]
+    holding = [
+        p
+        for root in (project / ".memory", home)
+        for p in root.rglob("*")
+        if p.is_file() and b"Quetzal-lantern-5521" in p.read_bytes()
+    ]
     assert holding == []  # cards, index, history, vector cache, profile caches: every file memagent wrote
     said = cli(run_cli, project, "forget", add(run_cli, project, "The audit happens every quarter"), "--yes")
     assert "transcript" not in said.stderr  # a card no session saw names none
@@ -236,9 +258,14 @@ def test_a_committed_vector_cache_file_is_named_as_still_in_git_history(open_ser
 
 @pytest.mark.timeout(300)
 def test_an_imported_card_is_scoped_by_identity_not_by_a_path(run_cli, project, tmp_path):
-    record = {"id": "m_00000000abcd", "content": "The API gateway listens on port 8443", "memory_type": "fact",
-              "scope": "project", "scope_id": "/home/alice/src/app",
-              "files": [str(project / "gateway" / "config.yaml"), "/home/alice/src/app/gateway/main.go"]}
+    record = {
+        "id": "m_00000000abcd",
+        "content": "The API gateway listens on port 8443",
+        "memory_type": "fact",
+        "scope": "project",
+        "scope_id": "/home/alice/src/app",
+        "files": [str(project / "gateway" / "config.yaml"), "/home/alice/src/app/gateway/main.go"],
+    }
     export = tmp_path / "from-alice.json"
     export.write_text(json.dumps([record]))
     cli(run_cli, project, "import", str(export))

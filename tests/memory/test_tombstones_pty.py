@@ -7,6 +7,7 @@ import json
 
 import pexpect
 import pytest
+
 from fakeapi import text
 from repl_kit import PROMPT, expect_text
 

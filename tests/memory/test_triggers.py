@@ -8,9 +8,9 @@ import json
 import pytest
 
 from fakeapi import FakeAnthropic, text, tool
+from memagent.agent.feature import ToolCall
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
-from memagent.agent.feature import ToolCall
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
 from memagent.memory.history import LearningHistory
@@ -38,15 +38,25 @@ class _Brain(Brain):
 
 @pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_completing_a_task_triggers_one_extraction_and_its_cards_carry_the_task(run_cli, project):
-    brain = _Brain([UV], [
-        tool("task_create", {"subject": "Switch the project to uv"}),
-        tool("task_update", {"task_id": 1, "status": "in_progress"}),
-        tool("task_update", {"task_id": 1, "status": "completed"}),
-        text("Switched; task #1 is done."),
-    ])
+    brain = _Brain(
+        [UV],
+        [
+            tool("task_create", {"subject": "Switch the project to uv"}),
+            tool("task_update", {"task_id": 1, "status": "in_progress"}),
+            tool("task_update", {"task_id": 1, "status": "completed"}),
+            text("Switched; task #1 is done."),
+        ],
+    )
     with FakeAnthropic(responder=brain) as fake:
-        result = run_cli("-C", str(project), "-p", "Note: we always use uv. Switch the project to uv, as a task.",
-                         "--yes", env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL}, timeout=180)
+        result = run_cli(
+            "-C",
+            str(project),
+            "-p",
+            "Note: we always use uv. Switch the project to uv, as a task.",
+            "--yes",
+            env={"ANTHROPIC_BASE_URL": fake.url, **LEXICAL},
+            timeout=180,
+        )
         assert result.returncode == 0, result.stderr
         assert fake.errors == []
     assert len(brain.extraction_prompts) == 1  # the trigger mined it all: the session end found nothing new
@@ -68,20 +78,29 @@ def test_the_todo_list_completed_is_a_trigger_and_failed_calls_are_not():
     assert trigger_of("task_update", {"task_id": 2, "status": "cancelled"}, False) is None
 
 
-def test_two_triggers_in_one_turn_are_one_extraction_and_the_next_turn_none(
-        brain, model, paths, embedder, monkeypatch):
+def test_two_triggers_in_one_turn_are_one_extraction_and_the_next_turn_none(brain, model, paths, embedder, monkeypatch):
     import memagent.memory.embeddings as embeddings_module
 
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)
     brain.facts = [UV]
-    opening = open_memory(paths, Settings(extract_every_turns=0), "sess-t", model=model, record=lambda r: None,
-                          processed_ids=set(), current_task=lambda: "write the migration", warn=print)
+    opening = open_memory(
+        paths,
+        Settings(extract_every_turns=0),
+        "sess-t",
+        model=model,
+        record=lambda r: None,
+        processed_ids=set(),
+        current_task=lambda: "write the migration",
+        warn=print,
+    )
     feature = opening.feature
     conversation = Conversation()
     conversation.append("user", [text_block("Note: we always use uv.")])
     conversation.append("assistant", [text_block("Noted.")])
-    for call in (ToolCall("t1", "task_update", {"task_id": 4, "status": "completed"}),
-                 ToolCall("t2", "todo", {"items": [{"id": 1, "text": "x", "status": "completed"}]})):
+    for call in (
+        ToolCall("t1", "task_update", {"task_id": 4, "status": "completed"}),
+        ToolCall("t2", "todo", {"items": [{"id": 1, "text": "x", "status": "completed"}]}),
+    ):
         assert feature.check_tool(call) is None
         feature.after_tool(call, ToolOutcome("ok"))
     feature.after_turn(conversation)

@@ -41,8 +41,7 @@ def _twins(service):
     return a, b
 
 
-def test_a_card_retrieved_three_times_ranks_above_an_equal_card_never_used(open_service, lexical_embedder,
-                                                                           monkeypatch):
+def test_a_card_retrieved_three_times_ranks_above_an_equal_card_never_used(open_service, lexical_embedder, monkeypatch):
     service = open_service(embedder=lexical_embedder)  # equal words, equal relevance: a true tie
     a, b = _twins(service)
     query = "which redis queue does the worker read jobs from?"
@@ -104,8 +103,7 @@ def test_the_usage_term_is_small_and_bounded():
     now = utc_now()
     weights = RankingWeights()
     never = signals_of(CardSignals(id="m_a", created_at=now), now=now, current_task=None, weights=weights)
-    always = signals_of(CardSignals(id="m_b", created_at=now, uses=10_000), now=now, current_task=None,
-                        weights=weights)
+    always = signals_of(CardSignals(id="m_b", created_at=now, uses=10_000), now=now, current_task=None, weights=weights)
     assert never["usage"] == 0.0 and always["usage"] == 1.0
     lift = blend_factor(always, weights) / blend_factor(never, weights)
     assert 1.0 < lift <= 1.0 + weights.usage / blend_factor(never, weights) + 1e-9
@@ -141,8 +139,14 @@ def test_cards_injected_by_real_turns_are_counted_and_a_cli_search_is_not(run_cl
     brain = Brain()
     with FakeAnthropic(responder=brain) as fake:
         for _ in range(3):
-            result = run_cli("-C", str(project), "-p", "How do we deploy to staging with harbor?",
-                             env={"ANTHROPIC_BASE_URL": fake.url, **env}, timeout=180)
+            result = run_cli(
+                "-C",
+                str(project),
+                "-p",
+                "How do we deploy to staging with harbor?",
+                env={"ANTHROPIC_BASE_URL": fake.url, **env},
+                timeout=180,
+            )
             assert result.returncode == 0, result.stderr
     searched = run_cli("-C", str(project), "memory", "search", "harbor staging deploy", env=env)
     assert card in searched.stdout

@@ -15,8 +15,12 @@ from memagent.config import Settings, project_paths
 from memagent.memory.catalog import digest_of
 from memagent.memory.vectorcache import VectorCache
 
-TEXTS = ["Releases are tagged vX.Y.Z on main", "The staging database is called blue-otter",
-         "Feature flags are stored in Unleash", "Deploys go out on Tuesdays after the standup"]
+TEXTS = [
+    "Releases are tagged vX.Y.Z on main",
+    "The staging database is called blue-otter",
+    "Feature flags are stored in Unleash",
+    "Deploys go out on Tuesdays after the standup",
+]
 
 
 class CountingEmbedder:
@@ -91,7 +95,8 @@ def test_a_poisoned_cache_can_at_worst_mis_rank(tmp_path, embedder):
     assert set(cache.get(keys)) == {keys[0]}
     np.testing.assert_allclose(cache.get([keys[0]])[keys[0]], good, atol=2e-2)
     (cache.folder / f"{keys[2][:2]}.vec").write_text(  # another model's header: the whole file ignored
-        f"memagent-vectors 1 some-other-model {embedder.dim}\n" + _line(keys[2], scale + payload))
+        f"memagent-vectors 1 some-other-model {embedder.dim}\n" + _line(keys[2], scale + payload)
+    )
     assert cache.get([keys[2]]) == {}
     wrong_dim = VectorCache(tmp_path / "vectors", embedder.model_id, 8)
     assert wrong_dim.get(keys) == {}

@@ -9,10 +9,16 @@ import pytest
 
 from memagent.permissions.shell import analyse
 
+
 @pytest.mark.parametrize(
     "command",
-    ["shopt -s expand_aliases\nalias x=rm\nx victim.txt", "hash -p /bin/rm x\nx victim.txt",
-     "alias x='rm -f'; x victim.txt", "hash -dp /bin/rm x; x victim.txt", "enable -f ./evil.so x; x"],
+    [
+        "shopt -s expand_aliases\nalias x=rm\nx victim.txt",
+        "hash -p /bin/rm x\nx victim.txt",
+        "alias x='rm -f'; x victim.txt",
+        "hash -dp /bin/rm x; x victim.txt",
+        "enable -f ./evil.so x; x",
+    ],
     ids=["alias", "hash-p", "alias-quoted", "hash-combined-flags", "enable-f"],
 )
 def test_a_redefined_command_name_is_hidden(command):

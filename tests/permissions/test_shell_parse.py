@@ -32,15 +32,42 @@ NAME_HIDING = ["rm${IFS}victim", "$CMD victim", "${V:-rm} victim", "/bin/r? vict
 # class: bash joins what the parser would split
 JOINED = ["r\\\nm victim", "rm\\\n victim"]
 # class: a string or another shell runs it
-STRINGS = ["bash -c 'rm victim'", "sh -lc \"rm victim\"", "eval 'rm victim'", "eval rm victim", "trap 'rm victim' EXIT",
-           "watch -n 1 'rm victim'", "su -c 'rm victim' me", "test -v 'a[$(rm victim)]'",
-           "echo rm victim | sh", "bash <<EOF\nrm victim\nEOF", "python3 - <<'EOF'\nimport os\nEOF",
-           "printf -v 'a[$(rm victim)]' x", "echo `echo ok` `rm victim`"]
+STRINGS = [
+    "bash -c 'rm victim'",
+    'sh -lc "rm victim"',
+    "eval 'rm victim'",
+    "eval rm victim",
+    "trap 'rm victim' EXIT",
+    "watch -n 1 'rm victim'",
+    "su -c 'rm victim' me",
+    "test -v 'a[$(rm victim)]'",
+    "echo rm victim | sh",
+    "bash <<EOF\nrm victim\nEOF",
+    "python3 - <<'EOF'\nimport os\nEOF",
+    "printf -v 'a[$(rm victim)]' x",
+    "echo `echo ok` `rm victim`",
+]
 # class: wrappers and substitutions
-WRAPPED = ["env FOO=1 rm victim", "sudo -u root rm victim", "timeout -s KILL 5 rm victim", "nice -n 5 rm victim",
-           "ls | xargs rm", "find . -exec rm {} \\;", "echo $(rm victim)", "cat <(rm victim)", "x=$(rm victim) ls",
-           "echo \"a$(rm victim)b\"", "f() { rm victim; }; f", "( rm victim )", "if true; then rm victim; fi",
-           "command rm victim", "\\rm victim", "'rm' victim", "r''m victim", "/bin/rm victim"]
+WRAPPED = [
+    "env FOO=1 rm victim",
+    "sudo -u root rm victim",
+    "timeout -s KILL 5 rm victim",
+    "nice -n 5 rm victim",
+    "ls | xargs rm",
+    "find . -exec rm {} \\;",
+    "echo $(rm victim)",
+    "cat <(rm victim)",
+    "x=$(rm victim) ls",
+    'echo "a$(rm victim)b"',
+    "f() { rm victim; }; f",
+    "( rm victim )",
+    "if true; then rm victim; fi",
+    "command rm victim",
+    "\\rm victim",
+    "'rm' victim",
+    "r''m victim",
+    "/bin/rm victim",
+]
 
 
 @pytest.mark.parametrize("command", COMMENT_HIDING)
@@ -70,8 +97,17 @@ def test_ask_rules_see_every_command_too():
     assert decide("git${IFS}push", allow=["Bash"], ask=["Bash(git push:*)"]) == "ask"
 
 
-@pytest.mark.parametrize("command", ["echo ok #\nrm -rf /", "echo ok\nsudo id", "true #\\\nrm -rf ~",
-                                     "bash -c 'echo ok #\nrm -rf /'", "echo ok | xargs sudo rm", "env -i sudo id"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo ok #\nrm -rf /",
+        "echo ok\nsudo id",
+        "true #\\\nrm -rf ~",
+        "bash -c 'echo ok #\nrm -rf /'",
+        "echo ok | xargs sudo rm",
+        "env -i sudo id",
+    ],
+)
 def test_the_guard_uses_the_same_parse(command):
     assert dangerous_reason(command) is not None
     assert decide(command, allow=["Bash"], mode="bypassPermissions") == "deny"
@@ -80,9 +116,13 @@ def test_the_guard_uses_the_same_parse(command):
 def test_plain_commands_reduce_and_redirections_to_files_do_not():
     assert analyse("npm test && git status | head -3; ls").plain
     assert analyse("ls 2>&1 >/dev/null").plain  # descriptor duplication and /dev/null are harmless
-    for command, why in [("echo hi > notes.txt", "a redirection to a file"), ("ls &", "a background job (&)"),
-                         ("FOO=1 npm test", "a variable assignment"), ("echo $HOME", "a variable expansion"),
-                         ("ls *.py", "a glob pattern")]:
+    for command, why in [
+        ("echo hi > notes.txt", "a redirection to a file"),
+        ("ls &", "a background job (&)"),
+        ("FOO=1 npm test", "a variable assignment"),
+        ("echo $HOME", "a variable expansion"),
+        ("ls *.py", "a glob pattern"),
+    ]:
         assert not analyse(command).plain and why in analyse(command).complex, command
     assert decide("echo hi > notes.txt", allow=["Bash(echo:*)"]) == "ask"
 

@@ -50,8 +50,23 @@ def words(draw, commands) -> str:
     if kind == 6:
         return f"`{draw(commands)}`"
     if kind == 7:
-        return draw(st.sampled_from(["${IFS}", "$V", '"$V"', "${V:-rm}", "rm${IFS}victim", '"$(rm victim)"',
-                                     "'$(rm victim)'", "<(rm victim)", "$((1+2))", "{a,b}", "*"]))
+        return draw(
+            st.sampled_from(
+                [
+                    "${IFS}",
+                    "$V",
+                    '"$V"',
+                    "${V:-rm}",
+                    "rm${IFS}victim",
+                    '"$(rm victim)"',
+                    "'$(rm victim)'",
+                    "<(rm victim)",
+                    "$((1+2))",
+                    "{a,b}",
+                    "*",
+                ]
+            )
+        )
     if kind == 8:
         return draw(_quoted(draw(plain_words)))
     return draw(plain_words) + draw(st.sampled_from(["\\\n", "'x'", '"y"', "\\ "])) + draw(plain_words)
@@ -59,21 +74,62 @@ def words(draw, commands) -> str:
 
 @st.composite
 def simple_commands(draw, commands) -> str:
-    head = draw(st.one_of(names, names.map(lambda n: "\\" + n), names.map(lambda n: f"'{n}'"),
-                          st.sampled_from(["$V", "rm${IFS}victim", "${V:-rm}", "eval", "bash -c", "V=rm", "r\\\nm",
-                                           '"r"m', "r''m", "$'\\x72m'", "\\r\\m", "printf -v 'a[$(rm victim)]'",
-                                           "x=$(rm victim)", "command", "env", "time", "!"])))
+    head = draw(
+        st.one_of(
+            names,
+            names.map(lambda n: "\\" + n),
+            names.map(lambda n: f"'{n}'"),
+            st.sampled_from(
+                [
+                    "$V",
+                    "rm${IFS}victim",
+                    "${V:-rm}",
+                    "eval",
+                    "bash -c",
+                    "V=rm",
+                    "r\\\nm",
+                    '"r"m',
+                    "r''m",
+                    "$'\\x72m'",
+                    "\\r\\m",
+                    "printf -v 'a[$(rm victim)]'",
+                    "x=$(rm victim)",
+                    "command",
+                    "env",
+                    "time",
+                    "!",
+                ]
+            ),
+        )
+    )
     args = draw(st.lists(words(commands), max_size=3))
-    tail = draw(st.sampled_from(["", "", "", " > out", " 2>&1", " >/dev/null", " <<EOF\nrm victim\nEOF\n",
-                                 " <<'EOF'\n$(rm victim)\nEOF\n", " # rm victim", " #\\", " >/dev/null rm victim",
-                                 "\n\\rm victim", " 2>&1 rm"]))
+    tail = draw(
+        st.sampled_from(
+            [
+                "",
+                "",
+                "",
+                " > out",
+                " 2>&1",
+                " >/dev/null",
+                " <<EOF\nrm victim\nEOF\n",
+                " <<'EOF'\n$(rm victim)\nEOF\n",
+                " # rm victim",
+                " #\\",
+                " >/dev/null rm victim",
+                "\n\\rm victim",
+                " 2>&1 rm",
+            ]
+        )
+    )
     return " ".join([head, *args]) + tail
 
 
 def scripts() -> st.SearchStrategy[str]:
     def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-        separator = st.sampled_from([" ; ", " && ", " || ", " | ", "\n", " #c\n", " # rm victim\n", " & ", " |& ",
-                                     ";#\n"])
+        separator = st.sampled_from(
+            [" ; ", " && ", " || ", " | ", "\n", " #c\n", " # rm victim\n", " & ", " |& ", ";#\n"]
+        )
         return st.one_of(
             st.tuples(inner, separator, inner).map("".join),
             inner.map(lambda s: f"( {s} )"),
@@ -109,11 +165,26 @@ def ran(command: str, base: Path) -> list[list[str]]:
     trace, log = base / "trace", base / "stubs"
     for path in (trace, log):
         path.write_bytes(b"")
-    env = {"PATH": str(base / "bin"), "SHELLOPTS": "xtrace", "PS4": "+ ", "BASH_XTRACEFD": "7",
-           "STUB_LOG": str(log), "HOME": str(work), "LC_ALL": "C"}
+    env = {
+        "PATH": str(base / "bin"),
+        "SHELLOPTS": "xtrace",
+        "PS4": "+ ",
+        "BASH_XTRACEFD": "7",
+        "STUB_LOG": str(log),
+        "HOME": str(work),
+        "LC_ALL": "C",
+    }
     with trace.open("wb") as fd7:
-        subprocess.run([BASH, "-c", command], cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                       timeout=10, close_fds=False, preexec_fn=lambda: os.dup2(fd7.fileno(), 7))
+        subprocess.run(
+            [BASH, "-c", command],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            close_fds=False,
+            preexec_fn=lambda: os.dup2(fd7.fileno(), 7),
+        )
     commands = [_trace_words(line) for line in trace.read_text(errors="replace").splitlines() if line.startswith("+")]
     commands += [entry.split("\x1f")[:-1] for entry in log.read_text(errors="replace").split("\n") if entry]
     return [c for c in commands if c]
@@ -159,8 +230,11 @@ def covered(argv: list[str]) -> bool:
     return (argv[0] in ALLOWED_PREFIXES) or argv == ["true"]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(command=scripts())
 def test_the_gate_never_judges_a_command_on_less_than_bash_runs(command, sandbox, tmp_path_factory):
     policy = Policy.from_settings("default", root=sandbox, **POLICY_RULES)
@@ -170,7 +244,9 @@ def test_the_gate_never_judges_a_command_on_less_than_bash_runs(command, sandbox
         uncovered = [argv for argv in executed if not covered(argv)]
         assert not uncovered, f"allowed {command!r}, but bash ran {uncovered}"
     if any(os.path.basename(argv[0]) == "rm" for argv in executed):
-        assert verdict.action == "deny", f"bash ran rm for {command!r}, the gate said {verdict.action}: {verdict.reason}"
+        assert verdict.action == "deny", (
+            f"bash ran rm for {command!r}, the gate said {verdict.action}: {verdict.reason}"
+        )
 
 
 def test_the_trace_reader_reads_what_bash_ran(sandbox):

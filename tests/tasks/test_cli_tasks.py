@@ -14,14 +14,23 @@ from typer.testing import CliRunner
 from memagent.cli.main import app
 from memagent.tasks import TaskStore
 
-TASK_KEYS = {"id", "subject", "description", "status", "blockedBy", "blocks", "owner", "created_at", "updated_at", "ready"}
+TASK_KEYS = {
+    "id",
+    "subject",
+    "description",
+    "status",
+    "blockedBy",
+    "blocks",
+    "owner",
+    "created_at",
+    "updated_at",
+    "ready",
+}
 
 
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner(env={"COLUMNS": "120", "NO_COLOR": "1"})
-
-
 
 
 def run(runner: CliRunner, project: Path, *args: str, code: int = 0):
@@ -135,8 +144,12 @@ def test_tree(runner, project):
 
 def test_tree_survives_a_hand_made_cycle_and_missing_tasks(runner, project):
     store = seed(project)
-    (store.root / "task_5.json").write_text(json.dumps({"id": 5, "subject": "loop a", "status": "pending", "blockedBy": [6], "blocks": [6, 77]}))
-    (store.root / "task_6.json").write_text(json.dumps({"id": 6, "subject": "loop b", "status": "pending", "blockedBy": [5], "blocks": [5]}))
+    (store.root / "task_5.json").write_text(
+        json.dumps({"id": 5, "subject": "loop a", "status": "pending", "blockedBy": [6], "blocks": [6, 77]})
+    )
+    (store.root / "task_6.json").write_text(
+        json.dumps({"id": 6, "subject": "loop b", "status": "pending", "blockedBy": [5], "blocks": [5]})
+    )
     (store.root / "task_7.json").write_text("{ broken")
     result = run(runner, project, "tree")
     assert "Not reachable from a root" in result.stdout
@@ -287,11 +300,17 @@ sys.exit(code)
 def test_the_installed_command_lists_without_heavy_imports(project):
     seed(project)
     exe = Path(sys.executable).parent / "memagent"
-    listed = subprocess.run([str(exe), "tasks", "list", "--json"], cwd=project, capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [str(exe), "tasks", "list", "--json"], cwd=project, capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0, listed.stderr
     assert [t["id"] for t in json.loads(listed.stdout)["tasks"]] == [1, 2, 3, 4]
     probe = subprocess.run(
-        [sys.executable, "-c", IMPORT_PROBE], cwd=project, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", IMPORT_PROBE],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert probe.returncode == 0, probe.stderr
@@ -303,11 +322,18 @@ def test_importtime_of_tasks_list_shows_no_sdk_or_vector_store(project):
     seed(project)
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "memagent", "tasks", "list"],
-        cwd=project, capture_output=True, text=True, timeout=60,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert "design the schema" in result.stdout
-    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in result.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "typer" in imported and "memagent" in imported  # the probe sees real imports
     assert not imported & {"anthropic", "chromadb", "onnxruntime"}
 

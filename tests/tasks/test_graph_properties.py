@@ -117,7 +117,11 @@ class TaskGraphMachine(RuleBasedStateMachine):
         return ids[data_index % len(ids)]
 
     # -- rules
-    @rule(subject=st.text(min_size=1, max_size=12).filter(str.strip), picks=st.lists(st.integers(0, 50), max_size=3), bogus=st.booleans())
+    @rule(
+        subject=st.text(min_size=1, max_size=12).filter(str.strip),
+        picks=st.lists(st.integers(0, 50), max_size=3),
+        bogus=st.booleans(),
+    )
     def create(self, subject, picks, bogus):
         blockers = sorted({self.pick(p) for p in picks}) if self.status else []
         if bogus:
@@ -270,7 +274,11 @@ class ConcurrentTaskGraphMachine(TaskGraphMachine):
     def mine(self, tasks):
         return {tid: t for tid, t in tasks.items() if t.subject.startswith("main-")}
 
-    @rule(subject=st.text(min_size=1, max_size=12).filter(str.strip), picks=st.lists(st.integers(0, 50), max_size=3), bogus=st.booleans())
+    @rule(
+        subject=st.text(min_size=1, max_size=12).filter(str.strip),
+        picks=st.lists(st.integers(0, 50), max_size=3),
+        bogus=st.booleans(),
+    )
     def create(self, subject, picks, bogus):
         super().create("main-" + subject, picks, bogus)
 

@@ -38,7 +38,17 @@ def test_create_writes_the_documented_format(store):
     task = store.create("Write the parser", "tokens and AST", owner="agent")
     assert task.id == 1
     data = raw(store, 1)
-    assert list(data) == ["id", "subject", "description", "status", "blockedBy", "blocks", "owner", "created_at", "updated_at"]
+    assert list(data) == [
+        "id",
+        "subject",
+        "description",
+        "status",
+        "blockedBy",
+        "blocks",
+        "owner",
+        "created_at",
+        "updated_at",
+    ]
     assert data["subject"] == "Write the parser" and data["status"] == "pending" and data["owner"] == "agent"
     assert data["created_at"] and data["created_at"] == data["updated_at"]
     assert [store.create(f"t{i}").id for i in range(3)] == [2, 3, 4]
@@ -134,7 +144,7 @@ def test_a_finished_blocker_is_already_satisfied(store):
 
 def test_cancel_releases_dependents(store):
     a = store.create("a")
-    b = store.create("b", blocked_by=[a.id])
+    store.create("b", blocked_by=[a.id])
     store.update(a.id, status="cancelled")
     assert edges(store) == {1: ([], [], "cancelled"), 2: ([], [], "pending")}
 
@@ -162,7 +172,9 @@ def test_ids_are_never_reused(store):
 
 
 def test_files_from_other_tools_are_read_and_their_keys_kept(store):
-    write_raw(store, "task_1.json", {"id": 1, "subject": "foreign", "status": "pending", "priority": "high", "blocks": []})
+    write_raw(
+        store, "task_1.json", {"id": 1, "subject": "foreign", "status": "pending", "priority": "high", "blocks": []}
+    )
     write_raw(store, "task_2.json", {"id": 2, "subject": "other", "status": "in_progress", "tags": ["x"]})
     assert [t.subject for t in store.list()] == ["foreign", "other"]
     assert store.problems() == []
@@ -185,7 +197,10 @@ def test_missing_directory_reads_as_empty_and_is_not_created(store):
 
 CORRUPT = {
     "task_3.json": ("{not json", "invalid JSON"),
-    "task_4.json": ({"id": 4, "subject": "x", "status": "pending", "blockedBy": "2"}, "'blockedBy' must be a list of integer task ids"),
+    "task_4.json": (
+        {"id": 4, "subject": "x", "status": "pending", "blockedBy": "2"},
+        "'blockedBy' must be a list of integer task ids",
+    ),
     "task_5.json": ({"id": 5, "subject": "x", "status": "done"}, "status 'done' is not one of"),
     "task_6.json": ({"id": 7, "subject": "x", "status": "pending"}, "'id' is 7 but the file name says 6"),
     "task_8.json": ([1, 2], "expected a JSON object"),
@@ -271,7 +286,9 @@ def test_check_leaves_unreadable_files_to_the_user(store):
     hand_edit(store, 1, blocks=[2])
     result = store.check(fix=True)
     assert not result.ok
-    assert result.remaining == ["task_2.json: invalid JSON (Expecting property name enclosed in double quotes at line 1 column 2); skipped"]
+    assert result.remaining == [
+        "task_2.json: invalid JSON (Expecting property name enclosed in double quotes at line 1 column 2); skipped"
+    ]
     assert raw(store, 1)["blocks"] == [2]  # not guessed at
     assert (store.root / "task_2.json").read_text() == "{"
 
@@ -388,7 +405,12 @@ def test_an_interrupted_multi_file_write_is_finished_by_the_next_operation(store
     monkeypatch.setattr(store_module, "atomic_write", real)
     assert (store.root / ".txn.json").exists()
     # the next operation (here a read) completes the transaction before looking
-    assert edges(TaskStore(store.root)) == {1: ([], [], "completed"), 2: ([], [], "pending"), 3: ([], [], "pending"), 4: ([], [], "pending")}
+    assert edges(TaskStore(store.root)) == {
+        1: ([], [], "completed"),
+        2: ([], [], "pending"),
+        3: ([], [], "pending"),
+        4: ([], [], "pending"),
+    }
     assert not (store.root / ".txn.json").exists()
     assert store.check().ok
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memagent.features.tasks import task_tools
 from memagent.tasks import TaskStore
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.features.tasks import task_tools
 
 
 @pytest.fixture

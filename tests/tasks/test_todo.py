@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from memagent.features.todos import todo_tools
 from memagent.todo import TodoError, TodoManager
 from memagent.tools.base import ToolContext, ToolRegistry
-from memagent.features.todos import todo_tools
 
 
 def items(*specs: tuple) -> list[dict]:
@@ -18,7 +18,9 @@ def items(*specs: tuple) -> list[dict]:
 
 def test_update_replaces_the_list_and_renders_marks_and_progress():
     manager = TodoManager()
-    out = manager.update(items((1, "read the code", "completed"), (2, "write the fix", "in_progress"), (3, "run tests", "pending")))
+    out = manager.update(
+        items((1, "read the code", "completed"), (2, "write the fix", "in_progress"), (3, "run tests", "pending"))
+    )
     assert out == "[x] #1 read the code\n[>] #2 write the fix\n[ ] #3 run tests\n(1/3 done)"
     manager.update(items((1, "only this", "pending")))
     assert manager.render() == "[ ] #1 only this\n(0/1 done)"
@@ -66,7 +68,9 @@ def test_invalid_lists_are_refused_with_a_readable_reason(bad, message):
 
 def test_ids_are_normalised_and_missing_ids_numbered_by_position():
     manager = TodoManager()
-    manager.update([{"text": "first", "status": "pending"}, {"id": "#7", "text": "  spaced   out ", "status": "completed"}])
+    manager.update(
+        [{"text": "first", "status": "pending"}, {"id": "#7", "text": "  spaced   out ", "status": "completed"}]
+    )
     assert manager.items == [
         {"id": "1", "text": "first", "status": "pending"},
         {"id": "7", "text": "spaced out", "status": "completed"},

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from memagent.tools.base import ToolContext, ToolOutcome, ToolRegistry
 from memagent.tools.builtin import builtin_tools
-
-
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from pathlib import Path
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.executor import Command, LocalExecutor
 from memagent.tools.shell import bash_tool
-
 from tools.test_sandbox import fake_home, run_bash, sandboxed  # noqa: F401  (fake_home: a fixture)
 from tools.test_sandbox_sealed import git_repo
 
@@ -39,8 +38,9 @@ def test_a_background_command_keeps_the_sandbox_protection_while_it_runs(fake_ho
     shell = sandboxed(project).with_background()
     registry = ToolRegistry.of([bash_tool(shell)])
     context = ToolContext(root=project, bash_timeout=20)
-    out = registry.run("bash", {"command": "sleep 1.5; touch .mcp.json && echo PLANTED; echo done",
-                                "run_in_background": True}, context)
+    out = registry.run(
+        "bash", {"command": "sleep 1.5; touch .mcp.json && echo PLANTED; echo done", "run_in_background": True}, context
+    )
     assert not out.is_error, out.content
     run_bash(shell, project, "true")  # a foreground command ends first: the protection stays
     background = shell.background.get("bash_1")

@@ -43,9 +43,14 @@ def test_declared_effects_and_key_arguments() -> None:
     from memagent.permissions import Effect
 
     tools = {t.name: t for t in builtin_tools()}
-    example = {"bash": {"command": "ls"}, "read_file": {"path": "a"}, "write_file": {"path": "a", "content": ""},
-               "edit_file": {"path": "a", "old_text": "x", "new_text": "y"}, "glob": {"pattern": "src/*.py"},
-               "grep": {"pattern": "x"}}
+    example = {
+        "bash": {"command": "ls"},
+        "read_file": {"path": "a"},
+        "write_file": {"path": "a", "content": ""},
+        "edit_file": {"path": "a", "old_text": "x", "new_text": "y"},
+        "glob": {"pattern": "src/*.py"},
+        "grep": {"pattern": "x"},
+    }
     declared = {name: tools[name].declare(tools[name].validate(raw)) for name, raw in example.items()}
     assert {n for n, d in declared.items() if not d.reads_only} == {"bash", "write_file", "edit_file"}
     assert declared["bash"].command == "ls" and Effect.RUN in declared["bash"].effects

@@ -32,17 +32,22 @@ def test_cp1252_with_crlf_keeps_both(call, project: Path):
     path = project / "notes.txt"
     original = "Price: 5€\r\n“Quoted” text\r\nlast line\r\n"
     path.write_bytes(original.encode("cp1252"))
-    out = call("edit_file", path="notes.txt", old_text="“Quoted” text\nlast line", new_text="‘New’ text\nlast line – ok")
+    out = call(
+        "edit_file", path="notes.txt", old_text="“Quoted” text\nlast line", new_text="‘New’ text\nlast line – ok"
+    )
     assert not out.is_error, out.content
     assert path.read_bytes() == "Price: 5€\r\n‘New’ text\r\nlast line – ok\r\n".encode("cp1252")
     assert "windows-1252" in call("read_file", path="notes.txt").content
 
 
-@pytest.mark.parametrize("encoding, text, old, new", [
-    ("shift_jis", "# 日本語のコメント\nprint('こんにちは世界')\n", "こんにちは世界", "さようなら世界"),
-    ("cp1251", "# Комментарий на русском языке\nprint('Привет, мир')\n", "Привет, мир", "Пока, мир"),
-    ("gb18030", "# 中文注释：这是一个测试文件\nprint('你好')\n", "你好", "再见"),
-])
+@pytest.mark.parametrize(
+    "encoding, text, old, new",
+    [
+        ("shift_jis", "# 日本語のコメント\nprint('こんにちは世界')\n", "こんにちは世界", "さようなら世界"),
+        ("cp1251", "# Комментарий на русском языке\nprint('Привет, мир')\n", "Привет, мир", "Пока, мир"),
+        ("gb18030", "# 中文注释：这是一个测试文件\nprint('你好')\n", "你好", "再见"),
+    ],
+)
 def test_multibyte_and_cyrillic_files_are_edited_in_their_encoding(call, project: Path, encoding, text, old, new):
     path = project / "hello.py"
     path.write_bytes(text.encode(encoding))
@@ -81,12 +86,14 @@ def test_write_file_keeps_the_encoding_and_refuses_what_it_cannot_hold(call, pro
     assert path.read_bytes() == "# -*- coding: latin-1 -*-\nNAME = 'Zoë'\n".encode("latin-1")
     before = path.read_bytes()
     refused = call("write_file", path="greet.py", content="NAME = 'Zoë 🎉'\n")
-    assert refused.is_error and "Latin-1" in refused.content and "'🎉'" in refused.content and "line 1" in refused.content
+    assert (
+        refused.is_error and "Latin-1" in refused.content and "'🎉'" in refused.content and "line 1" in refused.content
+    )
     refused_edit = call("edit_file", path="greet.py", old_text="Zoë", new_text="Zoë 🎉")
     assert refused_edit.is_error and "cannot hold" in refused_edit.content
     assert path.read_bytes() == before
     assert call("write_file", path="fresh.txt", content="Zoë 🎉\n").is_error is False
-    assert (project / "fresh.txt").read_bytes() == "Zoë 🎉\n".encode("utf-8")
+    assert (project / "fresh.txt").read_bytes() == "Zoë 🎉\n".encode()
 
 
 def test_grep_finds_text_in_a_legacy_file(call, project: Path):

@@ -76,8 +76,11 @@ def test_an_exception_kills_the_group(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with tempfile.TemporaryFile() as sink, pytest.raises(KeyboardInterrupt):
-        LocalExecutor().run(Command(tmp_path, ENV, 30, script="sleep 60 & echo $! > child.pid; echo started; sleep 60"),
-                            sink, progress=progress)
+        LocalExecutor().run(
+            Command(tmp_path, ENV, 30, script="sleep 60 & echo $! > child.pid; echo started; sleep 60"),
+            sink,
+            progress=progress,
+        )
     time.sleep(0.2)
     assert not alive(tmp_path / "child.pid")
 

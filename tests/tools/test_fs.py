@@ -77,7 +77,9 @@ def test_read_file_empty_file(call, project: Path) -> None:
     assert not out.is_error and "empty" in out.content
 
 
-def test_read_file_truncates_long_lines_and_caps_output(call, project: Path, ctx: ToolContext, registry: ToolRegistry) -> None:
+def test_read_file_truncates_long_lines_and_caps_output(
+    call, project: Path, ctx: ToolContext, registry: ToolRegistry
+) -> None:
     write(project, "wide.txt", "w" * 5000 + "\nshort\n")
     wide = call("read_file", path="wide.txt").content
     assert "line truncated, 3000 more chars" in wide
@@ -87,7 +89,9 @@ def test_read_file_truncates_long_lines_and_caps_output(call, project: Path, ctx
     small = ToolContext(root=project, output_cap_chars=2_000)
     out = registry.run("read_file", {"path": "long.txt"}, small)
     assert len(out.content) < 2_300
-    match = re.search(r"Showing lines 1-(\d+) of 1000 \(output capped at 2000 characters\)\. Use offset=(\d+)", out.content)
+    match = re.search(
+        r"Showing lines 1-(\d+) of 1000 \(output capped at 2000 characters\)\. Use offset=(\d+)", out.content
+    )
     assert match and int(match.group(2)) == int(match.group(1)) + 1
     follow = registry.run("read_file", {"path": "long.txt", "offset": int(match.group(2)), "limit": 1}, small)
     assert follow.content.startswith(f"{int(match.group(2)):>6}\t{int(match.group(2)):04d} ")
@@ -111,7 +115,9 @@ def test_read_file_refuses_escapes(call, project: Path, tmp_path: Path) -> None:
     assert out.is_error and "Path escapes the project root" in out.content and "secret" not in out.content
 
 
-def test_read_file_may_read_an_outputs_dir_outside_the_project(registry: ToolRegistry, project: Path, tmp_path: Path) -> None:
+def test_read_file_may_read_an_outputs_dir_outside_the_project(
+    registry: ToolRegistry, project: Path, tmp_path: Path
+) -> None:
     outputs = tmp_path / "outs"
     outputs.mkdir()
     (outputs / "o.log").write_text("full\n")
@@ -188,7 +194,9 @@ def test_edit_file_non_unique_match_says_how_many(call, project: Path) -> None:
     write(project, "dup.py", "x = 1\ny = 2\nx = 1\nx = 1\n")
     out = call("edit_file", path="dup.py", old_text="x = 1", new_text="x = 3")
     assert out.is_error
-    assert "occurs 3 times" in out.content and "lines 1, 3, 4" in out.content and "more surrounding context" in out.content
+    assert (
+        "occurs 3 times" in out.content and "lines 1, 3, 4" in out.content and "more surrounding context" in out.content
+    )
     assert (project / "dup.py").read_text() == "x = 1\ny = 2\nx = 1\nx = 1\n"
 
 
@@ -325,7 +333,10 @@ def test_grep_skips_binary_and_reports_no_matches(call, project: Path) -> None:
     write(project, "t.txt", "hay\n")
     out = call("grep", pattern="needle")
     assert not out.is_error
-    assert out.content == "No matches in the files searched for 'needle' in the project. Not searched: 1 binary file (blob.bin)."
+    assert (
+        out.content
+        == "No matches in the files searched for 'needle' in the project. Not searched: 1 binary file (blob.bin)."
+    )
     single = call("grep", pattern="needle", path="blob.bin")
     assert single.is_error and "binary" in single.content
 

@@ -176,14 +176,16 @@ def test_memagent_home_is_hidden_but_a_project_inside_a_hidden_folder_stays_visi
     assert "PRIVATE KEY" not in out
 
 
-def test_fallback_when_bwrap_cannot_start_says_so_once(fake_home: Path, project: Path, tmp_path: Path, monkeypatch) -> None:
+def test_fallback_when_bwrap_cannot_start_says_so_once(
+    fake_home: Path, project: Path, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_fake")
     broken = tmp_path / "bwrap"
     broken.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     broken.chmod(0o755)
     shell = ShellConfig(sandbox=Sandbox(SandboxConfig(binaries=(str(broken), str(tmp_path / "missing")))))
-    first = run_bash(shell, project, "cat ~/.ssh/id_rsa | head -1; echo \"key=[$ANTHROPIC_API_KEY][$GITHUB_TOKEN]\"")
+    first = run_bash(shell, project, 'cat ~/.ssh/id_rsa | head -1; echo "key=[$ANTHROPIC_API_KEY][$GITHUB_TOKEN]"')
     assert first.splitlines()[0].startswith("[sandbox unavailable (bwrap cannot start: bwrap: setting up uid map")
     assert "running unconfined behind the command guard" in first.splitlines()[0]
     assert "BEGIN OPENSSH PRIVATE KEY" in first  # unconfined: only the guard and a clean env are left
@@ -242,8 +244,9 @@ def test_a_linked_worktree_git_folder_is_read_only(fake_home: Path, tmp_path: Pa
     shell = sandboxed(worktree)
     assert run_bash(shell, worktree, "git log --oneline | wc -l") == "1\n[exit code: 0]"
     out = run_bash(
-        shell, worktree, "echo x > f.txt && git add f.txt && "
-        "git -c user.name=t -c user.email=t@example.com commit -q -m inside"
+        shell,
+        worktree,
+        "echo x > f.txt && git add f.txt && git -c user.name=t -c user.email=t@example.com commit -q -m inside",
     )
     assert "Read-only file system" in out and not out.endswith("[exit code: 0]"), out
     log = subprocess.run(["git", "-C", str(main), "log", "--oneline", "--all"], capture_output=True, text=True)

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from memagent.childenv import filtered_environment, is_secret_variable
-from memagent.tools.mounts import listening_sockets, plan_mounts
 from memagent.tools.base import ToolContext, ToolRegistry
+from memagent.tools.mounts import listening_sockets, plan_mounts
 from memagent.tools.shell import bash_tool
-
 from tools.test_sandbox import fake_home, project, run_bash, sandboxed  # noqa: F401  (fixtures)
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -123,14 +122,19 @@ def test_existing_protected_files_stay_as_they_are(fake_home: Path, tmp_path: Pa
     before = tree(project)
     shell = sandboxed(project)
     for command in (
-        "echo '{\"mcpServers\": {\"x\": {\"command\": \"sh\"}}}' > .mcp.json",
-        "rm -rf .claude", "mv .mcp.json gone.json", "rm -f .claude/settings.json",
-        "echo '{\"hooks\": {}}' > .claude/settings.local.json", "rm -rf .git/hooks",
+        'echo \'{"mcpServers": {"x": {"command": "sh"}}}\' > .mcp.json',
+        "rm -rf .claude",
+        "mv .mcp.json gone.json",
+        "rm -f .claude/settings.json",
+        "echo '{\"hooks\": {}}' > .claude/settings.local.json",
+        "rm -rf .git/hooks",
     ):
         assert "DONE" not in bash_result(shell, project, command + " && echo DONE").content, command
     assert tree(project) == before
     # ordinary work in the project still works
-    out = run_bash(shell, project, "echo ok > notes.txt && git add notes.txt && git commit -qm notes && git log --oneline | wc -l")
+    out = run_bash(
+        shell, project, "echo ok > notes.txt && git add notes.txt && git commit -qm notes && git log --oneline | wc -l"
+    )
     assert out == "2\n[exit code: 0]", out
 
 
@@ -279,9 +283,13 @@ def test_other_projects_transcripts_and_private_cards_are_hidden(fake_home: Path
         f'{{"version": 1, "projects": {{"{other}": {{"trusted": true}}, "{project}": {{}}}}}}'
     )
     shell = sandboxed(project, tmp_visible=True, memagent_home=memagent_home)
-    out = run_bash(shell, project, f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md {other}/README.md"
-                                   f" {other}/.memory/local/private/*.md {other}/.memory/local/history.jsonl"
-                                   " .transcripts/mine.jsonl")
+    out = run_bash(
+        shell,
+        project,
+        f"cat {other}/.transcripts/s.jsonl {other}/.memory/private/*.md {other}/README.md"
+        f" {other}/.memory/local/private/*.md {other}/.memory/local/history.jsonl"
+        " .transcripts/mine.jsonl",
+    )
     assert "other-transcript-canary" not in out and "other-private-card-canary" not in out
     assert "other-local-card-canary" not in out and "other-history-canary" not in out
     assert "other-readme" in out and "my-transcript" in out
@@ -398,9 +406,13 @@ def test_a_project_inside_the_home_folder(fake_home: Path) -> None:
     (fake_home / "other-project" / ".transcripts" / "s.jsonl").write_text("transcript-secret")
     project = git_repo(fake_home / "code" / "app")
     shell = sandboxed(project, tmp_visible=True)
-    out = run_bash(shell, project, "cat ~/.m2/settings.xml ~/.bash_history ~/.ssh/id_rsa "
-                   "~/other-project/.transcripts/s.jsonl ~/.m2/repository/lib.jar 2>/dev/null; echo; "
-                   "echo ok > made.txt && git add made.txt && git commit -qm made && echo COMMITTED; ls -A ~ | sort")
+    out = run_bash(
+        shell,
+        project,
+        "cat ~/.m2/settings.xml ~/.bash_history ~/.ssh/id_rsa "
+        "~/other-project/.transcripts/s.jsonl ~/.m2/repository/lib.jar 2>/dev/null; echo; "
+        "echo ok > made.txt && git add made.txt && git commit -qm made && echo COMMITTED; ls -A ~ | sort",
+    )
     for secret in ("m2-secret", "history-secret", "PRIVATE KEY", "transcript-secret"):
         assert secret not in out
     assert "jar-bytes" in out and "COMMITTED" in out and (project / "made.txt").read_text() == "ok\n"
@@ -414,15 +426,21 @@ def test_a_project_that_is_the_home_folder_hides_the_secret_entries(fake_home: P
     (fake_home / ".m2" / "settings.xml").write_text("m2-secret")
     project = git_repo(fake_home)
     shell = sandboxed(project, tmp_visible=True)
-    out = run_bash(shell, project, "cat .ssh/id_rsa .aws/credentials .bash_history .m2/settings.xml 2>/dev/null; "
-                   "echo ok > notes.txt && cat notes.txt")
+    out = run_bash(
+        shell,
+        project,
+        "cat .ssh/id_rsa .aws/credentials .bash_history .m2/settings.xml 2>/dev/null; "
+        "echo ok > notes.txt && cat notes.txt",
+    )
     for secret in ("PRIVATE KEY", "aws_secret", "history-secret", "m2-secret"):
         assert secret not in out
     assert "ok" in out and (fake_home / "notes.txt").read_text() == "ok\n"
     assert (fake_home / ".ssh" / "id_rsa").read_text().startswith("-----BEGIN")
 
 
-def test_a_symlinked_outputs_folder_neither_widens_read_file_nor_receives_outputs(fake_home: Path, tmp_path: Path) -> None:
+def test_a_symlinked_outputs_folder_neither_widens_read_file_nor_receives_outputs(
+    fake_home: Path, tmp_path: Path
+) -> None:
     """A command swaps the session's outputs folder for a link to ~/.ssh: read_file must not
     treat the link's target as a readable root, and a long output is not saved through it."""
     project = git_repo(tmp_path / "proj")
@@ -456,7 +474,9 @@ def test_stand_ins_a_killed_session_left_are_cleared_before_the_next_session(fak
 
 
 @pytest.mark.parametrize("hooks_path", [".githooks", "tools/hooks", ".husky/_"])
-def test_hooks_a_framework_runs_on_the_next_commit_cannot_be_planted(fake_home: Path, tmp_path: Path, hooks_path: str) -> None:
+def test_hooks_a_framework_runs_on_the_next_commit_cannot_be_planted(
+    fake_home: Path, tmp_path: Path, hooks_path: str
+) -> None:
     """core.hooksPath naming a folder of the working tree (husky, a .githooks convention) and the
     files installed hook frameworks read (.pre-commit-config.yaml, lefthook.yml) stay read-only."""
     project = git_repo(tmp_path / "proj")

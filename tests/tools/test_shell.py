@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools import shell
+from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.shell import BashInput, bash_tool, dangerous_reason, split_head_tail
 
 
@@ -152,7 +152,7 @@ DANGEROUS = [
     "rm -rf --no-preserve-root /",
     "rm -rf -- /",
     "rm -rf //",
-    "rm -rf \"$HOME/\"",
+    'rm -rf "$HOME/"',
     "s\\udo id",
     "cd /tmp && rm -rf /",
     "echo hi; sudo rm -rf /tmp/x",
@@ -166,7 +166,7 @@ DANGEROUS = [
     "echo $(sudo id)",
     "echo `sudo id`",
     "bash -c 'sudo id'",
-    "sh -lc \"rm -rf /\"",
+    'sh -lc "rm -rf /"',
     "eval sudo id",
     ":(){ :|:& };:",
     ":() { : | : & }; :",

@@ -62,8 +62,15 @@ def session_of(tmp_path) -> Iterator[Callable[..., Session]]:
     def build(agent: Agent, session_id: str = "20261122-120000-abcd") -> Session:
         paths = project_paths(tmp_path)
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
-        session = Session(agent=agent, paths=paths, settings=Settings(), session_id=session_id, transcript=transcript,
-                          todo=TodoManager(), features=list(agent.features))
+        session = Session(
+            agent=agent,
+            paths=paths,
+            settings=Settings(),
+            session_id=session_id,
+            transcript=transcript,
+            todo=TodoManager(),
+            features=list(agent.features),
+        )
         made.append(session)
         return session
 

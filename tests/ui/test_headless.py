@@ -24,7 +24,11 @@ def test_stream_json_events_in_order_with_a_tool_error(make_agent, tmp_path, ses
     assert run_print(session_of(agent), "read nope", out, err, output_format="stream-json") == 0
     events = _lines(out)
     assert [(e["type"], e.get("subtype")) for e in events] == [
-        ("system", "init"), ("assistant", None), ("assistant", None), ("user", None), ("assistant", None),
+        ("system", "init"),
+        ("assistant", None),
+        ("assistant", None),
+        ("user", None),
+        ("assistant", None),
         ("result", "success"),
     ]
     assert events[0]["session_id"] == "20261122-120000-abcd" and "read_file" in events[0]["tools"]
@@ -58,7 +62,10 @@ def _open(root, model):
 
 
 def test_metered_model_sums_every_call_and_prices_it(make_agent, tmp_path, session_of):
-    first, second = reply("a", tool_call("glob", {"pattern": "*"}), usage=Usage(1000, 50, 4000, 200)), reply("done", usage=Usage(10, 5))
+    first, second = (
+        reply("a", tool_call("glob", {"pattern": "*"}), usage=Usage(1000, 50, 4000, 200)),
+        reply("done", usage=Usage(10, 5)),
+    )
     first.model = second.model = "claude-haiku-4-5"  # the model that answered is the one priced
     agent = make_agent([first, second])
     agent.model = MeteredModel(agent.model)
@@ -67,8 +74,12 @@ def test_metered_model_sums_every_call_and_prices_it(make_agent, tmp_path, sessi
     [result] = _lines(out)
     meter = agent.model.snapshot()
     assert meter.calls == 2
-    assert result["usage"] == {"input_tokens": 1010, "output_tokens": 55, "cache_read_input_tokens": 4000,
-                               "cache_creation_input_tokens": 200}
+    assert result["usage"] == {
+        "input_tokens": 1010,
+        "output_tokens": 55,
+        "cache_read_input_tokens": 4000,
+        "cache_creation_input_tokens": 200,
+    }
     expected = (1010 * 1.0 + 55 * 5.0 + 4000 * 0.1 + 200 * 1.25) / 1e6  # Haiku 4.5 list prices
     assert result["total_cost_usd"] == round(expected, 6) == round(meter.cost, 6)
     opened = _open(tmp_path, agent.model)
@@ -125,7 +136,11 @@ def test_the_session_exposes_the_metered_usage_and_summaries_do_not_move_the_con
     session = open_session(SessionOptions(root=tmp_path, memory=False), model=metered)
     try:
         list(session.agent.run_turn("hello"))
-        list(metered.stream(ModelRequest(system=[], messages=[{"role": "user", "content": [{"type": "text", "text": "x"}]}])))
+        list(
+            metered.stream(
+                ModelRequest(system=[], messages=[{"role": "user", "content": [{"type": "text", "text": "x"}]}])
+            )
+        )
         meter = session.usage
         assert meter is metered.meter and session_meter(session) is meter  # the status line reads the same meter
         assert (meter.calls, meter.input_tokens, meter.output_tokens) == (2, 5100, 310)

@@ -39,7 +39,8 @@ def transcript_entry_links(w: World) -> list[str]:
     folder = w.project / ".transcripts"
     folder.mkdir()
     (folder / "20200101-000000-aaaa.jsonl").write_text(
-        json.dumps({"type": "session_start", "session_id": "20200101-000000-aaaa"}) + "\n")
+        json.dumps({"type": "session_start", "session_id": "20200101-000000-aaaa"}) + "\n"
+    )
     os.utime(folder / "20200101-000000-aaaa.jsonl", (1_000_000_000, 1_000_000_000))
     (folder / "20200101-000000-aaaa").symlink_to(w.victim)
     (folder / "20200101-000000-bbbb.jsonl").symlink_to(w.victim / "old.jsonl")
@@ -51,9 +52,11 @@ def transcript_entry_links(w: World) -> list[str]:
 def tasks_swapped_mid_session(w: World) -> list[str]:
     (w.other / ".tasks").mkdir()
     w._before = w._snapshots()
-    w.session(tool("task_create", {"subject": "first"}),
-              _bash(f"rm -rf .tasks && ln -s {w.other}/.tasks .tasks && echo swapped"),
-              tool("task_create", {"subject": "injected"}))
+    w.session(
+        tool("task_create", {"subject": "first"}),
+        _bash(f"rm -rf .tasks && ln -s {w.other}/.tasks .tasks && echo swapped"),
+        tool("task_create", {"subject": "injected"}),
+    )
     return []
 
 
@@ -72,25 +75,33 @@ def tasks_lock_dangling_link(w: World) -> list[str]:
     (w.project / ".tasks").mkdir()
     (w.project / ".tasks" / ".lock").symlink_to(w.victim / "created-by-lock")
     (w.project / ".tasks" / "task_1.json").symlink_to(w.victim / "notes.txt")
-    w.session(tool("task_create", {"subject": "x"}), tool("task_update", {"task_id": 1, "status": "completed"}),
-              flags=("--yes", "--no-memory"))
+    w.session(
+        tool("task_create", {"subject": "x"}),
+        tool("task_update", {"task_id": 1, "status": "completed"}),
+        flags=("--yes", "--no-memory"),
+    )
     return []
 
 
 def transcripts_swapped_mid_session(w: World) -> list[str]:
     """A command swaps ``.transcripts`` for a link to the victim folder; the next command's
     output is long enough to be saved in full under ``.transcripts/<session>/``."""
-    w.session(_bash(f"rm -rf .transcripts && ln -s {w.victim} .transcripts && echo swapped"),
-              _bash("seq 1 300000"), _bash("echo after"))
+    w.session(
+        _bash(f"rm -rf .transcripts && ln -s {w.victim} .transcripts && echo swapped"),
+        _bash("seq 1 300000"),
+        _bash("echo after"),
+    )
     return []
 
 
 def memory_private_link_from_sandbox(w: World) -> list[str]:
     """A command swaps ``.memory/private`` for a link to the other repository, then a session card
     is saved."""
-    w.session(tool("memory_save", {"content": "The build uses make", "memory_type": "fact"}),
-              _bash(f"mkdir -p .memory && rm -rf .memory/private && ln -s {w.other} .memory/private && echo ok"),
-              tool("memory_save", {"content": "Deploys go through Argo CD", "memory_type": "fact", "private": True}))
+    w.session(
+        tool("memory_save", {"content": "The build uses make", "memory_type": "fact"}),
+        _bash(f"mkdir -p .memory && rm -rf .memory/private && ln -s {w.other} .memory/private && echo ok"),
+        tool("memory_save", {"content": "Deploys go through Argo CD", "memory_type": "fact", "private": True}),
+    )
     return []
 
 
@@ -114,8 +125,10 @@ def nested_agents_md_symlink(w: World) -> list[str]:
 def import_home_paths(w: World) -> list[str]:
     """``@imports`` naming home files directly, by ``~``, by ``..`` and through a folder symlink."""
     (w.project / "docs").symlink_to(w.home)
-    w.write("AGENTS.md", "See @~/.ssh/id_rsa and @../home/.aws/credentials and @docs/.m2/settings.xml "
-                         f"and @{w.home}/.npmrc\n")
+    w.write(
+        "AGENTS.md",
+        f"See @~/.ssh/id_rsa and @../home/.aws/credentials and @docs/.m2/settings.xml and @{w.home}/.npmrc\n",
+    )
     w.session()
     return []
 
@@ -145,30 +158,79 @@ def read_tools_outside(w: World) -> list[str]:
     """The model's own reads in default mode (no approval needed for reads): home files by
     absolute path, ``~``, ``..``, a folder symlink, and grep/glob over them."""
     (w.project / "lib").symlink_to(w.home)
-    w.session(tool("read_file", {"path": str(w.home / ".ssh" / "id_rsa")}),
-              tool("read_file", {"path": "~/.aws/credentials"}),
-              tool("read_file", {"path": "../home/.netrc"}),
-              tool("read_file", {"path": "lib/.npmrc"}),
-              tool("grep", {"pattern": "CANARY", "path": str(w.home)}),
-              tool("grep", {"pattern": "CANARY", "path": "lib"}),
-              tool("glob", {"pattern": "**/*", "path": str(w.home / ".ssh")}),
-              flags=("--permission-mode", "default"))
+    w.session(
+        tool("read_file", {"path": str(w.home / ".ssh" / "id_rsa")}),
+        tool("read_file", {"path": "~/.aws/credentials"}),
+        tool("read_file", {"path": "../home/.netrc"}),
+        tool("read_file", {"path": "lib/.npmrc"}),
+        tool("grep", {"pattern": "CANARY", "path": str(w.home)}),
+        tool("grep", {"pattern": "CANARY", "path": "lib"}),
+        tool("glob", {"pattern": "**/*", "path": str(w.home / ".ssh")}),
+        flags=("--permission-mode", "default"),
+    )
     return []
 
 
 ATTACKS = (
-    Attack("3/transcripts-link", 3, ".transcripts symlinked out plus an untrusted transcript_retention", transcripts_symlink_retention, named=True),
-    Attack("3/transcripts-link-user", 3, ".transcripts symlinked out, retention from the user's own config", transcripts_symlink_users_retention),
-    Attack("3/transcript-entries", 3, "links inside .transcripts: an output folder and a .jsonl to the victim", transcript_entry_links),
-    Attack("3/tasks-swap", 3, ".tasks swapped for a link into another repository mid-session", tasks_swapped_mid_session, named=True),
-    Attack("3/transcripts-swap", 3, ".transcripts swapped for a link mid-session, then a long output saved", transcripts_swapped_mid_session),
+    Attack(
+        "3/transcripts-link",
+        3,
+        ".transcripts symlinked out plus an untrusted transcript_retention",
+        transcripts_symlink_retention,
+        named=True,
+    ),
+    Attack(
+        "3/transcripts-link-user",
+        3,
+        ".transcripts symlinked out, retention from the user's own config",
+        transcripts_symlink_users_retention,
+    ),
+    Attack(
+        "3/transcript-entries",
+        3,
+        "links inside .transcripts: an output folder and a .jsonl to the victim",
+        transcript_entry_links,
+    ),
+    Attack(
+        "3/tasks-swap",
+        3,
+        ".tasks swapped for a link into another repository mid-session",
+        tasks_swapped_mid_session,
+        named=True,
+    ),
+    Attack(
+        "3/transcripts-swap",
+        3,
+        ".transcripts swapped for a link mid-session, then a long output saved",
+        transcripts_swapped_mid_session,
+    ),
     Attack("3/memory-cards-link", 3, ".memory/cards symlinked to the victim, then memory_save", memory_cards_link),
-    Attack("3/tasks-lock-link", 3, ".tasks/.lock and a task file as links out, then task_create/update", tasks_lock_dangling_link),
-    Attack("3/memory-private-swap", 3, ".memory/private swapped for a link mid-session", memory_private_link_from_sandbox),
+    Attack(
+        "3/tasks-lock-link",
+        3,
+        ".tasks/.lock and a task file as links out, then task_create/update",
+        tasks_lock_dangling_link,
+    ),
+    Attack(
+        "3/memory-private-swap", 3, ".memory/private swapped for a link mid-session", memory_private_link_from_sandbox
+    ),
     Attack("6/agents-md-link", 6, "AGENTS.md a symlink to ~/.aws/credentials", agents_md_symlink, named=True),
-    Attack("6/nested-instructions", 6, "a nested AGENTS.md and CLAUDE.local.md linked to home files", nested_agents_md_symlink),
+    Attack(
+        "6/nested-instructions",
+        6,
+        "a nested AGENTS.md and CLAUDE.local.md linked to home files",
+        nested_agents_md_symlink,
+    ),
     Attack("6/imports-home", 6, "@imports of ~, .., absolute and folder-symlinked home paths", import_home_paths),
-    Attack("6/skills-commands", 6, "a skill folder, a SKILL.md and a custom command linked out", skill_and_command_links, named=True),
+    Attack(
+        "6/skills-commands",
+        6,
+        "a skill folder, a SKILL.md and a custom command linked out",
+        skill_and_command_links,
+        named=True,
+    ),
     Attack("6/card-link", 6, "a card file symlinked to ~/.aws/credentials", card_file_link, named=True),
-    Attack("6/read-tools", 6, "read_file/grep/glob of home files by path, ~, .. and a folder symlink", read_tools_outside),
+    Attack(
+        "6/read-tools", 6, "read_file/grep/glob of home files by path, ~, .. and a folder symlink", read_tools_outside
+    ),
 )

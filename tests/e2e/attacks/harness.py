@@ -79,9 +79,16 @@ class Outcome:
 
     def results(self) -> list[dict]:
         """The tool results of the conversation, in order."""
+
         def of(request: dict) -> list[dict]:
-            return [b for m in request.get("messages", []) if isinstance(m.get("content"), list)
-                    for b in m["content"] if b.get("type") == "tool_result"]
+            return [
+                b
+                for m in request.get("messages", [])
+                if isinstance(m.get("content"), list)
+                for b in m["content"]
+                if b.get("type") == "tool_result"
+            ]
+
         return max((of(r) for r in self.requests), key=len, default=[])
 
     def result(self, index: int) -> str:
@@ -118,8 +125,11 @@ class Verdict:
 def world_base() -> Path:
     """Where worlds live: ``$MEMAGENT_ATTACK_ROOT``, else ``/srv/memagent-attacks``, else
     ``.attack-worlds/`` beside the tests — never under a folder the sandbox makes private."""
-    candidates = [os.environ.get("MEMAGENT_ATTACK_ROOT"), "/srv/memagent-attacks",
-                  str(Path(__file__).resolve().parents[3] / ".attack-worlds")]
+    candidates = [
+        os.environ.get("MEMAGENT_ATTACK_ROOT"),
+        "/srv/memagent-attacks",
+        str(Path(__file__).resolve().parents[3] / ".attack-worlds"),
+    ]
     for candidate in filter(None, candidates):
         path = Path(candidate)
         if any(str(path.resolve()).startswith(p + "/") for p in PRIVATE_ROOTS):
@@ -172,9 +182,11 @@ def snapshot(root: Path, skip: tuple[str, ...] = ()) -> dict[str, tuple]:
 
 
 def changes(before: dict, after: dict) -> list[str]:
-    return ([f"created {p}" for p in sorted(after.keys() - before.keys())]
-            + [f"removed {p}" for p in sorted(before.keys() - after.keys())]
-            + [f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]])
+    return (
+        [f"created {p}" for p in sorted(after.keys() - before.keys())]
+        + [f"removed {p}" for p in sorted(before.keys() - after.keys())]
+        + [f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]]
+    )
 
 
 class World:
@@ -241,13 +253,23 @@ class World:
         env.update(extra)
         return env
 
-    def session(self, *steps: dict, flags: tuple[str, ...] = ("--yes",), prompt: str = "summarize this repo",
-                env: dict | None = None, cwd: Path | None = None, stdin: str = "") -> Outcome:
+    def session(
+        self,
+        *steps: dict,
+        flags: tuple[str, ...] = ("--yes",),
+        prompt: str = "summarize this repo",
+        env: dict | None = None,
+        cwd: Path | None = None,
+        stdin: str = "",
+    ) -> Outcome:
         """``memagent -p`` in the project with the scripted model's ``steps`` then "done."."""
         with FakeAnthropic() as fake:
             fake.add(*steps, text("done."), text("done."))
-            outcome = self._run(["-C", str(cwd or self.project), "-p", prompt, *flags],
-                                {"ANTHROPIC_BASE_URL": fake.url, **(env or {})}, stdin)
+            outcome = self._run(
+                ["-C", str(cwd or self.project), "-p", prompt, *flags],
+                {"ANTHROPIC_BASE_URL": fake.url, **(env or {})},
+                stdin,
+            )
             outcome.requests = list(fake.requests)
         return outcome
 
@@ -256,8 +278,16 @@ class World:
         return self._run(list(args), {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", **(env or {})}, stdin)
 
     def _run(self, args: list[str], env: dict, stdin: str) -> Outcome:
-        done = subprocess.run([sys.executable, "-m", "memagent", *args], env=self.env(**env), input=stdin,
-                              capture_output=True, text=True, timeout=240, cwd=self.project, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "memagent", *args],
+            env=self.env(**env),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=self.project,
+            check=False,
+        )
         outcome = Outcome(done.returncode, done.stdout, done.stderr)
         self.outcomes.append(outcome)
         return outcome
@@ -325,8 +355,10 @@ def run_attack(attack: Attack, base: Path | None = None, keep: bool = False) -> 
 
 def payload(world: World, tag: str) -> str:
     """A shell script body that records that it ran, and what it could see, in ``ran.log``."""
-    return (f"#!/bin/sh\necho \"{tag} ran key=$ANTHROPIC_API_KEY $(cat {world.home}/.ssh/id_rsa 2>/dev/null)\""
-            f" >> {world.ran}\ncat >/dev/null 2>&1 || true\n")
+    return (
+        f'#!/bin/sh\necho "{tag} ran key=$ANTHROPIC_API_KEY $(cat {world.home}/.ssh/id_rsa 2>/dev/null)"'
+        f" >> {world.ran}\ncat >/dev/null 2>&1 || true\n"
+    )
 
 
 def new_id() -> str:

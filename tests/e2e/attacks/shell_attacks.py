@@ -36,6 +36,7 @@ def hidden_touch(command: str):
         works_in_bash(command, "PWNED", creates=True)
         w.session(tool("bash", {"command": command}), flags=ASK_FLAGS)
         return [f"ran unapproved: {command!r}"] if (w.project / "PWNED").exists() else []
+
     return attack
 
 
@@ -44,6 +45,7 @@ def hidden_rm(command: str):
         works_in_bash(command, "victim.txt", creates=False)
         w.session(tool("bash", {"command": command}), flags=DENY_FLAGS)
         return [f"passed deny Bash(rm:*): {command!r}"] if not (w.project / "victim.txt").exists() else []
+
     return attack
 
 
@@ -74,7 +76,7 @@ DENY = {
     "quoted-name": ("r''m victim.txt", False),
     "backslash-name": ("\\rm victim.txt", False),
     "alias": ("shopt -s expand_aliases\nalias x=rm\nx victim.txt", False),
-    "function": ("x() { rm \"$@\"; }\nx victim.txt", False),
+    "function": ('x() { rm "$@"; }\nx victim.txt', False),
     "hash-p": ("hash -p /bin/rm x\nx victim.txt", False),
     "heredoc-sh": ("sh <<'EOF'\nrm victim.txt\nEOF", False),
     "tab-separator": ("rm\tvictim.txt", False),
@@ -83,8 +85,12 @@ DENY = {
 }
 
 ATTACKS = (
-    *(Attack(f"4/ask-{name}", 4, f"hidden from an allow rule: {cmd!r}", hidden_touch(cmd), named=named)
-      for name, (cmd, named) in ASK.items()),
-    *(Attack(f"4/deny-{name}", 4, f"hidden from deny Bash(rm:*): {cmd!r}", hidden_rm(cmd), named=named)
-      for name, (cmd, named) in DENY.items()),
+    *(
+        Attack(f"4/ask-{name}", 4, f"hidden from an allow rule: {cmd!r}", hidden_touch(cmd), named=named)
+        for name, (cmd, named) in ASK.items()
+    ),
+    *(
+        Attack(f"4/deny-{name}", 4, f"hidden from deny Bash(rm:*): {cmd!r}", hidden_rm(cmd), named=named)
+        for name, (cmd, named) in DENY.items()
+    ),
 )

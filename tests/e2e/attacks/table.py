@@ -25,11 +25,20 @@ def _expected(attack: Attack) -> Attack:
     return attack
 
 
-ATTACKS: tuple[Attack, ...] = tuple(_expected(a) for a in sorted(
-    (*git_attacks.ATTACKS, *fs_attacks.ATTACKS, *shell_attacks.ATTACKS, *trust_attacks.ATTACKS,
-     *memory_attacks.ATTACKS, *env_attacks.ATTACKS),
-    key=lambda attack: attack.klass,
-))
+ATTACKS: tuple[Attack, ...] = tuple(
+    _expected(a)
+    for a in sorted(
+        (
+            *git_attacks.ATTACKS,
+            *fs_attacks.ATTACKS,
+            *shell_attacks.ATTACKS,
+            *trust_attacks.ATTACKS,
+            *memory_attacks.ATTACKS,
+            *env_attacks.ATTACKS,
+        ),
+        key=lambda attack: attack.klass,
+    )
+)
 
 CLASSES = {
     1: "the sandbox opened from inside",
