@@ -20,13 +20,18 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from memagent.hook_settings import HookCommand, HooksSettings  # re-exported: the hooks setting
+from memagent.models import DEFAULT_MODEL, DEFAULT_SMALL_MODEL
+from memagent.models import info as model_info
+from memagent.models import resolve as resolve_model
 from memagent.paths import (  # re-exported: settings and paths are usually needed together
     Credentials,
     ProjectPaths,
@@ -35,8 +40,6 @@ from memagent.paths import (  # re-exported: settings and paths are usually need
     memagent_home,
     project_paths,
 )
-from memagent.hook_settings import HookCommand, HooksSettings  # re-exported: the hooks setting
-from memagent.models import DEFAULT_MODEL, DEFAULT_SMALL_MODEL, info as model_info, resolve as resolve_model
 
 ENV_PREFIX = "MEMAGENT_"
 
@@ -367,7 +370,7 @@ STRICTER_WHEN = {
 }
 
 
-def _stricter(key: str, value: Any, user: "_Layer") -> bool:
+def _stricter(key: str, value: Any, user: _Layer) -> bool:
     """True when a project's value of a gate setting only tightens what the user has."""
     check = STRICTER_WHEN.get(key)
     if check is None:
@@ -407,7 +410,10 @@ CHANGED_SINCE_TRUSTED = (
 
 
 def _layers(
-    paths: ProjectPaths, env: Mapping[str, str], overrides: Mapping[str, Any], trusted: bool,
+    paths: ProjectPaths,
+    env: Mapping[str, str],
+    overrides: Mapping[str, Any],
+    trusted: bool,
     distrust: str = NOT_TRUSTED,
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
@@ -431,8 +437,10 @@ def _layers(
             f"{paths.project_config} sets {', '.join(user_only)}; ignored (only your own "
             f"{paths.user_config.name} may set it)"
         )
-    for layer_values, origin, source in ((user_values, "user", f"$MEMAGENT_HOME/{paths.user_config.name}"),
-                                         (project_values, "project", paths.project_config.name)):
+    for layer_values, origin, source in (
+        (user_values, "user", f"$MEMAGENT_HOME/{paths.user_config.name}"),
+        (project_values, "project", paths.project_config.name),
+    ):
         if "hooks" in layer_values:
             layer_values["hooks"] = HooksSettings.from_file(layer_values["hooks"], origin=origin, source=source)
     project = _Layer(str(paths.project_config), project_values)

@@ -4,7 +4,7 @@ renderers of this stream. A leaf module: it imports nothing of memagent."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,13 @@ class TurnEnded:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-AgentEvent = Union[
-    TurnStarted, WaitingForModel, AssistantText, ToolCallStarted, ToolProgress, ToolCallFinished, Notice, TurnEnded
-]
+AgentEvent = (
+    TurnStarted
+    | WaitingForModel
+    | AssistantText
+    | ToolCallStarted
+    | ToolProgress
+    | ToolCallFinished
+    | Notice
+    | TurnEnded
+)

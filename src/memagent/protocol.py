@@ -137,6 +137,20 @@ class PermissionsView:
 
 
 __all__ = [
-    "DECISIONS", "AnswerApproval", "ApprovalRequested", "Cancel", "Compact", "Decision", "Op", "OpCompleted",
-    "OpRejected", "PermissionsView", "Rewind", "SessionEvent", "SessionStatus", "SetModel", "SetPermissionMode", "Submit",
+    "DECISIONS",
+    "AnswerApproval",
+    "ApprovalRequested",
+    "Cancel",
+    "Compact",
+    "Decision",
+    "Op",
+    "OpCompleted",
+    "OpRejected",
+    "PermissionsView",
+    "Rewind",
+    "SessionEvent",
+    "SessionStatus",
+    "SetModel",
+    "SetPermissionMode",
+    "Submit",
 ]

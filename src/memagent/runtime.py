@@ -97,7 +97,9 @@ class SessionOptions:
     auto_approve: bool = False
     non_interactive: bool = False
     memory: bool = True
-    prefetch_memory: bool = True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    prefetch_memory: bool = (
+        True  # load the embedder and vector index at start (off: a one-shot prompt that needs no search)
+    )
     memory_upkeep: bool = True  # background scans, indexing and clean-up (off: a one-shot prompt)
     resume_id: str | None = None
     continue_latest: bool = False
@@ -120,9 +122,7 @@ def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> Chat
         raise SetupError(MISSING_KEY, code=2)
     from memagent.llm.anthropic import AnthropicModel
 
-    return AnthropicModel(
-        settings.model, api_key=creds.api_key, auth_token=creds.auth_token, base_url=creds.base_url
-    )
+    return AnthropicModel(settings.model, api_key=creds.api_key, auth_token=creds.auth_token, base_url=creds.base_url)
 
 
 def _settings(
@@ -179,8 +179,14 @@ def logical_session_id(resumed: Resumed | None, session_id: str) -> str:
 
 
 def _open_conversation(
-    paths: ProjectPaths, settings: Settings, session_id: str, resumed: Resumed | None, logical: str,
-    shelf: AttachmentShelf, warnings: list[str], kind: str,
+    paths: ProjectPaths,
+    settings: Settings,
+    session_id: str,
+    resumed: Resumed | None,
+    logical: str,
+    shelf: AttachmentShelf,
+    warnings: list[str],
+    kind: str,
 ) -> Conversation:
     """The session's conversation over its new transcript, seeded from a resumed session."""
     try:
@@ -244,8 +250,15 @@ def session_mode(options: SessionOptions, settings: Settings, claude: ClaudeSett
 
 
 def session_gate(
-    paths: ProjectPaths, settings: Settings, mode: str, env: Mapping[str, str] | None, *, settings_trusted: bool,
-    warn: Callable[[str], None], command_line: RuleSource | None = None, claude: ClaudeSettings | None = None,
+    paths: ProjectPaths,
+    settings: Settings,
+    mode: str,
+    env: Mapping[str, str] | None,
+    *,
+    settings_trusted: bool,
+    warn: Callable[[str], None],
+    command_line: RuleSource | None = None,
+    claude: ClaudeSettings | None = None,
 ) -> Gate:
     """The session's one gate: the mode, every rule with the file it came from (user config, a
     trusted project file, the environment, Claude Code's settings files,
@@ -253,14 +266,18 @@ def session_gate(
     from memagent.trust import TrustError, save_rule, saved_rules
 
     try:
-        sources = [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
-                   for label, rules in rule_sources(paths, env, trusted=settings_trusted)]
+        sources = [
+            RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+            for label, rules in rule_sources(paths, env, trusted=settings_trusted)
+        ]
     except ConfigError as exc:
         raise SetupError(str(exc)) from None
     sources.append(_unsourced(settings, sources))
     if claude is not None:
-        sources += [RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
-                    for label, rules in claude.rules_by_source().items()]
+        sources += [
+            RuleSource(label, rules["allow"], rules["ask"], rules["deny"])
+            for label, rules in claude.rules_by_source().items()
+        ]
     if command_line is not None:
         sources.append(command_line)
     sources.append(RuleSource(SAVED_ORIGIN, allow=saved_rules(paths.home, paths.root)))
@@ -300,14 +317,17 @@ def _trust_notices(paths: ProjectPaths, trust: TrustState) -> list[str]:
         if name == paths.project_config.name:
             continue
         what = "its MCP servers are not started" if name == ".mcp.json" else "it is not used"
-        lines.append(f"{paths.root / name} changed since you trusted this project; {what} "
-                     "(`memagent trust --status` shows the change, `memagent trust` accepts it)")
+        lines.append(
+            f"{paths.root / name} changed since you trusted this project; {what} "
+            "(`memagent trust --status` shows the change, `memagent trust` accepts it)"
+        )
     return lines
 
 
 def claude_settings_for(paths: ProjectPaths, trust: TrustState) -> ClaudeSettings:
     """Claude Code's settings files, each of the project's widening only when trusted as it is now;
     a rule memagent cannot read is a notice, not a failure."""
+
     def check(rule: str) -> str | None:
         try:
             parse_rule(rule)
@@ -374,9 +394,16 @@ def open_session(
     resumed, resume_warnings, resume_note = _find_resume(paths, options)
     warnings += resume_warnings
     settings_trusted = trust.file_trusted(paths.project_config.name)
-    gate = session_gate(paths, settings, session_mode(options, settings, claude), env,
-                        settings_trusted=settings_trusted, warn=warnings.append, claude=claude,
-                        command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools))
+    gate = session_gate(
+        paths,
+        settings,
+        session_mode(options, settings, claude),
+        env,
+        settings_trusted=settings_trusted,
+        warn=warnings.append,
+        claude=claude,
+        command_line=RuleSource(COMMAND_LINE_ORIGIN, options.allowed_tools, (), options.disallowed_tools),
+    )
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
@@ -389,29 +416,72 @@ def open_session(
     assert transcript is not None  # _open_conversation always records
     shell = session_shell(settings, paths.home, extra_env=dict(claude.env))
     parts = Parts(
-        paths, settings, session_id, chat_model, conversation, _restored_todo(resumed, warnings),
-        CompactionRequest(), resumed, warnings, {**child_environment(env), **claude.env},
-        trust.file_trusted(".mcp.json"), logical, _processed_ids(resumed, conversation), dict(options.mcp_servers),
-        tuple(options.add_dirs), shell, options.prefetch_memory, options.memory_upkeep,
-        shell_env=shell.extra_env, permission_mode=lambda: gate.mode, start_source=options.start_source,
-        project_trusted=trust.trusted, shelf=shelf,
+        paths,
+        settings,
+        session_id,
+        chat_model,
+        conversation,
+        _restored_todo(resumed, warnings),
+        CompactionRequest(),
+        resumed,
+        warnings,
+        {**child_environment(env), **claude.env},
+        trust.file_trusted(".mcp.json"),
+        logical,
+        _processed_ids(resumed, conversation),
+        dict(options.mcp_servers),
+        tuple(options.add_dirs),
+        shell,
+        options.prefetch_memory,
+        options.memory_upkeep,
+        shell_env=shell.extra_env,
+        permission_mode=lambda: gate.mode,
+        start_source=options.start_source,
+        project_trusted=trust.trusted,
+        shelf=shelf,
     )
     features, memory_off_reason = compose_features(parts)
     if meter_of(chat_model) is None:  # a model handed in unmetered: the status line still counts
         features.insert(0, UsageFeature(UsageMeter(), settings.model))
     channel = Channel()
     controls = Controls(gate, notifying(approver or channel.approver, features), options.non_interactive)
-    agent = build_agent(parts, features, controls, system_prompt=options.system_prompt,
-                        append_system_prompt=options.append_system_prompt)
+    agent = build_agent(
+        parts,
+        features,
+        controls,
+        system_prompt=options.system_prompt,
+        append_system_prompt=options.append_system_prompt,
+    )
     return Session(
-        agent=agent, paths=paths, settings=settings, session_id=session_id, transcript=transcript,
-        todo=parts.todo, features=features, memory_off_reason=memory_off_reason,
-        resumed_from=resumed.session_id if resumed else None, warnings=warnings, logical_session_id=logical,
-        trusted=trust.trusted, claude=claude, resume_note=resume_note, channel=channel,
+        agent=agent,
+        paths=paths,
+        settings=settings,
+        session_id=session_id,
+        transcript=transcript,
+        todo=parts.todo,
+        features=features,
+        memory_off_reason=memory_off_reason,
+        resumed_from=resumed.session_id if resumed else None,
+        warnings=warnings,
+        logical_session_id=logical,
+        trusted=trust.trusted,
+        claude=claude,
+        resume_note=resume_note,
+        channel=channel,
     )
 
 
 __all__ = [
-    "MISSING_KEY", "Session", "SessionOptions", "SetupError", "attachment_shelf", "claude_settings_for", "hook_condition",
-    "make_model", "notifying", "open_session", "session_gate", "session_mode",
+    "MISSING_KEY",
+    "Session",
+    "SessionOptions",
+    "SetupError",
+    "attachment_shelf",
+    "claude_settings_for",
+    "hook_condition",
+    "make_model",
+    "notifying",
+    "open_session",
+    "session_gate",
+    "session_mode",
 ]

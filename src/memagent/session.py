@@ -167,9 +167,14 @@ class Session:
                 except Exception:  # a status read never fails: the last response's figure stands
                     pass
         return SessionStatus(
-            session_id=self.session_id, model=agent.config.model or agent.model.name,
-            permission_mode=agent.gate.mode, context_tokens=used, compaction_threshold=threshold,
-            cost=meter.cost if meter is not None else None, turns=agent.turns, busy=self.channel.busy,
+            session_id=self.session_id,
+            model=agent.config.model or agent.model.name,
+            permission_mode=agent.gate.mode,
+            context_tokens=used,
+            compaction_threshold=threshold,
+            cost=meter.cost if meter is not None else None,
+            turns=agent.turns,
+            busy=self.channel.busy,
             can_compact=not isinstance(context, PassThroughContext),
         )
 
@@ -209,8 +214,12 @@ class Session:
         gate = self.agent.gate
         source = self.claude.default_mode
         return PermissionsView(
-            mode=gate.mode, rules=tuple(gate.describe()), asks_for=tuple(gate.policy.asks_for()),
-            mode_source=f"{source[1]} (defaultMode: {source[0]})" if source is not None and source[0] == gate.mode else "",
+            mode=gate.mode,
+            rules=tuple(gate.describe()),
+            asks_for=tuple(gate.policy.asks_for()),
+            mode_source=f"{source[1]} (defaultMode: {source[0]})"
+            if source is not None and source[0] == gate.mode
+            else "",
         )
 
     @property
@@ -256,8 +265,9 @@ class Session:
             raise RewindError("the transcript is not fully written yet (see the warning above); try again later")
         return plan_rewind(self.transcript.path, turn)
 
-    def rewind(self, plan: RewindPlan, *, code: bool = True, conversation: bool = True,
-               forget: list[str] | None = None) -> Restored | None:
+    def rewind(
+        self, plan: RewindPlan, *, code: bool = True, conversation: bool = True, forget: list[str] | None = None
+    ) -> Restored | None:
         """Carry out a plan: files back as the turn's checkpoint recorded them (``code``), the
         conversation back to before the turn's message (``conversation``), the memory cards
         ``forget`` names erased. Raises CheckpointError when the files cannot be restored

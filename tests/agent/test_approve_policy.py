@@ -61,8 +61,7 @@ def test_deny_rule_refuses_and_names_the_rule_even_with_yes(tmp_path):
 def test_allow_rule_runs_without_asking(tmp_path):
     approver = Recorder(Approval.DENY)
     script = [reply(tool_call("bash", {"command": "touch made.txt"})), reply("ok")]
-    agent, model = make_agent(tmp_path, script, allow=["Bash(touch made.txt)"], approver=approver,
-                              non_interactive=True)
+    agent, model = make_agent(tmp_path, script, allow=["Bash(touch made.txt)"], approver=approver, non_interactive=True)
     run(agent, "go")
     assert (tmp_path / "made.txt").exists() and approver.asked == []
     assert not result_of(model).get("is_error")
@@ -80,18 +79,27 @@ def test_always_approves_exactly_that_call_and_an_ask_rule_still_asks(tmp_path):
     approver = Recorder(Approval.ALWAYS)
     saved: list[str] = []
     script = [
-        reply(tool_call("bash", {"command": "touch a.txt"})), reply("one"),
-        reply(tool_call("bash", {"command": "touch b.txt"})), reply("two"),
-        reply(tool_call("bash", {"command": "touch a.txt"})), reply("again"),
-        reply(tool_call("bash", {"command": "git push --dry-run"})), reply("three"),
-        reply(tool_call("bash", {"command": "git push --dry-run"})), reply("four"),
+        reply(tool_call("bash", {"command": "touch a.txt"})),
+        reply("one"),
+        reply(tool_call("bash", {"command": "touch b.txt"})),
+        reply("two"),
+        reply(tool_call("bash", {"command": "touch a.txt"})),
+        reply("again"),
+        reply(tool_call("bash", {"command": "git push --dry-run"})),
+        reply("three"),
+        reply(tool_call("bash", {"command": "git push --dry-run"})),
+        reply("four"),
     ]
     agent, _ = make_agent(tmp_path, script, ask=["Bash(git push:*)"], approver=approver, save_rule=saved.append)
     for prompt in ("a", "b", "a again", "push", "push again"):
         run(agent, prompt)
     # "always" on `touch a.txt` approves that command only; the ask rule insists every time
     assert [raw["command"] for raw in approver.asked] == [
-        "touch a.txt", "touch b.txt", "git push --dry-run", "git push --dry-run"]
+        "touch a.txt",
+        "touch b.txt",
+        "git push --dry-run",
+        "git push --dry-run",
+    ]
     assert saved == ["Bash(touch a.txt)", "Bash(touch b.txt)", "Bash(git push --dry-run)", "Bash(git push --dry-run)"]
     assert "Bash(git push:*)" in approver.reasons[-1]
 
@@ -99,8 +107,10 @@ def test_always_approves_exactly_that_call_and_an_ask_rule_still_asks(tmp_path):
 def test_accept_edits_writes_without_asking_but_bash_asks(tmp_path):
     approver = Recorder(Approval.DENY)
     script = [
-        reply(tool_call("write_file", {"path": "notes.md", "content": "hi\n"}),
-              tool_call("bash", {"command": "touch x.txt"})),
+        reply(
+            tool_call("write_file", {"path": "notes.md", "content": "hi\n"}),
+            tool_call("bash", {"command": "touch x.txt"}),
+        ),
         reply("ok"),
     ]
     agent, model = make_agent(tmp_path, script, mode="acceptEdits", approver=approver)
@@ -113,8 +123,11 @@ def test_accept_edits_writes_without_asking_but_bash_asks(tmp_path):
 def test_plan_mode_reads_but_refuses_changes_with_a_clear_message(tmp_path):
     (tmp_path / "app.py").write_text("print(1)\n")
     script = [
-        reply(tool_call("read_file", {"path": "app.py"}), tool_call("write_file", {"path": "app.py", "content": "x"}),
-              tool_call("bash", {"command": "ls"})),
+        reply(
+            tool_call("read_file", {"path": "app.py"}),
+            tool_call("write_file", {"path": "app.py", "content": "x"}),
+            tool_call("bash", {"command": "ls"}),
+        ),
         reply("here is the plan"),
     ]
     agent, model = make_agent(tmp_path, script, mode="plan", allow=["Bash"], auto_approve=True)

@@ -73,7 +73,11 @@ blocks = st.one_of(
     st.builds(result, ids),
 )
 messages = st.lists(
-    st.builds(lambda role, bs: {"role": role, "content": bs}, st.sampled_from(["user", "assistant"]), st.lists(blocks, max_size=4)),
+    st.builds(
+        lambda role, bs: {"role": role, "content": bs},
+        st.sampled_from(["user", "assistant"]),
+        st.lists(blocks, max_size=4),
+    ),
     max_size=12,
 )
 

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from memagent.events import AssistantText, Notice, ToolCallFinished, ToolCallStarted, TurnEnded
 from memagent.agent.feature import BaseFeature, ToolCall, TurnInput
 from memagent.agent.loop import Agent, Approval
 from memagent.context.conversation import Conversation
 from memagent.context.transcript import TranscriptWriter, read_records
+from memagent.events import AssistantText, Notice, ToolCallFinished, ToolCallStarted, TurnEnded
 from memagent.llm.invariants import request_problems
 from memagent.llm.items import Injected, item, wire_block
-from memagent.markers import Marker
 from memagent.llm.scripted import FunctionModel, ScriptedModel, reply, tool_call
 from memagent.llm.types import ModelError, PromptTooLongError, Usage, text_block
+from memagent.markers import Marker
 from memagent.permissions import Effect, declares
 from memagent.tools.base import ToolContext, ToolError, ToolInput, ToolRegistry, tool
 
@@ -147,8 +147,14 @@ def test_approver_always_is_remembered_for_exactly_that_call(tmp_path):
         asked.append(raw["text"])
         return Approval.ALWAYS
 
-    script = [reply(tool_call("guarded", {"text": "1"})), reply("a"), reply(tool_call("guarded", {"text": "1"})), reply("b"),
-              reply(tool_call("guarded", {"text": "2"})), reply("c")]
+    script = [
+        reply(tool_call("guarded", {"text": "1"})),
+        reply("a"),
+        reply(tool_call("guarded", {"text": "1"})),
+        reply("b"),
+        reply(tool_call("guarded", {"text": "2"})),
+        reply("c"),
+    ]
     agent, calls = make_agent(tmp_path, ScriptedModel(script), approver=approver)
     for prompt in ("one", "one again", "two"):
         run(agent, prompt)
@@ -405,10 +411,12 @@ def test_a_feature_can_block_a_prompt_before_it_reaches_the_model(tmp_path):
 
 
 def test_a_feature_can_block_a_tool_call_and_sees_the_calls_that_ran(tmp_path):
-    model = ScriptedModel([
-        reply(tool_call("echo", {"text": "rm"}, id="a"), tool_call("echo", {"text": "ok"}, id="b")),
-        reply("done"),
-    ])
+    model = ScriptedModel(
+        [
+            reply(tool_call("echo", {"text": "rm"}, id="a"), tool_call("echo", {"text": "ok"}, id="b")),
+            reply("done"),
+        ]
+    )
     guard = GuardFeature()
     agent, calls = make_agent(tmp_path, model, features=[guard], auto_approve=True)
     run(agent, "go")
@@ -427,7 +435,11 @@ class StopHookFeature(BaseFeature):
 
     def continue_turn(self, text: str) -> Injected | None:
         self.asked += 1
-        return Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, Stop:]\nrun the tests") if self.asked == 1 else None
+        return (
+            Injected(Marker.HOOK_CONTEXT, "[Context from the user's hooks, Stop:]\nrun the tests")
+            if self.asked == 1
+            else None
+        )
 
 
 def test_a_stop_hooks_continuation_is_injected_and_opens_no_user_turn(tmp_path):

@@ -36,7 +36,11 @@ def test_ctrl_c_while_waiting_for_extraction_still_closes_everything(tmp_path):
     list(session.agent.run_turn("remember that we always deploy from the main branch"))
     learner, service = ImpatientLearner(), ClosableService()
     memory = MemoryFeature(
-        service, learner, settings=Settings(), profile=lambda: None, current_task=lambda: None,
+        service,
+        learner,
+        settings=Settings(),
+        profile=lambda: None,
+        current_task=lambda: None,
         warn=session.warnings.append,
     )
     memory.after_turn(session.agent.conversation)

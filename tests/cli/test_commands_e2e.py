@@ -5,6 +5,7 @@ in Claude Code's format (namespaces, ``$1``, ``!`cmd``` through the gate, ``allo
 from __future__ import annotations
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 
 SMALL = "claude-haiku-4-5"
@@ -35,16 +36,20 @@ def _user_text(request) -> str:
 
 
 def test_a_namespaced_command_expands_runs_its_snippet_and_pre_approves_its_tools(run_cli, fake, project):
-    _write(project / ".claude" / "commands" / "git" / "commit.md",
-           "---\ndescription: Commit staged work\nargument-hint: TYPE SCOPE\n"
-           "allowed-tools: Bash(echo:*), Bash(touch:*)\n---\n"
-           "Write a $1 commit for $2 (all: $ARGUMENTS).\nStatus: !`echo staged-files-here`\n")
+    _write(
+        project / ".claude" / "commands" / "git" / "commit.md",
+        "---\ndescription: Commit staged work\nargument-hint: TYPE SCOPE\n"
+        "allowed-tools: Bash(echo:*), Bash(touch:*)\n---\n"
+        "Write a $1 commit for $2 (all: $ARGUMENTS).\nStatus: !`echo staged-files-here`\n",
+    )
     fake.add(tool("bash", {"command": "touch committed.txt"}, id="toolu_t"), text("Committed."))
     _trust(run_cli, project)
     result = _print(run_cli, fake, project, "/git:commit feat parser")  # no --yes: nobody to ask
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Committed.\n"
-    assert _user_text(fake.requests[0]) == "Write a feat commit for parser (all: feat parser).\nStatus: staged-files-here"
+    assert (
+        _user_text(fake.requests[0]) == "Write a feat commit for parser (all: feat parser).\nStatus: staged-files-here"
+    )
     assert (project / "committed.txt").exists()  # the model's call matched the command's allowed-tools
     assert fake.errors == []
 
@@ -60,8 +65,10 @@ def test_a_snippet_the_gate_refuses_stops_the_command_before_anything_is_sent(ru
 
 
 def test_a_failing_snippet_stops_the_command_and_names_the_exit_code(run_cli, fake, project):
-    _write(project / ".claude" / "commands" / "check.md",
-           "---\nallowed-tools: Bash(ls:*)\n---\nListing: !`ls no-such-folder`\n")
+    _write(
+        project / ".claude" / "commands" / "check.md",
+        "---\nallowed-tools: Bash(ls:*)\n---\nListing: !`ls no-such-folder`\n",
+    )
     _trust(run_cli, project)
     result = _print(run_cli, fake, project, "/check")
     assert result.returncode == 1 and fake.requests == []
@@ -69,8 +76,10 @@ def test_a_failing_snippet_stops_the_command_and_names_the_exit_code(run_cli, fa
 
 
 def test_allowed_tools_last_one_turn_and_the_model_setting_applies_to_it(run_cli, fake, project):
-    _write(project / ".claude" / "commands" / "fast.md",
-           "---\nmodel: claude-haiku-4-5\nallowed-tools: Bash(touch:*)\n---\nQuick one.\n")
+    _write(
+        project / ".claude" / "commands" / "fast.md",
+        "---\nmodel: claude-haiku-4-5\nallowed-tools: Bash(touch:*)\n---\nQuick one.\n",
+    )
     fake.add(tool("bash", {"command": "rm -f x.txt"}, id="toolu_rm"), text("could not"))
     _trust(run_cli, project)
     result = _print(run_cli, fake, project, "/fast")
@@ -85,8 +94,10 @@ def test_allowed_tools_last_one_turn_and_the_model_setting_applies_to_it(run_cli
 
 
 def test_a_skill_is_a_slash_command_in_print_mode(run_cli, fake, project):
-    _write(project / ".claude" / "skills" / "hook-development" / "SKILL.md",
-           "---\nname: Hook Development\ndescription: Develop hooks.\n---\nWrite a hook for $ARGUMENTS.\n")
+    _write(
+        project / ".claude" / "skills" / "hook-development" / "SKILL.md",
+        "---\nname: Hook Development\ndescription: Develop hooks.\n---\nWrite a hook for $ARGUMENTS.\n",
+    )
     fake.add(text("Here is a PreToolUse hook."))
     result = _print(run_cli, fake, project, "/hook-development PreToolUse")
     assert result.returncode == 0, result.stderr
@@ -97,7 +108,10 @@ def test_a_skill_is_a_slash_command_in_print_mode(run_cli, fake, project):
 def test_unknown_and_interactive_only_commands_are_one_line_errors(run_cli, fake, project):
     _write(project / ".claude" / "commands" / "commit.md", "Commit.\n")
     typo = _print(run_cli, fake, project, "/comit now")
-    assert typo.returncode == 1 and typo.stderr.strip().splitlines()[-1] == "memagent: unknown command /comit; did you mean /commit?"
+    assert (
+        typo.returncode == 1
+        and typo.stderr.strip().splitlines()[-1] == "memagent: unknown command /comit; did you mean /commit?"
+    )
     builtin = _print(run_cli, fake, project, "/compact")
     assert builtin.returncode == 1 and "/compact is a command of the interactive chat" in builtin.stderr
     path = _print(run_cli, fake, project, "/etc/hosts is odd, why?")

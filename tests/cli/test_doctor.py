@@ -20,7 +20,10 @@ def test_json_report_without_secrets_or_the_sdk(cli_env, project):
     }
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "memagent", "doctor", "--json", "--no-memory", "-C", str(project)],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert "very-secret" not in result.stdout and "hunter2" not in result.stdout

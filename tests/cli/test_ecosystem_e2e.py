@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool, turn
 from fakeapi.server import system_text
-
 from memagent.features.skills import skill_markdown
 
 SMALL = "claude-haiku-4-5"
@@ -24,7 +24,9 @@ def fake():
 
 
 def _print(run_cli, fake, project, prompt, *flags):
-    return run_cli("-C", str(project), "--no-memory", "--yes", "-p", prompt, *flags, env={"ANTHROPIC_BASE_URL": fake.url})
+    return run_cli(
+        "-C", str(project), "--no-memory", "--yes", "-p", prompt, *flags, env={"ANTHROPIC_BASE_URL": fake.url}
+    )
 
 
 def _texts(message) -> str:
@@ -42,7 +44,9 @@ def test_instructions_with_an_import_are_in_the_system_prompt_once_also_after_co
     fake.add(tool("read_file", {"path": "mod0.py"}), tool("read_file", {"path": "mod1.py"}), text("Read both."))
     first_run = _print(run_cli, fake, project, "read the modules")
     assert first_run.returncode == 0, first_run.stderr
-    fake.add(turn("Compacting now.", tool("compact", {})), tool("read_file", {"path": "mod2.py"}), text("Done reading."))
+    fake.add(
+        turn("Compacting now.", tool("compact", {})), tool("read_file", {"path": "mod2.py"}), text("Done reading.")
+    )
     result = _print(run_cli, fake, project, "compact, then read mod2", "-c")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Done reading.\n"

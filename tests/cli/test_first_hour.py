@@ -7,10 +7,11 @@ import json
 import shutil
 
 from fakeapi import FakeAnthropic, text, tool
-
 from memagent.cli.chat import close_session
 from memagent.cli.sessions import message_label
+from memagent.llm.items import injected
 from memagent.llm.scripted import ScriptedModel, reply
+from memagent.markers import Marker
 from memagent.runtime import SessionOptions, open_session
 
 
@@ -60,7 +61,13 @@ def _session_file(directory, index: int, first_line: str) -> None:
     sid = f"202611{10 + index // 60:02d}-10{index % 60:02d}00-{index:04x}"
     records = [
         {"type": "session_start", "time": stamp, "session_id": sid, "model": "m"},
-        {"type": "message", "time": stamp, "id": "1", "role": "user", "content": [{"type": "text", "text": first_line}]},
+        {
+            "type": "message",
+            "time": stamp,
+            "id": "1",
+            "role": "user",
+            "content": [{"type": "text", "text": first_line}],
+        },
     ]
     (directory / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
@@ -86,8 +93,11 @@ def test_tool_results_are_labelled_as_such_in_a_transcript():
     assert message_label({"role": "user", "content": [{"type": "text", "text": "hi"}]}) == "you"
     results = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}
     assert message_label(results) == "tool results"
-    reminded = {"role": "user", "content": [*results["content"], {"type": "text", "text": "<reminder>todo</reminder>"}]}
+    reminder = injected(Marker.REMINDER, "<reminder>todo</reminder>")  # memagent's own text, marked as such
+    reminded = {"role": "user", "content": [*results["content"], reminder]}
     assert message_label(reminded) == "tool results"
+    typed = {"role": "user", "content": [*results["content"], {"type": "text", "text": "<reminder>mine</reminder>"}]}
+    assert message_label(typed) == "you"  # the user's own words, however they open
     assert message_label({"role": "assistant", "content": []}) == "memagent"
 
 
@@ -95,7 +105,9 @@ def test_sessions_show_labels_tool_results(run_cli, project):
     fake_steps = [tool("read_file", {"path": "a.txt"}), text("done")]
     (project / "a.txt").write_text("alpha\n")
     with FakeAnthropic(fake_steps) as fake:
-        ran = run_cli("-C", str(project), "-p", "read a.txt", "--yes", "--no-memory", env={"ANTHROPIC_BASE_URL": fake.url})
+        ran = run_cli(
+            "-C", str(project), "-p", "read a.txt", "--yes", "--no-memory", env={"ANTHROPIC_BASE_URL": fake.url}
+        )
     assert ran.returncode == 0, ran.stderr
     sid = next((project / ".transcripts").glob("*.jsonl")).stem
     shown = run_cli("sessions", "-C", str(project), "show", sid[:12])

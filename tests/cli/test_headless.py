@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fakeapi import FakeAnthropic, error, text, tool, turn
 
 
@@ -32,8 +33,9 @@ def test_stream_json_is_one_event_per_line_from_init_to_result(run_cli, fake, pr
     assert init["subtype"] == "init" and init["session_id"] and "read_file" in init["tools"]
     assert init["model"] == "claude-sonnet-5-5"
     assert said["message"]["content"] == [{"type": "text", "text": "Let me look."}]
-    assert use["message"]["content"] == [{"type": "tool_use", "id": "toolu_read", "name": "read_file",
-                                          "input": {"path": "notes.txt"}}]
+    assert use["message"]["content"] == [
+        {"type": "tool_use", "id": "toolu_read", "name": "read_file", "input": {"path": "notes.txt"}}
+    ]
     [block] = outcome["message"]["content"]
     assert block["tool_use_id"] == "toolu_read" and "alpha" in block["content"] and block["is_error"] is False
     assert answer["message"]["content"] == [{"type": "text", "text": "The file says alpha."}]
@@ -58,8 +60,12 @@ def test_json_prints_one_result_object_with_usage_and_cost(run_cli, fake, projec
     assert usage["output_tokens"] > 0
     assert usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"] > 0
     assert set(usage) == {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}
-    expected = (usage["input_tokens"] * 3 + usage["output_tokens"] * 15 + usage["cache_creation_input_tokens"] * 3.75
-                + usage["cache_read_input_tokens"] * 0.3) / 1e6  # Sonnet list prices
+    expected = (
+        usage["input_tokens"] * 3
+        + usage["output_tokens"] * 15
+        + usage["cache_creation_input_tokens"] * 3.75
+        + usage["cache_read_input_tokens"] * 0.3
+    ) / 1e6  # Sonnet list prices
     assert obj["total_cost_usd"] == pytest.approx(expected, rel=1e-3)
     assert request["model"] == obj["model"]
 

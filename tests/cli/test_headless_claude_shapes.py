@@ -25,6 +25,7 @@ from claude_agent_sdk import (
     UserMessage,
     query,
 )
+
 from fakeapi import FakeAnthropic, delay, error, text, tool, turn
 from sdk_kit import memagent_cli, parse_with_sdk, sdk_env
 
@@ -36,8 +37,9 @@ def fake():
 
 
 def _run(run_cli, fake, project, *flags, prompt="hello", **kwargs):
-    return run_cli("-C", str(project), "--no-memory", "-p", prompt, *flags, env={"ANTHROPIC_BASE_URL": fake.url},
-                   **kwargs)
+    return run_cli(
+        "-C", str(project), "--no-memory", "-p", prompt, *flags, env={"ANTHROPIC_BASE_URL": fake.url}, **kwargs
+    )
 
 
 def _kinds(messages):
@@ -73,8 +75,14 @@ def test_tool_use_and_its_result_parse_as_assistant_and_user_messages(run_cli, f
     result = _run(run_cli, fake, project, "--output-format", "stream-json")
     assert result.returncode == 0, result.stderr
     messages = parse_with_sdk(result.stdout)
-    assert _kinds(messages) == ["SystemMessage", "AssistantMessage", "AssistantMessage", "UserMessage",
-                                "AssistantMessage", "ResultMessage"]
+    assert _kinds(messages) == [
+        "SystemMessage",
+        "AssistantMessage",
+        "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "ResultMessage",
+    ]
     _, said, call, outcome, answer, final = messages
     assert said.content == [TextBlock(text="Let me look.")]
     assert call.content == [ToolUseBlock(id="toolu_read", name="read_file", input={"path": "notes.txt"})]
@@ -118,13 +126,16 @@ def test_a_denied_tool_is_a_permission_denial(run_cli, fake, project):
     [outcome] = [m for m in messages if isinstance(m, UserMessage)]
     assert outcome.content[0].is_error is True
     final = messages[-1]
-    assert final.permission_denials == [{"tool_name": "bash", "tool_use_id": "toolu_bash",
-                                         "tool_input": {"command": "touch made.txt"}}]
+    assert final.permission_denials == [
+        {"tool_name": "bash", "tool_use_id": "toolu_bash", "tool_input": {"command": "touch made.txt"}}
+    ]
     assert not (project / "made.txt").exists()
 
 
 def test_a_failing_tool_is_not_a_denial(run_cli, fake, project):
-    fake.add(tool("read_file", {"path": "missing.txt"}, id="toolu_r"), tool("read_file", {}, id="toolu_bad"), text("ok"))
+    fake.add(
+        tool("read_file", {"path": "missing.txt"}, id="toolu_r"), tool("read_file", {}, id="toolu_bad"), text("ok")
+    )
     result = _run(run_cli, fake, project, "--output-format", "json")
     final = json.loads(result.stdout)
     assert final["subtype"] == "success" and final["permission_denials"] == []
@@ -132,8 +143,11 @@ def test_a_failing_tool_is_not_a_denial(run_cli, fake, project):
 
 @pytest.mark.parametrize("scenario", ["success", "error", "max_turns"])
 def test_the_json_result_parses_as_a_result_message(run_cli, fake, project, scenario):
-    steps = {"success": [text("Done.")], "error": [error(400, "bad request")],
-             "max_turns": [tool("glob", {"pattern": "*"}), text("x")]}[scenario]
+    steps = {
+        "success": [text("Done.")],
+        "error": [error(400, "bad request")],
+        "max_turns": [tool("glob", {"pattern": "*"}), text("x")],
+    }[scenario]
     fake.add(*steps)
     result = _run(run_cli, fake, project, "--yes", "--max-turns", "1", "--output-format", "json")
     [line] = result.stdout.splitlines()
@@ -148,10 +162,23 @@ def test_the_json_result_parses_as_a_result_message(run_cli, fake, project, scen
 def test_a_sigterm_mid_turn_ends_with_a_result_the_sdk_reads(cli_env, fake, project):
     fake.add(delay(60, text("too late")))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", "-p", "wait", "--output-format",
-         "stream-json"],
-        env={**cli_env, "ANTHROPIC_BASE_URL": fake.url}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "memagent",
+            "-C",
+            str(project),
+            "--no-memory",
+            "-p",
+            "wait",
+            "--output-format",
+            "stream-json",
+        ],
+        env={**cli_env, "ANTHROPIC_BASE_URL": fake.url},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert fake.wait_for_requests(1, timeout=120), "the request never came"
@@ -202,9 +229,20 @@ def _user_line(text, **extra):
 
 
 def _stream(run_cli, fake, project, lines, *flags):
-    return run_cli("-C", str(project), "--no-memory", "-p", "--input-format", "stream-json", "--output-format",
-                   "stream-json", "--verbose", *flags, env={"ANTHROPIC_BASE_URL": fake.url},
-                   input="".join(line + "\n" for line in lines))
+    return run_cli(
+        "-C",
+        str(project),
+        "--no-memory",
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        *flags,
+        env={"ANTHROPIC_BASE_URL": fake.url},
+        input="".join(line + "\n" for line in lines),
+    )
 
 
 def test_two_messages_on_stdin_are_two_turns_of_one_session(run_cli, fake, project):
@@ -253,8 +291,11 @@ def test_control_requests_and_replayed_messages(run_cli, fake, project):
     init_answer, refused = objects[0], objects[1]
     assert init_answer["type"] == "control_response" and init_answer["response"]["subtype"] == "success"
     assert init_answer["response"]["request_id"] == "req_1" and "commands" in init_answer["response"]["response"]
-    assert refused["response"] == {"subtype": "error", "request_id": "req_2",
-                                   "error": "memagent does not support the control request 'set_model'"}
+    assert refused["response"] == {
+        "subtype": "error",
+        "request_id": "req_2",
+        "error": "memagent does not support the control request 'set_model'",
+    }
     replayed = next(o for o in objects if o["type"] == "user")
     assert replayed["isReplay"] is True and replayed["uuid"] == "11111111-2222-4333-8444-555555555555"
     assert replayed["message"] == {"role": "user", "content": "hello"}
@@ -267,12 +308,15 @@ def test_stream_input_without_any_message_is_an_error(run_cli, fake, project):
     assert json.loads(result.stdout.splitlines()[-1])["is_error"] is True and fake.requests == []
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["-p", "--input-format", "stream-json", "--output-format", "json"], "needs --output-format stream-json"),
-    (["-p", "a prompt", "--input-format", "stream-json", "--output-format", "stream-json"], "come on stdin"),
-    (["-p", "hi", "--replay-user-messages"], "--replay-user-messages goes with"),
-    (["-p", "hi", "--input-format", "yaml"], "--input-format must be one of text, stream-json"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["-p", "--input-format", "stream-json", "--output-format", "json"], "needs --output-format stream-json"),
+        (["-p", "a prompt", "--input-format", "stream-json", "--output-format", "stream-json"], "come on stdin"),
+        (["-p", "hi", "--replay-user-messages"], "--replay-user-messages goes with"),
+        (["-p", "hi", "--input-format", "yaml"], "--input-format must be one of text, stream-json"),
+    ],
+)
 def test_stream_input_usage_errors(run_cli, project, flags, message):
     result = run_cli("-C", str(project), *flags)
     assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
@@ -312,10 +356,13 @@ def test_session_id_names_a_new_session_that_r_continues(run_cli, fake, project)
     assert json.loads(again.stdout)["errors"] == [again.stderr.removeprefix("memagent: ").strip()]
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--session-id", "not-a-uuid"], "is not a UUID"),
-    (["--session-id", "3f2b5d3e-1111-4222-8333-444455556666", "-c"], "--session-id starts a new session"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--session-id", "not-a-uuid"], "is not a UUID"),
+        (["--session-id", "3f2b5d3e-1111-4222-8333-444455556666", "-c"], "--session-id starts a new session"),
+    ],
+)
 def test_session_id_usage_errors(run_cli, project, flags, message):
     result = run_cli("-C", str(project), "-p", "hi", *flags)
     assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
@@ -324,14 +371,17 @@ def test_session_id_usage_errors(run_cli, project, flags, message):
 # ------------------------------------------------------------------ errors as JSON, cost
 
 
-@pytest.mark.parametrize("flags, env, message", [
-    (["-p", "hi", "--max-turns", "abc"], {}, "--max-turns: 'abc' is not a whole number"),
-    (["-p", "hi", "--fallback-model", "claude-haiku-4-5"], {}, "--fallback-model is a Claude Code option"),
-    (["-p", "--input-format", "stream-json", "--output-format", "json"], {}, "needs --output-format stream-json"),
-    (["-p", "hi"], {"ANTHROPIC_API_KEY": ""}, "no API key"),
-    (["-p", "-"], {}, "stdin was empty"),
-    (["-p", "hi", "-r", "no-such-session"], {}, "no session 'no-such-session'"),
-])
+@pytest.mark.parametrize(
+    "flags, env, message",
+    [
+        (["-p", "hi", "--max-turns", "abc"], {}, "--max-turns: 'abc' is not a whole number"),
+        (["-p", "hi", "--fallback-model", "claude-haiku-4-5"], {}, "--fallback-model is a Claude Code option"),
+        (["-p", "--input-format", "stream-json", "--output-format", "json"], {}, "needs --output-format stream-json"),
+        (["-p", "hi"], {"ANTHROPIC_API_KEY": ""}, "no API key"),
+        (["-p", "-"], {}, "stdin was empty"),
+        (["-p", "hi", "-r", "no-such-session"], {}, "no session 'no-such-session'"),
+    ],
+)
 @pytest.mark.parametrize("output_format", ["json", "stream-json"])
 def test_errors_before_the_turn_are_a_json_result_too(run_cli, project, flags, env, message, output_format):
     result = run_cli("-C", str(project), "--output-format", output_format, *flags, env=env)

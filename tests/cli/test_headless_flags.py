@@ -8,6 +8,7 @@ import json
 import sys
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 from mcp_kit import TOY
 
@@ -19,8 +20,18 @@ def fake():
 
 
 def _run(run_cli, fake, project, *flags, prompt="go", **kwargs):
-    return run_cli("-C", str(project), "--no-memory", "-p", prompt, "--output-format", "json", *flags,
-                   env={"ANTHROPIC_BASE_URL": fake.url}, **kwargs)
+    return run_cli(
+        "-C",
+        str(project),
+        "--no-memory",
+        "-p",
+        prompt,
+        "--output-format",
+        "json",
+        *flags,
+        env={"ANTHROPIC_BASE_URL": fake.url},
+        **kwargs,
+    )
 
 
 def _result_blocks(request):
@@ -34,22 +45,29 @@ def _system_texts(request):
 # ------------------------------------------------------------------ --allowedTools / --disallowedTools
 
 
-@pytest.mark.parametrize("flags", [
-    ["--allowedTools", "Bash(echo hi)"],
-    ["--allowed-tools", "Read", "Bash(echo hi)"],  # several values after one option
-    ["--allowedTools", "Read,Bash(echo hi) Edit"],  # commas and spaces outside parentheses
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--allowedTools", "Bash(echo hi)"],
+        ["--allowed-tools", "Read", "Bash(echo hi)"],  # several values after one option
+        ["--allowedTools", "Read,Bash(echo hi) Edit"],  # commas and spaces outside parentheses
+    ],
+)
 def test_allowed_tools_let_a_command_run_without_yes(run_cli, fake, project, flags):
-    fake.add(tool("bash", {"command": "echo hi"}, id="toolu_ok"), tool("bash", {"command": "echo other"}, id="toolu_no"),
-             text("done"))
+    fake.add(
+        tool("bash", {"command": "echo hi"}, id="toolu_ok"),
+        tool("bash", {"command": "echo other"}, id="toolu_no"),
+        text("done"),
+    )
     result = _run(run_cli, fake, project, *flags)
     assert result.returncode == 0, result.stderr
-    allowed, = _result_blocks(fake.requests[1])
-    refused, = _result_blocks(fake.requests[2])
+    (allowed,) = _result_blocks(fake.requests[1])
+    (refused,) = _result_blocks(fake.requests[2])
     assert allowed["content"].startswith("hi\n") and not allowed.get("is_error")
     assert refused.get("is_error") is True
     assert json.loads(result.stdout)["permission_denials"] == [
-        {"tool_name": "bash", "tool_use_id": "toolu_no", "tool_input": {"command": "echo other"}}]
+        {"tool_name": "bash", "tool_use_id": "toolu_no", "tool_input": {"command": "echo other"}}
+    ]
 
 
 def test_disallowed_tools_refuse_even_with_yes(run_cli, fake, project):
@@ -57,7 +75,7 @@ def test_disallowed_tools_refuse_even_with_yes(run_cli, fake, project):
     fake.add(tool("read_file", {"path": "secret.txt"}, id="toolu_read"), text("refused"))
     result = _run(run_cli, fake, project, "--yes", "--disallowedTools", "Read")
     assert result.returncode == 0, result.stderr
-    block, = _result_blocks(fake.requests[1])
+    (block,) = _result_blocks(fake.requests[1])
     assert block["is_error"] is True and "s3cret" not in block["content"] and "Read" in block["content"]
     assert json.loads(result.stdout)["permission_denials"][0]["tool_use_id"] == "toolu_read"
 
@@ -93,10 +111,13 @@ def test_system_prompt_replaces_the_base_prompt_and_keeps_the_project_instructio
         assert any("use tabs" in t for t in texts)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--system-prompt", "a", "--system-prompt-file", "x.md"], "either --system-prompt or --system-prompt-file"),
-    (["--append-system-prompt-file", "missing.md"], "--append-system-prompt-file: cannot read missing.md"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--system-prompt", "a", "--system-prompt-file", "x.md"], "either --system-prompt or --system-prompt-file"),
+        (["--append-system-prompt-file", "missing.md"], "--append-system-prompt-file: cannot read missing.md"),
+    ],
+)
 def test_system_prompt_usage_errors(run_cli, project, flags, message):
     result = run_cli("-C", str(project), "-p", "hi", *flags)
     assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
@@ -132,19 +153,26 @@ def test_add_dir_lets_the_file_tools_read_and_write_there(run_cli, fake, project
 
 
 def test_without_add_dir_the_folder_stays_out_of_reach(run_cli, fake, project, elsewhere):
-    fake.add(tool("read_file", {"path": str(elsewhere / "util.py")}, id="toolu_read"),
-             tool("grep", {"pattern": "42", "path": str(elsewhere)}, id="toolu_grep"), text("refused"))
+    fake.add(
+        tool("read_file", {"path": str(elsewhere / "util.py")}, id="toolu_read"),
+        tool("grep", {"pattern": "42", "path": str(elsewhere)}, id="toolu_grep"),
+        text("refused"),
+    )
     result = _run(run_cli, fake, project, "--yes")
     assert result.returncode == 0, result.stderr
     for request in fake.requests[1:3]:
-        block, = _result_blocks(request)
+        (block,) = _result_blocks(request)
         assert block["is_error"] is True and "escapes the project root" in block["content"]
 
 
 def test_add_dir_makes_the_folder_writable_inside_the_sandbox(run_cli, fake, project, elsewhere):
     command = f"echo from-bash > {elsewhere}/bash.txt && cat {elsewhere}/bash.txt"
-    fake.add(tool("bash", {"command": command}, id="toolu_1"), text("one"),
-             tool("bash", {"command": command.replace("bash.txt", "other.txt")}, id="toolu_2"), text("two"))
+    fake.add(
+        tool("bash", {"command": command}, id="toolu_1"),
+        text("one"),
+        tool("bash", {"command": command.replace("bash.txt", "other.txt")}, id="toolu_2"),
+        text("two"),
+    )
     denied = _run(run_cli, fake, project, "--yes")
     assert denied.returncode == 0, denied.stderr
     assert not (elsewhere / "bash.txt").exists()  # read-only for sandboxed commands
@@ -178,20 +206,32 @@ def test_mcp_config_adds_servers_for_this_run(run_cli, fake, project, tmp_path, 
     _slow_start_settings(isolated_env)
     path, inline = _toy_config(tmp_path)
     fake.add(tool("mcp__toy__echo", {"text": "hi"}, id="toolu_echo"), text("The toy answered."))
-    result = _run(run_cli, fake, project, "--yes", "--mcp-config", str(path) if form == "file" else inline,
-                  "--output-format", "stream-json", timeout=180)
+    result = _run(
+        run_cli,
+        fake,
+        project,
+        "--yes",
+        "--mcp-config",
+        str(path) if form == "file" else inline,
+        "--output-format",
+        "stream-json",
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     init = json.loads(result.stdout.splitlines()[0])
     assert {"name": "toy", "status": "connected"} in init["mcp_servers"] and "mcp__toy__echo" in init["tools"]
-    echo, = _result_blocks(fake.requests[1])
+    (echo,) = _result_blocks(fake.requests[1])
     assert echo["content"].startswith("toy says: hi")
 
 
-@pytest.mark.parametrize("value, message", [
-    ("{not json", "not valid JSON"),
-    ('{"servers": {}}', '"mcpServers"'),
-    ("missing.json", "missing.json is not a file"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"servers": {}}', '"mcpServers"'),
+        ("missing.json", "missing.json is not a file"),
+    ],
+)
 def test_a_bad_mcp_config_is_a_usage_error(run_cli, project, value, message):
     result = run_cli("-C", str(project), "-p", "hi", "--mcp-config", value)
     assert result.returncode == 2 and "--mcp-config" in result.stderr and message in result.stderr
@@ -202,10 +242,28 @@ def test_a_bad_mcp_config_is_a_usage_error(run_cli, project, value, message):
 
 def test_p_as_a_flag_takes_the_prompt_from_the_words_or_stdin(run_cli, fake, project):
     fake.add(text("from words"), text("from stdin"))
-    words = run_cli("-C", str(project), "--no-memory", "-p", "--output-format", "json", "what", "now",
-                    env={"ANTHROPIC_BASE_URL": fake.url})
-    piped = run_cli("-C", str(project), "--no-memory", "--output-format", "json", "--verbose", "-p",
-                    env={"ANTHROPIC_BASE_URL": fake.url}, input="piped question\n")
+    words = run_cli(
+        "-C",
+        str(project),
+        "--no-memory",
+        "-p",
+        "--output-format",
+        "json",
+        "what",
+        "now",
+        env={"ANTHROPIC_BASE_URL": fake.url},
+    )
+    piped = run_cli(
+        "-C",
+        str(project),
+        "--no-memory",
+        "--output-format",
+        "json",
+        "--verbose",
+        "-p",
+        env={"ANTHROPIC_BASE_URL": fake.url},
+        input="piped question\n",
+    )
     assert words.returncode == 0 and piped.returncode == 0, words.stderr + piped.stderr
     assert fake.requests[0]["messages"][0]["content"][0]["text"] == "what now"
     assert fake.requests[1]["messages"][0]["content"][0]["text"] == "piped question"
@@ -213,7 +271,9 @@ def test_p_as_a_flag_takes_the_prompt_from_the_words_or_stdin(run_cli, fake, pro
 
 def test_a_prompt_that_starts_with_a_dash_is_still_a_prompt(run_cli, fake, project):
     fake.add(text("ok"))
-    result = run_cli("-C", str(project), "--no-memory", "-p", "-v is broken, why?", env={"ANTHROPIC_BASE_URL": fake.url})
+    result = run_cli(
+        "-C", str(project), "--no-memory", "-p", "-v is broken, why?", env={"ANTHROPIC_BASE_URL": fake.url}
+    )
     assert result.returncode == 0, result.stderr
     assert fake.requests[0]["messages"][0]["content"][0]["text"] == "-v is broken, why?"
 
@@ -227,8 +287,19 @@ def test_dangerously_skip_permissions_is_bypass_mode(run_cli, fake, project):
     assert clash.returncode == 2 and "contradicts --permission-mode plan" in clash.stderr
 
 
-@pytest.mark.parametrize("flag", ["--fallback-model", "--include-partial-messages", "--json-schema", "--tools",
-                                  "--max-budget-usd", "--settings", "--no-session-persistence", "--agents"])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--fallback-model",
+        "--include-partial-messages",
+        "--json-schema",
+        "--tools",
+        "--max-budget-usd",
+        "--settings",
+        "--no-session-persistence",
+        "--agents",
+    ],
+)
 def test_claude_code_options_memagent_lacks_are_refused_by_name(run_cli, project, flag):
     result = run_cli("-C", str(project), "-p", "hi", flag, "value")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
@@ -249,8 +320,16 @@ def test_clear_after_session_id_starts_a_new_logical_session(tmp_path, monkeypat
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     chosen = "3f2b5d3e-1111-4222-8333-444455556666"
-    options = ChatOptions(root=tmp_path, prompt=None, continue_latest=False, resume_id=None, auto_approve=False,
-                          model=None, memory=False, session_id=chosen)
+    options = ChatOptions(
+        root=tmp_path,
+        prompt=None,
+        continue_latest=False,
+        resume_id=None,
+        auto_approve=False,
+        model=None,
+        memory=False,
+        session_id=chosen,
+    )
     first = open_metered(options, non_interactive=True)
     try:
         assert first.logical_session_id == chosen

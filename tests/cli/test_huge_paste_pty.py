@@ -8,6 +8,7 @@ import re
 
 import pexpect
 import pytest
+
 from fakeapi import FakeAnthropic, text
 from fakeapi.server import _request_pieces, estimate_tokens
 from repl_kit import PROMPT, expect_text
@@ -31,8 +32,9 @@ def shown_tokens(value: str) -> float:
     return float(value[:-1]) * 1000 if value.endswith("k") else float(value)
 
 
-def test_a_2mb_paste_is_set_aside_the_status_counts_what_was_sent_and_the_next_turn_works(spawn, fake, project,
-                                                                                        isolated_env):
+def test_a_2mb_paste_is_set_aside_the_status_counts_what_was_sent_and_the_next_turn_works(
+    spawn, fake, project, isolated_env
+):
     fake.add(text("I read its start and its end."), text("Second answer."))
     paste = "".join(f"trace {n:06d}: worker 3 finished job {n * 11} in {n % 89} ms\n" for n in range(40_000))
     assert len(paste) > 2_000_000
@@ -56,8 +58,9 @@ def test_a_2mb_paste_is_set_aside_the_status_counts_what_was_sent_and_the_next_t
     assert fake.too_long == [] and fake.errors == [] and len(fake.requests) == 2
     assert all(sent_tokens(body) < LIMIT for body in fake.requests)
     first = fake.requests[0]["messages"][-1]["content"][0]["text"]
-    assert first.startswith("trace 000000") and first.rstrip().endswith("trace 039999: worker 3 finished job 439989 in "
-                                                                        f"{39999 % 89} ms")
+    assert first.startswith("trace 000000") and first.rstrip().endswith(
+        f"trace 039999: worker 3 finished job 439989 in {39999 % 89} ms"
+    )
     saved = next(project.glob(".transcripts/*/attachments/message-*.txt"))
     assert saved.read_text() == paste.strip()
     history = (isolated_env / "history").read_text()

@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from fakeapi import FakeAnthropic, text
 
 
-def run(cli_env: dict, project: Path, fake: FakeAnthropic, *args: bytes | str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+def run(
+    cli_env: dict, project: Path, fake: FakeAnthropic, *args: bytes | str, stdin: bytes = b""
+) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", *args]
     env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url}
     return subprocess.run(command, input=stdin, capture_output=True, env=env, timeout=60)
@@ -55,11 +58,14 @@ def test_a_binary_file_on_stdin_still_gives_one_json_result(cli_env, project):
     transcript_text(project)
 
 
-@pytest.mark.parametrize("payload, expected, label", [
-    ("# 日本語のコメント\nprint('こんにちは世界')\n".encode("shift_jis"), "こんにちは世界", "Shift-JIS"),
-    ("Привет, мир! Это тестовый файл.\n".encode("cp1251"), "Привет, мир!", "windows-1251"),
-    ("naïve façade\r\n".encode("utf-16"), "naïve façade", "UTF-16 (with BOM)"),
-])
+@pytest.mark.parametrize(
+    "payload, expected, label",
+    [
+        ("# 日本語のコメント\nprint('こんにちは世界')\n".encode("shift_jis"), "こんにちは世界", "Shift-JIS"),
+        ("Привет, мир! Это тестовый файл.\n".encode("cp1251"), "Привет, мир!", "windows-1251"),
+        ("naïve façade\r\n".encode("utf-16"), "naïve façade", "UTF-16 (with BOM)"),
+    ],
+)
 def test_other_legacy_encodings_on_stdin(cli_env, project, payload, expected, label):
     with FakeAnthropic([text("ok")]) as fake:
         result = run(cli_env, project, fake, "-p", "-", stdin=payload)
@@ -81,9 +87,11 @@ def test_the_cli_reads_and_edits_a_latin1_file_in_its_encoding(cli_env, project)
 
     source = "# -*- coding: latin-1 -*-\nMESSAGE = 'Grüße, café au lait'\n"
     (project / "greet.py").write_bytes(source.encode("latin-1"))
-    script = [tool("read_file", {"path": "greet.py"}),
-              tool("edit_file", {"path": "greet.py", "old_text": "café au lait", "new_text": "crème brûlée"}),
-              text("Changed the drink.")]
+    script = [
+        tool("read_file", {"path": "greet.py"}),
+        tool("edit_file", {"path": "greet.py", "old_text": "café au lait", "new_text": "crème brûlée"}),
+        text("Changed the drink."),
+    ]
     with FakeAnthropic(script) as fake:
         result = run(cli_env, project, fake, "--yes", "-p", "change the drink")
     assert result.returncode == 0, result.stderr.decode()
@@ -101,8 +109,13 @@ def test_a_file_name_that_is_not_utf8_never_breaks_the_request(cli_env, project)
 
     os.close(os.open(os.path.join(os.fsencode(project), b"caf\xe9.txt"), os.O_CREAT | os.O_WRONLY, 0o644))
     (project / "menu.txt").write_bytes(b"caf\xe9 au lait\n")  # Latin-1 text too
-    script = [tool("glob", {"pattern": "*.txt"}), tool("grep", {"pattern": "lait"}), tool("bash", {"command": "ls"}),
-              text("Listed."), text("Still fine.")]
+    script = [
+        tool("glob", {"pattern": "*.txt"}),
+        tool("grep", {"pattern": "lait"}),
+        tool("bash", {"command": "ls"}),
+        text("Listed."),
+        text("Still fine."),
+    ]
     with FakeAnthropic(script) as fake:
         first = run(cli_env, project, fake, "--yes", "-p", "list the files")
         second = run(cli_env, project, fake, "-c", "-p", "and now?")

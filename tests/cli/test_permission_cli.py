@@ -24,8 +24,15 @@ def run(run_cli, project, steps, *flags):
 
 def test_plan_mode_refuses_changes_even_with_yes(run_cli, project):
     (project / "app.py").write_text("print(1)\n")
-    steps = [turn("Looking.", tool("read_file", {"path": "app.py"}), tool("write_file", {"path": "app.py", "content": "x"}),
-                  tool("bash", {"command": "touch made.txt"})), text("Plan: change app.py.")]
+    steps = [
+        turn(
+            "Looking.",
+            tool("read_file", {"path": "app.py"}),
+            tool("write_file", {"path": "app.py", "content": "x"}),
+            tool("bash", {"command": "touch made.txt"}),
+        ),
+        text("Plan: change app.py."),
+    ]
     [calls] = run(run_cli, project, steps, "--permission-mode", "plan", "--yes")
     read, write, bash = calls
     assert not read.get("is_error") and "print(1)" in read["content"]
@@ -36,8 +43,15 @@ def test_plan_mode_refuses_changes_even_with_yes(run_cli, project):
 def test_accept_edits_and_a_user_deny_rule(run_cli, project, cli_env):
     (Path(cli_env["MEMAGENT_HOME"]) / "config.toml").write_text('deny = ["Read(.env)"]\n')
     (project / ".env").write_text("K=v\n")
-    steps = [turn("Working.", tool("write_file", {"path": "notes.md", "content": "hi\n"}),
-                  tool("bash", {"command": "touch made.txt"}), tool("read_file", {"path": ".env"})), text("done")]
+    steps = [
+        turn(
+            "Working.",
+            tool("write_file", {"path": "notes.md", "content": "hi\n"}),
+            tool("bash", {"command": "touch made.txt"}),
+            tool("read_file", {"path": ".env"}),
+        ),
+        text("done"),
+    ]
     [calls] = run(run_cli, project, steps, "--permission-mode", "acceptEdits")
     write, bash, read = calls
     assert not write.get("is_error") and (project / "notes.md").read_text() == "hi\n"

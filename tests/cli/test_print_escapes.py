@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 
 CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07"  # OSC 52: sets the clipboard

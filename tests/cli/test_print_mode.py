@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from fakeapi import FakeAnthropic, error, text, tool, turn
 
 
@@ -59,8 +60,11 @@ def test_multi_step_task_writes_runs_and_answers(run_cli, fake, project):
 def test_parallel_tool_calls_and_a_tool_error_go_back_in_order(run_cli, fake, project):
     (project / "a.txt").write_text("alpha\n")
     fake.add(
-        turn("Reading both.", tool("read_file", {"path": "a.txt"}, id="toolu_a"),
-             tool("read_file", {"path": "missing.txt"}, id="toolu_b")),
+        turn(
+            "Reading both.",
+            tool("read_file", {"path": "a.txt"}, id="toolu_a"),
+            tool("read_file", {"path": "missing.txt"}, id="toolu_b"),
+        ),
         text("a says alpha; missing.txt does not exist"),
     )
     result = _print(run_cli, fake, project, "read a and missing")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pexpect
-from fakeapi import text
 
 from cli.test_repl_pty import _submit
+from fakeapi import text
 from repl_kit import PROMPT, expect_text
 
 
@@ -104,7 +104,9 @@ def test_prompt_commands_in_the_repl_hints_completion_snippet_approval_and_skill
     )
     skill = project / ".claude" / "skills" / "release-notes"
     skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: Release Notes\ndescription: Draft release notes\n---\nNotes for $ARGUMENTS.\n")
+    (skill / "SKILL.md").write_text(
+        "---\nname: Release Notes\ndescription: Draft release notes\n---\nNotes for $ARGUMENTS.\n"
+    )
     fake.add(text("Committed as feat."), text("Notes drafted."))
     child = spawn()
     child.expect(PROMPT)

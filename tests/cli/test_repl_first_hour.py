@@ -8,10 +8,9 @@ import subprocess
 import sys
 
 import pexpect
+
 from fakeapi import delay, text
-
 from repl_kit import PROMPT
-
 
 PTY_DIMENSIONS = (40, 140)
 
@@ -121,7 +120,13 @@ def test_resume_without_an_id_offers_a_picker(spawn, fake, run_cli, project):
 
 
 def test_resume_picker_needs_a_terminal(cli_env, project):
-    result = subprocess.run([sys.executable, "-m", "memagent", "-C", str(project), "-r"], env=cli_env,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "memagent", "-C", str(project), "-r"],
+        env=cli_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().startswith("memagent: -r needs a session id") and "Traceback" not in result.stderr

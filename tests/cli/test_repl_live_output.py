@@ -10,6 +10,7 @@ import sys
 
 import pexpect
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 
 PROMPT = "❯"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pexpect
+
 from fakeapi import delay, text, tool
 from repl_kit import PROMPT, expect_text
-
 
 PTY_DIMENSIONS = (40, 120)
 

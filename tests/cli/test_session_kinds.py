@@ -8,6 +8,7 @@ import json
 
 import pexpect
 import pytest
+
 from fakeapi import text, tool
 from repl_kit import PROMPT, expect_text
 
@@ -35,8 +36,10 @@ def _copies(project, source: str, count: int) -> None:
 
 @pytest.mark.timeout(300)
 def test_continue_and_the_handover_skip_throwaway_runs_and_say_which_session_they_chose(spawn, fake, run_cli, project):
-    fake.add(tool("write_file", {"path": "parser.py", "content": "def parse(text):\n    return text.split()\n"}),
-             text("I wrote parser.py."))
+    fake.add(
+        tool("write_file", {"path": "parser.py", "content": "def parse(text):\n    return text.split()\n"}),
+        text("I wrote parser.py."),
+    )
     child = spawn()
     child.expect(PROMPT)
     child.send("write the parser\r")
@@ -54,8 +57,9 @@ def test_continue_and_the_handover_skip_throwaway_runs_and_say_which_session_the
         _headless(run_cli, project, fake, "-p", "hi")
 
     fake.add(text("We wrote the parser."))
-    resumed = run_cli("-C", str(project), "--no-memory", "-c", "-p", "what did we do?",
-                      env={"ANTHROPIC_BASE_URL": fake.url})
+    resumed = run_cli(
+        "-C", str(project), "--no-memory", "-c", "-p", "what did we do?", env={"ANTHROPIC_BASE_URL": fake.url}
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"continuing session {worked['id']} (interactive, 1 turn, 1 tool call" in resumed.stderr
     assert "skipped 2 newer headless runs" in resumed.stderr
@@ -98,7 +102,10 @@ def test_sessions_list_shows_and_filters_kinds(fake, run_cli, project):
     _headless(run_cli, project, fake, "--yes", "-p", "create notes.txt", steps=steps)
     _headless(run_cli, project, fake, "-p", "hi")
     rows = _sessions(run_cli, project)
-    assert [(r["kind"], r["did_work"], r["tool_calls"]) for r in rows] == [("headless", False, 0), ("headless", True, 1)]
+    assert [(r["kind"], r["did_work"], r["tool_calls"]) for r in rows] == [
+        ("headless", False, 0),
+        ("headless", True, 1),
+    ]
     assert _sessions(run_cli, project, "--kind", "interactive") == []
     assert len(_sessions(run_cli, project, "--kind", "headless")) == 2
     table = run_cli("-C", str(project), "sessions", "list")

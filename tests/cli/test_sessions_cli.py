@@ -69,7 +69,9 @@ def test_cli_show_renders_roles_tools_and_compactions(tmp_path):
 def test_cli_unknown_id_is_one_line_and_exit_1(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "memagent", "sessions", "show", "nope", "-C", str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert completed.returncode == 1
     assert completed.stdout == ""
@@ -81,21 +83,30 @@ def test_cli_unknown_id_is_one_line_and_exit_1(tmp_path):
 def test_damaged_transcripts_are_listed_and_shown_with_warnings(tmp_path):
     directory = tmp_path / ".transcripts"
     directory.mkdir()
-    good = json.dumps({"type": "message", "id": "1", "role": "user", "content": [{"type": "text", "text": "fix the parser"}]})
-    (directory / "20261121-090000-aaaa.jsonl").write_text(good + "\n{\"type\": \"mess")
+    good = json.dumps(
+        {"type": "message", "id": "1", "role": "user", "content": [{"type": "text", "text": "fix the parser"}]}
+    )
+    (directory / "20261121-090000-aaaa.jsonl").write_text(good + '\n{"type": "mess')
     (directory / "20261121-100000-bbbb.jsonl").mkdir()  # unreadable as a file
     rows = {info.id: info for info in list_sessions(directory)}
     assert rows["20261121-090000-aaaa"].first_user_line == "fix the parser" and rows["20261121-090000-aaaa"].warnings
-    assert rows["20261121-100000-bbbb"].warnings and "20261121-100000-bbbb.jsonl" in rows["20261121-100000-bbbb"].warnings[0]
+    assert (
+        rows["20261121-100000-bbbb"].warnings
+        and "20261121-100000-bbbb.jsonl" in rows["20261121-100000-bbbb"].warnings[0]
+    )
     shown = subprocess.run(
         [sys.executable, "-m", "memagent", "sessions", "show", "20261121-09", "-C", str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert shown.returncode == 0 and "fix the parser" in shown.stdout
     assert "skipped an unreadable line" in shown.stderr
     broken = subprocess.run(
         [sys.executable, "-m", "memagent", "sessions", "show", "20261121-10", "-C", str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert broken.returncode == 1 and broken.stderr.startswith("memagent: cannot read transcript")
     assert "20261121-100000-bbbb.jsonl" in broken.stderr and broken.stderr.count("\n") == 1

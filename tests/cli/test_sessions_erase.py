@@ -31,7 +31,9 @@ def make_session(directory, session_id, text="hello", age_days=0.0):
 
 def test_prune_removes_old_sessions_and_their_outputs(tmp_path):
     directory = tmp_path / ".transcripts"
-    old, kept_old, new = (make_session(directory, f"2026010{n}-000000-aaaa", age_days=d) for n, d in ((1, 40), (2, 45), (3, 1)))
+    old, kept_old, new = (
+        make_session(directory, f"2026010{n}-000000-aaaa", age_days=d) for n, d in ((1, 40), (2, 45), (3, 1))
+    )
     removed = prune_transcripts(directory, timedelta(days=30), keep={kept_old.stem})
     assert removed == [old.stem]
     assert not old.exists() and not (directory / old.stem).exists()
@@ -84,8 +86,12 @@ def test_redact_in_transcripts_rewrites_only_matching_records(tmp_path):
     first = make_session(directory, "s1", text=f"remember: {fact}")
     writer = TranscriptWriter.open(directory, "s2")
     writer.message({"role": "user", "content": [{"type": "text", "text": "unrelated"}]})
-    writer.message({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "memory_save",
-                                                       "input": {"content": fact}}]})
+    writer.message(
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "memory_save", "input": {"content": fact}}],
+        }
+    )
     writer.close()
     live = make_session(directory, "s3", text=fact)
     untouched_before = (directory / "s2.jsonl").read_bytes().split(b"\n")[0]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+
 from fakeapi import FakeAnthropic, text, tool
 
 
@@ -104,7 +105,10 @@ def _headless(cli_env, project, fake, *flags, stdin=subprocess.DEVNULL):
     return subprocess.Popen(
         [sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", *flags],
         env={**cli_env, "ANTHROPIC_BASE_URL": fake.url},
-        stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -118,9 +122,15 @@ def _signal_and_wait(proc, signum, ready) -> tuple[str, str]:
             proc.kill()
 
 
-@pytest.mark.parametrize("signum, output_format", [
-    (signal.SIGTERM, "json"), (signal.SIGHUP, "json"), (signal.SIGHUP, "stream-json"), (signal.SIGINT, "json"),
-])
+@pytest.mark.parametrize(
+    "signum, output_format",
+    [
+        (signal.SIGTERM, "json"),
+        (signal.SIGHUP, "json"),
+        (signal.SIGHUP, "stream-json"),
+        (signal.SIGINT, "json"),
+    ],
+)
 def test_a_signal_while_waiting_for_the_model_ends_with_a_json_result(cli_env, project, fake, signum, output_format):
     from fakeapi import delay
 
@@ -147,9 +157,25 @@ def test_sigterm_during_a_command_kills_it_and_says_so_in_the_result(cli_env, pr
     final = json.loads(out)
     assert final["terminal_reason"] == "aborted_tools" and final["errors"] == ["interrupted by SIGTERM"]
     assert wait_for(lambda: not pids_running(token), 5), "the command's processes survived memagent"
-    resumed = subprocess.run([sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", "-c", "-p", "again",
-                              "--output-format", "json"], env={**cli_env, "ANTHROPIC_BASE_URL": fake.url},
-                             capture_output=True, text=True, timeout=120)
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memagent",
+            "-C",
+            str(project),
+            "--no-memory",
+            "-c",
+            "-p",
+            "again",
+            "--output-format",
+            "json",
+        ],
+        env={**cli_env, "ANTHROPIC_BASE_URL": fake.url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert json.loads(resumed.stdout)["session_id"] == final["session_id"]  # the history is valid: -c works
     assert fake.errors == []
 
@@ -174,8 +200,17 @@ def test_text_mode_prints_what_was_produced_and_the_reason(cli_env, project, fak
 
 def test_stream_input_waiting_for_a_line_ends_on_sighup_after_the_turns_so_far(cli_env, project, fake):
     fake.add(text("Answer one."))
-    proc = _headless(cli_env, project, fake, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
-                     stdin=subprocess.PIPE)
+    proc = _headless(
+        cli_env,
+        project,
+        fake,
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        stdin=subprocess.PIPE,
+    )
     proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": "one"}}) + "\n")
     proc.stdin.flush()
 

@@ -44,7 +44,9 @@ def test_a_procedure_card_becomes_a_skill(run_cli, paths, open_service):
     service = open_service()
     procedure = service.save(
         "To release: run the tests, bump the version in pyproject.toml, tag vX.Y.Z and push the tag.",
-        "procedure", confidence=0.9, source="user",
+        "procedure",
+        confidence=0.9,
+        source="user",
     ).card
     fact = service.save("The CI runs on GitHub Actions with two workers.", "fact", confidence=0.9).card
     service.close()

@@ -5,6 +5,7 @@ the cards the session taught."""
 from __future__ import annotations
 
 import pexpect
+
 from fakeapi import text, tool
 from memory.learnkit import Brain, Fact, request_text
 from repl_kit import PROMPT, expect_text
@@ -24,8 +25,12 @@ def _results(request: dict) -> list[dict]:
 
 
 def test_permissions_mode_and_shift_tab_switch_the_mode_mid_session(spawn, fake, project):
-    fake.add(tool("write_file", {"path": "plan.md", "content": "plan\n"}), text("Plan mode refused the write."),
-             tool("write_file", {"path": "notes.md", "content": "notes\n"}), text("Wrote notes.md."))
+    fake.add(
+        tool("write_file", {"path": "plan.md", "content": "plan\n"}),
+        text("Plan mode refused the write."),
+        tool("write_file", {"path": "notes.md", "content": "notes\n"}),
+        text("Wrote notes.md."),
+    )
     child = spawn()
     child.expect(PROMPT)
     child.expect("memory is off")
@@ -80,9 +85,15 @@ def test_ctrl_c_during_bash_gives_the_model_the_partial_output(spawn, fake):
 
 
 def test_the_exit_recap_names_what_was_learned(spawn, fake):
-    brain = Brain(facts=[Fact(trigger="we deploy with make release on Fridays",
-                              content="The project deploys with `make release`, on Fridays only.",
-                              memory_type="procedure")])
+    brain = Brain(
+        facts=[
+            Fact(
+                trigger="we deploy with make release on Fridays",
+                content="The project deploys with `make release`, on Fridays only.",
+                memory_type="procedure",
+            )
+        ]
+    )
 
     def chores(body: dict):
         system, _ = request_text(body)

@@ -13,7 +13,10 @@ import pytest
 def memagent(*args: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", "from memagent.cli.main import run; run()", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=60,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -59,7 +62,9 @@ def test_validation_wording_is_plain_english(tmp_path):
 def test_non_utf8_arguments_are_refused_in_one_line(tmp_path):
     result = subprocess.run(
         [sys.executable.encode(), b"-c", b"from memagent.cli.main import run; run()", b"-p", b"caf\xe9"],
-        cwd=tmp_path, capture_output=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
     )
     assert result.returncode == 2
     err = result.stderr.decode("utf-8")
@@ -68,10 +73,19 @@ def test_non_utf8_arguments_are_refused_in_one_line(tmp_path):
 
 def test_help_has_no_type_placeholders_and_lists_completion(tmp_path):
     env_width = {"COLUMNS": "60"}
-    for args in (["--help"], ["memory", "forget", "--help"], ["tasks", "update", "--help"], ["sessions", "list", "--help"]):
+    for args in (
+        ["--help"],
+        ["memory", "forget", "--help"],
+        ["tasks", "update", "--help"],
+        ["sessions", "list", "--help"],
+    ):
         result = subprocess.run(
             [sys.executable, "-c", "from memagent.cli.main import run; run()", *args],
-            cwd=tmp_path, capture_output=True, text=True, timeout=60, env={**os.environ, **env_width},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env_width},
         )
         assert result.returncode == 0
         assert "<bool>" not in result.stdout and "<list[" not in result.stdout, result.stdout
@@ -79,7 +93,11 @@ def test_help_has_no_type_placeholders_and_lists_completion(tmp_path):
     assert "--install-completion" in top and "--version" in top and "-V" in top
     forget = subprocess.run(
         [sys.executable, "-c", "from memagent.cli.main import run; run()", "memory", "forget", "--help"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "60"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "60"},
     ).stdout
     assert "--scope" in forget and "SCOPE" in forget and "<user|" not in forget
     words = " ".join(" ".join(line.strip("│ ").split()) for line in forget.splitlines())
@@ -90,8 +108,9 @@ def _in_bash(*args: str, cwd, env=None) -> subprocess.CompletedProcess:
     """Run memagent from a bash process, as a user would (the shell is detected from the parent)."""
     # "; exit" keeps bash from exec-ing the command, so bash stays its parent
     command = " ".join([sys.executable, "-c", "'from memagent.cli.main import run; run()'", *args]) + "; exit"
-    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env=env or dict(os.environ))
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=60, env=env or dict(os.environ)
+    )
 
 
 def test_shell_completion_script_and_completion_of_subcommands(tmp_path):
@@ -99,12 +118,24 @@ def test_shell_completion_script_and_completion_of_subcommands(tmp_path):
     assert script.returncode == 0, script.stderr
     assert "_MEMAGENT_COMPLETE" in script.stdout
     env = {**os.environ, "_MEMAGENT_COMPLETE": "complete_bash", "COMP_WORDS": "memagent ta", "COMP_CWORD": "1"}
-    done = subprocess.run([sys.executable, "-c", "from memagent.cli.main import run; run()"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", "from memagent.cli.main import run; run()"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert "tasks" in done.stdout.split()
     env = {**env, "COMP_WORDS": "memagent tasks ca", "COMP_CWORD": "2"}
-    done = subprocess.run([sys.executable, "-c", "from memagent.cli.main import run; run()"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", "from memagent.cli.main import run; run()"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert "cancel" in done.stdout.split()
 
 
@@ -141,6 +172,11 @@ def test_console_script_mounts_only_the_named_subapp():
 
 
 def test_every_subcommand_runs_through_the_console_script(tmp_path):
-    for args in (["tasks", "list", "--json"], ["sessions", "list", "--json"], ["memory", "--help"], ["doctor", "--help"]):
+    for args in (
+        ["tasks", "list", "--json"],
+        ["sessions", "list", "--json"],
+        ["memory", "--help"],
+        ["doctor", "--help"],
+    ):
         result = memagent(*args, cwd=tmp_path)
         assert result.returncode == 0, (args, result.stderr)

@@ -44,8 +44,13 @@ def _press(keys: str):
 
 @pytest.mark.parametrize(
     "keys, decision",
-    [("y", Approval.ALLOW), ("a", Approval.ALWAYS), ("n", Approval.DENY), ("A", Approval.ALWAYS),
-     ("xq y", Approval.ALLOW)],  # keys that mean nothing are ignored
+    [
+        ("y", Approval.ALLOW),
+        ("a", Approval.ALWAYS),
+        ("n", Approval.DENY),
+        ("A", Approval.ALWAYS),
+        ("xq y", Approval.ALLOW),
+    ],  # keys that mean nothing are ignored
 )
 def test_ask_key_reads_one_decision(keys, decision):
     assert _press(keys) is decision

@@ -98,7 +98,9 @@ def test_completion_shows_a_commands_argument_hint_and_description(tmp_path):
     completer = ReplCompleter(tmp_path, lambda: ["git:commit", "git:push", "help"], lambda: meta)
     found = list(completer.get_completions(Document("/git:"), CompleteEvent(completion_requested=True)))
     assert [(c.text, c.display_meta_text) for c in found] == [
-        ("/git:commit", "TYPE — Commit the staged work"), ("/git:push", "Push")]
+        ("/git:commit", "TYPE — Commit the staged work"),
+        ("/git:push", "Push"),
+    ]
 
 
 def test_a_named_pipe_is_refused_at_once_instead_of_blocking_the_prompt(tmp_path):
@@ -114,7 +116,9 @@ def test_a_long_file_attaches_its_ends_and_tells_the_model_to_page_with_read_fil
     (tmp_path / "report.txt").write_text("\n".join(lines) + "\n")
     [attachment], [note] = attach_mentions("summarise @report.txt", tmp_path)
     assert len(attachment.text) < MAX_ATTACHMENT_CHARS + 500
-    assert attachment.text.startswith("line 000000") and attachment.text.rstrip().endswith("line 019999 of the generated report")
+    assert attachment.text.startswith("line 000000") and attachment.text.rstrip().endswith(
+        "line 019999 of the generated report"
+    )
     assert "read_file pages through the whole file report.txt" in attachment.text
     assert note.startswith("attached report.txt (start and end only")
 

@@ -93,9 +93,11 @@ def test_memory_search_and_stats_with_a_memory_service(session):
     from memagent.config import Settings
     from memagent.features.memory import MemoryFeature
 
-    session.features.append(MemoryFeature(
-        FakeMemory(), None, settings=Settings(), profile=lambda: None, current_task=lambda: None, warn=print
-    ))
+    session.features.append(
+        MemoryFeature(
+            FakeMemory(), None, settings=Settings(), profile=lambda: None, current_task=lambda: None, warn=print
+        )
+    )
     assert run_command("/memory test runner", lambda: session).text == "[m_1] (0.87) We use pytest for tests"
     assert calls == ["test runner"]
     assert run_command("/memory", lambda: session).text == (
@@ -161,9 +163,17 @@ def test_context_report_of_a_compacting_policy_is_readable():
     from memagent.ui.commands import format_context_report
 
     report = {
-        "system": 1500, "tools": 3200, "messages": 4000, "tool_results": 2500, "memory": 300,
-        "total": 11500, "threshold": 50000, "message_count": 14, "elided_tool_results": 6,
-        "compactions": 1, "transcript": ".transcripts/s1.jsonl",
+        "system": 1500,
+        "tools": 3200,
+        "messages": 4000,
+        "tool_results": 2500,
+        "memory": 300,
+        "total": 11500,
+        "threshold": 50000,
+        "message_count": 14,
+        "elided_tool_results": 6,
+        "compactions": 1,
+        "transcript": ".transcripts/s1.jsonl",
     }
     assert format_context_report(report).splitlines() == [
         "context: 11,500 tokens (23% of the compaction threshold); compaction at 50,000",
@@ -177,7 +187,8 @@ def test_memory_stats_leave_out_zero_counts():
     from memagent.ui.commands import format_memory_stats
 
     stats = {
-        "total": 5, "active": 4,
+        "total": 5,
+        "active": 4,
         "by_type": {"fact": 3, "decision": 1, "skill": 0},
         "by_scope": {"project": 4, "user": 0},
         "stores": {"project": {"location": "/p/.memory", "active": 4, "inactive": 1}},

@@ -69,7 +69,10 @@ def test_the_meter_sums_every_response_of_a_turn(tmp_path):
         meter = session_meter(session)
         for feature in session.agent.features:
             feature.after_response(
-                ModelResponse([text_block("x")], "end_turn", Usage(input_tokens=1000, output_tokens=10), "claude-haiku-4-5"))
+                ModelResponse(
+                    [text_block("x")], "end_turn", Usage(input_tokens=1000, output_tokens=10), "claude-haiku-4-5"
+                )
+            )
         assert meter.calls == 1 and meter.context_tokens == 1000
         assert meter.cost is not None and meter.cost > 0
     finally:
@@ -112,7 +115,8 @@ def test_what_was_learned_is_summed_over_reports():
     counts = learned_counts([FakeReport(["ADD", "NOOP"]), FakeReport(["ADD", "UPDATE"]), object()])
     assert counts == {"saved": 2, "updated": 1, "pending": 0}
     assert learned_summary(counts) == (
-        "Learned this session: 2 memories saved, 1 updated; review them with `memagent memory review`")
+        "Learned this session: 2 memories saved, 1 updated; review them with `memagent memory review`"
+    )
     assert learned_summary({"saved": 0, "updated": 0, "pending": 0}) is None
     assert "1 waiting for your review" in learned_summary({"saved": 0, "updated": 0, "pending": 1})
 

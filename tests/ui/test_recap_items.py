@@ -34,9 +34,12 @@ def test_the_recap_keeps_typed_text_that_opens_with_an_angle_bracket():
 
 def test_the_recap_does_not_show_a_message_of_only_injected_text_as_a_turn():
     reminder = injected(Marker.REMINDER, "<reminder>update the todo list</reminder>")
-    messages = [user("go"), {"role": "assistant", "content": [tool_call("todo", {}, id="t1")]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}, reminder]},
-                answer("Done.")]
+    messages = [
+        user("go"),
+        {"role": "assistant", "content": [tool_call("todo", {}, id="t1")]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}, reminder]},
+        answer("Done."),
+    ]
     assert [line for line in recap_lines(messages) if line.startswith("you:")] == ["you: go"]
 
 

@@ -28,13 +28,15 @@ class Report:
 
 def test_learned_items_name_each_stored_card_shortened_and_capped():
     long = "The staging database is reset every night at 02:00 UTC, so fixtures must be reloaded " * 3
-    report = Report([
-        Decision(Candidate("Use pytest -q to run the tests.", "procedure"), "ADD", "m_1"),
-        Decision(Candidate("Already known"), "NOOP", "m_0"),
-        Decision(Candidate(long), "UPDATE", "m_2"),
-        Decision(Candidate("Prefers tabs"), "ADD", "m_3", pending=True),
-        Decision(Candidate("refused by the gate"), "REFUSED", None),
-    ])
+    report = Report(
+        [
+            Decision(Candidate("Use pytest -q to run the tests.", "procedure"), "ADD", "m_1"),
+            Decision(Candidate("Already known"), "NOOP", "m_0"),
+            Decision(Candidate(long), "UPDATE", "m_2"),
+            Decision(Candidate("Prefers tabs"), "ADD", "m_3", pending=True),
+            Decision(Candidate("refused by the gate"), "REFUSED", None),
+        ]
+    )
     lines = learned_items([report, object()])
     assert lines[0] == "  + Use pytest -q to run the tests. (procedure m_1)"
     assert lines[1].startswith("  ~ The staging database is reset") and lines[1].endswith("(fact m_2)")

@@ -12,7 +12,8 @@ from memagent.config import project_paths
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.runtime import SessionOptions, SetupError, open_session
-from memagent.ui.repl import Repl, SessionLoader, make_prompt_session
+from memagent.ui.repl import Repl, make_prompt_session
+from memagent.ui.session_loader import SessionLoader
 
 
 def _lines(*items):
@@ -34,20 +35,30 @@ def _repl(tmp_path, console, script, lines, extra_tools=(), opened=None):
     con, buffer = console
 
     def factory(approver):
-        session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel(script), approver=approver)
+        session = open_session(
+            SessionOptions(root=tmp_path, memory=False), model=ScriptedModel(script), approver=approver
+        )
         for tool in extra_tools:
             session.agent.tools.add(tool)
         if opened is not None:
             opened.append(session)
         return session
 
-    repl = Repl(paths=project_paths(tmp_path), model="scripted", session_factory=factory, console=con, read_line=_lines(*lines))
+    repl = Repl(
+        paths=project_paths(tmp_path), model="scripted", session_factory=factory, console=con, read_line=_lines(*lines)
+    )
     return repl, buffer
 
 
 def test_a_chat_with_commands_then_exit(tmp_path, console, capsys):
     opened = []
-    repl, buffer = _repl(tmp_path, console, [reply("Hello, **world**!")], ["hi", "", "/todos", "/nope", "/exit", "never read"], opened=opened)
+    repl, buffer = _repl(
+        tmp_path,
+        console,
+        [reply("Hello, **world**!")],
+        ["hi", "", "/todos", "/nope", "/exit", "never read"],
+        opened=opened,
+    )
     assert repl.run() == 0
     out = buffer.getvalue()
     assert "scripted" in out and str(tmp_path) in out  # banner: model and project root
@@ -62,7 +73,9 @@ def test_a_chat_with_commands_then_exit(tmp_path, console, capsys):
 
 def test_ctrl_c_at_the_prompt_clears_the_line_and_ctrl_d_quits(tmp_path, console):
     opened = []
-    repl, buffer = _repl(tmp_path, console, [reply("still here")], [KeyboardInterrupt(), "hi", EOFError()], opened=opened)
+    repl, buffer = _repl(
+        tmp_path, console, [reply("still here")], [KeyboardInterrupt(), "hi", EOFError()], opened=opened
+    )
     assert repl.run() == 0
     assert "still here" in buffer.getvalue()
     assert opened[0].transcript._fh is None

@@ -66,8 +66,13 @@ def test_model_switch_shows_in_the_status_line_with_the_metered_cost(tmp_path, c
     def factory(approver, fresh: bool = False):
         return open_session(SessionOptions(root=tmp_path, memory=False), model=model, approver=approver)
 
-    repl = Repl(paths=project_paths(tmp_path), model="claude-sonnet-5-5", session_factory=factory, console=con,
-                read_line=_lines("hi", "/model claude-haiku-4-5", "/exit"))
+    repl = Repl(
+        paths=project_paths(tmp_path),
+        model="claude-sonnet-5-5",
+        session_factory=factory,
+        console=con,
+        read_line=_lines("hi", "/model claude-haiku-4-5", "/exit"),
+    )
     assert repl.run() == 0
     status = repl._status.text()
     assert status.startswith("claude-haiku-4-5 · ")

@@ -21,9 +21,16 @@ from memagent.ui.slash import invocation_events
 def make_agent(root: Path, script, approver=None, **kwargs) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(script)
     policy = Policy.from_settings("default", root=root)
-    agent = Agent(model=model, tools=ToolRegistry.of(builtin_tools()), tool_context=ToolContext(root=root),
-                  system=[text_block("system")], conversation=Conversation(),
-                  permissions=Gate(policy), approver=approver or (lambda *a: Approval.DENY), **kwargs)
+    agent = Agent(
+        model=model,
+        tools=ToolRegistry.of(builtin_tools()),
+        tool_context=ToolContext(root=root),
+        system=[text_block("system")],
+        conversation=Conversation(),
+        permissions=Gate(policy),
+        approver=approver or (lambda *a: Approval.DENY),
+        **kwargs,
+    )
     agent.config.model = "main-model"
     return agent, model
 
@@ -47,7 +54,9 @@ def test_a_denied_snippet_sends_nothing(tmp_path):
     agent, model = make_agent(tmp_path, [reply("never")])
     events = list(invocation_events(agent, Invocation("/x", "Go !`touch f`", run_shell=True)))
     assert model.requests == [] and not (tmp_path / "f").exists()
-    assert events[-1].stop_reason == "error" and "/x: !`touch f` was not run: The user did not approve" in events[-1].error
+    assert (
+        events[-1].stop_reason == "error" and "/x: !`touch f` was not run: The user did not approve" in events[-1].error
+    )
     assert agent.conversation.messages == []
 
 
@@ -55,13 +64,16 @@ def test_allowed_tools_and_model_hold_for_the_command_turn_only_even_when_it_is_
     def cancel(request):
         raise KeyboardInterrupt
 
-    agent, model = make_agent(tmp_path, [reply(tool_call("bash", {"command": "touch a.txt"})), reply("done")],
-                              non_interactive=True)
+    agent, model = make_agent(
+        tmp_path, [reply(tool_call("bash", {"command": "touch a.txt"})), reply("done")], non_interactive=True
+    )
     invocation = Invocation("/x", "make a", allowed_tools=("Bash(touch:*)",), model="small-model", run_shell=True)
     list(invocation_events(agent, invocation))
     assert (tmp_path / "a.txt").exists() and [r.model for r in model.requests] == ["small-model", "small-model"]
     assert agent.config.model == "main-model"
-    assert agent.permissions.decide("bash", declares(Effect.RUN, command="touch b.txt")).action == "ask"  # the grant is over
+    assert (
+        agent.permissions.decide("bash", declares(Effect.RUN, command="touch b.txt")).action == "ask"
+    )  # the grant is over
     model.fn = cancel  # a cancelled command turn gives the grant back too
     ended = list(invocation_events(agent, invocation))[-1]
     assert ended.stop_reason == "cancelled" and agent.config.model == "main-model"

@@ -49,8 +49,9 @@ And one question asked when a subagent is built (:mod:`memagent.features.subagen
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
@@ -126,7 +127,7 @@ class Feature(Protocol):
 
     def close(self) -> None: ...
 
-    def for_subagent(self, child: SubagentContext) -> "Feature | None": ...
+    def for_subagent(self, child: SubagentContext) -> Feature | None: ...
 
 
 class BaseFeature:
@@ -182,7 +183,7 @@ class BaseFeature:
     def close(self) -> None:
         return None
 
-    def for_subagent(self, child: SubagentContext) -> "Feature | None":
+    def for_subagent(self, child: SubagentContext) -> Feature | None:
         return None
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable, Generator
 from dataclasses import replace
-from typing import Any, Callable, Generator
+from typing import Any
 
 from memagent.context.history import INTERRUPTED_TOOL
 from memagent.events import AgentEvent, ToolProgress
@@ -24,7 +25,11 @@ _TOOL_DONE = object()
 
 # Longer than 60 lines: the worker thread, its queue and cancellation must be read together.
 def run_with_progress(
-    tools: ToolRegistry, tool: Tool[Any], value: Any, context: ToolContext, call_id: str,
+    tools: ToolRegistry,
+    tool: Tool[Any],
+    value: Any,
+    context: ToolContext,
+    call_id: str,
     stop: threading.Event | None = None,
     on_partial: Callable[[ToolOutcome], None] | None = None,
 ) -> Generator[AgentEvent, None, ToolOutcome]:

@@ -14,11 +14,19 @@ hooks in order and knows nothing of what they do.
 from __future__ import annotations
 
 import threading
+from collections.abc import Generator, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generator, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
+from memagent.agent.feature import Feature, ToolCall, TurnInput
+from memagent.agent.live_tools import run_with_progress
+from memagent.agent.parallel import run_concurrently
+from memagent.context.conversation import Conversation
+from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
+from memagent.context.policy import ContextPolicy, PassThroughContext
+from memagent.decoding import scrub
 from memagent.events import (
     AgentEvent,
     AssistantText,
@@ -29,18 +37,9 @@ from memagent.events import (
     TurnStarted,
     WaitingForModel,
 )
-from memagent.agent.feature import Feature, ToolCall, TurnInput
-from memagent.agent.live_tools import run_with_progress
-from memagent.agent.parallel import run_concurrently
-from memagent.context.conversation import Conversation
-from memagent.decoding import scrub
-from memagent.context.history import INTERRUPTED_REQUEST, INTERRUPTED_TOOL, tool_use_ids
-from memagent.context.policy import ContextPolicy, PassThroughContext
 from memagent.llm import items
 from memagent.llm.items import Injected
 from memagent.llm.protocol import ChatModel
-from memagent.markers import Marker
-from memagent.models import MEMAGENT_MAX_TOKENS
 from memagent.llm.types import (
     Block,
     Message,
@@ -53,6 +52,8 @@ from memagent.llm.types import (
     text_block,
     tool_result_block,
 )
+from memagent.markers import Marker
+from memagent.models import MEMAGENT_MAX_TOKENS
 from memagent.permissions import Gate, HookVerdict, Policy
 from memagent.tools.base import Tool, ToolContext, ToolOutcome, ToolRegistry
 
@@ -66,10 +67,10 @@ class Approval(Enum):
 class Approver(Protocol):
     """Asks the user about one call; ``reason`` is the gate's: why this call asks."""
 
-    def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str, reason: str) -> Approval: ...
+    def __call__(self, tool: Tool[Any], tool_input: dict[str, Any], summary: str, reason: str) -> Approval: ...
 
 
-def deny_all(tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
+def deny_all(tool: Tool[Any], tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
     return Approval.DENY
 
 
@@ -188,7 +189,11 @@ class Agent:
             )
 
     def rewind(
-        self, record: dict[str, Any], messages: list[Message], ids: list[str], turns_before: int,
+        self,
+        record: dict[str, Any],
+        messages: list[Message],
+        ids: list[str],
+        turns_before: int,
         records: Sequence[dict[str, Any]],
     ) -> None:
         """Take the conversation back to the start of an earlier turn (between turns only).
@@ -319,7 +324,7 @@ class Agent:
                 return more
         return None
 
-    def _recover(self, attempt: int) -> Iterator[AgentEvent]:
+    def _recover(self, attempt: int) -> Generator[AgentEvent, None, bool]:
         """After "prompt is too long": the context policy makes the context smaller; True when it did."""
         yield Notice("The request was too long for the model; making the context smaller and retrying.", "warning")
         changed = yield from self.context.recover_too_long(self.conversation, attempt)
@@ -336,7 +341,7 @@ class Agent:
         yield from self._storage_notice()
         yield TurnEnded(stop, final_text=response.text(), usage=response.usage.to_dict())
 
-    def _stream(self, request: ModelRequest) -> Iterator[AgentEvent]:
+    def _stream(self, request: ModelRequest) -> Generator[AgentEvent, None, ModelResponse]:
         """Yield text as it arrives; return the complete response (via StopIteration value)."""
         self._partial_text.clear()
         response: ModelResponse | None = None
@@ -406,7 +411,7 @@ class Agent:
             results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
         return results
 
-    def _run_one(self, call: Block) -> Iterator[AgentEvent]:
+    def _run_one(self, call: Block) -> Generator[AgentEvent, None, ToolOutcome]:
         name, raw = call["name"], call.get("input") or {}
         found = self.tools.get(name)
         summary = found.summary(raw) if found else ""
@@ -420,7 +425,9 @@ class Agent:
         yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
         return outcome
 
-    def _guarded_run(self, call: ToolCall, tool: Tool, summary: str, value: Any) -> Iterator[AgentEvent]:
+    def _guarded_run(
+        self, call: ToolCall, tool: Tool[Any], summary: str, value: Any
+    ) -> Generator[AgentEvent, None, ToolOutcome]:
         """Pre-tool hooks speak first (they may refuse, ask or approve); then the gate decides,
         asking the user when it says so; then the tool runs, its live output yielded as
         ToolProgress. Features see every outcome that ran."""
@@ -429,8 +436,15 @@ class Agent:
         if refusal is not None:
             return refusal
         if tool.streams_output:
-            outcome = yield from run_with_progress(self.tools, tool, value, self.tool_context, call.id, self._cancel,
-                                                   on_partial=lambda done: self._partial_outcomes.update({call.id: done}))
+            outcome = yield from run_with_progress(
+                self.tools,
+                tool,
+                value,
+                self.tool_context,
+                call.id,
+                self._cancel,
+                on_partial=lambda done: self._partial_outcomes.update({call.id: done}),
+            )
         else:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
@@ -452,8 +466,9 @@ class Agent:
                 found = verdict
         return found
 
-    def _approve(self, tool: Tool, raw: dict[str, Any], summary: str, value: Any,
-                 hook: HookVerdict | None = None) -> ToolOutcome | None:
+    def _approve(
+        self, tool: Tool[Any], raw: dict[str, Any], summary: str, value: Any, hook: HookVerdict | None = None
+    ) -> ToolOutcome | None:
         """None when the call may run; otherwise the error outcome to return to the model.
 
         The gate decides; the loop only carries out "ask": the approver when there is someone
@@ -468,8 +483,9 @@ class Agent:
             return None
         if self.non_interactive:
             hint = NOT_EVEN_YES if self.gate.mode == "bypassPermissions" else RERUN_WITH_YES
-            return ToolOutcome(NON_INTERACTIVE_DENIED.format(name=tool.name, reason=verdict.reason, hint=hint),
-                               is_error=True)
+            return ToolOutcome(
+                NON_INTERACTIVE_DENIED.format(name=tool.name, reason=verdict.reason, hint=hint), is_error=True
+            )
         asking = ASKER.set(self.name)
         try:
             answer = self.approver(tool, raw, summary, verdict.reason)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
 from memagent.agent.live_tools import CANCEL_WAIT_SECONDS
 from memagent.events import AgentEvent
@@ -41,7 +42,8 @@ def run_concurrently(runs: Sequence[Run], stop: threading.Event) -> Generator[Ag
             events.put((index, _DONE))
 
     threads = [
-        threading.Thread(target=work, args=(i, run), name=f"memagent-call-{i}", daemon=True) for i, run in enumerate(runs)
+        threading.Thread(target=work, args=(i, run), name=f"memagent-call-{i}", daemon=True)
+        for i, run in enumerate(runs)
     ]
     for thread in threads:
         thread.start()

@@ -5,8 +5,8 @@ instead."""
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from memagent.llm.types import Block, text_block
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from contextlib import contextmanager
 import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
@@ -27,18 +28,18 @@ if TYPE_CHECKING:
 
 @dataclass
 class ChatOptions:
-    root: Optional[Path]
-    prompt: Optional[str]
+    root: Path | None
+    prompt: str | None
     continue_latest: bool
-    resume_id: Optional[str]
+    resume_id: str | None
     auto_approve: bool
-    model: Optional[str]
+    model: str | None
     memory: bool
-    first_message: Optional[str] = None  # ``memagent "fix the bug"``: sent once the REPL starts
+    first_message: str | None = None  # ``memagent "fix the bug"``: sent once the REPL starts
     pick_session: bool = False  # ``-r`` without an id: choose from the recent sessions
     output_format: str = "text"
-    max_turns: Optional[int] = None
-    permission_mode: Optional[str] = None
+    max_turns: int | None = None
+    permission_mode: str | None = None
     input_format: str = "text"
     replay_user_messages: bool = False
     # Claude Code's flags (see memagent.cli.claude_flags), checked by apply_claude_flags
@@ -46,9 +47,9 @@ class ChatOptions:
     disallowed_tools: tuple[str, ...] = ()
     add_dirs: tuple[Path, ...] = ()
     mcp_servers: dict[str, Any] = field(default_factory=dict)
-    session_id: Optional[str] = None
-    system_prompt: Optional[str] = None
-    append_system_prompt: Optional[str] = None
+    session_id: str | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
 
     @property
     def headless(self) -> bool:
@@ -62,9 +63,9 @@ class ChatOptions:
         disallowed_tools: Sequence[str] = (),
         add_dirs: Sequence[Path] = (),
         mcp_configs: Sequence[str] = (),
-        session_id: Optional[str] = None,
-        system_prompt: tuple[Optional[str], Optional[Path]] = (None, None),
-        append_system_prompt: tuple[Optional[str], Optional[Path]] = (None, None),
+        session_id: str | None = None,
+        system_prompt: tuple[str | None, Path | None] = (None, None),
+        append_system_prompt: tuple[str | None, Path | None] = (None, None),
     ) -> None:
         """Check and keep Claude Code's flags; raises ``claude_flags.FlagError`` (one line)."""
         from memagent.cli import claude_flags as flags
@@ -96,12 +97,13 @@ def read_prompt(raw: str, stdin: IO[str]) -> str:
     text = text.strip()
     if not text:
         where = "stdin was empty" if raw == "-" else "the prompt is empty"
-        fail(f"{where}; usage: memagent -p \"PROMPT\" (or -p - to read the prompt from stdin)", EXIT_USAGE)
+        fail(f'{where}; usage: memagent -p "PROMPT" (or -p - to read the prompt from stdin)', EXIT_USAGE)
     return text
 
 
-def session_options(options: ChatOptions, *, non_interactive: bool, prefetch_memory: bool = True,
-                    memory_upkeep: bool = True):
+def session_options(
+    options: ChatOptions, *, non_interactive: bool, prefetch_memory: bool = True, memory_upkeep: bool = True
+):
     from memagent.runtime import SessionOptions
 
     return SessionOptions(
@@ -126,13 +128,14 @@ def session_options(options: ChatOptions, *, non_interactive: bool, prefetch_mem
     )
 
 
-def check_root(root: Optional[Path]) -> None:
+def check_root(root: Path | None) -> None:
     if root is not None and not Path(root).is_dir():
         fail(f"project root {root} is not a directory", EXIT_USAGE)
 
 
-def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False,
-                 one_shot: str | None = None):
+def open_metered(
+    options: ChatOptions, *, non_interactive: bool, approver=None, fresh: bool = False, one_shot: str | None = None
+):
     """``runtime.open_session`` (whose model meters every call, for ``/cost`` and the json
     outputs). ``fresh`` ignores -c/-r (``/clear`` starts a new session)."""
     from memagent.runtime import open_session
@@ -142,8 +145,9 @@ def open_metered(options: ChatOptions, *, non_interactive: bool, approver=None, 
     else:  # one answer, then exit: no background upkeep; a greeting loads no embedder or index
         from memagent.memory.query import is_trivial
 
-        wanted = session_options(options, non_interactive=non_interactive, prefetch_memory=not is_trivial(one_shot),
-                                 memory_upkeep=False)
+        wanted = session_options(
+            options, non_interactive=non_interactive, prefetch_memory=not is_trivial(one_shot), memory_upkeep=False
+        )
     if fresh:  # a new logical session too: --session-id named the first one only
         wanted.resume_id, wanted.continue_latest, wanted.session_id = None, False, None
         wanted.start_source = "clear"
@@ -164,12 +168,12 @@ def open_or_fail(options: ChatOptions, *, non_interactive: bool, one_shot: str |
         fail(str(exc), EXIT_FAILURE)
 
 
-def records_lost(session: "Session") -> int:
+def records_lost(session: Session) -> int:
     """Transcript records still unwritten after ``close()`` (a full disk): they are lost."""
     return session.transcript.pending
 
 
-def close_session(session: "Session") -> int:
+def close_session(session: Session) -> int:
     """Close, show the closing warnings, and say whether history was lost (exit code 1)."""
     for warning in session.close():
         sys.stderr.write(f"memagent: warning: {warning}\n")
@@ -182,8 +186,10 @@ def check_print_options(options: ChatOptions) -> None:
 
     check_root(options.root)
     if options.pick_session:
-        fail("-r needs a session id with -p (there is no one to pick one); `memagent sessions list` shows them",
-             EXIT_USAGE)
+        fail(
+            "-r needs a session id with -p (there is no one to pick one); `memagent sessions list` shows them",
+            EXIT_USAGE,
+        )
     if options.output_format not in OUTPUT_FORMATS:
         fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, not {options.output_format!r}", EXIT_USAGE)
     if options.input_format not in INPUT_FORMATS:
@@ -219,12 +225,25 @@ def run_print_mode(options: ChatOptions) -> int:
             if streaming_in:
                 from memagent.ui.stream_input import run_stream_input
 
-                code = run_stream_input(session, sys.stdin.buffer, sys.stdout, sys.stderr, stop=stop,
-                                        replay=options.replay_user_messages, max_turns=options.max_turns)
+                code = run_stream_input(
+                    session,
+                    sys.stdin.buffer,
+                    sys.stdout,
+                    sys.stderr,
+                    stop=stop,
+                    replay=options.replay_user_messages,
+                    max_turns=options.max_turns,
+                )
             else:
                 code = run_print(
-                    session, prompt, sys.stdout, sys.stderr, color=color,
-                    output_format=options.output_format, max_turns=options.max_turns, stop=stop,
+                    session,
+                    prompt,
+                    sys.stdout,
+                    sys.stderr,
+                    color=color,
+                    output_format=options.output_format,
+                    max_turns=options.max_turns,
+                    stop=stop,
                 )
         finally:
             closed = close_session(session)
@@ -252,7 +271,9 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
         kind = info.kind or "interactive"
         out.write(f"  {number:>2}. {info.id}  {started}  {kind:<11}  {plural(info.turns, 'turn'):>9}  {line}\n")
     if len(every) > len(sessions):
-        out.write(f"  ({plural(len(every) - len(sessions), 'older session')} not shown; `memagent sessions list` shows all)\n")
+        out.write(
+            f"  ({plural(len(every) - len(sessions), 'older session')} not shown; `memagent sessions list` shows all)\n"
+        )
     while True:
         out.write(f"Resume which session? [1-{len(sessions)}, Enter = 1, q = cancel] ")
         out.flush()
@@ -268,7 +289,7 @@ def pick_session(paths, stdin: IO[str], out: IO[str], limit: int = 10) -> str | 
         out.write(f"  {choice!r} is not one of the numbers above.\n")
 
 
-def offer_trust(paths: "ProjectPaths") -> None:
+def offer_trust(paths: ProjectPaths) -> None:
     """Ask whether to trust the project: the first time its settings files (``.memagent.toml``,
     Claude Code's ``.claude/settings.json`` and ``.claude/settings.local.json``) ask for widening
     settings (a "no" is remembered until a file asks for more), and whenever a power file of a
@@ -286,7 +307,7 @@ def offer_trust(paths: "ProjectPaths") -> None:
         sys.stderr.write(f"memagent: warning: {exc}\n")
 
 
-def _offer_first_trust(paths: "ProjectPaths") -> None:
+def _offer_first_trust(paths: ProjectPaths) -> None:
     from memagent.claude_settings import project_widening
     from memagent.trust import decline_trust, requested_widening, should_ask, trust_project
 
@@ -304,7 +325,7 @@ def _offer_first_trust(paths: "ProjectPaths") -> None:
         sys.stderr.write("memagent: not trusted; those settings are ignored (`memagent trust` changes that)\n")
 
 
-def _offer_changes(paths: "ProjectPaths", changed: tuple[str, ...]) -> None:
+def _offer_changes(paths: ProjectPaths, changed: tuple[str, ...]) -> None:
     """A trusted project whose power files changed: show what changed, ask to trust it as it is."""
     from memagent.trust import change_diff, decline_changes, trust_project
     from memagent.ui.safe_text import printable
@@ -416,8 +437,10 @@ def exit_on_termination_signals() -> Iterator[None]:
 def run_chat(options: ChatOptions) -> None:
     """Entry from ``cli.main``: run the chosen mode and exit with its code."""
     if options.pick_session and options.prompt is None and not sys.stdin.isatty():
-        fail("-r needs a session id when there is no terminal to pick one in; `memagent sessions list` shows them",
-             EXIT_USAGE)
+        fail(
+            "-r needs a session id when there is no terminal to pick one in; `memagent sessions list` shows them",
+            EXIT_USAGE,
+        )
     if options.headless:
         code = run_print_mode(options)
     else:

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-VARIADIC = frozenset({"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--add-dir",
-                      "--mcp-config"})
+VARIADIC = frozenset(
+    {"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--add-dir", "--mcp-config"}
+)
 PRINT_FLAGS = ("-p", "--print")
 
 # Claude Code options memagent refuses, each with the reason given to the user.
@@ -114,7 +116,7 @@ def print_flag_form(args: Sequence[str], known: frozenset[str]) -> tuple[list[st
             following = args[index + 1] if index + 1 < len(args) else None
             if following is not None and not _is_option(following, known):
                 return list(args), None  # -p PROMPT
-            return list(args[:index]) + list(args[index + 1:]), []
+            return list(args[:index]) + list(args[index + 1 :]), []
     return list(args), None
 
 

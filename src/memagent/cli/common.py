@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, NoReturn
 
 import typer
 
@@ -37,7 +37,7 @@ def fail(message: str, code: int = EXIT_FAILURE) -> NoReturn:
     raise Failure(message, code)
 
 
-def resolve_paths(ctx: typer.Context | None, root: Optional[Path] = None) -> ProjectPaths:
+def resolve_paths(ctx: typer.Context | None, root: Path | None = None) -> ProjectPaths:
     """A sub-command's own ``-C`` wins over the one given before the sub-command."""
     if root is None and ctx is not None:
         obj = ctx.find_root().obj or {}

@@ -10,16 +10,17 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
 from memagent import __version__
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, print_json, resolve_paths
-from memagent.ui.words import plural
 from memagent.config import ConfigError, ProjectPaths, Settings, credentials_from_env, load_settings
+from memagent.ui.words import plural
 
 PACKAGES = ("anthropic", "chromadb", "typer", "rich", "pydantic", "prompt_toolkit", "onnxruntime")
 
@@ -185,7 +186,9 @@ def claude_report(paths: ProjectPaths, found: Any) -> dict[str, Any]:
     from memagent.claude_settings import settings_files
 
     return {
-        "files": [{"file": label, "path": str(path), "exists": path.exists()} for path, label, _ in settings_files(paths)],
+        "files": [
+            {"file": label, "path": str(path), "exists": path.exists()} for path, label, _ in settings_files(paths)
+        ],
         "rules": found.rules_by_source(),
         "default_mode": list(found.default_mode) if found.default_mode else None,
         "hooks": sorted({hook.source for event in found.hooks.events.values() for hook in event}),
@@ -208,21 +211,32 @@ def _describe_claude(claude: dict[str, Any]) -> list[str]:
     return lines
 
 
-def gate_report(paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool,
-                claude: Any = None) -> dict[str, Any]:
+def gate_report(
+    paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool, claude: Any = None
+) -> dict[str, Any]:
     """The gate's policy as a session here would have it: the mode, each rule with the file it
     came from (Claude Code's settings files too), and what asks by effect."""
-    from memagent.runtime import SessionOptions, SetupError, session_gate, session_mode
     from memagent.permissions import SAVED_ORIGIN
+    from memagent.runtime import SessionOptions, SetupError, session_gate, session_mode
 
     try:
-        gate = session_gate(paths, settings, session_mode(SessionOptions(), settings, claude), env,
-                            settings_trusted=settings_trusted, warn=lambda line: None, claude=claude)
+        gate = session_gate(
+            paths,
+            settings,
+            session_mode(SessionOptions(), settings, claude),
+            env,
+            settings_trusted=settings_trusted,
+            warn=lambda line: None,
+            claude=claude,
+        )
     except SetupError as exc:
         return {"mode": settings.permission_mode, "error": str(exc), "rules": [], "asks_for": [], "saved_rules": 0}
     policy = gate.policy
-    rules = [{"kind": kind, "rule": str(rule), "origin": rule.origin}
-             for kind, group in (("deny", policy.deny), ("ask", policy.ask), ("allow", policy.allow)) for rule in group]
+    rules = [
+        {"kind": kind, "rule": str(rule), "origin": rule.origin}
+        for kind, group in (("deny", policy.deny), ("ask", policy.ask), ("allow", policy.allow))
+        for rule in group
+    ]
     return {
         "mode": policy.mode,
         "rules": rules,
@@ -244,7 +258,10 @@ def _describe_permissions(perms: dict[str, Any], trust: dict[str, Any], settings
 
     count = {kind: sum(1 for r in perms["rules"] if r["kind"] == kind) for kind in ("allow", "ask", "deny")}
     rules = ", ".join(f"{count[k]} {k}" for k in ("allow", "ask", "deny"))
-    lines = ["Permissions", f"  mode     {perms['mode']} ({rules} rules, {perms['saved_rules']} saved for this project)"]
+    lines = [
+        "Permissions",
+        f"  mode     {perms['mode']} ({rules} rules, {perms['saved_rules']} saved for this project)",
+    ]
     if perms.get("error"):
         lines.append(f"  error    {perms['error']}")
     for rule in perms["rules"]:
@@ -268,9 +285,11 @@ def _describe_learning(learning: dict[str, Any]) -> list[str]:
         return [f"  learning   {learning['status']}"]
     if not learning.get("extraction_runs"):
         return ["  learning   no extraction run yet"]
-    line = (f"  learning   {plural(int(learning['extraction_runs']), 'extraction run')}, {learning['failed_runs']} failed; "
-            f"{plural(int(learning['consolidation_calls'] or 0), 'consolidation call')}, "
-            f"{learning['consolidation_failed']} failed")
+    line = (
+        f"  learning   {plural(int(learning['extraction_runs']), 'extraction run')}, {learning['failed_runs']} failed; "
+        f"{plural(int(learning['consolidation_calls'] or 0), 'consolidation call')}, "
+        f"{learning['consolidation_failed']} failed"
+    )
     lines = [line]
     if learning.get("last_failure"):
         lines.append(f"             last failure: {' '.join(str(learning['last_failure']).split())[:160]}")
@@ -317,7 +336,7 @@ def render_text(report: dict[str, Any]) -> str:
 
 def doctor(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
     skip_memory: bool = typer.Option(False, "--no-memory", help="Skip the embedding and store checks."),
 ) -> None:

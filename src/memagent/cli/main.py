@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, Optional, Sequence
+from typing import NoReturn
 
 import typer
 
@@ -34,7 +35,19 @@ FIRST_MESSAGE_OPTION = "--first-message"  # what a bare prompt (``memagent "fix 
 PICK_OPTION = "--pick-session"  # what ``-r`` without an id becomes
 COMPLETION_OPTIONS = frozenset({"--install-completion", "--show-completion"})
 # chat options that take a value: the token after them is never a sub-command
-_VALUE_OPTIONS = {"-p", "--print", "-r", "--resume", "-C", "--root", "-m", "--model", "--output-format", "--max-turns", "--permission-mode"}
+_VALUE_OPTIONS = {
+    "-p",
+    "--print",
+    "-r",
+    "--resume",
+    "-C",
+    "--root",
+    "-m",
+    "--model",
+    "--output-format",
+    "--max-turns",
+    "--permission-mode",
+}
 
 
 def _new_app() -> typer.Typer:
@@ -227,8 +240,10 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
         return args
     words = [args[i] for i in positions]
     if len(words) == 1 and (guess := _near_subcommand(words[0])):
-        fail(f"no such command '{words[0]}'; did you mean '{guess}'? (to send it as a message: -p or quotes with more words)",
-             EXIT_USAGE)
+        fail(
+            f"no such command '{words[0]}'; did you mean '{guess}'? (to send it as a message: -p or quotes with more words)",
+            EXIT_USAGE,
+        )
     rest = [arg for i, arg in enumerate(args) if i not in set(positions) and arg != "--"]
     return rest + [FIRST_MESSAGE_OPTION, " ".join(words)]
 
@@ -242,65 +257,88 @@ def _version(value: bool) -> None:
 # Longer than 60 lines: typer declares every top-level option in the signature.
 def main(
     ctx: typer.Context,
-    prompt: Optional[str] = typer.Option(
-        None, "-p", "--print", metavar="PROMPT",
+    prompt: str | None = typer.Option(
+        None,
+        "-p",
+        "--print",
+        metavar="PROMPT",
         help='Run one prompt to completion, print the answer and exit ("-", or no PROMPT, reads stdin).',
     ),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the latest session in this project."),
-    resume: Optional[str] = typer.Option(
+    resume: str | None = typer.Option(
         None, "-r", "--resume", metavar="ID", help="Resume a session by id (alone: pick from the recent ones)."
     ),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     yes: bool = typer.Option(False, "-y", "--yes", help="Approve every tool call without asking."),
-    model: Optional[str] = typer.Option(
+    model: str | None = typer.Option(
         None, "--model", "-m", metavar="MODEL", help="Model id (default: $MEMAGENT_MODEL or Sonnet)."
     ),
     no_memory: bool = typer.Option(False, "--no-memory", help="Run with long-term memory off."),
-    permission_mode: Optional[str] = typer.Option(
-        None, "--permission-mode", metavar="MODE",
+    permission_mode: str | None = typer.Option(
+        None,
+        "--permission-mode",
+        metavar="MODE",
         help="default | acceptEdits (file edits run without asking) | plan (read-only tools only) | bypassPermissions.",
     ),
     skip_permissions: bool = typer.Option(
-        False, "--dangerously-skip-permissions", help="Same as --permission-mode bypassPermissions (deny rules still apply)."
+        False,
+        "--dangerously-skip-permissions",
+        help="Same as --permission-mode bypassPermissions (deny rules still apply).",
     ),
-    allowed_tools: Optional[list[str]] = typer.Option(
-        None, "--allowedTools", "--allowed-tools", metavar="RULES",
+    allowed_tools: list[str] | None = typer.Option(
+        None,
+        "--allowedTools",
+        "--allowed-tools",
+        metavar="RULES",
         help='Allow these tools for this run without asking: permission rules, e.g. "Read Bash(git log:*)".',
     ),
-    disallowed_tools: Optional[list[str]] = typer.Option(
-        None, "--disallowedTools", "--disallowed-tools", metavar="RULES",
+    disallowed_tools: list[str] | None = typer.Option(
+        None,
+        "--disallowedTools",
+        "--disallowed-tools",
+        metavar="RULES",
         help='Refuse these tools for this run: permission rules, e.g. "Bash(rm:*) WebFetch".',
     ),
-    add_dir: Optional[list[Path]] = typer.Option(
+    add_dir: list[Path] | None = typer.Option(
         None, "--add-dir", metavar="DIR", help="Let the file tools and commands also read and write DIR."
     ),
-    mcp_config: Optional[list[str]] = typer.Option(
+    mcp_config: list[str] | None = typer.Option(
         None, "--mcp-config", metavar="FILE|JSON", help='More MCP servers: a file or a JSON string with "mcpServers".'
     ),
-    system_prompt: Optional[str] = typer.Option(
+    system_prompt: str | None = typer.Option(
         None, "--system-prompt", metavar="TEXT", help="Use TEXT instead of memagent's base system prompt."
     ),
-    system_prompt_file: Optional[Path] = typer.Option(None, "--system-prompt-file", metavar="FILE", help="--system-prompt from a file."),
-    append_system_prompt: Optional[str] = typer.Option(
+    system_prompt_file: Path | None = typer.Option(
+        None, "--system-prompt-file", metavar="FILE", help="--system-prompt from a file."
+    ),
+    append_system_prompt: str | None = typer.Option(
         None, "--append-system-prompt", metavar="TEXT", help="Add TEXT at the end of the system prompt."
     ),
-    append_system_prompt_file: Optional[Path] = typer.Option(
+    append_system_prompt_file: Path | None = typer.Option(
         None, "--append-system-prompt-file", metavar="FILE", help="--append-system-prompt from a file."
     ),
-    session_id: Optional[str] = typer.Option(
+    session_id: str | None = typer.Option(
         None, "--session-id", metavar="UUID", help="Start a new session under this id (a UUID); -r UUID continues it."
     ),
     version: bool = typer.Option(False, "-V", "--version", callback=_version, is_eager=True, help="Show the version."),
-    first_message: Optional[str] = typer.Option(None, FIRST_MESSAGE_OPTION, hidden=True),
+    first_message: str | None = typer.Option(None, FIRST_MESSAGE_OPTION, hidden=True),
     pick_session: bool = typer.Option(False, PICK_OPTION, hidden=True),
-    output_format: Optional[str] = typer.Option(
-        None, "--output-format", help="With -p: text (default), json (one result object) or stream-json (one message per line)."
+    output_format: str | None = typer.Option(
+        None,
+        "--output-format",
+        help="With -p: text (default), json (one result object) or stream-json (one message per line).",
     ),
-    input_format: Optional[str] = typer.Option(
-        None, "--input-format", help="With -p: text (default) or stream-json (user messages as JSON lines on stdin, a turn each)."
+    input_format: str | None = typer.Option(
+        None,
+        "--input-format",
+        help="With -p: text (default) or stream-json (user messages as JSON lines on stdin, a turn each).",
     ),
-    max_turns: Optional[int] = typer.Option(None, "--max-turns", help="With -p: stop after N model calls (exit 1).", min=1),
-    verbose: bool = typer.Option(False, "--verbose", help="Accepted for Claude Code's stream-json (always complete here)."),
+    max_turns: int | None = typer.Option(
+        None, "--max-turns", help="With -p: stop after N model calls (exit 1).", min=1
+    ),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="Accepted for Claude Code's stream-json (always complete here)."
+    ),
     replay_user_messages: bool = typer.Option(
         False, "--replay-user-messages", help="With stream-json input and output: echo each input message back."
     ),
@@ -332,9 +370,14 @@ def main(
     try:
         _check_chat(options, output_format_given=output_format is not None, skip_permissions=skip_permissions)
         _apply_claude_flags(
-            options, allowed_tools=allowed_tools or (), disallowed_tools=disallowed_tools or (), add_dirs=add_dir or (),
-            mcp_configs=mcp_config or (), session_id=session_id,
-            system_prompt=(system_prompt, system_prompt_file), append_system_prompt=(append_system_prompt, append_system_prompt_file),
+            options,
+            allowed_tools=allowed_tools or (),
+            disallowed_tools=disallowed_tools or (),
+            add_dirs=add_dir or (),
+            mcp_configs=mcp_config or (),
+            session_id=session_id,
+            system_prompt=(system_prompt, system_prompt_file),
+            append_system_prompt=(append_system_prompt, append_system_prompt_file),
         )
         run_chat(options)
     except Failure as exc:  # a usage or setup error before any turn: JSON too, when JSON was asked for
@@ -352,8 +395,10 @@ def _check_chat(options, *, output_format_given: bool, skip_permissions: bool) -
             fail("--model: the model id is empty (leave the option out for the default)", EXIT_USAGE)
         options.model = options.model.strip()
     if options.prompt is not None and options.first_message is not None:
-        fail(f"give the prompt once: either -p PROMPT or as a bare argument, not both ({options.first_message!r})",
-             EXIT_USAGE)
+        fail(
+            f"give the prompt once: either -p PROMPT or as a bare argument, not both ({options.first_message!r})",
+            EXIT_USAGE,
+        )
     if (output_format_given or options.max_turns is not None) and not options.headless:
         fail("--output-format and --max-turns go with -p PROMPT", EXIT_USAGE)
     options.permission_mode = _permission_mode(options.permission_mode, skip_permissions)
@@ -378,7 +423,7 @@ def print_error_result(reason: str) -> None:
     sys.stdout.flush()
 
 
-def _permission_mode(mode: Optional[str], skip_permissions: bool) -> Optional[str]:
+def _permission_mode(mode: str | None, skip_permissions: bool) -> str | None:
     from memagent.permissions import MODES
 
     if mode is not None and mode not in MODES:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -36,7 +35,7 @@ def _settings(paths):
 
 
 @app.command("list")
-def list_servers(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+def list_servers(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = JsonOption) -> None:
     """Start the configured MCP servers, show their status and tools, stop them."""
     from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, load_mcp_config
     from memagent.mcp_bridge.manager import FAILED, McpManager
@@ -68,7 +67,7 @@ def list_servers(ctx: typer.Context, root: Optional[Path] = RootOption, as_json:
 def approve(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The server whose tool list to approve."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Start a server, show its tools, and approve that list for this project."""
     from memagent.features.mcp_client import approve_tool_list
@@ -79,12 +78,19 @@ def approve(
     paths = resolve_paths(ctx, root)
     settings = _settings(paths)
     env = dict(os.environ)
-    config = load_mcp_config(paths.home / USER_FILE, paths.root / PROJECT_FILE, env,
-                             project_trusted=is_trusted(paths.home, paths.root))
+    config = load_mcp_config(
+        paths.home / USER_FILE, paths.root / PROJECT_FILE, env, project_trusted=is_trusted(paths.home, paths.root)
+    )
     if not any(server.name == name for server in config.servers):
-        fail(f"no MCP server named {name!r} is configured for this project (`memagent mcp list` shows them)", EXIT_USAGE)
-    manager = McpManager([s for s in config.servers if s.name == name], env=env, cwd=paths.root,
-                         connect_timeout=settings.mcp_connect_timeout)
+        fail(
+            f"no MCP server named {name!r} is configured for this project (`memagent mcp list` shows them)", EXIT_USAGE
+        )
+    manager = McpManager(
+        [s for s in config.servers if s.name == name],
+        env=env,
+        cwd=paths.root,
+        connect_timeout=settings.mcp_connect_timeout,
+    )
     try:
         manager.start()
         manager.wait_ready(settings.mcp_connect_timeout + 1)
@@ -105,7 +111,7 @@ def approve(
 @app.command("serve")
 def serve(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     allow_user_scope: bool = typer.Option(
         False, "--allow-user-scope", help="Let clients save user-scope memories (they reach every project's profile)."
     ),

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -67,11 +68,11 @@ ScopeOption = typer.Option(None, "--scope", "-s", help="Only this scope.", show_
 # --------------------------------------------------------------------------- helpers
 
 
-def _value(choice: Optional[Enum]) -> Optional[str]:
+def _value(choice: Enum | None) -> str | None:
     return None if choice is None else str(choice.value)
 
 
-def _open(ctx: typer.Context, root: Optional[Path]) -> "MemoryService":
+def _open(ctx: typer.Context, root: Path | None) -> MemoryService:
     """Open the memory service, or exit 1 with the one-line reason.
 
     Opening is cheap: the embedder and the vector index load only when a command needs them
@@ -94,7 +95,7 @@ def _open(ctx: typer.Context, root: Optional[Path]) -> "MemoryService":
     return service
 
 
-def _print_notices(service: "MemoryService") -> None:
+def _print_notices(service: MemoryService) -> None:
     try:
         notices = service.notices()
     except Exception:  # the command's own outcome is what matters; notices are a courtesy
@@ -104,7 +105,7 @@ def _print_notices(service: "MemoryService") -> None:
     service.close()
 
 
-def _resolve(service: "MemoryService", memory_id: str) -> str:
+def _resolve(service: MemoryService, memory_id: str) -> str:
     """The full id of a card from an id or a unique prefix, or exit 1 saying why."""
     try:
         return _run(lambda: service.resolve(memory_id))
@@ -113,7 +114,7 @@ def _resolve(service: "MemoryService", memory_id: str) -> str:
 
 
 @contextlib.contextmanager
-def _indexing(service: "MemoryService") -> Iterator[None]:
+def _indexing(service: MemoryService) -> Iterator[None]:
     """A progress bar while the index catches up with many card files (a clone, a rebuild)."""
     pending = _run(service.pending_index_work)
     if pending < INDEX_PROGRESS_FROM:
@@ -136,7 +137,7 @@ def _run(action: Callable[[], Any]) -> Any:
         fail(f"memory unavailable: {exc}", EXIT_FAILURE)
 
 
-def _card_json(card: "MemoryCard") -> dict[str, Any]:
+def _card_json(card: MemoryCard) -> dict[str, Any]:
     return card.model_dump(mode="json")
 
 
@@ -145,7 +146,7 @@ def _short(text: str, width: int = CONTENT_WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _card_line(card: "MemoryCard", where: str = "") -> str:
+def _card_line(card: MemoryCard, where: str = "") -> str:
     place = f"{where:<8} " if where else ""
     return (
         f"{card.id}  {card.memory_type:<10} {place}{card.status:<12} "
@@ -153,7 +154,7 @@ def _card_line(card: "MemoryCard", where: str = "") -> str:
     )
 
 
-def _place(service: "MemoryService", card: "MemoryCard") -> str:
+def _place(service: MemoryService, card: MemoryCard) -> str:
     """Where the card's file lives: ``repo`` (.memory/cards, committed), ``private``
     (.memory/local/private, git-ignored) or ``user`` ($MEMAGENT_HOME/memory)."""
     where = service.where(card.id) or ""
@@ -179,7 +180,7 @@ class _StderrProgress:
         self._progress: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> "_StderrProgress":
+    def __enter__(self) -> _StderrProgress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -208,7 +209,7 @@ class _StderrProgress:
 
 
 @app.callback(invoke_without_command=True)
-def memory_main(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
+def memory_main(ctx: typer.Context, root: Path | None = RootOption) -> None:
     """Long-term memory cards. Alone, `memagent memory` lists the active cards."""
     if root is not None:
         ctx.meta[_ROOT_KEY] = root
@@ -219,7 +220,7 @@ def memory_main(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
 TASK_SCAN = 100_000
 
 
-def _learned_under(task_hint: Optional[str], task: int) -> bool:
+def _learned_under(task_hint: str | None, task: int) -> bool:
     """A card's ``task_hint`` names graph task ``task`` as ``#ID subject``."""
     return bool(task_hint) and (task_hint == f"#{task}" or task_hint.startswith(f"#{task} "))
 
@@ -227,27 +228,35 @@ def _learned_under(task_hint: Optional[str], task: int) -> bool:
 @app.command("list")
 def list_cards(
     ctx: typer.Context,
-    memory_type: Optional[TypeChoice] = TypeOption,
-    scope: Optional[ScopeChoice] = ScopeOption,
-    status: Optional[StatusChoice] = typer.Option(None, "--status", help="Only this status (default: active)."),
+    memory_type: TypeChoice | None = TypeOption,
+    scope: ScopeChoice | None = ScopeOption,
+    status: StatusChoice | None = typer.Option(None, "--status", help="Only this status (default: active)."),
     show_all: bool = typer.Option(False, "--all", "-a", help="Every status, superseded cards included."),
     limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many cards to show."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (newest first)."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
-    task: Optional[int] = typer.Option(
-        None, "--task", min=1, help="Only cards learned while task #ID of the graph was in progress.",
-        show_default=False),
+    root: Path | None = RootOption,
+    task: int | None = typer.Option(
+        None,
+        "--task",
+        min=1,
+        help="Only cards learned while task #ID of the graph was in progress.",
+        show_default=False,
+    ),
 ) -> None:
     """List memory cards, newest first (active ones unless --status or --all)."""
     service = _open(ctx, root)
-    query = {"memory_type": _value(memory_type), "scope": _value(scope), "status": _value(status),
-             "include_all": show_all}
+    query = {
+        "memory_type": _value(memory_type),
+        "scope": _value(scope),
+        "status": _value(status),
+        "include_all": show_all,
+    }
     if task is None:
         cards = _run(lambda: service.list(**query, limit=limit, offset=offset))
     else:
         every = _run(lambda: service.list(**query, limit=TASK_SCAN, offset=0))
-        cards = [c for c in every if _learned_under(c.task_hint, task)][offset: offset + limit]
+        cards = [c for c in every if _learned_under(c.task_hint, task)][offset : offset + limit]
     if as_json:
         print_json([_card_json(c) for c in cards])
         return
@@ -266,7 +275,7 @@ def show(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="The card id (m_…) or a unique prefix of it."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Show every field of one card, its provenance and its supersede chain."""
     service = _open(ctx, root)
@@ -280,8 +289,9 @@ def show(
 
     history = history_for(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)), card.id)
     if as_json:
-        print_json({"card": _card_json(card), "chain": [_chain_entry(c) for c in chain], "history": history,
-                    "file": where})
+        print_json(
+            {"card": _card_json(card), "chain": [_chain_entry(c) for c in chain], "history": history, "file": where}
+        )
         return
     _out(f"{'file':>13}: {where}")
     data = _card_json(card)
@@ -300,7 +310,9 @@ def show(
         _out("Supersede chain (oldest first):")
         for link in chain:
             marker = "*" if link.id == card.id else " "
-            _out(f" {marker} {link.id}  {link.status:<12} {link.created_at.date().isoformat()}  {_short(link.content, 70)}")
+            _out(
+                f" {marker} {link.id}  {link.status:<12} {link.created_at.date().isoformat()}  {_short(link.content, 70)}"
+            )
     if history:
         _out("")
         _out("History:")
@@ -308,7 +320,7 @@ def show(
             _out("  " + describe_record(record, card.id))
 
 
-def _chain_entry(card: "MemoryCard") -> dict[str, Any]:
+def _chain_entry(card: MemoryCard) -> dict[str, Any]:
     return {
         "id": card.id,
         "status": card.status,
@@ -322,16 +334,18 @@ def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for."),
     k: int = typer.Option(5, "-k", min=1, max=100, help="How many results."),
-    memory_type: Optional[TypeChoice] = TypeOption,
-    scope: Optional[ScopeChoice] = ScopeOption,
+    memory_type: TypeChoice | None = TypeOption,
+    scope: ScopeChoice | None = ScopeOption,
     show_all: bool = typer.Option(False, "--all", "-a", help="Include superseded and archived cards."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Search memory (dense + lexical ranking), best first, with scores."""
     if not query.strip():
-        fail('the search query is empty; usage: memagent memory search "QUERY" (`memagent memory list` shows every card)',
-             EXIT_USAGE)
+        fail(
+            'the search query is empty; usage: memagent memory search "QUERY" (`memagent memory list` shows every card)',
+            EXIT_USAGE,
+        )
     service = _open(ctx, root)
     with _indexing(service):
         hits: list[Hit] = _run(
@@ -341,8 +355,15 @@ def search(
         )
     if as_json:
         print_json(
-            [{"score": round(h.score, 6), "parts": {n: round(v, 6) for n, v in h.parts.items()}, "card": _card_json(h.card),
-              "history": [_card_json(c) for c in h.history]} for h in hits]
+            [
+                {
+                    "score": round(h.score, 6),
+                    "parts": {n: round(v, 6) for n, v in h.parts.items()},
+                    "card": _card_json(h.card),
+                    "history": [_card_json(c) for c in h.history],
+                }
+                for h in hits
+            ]
         )
         return
     if not hits:
@@ -351,7 +372,9 @@ def search(
     for hit in hits:
         _out(f"{hit.score:.3f}  {_card_line(hit.card, _place(service, hit.card))}")
         for old in hit.history:  # what this card corrected: shown only here
-            _out(f"       was: {_short(old.content, 70)}  ({old.status}, {old.created_at.date().isoformat()}, {old.id})")
+            _out(
+                f"       was: {_short(old.content, 70)}  ({old.status}, {old.created_at.date().isoformat()}, {old.id})"
+            )
 
 
 @app.command("add")
@@ -360,14 +383,16 @@ def add(
     text: str = typer.Argument(..., help="The memory, one self-contained statement."),
     memory_type: TypeChoice = typer.Option(TypeChoice.fact, "--type", "-t", help="Memory type."),
     scope: ScopeChoice = typer.Option(
-        ScopeChoice.project, "--scope", "-s",
+        ScopeChoice.project,
+        "--scope",
+        "-s",
         help="project (this repo, committed with it), user (every project) or session (this session only).",
     ),
     private: bool = typer.Option(False, "--private", help="Keep a project card out of git (.memory/local/private/)."),
     confidence: float = typer.Option(0.9, "--confidence", min=0.0, max=1.0, help="How sure (0-1)."),
     importance: float = typer.Option(0.5, "--importance", min=0.0, max=1.0, help="How important (0-1)."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Add a memory through the write gate (secrets, duplicates, length, confidence).
 
@@ -377,7 +402,12 @@ def add(
     with _indexing(service):
         result = _run(
             lambda: service.save(
-                text, memory_type.value, scope.value, confidence=confidence, importance=importance, source="user",
+                text,
+                memory_type.value,
+                scope.value,
+                confidence=confidence,
+                importance=importance,
+                source="user",
                 private=private,
             )
         )
@@ -410,12 +440,12 @@ def edit(
     ctx: typer.Context,
     memory_id: str = typer.Argument(..., help="The card to correct (id or unique prefix)."),
     text: str = typer.Argument(..., help="The corrected memory."),
-    memory_type: Optional[TypeChoice] = typer.Option(
+    memory_type: TypeChoice | None = typer.Option(
         None, "--type", "-t", help="Memory type of the corrected card (default: the old card's).", show_default=False
     ),
-    confidence: Optional[float] = typer.Option(None, "--confidence", min=0.0, max=1.0, help="New confidence."),
+    confidence: float | None = typer.Option(None, "--confidence", min=0.0, max=1.0, help="New confidence."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Correct a memory: a new card supersedes it (the old one is kept, hidden from retrieval)."""
     service = _open(ctx, root)
@@ -433,7 +463,7 @@ def edit(
 def stats(
     ctx: typer.Context,
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Counts by status, type and scope, and where the stores are."""
     from memagent.memory.history import learning_stats
@@ -473,7 +503,7 @@ def stats(
 @app.command("reindex")
 def reindex(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Rebuild the index from the card files with the current embedder.
 
@@ -482,7 +512,9 @@ def reindex(
     with _StderrProgress("re-embedding") as progress:
         count = _run(lambda: service.reindex(progress=progress))
     info = _run(service.backend_info)
-    _out(f"Re-embedded {_count(count, 'memory', 'memories')} with {info['embedder']['name']} (dim {info['embedder']['dim']}).")
+    _out(
+        f"Re-embedded {_count(count, 'memory', 'memories')} with {info['embedder']['name']} (dim {info['embedder']['dim']})."
+    )
 
 
 def _register_transfer_commands() -> None:

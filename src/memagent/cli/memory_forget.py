@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -30,19 +30,21 @@ class SourceChoice(str, Enum):
 
 def forget_command(
     ctx: typer.Context,
-    memory_ids: Optional[List[str]] = typer.Argument(None, help="Card ids (or unique prefixes) to erase.", show_default=False),
-    scope: Optional[ScopeChoice] = typer.Option(None, "--scope", help="Erase every card of this scope."),
-    session: Optional[str] = typer.Option(
+    memory_ids: list[str] | None = typer.Argument(
+        None, help="Card ids (or unique prefixes) to erase.", show_default=False
+    ),
+    scope: ScopeChoice | None = typer.Option(None, "--scope", help="Erase every card of this scope."),
+    session: str | None = typer.Option(
         None, "--session", help="Erase what this session taught (with --scope session: its session cards)."
     ),
-    source: Optional[SourceChoice] = typer.Option(None, "--source", help="Erase every card from this source."),
+    source: SourceChoice | None = typer.Option(None, "--source", help="Erase every card from this source."),
     erase_all: bool = typer.Option(False, "--all", help="Erase every memory, project and user."),
     with_history: bool = typer.Option(
         False, "--with-history", help="With card ids: also erase the older versions each card replaced."
     ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Erase memories from disk for good: ids, a scope, a session's or a source's cards, or all.
 
@@ -60,8 +62,10 @@ def forget_command(
     if not yes and not _confirm(f"Erase {what}? This cannot be undone"):
         fail("nothing erased", EXIT_FAILURE)
     if older and not with_history and not yes:
-        with_history = _confirm(f"Also erase its {_count(len(older), 'earlier version', 'earlier versions')} "
-                                f"({', '.join(older)}), older wording of the same memory?")
+        with_history = _confirm(
+            f"Also erase its {_count(len(older), 'earlier version', 'earlier versions')} "
+            f"({', '.join(older)}), older wording of the same memory?"
+        )
     if erase_all:
         report = _run(lambda: service.forget_where("1 = 1", []))
     elif scope is not None:
@@ -78,14 +82,23 @@ def forget_command(
     erased = len(report.erased)
     kept = [] if with_history else older
     if as_json:
-        print_json({"erased": erased, "ids": report.erased, "kept_earlier_versions": kept,
-                    "tracked_by_git": [str(p) for p in report.tracked], "in_transcripts": report.transcripts})
+        print_json(
+            {
+                "erased": erased,
+                "ids": report.erased,
+                "kept_earlier_versions": kept,
+                "tracked_by_git": [str(p) for p in report.tracked],
+                "in_transcripts": report.transcripts,
+            }
+        )
     else:
         shown = f" ({', '.join(report.erased[:5])}{' …' if erased > 5 else ''})" if ids else ""
         _out(f"Erased {_count(erased, 'memory', 'memories')}{shown}.")
         if kept:
-            _out(f"Kept {_count(len(kept), 'earlier version', 'earlier versions')} ({', '.join(kept)}); "
-                 f"erase them with `memagent memory forget {' '.join(kept)}`.")
+            _out(
+                f"Kept {_count(len(kept), 'earlier version', 'earlier versions')} ({', '.join(kept)}); "
+                f"erase them with `memagent memory forget {' '.join(kept)}`."
+            )
     if report.tracked:
         _warn_git_history(report.tracked)
     if report.transcripts:
@@ -98,7 +111,7 @@ def forget_command(
         )
 
 
-def _earlier_versions(service: "MemoryService", ids: list[str]) -> list[str]:
+def _earlier_versions(service: MemoryService, ids: list[str]) -> list[str]:
     """The older versions the given cards replaced (not themselves among the ids), in order."""
     found: dict[str, None] = {}
     for memory_id in ids:
@@ -108,8 +121,9 @@ def _earlier_versions(service: "MemoryService", ids: list[str]) -> list[str]:
     return list(found)
 
 
-def _forget_target(ids: list[str], scope: Optional[ScopeChoice], session: Optional[str],
-                   source: Optional[SourceChoice], erase_all: bool) -> str:
+def _forget_target(
+    ids: list[str], scope: ScopeChoice | None, session: str | None, source: SourceChoice | None, erase_all: bool
+) -> str:
     if erase_all:
         return "every memory (project and user)"
     if scope is not None:

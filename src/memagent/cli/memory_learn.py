@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,15 +24,15 @@ from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
-    from memagent.paths import ProjectPaths
     from memagent.memory.hygiene import ReviewItem
     from memagent.memory.provenance import Standing
     from memagent.memory.service import MemoryService
+    from memagent.paths import ProjectPaths
 
 WIDTH = 100
 
 
-def _open_service(ctx: typer.Context, root: Optional[Path]) -> tuple["MemoryService", "ProjectPaths"]:
+def _open_service(ctx: typer.Context, root: Path | None) -> tuple[MemoryService, ProjectPaths]:
     from memagent.config import ConfigError, load_settings
     from memagent.memory.service import MemoryService, MemoryUnavailable
 
@@ -47,7 +47,7 @@ def _open_service(ctx: typer.Context, root: Optional[Path]) -> tuple["MemoryServ
         fail(f"memory unavailable: {exc}", EXIT_FAILURE)
 
 
-def _settings(paths: "ProjectPaths"):
+def _settings(paths: ProjectPaths):
     from memagent.config import load_settings
 
     return load_settings(paths)
@@ -64,7 +64,7 @@ def _guarded(action):
 
 def profile_command(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
     max_tokens: int = typer.Option(400, "--max-tokens", min=50, help="Token budget of each profile."),
 ) -> None:
@@ -88,7 +88,7 @@ def _short(text: str, width: int = WIDTH) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _describe(item: "ReviewItem", root: Path) -> str:
+def _describe(item: ReviewItem, root: Path) -> str:
     from memagent.memory.hygiene import stale_note
 
     card = item.card
@@ -113,11 +113,14 @@ def _describe(item: "ReviewItem", root: Path) -> str:
 
 def review_command(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many cards to review."),
-    accept: Optional[List[str]] = typer.Option(
-        None, "--accept", help="Accept this repository card (id or unique prefix) as it is; repeatable.",
-        show_default=False),
+    accept: list[str] | None = typer.Option(
+        None,
+        "--accept",
+        help="Accept this repository card (id or unique prefix) as it is; repeatable.",
+        show_default=False,
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Review repository cards this machine did not write (accept or forget), then the newest
@@ -145,8 +148,13 @@ def review_command(
             [_came_back_json(card_id, path, when) for card_id, path, when in came_back]
             + [_standing_json(standing, held=not trusted) for standing in standings]
             + [
-                {"card": item.card.model_dump(mode="json"), "pending": item.pending,
-                 "intended_action": item.intended_action, "target_id": item.target_id, "repository": None}
+                {
+                    "card": item.card.model_dump(mode="json"),
+                    "pending": item.pending,
+                    "intended_action": item.intended_action,
+                    "target_id": item.target_id,
+                    "repository": None,
+                }
                 for item in items
             ]
             + [skill_proposal_json(proposal) for proposal in skills]
@@ -186,15 +194,22 @@ def _came_back_text(path: Path) -> tuple[dict[str, Any] | None, str]:
 
 def _came_back_json(card_id: str, path: Path, when: str) -> dict[str, Any]:
     card, _ = _came_back_text(path)
-    return {"card": card, "pending": True, "intended_action": "forgotten_came_back", "target_id": card_id,
-            "repository": {"file": str(path), "forgotten_at": when}}
+    return {
+        "card": card,
+        "pending": True,
+        "intended_action": "forgotten_came_back",
+        "target_id": card_id,
+        "repository": {"file": str(path), "forgotten_at": when},
+    }
 
 
-def _review_came_back(service: "MemoryService", came_back: list[tuple[str, Path, str]], interactive: bool) -> None:
+def _review_came_back(service: MemoryService, came_back: list[tuple[str, Path, str]], interactive: bool) -> None:
     """Cards forgotten here whose file came back (a pull, a checkout): not used until the user
     keeps them; erase them again or keep them."""
-    typer.echo(f"{len(came_back)} forgotten card{'' if len(came_back) == 1 else 's'} came back "
-               "(a git pull or checkout?) and {} not used:".format("is" if len(came_back) == 1 else "are"))
+    typer.echo(
+        f"{len(came_back)} forgotten card{'' if len(came_back) == 1 else 's'} came back "
+        "(a git pull or checkout?) and {} not used:".format("is" if len(came_back) == 1 else "are")
+    )
     for card_id, path, when in came_back:
         _, text = _came_back_text(path)
         typer.echo(printable(f"{card_id}  forgotten {when[:10]}, file {path}\n    {text}"))
@@ -208,11 +223,13 @@ def _review_came_back(service: "MemoryService", came_back: list[tuple[str, Path,
             _guarded(lambda: service.readmit([card_id]))
             typer.echo("    kept: it is used again")
     if not interactive:
-        typer.echo("Erase one again with `memagent memory forget ID`, or run `memagent memory review` "
-                   "in a terminal to keep it.")
+        typer.echo(
+            "Erase one again with `memagent memory forget ID`, or run `memagent memory review` "
+            "in a terminal to keep it."
+        )
 
 
-def offer_returned_cards(paths: "ProjectPaths", settings: Any) -> None:
+def offer_returned_cards(paths: ProjectPaths, settings: Any) -> None:
     """Before an interactive session: a card forgotten here whose file came back (a pull, a
     checkout) is not used until the user decides; ask now (erase again, keep, or skip)."""
     from memagent.memory.layout import TOMBSTONE_NAME, local_dir
@@ -234,7 +251,7 @@ def offer_returned_cards(paths: "ProjectPaths", settings: Any) -> None:
         service.close()
 
 
-def _accept(service: "MemoryService", ids: list[str]) -> None:
+def _accept(service: MemoryService, ids: list[str]) -> None:
     for memory_id in ids:
         try:
             full = _guarded(lambda: service.resolve(memory_id))
@@ -246,7 +263,7 @@ def _accept(service: "MemoryService", ids: list[str]) -> None:
         typer.echo(f"Accepted {full}: it now stands as its file says.")
 
 
-def _standing_json(standing: "Standing", held: bool) -> dict[str, Any]:
+def _standing_json(standing: Standing, held: bool) -> dict[str, Any]:
     return {
         "card": standing.earned.model_dump(mode="json"),
         "pending": held,
@@ -260,7 +277,7 @@ def _standing_json(standing: "Standing", held: bool) -> dict[str, Any]:
     }
 
 
-def _describe_standing(standing: "Standing") -> str:
+def _describe_standing(standing: Standing) -> str:
     earned = standing.earned
     claims = ", ".join(standing.overclaims)
     lines = [
@@ -271,12 +288,16 @@ def _describe_standing(standing: "Standing") -> str:
     return "\n".join(lines)
 
 
-def _review_repository(service: "MemoryService", standings: list["Standing"], trusted: bool,
-                       interactive: bool) -> None:
+def _review_repository(service: MemoryService, standings: list[Standing], trusted: bool, interactive: bool) -> None:
     """Card files this machine did not write (a clone, a pull, an edit by someone else)."""
-    why = ("they claim more than they earned" if trusted
-           else "this project is not trusted: they are not used until you accept them")
-    typer.echo(f"{len(standings)} repository card{'' if len(standings) == 1 else 's'} this machine did not write ({why}):")
+    why = (
+        "they claim more than they earned"
+        if trusted
+        else "this project is not trusted: they are not used until you accept them"
+    )
+    typer.echo(
+        f"{len(standings)} repository card{'' if len(standings) == 1 else 's'} this machine did not write ({why}):"
+    )
     for standing in standings:
         typer.echo(printable(_describe_standing(standing)))
         if not interactive:
@@ -289,10 +310,12 @@ def _review_repository(service: "MemoryService", standings: list["Standing"], tr
             _guarded(lambda: service.forget([standing.earned.id]))
             typer.echo("    forgotten")
     if not interactive:
-        typer.echo("Accept one with `memagent memory review --accept ID`, or erase it with `memagent memory forget ID`.")
+        typer.echo(
+            "Accept one with `memagent memory review --accept ID`, or erase it with `memagent memory forget ID`."
+        )
 
 
-def _review_duplicates(service: "MemoryService", pairs: list[tuple[str, str, float]], interactive: bool) -> None:
+def _review_duplicates(service: MemoryService, pairs: list[tuple[str, str, float]], interactive: bool) -> None:
     """Cards that say the same thing (typically after merging two branches' memories)."""
     typer.echo(f"{len(pairs)} pair{'' if len(pairs) == 1 else 's'} of memories say the same thing:")
     for first, second, similarity in pairs:
@@ -316,7 +339,7 @@ def _interactive_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _interactive(service: Any, history: Any, paths: Any, items: list["ReviewItem"]) -> None:
+def _interactive(service: Any, history: Any, paths: Any, items: list[ReviewItem]) -> None:
     from memagent.memory.hygiene import amend, approve, reject
 
     counts = {"keep": 0, "edit": 0, "forget": 0, "skip": 0}
@@ -357,17 +380,18 @@ __all__ = ["profile_command", "review_command"]
 
 def learn_command(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
-    session: Optional[str] = typer.Option(
-        None, "--session", help="Learn from this earlier session only (id or unique prefix).", show_default=False),
+    root: Path | None = RootOption,
+    session: str | None = typer.Option(
+        None, "--session", help="Learn from this earlier session only (id or unique prefix).", show_default=False
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Learn now from earlier sessions' messages no extraction has mined yet (a killed session's
     last turns, a failed extraction); each message is mined once."""
+    from memagent.config import load_settings
     from memagent.context.resume import ResumeError, session_path
     from memagent.features.memory import catch_up_now
     from memagent.memory.catchup import session_state
-    from memagent.config import load_settings
     from memagent.runtime import SetupError, make_model
 
     service, paths = _open_service(ctx, root)
@@ -389,8 +413,9 @@ def learn_command(
     finally:
         service.close()
     if reports is None:
-        fail("another memagent process is learning from earlier sessions in this project; try again later",
-             EXIT_FAILURE)
+        fail(
+            "another memagent process is learning from earlier sessions in this project; try again later", EXIT_FAILURE
+        )
     _print_learned(reports, as_json)
     if any(r.error for r in reports):
         raise typer.Exit(EXIT_FAILURE)
@@ -398,8 +423,18 @@ def learn_command(
 
 def _print_learned(reports: list, as_json: bool) -> None:
     if as_json:
-        print_json([{"session_id": r.session_id, "stored": r.stored, "messages": len(r.message_ids),
-                     "summary": r.summary(), "error": r.error} for r in reports])
+        print_json(
+            [
+                {
+                    "session_id": r.session_id,
+                    "stored": r.stored,
+                    "messages": len(r.message_ids),
+                    "summary": r.summary(),
+                    "error": r.error,
+                }
+                for r in reports
+            ]
+        )
         return
     if not reports:
         typer.echo("Nothing new to learn: every earlier session's messages were mined.")

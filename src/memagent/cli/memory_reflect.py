@@ -37,8 +37,9 @@ def skills_made_from_cards(root: Path) -> set[str]:
     return found
 
 
-def skill_proposals(service: MemoryService, history: LearningHistory, paths: ProjectPaths,
-                    settings: Settings) -> list[SkillProposal]:
+def skill_proposals(
+    service: MemoryService, history: LearningHistory, paths: ProjectPaths, settings: Settings
+) -> list[SkillProposal]:
     from memagent.memory.procedures import skill_proposals as proposals
 
     return proposals(service, history, settings.memory_skill_after_uses, skills_made_from_cards(paths.root))
@@ -48,25 +49,36 @@ def skill_proposal_json(proposal: SkillProposal) -> dict[str, Any]:
     from memagent.cli.skills import skill_from_card
 
     name, _ = skill_from_card(proposal.card)
-    return {"card": proposal.card.model_dump(mode="json"), "proposal": "skill", "maturity": proposal.maturity,
-            "skill": f"{SKILL_FOLDER}/skills/{name}/SKILL.md", "repository": None}
+    return {
+        "card": proposal.card.model_dump(mode="json"),
+        "proposal": "skill",
+        "maturity": proposal.maturity,
+        "skill": f"{SKILL_FOLDER}/skills/{name}/SKILL.md",
+        "repository": None,
+    }
 
 
-def review_skill_proposals(proposals: list[SkillProposal], history: LearningHistory, paths: ProjectPaths,
-                           interactive: bool) -> None:
+def review_skill_proposals(
+    proposals: list[SkillProposal], history: LearningHistory, paths: ProjectPaths, interactive: bool
+) -> None:
     """Offer each mature procedure as a skill; asks before writing (never without a terminal)."""
     from memagent.cli.skills import skill_from_card
     from memagent.features.skills import SkillError, write_new_skill
     from memagent.memory.procedures import decline
 
     many = len(proposals) != 1
-    typer.echo(f"{len(proposals)} procedure{'s have' if many else ' has'} proved "
-               f"{'themselves' if many else 'itself'} and could become {'skills' if many else 'a skill'}:")
+    typer.echo(
+        f"{len(proposals)} procedure{'s have' if many else ' has'} proved "
+        f"{'themselves' if many else 'itself'} and could become {'skills' if many else 'a skill'}:"
+    )
     for proposal in proposals:
         name, text = skill_from_card(proposal.card)
         target = f"{SKILL_FOLDER}/skills/{name}/SKILL.md"
-        typer.echo(printable(f"  {proposal.card.id} (used or confirmed {proposal.maturity}×) "
-                             f"{_short(proposal.card.content, 80)}"))
+        typer.echo(
+            printable(
+                f"  {proposal.card.id} (used or confirmed {proposal.maturity}×) {_short(proposal.card.content, 80)}"
+            )
+        )
         if not interactive:
             typer.echo(f"    make it a skill: memagent skills new --from {proposal.card.id}")
             continue
@@ -127,16 +139,17 @@ def _print_reflection(report, dry_run: bool) -> None:
         return
     many = len(report.clusters) != 1
     if dry_run:
-        typer.echo(f"{len(report.clusters)} group{'s' if many else ''} of related memories "
-                   "(dry run: nothing asked, nothing written):")
+        typer.echo(
+            f"{len(report.clusters)} group{'s' if many else ''} of related memories "
+            "(dry run: nothing asked, nothing written):"
+        )
         for cluster in report.clusters:
             typer.echo(f"  {len(cluster.members)} memories (similarity {cluster.cohesion:.2f}):")
             for card in cluster.members:
                 typer.echo(printable(f"    {card.id}  {_short(card.content, 90)}"))
         return
     done = [p for p in report.proposals if p.summary_id]
-    typer.echo(f"Proposed {len(done)} summar{'ies' if len(done) != 1 else 'y'} "
-               "(waiting in `memagent memory review`):")
+    typer.echo(f"Proposed {len(done)} summar{'ies' if len(done) != 1 else 'y'} (waiting in `memagent memory review`):")
     for proposal in report.proposals:
         members = ", ".join(proposal.cluster.ids)
         if proposal.summary_id:
@@ -150,4 +163,10 @@ def _short(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-__all__ = ["reflect_command", "review_skill_proposals", "skill_proposal_json", "skill_proposals", "skills_made_from_cards"]
+__all__ = [
+    "reflect_command",
+    "review_skill_proposals",
+    "skill_proposal_json",
+    "skill_proposals",
+    "skills_made_from_cards",
+]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import typer
 
@@ -39,8 +40,8 @@ def _markdown(records: list[dict[str, Any]]) -> str:
 def export_command(
     ctx: typer.Context,
     fmt: ExportFormat = typer.Option(ExportFormat.json, "--format", "-f", help="json (re-importable) or md."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    root: Optional[Path] = RootOption,
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    root: Path | None = RootOption,
 ) -> None:
     """Export every card (all statuses) as JSON or Markdown."""
     service = _open(ctx, root)
@@ -95,7 +96,7 @@ def import_command(
     file: Path = typer.Argument(..., help="JSON array or JSON Lines; each card needs at least `content`."),
     force: bool = typer.Option(False, "--force", help="Import cards whose id was forgotten here too."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Import cards through the write gate, in batches; reports added, duplicates and refusals.
 
@@ -110,15 +111,19 @@ def import_command(
     else:
         corrected = f", {report.superseded} corrected by a newer card" if report.superseded else ""
         skipped = f", {len(report.forgotten)} forgotten here" if report.forgotten else ""
-        _out(f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, "
-             f"{len(report.refused)} refused{corrected}{skipped}.")
+        _out(
+            f"Imported {report.added} of {len(records)}: {report.duplicates} duplicates, "
+            f"{len(report.refused)} refused{corrected}{skipped}."
+        )
         for index, reason in report.refused[:20]:
             _out(f"  record {index + 1}: {reason}")
         if len(report.refused) > 20:
             _out(f"  … and {len(report.refused) - 20} more refusals")
         for index, card_id, when in report.forgotten:
-            _out(f"  record {index + 1}: skipped {card_id}, forgotten here {when[:19].replace('T', ' ')} "
-                 "(--force imports it)")
+            _out(
+                f"  record {index + 1}: skipped {card_id}, forgotten here {when[:19].replace('T', ' ')} "
+                "(--force imports it)"
+            )
     if records and len(report.refused) == len(records):
         raise typer.Exit(EXIT_FAILURE)  # every record was refused: nothing was imported
 

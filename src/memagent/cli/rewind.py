@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -24,14 +24,16 @@ SessionOption = typer.Option(None, "--session", "-s", metavar="ID", help="The se
 
 def rewind(
     ctx: typer.Context,
-    to: Optional[int] = typer.Option(None, "--to", metavar="N", help="Go back to the start of user turn N (1-based)."),
-    session: Optional[str] = SessionOption,
+    to: int | None = typer.Option(None, "--to", metavar="N", help="Go back to the start of user turn N (1-based)."),
+    session: str | None = SessionOption,
     code_only: bool = typer.Option(False, "--code-only", help="Restore the files only; keep the conversation."),
-    conversation_only: bool = typer.Option(False, "--conversation-only", help="Rewind the conversation only; keep the files."),
+    conversation_only: bool = typer.Option(
+        False, "--conversation-only", help="Rewind the conversation only; keep the files."
+    ),
     list_turns: bool = typer.Option(False, "--list", help="List the session's turns instead."),
     forget_learned: bool = typer.Option(False, "--forget-learned", help="Erase the memory cards learned since turn N."),
     as_json: bool = JsonOption,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Restore files and conversation to the start of an earlier user turn (--list shows them)."""
     if list_turns == (to is not None):
@@ -48,11 +50,18 @@ def rewind(
         _list(paths, path, as_json)
     else:
         assert to is not None
-        _rewind(paths, path, to, code=not conversation_only, conversation=not code_only, forget=forget_learned,
-                as_json=as_json)
+        _rewind(
+            paths,
+            path,
+            to,
+            code=not conversation_only,
+            conversation=not code_only,
+            forget=forget_learned,
+            as_json=as_json,
+        )
 
 
-def _transcript(transcripts: Path, session: Optional[str]) -> Path:
+def _transcript(transcripts: Path, session: str | None) -> Path:
     from memagent.context.resume import ResumeError, latest_session_id, session_path
 
     session = session if session is not None else latest_session_id(transcripts)
@@ -105,8 +114,11 @@ def _rewind(paths: Any, path: Path, turn: int, *, code: bool, conversation: bool
     forgotten: list[str] = []
     if forget and learned:
         forgotten = list(service.forget_report([c.id for c in learned]).erased)
-    _append(paths.transcripts, path.stem, record_for(plan, code=code, conversation=conversation, restored=restored,
-                                                     forgotten=forgotten))
+    _append(
+        paths.transcripts,
+        path.stem,
+        record_for(plan, code=code, conversation=conversation, restored=restored, forgotten=forgotten),
+    )
     _report(plan, restored, conversation, learned, forgotten, as_json)
 
 
@@ -138,20 +150,30 @@ def _append(transcripts: Path, session_id: str, record: dict[str, Any]) -> None:
         fail(writer.failure, EXIT_FAILURE)
 
 
-def _report(plan: Any, restored: Any, conversation: bool, learned: list[Any], forgotten: list[str], as_json: bool) -> None:
+def _report(
+    plan: Any, restored: Any, conversation: bool, learned: list[Any], forgotten: list[str], as_json: bool
+) -> None:
     from memagent.ui.safe_text import printable
 
     point = plan.point
     if as_json:
-        print_json({
-            "session": plan.session_id, "turn": point.number, "text": point.first_line, "conversation": conversation,
-            "files": None if restored is None else {
-                "restored": [c.path for c in restored.changes if c.status != "removed"],
-                "removed": [c.path for c in restored.changes if c.status == "removed"],
-                "undo_checkpoint": restored.before,
-            },
-            "learned": [{"id": c.id, "content": c.content} for c in learned], "forgotten": forgotten,
-        })
+        print_json(
+            {
+                "session": plan.session_id,
+                "turn": point.number,
+                "text": point.first_line,
+                "conversation": conversation,
+                "files": None
+                if restored is None
+                else {
+                    "restored": [c.path for c in restored.changes if c.status != "removed"],
+                    "removed": [c.path for c in restored.changes if c.status == "removed"],
+                    "undo_checkpoint": restored.before,
+                },
+                "learned": [{"id": c.id, "content": c.content} for c in learned],
+                "forgotten": forgotten,
+            }
+        )
         return
     _out(f"Rewound session {plan.session_id} to the start of turn {point.number}: {printable(point.first_line)!r}")
     if restored is not None:
@@ -172,7 +194,7 @@ def _names(changes: Any) -> str:
     return f" ({', '.join(names)}{', …' if len(changes) > 8 else ''})" if names else ""
 
 
-def _when(stamp: Optional[str]) -> str:
+def _when(stamp: str | None) -> str:
     from datetime import datetime
 
     if not stamp:

@@ -20,7 +20,7 @@ import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -48,7 +48,7 @@ LINE_CHARS = 200
 MIN_LINE_WIDTH = 30
 
 
-def _when(stamp: Optional[str]) -> str:
+def _when(stamp: str | None) -> str:
     """``2026-11-21 09:42`` in local time; the raw value when it is not a timestamp."""
     if not stamp:
         return "-"
@@ -58,7 +58,7 @@ def _when(stamp: Optional[str]) -> str:
         return stamp
 
 
-def _console() -> "Console":
+def _console() -> Console:
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=False)
@@ -76,8 +76,9 @@ KindOption = typer.Option(
 )
 
 
-def _list(ctx: typer.Context, root: Optional[Path], as_json: bool, limit: int = DEFAULT_LIMIT,
-          kind: Optional[str] = None) -> None:
+def _list(
+    ctx: typer.Context, root: Path | None, as_json: bool, limit: int = DEFAULT_LIMIT, kind: str | None = None
+) -> None:
     from memagent.context.sessions import KINDS, list_sessions
     from memagent.ui.words import plural
 
@@ -103,13 +104,20 @@ def _list(ctx: typer.Context, root: Optional[Path], as_json: bool, limit: int = 
             sys.stderr.write(f"memagent: warning: {warning}\n")
 
 
-def _print_table(sessions: "list[SessionInfo]") -> None:
+def _print_table(sessions: list[SessionInfo]) -> None:
     """Plain aligned columns; on a terminal the first user line gets what is left of its width
     (piped output is never cut, so scripts see whole lines)."""
     headers = ("id", "kind", "start", "last activity", "turns", "compactions", "first user line")
     rows = [
-        (info.id, info.kind or "-", _when(info.started), _when(info.last_activity), str(info.turns),
-         str(info.compactions), printable(info.first_user_line or "-", newlines=False))
+        (
+            info.id,
+            info.kind or "-",
+            _when(info.started),
+            _when(info.last_activity),
+            str(info.turns),
+            str(info.compactions),
+            printable(info.first_user_line or "-", newlines=False),
+        )
         for info in sessions
     ]
     last_column = len(headers) - 1
@@ -126,10 +134,10 @@ def _print_table(sessions: "list[SessionInfo]") -> None:
 @app.callback(invoke_without_command=True)
 def sessions(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
     limit: int = LimitOption,
-    kind: Optional[str] = KindOption,
+    kind: str | None = KindOption,
 ) -> None:
     """List this project's sessions (the same as `sessions list`)."""
     if root is not None:  # `sessions -C DIR show ID`: the sub-command finds it on the root context
@@ -141,10 +149,10 @@ def sessions(
 @app.command("list")
 def list_command(
     ctx: typer.Context,
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
     limit: int = LimitOption,
-    kind: Optional[str] = KindOption,
+    kind: str | None = KindOption,
 ) -> None:
     """List sessions, newest first: id, kind, start, last activity, turns, compactions, first user line."""
     _list(ctx, root, as_json, limit, kind)
@@ -154,7 +162,7 @@ def list_command(
 def show_command(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique prefix)."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
     full: bool = typer.Option(False, "--full", help="Show tool outputs and summaries in full."),
 ) -> None:
@@ -168,7 +176,9 @@ def show_command(
     except ResumeError as exc:
         fail(str(exc), EXIT_FAILURE)
     if as_json:
-        print_json({"id": loaded.path.stem, "path": str(loaded.path), "records": loaded.records, "warnings": loaded.warnings})
+        print_json(
+            {"id": loaded.path.stem, "path": str(loaded.path), "records": loaded.records, "warnings": loaded.warnings}
+        )
         return
     info = summarize_records(loaded.path, loaded)
     render_transcript(_console(), info, loaded.records, full=full)
@@ -180,7 +190,7 @@ _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw]?)\s*$")
 _AGE_UNITS = {"h": 1 / 24, "d": 1.0, "w": 7.0, "": 1.0}
 
 
-def parse_age(text: str) -> "timedelta":
+def parse_age(text: str) -> timedelta:
     """``30d``, ``12h``, ``2w`` or a number of days; a usage error otherwise."""
     from datetime import timedelta
 
@@ -195,7 +205,7 @@ def prune_command(
     ctx: typer.Context,
     older_than: str = typer.Option(..., "--older-than", help="Age such as 30d, 12h or 2w."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list the sessions that would be deleted."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Delete sessions (transcripts and saved outputs) last written longer ago than --older-than."""
     import time
@@ -224,7 +234,7 @@ def rm_command(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID", help="Session id (or a unique prefix)."),
     yes: bool = typer.Option(False, "-y", "--yes", help="Delete without asking."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
 ) -> None:
     """Delete one session: its transcript and its saved outputs."""
     from memagent.context.resume import ResumeError, session_path
@@ -251,14 +261,17 @@ def rm_command(
 # ------------------------------------------------------------------ rendering
 
 
-def render_transcript(console: "Console", info: "SessionInfo", records: list[dict[str, Any]], *, full: bool) -> None:
+def render_transcript(console: Console, info: SessionInfo, records: list[dict[str, Any]], *, full: bool) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
     records = [printable_data(record) for record in records]  # user data: no control characters
     header = Text(f"session {info.id}", style="bold")
-    header.append(f"  {info.kind or 'interactive'}  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
-                  f"  compactions {info.compactions}", style="dim")
+    header.append(
+        f"  {info.kind or 'interactive'}  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
+        f"  compactions {info.compactions}",
+        style="dim",
+    )
     console.print(header)
     names: dict[str, str] = {}
     for record in records:
@@ -287,7 +300,7 @@ def _compaction_title(record: dict[str, Any]) -> str:
     return f"compacted: {size}, kept from message {record.get('kept_from')}{focus}{fallback}"
 
 
-def _render_message(console: "Console", record: dict[str, Any], names: dict[str, str], full: bool) -> None:
+def _render_message(console: Console, record: dict[str, Any], names: dict[str, str], full: bool) -> None:
     from rich.text import Text
 
     role = record.get("role")
@@ -306,8 +319,12 @@ def _render_message(console: "Console", record: dict[str, Any], names: dict[str,
             console.print(Text(f"  ⚙ {part.name} {args if full else one_line(args, 160)}", style="magenta"))
         elif isinstance(part, items.ToolResult):
             error = " error" if part.is_error else ""
-            console.print(Text(f"  ↳ {names.get(part.tool_use_id, 'tool')} result{error} ({part.tool_use_id})",
-                               style="red" if error else "dim"))
+            console.print(
+                Text(
+                    f"  ↳ {names.get(part.tool_use_id, 'tool')} result{error} ({part.tool_use_id})",
+                    style="red" if error else "dim",
+                )
+            )
             console.print(Text(_indent(_clip(part.text, limit)), style="dim"))
 
 
@@ -324,7 +341,7 @@ def message_label(record: dict[str, Any]) -> str:
     return "you"
 
 
-def _clip(text: str, lines: Optional[int], width: int = LINE_CHARS) -> str:
+def _clip(text: str, lines: int | None, width: int = LINE_CHARS) -> str:
     """At most ``lines`` lines of at most ``width`` characters (None: everything)."""
     if lines is None:
         return text
@@ -337,5 +354,3 @@ def _clip(text: str, lines: Optional[int], width: int = LINE_CHARS) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
-
-

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -13,18 +12,18 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="Skills (SKIL
 
 
 @app.callback()
-def skills_main(ctx: typer.Context, root: Optional[Path] = RootOption) -> None:
+def skills_main(ctx: typer.Context, root: Path | None = RootOption) -> None:
     """Skills in .agents/skills/, .claude/skills/ and $MEMAGENT_HOME/skills/."""
     if root is not None:
         ctx.meta["skills_root"] = root
 
 
-def _paths(ctx: typer.Context, root: Optional[Path]):
+def _paths(ctx: typer.Context, root: Path | None):
     return resolve_paths(ctx, root or ctx.meta.get("skills_root"))
 
 
 @app.command("list")
-def list_skills(ctx: typer.Context, as_json: bool = JsonOption, root: Optional[Path] = RootOption) -> None:
+def list_skills(ctx: typer.Context, as_json: bool = JsonOption, root: Path | None = RootOption) -> None:
     """The skills found, with where they come from; broken SKILL.md files are named on stderr."""
     import sys
 
@@ -48,10 +47,10 @@ def list_skills(ctx: typer.Context, as_json: bool = JsonOption, root: Optional[P
 @app.command("new")
 def new_skill(
     ctx: typer.Context,
-    name: Optional[str] = typer.Argument(None, help="The skill's name (lowercase letters, digits, hyphens)."),
-    from_card: Optional[str] = typer.Option(None, "--from", help="Turn this procedure memory card (m_…) into the skill."),
-    description: Optional[str] = typer.Option(None, "--description", "-d", help="What the skill is for."),
-    root: Optional[Path] = RootOption,
+    name: str | None = typer.Argument(None, help="The skill's name (lowercase letters, digits, hyphens)."),
+    from_card: str | None = typer.Option(None, "--from", help="Turn this procedure memory card (m_…) into the skill."),
+    description: str | None = typer.Option(None, "--description", "-d", help="What the skill is for."),
+    root: Path | None = RootOption,
 ) -> None:
     """Create .agents/skills/NAME/SKILL.md (a template, or the content of a procedure card)."""
     from memagent.features.skills import NEW_SKILL_BODY, SkillError, skill_markdown, write_new_skill
@@ -74,7 +73,7 @@ def new_skill(
     typer.echo(f"created {shown}")
 
 
-def _from_card(paths, card_id: str, name: Optional[str], description: Optional[str]) -> tuple[str, str]:
+def _from_card(paths, card_id: str, name: str | None, description: str | None) -> tuple[str, str]:
     """(name, SKILL.md text) for a procedure card; exits with one line when it cannot."""
     from memagent.config import ConfigError, load_settings
     from memagent.memory.embeddings import LexicalOnlyEmbedder
@@ -101,7 +100,7 @@ def _from_card(paths, card_id: str, name: Optional[str], description: Optional[s
     return skill_from_card(card, name, description)
 
 
-def skill_from_card(card, name: Optional[str] = None, description: Optional[str] = None) -> tuple[str, str]:
+def skill_from_card(card, name: str | None = None, description: str | None = None) -> tuple[str, str]:
     """(name, SKILL.md text in Claude Code's format) for a procedure card: front matter with name,
     description and the card it came from, the procedure as the body."""
     from memagent.features.skills import first_sentence, skill_markdown, slugify

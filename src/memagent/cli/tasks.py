@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any
 
 import typer
 
@@ -59,12 +60,12 @@ AfterOption = typer.Option(
 # --------------------------------------------------------------------------- helpers
 
 
-def _store(ctx: typer.Context, root: Optional[Path]) -> TaskStore:
+def _store(ctx: typer.Context, root: Path | None) -> TaskStore:
     """The store for ``-C`` given here, on ``tasks``, or before ``tasks`` (in that order)."""
     return TaskStore(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)).tasks)
 
 
-def _parse_ids(values: Optional[List[str]], option: str) -> list[int]:
+def _parse_ids(values: list[str] | None, option: str) -> list[int]:
     ids: list[int] = []
     for value in values or []:
         for part in re.split(r"[,\s]+", value.strip()):
@@ -96,8 +97,10 @@ def _run(action: Callable[[], Any]) -> Any:
         return action()
     except TaskBlocked as exc:
         fail(
-            _plain_ids(f"task {exc.task.id} cannot be set {exc.status}: it is blocked by {', '.join(exc.blockers)} "
-                       "(finish those first, or pass --force)"),
+            _plain_ids(
+                f"task {exc.task.id} cannot be set {exc.status}: it is blocked by {', '.join(exc.blockers)} "
+                "(finish those first, or pass --force)"
+            ),
             EXIT_FAILURE,
         )
     except TaskError as exc:
@@ -131,7 +134,7 @@ def _summary(task: Task) -> dict[str, Any]:
     return data
 
 
-def _listing(ctx: typer.Context, root: Optional[Path], as_json: bool, pick: Callable[[Task], bool], title: str) -> None:
+def _listing(ctx: typer.Context, root: Path | None, as_json: bool, pick: Callable[[Task], bool], title: str) -> None:
     store = _store(ctx, root)
     tasks = [t for t in _run(store.list) if pick(t)]
     problems = store.problems()
@@ -190,15 +193,23 @@ def _print_table(tasks: list[Task], title: str) -> None:
         rows.append((task, str(task.id), status, style, owner, _ids_text(task.blockedBy), _ids_text(task.blocks)))
     headers = ("ID", "Status", "Owner", "Blocked by", "Blocks")
     caps = (8, 11, 16, 24, 24)
-    widths = [min(cap, max([len(h)] + [len(str(r[i])) for r in rows])) for h, cap, i in zip(headers, caps, (1, 2, 4, 5, 6))]
+    widths = [
+        min(cap, max([len(h)] + [len(str(r[i])) for r in rows])) for h, cap, i in zip(headers, caps, (1, 2, 4, 5, 6))
+    ]
     fixed = 2 + sum(w + 2 for w in widths)
-    subject_width = max(12, min(max(len(printable(r[0].subject, newlines=False)) for r in rows), console.width - fixed - 1))
+    subject_width = max(
+        12, min(max(len(printable(r[0].subject, newlines=False)) for r in rows), console.width - fixed - 1)
+    )
     id_w, status_w, owner_w, by_w, blocks_w = widths
 
     def line(mark: str, ident: str, subject: str, status: str, owner: str, by: str, blocks: str) -> str:
-        return "  ".join([mark, ident.rjust(id_w), _fit(subject, subject_width), status, _fit(owner, owner_w), by, blocks]).rstrip()
+        return "  ".join(
+            [mark, ident.rjust(id_w), _fit(subject, subject_width), status, _fit(owner, owner_w), by, blocks]
+        ).rstrip()
 
-    out = [paint(line(" ", "ID", "Subject", "Status".ljust(status_w), "Owner", "Blocked by".ljust(by_w), "Blocks"), "bold")]
+    out = [
+        paint(line(" ", "ID", "Subject", "Status".ljust(status_w), "Owner", "Blocked by".ljust(by_w), "Blocks"), "bold")
+    ]
     for task, ident, status, style, owner, by, blocks in rows:
         out.append(
             line(
@@ -227,7 +238,9 @@ def _report(task: Task, as_json: bool, verb: str, released: list[Task] = ()) -> 
         sys.stdout.write(f"Ready now: {shown}\n")
 
 
-def _finish(store: TaskStore, task_id: int, status: str, force: bool = False, **changes: Any) -> tuple[Task, list[Task]]:
+def _finish(
+    store: TaskStore, task_id: int, status: str, force: bool = False, **changes: Any
+) -> tuple[Task, list[Task]]:
     """Apply the change; also return the tasks that waited for this one (to say which are ready).
 
     Reads only the tasks involved, so finishing a task stays fast however large the graph.
@@ -247,7 +260,7 @@ def _finish(store: TaskStore, task_id: int, status: str, force: bool = False, **
 
 
 @app.callback(invoke_without_command=True)
-def tasks_main(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+def tasks_main(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = JsonOption) -> None:
     """The project's persistent task graph (.tasks/). Without a command: list."""
     ctx.meta[_ROOT_KEY] = root
     if ctx.invoked_subcommand is None:
@@ -255,19 +268,19 @@ def tasks_main(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: b
 
 
 @app.command("list")
-def list_tasks(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+def list_tasks(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = JsonOption) -> None:
     """All tasks: id, subject, status, owner, blocked by, blocks (▶ marks ready tasks)."""
     _listing(ctx, root, as_json, lambda t: True, "tasks")
 
 
 @app.command("ready")
-def ready(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+def ready(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = JsonOption) -> None:
     """Tasks that can start now: pending with nothing blocking them."""
     _listing(ctx, root, as_json, lambda t: t.is_ready, "ready tasks")
 
 
 @app.command("blocked")
-def blocked(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+def blocked(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = JsonOption) -> None:
     """Open tasks still waiting for others."""
     _listing(ctx, root, as_json, lambda t: t.is_blocked, "blocked tasks")
 
@@ -276,7 +289,7 @@ def blocked(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool
 def show(
     ctx: typer.Context,
     task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """One task in full."""
@@ -290,7 +303,9 @@ def show(
 
     console = _console()
     console.print(Text(f"task {task.id}: {printable(task.subject, newlines=False)}", style="bold"))
-    status = Text("ready" if task.is_ready else task.status, style="bold green" if task.is_ready else STATUS_STYLE[task.status])
+    status = Text(
+        "ready" if task.is_ready else task.status, style="bold green" if task.is_ready else STATUS_STYLE[task.status]
+    )
     console.print(Text("status:     ") + status)
     console.print(Text(f"owner:      {printable(task.owner, newlines=False) or '—'}"))
     console.print(Text(f"blocked by: {_describe_edges(store, task.blockedBy)}"))
@@ -316,7 +331,7 @@ def _describe_edges(store: TaskStore, ids: list[int]) -> str:
 
 
 @app.command("tree")
-def tree(ctx: typer.Context, root: Optional[Path] = RootOption, as_json: bool = JsonOption) -> None:
+def tree(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = JsonOption) -> None:
     """Dependency tree: tasks nothing blocks first, each followed by what waits for it."""
     store = _store(ctx, root)
     state = _run(store.load)
@@ -360,7 +375,9 @@ def _tree_text(lines: list[TreeLine], tasks: dict[int, Task], width: int, colour
     detached = [line for line in lines if line.detached]
     for group in (attached, detached):
         if group is detached and detached:
-            out.append(paint("Not reachable from a root (a cycle or a one-sided edge; see `memagent tasks check`):", "red"))
+            out.append(
+                paint("Not reachable from a root (a cycle or a one-sided edge; see `memagent tasks check`):", "red")
+            )
         last = _last_child_flags(group)
         guides: list[str] = []
         for line, is_last in zip(group, last):
@@ -402,9 +419,9 @@ def add(
     ctx: typer.Context,
     subject: str = typer.Argument(..., help="Short title of the task."),
     desc: str = typer.Option("", "--desc", "-d", metavar="TEXT", help="Longer description."),
-    after: Optional[List[str]] = AfterOption,
+    after: list[str] | None = AfterOption,
     owner: str = typer.Option("", "--owner", metavar="NAME", help="Who works on it."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Create a task (optionally blocked by others with --blocked-by / --after)."""
@@ -420,17 +437,22 @@ def add(
 def update(
     ctx: typer.Context,
     task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
-    status: Optional[Status] = typer.Option(
+    status: Status | None = typer.Option(
         None, "--status", "-s", metavar="STATUS", help="New status: pending, in_progress, completed or cancelled."
     ),
-    owner: Optional[str] = typer.Option(None, "--owner", metavar="NAME", help="New owner (empty string clears it)."),
-    after: Optional[List[str]] = AfterOption,
-    before: Optional[List[str]] = typer.Option(
-        None, "--before", "--blocks", "-b", metavar="ID", help="Blocks this task id (repeat, or comma-separate).",
+    owner: str | None = typer.Option(None, "--owner", metavar="NAME", help="New owner (empty string clears it)."),
+    after: list[str] | None = AfterOption,
+    before: list[str] | None = typer.Option(
+        None,
+        "--before",
+        "--blocks",
+        "-b",
+        metavar="ID",
+        help="Blocks this task id (repeat, or comma-separate).",
         show_default=False,
     ),
     force: bool = typer.Option(False, "--force", "-f", help="Start or complete the task even though it is blocked."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Change a task's status or owner, or add dependencies."""
@@ -456,7 +478,7 @@ def done(
     ctx: typer.Context,
     task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
     force: bool = typer.Option(False, "--force", "-f", help="Complete it even though it is blocked."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Mark a task completed; the tasks waiting only for it become ready."""
@@ -468,7 +490,7 @@ def done(
 def cancel(
     ctx: typer.Context,
     task_id: str = typer.Argument(..., metavar="ID", help="Task id (2 or #2)."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Mark a task cancelled; tasks waiting for it are released."""
@@ -486,8 +508,10 @@ def _check_advice(store: TaskStore, fixed: bool) -> str:
         return "Run `memagent tasks check --fix` to repair the edges."
     if state.unreadable:
         names = ", ".join(str(store.root / graph.file_name(i)) for i in sorted(state.unreadable))
-        return (f"--fix cannot repair an unreadable file: correct it in an editor or delete it ({names}), "
-                "then run `memagent tasks check` again.")
+        return (
+            f"--fix cannot repair an unreadable file: correct it in an editor or delete it ({names}), "
+            "then run `memagent tasks check` again."
+        )
     return "These cannot be repaired automatically; edit the task files named above by hand."
 
 
@@ -495,14 +519,16 @@ def _check_advice(store: TaskStore, fixed: bool) -> str:
 def check(
     ctx: typer.Context,
     fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired (edges); report the rest."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Find malformed task files and broken edges (exit 1 if any remain)."""
     store = _store(ctx, root)
     result = _run(lambda: store.check(fix=fix))
     if as_json:
-        print_json({"ok": result.ok, "problems": result.problems, "fixed": result.actions, "remaining": result.remaining})
+        print_json(
+            {"ok": result.ok, "problems": result.problems, "fixed": result.actions, "remaining": result.remaining}
+        )
     else:
         out = sys.stdout
         if not result.problems:

@@ -13,7 +13,7 @@ rules saved for the project.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -24,7 +24,7 @@ def trust(
     ctx: typer.Context,
     revoke: bool = typer.Option(False, "--revoke", help="Stop trusting this project's files."),
     status: bool = typer.Option(False, "--status", help="Show whether this project is trusted, and what changed."),
-    root: Optional[Path] = RootOption,
+    root: Path | None = RootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Trust this project's .memagent.toml, .mcp.json and .claude settings as they are now (--revoke undoes it)."""
@@ -50,8 +50,15 @@ def trust(
     claude = project_widening(paths)
     diffs = {name: change_diff(paths.home, paths.root, name) for name in report["changed"]}
     if as_json:
-        print_json({"root": str(paths.root), **report, "settings_file_asks_for": report["project_file_asks_for"],
-                    "claude_settings_ask_for": dict(claude), "diffs": diffs})
+        print_json(
+            {
+                "root": str(paths.root),
+                **report,
+                "settings_file_asks_for": report["project_file_asks_for"],
+                "claude_settings_ask_for": dict(claude),
+                "diffs": diffs,
+            }
+        )
         return
     typer.echo(message or _status_line(paths.root, report))
     for line in describe_trust(report, paths.project_config.name):

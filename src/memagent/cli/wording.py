@@ -14,7 +14,8 @@ command spelling it out:
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import typer
 
@@ -132,8 +133,12 @@ def _validation_phrase(cause: Any) -> str | None:
         return f"{shown} is not one of {expected}".rstrip()
     if kind.startswith(("greater_than", "less_than")):
         limit = next(iter(first.get("ctx", {}).values()), "")
-        relation = {"greater_than": "more than", "greater_than_equal": "at least",
-                    "less_than": "less than", "less_than_equal": "at most"}.get(kind, kind)
+        relation = {
+            "greater_than": "more than",
+            "greater_than_equal": "at least",
+            "less_than": "less than",
+            "less_than_equal": "at most",
+        }.get(kind, kind)
         return f"must be {relation} {limit} (got {shown})"
     message = _value_error_phrase(str(first.get("msg", "")))
     return message[:1].lower() + message[1:] if message else None
@@ -168,9 +173,7 @@ def usage_error_line(exc: Exception) -> str:
     if isinstance(exc, typer.BadParameter) and not missing:
         label = param_label(param) if param is not None else "value"
         phrase = (
-            _validation_phrase(exc.__cause__)
-            or _pass_through_phrase(exc.message)
-            or _value_error_phrase(exc.message)
+            _validation_phrase(exc.__cause__) or _pass_through_phrase(exc.message) or _value_error_phrase(exc.message)
         )
         return f"{label}: {phrase}"
     if missing and param is not None:

@@ -10,14 +10,16 @@ exactly this call from now on — the rule saved for the project is shown.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from memagent.agent.loop import ASKER, Approval
+from memagent.permissions import suggested_rule
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
-from memagent.permissions import suggested_rule
-from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -112,14 +114,14 @@ class TerminalApprover:
     ``after_prompt`` brings it back; ``ask`` reads the decision (replaced in tests).
     """
 
-    console: "Console"
+    console: Console
     before_prompt: Callable[[], None] = lambda: None
     after_prompt: Callable[[], None] = lambda: None
     after_answer: Callable[[], None] = lambda: None  # always, even on deny or Ctrl-C
     ask: Callable[[str], Approval] = ask_key
     decisions: list[tuple[str, Approval]] = field(default_factory=list)
 
-    def __call__(self, tool: "Tool", tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
+    def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
         from rich.text import Text
 
         self.before_prompt()
@@ -136,15 +138,18 @@ class TerminalApprover:
         finally:
             self.after_answer()
         self.decisions.append((tool.name, decision))
-        label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: always_label(tool, tool_input),
-                 Approval.DENY: "denied"}[decision]
+        label = {
+            Approval.ALLOW: "allowed once",
+            Approval.ALWAYS: always_label(tool, tool_input),
+            Approval.DENY: "denied",
+        }[decision]
         self.console.print(Text(f"  {label}", style="red" if decision is Approval.DENY else "green"))
         if decision is not Approval.DENY:
             self.after_prompt()
         return decision
 
 
-def always_label(tool: "Tool", tool_input: dict[str, Any]) -> str:
+def always_label(tool: Tool, tool_input: dict[str, Any]) -> str:
     """What an "always" answer approves from now on: the rule saved, or why there is none."""
     try:
         rule = suggested_rule(tool.name, tool.declare(tool.validate(tool_input)))

@@ -23,9 +23,10 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Mapping
+from typing import IO
 
 from memagent.decoding import decode, looks_binary
 
@@ -144,7 +145,9 @@ def _output_ends(sink: IO[bytes], budget: int = MAX_ATTACHMENT_CHARS) -> str:
     return f"{head}\n[… {size - 2 * half:,} bytes left out …]\n{tail}"
 
 
-def run_shell_escape(command: str, root: Path, timeout: float = 120.0, env: Mapping[str, str] | None = None) -> Attachment:
+def run_shell_escape(
+    command: str, root: Path, timeout: float = 120.0, env: Mapping[str, str] | None = None
+) -> Attachment:
     """Run ``command`` with the shell in ``root``; its output (stdout and stderr) as an attachment.
 
     The environment is ``env`` (default: this process's) without secrets, as for the ``bash``

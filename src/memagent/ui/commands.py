@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memagent.commands_md import CommandSet
@@ -204,7 +205,9 @@ def cmd_sessions(session: Session, arg: str, limit: int = 20) -> Reply:
         started = (info.started or "")[:16].replace("T", " ")
         turns = f"{info.turns} turn{'s' if info.turns != 1 else ''}"
         kind = info.kind or "interactive"
-        lines.append(f"{marker} {info.id}  {started}  {kind:<11}  {turns:>9}  {info.first_user_line or '(no messages)'}")
+        lines.append(
+            f"{marker} {info.id}  {started}  {kind:<11}  {turns:>9}  {info.first_user_line or '(no messages)'}"
+        )
     if len(sessions) > limit:
         lines.append(f"({len(sessions) - limit} older sessions not shown; `memagent sessions list` shows all)")
     lines.append("Resume one with: memagent -r SESSION_ID (or -c for the latest)")
@@ -286,7 +289,9 @@ def cmd_expand(session: Session, arg: str) -> Reply:
     if not results:
         return Reply("No tool results in this session yet.")
     if back > len(results):
-        return Reply(f"This session has {len(results)} tool result{'s' if len(results) != 1 else ''}; {EXPAND_USAGE}", "red")
+        return Reply(
+            f"This session has {len(results)} tool result{'s' if len(results) != 1 else ''}; {EXPAND_USAGE}", "red"
+        )
     label, content, is_error = results[-back]
     status = " (error)" if is_error else ""
     return Reply(f"── {label}{status}, result {len(results) - back + 1} of {len(results)} ──\n{content.rstrip()}")
@@ -317,11 +322,15 @@ def cmd_agents(session: Session, arg: str) -> Reply:
     lines = ["Subagents (the model starts them with the task tool):"]
     for definition in feature.agents.definitions:
         model = definition.model or "inherit"
-        lines.append(f"  {definition.name}  [{definition.source}; tools: {definition.describe_tools()}; model: {model}]")
+        lines.append(
+            f"  {definition.name}  [{definition.source}; tools: {definition.describe_tools()}; model: {model}]"
+        )
         lines.append(f"      {definition.description[:150]}")
     lines += [f"  ! {problem}" for problem in feature.agents.problems]
-    lines.append("Add your own as Markdown files in .claude/agents/ or .memagent/agents/ (this project), "
-                 "~/.claude/agents/ or $MEMAGENT_HOME/agents/ (every project).")
+    lines.append(
+        "Add your own as Markdown files in .claude/agents/ or .memagent/agents/ (this project), "
+        "~/.claude/agents/ or $MEMAGENT_HOME/agents/ (every project)."
+    )
     return Reply("\n".join(lines))
 
 
@@ -354,8 +363,10 @@ def cmd_model(session: Session, arg: str) -> Reply:
 
     current = session.status().model
     if not arg:
-        return Reply(f"model: {describe(current)}\n(summaries and memory extraction: {session.settings.small_model})\n"
-                     "Switch with /model NAME (an id, or sonnet, opus, haiku).")
+        return Reply(
+            f"model: {describe(current)}\n(summaries and memory extraction: {session.settings.small_model})\n"
+            "Switch with /model NAME (an id, or sonnet, opus, haiku)."
+        )
     if len(arg.split()) != 1:
         return Reply("usage: /model [NAME] (one model id)", "red")
     name = resolve(arg)
@@ -381,7 +392,9 @@ def cmd_cost(session: Session, arg: str) -> Reply:
     if meter.cost is None:
         lines.append(f"estimated cost: unknown (no price for {', '.join(sorted(meter.unpriced_models))})")
     else:
-        lines.append(f"estimated cost: {format_cost(meter.cost)} (list prices; summaries and memory extraction included)")
+        lines.append(
+            f"estimated cost: {format_cost(meter.cost)} (list prices; summaries and memory extraction included)"
+        )
     return Reply("\n".join(lines))
 
 
@@ -492,17 +505,30 @@ COMMANDS: tuple[Command, ...] = (
     Command("tasks", "/tasks", "in-progress and ready tasks of the project's task graph", cmd_tasks),
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
-    Command("mcp", "/mcp [approve NAME]", "MCP servers: status and tools; approve a server's changed tool list", cmd_mcp),
+    Command(
+        "mcp", "/mcp [approve NAME]", "MCP servers: status and tools; approve a server's changed tool list", cmd_mcp
+    ),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
-    Command("permissions", "/permissions [mode]", "the permission mode and rules, or switch the mode (Shift-Tab cycles)",
-            cmd_permissions),
-    Command("compact", "/compact [focus]", "summarise the conversation so far to free context", cmd_compact,
-            busy="Compacting the conversation…"),
+    Command(
+        "permissions",
+        "/permissions [mode]",
+        "the permission mode and rules, or switch the mode (Shift-Tab cycles)",
+        cmd_permissions,
+    ),
+    Command(
+        "compact",
+        "/compact [focus]",
+        "summarise the conversation so far to free context",
+        cmd_compact,
+        busy="Compacting the conversation…",
+    ),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
     Command("bashes", "/bashes [kill ID]", "background shells: list them, or stop one", cmd_bashes),
     Command("agents", "/agents", "the subagents the model can start (task tool) and their tools", cmd_agents),
-    Command("rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind),
+    Command(
+        "rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind
+    ),
     Command("model", "/model [name]", "show the model, or switch to another one", cmd_model),
     Command("cost", "/cost", "tokens used and the estimated price of this session", cmd_cost),
     Command("init", "/init [notes]", "ask the model to draft AGENTS.md for this project", cmd_init),
@@ -532,7 +558,7 @@ def find_command(name: str) -> Command | None:
 def run_command(
     line: str,
     get_session: Callable[[], Any],
-    busy: Callable[[str], ContextManager[Any]] | None = None,
+    busy: Callable[[str], AbstractContextManager[Any]] | None = None,
     custom: CommandSet | None = None,
 ) -> Reply:
     """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -20,6 +20,7 @@ def path_candidates(root: Path, fragment: str, limit: int = MAX_PATH_COMPLETIONS
     Completion goes one directory level at a time, never leaves the project, and skips the
     directories ``glob`` ignores (``.git``, ``node_modules``, memagent's own data, …)."""
     from memagent.tools.paths import IGNORED_DIR_NAMES  # not at import: the prompt must not wait for pydantic
+
     root = root.resolve()
     head, _, prefix = fragment.rpartition("/")
     directory = (root / head).resolve() if head else root

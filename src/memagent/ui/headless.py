@@ -120,7 +120,9 @@ class HeadlessRun:
     """One headless session: any number of turns, each from an ``init`` line to a ``result``
     (stream-json writes every line; json only the results)."""
 
-    def __init__(self, session: Session, out: IO[str], err: IO[str], *, streaming: bool, stop: StopSignal | None = None):
+    def __init__(
+        self, session: Session, out: IO[str], err: IO[str], *, streaming: bool, stop: StopSignal | None = None
+    ):
         self.session, self.out, self.err = session, out, err
         self.streaming = streaming
         self.stop = stop or StopSignal()
@@ -146,7 +148,7 @@ class HeadlessRun:
 
     def _report_warnings(self) -> None:
         warnings = self.session.warnings
-        for warning in warnings[self._warnings_seen:]:
+        for warning in warnings[self._warnings_seen :]:
             self._stream(shapes.notice("warning", warning, self.session_id))
         self._warnings_seen = report_warnings(warnings, self._warnings_seen, self.err)
 
@@ -202,7 +204,9 @@ class HeadlessRun:
     def _tool_finished(self, event: ToolCallFinished) -> None:
         refused = self.tap.refused(event.id)
         if refused is not None:
-            self.turn.denials.append({"tool_name": refused.name, "tool_use_id": refused.id, "tool_input": refused.input})
+            self.turn.denials.append(
+                {"tool_name": refused.name, "tool_use_id": refused.id, "tool_input": refused.input}
+            )
         self._stream(shapes.tool_result_message(event.id, event.content, event.is_error, self.session_id))
 
     # ------------------------------------------------------------------ the result
@@ -211,7 +215,11 @@ class HeadlessRun:
         """(subtype, error, terminal_reason) of the turn just run."""
         turn = self.turn
         if interrupted or turn.stop_reason == "cancelled":
-            return "error_during_execution", self.stop.reason, ("aborted_tools" if turn.running_tool else "aborted_streaming")
+            return (
+                "error_during_execution",
+                self.stop.reason,
+                ("aborted_tools" if turn.running_tool else "aborted_streaming"),
+            )
         if turn.stop_reason == "max_rounds":
             return "error_max_turns", turn.error, "max_turns"
         if turn.error is not None or not turn.stop_reason:
@@ -301,7 +309,9 @@ def _meter_snapshot(session: Session) -> UsageMeter | None:
     return session.usage_totals()
 
 
-def _turn_usage_and_cost(session: Session, turn: TurnRecord, before: UsageMeter | None) -> tuple[dict[str, int], float | None]:
+def _turn_usage_and_cost(
+    session: Session, turn: TurnRecord, before: UsageMeter | None
+) -> tuple[dict[str, int], float | None]:
     """The turn's tokens (every metered call, else the agent's own responses) and the session's
     cost so far; the cost is None when a model's price is unknown."""
     from memagent.pricing import cost_usd, price_for

@@ -21,8 +21,9 @@ Every line carries ``session_id`` and a fresh ``uuid``.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from memagent.llm.items import is_blank_text, wire_block
 from memagent.llm.types import ModelResponse
@@ -40,7 +41,7 @@ def new_uuid() -> str:
 
 def timestamp() -> str:
     """UTC time with milliseconds, as the ``timestamp`` of ``user`` lines."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def zero_usage() -> dict[str, int]:
@@ -81,8 +82,14 @@ def system_init(
 
 
 def notice(level: str, text: str, session_id: str) -> dict[str, Any]:
-    return {"type": "system", "subtype": "notice", "level": level, "text": text, "session_id": session_id,
-            "uuid": new_uuid()}
+    return {
+        "type": "system",
+        "subtype": "notice",
+        "level": level,
+        "text": text,
+        "session_id": session_id,
+        "uuid": new_uuid(),
+    }
 
 
 def assistant_messages(response: ModelResponse, session_id: str) -> list[dict[str, Any]]:
@@ -102,21 +109,41 @@ def assistant_messages(response: ModelResponse, session_id: str) -> list[dict[st
             "stop_sequence": None,
             "usage": response.usage.to_dict(),
         }
-        lines.append({"type": "assistant", "message": message, "parent_tool_use_id": None,
-                      "session_id": session_id, "uuid": new_uuid()})
+        lines.append(
+            {
+                "type": "assistant",
+                "message": message,
+                "parent_tool_use_id": None,
+                "session_id": session_id,
+                "uuid": new_uuid(),
+            }
+        )
     return lines
 
 
 def tool_result_message(tool_use_id: str, content: str, is_error: bool, session_id: str) -> dict[str, Any]:
     block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
-    return {"type": "user", "message": {"role": "user", "content": [block]}, "parent_tool_use_id": None,
-            "session_id": session_id, "uuid": new_uuid(), "timestamp": timestamp()}
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": [block]},
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": new_uuid(),
+        "timestamp": timestamp(),
+    }
 
 
 def replayed_user_message(message: Mapping[str, Any], session_id: str, line_uuid: str | None) -> dict[str, Any]:
     """An input message echoed back (``--replay-user-messages``), keeping its uuid if it had one."""
-    return {"type": "user", "message": dict(message), "session_id": session_id, "parent_tool_use_id": None,
-            "uuid": line_uuid or new_uuid(), "timestamp": timestamp(), "isReplay": True}
+    return {
+        "type": "user",
+        "message": dict(message),
+        "session_id": session_id,
+        "parent_tool_use_id": None,
+        "uuid": line_uuid or new_uuid(),
+        "timestamp": timestamp(),
+        "isReplay": True,
+    }
 
 
 def model_usage(responses: Iterable[ModelResponse], price: Any) -> dict[str, dict[str, Any]]:
@@ -126,10 +153,17 @@ def model_usage(responses: Iterable[ModelResponse], price: Any) -> dict[str, dic
     per_model: dict[str, dict[str, Any]] = {}
     for response in responses:
         usage = response.usage
-        row = per_model.setdefault(response.model or "unknown", {
-            "inputTokens": 0, "outputTokens": 0, "cacheReadInputTokens": 0, "cacheCreationInputTokens": 0,
-            "webSearchRequests": 0, "costUSD": 0.0,
-        })
+        row = per_model.setdefault(
+            response.model or "unknown",
+            {
+                "inputTokens": 0,
+                "outputTokens": 0,
+                "cacheReadInputTokens": 0,
+                "cacheCreationInputTokens": 0,
+                "webSearchRequests": 0,
+                "costUSD": 0.0,
+            },
+        )
         row["inputTokens"] += usage.input_tokens
         row["outputTokens"] += usage.output_tokens
         row["cacheReadInputTokens"] += usage.cache_read_input_tokens
@@ -187,8 +221,10 @@ def result_message(
 
 def control_success(request_id: str, response: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The answer to a ``control_request`` from the driving program (the Agent SDK)."""
-    return {"type": "control_response",
-            "response": {"subtype": "success", "request_id": request_id, "response": dict(response or {})}}
+    return {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": dict(response or {})},
+    }
 
 
 def control_error(request_id: str, reason: str) -> dict[str, Any]:
@@ -199,9 +235,20 @@ def setup_error_result(reason: str, session_id: str = "", model: str = "") -> di
     """The result line when no turn ran: a usage or setup error, or an input line that is not a
     message. Nothing was spent, so the cost is 0."""
     return result_message(
-        subtype="error_during_execution", session_id=session_id, result="", error=reason, stop_reason=None,
-        terminal_reason=None, num_turns=0, duration_ms=0, duration_api_ms=0, usage=zero_usage(),
-        total_cost_usd=0.0, model=model, model_usage={}, permission_denials=[],
+        subtype="error_during_execution",
+        session_id=session_id,
+        result="",
+        error=reason,
+        stop_reason=None,
+        terminal_reason=None,
+        num_turns=0,
+        duration_ms=0,
+        duration_api_ms=0,
+        usage=zero_usage(),
+        total_cost_usd=0.0,
+        model=model,
+        model_usage={},
+        permission_denials=[],
     )
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from prompt_toolkit.history import FileHistory
 
-from memagent.fsutil import PRIVATE_FILE_MODE, open_private_append, private_dir
 from memagent.decoding import scrub
+from memagent.fsutil import PRIVATE_FILE_MODE, open_private_append, private_dir
 from memagent.redact import redact
 
 MAX_SAVED_CHARS = 100_000

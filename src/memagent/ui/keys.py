@@ -17,8 +17,8 @@ import os
 import select
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 ESC = 0x1B
 ESC_WAIT = 0.05  # seconds: an Esc followed by nothing within this is the Esc key
@@ -109,7 +109,7 @@ class TurnKeys:
     _thread: threading.Thread | None = None
     _saved_mode: list | None = None
 
-    def __enter__(self) -> "TurnKeys":
+    def __enter__(self) -> TurnKeys:
         import termios
         import tty
 

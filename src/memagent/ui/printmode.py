@@ -9,14 +9,15 @@ as one line, and the exit code is 128 + the signal number (130, 143, 129).
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, TYPE_CHECKING
 
 from memagent.events import AgentEvent, AssistantText, WaitingForModel
 from memagent.ui.render import PrintRenderer
-from memagent.ui.slash import turn_events
 from memagent.ui.safe_text import printable
+from memagent.ui.slash import turn_events
 
 if TYPE_CHECKING:
     from memagent.agent.loop import Agent
@@ -73,7 +74,7 @@ def signals_interrupt() -> Iterator[StopSignal]:
             signal.signal(number, old)
 
 
-def consume_turn(agent: "Agent", events: Iterator[AgentEvent], handle) -> bool:
+def consume_turn(agent: Agent, events: Iterator[AgentEvent], handle) -> bool:
     """Feed every event of a turn to ``handle``; True when the user interrupted it.
 
     A KeyboardInterrupt inside the loop ends the turn as ``cancelled`` by itself. One that

@@ -7,8 +7,9 @@ permission mode. The input history persists across sessions, secrets redacted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 class ClearLineInterrupt(KeyboardInterrupt):

@@ -9,7 +9,8 @@ Pure functions over plain data, so they are tested without a terminal.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from memagent.llm import items
 from memagent.ui.render import one_line

@@ -148,7 +148,7 @@ class TailView:
         self.renderable = renderable
         self.reserve = reserve
 
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.segment import Segment
 
         lines = console.render_lines(self.renderable, options, pad=False)
@@ -183,7 +183,7 @@ class ToolActivity:
     def text(self) -> str:
         return "".join(self._pieces)
 
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.table import Table
         from rich.text import Text
 
@@ -202,7 +202,7 @@ class RunningTools:
         self.calls: dict[str, ToolActivity] = {}
         self.labels: dict[str, str] = {}  # "task(find alpha)", by call id
 
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from self.calls.values()
 
 
@@ -224,7 +224,7 @@ class StreamingMarkdown:
     def text(self) -> str:
         return "".join(self.parts)
 
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.markdown import Markdown
 
         yield TailView(Markdown(printable(self.text)))
@@ -234,10 +234,10 @@ class StreamingMarkdown:
 class ReplRenderer:
     """Rich rendering of one turn at a time; ``pause()`` clears any live area (before a prompt)."""
 
-    console: "Console"
+    console: Console
     refresh_per_second: int = 12
     _answer: StreamingMarkdown = field(default_factory=StreamingMarkdown)
-    _live: "Live | None" = None
+    _live: Live | None = None
     _live_kind: str = ""  # "spinner" | "stream"
     _spinner_text: str = ""
     _paused_spinner: str = ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from memagent.ui.idle import IdleWatch
 from memagent.ui.printmode import consume_turn
 from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.safe_text import printable
+from memagent.ui.session_loader import SessionFailed, SessionLoader, exit_code_of, warm_up
 from memagent.ui.status import StatusLine
 from memagent.ui.words import plural
 
@@ -47,94 +47,6 @@ def echo_text(text: str) -> str:
     head = first if len(first) <= 60 else first[:59] + "…"
     label = f"[pasted {plural(len(lines), 'line')}]" if len(lines) > 1 else f"[pasted {plural(len(text), 'character')}]"
     return PROMPT + (f"{head} {label}" if head else label)
-
-
-class SessionLoader:
-    """Runs ``factory()`` in a background thread; :meth:`get` waits for the session.
-
-    ``on_done(loader)`` is called in the background thread once the session is open (or failed).
-    """
-
-    def __init__(
-        self,
-        factory: Callable[[], Session],
-        on_done: Callable[[SessionLoader], None] | None = None,
-        preload: Callable[[], None] | None = None,
-    ):
-        self._factory = factory
-        self._on_done = on_done
-        self._preload = preload  # runs on its own thread, in parallel with factory()
-        self._thread = threading.Thread(target=self._run, name="memagent-session", daemon=True)
-        self.session: Session | None = None
-        self.error: BaseException | None = None
-        self.seconds: float | None = None
-        self.started = False
-
-    def start(self) -> SessionLoader:
-        """Start the thread (once; later calls do nothing)."""
-        if not self.started:
-            self.started = True
-            if self._preload is not None:
-                threading.Thread(target=self._run_preload, name="memagent-preload", daemon=True).start()
-            self._thread.start()
-        return self
-
-    def _run_preload(self) -> None:
-        try:
-            assert self._preload is not None
-            self._preload()
-        except Exception:  # only a head start: the session opens (and reports) on its own
-            pass
-
-    def _run(self) -> None:
-        started = time.perf_counter()
-        try:
-            self.session = self._factory()
-        except BaseException as exc:  # reported to the main thread by get()
-            self.error = exc
-        self.seconds = time.perf_counter() - started
-        if self._on_done is not None:
-            self._on_done(self)
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive() and (self.session is not None or self.error is not None)
-
-    def wait(self) -> None:
-        """Join with a timeout loop so Ctrl-C stays responsive while waiting."""
-        while self._thread.is_alive():
-            self._thread.join(0.05)
-
-    def get(self) -> Session:
-        self.wait()
-        if self.error is not None:
-            raise self.error
-        assert self.session is not None
-        return self.session
-
-
-class SessionFailed(Exception):
-    """The background session could not be opened; carries the exit code."""
-
-    def __init__(self, message: str, code: int):
-        super().__init__(message)
-        self.code = code
-
-
-def _exit_code(error: BaseException | None) -> int:
-    """The exit code a failure to open the session ends the chat with."""
-    from memagent.runtime import SetupError
-
-    return error.code if isinstance(error, SetupError) else EXIT_FAILURE
-
-
-def warm_up(session: Session) -> Session:
-    """Import the model SDK and build its client now, in the loader thread, not on the first turn."""
-    try:
-        session.prepare_model()
-    except Exception as exc:  # the first turn reports a real problem with the client
-        session.warnings.append(f"model client not ready: {exc}")
-    return session
 
 
 def session_status(session: Session) -> str:
@@ -193,7 +105,9 @@ class Repl:
         console = self.console = self.console or Console(highlight=False)
         renderer = ReplRenderer(console)
         approver = self._approver = TerminalApprover(
-            console, before_prompt=self._before_approval(renderer), after_prompt=renderer.resume,
+            console,
+            before_prompt=self._before_approval(renderer),
+            after_prompt=renderer.resume,
             after_answer=self._after_approval,
         )
         self._status = StatusLine(self.model, self.auto_approve)
@@ -322,7 +236,7 @@ class Repl:
         except SessionFailed:
             raise
         except Exception as exc:
-            raise SessionFailed(str(exc), _exit_code(exc)) from None
+            raise SessionFailed(str(exc), exit_code_of(exc)) from None
         self._announce(session)
         return session
 
@@ -397,8 +311,12 @@ class Repl:
         with self.console.status(f"Running {command}…"):
             attachment = run_shell_escape(command, self.paths.root)
         self.console.print(attachment.text, markup=False, highlight=False)
-        self.console.print(f"({attachment.source}; the output goes to the model with your next message)", style="dim",
-                           markup=False, highlight=False)
+        self.console.print(
+            f"({attachment.source}; the output goes to the model with your next message)",
+            style="dim",
+            markup=False,
+            highlight=False,
+        )
         self._pending.append(attachment)
 
     def _with_attachments(self, text: str) -> str:
@@ -517,8 +435,11 @@ class Repl:
             markup=False,
         )
         if self.auto_approve:
-            self.console.print("--yes: every tool call runs without asking (except writes to protected paths)",
-                               style="yellow", markup=False)
+            self.console.print(
+                "--yes: every tool call runs without asking (except writes to protected paths)",
+                style="yellow",
+                markup=False,
+            )
 
     def _print_dim(self, text: str) -> None:
         assert self.console is not None
@@ -532,7 +453,7 @@ class Repl:
         app = self._prompt.app if self._prompt is not None else None
         if app is not None and app.is_running and app.loop is not None:
             error = loader.error
-            failed = SessionFailed(str(error), _exit_code(error))
+            failed = SessionFailed(str(error), exit_code_of(error))
             app.loop.call_soon_threadsafe(lambda: app.exit(exception=failed) if app.is_running else None)
 
     def _announce(self, session: Session) -> None:
@@ -595,4 +516,4 @@ class Repl:
             self.records_lost = True
 
 
-__all__ = ["PROMPT", "Repl", "SessionLoader", "echo_text", "handover_note", "session_status"]
+__all__ = ["PROMPT", "Repl", "echo_text", "handover_note", "session_status"]

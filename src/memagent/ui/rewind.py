@@ -11,8 +11,9 @@ edit and send again. The steps are the session's (:meth:`memagent.runtime.Sessio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
@@ -23,8 +24,15 @@ if TYPE_CHECKING:
     from memagent.runtime import Session
 
 USAGE = "usage: /rewind [N] [code|conversation] (N: a user turn, as /rewind lists them)"
-MODES = {"": (True, True), "b": (True, True), "both": (True, True), "c": (True, False), "code": (True, False),
-         "o": (False, True), "conversation": (False, True)}
+MODES = {
+    "": (True, True),
+    "b": (True, True),
+    "both": (True, True),
+    "c": (True, False),
+    "code": (True, False),
+    "o": (False, True),
+    "conversation": (False, True),
+}
 MODE_QUESTION = "Restore [b] code and conversation (Enter)  [c] code only  [o] conversation only  [Esc] cancel"
 
 
@@ -47,7 +55,7 @@ def parse(arg: str) -> tuple[int | None, str | None]:
     return (int(words[0]) if words else None), mode
 
 
-def run_rewind(session: "Session", arg: str, console: "Console", prompts: RewindPrompts) -> str:
+def run_rewind(session: Session, arg: str, console: Console, prompts: RewindPrompts) -> str:
     """Carry out ``/rewind arg``; returns the text to pre-fill the prompt with ("" for none)."""
     from memagent.checkpoints import CheckpointError
     from memagent.context.rewind import RewindError
@@ -79,7 +87,7 @@ def run_rewind(session: "Session", arg: str, console: "Console", prompts: Rewind
     return plan.point.text if conversation else ""
 
 
-def _pick_turn(session: "Session", say: Callable[..., None], prompts: RewindPrompts) -> int | None:
+def _pick_turn(session: Session, say: Callable[..., None], prompts: RewindPrompts) -> int | None:
     from memagent.context.rewind import RewindError
 
     points = session.rewind_points()
@@ -144,8 +152,9 @@ def terminal_prompts() -> RewindPrompts:
         bindings.add("escape")(lambda event: event.app.exit(result="escape"))
         bindings.add("c-c")(lambda event: event.app.exit(result="escape"))
         control = FormattedTextControl(FormattedText([("bold", question + " ")]), show_cursor=True)
-        app: Application[str] = Application(layout=Layout(Window(control, height=1, dont_extend_height=True)),
-                                            key_bindings=bindings, full_screen=False)
+        app: Application[str] = Application(
+            layout=Layout(Window(control, height=1, dont_extend_height=True)), key_bindings=bindings, full_screen=False
+        )
         return app.run()
 
     return RewindPrompts(ask_line, ask_key)

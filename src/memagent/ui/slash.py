@@ -148,7 +148,9 @@ def find_invocation(text: str, commands: CommandSet) -> Invocation | str | None:
     if found is not None:
         return found.invoke(arguments)
     if name.lower() in builtin_names():
-        return f"/{name} is a command of the interactive chat; with -p, prompt commands (files, skills, MCP prompts) run"
+        return (
+            f"/{name} is a command of the interactive chat; with -p, prompt commands (files, skills, MCP prompts) run"
+        )
     return unknown_command(name, commands)
 
 
@@ -166,4 +168,13 @@ def turn_events(session: Session, text: str) -> Iterator[AgentEvent]:
     return invocation_events(session.agent, found)
 
 
-__all__ = ["completion_meta", "early_commands", "find_invocation", "invocation_events", "session_commands", "turn_events", "turn_scope", "unknown_command"]
+__all__ = [
+    "completion_meta",
+    "early_commands",
+    "find_invocation",
+    "invocation_events",
+    "session_commands",
+    "turn_events",
+    "turn_scope",
+    "unknown_command",
+]

@@ -18,8 +18,12 @@ if TYPE_CHECKING:
 
 AUTO_APPROVE = "auto-approve (--yes)"
 ASK = "ask before tools"
-MODE_TEXT = {"default": ASK, "acceptEdits": "accept edits", "plan": "plan mode (read-only)",
-             "bypassPermissions": AUTO_APPROVE}
+MODE_TEXT = {
+    "default": ASK,
+    "acceptEdits": "accept edits",
+    "plan": "plan mode (read-only)",
+    "bypassPermissions": AUTO_APPROVE,
+}
 
 
 def short_tokens(count: int) -> str:

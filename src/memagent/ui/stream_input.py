@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Union
+from typing import IO, TYPE_CHECKING, Any
 
 from memagent.llm import items
 from memagent.ui import headless_shapes as shapes
@@ -61,7 +61,7 @@ class BadLine:
     reason: str
 
 
-InputItem = Union[UserInput, ControlRequest, Ignored, BadLine]
+InputItem = UserInput | ControlRequest | Ignored | BadLine
 
 
 def _user_text(content: Any) -> tuple[str, tuple[str, ...]] | None:
@@ -141,10 +141,18 @@ class StreamSession:
 
     def answer_control(self, request: ControlRequest) -> None:
         if request.subtype == "initialize":
-            self.run.write(shapes.control_success(request.request_id, {
-                "commands": self.commands, "output_style": "default", "available_output_styles": ["default"],
-                "models": [], "pid": os.getpid(),
-            }))
+            self.run.write(
+                shapes.control_success(
+                    request.request_id,
+                    {
+                        "commands": self.commands,
+                        "output_style": "default",
+                        "available_output_styles": ["default"],
+                        "models": [],
+                        "pid": os.getpid(),
+                    },
+                )
+            )
         elif request.subtype == "interrupt":  # read between turns: nothing is running
             self.run.write(shapes.control_success(request.request_id))
         else:
@@ -167,8 +175,10 @@ def _custom_commands(session: Session) -> list[dict[str, str]]:
 
     paths = session.paths
 
-    return [{"name": c.name, "description": c.description, "argumentHint": c.argument_hint}
-            for c in discover_commands(paths.root, paths.home).commands]
+    return [
+        {"name": c.name, "description": c.description, "argumentHint": c.argument_hint}
+        for c in discover_commands(paths.root, paths.home).commands
+    ]
 
 
 def run_stream_input(
