@@ -149,7 +149,10 @@ def test_slash_permissions_names_the_file_each_claude_rule_came_from(tmp_path):
         warn=lambda line: None,
         claude=claude,
     )
-    session = SimpleNamespace(agent=SimpleNamespace(permissions=gate), claude=claude)
+    from memagent.session import Session
+
+    session = SimpleNamespace(agent=SimpleNamespace(gate=gate), claude=claude)
+    session.permissions = lambda: Session.permissions(session)  # the session's own query, over this gate
     text = run_command("/permissions", lambda: session).text
     assert "mode: acceptEdits" in text
     assert "Read(~/.ssh/**) (from ~/.claude/settings.json)" in text

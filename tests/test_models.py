@@ -97,18 +97,22 @@ def test_the_cli_sends_the_resolved_model_id(run_cli, project, flag, sent):
         assert output["total_cost_usd"] is None
 
 
-def test_slash_model_resolves_aliases_and_shows_the_facts():
-    from types import SimpleNamespace
-
+def test_slash_model_resolves_aliases_and_shows_the_facts(tmp_path):
+    from memagent.llm.scripted import ScriptedModel
+    from memagent.protocol import SetModel
+    from memagent.runtime import SessionOptions, open_session
     from memagent.ui.commands import run_command
 
-    agent = SimpleNamespace(config=SimpleNamespace(model="claude-sonnet-5-5"), model=SimpleNamespace(name="x"))
-    session = SimpleNamespace(agent=agent, settings=SimpleNamespace(small_model="claude-haiku-4-5"))
-    shown = run_command("/model", lambda: session).text
-    assert "claude-sonnet-5-5: 200k context, $3/$15 per million tokens" in shown
-    reply = run_command("/model opus", lambda: session)
-    assert agent.config.model == models.resolve("opus")
-    assert reply.text == f"model: claude-sonnet-5-5 → {models.resolve('opus')} (from the next message on)"
+    session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel([]))
+    try:
+        session.submit(SetModel("claude-sonnet-5-5"))
+        shown = run_command("/model", lambda: session).text
+        assert "claude-sonnet-5-5: 200k context, $3/$15 per million tokens" in shown
+        reply = run_command("/model opus", lambda: session)
+        assert session.status().model == models.resolve("opus")
+        assert reply.text == f"model: claude-sonnet-5-5 → {models.resolve('opus')} (from the next message on)"
+    finally:
+        session.close()
 
 
 # ---------------------------------------------------------------- one registry, no stragglers

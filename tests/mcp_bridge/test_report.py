@@ -38,10 +38,17 @@ def test_nothing_configured_says_how_to_configure():
     assert "Add them to .mcp.json" in render_rows([])
 
 
+def _session_with(*features):
+    """A session as the slash commands query it: its features, by class."""
+    return SimpleNamespace(
+        features=list(features), feature=lambda kind: next((f for f in features if isinstance(f, kind)), None)
+    )
+
+
 def test_slash_mcp_shows_the_sessions_servers(tmp_path):
     config = McpConfig(servers=[StdioServer("toy", "toy-server")], broken=[BrokenServer("bad", "no command")])
     client = McpClientFeature(config, env={}, root=tmp_path)
-    reply = run_command("/mcp", lambda: SimpleNamespace(features=[client]))
+    reply = run_command("/mcp", lambda: _session_with(client))
     assert reply.text.splitlines() == ["toy [starting] (user) stdio toy-server", "bad [invalid] (user) — no command"]
-    assert run_command("/mcp", lambda: SimpleNamespace(features=[])).text == "MCP is not enabled in this session."
+    assert run_command("/mcp", lambda: _session_with()).text == "MCP is not enabled in this session."
     assert "/mcp" in run_command("/help", lambda: None).text
