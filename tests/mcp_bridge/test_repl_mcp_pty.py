@@ -16,6 +16,27 @@ from mcp_kit import TOY
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 
 
+def _repl(project, fake) -> pexpect.spawn:
+    """The REPL in a pseudo-terminal against the fake API, its output kept for the failure report."""
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_BASE_URL": fake.url,
+        "TERM": "xterm-256color",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+    }
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "memagent", "-C", str(project), "--no-memory"],
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, 160),
+        timeout=120,
+    )
+    child.logfile_read = io.StringIO()
+    return child
+
+
 def test_slash_mcp_shows_the_servers_of_the_session(isolated_env, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -24,22 +45,7 @@ def test_slash_mcp_shows_the_servers_of_the_session(isolated_env, tmp_path):
     )
     (isolated_env / "config.toml").write_text("mcp_startup_wait = 90\nmcp_connect_timeout = 90\n")
     with FakeAnthropic() as fake:
-        env = {
-            **os.environ,
-            "ANTHROPIC_API_KEY": "test-key",
-            "ANTHROPIC_BASE_URL": fake.url,
-            "TERM": "xterm-256color",
-            "PROMPT_TOOLKIT_NO_CPR": "1",
-        }
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "memagent", "-C", str(project), "--no-memory"],
-            env=env,
-            encoding="utf-8",
-            dimensions=(40, 160),
-            timeout=120,
-        )
-        child.logfile_read = io.StringIO()
+        child = _repl(project, fake)
         try:
             child.expect("❯")
             child.send("/mcp")
@@ -68,22 +74,7 @@ def test_an_mcp_prompt_typed_first_thing_waits_for_its_server_and_runs(isolated_
     )
     (isolated_env / "config.toml").write_text("mcp_startup_wait = 90\nmcp_connect_timeout = 90\n")
     with FakeAnthropic([text("Reviewed.")]) as fake:
-        env = {
-            **os.environ,
-            "ANTHROPIC_API_KEY": "test-key",
-            "ANTHROPIC_BASE_URL": fake.url,
-            "TERM": "xterm-256color",
-            "PROMPT_TOOLKIT_NO_CPR": "1",
-        }
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "memagent", "-C", str(project), "--no-memory"],
-            env=env,
-            encoding="utf-8",
-            dimensions=(40, 160),
-            timeout=120,
-        )
-        child.logfile_read = io.StringIO()
+        child = _repl(project, fake)
         try:
             child.expect("❯")
             line = "/mcp__docs__review app.py naming"
