@@ -45,7 +45,7 @@ def spawn(request, cli_env, project, fake) -> Iterator[Callable[..., pexpect.spa
     def start(*flags: str, memory: bool = False) -> pexpect.spawn:
         env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
         args = ["-m", "memagent", "-C", str(project), *([] if memory else ["--no-memory"]), *flags]
-        child = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", dimensions=dimensions, timeout=40)
+        child = pexpect.spawn(sys.executable, args, env=env, encoding="utf-8", dimensions=dimensions, timeout=90)
         child.logfile_read = io.StringIO()
         children.append(child)
         return child
