@@ -16,10 +16,7 @@ from memagent.features.agent_definitions import discover_agents, parse_tools
 from memagent.llm.scripted import FunctionModel, reply, tool_call
 from memagent.llm.types import ModelRequest
 from memagent.runtime import SessionOptions, open_session
-
-
-def system_of(request: ModelRequest) -> str:
-    return "\n".join(b.get("text", "") for b in request.system)
+from subagent_kit import answered, delegating, is_child
 
 
 def last_user_text(request: ModelRequest) -> str:
@@ -33,15 +30,6 @@ def last_user_text(request: ModelRequest) -> str:
 
 def tool_names(request: ModelRequest) -> set[str]:
     return {t["name"] for t in request.tools}
-
-
-def is_child(request: ModelRequest) -> bool:
-    return "a subagent of memagent" in system_of(request)
-
-
-def answered(request: ModelRequest) -> bool:
-    last = request.messages[-1]
-    return last["role"] == "user" and any(b.get("type") == "tool_result" for b in last["content"])
 
 
 def records(root: Path, session_id: str) -> list[dict]:
@@ -151,19 +139,8 @@ def test_plan_mode_refuses_a_childs_write_through_the_parents_gate(root):
             return reply(tool_call("write_file", {"path": "alpha.py", "content": "ALPHA = 99\n"}))
         return reply("result: " + str(request.messages[-1]["content"][0]["content"])[:300])
 
-    def answer(request: ModelRequest):
-        if is_child(request):
-            return child(request)
-        if answered(request):
-            return reply("ok")
-        return reply(
-            tool_call(
-                "task",
-                {"description": "change alpha", "prompt": "Set ALPHA to 99.", "subagent_type": "general-purpose"},
-            )
-        )
-
-    model = FunctionModel(answer)
+    task = {"description": "change alpha", "prompt": "Set ALPHA to 99.", "subagent_type": "general-purpose"}
+    model = delegating(child, task, final="ok")
     session = open_session(SessionOptions(root=root, memory=False, permission_mode="plan"), model=model)
     list(session.agent.run_turn("plan it"))
     assert (root / "alpha.py").read_text() == "ALPHA = 1\n"
@@ -187,16 +164,8 @@ def test_a_childs_ask_reaches_the_parents_approver_naming_the_subagent(root):
             return reply(tool_call("bash", {"command": "echo hi > out.txt"}))
         return reply("denied, stopping")
 
-    def answer(request: ModelRequest):
-        if is_child(request):
-            return child(request)
-        if answered(request):
-            return reply("ok")
-        return reply(
-            tool_call("task", {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"})
-        )
-
-    session = open_session(SessionOptions(root=root, memory=False), model=FunctionModel(answer), approver=approver)
+    model = delegating(child, {"description": "run", "prompt": "Run echo.", "subagent_type": "general-purpose"}, "ok")
+    session = open_session(SessionOptions(root=root, memory=False), model=model, approver=approver)
     list(session.agent.run_turn("go"))
     assert asked == [("general-purpose", "bash")]
     assert not (root / "out.txt").exists()

@@ -16,6 +16,7 @@ from memagent.features.agent_definitions import parse_tools
 from memagent.llm.scripted import FunctionModel, reply, tool_call
 from memagent.llm.types import ModelRequest
 from memagent.runtime import SessionOptions, open_session
+from subagent_kit import answered, delegating, is_child
 
 HOOK = """\
 import json, sys
@@ -28,15 +29,6 @@ if event["hook_event_name"] == "PreToolUse" and event["tool_input"].get("file_pa
 if event["hook_event_name"] == "PostToolUse" and event["tool_name"] == "Read":
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "beta was read"}}))
 """
-
-
-def is_child(request: ModelRequest) -> bool:
-    return "a subagent of memagent" in "\n".join(b.get("text", "") for b in request.system)
-
-
-def answered(request: ModelRequest) -> bool:
-    last = request.messages[-1]
-    return last["role"] == "user" and any(b.get("type") == "tool_result" for b in last["content"])
 
 
 def texts(request: ModelRequest) -> str:
@@ -106,18 +98,11 @@ def test_claude_code_names_of_mcp_resource_tools_and_skills_are_understood_in_a_
 
 
 def test_continue_never_picks_a_subagents_transcript(root):
-    def answer(request: ModelRequest):
-        if is_child(request):
-            return reply(tool_call("read_file", {"path": "beta.py"})) if not answered(request) else reply("BETA = 2")
-        return (
-            reply("done")
-            if answered(request)
-            else reply(
-                tool_call("task", {"description": "read", "prompt": "Read beta.py.", "subagent_type": "Explore"})
-            )
-        )
+    def child(request: ModelRequest):
+        return reply(tool_call("read_file", {"path": "beta.py"})) if not answered(request) else reply("BETA = 2")
 
-    session = open_session(SessionOptions(root=root, memory=False, kind="headless"), model=FunctionModel(answer))
+    model = delegating(child, {"description": "read", "prompt": "Read beta.py.", "subagent_type": "Explore"}, "done")
+    session = open_session(SessionOptions(root=root, memory=False, kind="headless"), model=model)
     list(session.agent.run_turn("go"))
     session.close()
     choice = choose_session(root / ".transcripts")
