@@ -31,6 +31,7 @@ LEAVES = (
     "protected",
     "gitsafe",
     "hook_settings",
+    "jsontypes",
 )
 # Each row is exactly the rooms the room imports today (tests/test_architecture_limits.py fails on
 # a door nobody uses): a new edge is a decision, added here with the code that needs it.
@@ -53,13 +54,24 @@ ALLOWED: dict[str, set[str] | None] = {
     # which instruction files a session reads (AGENTS.md, CLAUDE.md, rules), in their order
     "instructions": {"markers", "tools"},
     # the model adapter and the stores know nothing of the loop
-    "llm": {"decoding", "errors", "markers", "models", "pricing"},
+    "llm": {"decoding", "errors", "jsontypes", "markers", "models", "pricing"},
     "tasks": {"fsutil", "redact"},
     "memory": {"config", "errors", "fsutil", "gitsafe", "llm", "markers", "redact"},
-    "tools": {"childenv", "config", "decoding", "fsutil", "gitsafe", "paths", "permissions", "protected", "redact"},
-    "context": {"config", "decoding", "events", "fsutil", "llm", "markers", "redact"},
+    "tools": {
+        "childenv",
+        "config",
+        "decoding",
+        "fsutil",
+        "gitsafe",
+        "jsontypes",
+        "paths",
+        "permissions",
+        "protected",
+        "redact",
+    },
+    "context": {"config", "decoding", "events", "fsutil", "jsontypes", "llm", "markers", "redact"},
     # the loop: context, model and tool protocols, no store
-    "agent": {"context", "decoding", "events", "llm", "markers", "models", "permissions", "tools"},
+    "agent": {"context", "decoding", "events", "jsontypes", "llm", "markers", "models", "permissions", "tools"},
     "mcp_bridge": {"childenv", "errors", "fsutil", "tools"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "features": {

@@ -55,10 +55,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
+from memagent.jsontypes import JsonObject
 from memagent.llm.items import Injected
 from memagent.llm.types import Message, ModelResponse
 from memagent.permissions import HookVerdict
-from memagent.tools.base import Tool, ToolOutcome
+from memagent.tools.base import RegisteredTool, ToolOutcome
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ class ToolCall:
 
     id: str
     name: str
-    input: dict[str, Any]
-    tool: Tool[Any] | None = None  # the tool called (its Claude Code name and input view, for hooks)
+    input: JsonObject
+    tool: RegisteredTool | None = None  # the tool called (its Claude Code name and input view, for hooks)
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class SubagentContext:
 
     name: str  # the subagent's type, e.g. "Explore"
     session_id: str  # the subagent's own session (its transcript)
-    record: Callable[[dict[str, Any]], None]  # writes a record to the subagent's transcript
+    record: Callable[[JsonObject], None]  # writes a record to the subagent's transcript
     compaction_requests: CompactionRequest  # the subagent's compact tool and context policy share it
     depth: int  # 1 for a subagent of the session's agent, 2 for a subagent of that one, …
     spawn: Any = None  # builds the subagent's own children (the agent factory), when it may have any
@@ -95,7 +96,7 @@ class SubagentContext:
 class Feature(Protocol):
     name: str
 
-    def tools(self) -> list[Tool[Any]]: ...
+    def tools(self) -> list[RegisteredTool]: ...
 
     def system_text(self) -> str | None: ...
 
@@ -123,7 +124,7 @@ class Feature(Protocol):
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None: ...
 
-    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None: ...
+    def after_rewind(self, records: Sequence[JsonObject]) -> None: ...
 
     def close(self) -> None: ...
 
@@ -135,7 +136,7 @@ class BaseFeature:
 
     name = "feature"
 
-    def tools(self) -> list[Tool[Any]]:
+    def tools(self) -> list[RegisteredTool]:
         return []
 
     def system_text(self) -> str | None:
@@ -177,7 +178,7 @@ class BaseFeature:
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
         return None
 
-    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
+    def after_rewind(self, records: Sequence[JsonObject]) -> None:
         return None
 
     def close(self) -> None:

@@ -13,11 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import replace
-from typing import Any
 
 from memagent.context.history import INTERRUPTED_TOOL
 from memagent.events import AgentEvent, ToolProgress
-from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolOutcome, ToolRegistry
+from memagent.tools.base import BoundCall, RegisteredTool, ToolCancelled, ToolContext, ToolOutcome, ToolRegistry
 
 CANCEL_WAIT_SECONDS = 3.0  # how long a cancelled tool gets to stop before it is left behind
 _TOOL_DONE = object()
@@ -26,8 +25,8 @@ _TOOL_DONE = object()
 # Longer than 60 lines: the worker thread, its queue and cancellation must be read together.
 def run_with_progress(
     tools: ToolRegistry,
-    tool: Tool[Any],
-    value: Any,
+    tool: RegisteredTool,
+    value: BoundCall,
     context: ToolContext,
     call_id: str,
     stop: threading.Event | None = None,
@@ -47,7 +46,8 @@ def run_with_progress(
     """
     updates: queue.SimpleQueue[object] = queue.SimpleQueue()
     cancelled = threading.Event()
-    finished: dict[str, Any] = {}
+    outcomes: list[ToolOutcome] = []
+    raised: list[BaseException] = []
 
     def progress(text: str) -> None:
         if cancelled.is_set():
@@ -57,11 +57,11 @@ def run_with_progress(
 
     def work() -> None:
         try:
-            finished["outcome"] = tools.execute(tool, value, replace(context, progress=progress))
+            outcomes.append(tools.execute(tool, value, replace(context, progress=progress)))
         except ToolCancelled:
             pass
         except BaseException as exc:  # KeyboardInterrupt/SystemExit: re-raised in the loop's thread
-            finished["raised"] = exc
+            raised.append(exc)
         finally:
             updates.put(_TOOL_DONE)
 
@@ -92,13 +92,13 @@ def run_with_progress(
     except BaseException:
         cancelled.set()
         worker.join(CANCEL_WAIT_SECONDS)
-        if finished.get("outcome") is not None and on_partial is not None:
-            on_partial(finished["outcome"])  # what the tool had done when it was stopped
+        if outcomes and on_partial is not None:
+            on_partial(outcomes[0])  # what the tool had done when it was stopped
         raise
     worker.join()
-    if "raised" in finished:
-        raise finished["raised"]
-    return finished.get("outcome") or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
+    if raised:
+        raise raised[0]
+    return outcomes[0] if outcomes else ToolOutcome(INTERRUPTED_TOOL, is_error=True)
 
 
 __all__ = ["CANCEL_WAIT_SECONDS", "run_with_progress"]

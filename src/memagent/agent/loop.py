@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 from memagent.agent.feature import Feature, ToolCall, TurnInput
 from memagent.agent.live_tools import run_with_progress
@@ -37,6 +37,7 @@ from memagent.events import (
     TurnStarted,
     WaitingForModel,
 )
+from memagent.jsontypes import JsonObject, JsonValue, json_str
 from memagent.llm import items
 from memagent.llm.items import Injected
 from memagent.llm.protocol import ChatModel
@@ -55,7 +56,7 @@ from memagent.llm.types import (
 from memagent.markers import Marker
 from memagent.models import MEMAGENT_MAX_TOKENS
 from memagent.permissions import Gate, HookVerdict, Policy
-from memagent.tools.base import Tool, ToolContext, ToolOutcome, ToolRegistry
+from memagent.tools.base import BoundCall, RegisteredTool, ToolContext, ToolOutcome, ToolRegistry
 
 
 class Approval(Enum):
@@ -67,10 +68,10 @@ class Approval(Enum):
 class Approver(Protocol):
     """Asks the user about one call; ``reason`` is the gate's: why this call asks."""
 
-    def __call__(self, tool: Tool[Any], tool_input: dict[str, Any], summary: str, reason: str) -> Approval: ...
+    def __call__(self, tool: RegisteredTool, tool_input: JsonObject, summary: str, reason: str) -> Approval: ...
 
 
-def deny_all(tool: Tool[Any], tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
+def deny_all(tool: RegisteredTool, tool_input: JsonObject, summary: str, reason: str = "") -> Approval:
     return Approval.DENY
 
 
@@ -190,11 +191,11 @@ class Agent:
 
     def rewind(
         self,
-        record: dict[str, Any],
+        record: JsonObject,
         messages: list[Message],
         ids: list[str],
         turns_before: int,
-        records: Sequence[dict[str, Any]],
+        records: Sequence[JsonObject],
     ) -> None:
         """Take the conversation back to the start of an earlier turn (between turns only).
 
@@ -206,13 +207,13 @@ class Agent:
         for feature in self.features:
             feature.after_rewind(records)
 
-    def run_tool(self, name: str, tool_input: dict[str, Any], call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
+    def run_tool(self, name: str, tool_input: JsonObject, call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
         """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the
         model's calls take: the features' checks, the permission gate and approval, then the tool.
         Yields its events and returns the outcome; nothing is added to the conversation."""
         return (yield from self._run_one({"id": call_id, "name": name, "input": tool_input}))
 
-    def tool_schemas(self) -> list[dict[str, Any]]:
+    def tool_schemas(self) -> list[JsonObject]:
         return self.tools.schemas()
 
     def build_request(self) -> ModelRequest:
@@ -363,17 +364,17 @@ class Agent:
         """Run a response's tool calls; neighbours that may run together (``Tool.concurrent``)
         run at once. The results go back in the order of the calls."""
         outcomes: dict[str, ToolOutcome] = {}
-        names = [call["name"] for call in calls]
+        names = [json_str(call.get("name")) for call in calls]
         try:
             for group in self._call_groups(calls):
                 self._check_cancel()
                 if len(group) == 1:
-                    outcomes[group[0]["id"]] = yield from self._run_one(group[0])
+                    outcomes[json_str(group[0].get("id"))] = yield from self._run_one(group[0])
                     continue
                 runs = [lambda call=call: self._run_one(call) for call in group]
                 finished = yield from run_concurrently(runs, self._cancel)
                 for call, outcome in zip(group, finished):
-                    outcomes[call["id"]] = outcome or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
+                    outcomes[json_str(call.get("id"))] = outcome or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
         except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C in the tool, or in the renderer
             for call_id, partial in self._partial_outcomes.items():  # what an interrupted call had done
                 if call_id not in outcomes and partial.content:
@@ -394,7 +395,7 @@ class Agent:
         """Consecutive calls of concurrent tools form one group; every other call is alone."""
         groups: list[tuple[bool, list[Block]]] = []
         for call in calls:
-            found = self.tools.get(call["name"])
+            found = self.tools.get(json_str(call.get("name")))
             concurrent = found is not None and found.concurrent
             if concurrent and groups and groups[-1][0]:
                 groups[-1][1].append(call)
@@ -407,26 +408,29 @@ class Agent:
         """One tool_result per call, in call order; a call without an outcome was interrupted."""
         results = []
         for call in calls:
-            outcome = outcomes.get(call["id"]) or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
-            results.append(tool_result_block(call["id"], outcome.content, outcome.is_error, outcome.images))
+            call_id = json_str(call.get("id"))
+            outcome = outcomes.get(call_id) or ToolOutcome(INTERRUPTED_TOOL, is_error=True)
+            results.append(tool_result_block(call_id, outcome.content, outcome.is_error, outcome.images))
         return results
 
     def _run_one(self, call: Block) -> Generator[AgentEvent, None, ToolOutcome]:
-        name, raw = call["name"], call.get("input") or {}
+        call_id, name = json_str(call.get("id")), json_str(call.get("name"))
+        given: JsonValue = call.get("input") or {}
+        raw = given if isinstance(given, dict) else {}  # not an object: refused by validation below
         found = self.tools.get(name)
         summary = found.summary(raw) if found else ""
-        yield ToolCallStarted(call["id"], name, raw, summary)
-        parsed = self.tools.parse(name, raw)
+        yield ToolCallStarted(call_id, name, raw, summary)
+        parsed = self.tools.parse(name, given)
         if isinstance(parsed, ToolOutcome):
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw, tool), tool, summary, value)
-        yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
+            outcome = yield from self._guarded_run(ToolCall(call_id, name, raw, tool), tool, summary, value)
+        yield ToolCallFinished(call_id, name, outcome.content, outcome.is_error)
         return outcome
 
     def _guarded_run(
-        self, call: ToolCall, tool: Tool[Any], summary: str, value: Any
+        self, call: ToolCall, tool: RegisteredTool, summary: str, value: BoundCall
     ) -> Generator[AgentEvent, None, ToolOutcome]:
         """Pre-tool hooks speak first (they may refuse, ask or approve); then the gate decides,
         asking the user when it says so; then the tool runs, its live output yielded as
@@ -467,14 +471,14 @@ class Agent:
         return found
 
     def _approve(
-        self, tool: Tool[Any], raw: dict[str, Any], summary: str, value: Any, hook: HookVerdict | None = None
+        self, tool: RegisteredTool, raw: JsonObject, summary: str, value: BoundCall, hook: HookVerdict | None = None
     ) -> ToolOutcome | None:
         """None when the call may run; otherwise the error outcome to return to the model.
 
         The gate decides; the loop only carries out "ask": the approver when there is someone
         to ask, a refusal naming the reason when there is not. "Always" goes back to the gate,
         which approves exactly this call from then on."""
-        declaration = tool.declare(value)
+        declaration = value.declare()
         verdict = self.gate.decide(tool.name, declaration, hook, raw)
         if verdict.action == "deny":
             message = HOOK_BLOCKED if verdict.by_hook else RULE_DENIED

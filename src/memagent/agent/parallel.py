@@ -14,22 +14,24 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from typing import TypeVar
 
 from memagent.agent.live_tools import CANCEL_WAIT_SECONDS
 from memagent.events import AgentEvent
 
-_DONE = object()
-Run = Callable[[], Generator[AgentEvent, None, Any]]
+OutcomeT = TypeVar("OutcomeT")
+Run = Callable[[], Generator[AgentEvent, None, OutcomeT]]
 
 
-def run_concurrently(runs: Sequence[Run], stop: threading.Event) -> Generator[AgentEvent, None, list[Any]]:
+def run_concurrently(
+    runs: Sequence[Run[OutcomeT]], stop: threading.Event
+) -> Generator[AgentEvent, None, list[OutcomeT | None]]:
     """Run every generator of ``runs`` in its own thread; yield their events; return their
     return values in order (None for a run that was interrupted or failed)."""
-    events: queue.SimpleQueue[tuple[int, object]] = queue.SimpleQueue()
-    outcomes: list[Any] = [None] * len(runs)
+    events: queue.SimpleQueue[tuple[int, AgentEvent | None]] = queue.SimpleQueue()  # None: a run ended
+    outcomes: list[OutcomeT | None] = [None] * len(runs)
 
-    def work(index: int, run: Run) -> None:
+    def work(index: int, run: Run[OutcomeT]) -> None:
         steps = run()
         try:
             while True:
@@ -39,7 +41,7 @@ def run_concurrently(runs: Sequence[Run], stop: threading.Event) -> Generator[Ag
         except BaseException:  # interrupted (KeyboardInterrupt from ``stop``) or broken: no outcome
             outcomes[index] = None
         finally:
-            events.put((index, _DONE))
+            events.put((index, None))
 
     threads = [
         threading.Thread(target=work, args=(i, run), name=f"memagent-call-{i}", daemon=True)
@@ -54,10 +56,10 @@ def run_concurrently(runs: Sequence[Run], stop: threading.Event) -> Generator[Ag
                 _, item = events.get(timeout=0.25)
             except queue.Empty:
                 continue
-            if item is _DONE:
+            if item is None:
                 running -= 1
             else:
-                yield item  # type: ignore[misc]
+                yield item
     except BaseException:
         stop.set()
         for thread in threads:

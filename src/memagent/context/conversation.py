@@ -9,15 +9,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from memagent.context.history import has_tool_results
 from memagent.context.transcript import RECORD_TYPES, TranscriptWriter
+from memagent.jsontypes import JsonMapping, JsonObject, JsonValue
 from memagent.llm.items import own_texts
 from memagent.llm.types import Block, Message
 
 
-def opens_user_turn(message: Message) -> bool:
+def opens_user_turn(message: JsonMapping) -> bool:
     """Does this message, as appended (one transcript record), open a user turn?
 
     A user message that answers no tool call and carries words of the user's own: text that is
@@ -62,19 +62,21 @@ class Conversation:
     ) -> str:
         """Record and add one message. ``whole``: what the transcript keeps when the model is sent
         less (a message too large for the context goes as a preview: :mod:`memagent.context.oversize`)."""
-        message = {"role": role, "content": copy.deepcopy(content)}
-        recorded = {"role": role, "content": whole, "sent_as_preview": True} if whole is not None else message
+        message: Message = {"role": role, "content": copy.deepcopy(content)}
+        recorded: JsonObject = {"role": role, "content": [*(message["content"] if whole is None else whole)]}
+        if whole is not None:
+            recorded["sent_as_preview"] = True
         message_id = self.recorder.message(recorded, usage=usage) if self.recorder else str(len(self.ids) + 1)
         if opens_user_turn(message):
             self.user_turns += 1
         if self.messages and self.messages[-1]["role"] == role:
-            self.messages[-1] = {"role": role, "content": self.messages[-1]["content"] + message["content"]}
+            self.messages[-1] = {"role": role, "content": [*self.messages[-1]["content"], *message["content"]]}
         else:
             self.messages.append(message)
             self.ids.append(message_id)
         return message_id
 
-    def start(self, **fields: Any) -> None:
+    def start(self, **fields: JsonValue) -> None:
         """The ``session_start`` record (session_id, model, cwd, version, kind, resumed_from).
 
         Written lazily, just before the first other record: a session that never says anything
@@ -82,7 +84,7 @@ class Conversation:
         if self.recorder:
             self.recorder.set_header({"type": "session_start", "session_id": self.session_id, **fields})
 
-    def record(self, record: dict[str, Any]) -> None:
+    def record(self, record: JsonObject) -> None:
         """A non-message record (todo, compaction, extraction, …) — transcript only.
 
         Messages are recorded by :meth:`append` and :meth:`seed` alone; an unknown record type is
@@ -127,7 +129,7 @@ class Conversation:
         if self.ids:
             self.record({"type": "resume_end", "seeded_through": self.ids[-1]})
 
-    def rewind(self, record: dict[str, Any], messages: list[Message], ids: list[str], turns_before: int) -> None:
+    def rewind(self, record: JsonObject, messages: list[Message], ids: list[str], turns_before: int) -> None:
         """Go back to an earlier point: the ``rewind`` record is written first, then the history
         it leaves (rebuilt from the transcript by the caller) replaces the live one, and the turn
         count goes back with it: ``turns_before`` turns remain, so the next turn gets the number of

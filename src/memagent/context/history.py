@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from memagent.jsontypes import JsonMapping
 from memagent.llm.items import Item, ToolResult, ToolUse, is_blank_text, item, tool_results, tool_uses
 from memagent.llm.types import Block, Message, text_block, tool_result_block
 from memagent.markers import INTERRUPTED_TOOL, Marker
@@ -42,7 +43,7 @@ def tool_result_ids(message: Message) -> list[str]:
     return [result.tool_use_id for result in tool_results(message.get("content"))]
 
 
-def has_tool_results(message: Message) -> bool:
+def has_tool_results(message: JsonMapping) -> bool:
     return bool(tool_results(message.get("content")))
 
 
@@ -124,7 +125,8 @@ def _pair_tools(entries: list[Entry]) -> list[Entry]:
 
 def _start_with_user(entries: list[Entry]) -> list[Entry]:
     if entries and entries[0][0]["role"] != "user":
-        return [({"role": "user", "content": [text_block("(conversation resumed)")]}, RESUME_ID)] + entries
+        resumed: Message = {"role": "user", "content": [text_block("(conversation resumed)")]}
+        return [(resumed, RESUME_ID), *entries]
     return entries
 
 

@@ -201,9 +201,10 @@ def assemble(
 ) -> tuple[list[Message], list[str]]:
     """[head] + tail, merging the head into the tail's first message when that is a user turn."""
     if tail and tail[0].get("role") == "user":
-        first = {"role": "user", "content": list(head) + list(tail[0]["content"])}
-        return [first] + list(tail[1:]), [tail_ids[0]] + list(tail_ids[1:])
-    return [{"role": "user", "content": list(head)}] + list(tail), [head_id] + list(tail_ids)
+        first: Message = {"role": "user", "content": [*head, *tail[0]["content"]]}
+        return [first, *tail[1:]], [tail_ids[0], *tail_ids[1:]]
+    opening: Message = {"role": "user", "content": list(head)}
+    return [opening, *tail], [head_id, *tail_ids]
 
 
 def turn_request_text(messages: Sequence[Message], cut: int) -> str | None:

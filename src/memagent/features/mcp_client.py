@@ -312,8 +312,8 @@ class McpClientFeature(BaseFeature):
         return self._tool(name, remote, schema)
 
     def _tool(self, name: str, remote: RemoteTool, schema: dict[str, Any]) -> Tool:
-        def run(arguments: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-            outcome = self.manager.call_tool(remote.server, remote.name, arguments, self.call_timeout)
+        def run(arguments: RawArguments, ctx: ToolContext) -> ToolOutcome:
+            outcome = self.manager.call_tool(remote.server, remote.name, arguments.root, self.call_timeout)
             status = self.manager.status(remote.server)
             if outcome.is_error and status is not None and status.status != READY and "stopped working" in outcome.text:
                 self.warn(f"MCP server {remote.server} stopped: {status.reason}")

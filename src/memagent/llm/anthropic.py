@@ -16,10 +16,12 @@ import re
 import threading
 import typing
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from memagent.decoding import scrub_value
 from memagent.errors import one_line
+from memagent.jsontypes import JsonObject, json_str
 from memagent.llm.items import wire_message
 from memagent.llm.types import (
     AuthenticationError,
@@ -37,6 +39,10 @@ from memagent.llm.types import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic import types as wire
+
 EPHEMERAL = {"type": "ephemeral"}
 MAX_CACHE_BREAKPOINTS = 4
 UNCACHEABLE_BLOCKS = {"thinking", "redacted_thinking"}
@@ -50,7 +56,7 @@ def preload_sdk() -> None:
     _sdk()
 
 
-def _sdk() -> Any:
+def _sdk() -> ModuleType:
     import anthropic
 
     return anthropic
@@ -90,7 +96,7 @@ def _with_cache_control(block: Block) -> Block:
     return {**block, "cache_control": dict(EPHEMERAL)}
 
 
-def _count_breakpoints(system: list[Block], tools: list[dict[str, Any]], messages: list[Message]) -> int:
+def _count_breakpoints(system: list[Block], tools: list[JsonObject], messages: list[Message]) -> int:
     count = sum("cache_control" in b for b in system) + sum("cache_control" in t for t in tools)
     for message in messages:
         content = message.get("content")
@@ -104,7 +110,10 @@ def build_params(request: ModelRequest, default_model: str) -> dict[str, Any]:
     block, the last tool and the newest message's last block. Copies what it changes; the
     caller's lists and dicts are never mutated, everything else is passed through as is, but for
     lone surrogates (a file name or output that was not UTF-8), which become U+FFFD: the request
-    must encode as UTF-8."""
+    must encode as UTF-8.
+
+    The values are memagent's own JSON; the SDK declares each keyword with its own TypedDicts, so
+    this mapping is where the two meet (``Any``: the SDK checks nothing at run time either)."""
     system = list(scrub_value(request.system))
     tools = list(scrub_value(request.tools))
     messages = [wire_message(m) for m in scrub_value(request.messages)]  # memagent's own fields stay home
@@ -153,16 +162,16 @@ class _Accumulator:
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.stopped = False
-        self.blocks: dict[int, dict[str, Any]] = {}
+        self.blocks: dict[int, JsonObject] = {}
         self.json_parts: dict[int, list[str]] = {}
         self.finished: dict[int, Block | None] = {}
 
-    def start_message(self, message: Any) -> None:
+    def start_message(self, message: wire.Message) -> None:
         self.id = message.id or ""
         self.model = message.model or ""
         self._merge_usage(message.usage)
 
-    def _merge_usage(self, usage: Any) -> None:
+    def _merge_usage(self, usage: wire.Usage | wire.MessageDeltaUsage | None) -> None:
         if usage is None:
             return
         for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
@@ -170,30 +179,31 @@ class _Accumulator:
             if value is not None:
                 self.usage[key] = int(value)
 
-    def start_block(self, index: int, block: Any) -> ToolUseStarted | None:
-        data = block.model_dump(mode="json", exclude_none=True)
+    def start_block(self, index: int, block: wire.ContentBlock) -> ToolUseStarted | None:
+        data: JsonObject = block.model_dump(mode="json", exclude_none=True)
         self.blocks[index] = data
-        if data["type"] == "tool_use":
+        if block.type == "tool_use":
             self.json_parts[index] = []
-            return ToolUseStarted(data["id"], data["name"])
+            return ToolUseStarted(block.id, block.name)
         return None
 
-    def delta(self, index: int, delta: Any) -> TextDelta | None:
+    def delta(self, index: int, delta: wire.RawContentBlockDelta) -> TextDelta | None:
         block = self.blocks.get(index)
         if block is None:
             return None
-        kind = delta.type
-        if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.text
+        if delta.type == "text_delta":
+            block["text"] = json_str(block.get("text")) + delta.text
             return TextDelta(delta.text) if delta.text else None
-        if kind == "input_json_delta":
+        if delta.type == "input_json_delta":
             self.json_parts.setdefault(index, []).append(delta.partial_json)
-        elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
-        elif kind == "signature_delta":
+        elif delta.type == "thinking_delta":
+            block["thinking"] = json_str(block.get("thinking")) + delta.thinking
+        elif delta.type == "signature_delta":
             block["signature"] = delta.signature
-        elif kind == "citations_delta":
-            block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+        elif delta.type == "citations_delta":
+            citations = block.setdefault("citations", [])
+            if isinstance(citations, list):
+                citations.append(delta.citation.model_dump(mode="json", exclude_none=True))
         return None
 
     def stop_block(self, index: int) -> None:
@@ -202,7 +212,7 @@ class _Accumulator:
             return
         self.finished[index] = self._finish(index, block)
 
-    def _finish(self, index: int, block: dict[str, Any]) -> Block | None:
+    def _finish(self, index: int, block: JsonObject) -> Block | None:
         if block["type"] == "tool_use":
             raw = "".join(self.json_parts.get(index, []))
             try:
@@ -213,7 +223,7 @@ class _Accumulator:
                 return None
             return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": tool_input}
         if block["type"] == "text":
-            text = block.get("text", "")
+            text = json_str(block.get("text"))
             if not text.strip():
                 return None  # the API rejects blank text blocks when they are sent back
             clean: Block = {"type": "text", "text": text}
@@ -224,7 +234,7 @@ class _Accumulator:
             return {"type": "thinking", "thinking": block.get("thinking", ""), "signature": block.get("signature", "")}
         return block
 
-    def message_delta(self, event: Any) -> None:
+    def message_delta(self, event: wire.RawMessageDeltaEvent) -> None:
         if event.delta.stop_reason is not None:
             self.stop_reason = event.delta.stop_reason
         self._merge_usage(event.usage)
@@ -258,7 +268,7 @@ def _one_line(text: str) -> str:
     return one_line(" ".join(str(text).split()), MESSAGE_LIMIT)
 
 
-def _api_message(err: Any) -> str:
+def _api_message(err: BaseException) -> str:
     message = getattr(err, "api_message", None)
     if not message:
         body = getattr(err, "body", None)
@@ -268,14 +278,15 @@ def _api_message(err: Any) -> str:
     return _one_line(message or getattr(err, "message", None) or str(err) or type(err).__name__)
 
 
-def _error_type(err: Any) -> str | None:
+def _error_type(err: BaseException) -> str | None:
     kind = getattr(err, "type", None)
     if isinstance(kind, str):
         return kind
     body = getattr(err, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        inner = body["error"].get("type")
-        return inner if isinstance(inner, str) else None
+    inner = body.get("error") if isinstance(body, dict) else None
+    if isinstance(inner, dict):
+        kind = inner.get("type")
+        return kind if isinstance(kind, str) else None
     return None
 
 
@@ -316,7 +327,7 @@ def translate_error(err: BaseException, *, retries: int, base_url: str, mid_stre
     return ModelError(f"API call failed: {type(err).__name__}: {_one_line(str(err))}")
 
 
-def _status_error(err: Any, *, after: str, mid_stream: bool) -> ModelError:
+def _status_error(err: anthropic.APIStatusError, *, after: str, mid_stream: bool) -> ModelError:
     status = int(getattr(err, "status_code", 0) or 0)
     message = _api_message(err)
     kind = _error_type(err)
@@ -359,7 +370,7 @@ class AnthropicModel:
         self._api_key = api_key
         self._auth_token = auth_token
         self._base_url = base_url
-        self._client: Any = None
+        self._client: anthropic.Anthropic | None = None
         self._client_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -375,11 +386,11 @@ class AnthropicModel:
         """Import the SDK and build the client now (safe to call from a background thread)."""
         self._get_client()
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> anthropic.Anthropic:
         with self._client_lock:
             return self._client or self._build_client()
 
-    def _build_client(self) -> Any:
+    def _build_client(self) -> anthropic.Anthropic:
         if self._client is None:
             sdk = _sdk()
             credentials: dict[str, str] = {}
@@ -414,7 +425,7 @@ class AnthropicModel:
         with raw_stream:
             yield from self._consume(raw_stream)
 
-    def _consume(self, raw_stream: Any) -> Iterator[StreamEvent]:
+    def _consume(self, raw_stream: Iterator[wire.RawMessageStreamEvent]) -> Iterator[StreamEvent]:
         acc = _Accumulator()
         try:
             for event in raw_stream:
@@ -432,18 +443,17 @@ class AnthropicModel:
         yield ResponseComplete(acc.response())
 
     @staticmethod
-    def _apply(acc: _Accumulator, event: Any) -> StreamEvent | None:
-        kind = event.type
-        if kind == "message_start":
+    def _apply(acc: _Accumulator, event: wire.RawMessageStreamEvent) -> StreamEvent | None:
+        if event.type == "message_start":
             acc.start_message(event.message)
-        elif kind == "content_block_start":
+        elif event.type == "content_block_start":
             return acc.start_block(event.index, event.content_block)
-        elif kind == "content_block_delta":
+        elif event.type == "content_block_delta":
             return acc.delta(event.index, event.delta)
-        elif kind == "content_block_stop":
+        elif event.type == "content_block_stop":
             acc.stop_block(event.index)
-        elif kind == "message_delta":
+        elif event.type == "message_delta":
             acc.message_delta(event)
-        elif kind == "message_stop":
+        elif event.type == "message_stop":
             acc.stopped = True
         return None

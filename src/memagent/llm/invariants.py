@@ -12,10 +12,10 @@ Compaction, resume and cancellation use it to prove they left a sendable convers
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 
-def request_problems(messages: list[dict[str, Any]]) -> list[str]:
+def request_problems(messages: Sequence[object]) -> list[str]:
     """Everything in ``messages`` that the API would refuse with a 400."""
     if not messages:
         return ["the conversation has no messages"]
@@ -41,7 +41,7 @@ def request_problems(messages: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def _content_blocks(message: Any, position: int, problems: list[str]) -> list[Any]:
+def _content_blocks(message: object, position: int, problems: list[str]) -> list[object]:
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         if not content.strip():
@@ -50,25 +50,25 @@ def _content_blocks(message: Any, position: int, problems: list[str]) -> list[An
     if not isinstance(content, list) or not content:
         problems.append(f"message {position}: empty content")
         return []
-    return content
+    return list(content)
 
 
 WRONG_SIDE = {"user": "tool_use", "assistant": "tool_result"}
 
 
-def _block_problems(position: int, role: Any, blocks: list[Any]) -> list[str]:
+def _block_problems(position: int, role: object, blocks: list[object]) -> list[str]:
     problems = []
     for index, block in enumerate(blocks):
         if not isinstance(block, dict):
             problems.append(f"message {position} block {index}: not a block object")
         elif block.get("type") == "text" and not str(block.get("text") or "").strip():
             problems.append(f"message {position} block {index}: empty text block")
-        elif block.get("type") == WRONG_SIDE.get(role):
+        elif isinstance(role, str) and block.get("type") == WRONG_SIDE.get(role):
             problems.append(f"message {position} block {index}: {block['type']} block in a {role} message")
     return problems
 
 
-def _tool_use_ids(position: int, blocks: list[Any], seen: set[str], problems: list[str]) -> list[str]:
+def _tool_use_ids(position: int, blocks: list[object], seen: set[str], problems: list[str]) -> list[str]:
     ids = []
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -84,16 +84,15 @@ def _unanswered(position: int, ids: list[str]) -> list[str]:
     return [f"message {position}: tool_use {tool_id} has no tool_result in the next user message" for tool_id in ids]
 
 
-def _result_problems(position: int, blocks: list[Any], expected_ids: list[str], calls_at: int) -> list[str]:
+def _result_problems(position: int, blocks: list[object], expected_ids: list[str], calls_at: int) -> list[str]:
     problems = []
     answered: set[str] = set()
     text_seen = False
     for index, block in enumerate(blocks):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind != "tool_result":
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
             text_seen = True
             continue
-        tool_id = block.get("tool_use_id")
+        tool_id = str(block.get("tool_use_id"))
         if tool_id not in expected_ids:
             problems.append(
                 f"message {position} block {index}: tool_result {tool_id} has no tool_use in the previous assistant message"

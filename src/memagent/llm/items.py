@@ -30,13 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from memagent.jsontypes import JsonMapping, JsonObject, JsonValue, json_object
+from memagent.llm.types import Block, Message
 from memagent.markers import Marker
-
-JsonObject = Mapping[str, Any]
-"""A JSON object as stored or sent (a block, a tool's input, an image source): data from outside."""
-Block = dict[str, Any]
 
 INJECTED_FIELD = "injected"
 """The stored block's field naming an injected text's kind (``Marker.key``); never sent."""
@@ -148,28 +145,43 @@ API_BLOCK_TYPES = frozenset(
 # ------------------------------------------------------------------ stored block -> item
 
 
-def item(raw: JsonObject) -> Item:
+def item(raw: JsonMapping) -> Item:
     """The item a stored (or wire) block is. Never raises: a malformed block is an OtherBlock."""
     kind = raw.get("type")
     try:
         if kind == "text":
             return _text_item(raw)
         if kind == "tool_use":
-            return ToolUse(str(raw["id"]), str(raw["name"]), dict(raw.get("input") or {}))
+            return ToolUse(str(raw["id"]), str(raw["name"]), _tool_input(raw.get("input")))
         if kind == "tool_result":
             return _result_item(raw)
-        if kind == "image" and isinstance(raw.get("source"), Mapping):
-            return Image(dict(raw["source"]))
+        source = raw.get("source")
+        if kind == "image" and isinstance(source, dict):
+            return Image(dict(source))
         if kind == "thinking":
             return Thinking(str(raw.get("thinking", "")), str(raw.get("signature", "")))
         if kind == "redacted_thinking":
             return Thinking(redacted=str(raw.get("data", "")))
     except (KeyError, TypeError, ValueError):
         pass
-    return OtherBlock(dict(raw))
+    return OtherBlock(_json_copy(raw))
 
 
-def _text_item(raw: JsonObject) -> Text | Injected:
+def _tool_input(value: object) -> JsonObject:
+    """A tool call's input: a JSON object; anything else (absent, null) is none."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError("a tool call whose input is not an object")
+    return dict(value)
+
+
+def _json_copy(raw: JsonMapping) -> JsonObject:
+    """A stored block kept as it came: a mapping read from JSON holds only JSON values."""
+    return json_object(dict(raw))
+
+
+def _text_item(raw: JsonMapping) -> Text | Injected:
     text = raw.get("text")
     if not isinstance(text, str):
         raise TypeError("a text block without text")
@@ -177,10 +189,12 @@ def _text_item(raw: JsonObject) -> Text | Injected:
     if marker is not None:
         return Injected(marker, text)
     citations = raw.get("citations")
-    return Text(text, tuple(citations) if isinstance(citations, list) else ())
+    return Text(
+        text, tuple(json_object(c) for c in citations if isinstance(c, dict)) if isinstance(citations, list) else ()
+    )
 
 
-def _result_item(raw: JsonObject) -> ToolResult:
+def _result_item(raw: JsonMapping) -> ToolResult:
     content = raw.get("content", "")
     body: str | tuple[ResultPart, ...]
     if isinstance(content, list):
@@ -193,14 +207,16 @@ def _result_item(raw: JsonObject) -> ToolResult:
     )
 
 
-def items(content: Iterable[object] | str | None) -> list[Item]:
+def items(content: object) -> list[Item]:
     """The items of a message's content (a bare string is one text; non-blocks are skipped)."""
     if isinstance(content, str):
         return [Text(content)] if content else []
-    return [item(b) for b in content or () if isinstance(b, Mapping)]
+    if not isinstance(content, (list, tuple)):
+        return []
+    return [item(b) for b in content if isinstance(b, Mapping)]
 
 
-def message_items(message: JsonObject) -> list[Item]:
+def message_items(message: JsonMapping) -> list[Item]:
     """The items of a message (``{"role", "content"}``) or a transcript ``message`` record."""
     return items(message.get("content"))
 
@@ -231,7 +247,7 @@ def block(value: Item) -> Block:
 
 
 def _result_block(value: ToolResult) -> Block:
-    content: str | list[Block] = value.content if isinstance(value.content, str) else [block(p) for p in value.content]
+    content: JsonValue = value.content if isinstance(value.content, str) else [block(p) for p in value.content]
     out: Block = {"type": "tool_result", "tool_use_id": value.tool_use_id, "content": content}
     if value.is_error:
         out["is_error"] = True
@@ -249,17 +265,17 @@ def blocks(values: Iterable[Item]) -> list[Block]:
     return [block(v) for v in values]
 
 
-def wire_block(raw: object) -> object:
+def wire_block(raw: JsonValue) -> JsonValue:
     """A stored block as the Messages API gets it: memagent's own fields removed (the
     ``injected`` kind, also inside a tool result's parts); every API field kept as is. A block
     with nothing to remove is returned itself, not copied."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return raw
     content = raw.get("content")
-    parts: list[object] = []
+    parts: list[JsonValue] = []
     if raw.get("type") == "tool_result" and isinstance(content, list):
         parts = [wire_block(p) for p in content]
-    changed_parts = any(new is not old for new, old in zip(parts, content or ()))
+    changed_parts = isinstance(content, list) and any(new is not old for new, old in zip(parts, content))
     if INJECTED_FIELD not in raw and not changed_parts:
         return raw
     out = {k: v for k, v in raw.items() if k != INJECTED_FIELD}
@@ -268,15 +284,13 @@ def wire_block(raw: object) -> object:
     return out
 
 
-def wire_message(message: Block) -> Block:
+def wire_message(message: Message) -> Message:
     """A message as the Messages API gets it (see :func:`wire_block`); shared when unchanged."""
-    content = message.get("content")
-    if not isinstance(content, list):
-        return message
+    content = message["content"]
     blocks = [wire_block(b) for b in content]
     if all(new is old for new, old in zip(blocks, content)):
         return message
-    return {**message, "content": blocks}
+    return {"role": message["role"], "content": [json_object(b) for b in blocks]}
 
 
 # ------------------------------------------------------------------ questions readers ask
@@ -287,7 +301,7 @@ def injected(kind: Marker, text: str) -> Block:
     return block(Injected(kind, text))
 
 
-def kind_of(raw: JsonObject) -> Marker | None:
+def kind_of(raw: JsonMapping) -> Marker | None:
     """The marker of an injected block (text or tool result), None for anything else."""
     value = item(raw)
     if isinstance(value, Injected):
@@ -295,38 +309,38 @@ def kind_of(raw: JsonObject) -> Marker | None:
     return value.marker if isinstance(value, ToolResult) else None
 
 
-def own_texts(message: JsonObject) -> list[str]:
+def own_texts(message: JsonMapping) -> list[str]:
     """The texts of a message typed by the user or written by the model (no injected text)."""
     return [v.text for v in message_items(message) if isinstance(v, Text)]
 
 
-def texts(message: JsonObject) -> list[str]:
+def texts(message: JsonMapping) -> list[str]:
     """Every text of a message, injected ones included."""
     return [v.text for v in message_items(message) if isinstance(v, (Text, Injected))]
 
 
-def tool_uses(content: Iterable[object] | str | None) -> list[ToolUse]:
+def tool_uses(content: object) -> list[ToolUse]:
     return [v for v in items(content) if isinstance(v, ToolUse)]
 
 
-def tool_results(content: Iterable[object] | str | None) -> list[ToolResult]:
+def tool_results(content: object) -> list[ToolResult]:
     return [v for v in items(content) if isinstance(v, ToolResult)]
 
 
-def is_blank_text(raw: JsonObject) -> bool:
+def is_blank_text(raw: JsonMapping) -> bool:
     """A text block with nothing but whitespace (the API rejects it)."""
     value = item(raw)
     return isinstance(value, (Text, Injected)) and not value.text.strip()
 
 
-def is_text(raw: JsonObject) -> bool:
+def is_text(raw: JsonMapping) -> bool:
     return isinstance(item(raw), (Text, Injected))
 
 
 def accepted_blocks(content: Iterable[object]) -> tuple[list[Block], list[str]]:
     """The blocks of ``content`` the Messages API accepts back (copies), and the sorted names of
     the types it would refuse (a newer format, a hand edit, a damaged file); non-blocks are skipped."""
-    found = [dict(b) for b in content if isinstance(b, Mapping) and "type" in b]
+    found = [json_object(dict(b)) for b in content if isinstance(b, Mapping) and "type" in b]
     refused = sorted({str(b["type"]) for b in found if b["type"] not in API_BLOCK_TYPES})
     return [b for b in found if b["type"] in API_BLOCK_TYPES], refused
 
@@ -345,11 +359,12 @@ def upgrade_legacy(content: Sequence[object]) -> list[object]:
     return out
 
 
-def _legacy_marker(raw: JsonObject) -> Marker | None:
-    if raw.get("type") == "text" and isinstance(raw.get("text"), str):
-        return Marker.legacy_kind(raw["text"])
-    if raw.get("type") == "tool_result" and isinstance(raw.get("content"), str):
-        marker = Marker.legacy_kind(raw["content"])  # only the elided result's placeholder was memagent's
+def _legacy_marker(raw: JsonMapping) -> Marker | None:
+    text, content = raw.get("text"), raw.get("content")
+    if raw.get("type") == "text" and isinstance(text, str):
+        return Marker.legacy_kind(text)
+    if raw.get("type") == "tool_result" and isinstance(content, str):
+        marker = Marker.legacy_kind(content)  # only the elided result's placeholder was memagent's
         return marker if marker is Marker.ELIDED_RESULT else None
     return None
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
+from memagent.jsontypes import JsonObject, json_str
 from memagent.llm.types import (
     Block,
     ModelError,
@@ -24,7 +24,7 @@ from memagent.llm.types import (
 _ids = itertools.count(1)
 
 
-def tool_call(name: str, input: dict[str, Any] | None = None, id: str | None = None) -> Block:
+def tool_call(name: str, input: JsonObject | None = None, id: str | None = None) -> Block:
     return {"type": "tool_use", "id": id or f"toolu_s{next(_ids):06d}", "name": name, "input": input or {}}
 
 
@@ -39,9 +39,9 @@ def reply(*parts: str | Block, stop_reason: str | None = None, usage: Usage | No
 def stream_response(response: ModelResponse) -> Iterator[StreamEvent]:
     for block in response.content:
         if block["type"] == "text":
-            yield TextDelta(block["text"])
+            yield TextDelta(json_str(block.get("text")))
         elif block["type"] == "tool_use":
-            yield ToolUseStarted(block["id"], block["name"])
+            yield ToolUseStarted(json_str(block.get("id")), json_str(block.get("name")))
     yield ResponseComplete(response)
 
 

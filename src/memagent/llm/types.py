@@ -7,13 +7,24 @@ convert and nothing to lose. Content is always a list of block dicts, never a ba
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
+from memagent.jsontypes import JsonObject, JsonValue, json_str
 from memagent.models import MEMAGENT_MAX_TOKENS
 
-Message = dict[str, Any]
-Block = dict[str, Any]
+Block = JsonObject
+"""One content block in the wire shape (``{"type": "text", "text": ...}``, tool_use, tool_result,
+image, thinking …): JSON whose fields a reader checks before use (see :mod:`memagent.llm.items`)."""
+
+
+class Message(TypedDict):
+    """One message of the conversation: who spoke, and the blocks they said."""
+
+    role: str
+    content: list[Block]
+
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "pause_turn"]
 
@@ -40,16 +51,28 @@ class Usage:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+    def from_dict(cls, data: Mapping[str, object] | None) -> Usage:
+        """Usage from a stored or reported mapping; a missing or non-numeric count is 0."""
         data = data or {}
-        return cls(**{k: int(data.get(k) or 0) for k in cls().to_dict()})
+        return cls(**{k: _count(data.get(k)) for k in cls().to_dict()})
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, (int, float, str)):
+        try:
+            return int(value)
+        except ValueError:
+            return 0
+    return 0
 
 
 @dataclass
 class ModelRequest:
     system: list[Block]
     messages: list[Message]
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[JsonObject] = field(default_factory=list)
     max_tokens: int = MEMAGENT_MAX_TOKENS
     model: str | None = None  # None: the adapter's default
 
@@ -63,7 +86,7 @@ class ModelResponse:
     id: str = ""
 
     def text(self) -> str:
-        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+        return "".join(json_str(b.get("text")) for b in self.content if b.get("type") == "text")
 
     def tool_uses(self) -> list[Block]:
         return [b for b in self.content if b.get("type") == "tool_use"]
@@ -118,7 +141,7 @@ def user_message(text: str) -> Message:
     return {"role": "user", "content": [text_block(text)]}
 
 
-def tool_result_text(content: Any) -> str:
+def tool_result_text(content: object) -> str:
     """The text of a tool_result's content: a string, or the text blocks of a list joined by
     newlines (images and other blocks contribute nothing). The one reader of tool-result text."""
     if isinstance(content, str):
@@ -132,9 +155,9 @@ def tool_result_block(
     tool_use_id: str, content: str, is_error: bool = False, images: list[Block] | None = None
 ) -> Block:
     """A tool_result; with ``images`` (image blocks) its content is a list: the text, then them."""
-    body: str | list[Block] = content or "(no output)"
+    body: JsonValue = content or "(no output)"
     if images:
-        body = ([text_block(content)] if content else []) + list(images)
+        body = [*([text_block(content)] if content else []), *images]
     block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": body}
     if is_error:
         block["is_error"] = True

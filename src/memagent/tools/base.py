@@ -4,6 +4,10 @@ The JSON schema sent to the model is derived from the input model, so the schema
 that validates and uses the input can never drift apart. Every failure (unknown tool, invalid
 input, a handler raising :class:`ToolError` or anything else) becomes an error result the model
 can read and act on; nothing here raises into the loop.
+
+A :class:`Tool` is generic in its input model; the registry and the loop hold tools of many input
+models at once, so they see each as a :class:`RegisteredTool` (everything but the input type) and
+run a call through the :class:`BoundCall` its validation made.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
+from memagent.jsontypes import JsonObject, JsonValue, json_object
 from memagent.permissions.effects import UNDECLARED, Declaration
 
 
@@ -65,17 +70,17 @@ class ToolOutcome:
     is_error: bool = False
     # Image blocks (Messages-API shape) sent with the text in the tool_result, e.g. a screenshot
     # returned by an MCP server.
-    images: list[dict[str, Any]] = field(default_factory=list)
+    images: list[JsonObject] = field(default_factory=list)
     # Facts about the run for code, not for the model (bash: ``exit_code``, ``output`` without the
     # exit line, ``timed_out``); what hooks see as ``tool_response`` is built from them.
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, JsonValue] = field(default_factory=dict)
 
 
 InputT = TypeVar("InputT", bound=BaseModel)
-Handler = Callable[[Any, ToolContext], "str | ToolOutcome"]
+Handler = Callable[[InputT, ToolContext], "str | ToolOutcome"]
 # A call's input as Claude Code would spell it (``file_path`` absolute, ``old_string``, …), from
 # the raw input and the project root.
-InputView = Callable[[dict[str, Any], Path], dict[str, Any]]
+InputView = Callable[[JsonObject, Path], JsonObject]
 
 
 @dataclass(frozen=True)
@@ -87,18 +92,27 @@ class ClaudeName:
     name: str
     view: InputView | None = None  # None: the input is spelled the same
 
-    def input(self, raw: dict[str, Any], root: Path) -> dict[str, Any]:
+    def input(self, raw: JsonObject, root: Path) -> JsonObject:
         return self.view(dict(raw), root) if self.view is not None else dict(raw)
 
 
-def absolute(path: Any, root: Path) -> str:
+def absolute(path: object, root: Path) -> str:
     """A path as Claude Code gives it to hooks: absolute (relative ones are under ``root``)."""
     candidate = Path(str(path)).expanduser()
     return str(candidate if candidate.is_absolute() else root / candidate)
 
 
 # What a call does (memagent.permissions.effects): fixed, or read from the validated input.
-Effects = Declaration | Callable[[Any], Declaration]
+Effects = Declaration | Callable[[InputT], Declaration]
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """A validated call of one tool: its input, what it would do (for the gate) and how to run it."""
+
+    input: BaseModel
+    declare: Callable[[], Declaration]
+    handle: Callable[[ToolContext], str | ToolOutcome]
 
 
 @dataclass
@@ -106,10 +120,10 @@ class Tool(Generic[InputT]):
     name: str
     description: str
     input_model: type[InputT]
-    handler: Handler
+    handler: Handler[InputT]
     # What a call does, for the gate (which alone decides whether it runs). A tool that declares
     # nothing is taken to run code: it asks.
-    effects: Effects | None = None
+    effects: Effects[InputT] | None = None
     # The argument shown in a one-line summary of the call ("read_file src/app.py").
     key_argument: str | None = None
     # Long-running tools that report output through ``ToolContext.progress`` (bash) run on a
@@ -122,20 +136,21 @@ class Tool(Generic[InputT]):
     # Claude Code's name for this tool and its input (hooks and rules written for Claude Code).
     claude: ClaudeName | None = None
 
-    def claude_call(self, raw: dict[str, Any], root: Path) -> tuple[str, dict[str, Any]]:
+    def claude_call(self, raw: JsonValue, root: Path) -> tuple[str, JsonObject]:
         """(name, input) of a call in Claude Code's vocabulary; the tool's own when it has none."""
         if self.claude is None:
-            return self.name, dict(raw) if isinstance(raw, dict) else {}
-        return self.claude.name, self.claude.input(raw if isinstance(raw, dict) else {}, root)
+            return self.name, dict(json_object(raw))
+        return self.claude.name, self.claude.input(json_object(raw), root)
 
-    def schema(self) -> dict[str, Any]:
-        schema = self.input_model.model_json_schema()
+    def schema(self) -> JsonObject:
+        schema: JsonObject = self.input_model.model_json_schema()
         schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
+        for prop in json_object(schema.get("properties")).values():
+            if isinstance(prop, dict):
+                prop.pop("title", None)
         return {"name": self.name, "description": self.description, "input_schema": schema}
 
-    def validate(self, raw: Any) -> InputT:
+    def validate(self, raw: JsonValue) -> InputT:
         return self.input_model.model_validate(raw if raw is not None else {})
 
     def declare(self, parsed: InputT) -> Declaration:
@@ -146,7 +161,12 @@ class Tool(Generic[InputT]):
             return self.effects
         return self.effects(parsed)
 
-    def summary(self, raw: dict[str, Any]) -> str:
+    def bind(self, raw: JsonValue) -> BoundCall:
+        """The call ``raw`` asks for, validated; raises pydantic's ValidationError when invalid."""
+        value = self.validate(raw)
+        return BoundCall(value, lambda: self.declare(value), lambda ctx: self.handler(value, ctx))
+
+    def summary(self, raw: JsonValue) -> str:
         """A short human line for the call, e.g. ``bash: pytest -q``."""
         if self.key_argument and isinstance(raw, dict) and raw.get(self.key_argument) is not None:
             value = str(raw[self.key_argument]).replace("\n", " ⏎ ")
@@ -154,40 +174,38 @@ class Tool(Generic[InputT]):
         return ""
 
 
-class RawArguments(RootModel[dict[str, Any]]):
-    """Any JSON object: the input of a :class:`RawSchemaTool`, validated by whoever runs it."""
+class RawArguments(RootModel[JsonObject]):
+    """A JSON object of any shape: the input of a :class:`RawSchemaTool`, validated by whoever
+    runs it (its handler reads ``.root``)."""
 
 
 @dataclass
-class RawSchemaTool(Tool[Any]):
+class RawSchemaTool(Tool[RawArguments]):
     """A tool described by a ready-made JSON schema instead of a pydantic model.
 
     For tools defined elsewhere (an MCP server's): the schema is sent to the model as given and
-    the input is passed through as a plain dict; only "it is a JSON object" is checked here, the
-    tool's owner validates the rest. ``input_model`` is ignored.
+    the input reaches the handler as :class:`RawArguments` (the JSON object in ``.root``); only
+    "it is a JSON object" is checked here, the tool's owner validates the rest.
     """
 
-    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    input_schema: JsonObject = field(default_factory=lambda: {"type": "object", "properties": {}})
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
-
-    def validate(self, raw: Any) -> Any:
-        return RawArguments.model_validate(raw if raw is not None else {}).root
 
 
 def tool(
     name: str,
-    input_model: type[BaseModel],
+    input_model: type[InputT],
     *,
-    effects: Effects | None = None,
+    effects: Effects[InputT] | None = None,
     key_argument: str | None = None,
     description: str | None = None,
     claude: ClaudeName | None = None,
-) -> Callable[[Handler], Tool]:
+) -> Callable[[Handler[InputT]], Tool[InputT]]:
     """Decorator: the handler's docstring is the tool description unless one is given."""
 
-    def wrap(fn: Handler) -> Tool:
+    def wrap(fn: Handler[InputT]) -> Tool[InputT]:
         desc = description or inspect.cleandoc(fn.__doc__ or "").strip()
         if not desc:
             raise ValueError(f"tool {name!r} needs a description")
@@ -212,31 +230,56 @@ def format_validation_error(tool_name: str, exc: ValidationError) -> str:
     return f"Invalid input for {tool_name}: " + "; ".join(problems)
 
 
+class RegisteredTool(Protocol):
+    """A tool as the registry, the loop and the front ends see it, whatever its input model:
+    every :class:`Tool` is one. Its calls run through :meth:`bind`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def input_model(self) -> type[BaseModel]: ...
+    @property
+    def key_argument(self) -> str | None: ...
+    @property
+    def streams_output(self) -> bool: ...
+    @property
+    def concurrent(self) -> bool: ...
+    @property
+    def claude(self) -> ClaudeName | None: ...
+
+    def claude_call(self, raw: JsonValue, root: Path) -> tuple[str, JsonObject]: ...
+    def schema(self) -> JsonObject: ...
+    def bind(self, raw: JsonValue) -> BoundCall: ...
+    def summary(self, raw: JsonValue) -> str: ...
+
+
 @dataclass
 class ToolRegistry:
-    tools: dict[str, Tool] = field(default_factory=dict)
-    _schemas: list[dict[str, Any]] | None = field(default=None, repr=False)
+    tools: dict[str, RegisteredTool] = field(default_factory=dict)
+    _schemas: list[JsonObject] | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> ToolRegistry:
+    def of(cls, tools: Iterable[RegisteredTool]) -> ToolRegistry:
         registry = cls()
         for t in tools:
             registry.add(t)
         return registry
 
-    def add(self, t: Tool) -> None:
+    def add(self, t: RegisteredTool) -> None:
         if t.name in self.tools:
             raise ValueError(f"duplicate tool name {t.name!r}")
         self.tools[t.name] = t
         self._schemas = None
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> RegisteredTool | None:
         return self.tools.get(name)
 
     def names(self) -> list[str]:
         return list(self.tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self) -> list[JsonObject]:
         """Stable order (registration order) keeps the cached prompt prefix byte-identical.
 
         Built once: pydantic schema generation costs milliseconds per tool on every request."""
@@ -244,20 +287,20 @@ class ToolRegistry:
             self._schemas = [t.schema() for t in self.tools.values()]
         return self._schemas
 
-    def parse(self, name: str, raw: Any) -> tuple[Tool, BaseModel] | ToolOutcome:
+    def parse(self, name: str, raw: JsonValue) -> tuple[RegisteredTool, BoundCall] | ToolOutcome:
         """Look up and validate; an error outcome when either fails."""
         t = self.tools.get(name)
         if t is None:
             known = ", ".join(sorted(self.tools)) or "none"
             return ToolOutcome(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True)
         try:
-            return t, t.validate(raw)
+            return t, t.bind(raw)
         except ValidationError as exc:
             return ToolOutcome(format_validation_error(name, exc), is_error=True)
 
-    def execute(self, t: Tool, parsed: BaseModel, ctx: ToolContext) -> ToolOutcome:
+    def execute(self, t: RegisteredTool, call: BoundCall, ctx: ToolContext) -> ToolOutcome:
         try:
-            result = t.handler(parsed, ctx)
+            result = call.handle(ctx)
         except ToolError as exc:
             return ToolOutcome(f"Error: {exc}", is_error=True)
         except Exception as exc:  # a bug in a tool must not end the session
@@ -266,7 +309,7 @@ class ToolRegistry:
             return result
         return ToolOutcome(str(result) if result is not None else "")
 
-    def run(self, name: str, raw: Any, ctx: ToolContext) -> ToolOutcome:
+    def run(self, name: str, raw: JsonValue, ctx: ToolContext) -> ToolOutcome:
         parsed = self.parse(name, raw)
         if isinstance(parsed, ToolOutcome):
             return parsed
