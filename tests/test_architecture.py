@@ -55,7 +55,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "instructions": {"markers", "tools"},
     # the model adapter and the stores know nothing of the loop
     "llm": {"decoding", "errors", "jsontypes", "markers", "models", "pricing"},
-    "tasks": {"fsutil", "redact"},
+    "tasks": {"fsutil", "jsontypes", "redact"},
     "memory": {"config", "errors", "fsutil", "gitsafe", "llm", "markers", "redact"},
     "tools": {
         "childenv",
@@ -72,7 +72,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "context": {"config", "decoding", "events", "fsutil", "jsontypes", "llm", "markers", "redact"},
     # the loop: context, model and tool protocols, no store
     "agent": {"context", "decoding", "events", "jsontypes", "llm", "markers", "models", "permissions", "tools"},
-    "mcp_bridge": {"childenv", "errors", "fsutil", "tools"},
+    "mcp_bridge": {"childenv", "errors", "fsutil", "jsontypes", "tools"},
     # capabilities: each plugs stores and tools into the loop's Feature protocol
     "features": {
         "agent",

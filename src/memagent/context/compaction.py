@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
@@ -52,6 +52,7 @@ from memagent.context.policy import CompactionRequest
 from memagent.context.prepared import PREPARE_FRACTION, Preparation, Summary, start_preparation
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
 from memagent.events import AgentEvent, Notice
+from memagent.jsontypes import JsonObject
 from memagent.llm.invariants import request_problems
 from memagent.llm.items import Injected, Text, ToolResult, item
 from memagent.llm.protocol import ChatModel
@@ -64,6 +65,25 @@ MEMORY_KINDS = (Marker.MEMORIES, Marker.PROFILE)
 WINDOW_MARGIN = 0.95  # of the window less the answer: room for the estimate's error
 EXACT_COUNT_FROM = 0.8  # of the request budget: above this, ask the API for the exact count
 MAX_FIT_STEPS = 5  # halvings of the inline limit when a request does not fit the window
+
+
+class ContextReport(TypedDict):
+    """Where the context's tokens go (``/context``): estimates per part, ``total`` usage-anchored."""
+
+    system: int
+    tools: int
+    messages: int
+    tool_results: int
+    memory: int
+    total: int
+    exact_anchor: bool
+    threshold: int
+    until_compaction: int
+    message_count: int
+    elided_tool_results: int
+    compactions: int
+    estimator: str
+    transcript: str
 
 
 @dataclass
@@ -98,7 +118,7 @@ class CompactingContext:
         session_id: str,
         transcript_name: str,
         system: list[Block],
-        tools: list[dict[str, Any]],
+        tools: list[JsonObject],
         reinject: Sequence[Callable[[], str | None]] = (),
         before_drop: Sequence[Callable[[list[Message], list[str]], None]] = (),
         tail_fraction: float = 0.3,
@@ -123,7 +143,7 @@ class CompactingContext:
         # replaced, never edited in place
         self._view_memo: tuple[list[Message], int, Message | None, list[Message]] | None = None
         self._conversation: Conversation | None = None
-        self._compacted_at: tuple[Any, ...] | None = None  # conversation position after the last compaction
+        self._compacted_at: tuple[int, str | None, int] | None = None  # conversation position after the last compaction
         # the conversation's user_turns when a compaction did not get below the threshold
         self._wait_for_turn_after: int | None = None
         self._warned_waiting = False
@@ -290,7 +310,7 @@ class CompactingContext:
 
     # ------------------------------------------------------------ /context
 
-    def report(self, conversation: Conversation | None = None) -> dict[str, Any]:
+    def report(self, conversation: Conversation | None = None) -> ContextReport:
         """Where the context's tokens go, for ``/context``. Parts are estimates; ``total`` is usage-anchored."""
         conversation = conversation or self._conversation
         messages = self.view(conversation) if conversation is not None else []
@@ -336,7 +356,7 @@ class CompactingContext:
         )
 
     @staticmethod
-    def _position(conversation: Conversation) -> tuple[Any, ...]:
+    def _position(conversation: Conversation) -> tuple[int, str | None, int]:
         """(messages, last id, blocks of the last message): changes with every append or merge."""
         messages = conversation.messages
         if not messages:
@@ -503,12 +523,12 @@ class CompactingContext:
         state: list[str],
         dropped_ids: list[str],
         current_request: str | None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """The transcript record; with it, resume rebuilds exactly the head this compaction built."""
-        record: dict[str, Any] = {
+        record: JsonObject = {
             "type": "compaction",
             "summary": result.summary,
-            "reinjected": state,
+            "reinjected": [*state],
             "current_request": current_request,
             "transcript_name": self.transcript_name,
             "kept_from": result.kept_from,

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from memagent.jsontypes import JsonMapping
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse, message_items
 from memagent.llm.types import Message
 from memagent.markers import DIGEST_OPENERS, SUMMARY_TAGS, Marker
@@ -84,12 +84,14 @@ class _Digest:
                 older = [line[2:] for line in items.splitlines() if line.startswith("- ")]
                 self.lists[title][:0] = older
 
-    def _call(self, args: dict[str, Any]) -> None:
+    def _call(self, args: JsonMapping) -> None:
         for key in PATH_KEYS:
-            if isinstance(args.get(key), str):
-                self.lists[FILES].append(args[key])
-        if isinstance(args.get("command"), str):
-            self.lists[COMMANDS].append(first_chars(args["command"], COMMAND_CHARS))
+            path = args.get(key)
+            if isinstance(path, str):
+                self.lists[FILES].append(path)
+        command = args.get("command")
+        if isinstance(command, str):
+            self.lists[COMMANDS].append(first_chars(command, COMMAND_CHARS))
 
     def _errors(self, result: ToolResult) -> None:
         text = result.text

@@ -21,10 +21,10 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from memagent.decoding import scrub
 from memagent.fsutil import atomic_write, private_dir
+from memagent.jsontypes import JsonValue
 from memagent.llm.items import Injected, Item, Text, ToolResult, item
 from memagent.llm.types import Block, Message
 from memagent.redact import redact
@@ -179,8 +179,10 @@ class AttachmentShelf:
             return {**block, "content": parts} if changed else block
         return block
 
-    def _fit_item(self, part: Any, limit: int, found: list[Attached]) -> Any:
-        value = item(part) if isinstance(part, dict) else None
+    def _fit_item(self, part: JsonValue, limit: int, found: list[Attached]) -> JsonValue:
+        if not isinstance(part, dict):
+            return part
+        value = item(part)
         if not isinstance(value, Text):
             return part
         fitted = self._fit_text(value.text, "tool output", limit, found)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from memagent.context.conversation import Conversation
+from memagent.events import AgentEvent
 from memagent.llm.types import Block, Message, Usage
 
 
@@ -20,11 +21,11 @@ class ContextPolicy(Protocol):
         """The messages to send (e.g. with old tool results elided). Must keep the invariants."""
         ...
 
-    def before_request(self, conversation: Conversation) -> Iterator[Any]:
+    def before_request(self, conversation: Conversation) -> Iterator[AgentEvent]:
         """Compact if needed; yields agent events (notices) about what it did."""
         ...
 
-    def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[Any]:
+    def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[AgentEvent]:
         """Compact now (the compact tool, /compact, or a prompt-too-long error)."""
         ...
 
@@ -42,7 +43,7 @@ class ContextPolicy(Protocol):
         a preview and a file the model reads), with one note per text set aside."""
         ...
 
-    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[Any, None, bool]:
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[AgentEvent, None, bool]:
         """The API answered "prompt is too long" (``attempt``: 1, 2, …): make the context smaller;
         yields notices and returns whether anything changed (a retry is worth it)."""
         ...
@@ -73,10 +74,10 @@ class PassThroughContext:
     def view(self, conversation: Conversation) -> list[Message]:
         return conversation.messages
 
-    def before_request(self, conversation: Conversation) -> Iterator[Any]:
+    def before_request(self, conversation: Conversation) -> Iterator[AgentEvent]:
         return iter(())
 
-    def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[Any]:
+    def force_compact(self, conversation: Conversation, focus: str | None = None) -> Iterator[AgentEvent]:
         return iter(())
 
     def observe(self, usage: Usage, sent: list[Message]) -> None:
@@ -88,6 +89,6 @@ class PassThroughContext:
     def fit(self, blocks: list[Block]) -> tuple[list[Block], list[str]]:
         return blocks, []
 
-    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[Any, None, bool]:
+    def recover_too_long(self, conversation: Conversation, attempt: int) -> Generator[AgentEvent, None, bool]:
         return False
         yield  # a generator that changes nothing

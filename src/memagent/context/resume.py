@@ -27,6 +27,7 @@ from memagent.context.oversize import AttachmentShelf
 from memagent.context.rewind import active_records, turn_points
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
+from memagent.jsontypes import json_str
 from memagent.llm.invariants import request_problems
 from memagent.llm.items import accepted_blocks
 from memagent.llm.types import Block, Message
@@ -135,7 +136,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         warnings=warnings,
         compactions=history.compactions,
         summary=history.summary,
-        model=start.get("model"),
+        model=json_str(start.get("model")) or None,
         path=path,
         logical_session=str(start.get("logical_session") or path.stem),
         checkpoints=[by_message.get(message_id) for message_id in history.ids],

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from memagent.context.conversation import opens_user_turn
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm.items import own_texts
 
 FIRST_LINE_CHARS = 100
@@ -46,7 +46,7 @@ class TurnPoint:
         line = (self.text.strip().splitlines() or [""])[0].strip()
         return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 1] + "…"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "turn": self.number,
             "message_id": self.message_id,
@@ -56,9 +56,9 @@ class TurnPoint:
         }
 
 
-def active_records(records: Sequence[dict[str, Any]], warnings: list[str] | None = None) -> list[dict[str, Any]]:
+def active_records(records: Sequence[JsonObject], warnings: list[str] | None = None) -> list[JsonObject]:
     """The records still in effect once every conversation rewind is applied, in file order."""
-    active: list[dict[str, Any]] = []
+    active: list[JsonObject] = []
     for record in records:
         if record.get("type") == "rewind" and record.get("conversation"):
             cut = _message_position(active, str(record.get("message_id")))
@@ -73,7 +73,7 @@ def active_records(records: Sequence[dict[str, Any]], warnings: list[str] | None
     return active
 
 
-def _message_position(records: Sequence[dict[str, Any]], message_id: str) -> int | None:
+def _message_position(records: Sequence[JsonObject], message_id: str) -> int | None:
     for index in range(len(records) - 1, -1, -1):
         record = records[index]
         if record.get("type") == "message" and str(record.get("id")) == message_id:
@@ -81,29 +81,29 @@ def _message_position(records: Sequence[dict[str, Any]], message_id: str) -> int
     return None
 
 
-def user_words(content: Sequence[Any]) -> str:
+def user_words(content: Sequence[JsonValue]) -> str:
     """The text the user typed in a message (injected blocks left out)."""
     texts = own_texts({"content": list(content)})
     return "\n".join(t for t in texts if t.strip())
 
 
-def turn_points(active: Sequence[dict[str, Any]]) -> list[TurnPoint]:
+def turn_points(active: Sequence[JsonObject]) -> list[TurnPoint]:
     """Every user turn of the active records, oldest first, with its checkpoint."""
     points: list[TurnPoint] = []
     checkpoints: dict[int, str] = {}
     for position, record in enumerate(active):
         kind = record.get("type")
-        if kind == "checkpoint" and isinstance(record.get("turn"), int) and record.get("commit"):
-            checkpoints[record["turn"]] = str(record["commit"])
+        turn, content, time = record.get("turn"), record.get("content"), record.get("time")
+        if kind == "checkpoint" and isinstance(turn, int) and record.get("commit"):
+            checkpoints[turn] = str(record["commit"])
         elif kind == "message":
-            message = {"role": record.get("role"), "content": record.get("content")}
-            if isinstance(message["content"], list) and opens_user_turn(message):
+            if isinstance(content, list) and opens_user_turn({"role": record.get("role"), "content": content}):
                 points.append(
                     TurnPoint(
                         len(points) + 1,
                         str(record.get("id")),
-                        user_words(message["content"]),
-                        record.get("time"),
+                        user_words(content),
+                        time if isinstance(time, str) else None,
                         None,
                         position,
                     )
@@ -119,7 +119,7 @@ def find_turn(points: Sequence[TurnPoint], number: int) -> TurnPoint:
     return points[number - 1]
 
 
-def rewind_record(point: TurnPoint, *, code: bool, conversation: bool, **details: Any) -> dict[str, Any]:
+def rewind_record(point: TurnPoint, *, code: bool, conversation: bool, **details: JsonValue) -> JsonObject:
     """The transcript record of a rewind to the start of ``point``."""
     return {
         "type": "rewind",

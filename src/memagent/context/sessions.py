@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from memagent.context.conversation import opens_user_turn
 from memagent.context.resume import ResumeError, session_path
 from memagent.context.transcript import LoadedTranscript, TranscriptError, iter_transcripts, read_records
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm.items import own_texts, tool_uses
 
 FIRST_LINE_CHARS = 80
@@ -41,7 +41,7 @@ class SessionInfo:
     kind: str | None = None  # None: written before sessions recorded their kind
     tool_calls: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {**asdict(self), "did_work": self.did_work}
 
     @property
@@ -72,7 +72,7 @@ def _mtime(path: Path) -> str | None:
     return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds")
 
 
-def _user_words(content: list[Any]) -> str:
+def _user_words(content: list[JsonValue]) -> str:
     """The first line the user typed in a message (no injected text)."""
     for text in own_texts({"content": content}):
         text = text.strip()
@@ -128,8 +128,8 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
     )
 
 
-def _kind(value: Any) -> str | None:
-    return value if value in KINDS else None
+def _kind(value: object) -> str | None:
+    return value if isinstance(value, str) and value in KINDS else None
 
 
 def session_info(path: Path) -> SessionInfo:
