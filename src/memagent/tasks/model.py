@@ -18,7 +18,8 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+
+from memagent.jsontypes import JsonObject, JsonValue
 
 PENDING = "pending"
 IN_PROGRESS = "in_progress"
@@ -62,7 +63,7 @@ class Task:
     created_at: str = ""
     updated_at: str = ""
     # Keys other tools wrote; preserved in order on every save.
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
@@ -77,14 +78,14 @@ class Task:
     def is_blocked(self) -> bool:
         return not self.terminal and bool(self.blockedBy)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> JsonObject:
+        data: JsonObject = {
             "id": self.id,
             "subject": self.subject,
             "description": self.description,
             "status": self.status,
-            "blockedBy": list(self.blockedBy),
-            "blocks": list(self.blocks),
+            "blockedBy": [*self.blockedBy],
+            "blocks": [*self.blocks],
             "owner": self.owner,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
@@ -111,18 +112,19 @@ class Task:
         )
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _id_list(data: dict[str, Any], key: str, name: str) -> list[int]:
+def _id_list(data: JsonObject, key: str, name: str) -> list[int]:
     value = data.get(key, [])
-    if not isinstance(value, list) or not all(_is_int(v) for v in value):
+    ids = [v for v in value if isinstance(v, int) and not isinstance(v, bool)] if isinstance(value, list) else []
+    if not isinstance(value, list) or len(ids) != len(value):
         raise MalformedTask(f"{name}: {key!r} must be a list of integer task ids, got {json.dumps(value)[:60]}")
-    return sorted(set(value))
+    return sorted(set(ids))
 
 
-def _text(data: dict[str, Any], key: str, name: str, *, required: bool = False) -> str:
+def _text(data: JsonObject, key: str, name: str, *, required: bool = False) -> str:
     if key not in data:
         if required:
             raise MalformedTask(f"{name}: {key!r} is missing")
@@ -133,14 +135,14 @@ def _text(data: dict[str, Any], key: str, name: str, *, required: bool = False) 
     return value
 
 
-def task_from_dict(data: Any, name: str, expected_id: int | None = None) -> Task:
+def task_from_dict(data: JsonValue, name: str, expected_id: int | None = None) -> Task:
     """Validate a decoded task file strictly; ``name`` (the file name) prefixes every error."""
     if not isinstance(data, dict):
         raise MalformedTask(f"{name}: expected a JSON object, got {type(data).__name__}")
     if "id" not in data:
         raise MalformedTask(f"{name}: 'id' is missing")
     task_id = data["id"]
-    if not _is_int(task_id) or task_id < 1:
+    if not isinstance(task_id, int) or isinstance(task_id, bool) or task_id < 1:
         raise MalformedTask(f"{name}: 'id' must be a positive integer, got {json.dumps(task_id)[:40]}")
     if expected_id is not None and task_id != expected_id:
         raise MalformedTask(f"{name}: 'id' is {task_id} but the file name says {expected_id}")

@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memagent.redact import redact
 from memagent.tasks import graph
@@ -470,7 +469,7 @@ def _file_order(problem: str) -> tuple[int, str]:
     return (int(match.group(1)) if match else 0, problem)
 
 
-def _ids(values: Iterable[Any]) -> list[int]:
+def _ids(values: Iterable[object]) -> list[int]:
     out: list[int] = []
     for value in values:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -480,7 +479,7 @@ def _ids(values: Iterable[Any]) -> list[int]:
     return out
 
 
-def _clean_subject(subject: Any) -> str:
+def _clean_subject(subject: object) -> str:
     if not isinstance(subject, str) or not subject.strip():
         raise TaskError("a task needs a non-empty subject")
     clean = " ".join(subject.split())
@@ -491,6 +490,6 @@ def _clean_subject(subject: Any) -> str:
     return clean
 
 
-def _check_text(name: str, value: Any) -> None:
+def _check_text(name: str, value: object) -> None:
     if not isinstance(value, str):
         raise TaskError(f"{name} must be a string")
