@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Self
 
 CHUNK_BYTES = 1 << 20
 
@@ -29,7 +29,7 @@ class RedactingWriter:
         self._chunk = chunk_bytes
         self._pending = b""
 
-    def __enter__(self) -> RedactingWriter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

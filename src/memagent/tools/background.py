@@ -152,7 +152,9 @@ class ShellRegistry:
         self._lock = threading.Lock()
         self._closed = False
         self._exit_hook = False
-        self._requests: queue.SimpleQueue[tuple[Command, queue.SimpleQueue] | None] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[tuple[Command, queue.SimpleQueue[Started | Exception]] | None] = (
+            queue.SimpleQueue()
+        )
         self._launcher: threading.Thread | None = None
 
     def _launch_loop(self) -> None:
@@ -171,12 +173,12 @@ class ShellRegistry:
         if self._launcher is None:
             self._launcher = threading.Thread(target=self._launch_loop, name="memagent-shell-launcher", daemon=True)
             self._launcher.start()
-        answer: queue.SimpleQueue[object] = queue.SimpleQueue()
+        answer: queue.SimpleQueue[Started | Exception] = queue.SimpleQueue()
         self._requests.put((command, answer))
         started = answer.get()
         if isinstance(started, Exception):
             raise started
-        return started  # type: ignore[return-value]
+        return started
 
     def start(self, script: str, root: Path) -> BackgroundShell:
         """Start ``script`` in ``root``; raises ShellError (closing, too many), or what the

@@ -29,41 +29,43 @@ memagent keeps working.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.tools.base import ClaudeName, absolute
 
 
-def _bash(raw: dict[str, Any], root: Path) -> dict[str, Any]:
-    view = {**raw, "command": raw.get("command", "")}
-    if isinstance(raw.get("timeout"), (int, float)):
-        view["timeout"] = int(raw["timeout"] * 1000)  # Claude Code counts milliseconds
+def _bash(raw: JsonObject, root: Path) -> JsonObject:
+    view: JsonObject = {**raw, "command": raw.get("command", "")}
+    timeout = raw.get("timeout")
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        view["timeout"] = int(timeout * 1000)  # Claude Code counts milliseconds
     return view
 
 
-def _file(raw: dict[str, Any], root: Path) -> dict[str, Any]:
+def _file(raw: JsonObject, root: Path) -> JsonObject:
     view = dict(raw)
     if raw.get("path") is not None:
         view["file_path"] = absolute(raw["path"], root)
     return view
 
 
-def _edit(raw: dict[str, Any], root: Path) -> dict[str, Any]:
+def _edit(raw: JsonObject, root: Path) -> JsonObject:
     view = _file(raw, root)
     view.update(old_string=raw.get("old_text", ""), new_string=raw.get("new_text", ""), replace_all=False)
     return view
 
 
-def _search(raw: dict[str, Any], root: Path) -> dict[str, Any]:
+def _search(raw: JsonObject, root: Path) -> JsonObject:
     view = dict(raw)
     if raw.get("path") is not None:
         view["path"] = absolute(raw["path"], root)
     return view
 
 
-def _todo(raw: dict[str, Any], root: Path) -> dict[str, Any]:
-    items = raw.get("items") if isinstance(raw.get("items"), list) else []
-    todos = [
+def _todo(raw: JsonObject, root: Path) -> JsonObject:
+    given = raw.get("items")
+    items = given if isinstance(given, list) else []
+    todos: list[JsonValue] = [
         {
             "content": item.get("text", ""),
             "status": item.get("status", ""),
@@ -76,7 +78,7 @@ def _todo(raw: dict[str, Any], root: Path) -> dict[str, Any]:
     return {**raw, "todos": todos}
 
 
-def _skill(raw: dict[str, Any], root: Path) -> dict[str, Any]:
+def _skill(raw: JsonObject, root: Path) -> JsonObject:
     return {**raw, "skill": raw.get("name", "")}
 
 

@@ -28,6 +28,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from memagent.decoding import looks_binary as _looks_binary
 from memagent.fsutil import atomic_write
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.permissions.effects import Effect, declares
 from memagent.tools import claude_names
 from memagent.tools.base import ToolContext, ToolError, ToolInput, tool
@@ -103,14 +104,15 @@ def similar_names_hint(path: Path) -> str:
     return ""
 
 
-def optional_field(description: str, **schema_extra: Any) -> Any:
-    """An optional input field: absent or ``null`` means "use the default".
+def optional_field(description: str, **schema_extra: JsonValue) -> Any:
+    """An optional input field: absent or ``null`` means "use the default". Returns what pydantic's
+    ``Field`` returns (declared ``Any`` there too, so it stands as the default of any field type).
 
     The schema shows the plain type (no ``anyOf`` with null, no ``default: null``) plus
     ``schema_extra`` (e.g. ``minimum``); range checks live in validators so errors are one line.
     """
 
-    def adjust(schema: dict[str, Any]) -> None:
+    def adjust(schema: JsonObject) -> None:
         schema.pop("default", None)
         schema.update(schema_extra)
 
@@ -264,7 +266,8 @@ def _line_of(text: str, index: int) -> int:
 
 
 def _occurrence_lines(text: str, needle: str, limit: int = 10) -> list[int]:
-    lines, start = [], 0
+    lines: list[int] = []
+    start = 0
     while len(lines) < limit:
         found = text.find(needle, start)
         if found == -1:

@@ -143,7 +143,9 @@ def expand_braces(pattern: str) -> list[str]:
 
 
 def _split_top_level_commas(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "," and depth == 0:
             parts.append("".join(current))

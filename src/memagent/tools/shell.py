@@ -39,6 +39,7 @@ from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from memagent.fsutil import private_dir
+from memagent.jsontypes import JsonValue
 from memagent.permissions.danger import dangerous_reason
 from memagent.permissions.effects import Effect, declares
 from memagent.redact import RedactingWriter
@@ -142,7 +143,7 @@ def split_head_tail(text: str, cap: int) -> tuple[str, str, int]:
     return head, tail, len(text) - len(head) - len(tail)
 
 
-def _copy_capped(sink: IO[bytes], out: IO[bytes], max_bytes: int) -> int:
+def _copy_capped(sink: IO[bytes], out: RedactingWriter, max_bytes: int) -> int:
     """Copy ``sink`` into ``out``, keeping only its head and tail past ``max_bytes``; its size."""
     size = sink.seek(0, os.SEEK_END)
     sink.seek(0)
@@ -254,7 +255,7 @@ def _start_background(shell: ShellConfig, command: str, root: Path) -> str:
     )
 
 
-def bash_tool(config: ShellConfig | None = None) -> Tool:
+def bash_tool(config: ShellConfig | None = None) -> Tool[BashInput]:
     """The ``bash`` tool, running commands as ``config`` says (default: sandboxed when possible)."""
     shell = config or ShellConfig()
 
@@ -290,7 +291,7 @@ def bash_tool(config: ShellConfig | None = None) -> Tool:
                 is_error=True,
                 details={"exit_code": None, "output": output, "timed_out": True},
             )
-        details = {"exit_code": code, "output": output, "timed_out": False}
+        details: dict[str, JsonValue] = {"exit_code": code, "output": output, "timed_out": False}
         if not output:
             output = "(no output)\n"
         elif not output.endswith("\n"):
