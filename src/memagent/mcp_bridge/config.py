@@ -33,10 +33,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memagent.childenv import NEVER_PASSED, is_secret_variable
 from memagent.fsutil import resolves_inside
+from memagent.jsontypes import JsonObject, JsonValue
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
@@ -128,7 +128,7 @@ def expand(value: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(one, value)
 
 
-def _strings(value: Any, what: str) -> list[str]:
+def _strings(value: JsonValue, what: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
@@ -136,7 +136,7 @@ def _strings(value: Any, what: str) -> list[str]:
     return [str(v) for v in value]
 
 
-def _mapping(value: Any, what: str) -> dict[str, str]:
+def _mapping(value: JsonValue, what: str) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
@@ -144,7 +144,7 @@ def _mapping(value: Any, what: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def parse_server(name: str, entry: Any, env: Mapping[str, str], origin: str) -> ServerSpec:
+def parse_server(name: str, entry: JsonValue, env: Mapping[str, str], origin: str) -> ServerSpec:
     """One ``mcpServers`` entry; raises :class:`McpConfigError` with the reason."""
     if not isinstance(entry, dict):
         raise McpConfigError("the entry must be an object")
@@ -170,7 +170,7 @@ def parse_server(name: str, entry: Any, env: Mapping[str, str], origin: str) -> 
     return StdioServer(name, expand(command, env), args, server_env, origin, display=display)
 
 
-def read_servers_file(path: Path) -> dict[str, Any]:
+def read_servers_file(path: Path) -> JsonObject:
     """The ``mcpServers`` object of one file ({} when the file does not exist)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -192,14 +192,14 @@ def load_mcp_config(
     env: Mapping[str, str],
     *,
     project_trusted: bool,
-    extra_servers: Mapping[str, Any] | None = None,
+    extra_servers: Mapping[str, JsonValue] | None = None,
 ) -> McpConfig:
     """Both files merged (project entries win by name); never raises for bad content.
 
     ``extra_servers`` (``mcpServers`` entries the user gave on the command line, ``--mcp-config``)
     are the user's own choice, used like the user file's and winning over both files by name."""
     config = McpConfig()
-    entries: dict[str, tuple[Any, str]] = {}
+    entries: dict[str, tuple[JsonValue, str]] = {}
     sources = [(user_file, "user")] + ([(project_file, "project")] if project_file is not None else [])
     for path, origin in sources:
         if origin == "project" and path.is_symlink() and not resolves_inside(path, path.parent):

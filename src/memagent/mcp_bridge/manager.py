@@ -29,10 +29,11 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 from memagent import __version__
 from memagent.errors import one_line
+from memagent.jsontypes import JsonObject
 from memagent.mcp_bridge.config import HttpServer, ServerSpec, StdioServer, server_environment
 from memagent.mcp_bridge.remote import (
     FAILED,
@@ -51,6 +52,25 @@ from memagent.mcp_bridge.remote import (
     offers_resources,
 )
 from memagent.mcp_bridge.results import CallOutcome, convert_contents, convert_result, prompt_text
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client import Transport
+
+ResultT = TypeVar("ResultT")
+
+
+class _StatusChange(TypedDict, total=False):
+    """The fields of a server's :class:`ServerStatus` that change as it runs."""
+
+    status: str
+    reason: str | None
+    tools: tuple[RemoteTool, ...]
+    prompts: tuple[RemotePrompt, ...]
+    resources: bool
+    server_info: str
+    reconnects: int
+
 
 CONNECTION_CLOSED = -32000  # JSON-RPC codes the SDK uses for a dead connection / a timeout
 REQUEST_TIMEOUT = -32001
@@ -107,7 +127,7 @@ class McpManager:
     max_result_chars: int = 30_000
     reconnect_delays: Sequence[float] = RECONNECT_DELAYS
     _status: dict[str, ServerStatus] = field(default_factory=dict, init=False)
-    _clients: dict[str, Any] = field(default_factory=dict, init=False)
+    _clients: dict[str, Client] = field(default_factory=dict, init=False)
     _lost: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
     _noise: dict[str, Noise] = field(default_factory=dict, init=False)
     _changed: threading.Condition = field(default_factory=threading.Condition, init=False)
@@ -149,7 +169,7 @@ class McpManager:
             found = self._status.get(server)
             return self._with_noise(found) if found is not None else None
 
-    def call_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
+    def call_tool(self, server: str, tool: str, arguments: JsonObject, timeout: float) -> CallOutcome:
         """Call one tool and wait at most ``timeout`` seconds; failures are error outcomes."""
         return self._request(
             server, lambda client: self._call(server, client, tool, arguments, timeout), timeout, f"MCP tool {tool}"
@@ -158,7 +178,7 @@ class McpManager:
     def read_resource(self, server: str, uri: str, timeout: float) -> CallOutcome:
         """Read one resource (text, images, binary contents named with their size)."""
 
-        async def read(client: Any) -> CallOutcome:
+        async def read(client: Client) -> CallOutcome:
             result = await self._guarded(server, client.read_resource(uri), timeout, f"reading {uri}")
             if isinstance(result, CallOutcome):
                 return result
@@ -169,7 +189,7 @@ class McpManager:
     def get_prompt(self, server: str, prompt: str, arguments: dict[str, str], timeout: float) -> CallOutcome:
         """A prompt's messages as one text (``is_error`` with the reason when it fails)."""
 
-        async def get(client: Any) -> CallOutcome:
+        async def get(client: Client) -> CallOutcome:
             result = await self._guarded(server, client.get_prompt(prompt, arguments), timeout, f"prompt {prompt}")
             if isinstance(result, CallOutcome):
                 return result
@@ -192,7 +212,7 @@ class McpManager:
                 continue
             box: list[RemoteResource] = []
 
-            async def listing(client: Any, name: str = name, box: list[RemoteResource] = box) -> CallOutcome:
+            async def listing(client: Client, name: str = name, box: list[RemoteResource] = box) -> CallOutcome:
                 result = await self._guarded(name, list_resources(name, client), timeout, "listing resources")
                 if isinstance(result, CallOutcome):
                     return result
@@ -221,7 +241,7 @@ class McpManager:
         return replace(status, noise=summary) if summary != status.noise else status
 
     def _request(
-        self, server: str, make: Callable[[Any], Coroutine[Any, Any, CallOutcome]], timeout: float, what: str
+        self, server: str, make: Callable[[Client], Coroutine[object, object, CallOutcome]], timeout: float, what: str
     ) -> CallOutcome:
         """Run ``make(client)`` on the loop and wait for it; every failure is an error outcome."""
         state = self.status(server)
@@ -260,7 +280,7 @@ class McpManager:
     def _settled(self) -> bool:
         return all(s.status != STARTING for s in self._status.values())
 
-    def _set(self, name: str, **changes: Any) -> None:
+    def _set(self, name: str, **changes: Unpack[_StatusChange]) -> None:
         with self._changed:
             self._status[name] = replace(self._status[name], **changes)
             self._changed.notify_all()
@@ -345,11 +365,9 @@ class McpManager:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await self._connect(spec, stack, log)
-                offered = {
-                    "tools": await list_tools(spec.name, client),
-                    "prompts": await list_prompts(spec.name, client),
-                    "resources": await offers_resources(client),
-                }
+                tools = await list_tools(spec.name, client)
+                prompts = await list_prompts(spec.name, client)
+                resources = await offers_resources(client)
                 self._clients[spec.name] = client
                 reconnects = self._status[spec.name].reconnects + (
                     1 if self._status[spec.name].status == RECONNECTING else 0
@@ -360,7 +378,9 @@ class McpManager:
                     reason=None,
                     server_info=self._info(client),
                     reconnects=reconnects,
-                    **offered,
+                    tools=tools,
+                    prompts=prompts,
+                    resources=resources,
                 )
                 ready.set()
                 await _first_of(self._stop, lost)
@@ -382,21 +402,25 @@ class McpManager:
                 log.close()
         return reason
 
-    async def _connect(self, spec: ServerSpec, stack: contextlib.AsyncExitStack, log: IO[str] | None) -> Any:
+    async def _connect(
+        self, spec: ServerSpec, stack: contextlib.AsyncExitStack[bool | None], log: IO[str] | None
+    ) -> Client:
         from mcp import Client
         from mcp.types import Implementation
 
         info = Implementation(name="memagent", version=__version__)
         noise = self._noise[spec.name]
 
-        async def on_message(message: Any) -> None:
+        async def on_message(message: object) -> None:
             if isinstance(message, Exception):
                 noise.add(message)
 
         if isinstance(spec, HttpServer) and spec.sse:
             from mcp.client.sse import sse_client
 
-            transport: Any = sse_client(spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0)
+            transport: Transport = sse_client(
+                spec.url, headers=dict(spec.headers), timeout=30.0, sse_read_timeout=300.0
+            )
         elif isinstance(spec, HttpServer):
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -420,15 +444,15 @@ class McpManager:
         )
 
     @staticmethod
-    def _info(client: Any) -> str:
+    def _info(client: Client) -> str:
         info = getattr(client, "server_info", None)
         if info is None:
             return ""
         return f"{info.name} {info.version}".strip()
 
     async def _guarded(
-        self, server: str, request: Awaitable[Any], timeout: float, what: str, grace: float = 0.0
-    ) -> Any:
+        self, server: str, request: Awaitable[ResultT], timeout: float, what: str, grace: float = 0.0
+    ) -> ResultT | CallOutcome:
         """Await one request (at most ``timeout`` + ``grace`` s); a protocol error or a dead
         connection becomes an error outcome."""
         from mcp import MCPError
@@ -446,9 +470,7 @@ class McpManager:
         except Exception as exc:  # noqa: BLE001 — a broken connection is an error result
             return self._crashed(server, what, exc)
 
-    async def _call(
-        self, server: str, client: Any, tool: str, arguments: dict[str, Any], timeout: float
-    ) -> CallOutcome:
+    async def _call(self, server: str, client: Client, tool: str, arguments: JsonObject, timeout: float) -> CallOutcome:
         result = await self._guarded(
             server,
             client.call_tool(tool, arguments, read_timeout_seconds=timeout),

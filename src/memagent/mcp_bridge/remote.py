@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from memagent.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.types import ServerCapabilities, Tool
 
 STARTING, READY, RECONNECTING, FAILED, STOPPED = "starting", "ready", "reconnecting", "failed", "stopped"
 MAX_PAGES = 50  # a server that never stops paging is cut off
@@ -23,7 +29,7 @@ class RemoteTool:
     server: str
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: JsonObject
     task_only: bool = False  # the tool runs only as an MCP task (``execution.taskSupport: required``)
     # The server's own hints (MCP tool annotations); None where it gave none.
     read_only: bool | None = None
@@ -76,7 +82,7 @@ class ServerStatus:
     noise: str = ""  # one line about stdout lines that were not JSON-RPC, if any
     reconnects: int = 0  # successful reconnections after a dropped connection
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "name": self.name,
             "transport": self.transport,
@@ -85,14 +91,18 @@ class ServerStatus:
             "status": self.status,
             "reason": self.reason,
             "server_info": self.server_info,
-            "tools": [
-                {"name": t.name, "description": t.description, **({"task_only": True} if t.task_only else {})}
-                for t in self.tools
-            ],
+            "tools": [_tool_row(t) for t in self.tools],
             "prompts": [p.name for p in self.prompts],
             "resources": self.resources,
             "noise": self.noise,
         }
+
+
+def _tool_row(tool: RemoteTool) -> JsonObject:
+    row: JsonObject = {"name": tool.name, "description": tool.description}
+    if tool.task_only:
+        row["task_only"] = True
+    return row
 
 
 @dataclass
@@ -132,19 +142,19 @@ def _offending_input(problem: BaseException) -> str:
     return ""
 
 
-def _task_only(tool: Any) -> bool:
+def _task_only(tool: Tool) -> bool:
     execution = getattr(tool, "execution", None)
     return getattr(execution, "task_support", None) == "required"
 
 
-def _capabilities(client: Any) -> Any:
+def _capabilities(client: Client) -> ServerCapabilities | None:
     try:
         return client.server_capabilities
     except Exception:  # not connected in the expected way: offer tools only
         return None
 
 
-async def list_tools(server: str, client: Any) -> tuple[RemoteTool, ...]:
+async def list_tools(server: str, client: Client) -> tuple[RemoteTool, ...]:
     found: list[RemoteTool] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
@@ -169,7 +179,7 @@ async def list_tools(server: str, client: Any) -> tuple[RemoteTool, ...]:
     return tuple(found)
 
 
-async def list_prompts(server: str, client: Any) -> tuple[RemotePrompt, ...]:
+async def list_prompts(server: str, client: Client) -> tuple[RemotePrompt, ...]:
     capabilities = _capabilities(client)
     if capabilities is None or getattr(capabilities, "prompts", None) is None:
         return ()
@@ -188,7 +198,7 @@ async def list_prompts(server: str, client: Any) -> tuple[RemotePrompt, ...]:
     return tuple(found)
 
 
-async def offers_resources(client: Any) -> bool:
+async def offers_resources(client: Client) -> bool:
     """The server declares resources and lists at least one (many servers declare the
     capability with nothing behind it)."""
     capabilities = _capabilities(client)
@@ -198,7 +208,7 @@ async def offers_resources(client: Any) -> bool:
     return bool(page.resources)
 
 
-async def list_resources(server: str, client: Any) -> list[RemoteResource]:
+async def list_resources(server: str, client: Client) -> list[RemoteResource]:
     found: list[RemoteResource] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):

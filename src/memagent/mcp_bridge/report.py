@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from memagent.jsontypes import JsonMapping, JsonObject, json_list, json_object, json_str
 from memagent.mcp_bridge.config import PROJECT_FILE, McpConfig
 from memagent.mcp_bridge.manager import ServerStatus
 
 
-def server_rows(config: McpConfig, statuses: Sequence[ServerStatus]) -> list[dict[str, Any]]:
+def server_rows(config: McpConfig, statuses: Sequence[ServerStatus]) -> list[JsonObject]:
     """One dict per configured server (started, broken or skipped), in configuration order."""
     rows = [status.as_dict() for status in statuses]
-    rows += [
+    rows += [  # a server that did not start: no tools
         {"name": b.name, "origin": b.origin, "status": "invalid", "reason": b.reason, "tools": []}
         for b in config.broken
     ]
@@ -29,7 +29,7 @@ def server_rows(config: McpConfig, statuses: Sequence[ServerStatus]) -> list[dic
     return rows
 
 
-def render_rows(rows: Sequence[dict[str, Any]], problems: Sequence[str] = (), *, tool_limit: int = 12) -> str:
+def render_rows(rows: Sequence[JsonMapping], problems: Sequence[str] = (), *, tool_limit: int = 12) -> str:
     """Plain text: a line per server, then its tools indented."""
     if not rows and not problems:
         return (
@@ -40,17 +40,18 @@ def render_rows(rows: Sequence[dict[str, Any]], problems: Sequence[str] = (), *,
     for row in rows:
         where = f" {row['transport']} {row['target']}" if row.get("target") else ""
         reason = f" — {row['reason']}" if row.get("reason") else ""
-        count = f", {len(row['tools'])} tools" if row["status"] == "ready" else ""
+        tools = [json_object(tool) for tool in json_list(row.get("tools"))]
+        count = f", {len(tools)} tools" if row["status"] == "ready" else ""
         lines.append(f"{row['name']} [{row['status']}{count}] ({row['origin']}){where}{reason}")
-        tools = row["tools"]
         for tool in tools[:tool_limit]:
-            first = (tool.get("description") or "").strip().splitlines()
+            first = json_str(tool.get("description")).strip().splitlines()
             task = " (runs only as an MCP task: not offered)" if tool.get("task_only") else ""
-            lines.append(f"    {tool['name']}" + (f" — {first[0][:80]}" if first else "") + task)
+            lines.append(f"    {tool.get('name')}" + (f" — {first[0][:80]}" if first else "") + task)
         if len(tools) > tool_limit:
             lines.append(f"    … and {len(tools) - tool_limit} more")
         if row.get("prompts"):
-            lines.append("    prompts: " + ", ".join(f"/mcp__{row['name']}__{p}" for p in row["prompts"]))
+            prompts = json_list(row.get("prompts"))
+            lines.append("    prompts: " + ", ".join(f"/mcp__{row['name']}__{p}" for p in prompts))
         if row.get("resources"):
             lines.append("    resources: read with list_mcp_resources / read_mcp_resource")
         if row.get("noise"):

@@ -16,7 +16,20 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from memagent.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    from mcp.types import (
+        BlobResourceContents,
+        CallToolResult,
+        ContentBlock,
+        GetPromptResult,
+        ReadResourceResult,
+        ResourceLink,
+        TextResourceContents,
+    )
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the Messages API limit per image
@@ -29,7 +42,7 @@ class CallOutcome:
 
     text: str
     is_error: bool = False
-    images: list[dict[str, Any]] = field(default_factory=list)
+    images: list[JsonObject] = field(default_factory=list)
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -41,7 +54,7 @@ def cap_text(text: str, limit: int) -> str:
     return f"{text[:head]}\n… [{cut} characters cut] …\n{text[-tail:]}"
 
 
-def _image_block(data: str, mime: str) -> dict[str, Any] | str:
+def _image_block(data: str, mime: str) -> JsonObject | str:
     """An image block, or a one-line note saying why the image is not passed on."""
     if mime not in IMAGE_TYPES:
         return f"[image of type {mime} not shown: the model accepts {', '.join(IMAGE_TYPES)}]"
@@ -64,7 +77,7 @@ class _Collector:
     def __init__(self, server: str) -> None:
         self.server = server
         self.texts: list[str] = []
-        self.images: list[dict[str, Any]] = []
+        self.images: list[JsonObject] = []
 
     def image(self, data: str, mime: str) -> None:
         block = _image_block(data, mime)
@@ -75,11 +88,11 @@ class _Collector:
         else:
             self.texts.append(f"[more than {MAX_IMAGES} images: the rest were left out]")
 
-    def contents(self, resource: Any) -> None:
+    def contents(self, resource: TextResourceContents | BlobResourceContents) -> None:
         """One ``TextResourceContents`` / ``BlobResourceContents``."""
-        uri = str(getattr(resource, "uri", "") or "")
-        text = getattr(resource, "text", None)
-        mime = str(getattr(resource, "mime_type", None) or "")
+        uri = str(resource.uri or "")
+        mime = str(resource.mime_type or "")
+        text = getattr(resource, "text", None)  # the one field telling the two kinds apart
         if isinstance(text, str):
             self.texts.append(f"[resource {uri}]\n{text}" if uri else text)
             return
@@ -89,28 +102,27 @@ class _Collector:
             return
         self.texts.append(f"[binary resource {uri} ({mime or 'unknown type'}, {_blob_size(blob):,} bytes) not shown]")
 
-    def link(self, item: Any) -> None:
-        uri = str(getattr(item, "uri", "") or "")
-        details = [str(v) for v in (getattr(item, "name", None), getattr(item, "mime_type", None)) if v]
+    def link(self, item: ResourceLink) -> None:
+        uri = str(item.uri or "")
+        details = [str(v) for v in (item.name, item.mime_type) if v]
         about = f" ({', '.join(details)})" if details else ""
-        description = " ".join(str(getattr(item, "description", "") or "").split())
+        description = " ".join(str(item.description or "").split())
         self.texts.append(
             f"[resource link {uri}{about}{': ' + description if description else ''} — read it with "
             f"read_mcp_resource(server={self.server!r}, uri={uri!r})]"
         )
 
-    def block(self, item: Any) -> None:
-        kind = getattr(item, "type", None)
-        if kind == "text":
+    def block(self, item: ContentBlock) -> None:
+        if item.type == "text":
             self.texts.append(str(item.text))
-        elif kind == "image":
+        elif item.type == "image":
             self.image(str(item.data), str(item.mime_type))
-        elif kind == "resource":
+        elif item.type == "resource":
             self.contents(item.resource)
-        elif kind == "resource_link":
+        elif item.type == "resource_link":
             self.link(item)
         else:
-            self.texts.append(f"[{kind or 'unknown'} content not shown]")
+            self.texts.append(f"[{item.type or 'unknown'} content not shown]")
 
     def outcome(self, max_chars: int, is_error: bool = False) -> CallOutcome:
         text = cap_text("\n".join(self.texts), max_chars)
@@ -119,39 +131,39 @@ class _Collector:
         return CallOutcome(text, is_error, self.images)
 
 
-def convert_result(result: Any, max_chars: int = 30_000, server: str = "") -> CallOutcome:
-    """``CallToolResult`` (duck-typed: ``content``, ``structured_content``, ``is_error``)."""
+def convert_result(result: CallToolResult, max_chars: int = 30_000, server: str = "") -> CallOutcome:
+    """A tool's ``CallToolResult``: its content in order, else its structured content as JSON."""
     collected = _Collector(server)
-    for item in getattr(result, "content", None) or []:
+    for item in result.content or []:
         collected.block(item)
-    structured = getattr(result, "structured_content", None)
+    structured = result.structured_content
     if not collected.texts and structured is not None:
         collected.texts.append(json.dumps(structured, ensure_ascii=False, indent=2))
-    return collected.outcome(max_chars, bool(getattr(result, "is_error", False)))
+    return collected.outcome(max_chars, bool(result.is_error))
 
 
-def convert_contents(result: Any, max_chars: int = 30_000, server: str = "") -> CallOutcome:
-    """``ReadResourceResult`` (duck-typed: ``contents``)."""
+def convert_contents(result: ReadResourceResult, max_chars: int = 30_000, server: str = "") -> CallOutcome:
+    """A resource's ``ReadResourceResult``: every part of its ``contents``."""
     collected = _Collector(server)
-    for item in getattr(result, "contents", None) or []:
+    for item in result.contents or []:
         collected.contents(item)
     if not collected.texts and not collected.images:
         collected.texts.append("(the resource is empty)")
     return collected.outcome(max_chars)
 
 
-def prompt_text(result: Any, server: str = "", max_chars: int = 100_000) -> str:
+def prompt_text(result: GetPromptResult, server: str = "", max_chars: int = 100_000) -> str:
     """A ``GetPromptResult`` as one message: every message's text in order (an assistant message
     is marked as such), resources inlined as :func:`convert_result` does, images named."""
     parts: list[str] = []
-    for message in getattr(result, "messages", None) or []:
+    for message in result.messages or []:
         collected = _Collector(server)
         collected.block(message.content)
         text = "\n".join(collected.texts)
         if collected.images:
             text += f"\n[{len(collected.images)} image(s) in the prompt not shown]"
         if text.strip():
-            parts.append(text if getattr(message, "role", "user") == "user" else f"(assistant) {text}")
+            parts.append(text if message.role == "user" else f"(assistant) {text}")
     return cap_text("\n\n".join(parts), max_chars)
 
 

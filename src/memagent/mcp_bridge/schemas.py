@@ -20,7 +20,8 @@ Deeper levels are passed on as they are: the API accepts combinations inside pro
 from __future__ import annotations
 
 import copy
-from typing import Any
+
+from memagent.jsontypes import JsonObject, JsonValue, json_list, json_object
 
 COMBINATORS = ("allOf", "anyOf", "oneOf")
 _MAX_SHAPES_LISTED = 6
@@ -30,7 +31,7 @@ class SchemaError(Exception):
     """A schema that cannot be made acceptable; ``str()`` is the one-line reason."""
 
 
-def _resolve(branch: Any, root: dict[str, Any]) -> dict[str, Any]:
+def _resolve(branch: JsonValue, root: JsonObject) -> JsonObject:
     """A branch, following one local ``$ref`` (``#/$defs/X`` or ``#/definitions/X``)."""
     if not isinstance(branch, dict):
         raise SchemaError("a branch of its top-level combination is not a schema")
@@ -40,13 +41,13 @@ def _resolve(branch: Any, root: dict[str, Any]) -> dict[str, Any]:
     parts = str(ref).split("/")
     if len(parts) != 3 or parts[0] != "#" or parts[1] not in ("$defs", "definitions"):
         raise SchemaError(f"its top-level combination refers to {ref!r}, which cannot be resolved")
-    target = (root.get(parts[1]) or {}).get(parts[2])
+    target = json_object(root.get(parts[1])).get(parts[2])
     if not isinstance(target, dict):
         raise SchemaError(f"its top-level combination refers to {ref!r}, which is not defined")
     return {**target, **{k: v for k, v in branch.items() if k != "$ref"}}
 
 
-def _is_object(branch: dict[str, Any]) -> bool:
+def _is_object(branch: JsonObject) -> bool:
     """A branch that constrains an object: typed ``object``, or untyped (``{"required": ["a"]}``
     adds a constraint to the object around it)."""
     kind = branch.get("type")
@@ -55,13 +56,13 @@ def _is_object(branch: dict[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind)
 
 
-def _object_branches(schema: dict[str, Any], key: str, root: dict[str, Any]) -> list[dict[str, Any]]:
+def _object_branches(schema: JsonObject, key: str, root: JsonObject) -> list[JsonObject]:
     branches = schema.get(key)
     if not isinstance(branches, list) or not branches:
         raise SchemaError(f"its top-level {key} is not a list of schemas")
     resolved = []
-    for branch in branches:
-        branch = _resolve(branch, root)
+    for given in branches:
+        branch = _resolve(given, root)
         if not _is_object(branch):
             kind = branch.get("type", "an untyped schema")
             raise SchemaError(f"its top-level {key} has a branch of type {kind!r}; only objects can be merged")
@@ -69,42 +70,43 @@ def _object_branches(schema: dict[str, Any], key: str, root: dict[str, Any]) -> 
     return resolved
 
 
-def _merge_properties(target: dict[str, Any], branch: dict[str, Any]) -> None:
-    for name, spec in (branch.get("properties") or {}).items():
+def _merge_properties(target: JsonObject, branch: JsonObject) -> None:
+    for name, spec in json_object(branch.get("properties")).items():
         if name not in target:
             target[name] = spec
         elif target[name] != spec:
-            existing = target[name].get("anyOf") if isinstance(target[name], dict) and len(target[name]) == 1 else None
-            options = list(existing) if existing is not None else [target[name]]
+            known = target[name]
+            existing = known.get("anyOf") if isinstance(known, dict) and len(known) == 1 else None
+            options = list(existing) if isinstance(existing, list) else [known]
             if spec not in options:
                 options.append(spec)
             target[name] = {"anyOf": options}
 
 
-def _shape(branch: dict[str, Any]) -> str:
-    required = [str(key) for key in branch.get("required") or []]
+def _shape(branch: JsonObject) -> str:
+    required = [str(key) for key in json_list(branch.get("required"))]
     title = branch.get("title") or branch.get("description")
     fields = ", ".join(required) if required else "no required fields"
     return f"{title}: {fields}" if isinstance(title, str) and title.strip() else fields
 
 
-def _flatten(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def _flatten(schema: JsonObject, root: JsonObject) -> JsonObject:
     """One object schema without a top-level combination (raises SchemaError when impossible)."""
     result = {key: value for key, value in schema.items() if key not in COMBINATORS}
-    properties: dict[str, Any] = dict(result.get("properties") or {})
-    required: list[str] = [str(key) for key in result.get("required") or []]
+    properties: JsonObject = dict(json_object(result.get("properties")))
+    required: list[str] = [str(key) for key in json_list(result.get("required"))]
     notes: list[str] = []
     if "allOf" in schema:
         for branch in _object_branches(schema, "allOf", root):
             _merge_properties(properties, branch)
-            required += [str(key) for key in branch.get("required") or [] if str(key) not in required]
+            required += [str(key) for key in json_list(branch.get("required")) if str(key) not in required]
     for key in ("anyOf", "oneOf"):
         if key not in schema:
             continue
         branches = _object_branches(schema, key, root)
         for branch in branches:
             _merge_properties(properties, branch)
-        common = set.intersection(*(set(map(str, b.get("required") or [])) for b in branches))
+        common = set.intersection(*(set(map(str, json_list(b.get("required")))) for b in branches))
         required += sorted(name for name in common if name not in required)
         shapes = [_shape(b) for b in branches[:_MAX_SHAPES_LISTED]]
         more = " …" if len(branches) > _MAX_SHAPES_LISTED else ""
@@ -113,7 +115,7 @@ def _flatten(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     result["type"] = "object"
     result["properties"] = properties
     if required:
-        result["required"] = required
+        result["required"] = [*required]
     else:
         result.pop("required", None)
     if notes:
@@ -121,7 +123,7 @@ def _flatten(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def api_schema(schema: Any) -> dict[str, Any]:
+def api_schema(schema: JsonValue) -> JsonObject:
     """``schema`` rewritten for the Messages API (a copy); SchemaError when it cannot be."""
     if not isinstance(schema, dict):
         raise SchemaError("its input schema is not a JSON object")

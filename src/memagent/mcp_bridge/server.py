@@ -12,15 +12,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent import __version__
+from memagent.jsontypes import JsonObject, json_object
 from memagent.tools.base import ToolContext, ToolRegistry
 
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+
 SERVER_NAME = "memagent"
+Lifespan = dict[str, object]  # the default lifespan's state: nothing memagent reads
 
 
-def client_name(request_context: Any) -> str:
+def client_name(request_context: object) -> str:
     """The name the client gave in ``initialize`` (``claude-code``, ``codex``…), else ``client``."""
     session = getattr(request_context, "session", None)
     params = getattr(session, "client_params", None)
@@ -29,21 +36,26 @@ def client_name(request_context: Any) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:64] or "client"
 
 
-def build_server(registry: ToolRegistry, root: Path, instructions: str) -> Any:
+def build_server(registry: ToolRegistry, root: Path, instructions: str) -> Server[Lifespan]:
     """A low-level MCP ``Server`` whose tools are ``registry``'s."""
     import anyio
     from mcp.server.lowlevel import Server
     from mcp.types import CallToolResult, ListToolsResult, TextContent
     from mcp.types import Tool as McpTool
 
-    schemas = registry.schemas()
-    listing = [McpTool(name=s["name"], description=s["description"], input_schema=s["input_schema"]) for s in schemas]
-    input_schemas = {s["name"]: s["input_schema"] for s in schemas}
+    input_schemas = {tool.name: json_object(tool.schema().get("input_schema")) for tool in registry.tools.values()}
+    listing = [
+        McpTool(name=tool.name, description=tool.description, input_schema=input_schemas[tool.name])
+        for tool in registry.tools.values()
+    ]
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
+    def input_schema(name: str) -> JsonObject | None:
+        return input_schemas.get(name)
+
+    async def list_tools(ctx: ServerRequestContext[Lifespan], params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=listing)
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
+    async def call_tool(ctx: ServerRequestContext[Lifespan], params: CallToolRequestParams) -> CallToolResult:
         context = ToolContext(root=root, session_id=f"mcp:{client_name(ctx)}")
         arguments = dict(params.arguments or {})
         outcome = await anyio.to_thread.run_sync(registry.run, params.name, arguments, context)
@@ -53,7 +65,7 @@ def build_server(registry: ToolRegistry, root: Path, instructions: str) -> Any:
         SERVER_NAME,
         version=__version__,
         instructions=instructions,
-        get_tool_input_schema=input_schemas.get,
+        get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
