@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from memagent.permissions.effects import (
     ACCEPT_EDITS_RUNS,
@@ -312,7 +312,7 @@ def suggested_rule(name: str, declaration: Declaration) -> str | None:
 SAVED_ORIGIN = "an 'always' answer saved for this project"
 
 
-def _call_key(name: str, tool_input: Mapping[str, Any] | None) -> str:
+def _call_key(name: str, tool_input: Mapping[str, object] | None) -> str:
     return name + "\0" + json.dumps(tool_input or {}, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -336,7 +336,7 @@ class Gate:
         name: str,
         declaration: Declaration,
         hook: HookVerdict | None = None,
-        tool_input: Mapping[str, Any] | None = None,
+        tool_input: Mapping[str, object] | None = None,
     ) -> Verdict:
         verdict = self.policy.decide(name, declaration, hook)
         if (
@@ -352,7 +352,7 @@ class Gate:
         """A shell command a project or user file wants to run (a custom command's ``!`` line)."""
         return self.policy.decide(source, declares(Effect.RUN, command=command))
 
-    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, Any] | None = None) -> str | None:
+    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, object] | None = None) -> str | None:
         """The user answered "always": approve exactly this call from now on; the rule saved
         (None: remembered for this session only, with its exact input)."""
         rule = suggested_rule(name, self.policy.refine(declaration))

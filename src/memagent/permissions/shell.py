@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent.permissions.runs import CommandRuns
 from memagent.permissions.words import (
@@ -42,6 +42,9 @@ from memagent.permissions.words import (
     _unescape_plain,
     _unescaped_specials,
 )
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 MAX_NESTING = 3
 _HARMLESS_TARGETS = frozenset({"/dev/null"})
@@ -69,7 +72,7 @@ class ShellAnalysis:
 
 
 @functools.lru_cache(maxsize=1)
-def _parser() -> Any:
+def _parser() -> Parser:
     import tree_sitter_bash
     from tree_sitter import Language, Parser
 
@@ -120,7 +123,7 @@ class _Walker(CommandRuns):
 
     # ------------------------------------------------------------------ statements
 
-    def statements(self, node: Any, context: str) -> None:
+    def statements(self, node: Node, context: str) -> None:
         kind = node.type
         if node.is_missing or kind == "ERROR":
             self.found.add_hidden("bash syntax the gate cannot read (a parse error)")
@@ -138,7 +141,7 @@ class _Walker(CommandRuns):
         else:
             self._compound(node, context)
 
-    def _children(self, node: Any, context: str) -> None:
+    def _children(self, node: Node, context: str) -> None:
         for child in node.children:
             if child.is_named:
                 self.statements(child, context)
@@ -147,14 +150,14 @@ class _Walker(CommandRuns):
             elif child.type not in (";", "&&", "||", "\n", ";;", "|", "|&", "(", ")", "{", "}"):
                 self.found.add_complex(f"the shell keyword {child.type}")
 
-    def _pipeline(self, node: Any, context: str) -> None:
+    def _pipeline(self, node: Node, context: str) -> None:
         for child in node.children:
             if child.is_named:
                 self.statements(child, context)
             elif child.type not in ("|", "|&"):
                 self.found.add_complex(f"the shell keyword {child.type}")
 
-    def _comment(self, node: Any) -> None:
+    def _comment(self, node: Node) -> None:
         before = self.source[node.start_byte - 1 : node.start_byte] if node.start_byte else b"\n"
         if before not in (b" ", b"\t", b"\n", b";", b"&", b"|", b"(", b")"):
             self.found.add_hidden("a # that bash may not read as a comment")
@@ -193,7 +196,7 @@ class _Walker(CommandRuns):
         }
     )
 
-    def _compound(self, node: Any, context: str) -> None:
+    def _compound(self, node: Node, context: str) -> None:
         """Groups, loops, functions, assignments, tests: complex; the commands inside are walked."""
         kind = node.type
         why = self._COMPOUND.get(kind)
@@ -211,12 +214,12 @@ class _Walker(CommandRuns):
 
     _STATEMENT_TYPES = frozenset({"command", "list", "pipeline", "redirected_statement", "comment", "ERROR"})
 
-    def _test(self, node: Any) -> None:
+    def _test(self, node: Node) -> None:
         text = self._text(node)
         if ("$" in text or "`" in text) and _ARITHMETIC_TEST.search(text):
             self.found.add_hidden("a [[ ]] comparison that evaluates variables as arithmetic")
 
-    def _redirected(self, node: Any, context: str) -> None:
+    def _redirected(self, node: Node, context: str) -> None:
         body = node.child_by_field_name("body")
         for child in node.children:
             if child == body or child.type in self._STATEMENT_TYPES or child.type in self._COMPOUND:
@@ -226,7 +229,7 @@ class _Walker(CommandRuns):
 
     # ------------------------------------------------------------------ redirections
 
-    def redirect(self, node: Any, context: str) -> None:
+    def redirect(self, node: Node, context: str) -> None:
         kind = node.type
         if kind == "heredoc_redirect":
             self._heredoc(node, context)
@@ -256,7 +259,7 @@ class _Walker(CommandRuns):
         if not harmless:
             self.found.add_complex("a redirection to a file")
 
-    def _heredoc(self, node: Any, context: str) -> None:
+    def _heredoc(self, node: Node, context: str) -> None:
         self.found.add_complex("a here-document (<<)")
         for child in node.children:
             if child.type == "heredoc_body":
@@ -266,7 +269,7 @@ class _Walker(CommandRuns):
 
     # ------------------------------------------------------------------ commands
 
-    def _command(self, node: Any, context: str) -> None:
+    def _command(self, node: Node, context: str) -> None:
         words: list[Word] = []
         previous_end: int | None = None
         for child in node.children:
@@ -288,7 +291,7 @@ class _Walker(CommandRuns):
         if words:
             self.record(SimpleCommand(tuple(words), context))
 
-    def _compound_value(self, node: Any, context: str) -> None:
+    def _compound_value(self, node: Node, context: str) -> None:
         for child in node.children:
             if child.is_named and child.type != "variable_name":
                 self.word(child, context)
@@ -299,14 +302,14 @@ class _Walker(CommandRuns):
 
     # ------------------------------------------------------------------ words
 
-    def word(self, node: Any, context: str) -> Word:
+    def word(self, node: Node, context: str) -> Word:
         """The node as a word; commands inside it (``$( )``) are walked as they run too."""
         parts: list[str] = []
         self._pattern = False
         self._parts(node, context, parts, quoted=False)
         return Word(tuple(parts), self._text(node), self._pattern)
 
-    def _parts(self, node: Any, context: str, parts: list[str], *, quoted: bool) -> None:
+    def _parts(self, node: Node, context: str, parts: list[str], *, quoted: bool) -> None:
         kind = node.type
         text = self._text(node)
         if kind in ("word", "number") and not quoted:
@@ -328,7 +331,7 @@ class _Walker(CommandRuns):
             parts.append(Hole(text))
             self.found.add_hidden(f"bash syntax the gate does not read ({kind!r} in a word)")
 
-    def _string(self, node: Any, context: str, parts: list[str]) -> None:
+    def _string(self, node: Node, context: str, parts: list[str]) -> None:
         children = node.children
         for index, child in enumerate(children):
             if child.type == "string_content":
@@ -339,7 +342,7 @@ class _Walker(CommandRuns):
                 parts.append(Hole(self._text(child)))
                 self.found.add_hidden(f"bash syntax the gate does not read ({child.type!r} in a string)")
 
-    def _substitution(self, node: Any, text: str) -> None:
+    def _substitution(self, node: Node, text: str) -> None:
         if text.startswith("`"):
             # tree-sitter's grammar misreads backticks (two in a row, escaped ones inside): what
             # they run is not trusted to the parse; $( ) says the same and is read exactly
@@ -350,12 +353,12 @@ class _Walker(CommandRuns):
         self.found.add_complex("a command substitution" if text.startswith("$(") else "a process substitution")
         self._inner_statements(node, text[:2] + " )")
 
-    def _inner_statements(self, node: Any, context: str) -> None:
+    def _inner_statements(self, node: Node, context: str) -> None:
         for child in node.children:
             if child.is_named:
                 self.statements(child, context)
 
-    def _expansion(self, node: Any, context: str, kind: str) -> None:
+    def _expansion(self, node: Node, context: str, kind: str) -> None:
         if kind in ("simple_expansion", "expansion"):
             self.found.add_complex("a variable expansion")
         elif kind == "arithmetic_expansion":
@@ -368,14 +371,14 @@ class _Walker(CommandRuns):
             if child.is_named:
                 self._expansion_children(child, context)
 
-    def _expansion_children(self, node: Any, context: str) -> None:
+    def _expansion_children(self, node: Node, context: str) -> None:
         if node.type in ("command_substitution", "process_substitution"):
             self._substitution(node, self._text(node))
             return
         for child in node.children:
             self._expansion_children(child, context)
 
-    def _mentions_variables(self, node: Any) -> bool:
+    def _mentions_variables(self, node: Node) -> bool:
         if node.type in ("variable_name", "simple_expansion", "expansion", "word"):
             return True
         return any(self._mentions_variables(child) for child in node.children)
@@ -402,14 +405,14 @@ class _Walker(CommandRuns):
             self._pattern = True
         parts.append(_unescape_plain(text))
 
-    def _text(self, node: Any) -> str:
+    def _text(self, node: Node) -> str:
         return self.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _field_of(parent: Any, child: Any) -> str | None:
+def _field_of(parent: Node, child: Node) -> str | None:
     for index, candidate in enumerate(parent.children):
         if candidate == child:
             return parent.field_name_for_child(index)
