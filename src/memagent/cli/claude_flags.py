@@ -19,7 +19,10 @@ import json
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memagent.jsontypes import JsonObject
 
 VARIADIC = frozenset(
     {"--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--add-dir", "--mcp-config"}
@@ -174,12 +177,12 @@ def check_dirs(dirs: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def mcp_servers_from(values: Iterable[str]) -> dict[str, Any]:
+def mcp_servers_from(values: Iterable[str]) -> JsonObject:
     """The ``mcpServers`` of each ``--mcp-config`` value (a file, or the JSON itself), merged:
     a later value wins for a server name."""
     from memagent.mcp_bridge.config import McpConfigError, read_servers_file
 
-    servers: dict[str, Any] = {}
+    servers: JsonObject = {}
     for value in values:
         text = value.strip()
         try:
@@ -195,7 +198,7 @@ def mcp_servers_from(values: Iterable[str]) -> dict[str, Any]:
     return servers
 
 
-def _servers_of_json(text: str) -> dict[str, Any]:
+def _servers_of_json(text: str) -> JsonObject:
     from memagent.mcp_bridge.config import McpConfigError
 
     try:

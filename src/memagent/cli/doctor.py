@@ -12,7 +12,7 @@ import platform
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
@@ -20,7 +20,76 @@ import typer
 from memagent import __version__
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, print_json, resolve_paths
 from memagent.config import ConfigError, ProjectPaths, Settings, credentials_from_env, load_settings
+from memagent.jsontypes import JsonObject, JsonValue, json_list, json_object
+from memagent.trust import TrustReport
 from memagent.ui.words import plural
+
+if TYPE_CHECKING:
+    from memagent.claude_settings import ClaudeSettings
+    from memagent.memory.embeddings import Embedder
+
+
+class PathEntry(TypedDict):
+    path: str
+    exists: bool
+
+
+class CredentialReport(TypedDict):
+    ANTHROPIC_API_KEY: str
+    ANTHROPIC_AUTH_TOKEN: str
+    ANTHROPIC_BASE_URL: str
+    ready: bool
+
+
+class RuleRow(TypedDict):
+    kind: str
+    rule: str
+    origin: str | None
+
+
+class GateReport(TypedDict, total=False):
+    """The gate as a session here would have it (``error`` when it cannot be built)."""
+
+    mode: str
+    error: str
+    rules: list[RuleRow]
+    asks_for: list[str]
+    saved_rules: int
+
+
+class ClaudeFile(TypedDict):
+    file: str
+    path: str
+    exists: bool
+
+
+class ClaudeReport(TypedDict):
+    files: list[ClaudeFile]
+    rules: dict[str, dict[str, list[str]]]
+    default_mode: list[str] | None
+    hooks: list[str]
+    env: list[str]
+    notes: list[str]
+
+
+class DoctorReport(TypedDict, total=False):
+    """What ``memagent doctor`` reports (``--json`` prints it as it is); the memory parts are
+    the memory layer's own JSON."""
+
+    paths: dict[str, PathEntry]
+    settings_error: str | None
+    model: dict[str, str]
+    credentials: CredentialReport
+    sandbox: str
+    sandbox_mounts: list[str]
+    permissions: GateReport
+    trust: TrustReport
+    claude_settings: ClaudeReport
+    versions: dict[str, str]
+    embedding: JsonObject | str
+    store: JsonObject
+    learning: JsonObject
+
 
 PACKAGES = ("anthropic", "chromadb", "typer", "rich", "pydantic", "prompt_toolkit", "onnxruntime")
 
@@ -37,7 +106,7 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
     return found
 
 
-def path_report(paths: ProjectPaths) -> dict[str, dict[str, Any]]:
+def path_report(paths: ProjectPaths) -> dict[str, PathEntry]:
     entries = {
         "project root": paths.root,
         "tasks": paths.tasks,
@@ -62,7 +131,7 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def credential_report(env: Mapping[str, str]) -> dict[str, Any]:
+def credential_report(env: Mapping[str, str]) -> CredentialReport:
     creds = credentials_from_env(env)
     return {
         "ANTHROPIC_API_KEY": "set" if creds.api_key else "not set",
@@ -77,29 +146,29 @@ def _reason(exc: BaseException) -> str:
     return f"unavailable: {text}"
 
 
-def plain(value: Any) -> Any:
-    """Paths and tuples from the memory layer, made JSON-ready (everything else kept as is)."""
+def plain(value: object) -> JsonValue:
+    """Paths and tuples from the memory layer, made JSON-ready (anything else not JSON: its text)."""
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
-def embedding_report() -> tuple[dict[str, Any] | str, Any]:
+def embedding_report() -> tuple[JsonObject | str, Embedder | None]:
     """The embedder's status and the loaded embedder (reused by the store check), or why not."""
     try:
         from memagent.memory.embeddings import embedder_status, load_embedder
 
         embedder = load_embedder()
-        return plain(embedder_status(embedder)), embedder
+        return json_object(plain(embedder_status(embedder))), embedder
     except Exception as exc:
         return _reason(exc), None
 
 
-def store_report(paths: ProjectPaths, settings: Settings, embedder: Any = None) -> dict[str, Any]:
+def store_report(paths: ProjectPaths, settings: Settings, embedder: Embedder | None = None) -> JsonObject:
     if not settings.memory_enabled:
         return {"status": "disabled (memory_enabled = false)"}
     service = None
@@ -110,7 +179,7 @@ def store_report(paths: ProjectPaths, settings: Settings, embedder: Any = None) 
         service.stats()  # reads every card file, so unreadable ones are known
         skipped = [n.removeprefix("skipped ") for n in service.notices() if n.startswith("skipped ")]
         status = "ok" if not skipped else f"{plural(len(skipped), 'card file')} cannot be read (skipped)"
-        return {"status": status, "unreadable_cards": skipped, **plain(service.backend_info())}
+        return {"status": status, "unreadable_cards": [*skipped], **json_object(plain(service.backend_info()))}
     except Exception as exc:
         return {"status": "error: " + " ".join(str(exc).split())}
     finally:
@@ -138,12 +207,12 @@ def sandbox_mounts(paths: ProjectPaths, settings: Settings) -> list[str]:
         return [f"cannot be computed: {_reason(exc)}"]
 
 
-def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory: bool = True) -> dict[str, Any]:
+def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory: bool = True) -> DoctorReport:
     from memagent.trust import trust_report, trust_state
 
     trust = trust_state(paths.home, paths.root)
     settings_trusted = trust.file_trusted(paths.project_config.name)
-    report: dict[str, Any] = {"paths": path_report(paths)}
+    report: DoctorReport = {"paths": path_report(paths)}
     try:
         settings = load_settings(paths, env, trusted=settings_trusted)
         report["settings_error"] = None
@@ -168,7 +237,7 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     return report
 
 
-def learning_report(paths: ProjectPaths) -> dict[str, Any]:
+def learning_report(paths: ProjectPaths) -> JsonObject:
     """How automatic learning went: runs, failures (never silent), the last failure's reason."""
     from memagent.memory.history import learning_stats
 
@@ -177,10 +246,10 @@ def learning_report(paths: ProjectPaths) -> dict[str, Any]:
     except OSError as exc:
         return {"status": _reason(exc)}
     keys = ("extraction_runs", "failed_runs", "consolidation_calls", "consolidation_failed", "last_failure", "last_run")
-    return {key: stats.get(key) for key in keys}
+    return {key: plain(stats.get(key)) for key in keys}
 
 
-def claude_report(paths: ProjectPaths, found: Any) -> dict[str, Any]:
+def claude_report(paths: ProjectPaths, found: ClaudeSettings) -> ClaudeReport:
     """Claude Code's settings files: which exist, the rules each gave (also among the gate's
     rules), the mode, hooks, env and what waits for trust."""
     from memagent.claude_settings import settings_files
@@ -197,7 +266,7 @@ def claude_report(paths: ProjectPaths, found: Any) -> dict[str, Any]:
     }
 
 
-def _describe_claude(claude: dict[str, Any]) -> list[str]:
+def _describe_claude(claude: ClaudeReport) -> list[str]:
     """The files, the mode, hooks and env (their rules are listed under Permissions)."""
     present = [f["file"] for f in claude["files"] if f["exists"]]
     lines = ["Claude Code settings", f"  files    {', '.join(present) if present else 'none'}"]
@@ -212,8 +281,12 @@ def _describe_claude(claude: dict[str, Any]) -> list[str]:
 
 
 def gate_report(
-    paths: ProjectPaths, settings: Settings, env: Mapping[str, str], settings_trusted: bool, claude: Any = None
-) -> dict[str, Any]:
+    paths: ProjectPaths,
+    settings: Settings,
+    env: Mapping[str, str],
+    settings_trusted: bool,
+    claude: ClaudeSettings | None = None,
+) -> GateReport:
     """The gate's policy as a session here would have it: the mode, each rule with the file it
     came from (Claude Code's settings files too), and what asks by effect."""
     from memagent.permissions import SAVED_ORIGIN
@@ -232,7 +305,7 @@ def gate_report(
     except SetupError as exc:
         return {"mode": settings.permission_mode, "error": str(exc), "rules": [], "asks_for": [], "saved_rules": 0}
     policy = gate.policy
-    rules = [
+    rules: list[RuleRow] = [
         {"kind": kind, "rule": str(rule), "origin": rule.origin}
         for kind, group in (("deny", policy.deny), ("ask", policy.ask), ("allow", policy.allow))
         for rule in group
@@ -245,29 +318,29 @@ def gate_report(
     }
 
 
-def _describe_embedding(embedding: dict[str, Any] | str) -> list[str]:
+def _describe_embedding(embedding: JsonObject | str) -> list[str]:
     if isinstance(embedding, str):
         return [embedding]
     line = f"{embedding.get('backend')} ({embedding.get('model_id') or 'no model'}, dim {embedding.get('dim')})"
-    return [line] + [f"skipped: {reason}" for reason in embedding.get("fallback_reasons") or []]
+    return [line] + [f"skipped: {reason}" for reason in json_list(embedding.get("fallback_reasons"))]
 
 
-def _describe_permissions(perms: dict[str, Any], trust: dict[str, Any], settings_name: str) -> list[str]:
+def _describe_permissions(perms: GateReport, trust: TrustReport, settings_name: str) -> list[str]:
     """The gate's policy (mode, each rule and where it came from, what asks) and the pinned trust."""
     from memagent.cli.trust import describe_trust
 
-    count = {kind: sum(1 for r in perms["rules"] if r["kind"] == kind) for kind in ("allow", "ask", "deny")}
+    count = {kind: sum(1 for r in perms.get("rules", []) if r["kind"] == kind) for kind in ("allow", "ask", "deny")}
     rules = ", ".join(f"{count[k]} {k}" for k in ("allow", "ask", "deny"))
     lines = [
         "Permissions",
-        f"  mode     {perms['mode']} ({rules} rules, {perms['saved_rules']} saved for this project)",
+        f"  mode     {perms.get('mode')} ({rules} rules, {perms.get('saved_rules', 0)} saved for this project)",
     ]
     if perms.get("error"):
         lines.append(f"  error    {perms['error']}")
-    for rule in perms["rules"]:
+    for rule in perms.get("rules", []):
         lines.append(f"  {rule['kind'].ljust(8)} {rule['rule']}  (from {rule['origin'] or 'settings'})")
-    if perms["asks_for"]:
-        lines.append("  asks     before a call that " + ", ".join(perms["asks_for"]))
+    if perms.get("asks_for"):
+        lines.append("  asks     before a call that " + ", ".join(perms.get("asks_for", [])))
     asks = trust["project_file_asks_for"]
     if not trust["trusted"]:
         state = "not trusted (`memagent trust` to trust it)"
@@ -280,14 +353,14 @@ def _describe_permissions(perms: dict[str, Any], trust: dict[str, Any], settings
     return lines
 
 
-def _describe_learning(learning: dict[str, Any]) -> list[str]:
+def _describe_learning(learning: JsonObject) -> list[str]:
     if "status" in learning:
         return [f"  learning   {learning['status']}"]
     if not learning.get("extraction_runs"):
         return ["  learning   no extraction run yet"]
     line = (
-        f"  learning   {plural(int(learning['extraction_runs']), 'extraction run')}, {learning['failed_runs']} failed; "
-        f"{plural(int(learning['consolidation_calls'] or 0), 'consolidation call')}, "
+        f"  learning   {plural(_count(learning['extraction_runs']), 'extraction run')}, {learning['failed_runs']} failed; "
+        f"{plural(_count(learning['consolidation_calls']), 'consolidation call')}, "
         f"{learning['consolidation_failed']} failed"
     )
     lines = [line]
@@ -296,7 +369,11 @@ def _describe_learning(learning: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_text(report: dict[str, Any]) -> str:
+def _count(value: JsonValue) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def render_text(report: DoctorReport) -> str:
     lines = ["Paths"]
     width = max(len(name) for name in report["paths"])
     for name, entry in report["paths"].items():
@@ -326,10 +403,12 @@ def render_text(report: dict[str, Any]) -> str:
         embedding = _describe_embedding(report["embedding"])
         lines.append(f"  embedding  {embedding[0]}")
         lines += [f"             {more}" for more in embedding[1:]]
-        lines.append(f"  store      {report['store']['status']}")
-        lines += [f"    ! {problem}" for problem in report["store"].get("unreadable_cards") or []]
-        for label, store in (report["store"].get("stores") or {}).items():
-            lines.append(f"    {label}: {store.get('location')} ({plural(int(store.get('active', 0)), 'active card')})")
+        store = report.get("store", {})
+        lines.append(f"  store      {store.get('status')}")
+        lines += [f"    ! {problem}" for problem in json_list(store.get("unreadable_cards"))]
+        for label, found in json_object(store.get("stores")).items():
+            where = json_object(found)
+            lines.append(f"    {label}: {where.get('location')} ({plural(_count(where.get('active')), 'active card')})")
         lines += _describe_learning(report.get("learning") or {})
     return "\n".join(lines) + "\n"
 

@@ -12,12 +12,21 @@ them. The same steps as the REPL's ``/rewind`` (:mod:`memagent.features.checkpoi
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+
+if TYPE_CHECKING:
+    from memagent.checkpoints import Change, Restored
+    from memagent.config import ProjectPaths
+    from memagent.features.checkpoints import RewindPlan
+    from memagent.jsontypes import JsonObject
+    from memagent.memory.cards import MemoryCard
+    from memagent.memory.service import MemoryService
 
 SessionOption = typer.Option(None, "--session", "-s", metavar="ID", help="The session (default: the latest one).")
 
@@ -73,7 +82,7 @@ def _transcript(transcripts: Path, session: str | None) -> Path:
         fail(str(exc), EXIT_FAILURE)
 
 
-def _list(paths: Any, path: Path, as_json: bool) -> None:
+def _list(paths: ProjectPaths, path: Path, as_json: bool) -> None:
     from memagent.context.rewind import RewindError
     from memagent.features.checkpoints import read_turns
     from memagent.ui.safe_text import printable
@@ -96,7 +105,9 @@ def _list(paths: Any, path: Path, as_json: bool) -> None:
     _out("Go back to the start of one with: memagent rewind --to N")
 
 
-def _rewind(paths: Any, path: Path, turn: int, *, code: bool, conversation: bool, forget: bool, as_json: bool) -> None:
+def _rewind(
+    paths: ProjectPaths, path: Path, turn: int, *, code: bool, conversation: bool, forget: bool, as_json: bool
+) -> None:
     from memagent.checkpoints import CheckpointError, ShadowRepo
     from memagent.context.rewind import RewindError
     from memagent.features.checkpoints import plan_rewind, record_for, restore_code
@@ -112,7 +123,7 @@ def _rewind(paths: Any, path: Path, turn: int, *, code: bool, conversation: bool
     except CheckpointError as exc:
         fail(f"{exc}; nothing was changed", EXIT_FAILURE)
     forgotten: list[str] = []
-    if forget and learned:
+    if forget and learned and service is not None:
         forgotten = list(service.forget_report([c.id for c in learned]).erased)
     _append(
         paths.transcripts,
@@ -122,7 +133,7 @@ def _rewind(paths: Any, path: Path, turn: int, *, code: bool, conversation: bool
     _report(plan, restored, conversation, learned, forgotten, as_json)
 
 
-def _learned(paths: Any, plan: Any) -> tuple[Any, list[Any]]:
+def _learned(paths: ProjectPaths, plan: RewindPlan) -> tuple[MemoryService | None, list[MemoryCard]]:
     """The memory service (or None) and the cards learned since the turn; a store that cannot
     open is reported and skipped."""
     if not paths.memory.exists() and not paths.user_memory.exists():
@@ -140,7 +151,7 @@ def _learned(paths: Any, plan: Any) -> tuple[Any, list[Any]]:
         return None, []
 
 
-def _append(transcripts: Path, session_id: str, record: dict[str, Any]) -> None:
+def _append(transcripts: Path, session_id: str, record: JsonObject) -> None:
     from memagent.context.transcript import TranscriptWriter
 
     writer = TranscriptWriter.open(transcripts, session_id)
@@ -151,7 +162,12 @@ def _append(transcripts: Path, session_id: str, record: dict[str, Any]) -> None:
 
 
 def _report(
-    plan: Any, restored: Any, conversation: bool, learned: list[Any], forgotten: list[str], as_json: bool
+    plan: RewindPlan,
+    restored: Restored | None,
+    conversation: bool,
+    learned: list[MemoryCard],
+    forgotten: list[str],
+    as_json: bool,
 ) -> None:
     from memagent.ui.safe_text import printable
 
@@ -189,7 +205,7 @@ def _report(
         _out("  (erase them with --forget-learned, or memagent memory forget ID…)")
 
 
-def _names(changes: Any) -> str:
+def _names(changes: Sequence[Change]) -> str:
     names = [c.path for c in changes][:8]
     return f" ({', '.join(names)}{', …' if len(changes) > 8 else ''})" if names else ""
 

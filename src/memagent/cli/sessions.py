@@ -20,11 +20,12 @@ import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.jsontypes import JsonObject, json_list, json_object
 from memagent.ui.render import one_line
 from memagent.ui.safe_text import printable, printable_data
 
@@ -261,11 +262,11 @@ def rm_command(
 # ------------------------------------------------------------------ rendering
 
 
-def render_transcript(console: Console, info: SessionInfo, records: list[dict[str, Any]], *, full: bool) -> None:
+def render_transcript(console: Console, info: SessionInfo, records: list[JsonObject], *, full: bool) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
-    records = [printable_data(record) for record in records]  # user data: no control characters
+    records = [json_object(printable_data(record)) for record in records]  # user data: no control characters
     header = Text(f"session {info.id}", style="bold")
     header.append(
         f"  {info.kind or 'interactive'}  model {info.model or '-'}  started {_when(info.started)}  turns {info.turns}"
@@ -283,7 +284,7 @@ def render_transcript(console: Console, info: SessionInfo, records: list[dict[st
             console.print(Text(_clip(str(record.get("summary", "")), None if full else SUMMARY_LINES), style="dim"))
             console.print(Rule(style="yellow"))
         elif kind == "todo":
-            items = record.get("items") or []
+            items = json_list(record.get("items"))
             done = sum(1 for i in items if isinstance(i, dict) and i.get("status") == "completed")
             console.print(Text(f"· todo list: {len(items)} items, {done} done", style="dim"))
         elif kind == "resume":
@@ -292,7 +293,7 @@ def render_transcript(console: Console, info: SessionInfo, records: list[dict[st
             console.print(Text("· session ended", style="dim"))
 
 
-def _compaction_title(record: dict[str, Any]) -> str:
+def _compaction_title(record: JsonObject) -> str:
     before, after = record.get("tokens_before"), record.get("tokens_after")
     size = f"{before:,} → {after:,} tokens" if isinstance(before, int) and isinstance(after, int) else "tokens ?"
     focus = f", focus: {record['focus']}" if record.get("focus") else ""
@@ -300,7 +301,7 @@ def _compaction_title(record: dict[str, Any]) -> str:
     return f"compacted: {size}, kept from message {record.get('kept_from')}{focus}{fallback}"
 
 
-def _render_message(console: Console, record: dict[str, Any], names: dict[str, str], full: bool) -> None:
+def _render_message(console: Console, record: JsonObject, names: dict[str, str], full: bool) -> None:
     from rich.text import Text
 
     role = record.get("role")
@@ -328,7 +329,7 @@ def _render_message(console: Console, record: dict[str, Any], names: dict[str, s
             console.print(Text(_indent(_clip(part.text, limit)), style="dim"))
 
 
-def message_label(record: dict[str, Any]) -> str:
+def message_label(record: JsonObject) -> str:
     """``you`` for what the user typed, ``tool results`` for a user message carrying only the
     results of the previous tool calls, ``memagent`` for the assistant."""
     if record.get("role") != "user":

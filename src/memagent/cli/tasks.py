@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.jsontypes import JsonObject
 from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
 from memagent.tasks.graph import TreeLine, tree_lines
 from memagent.ui.safe_text import printable
@@ -91,7 +92,10 @@ def _plain_ids(message: str) -> str:
     return re.sub(r"#(?=[0-9])", "", message)
 
 
-def _run(action: Callable[[], Any]) -> Any:
+ResultT = TypeVar("ResultT")
+
+
+def _run(action: Callable[[], ResultT]) -> ResultT:
     """Turn store failures into one-line errors with exit code 1."""
     try:
         return action()
@@ -128,7 +132,7 @@ def _ids_text(ids: list[int]) -> str:
     return ", ".join(str(i) for i in ids) if ids else "—"
 
 
-def _summary(task: Task) -> dict[str, Any]:
+def _summary(task: Task) -> JsonObject:
     data = task.to_dict()
     data["ready"] = task.is_ready
     return data
@@ -239,14 +243,25 @@ def _report(task: Task, as_json: bool, verb: str, released: list[Task] = ()) -> 
 
 
 def _finish(
-    store: TaskStore, task_id: int, status: str, force: bool = False, **changes: Any
+    store: TaskStore,
+    task_id: int,
+    status: str | None,
+    force: bool = False,
+    *,
+    owner: str | None = None,
+    add_blocked_by: Iterable[int] = (),
+    add_blocks: Iterable[int] = (),
 ) -> tuple[Task, list[Task]]:
     """Apply the change; also return the tasks that waited for this one (to say which are ready).
 
     Reads only the tasks involved, so finishing a task stays fast however large the graph.
     """
     waiting = _run(lambda: store.get(task_id)).blocks if status in ("completed", "cancelled") else []
-    task = _run(lambda: store.update(task_id, status=status, force=force, **changes))
+    task = _run(
+        lambda: store.update(
+            task_id, status=status, force=force, owner=owner, add_blocked_by=add_blocked_by, add_blocks=add_blocks
+        )
+    )
     released = []
     for dependent in waiting:
         try:
@@ -347,7 +362,7 @@ def tree(ctx: typer.Context, root: Path | None = RootOption, as_json: bool = Jso
     sys.stdout.write(_tree_text(lines, state.tasks, console.width, console.color_system is not None) + "\n")
 
 
-def _tree_json(line: TreeLine, tasks: dict[int, Task]) -> dict[str, Any]:
+def _tree_json(line: TreeLine, tasks: dict[int, Task]) -> JsonObject:
     task = tasks.get(line.id)
     return {
         "id": line.id,

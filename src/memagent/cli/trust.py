@@ -13,11 +13,14 @@ rules saved for the project.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+
+if TYPE_CHECKING:
+    from memagent.trust import TrustReport
 
 
 def trust(
@@ -71,7 +74,7 @@ def trust(
             typer.echo("    " + _printable(line))
 
 
-def _status_line(root: Path, report: dict[str, Any]) -> str:
+def _status_line(root: Path, report: TrustReport) -> str:
     if not report["trusted"]:
         return f"{root} is not trusted"
     if report["changed"]:
@@ -79,7 +82,7 @@ def _status_line(root: Path, report: dict[str, Any]) -> str:
     return f"{root} is trusted (since {report['since']})"
 
 
-def describe_trust(report: dict[str, Any], settings_name: str) -> list[str]:
+def describe_trust(report: TrustReport, settings_name: str) -> list[str]:
     """The trust lines ``trust --status`` and ``doctor`` share: files pinned, asks, saved rules."""
     lines = []
     if report["trusted"]:

@@ -15,9 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:  # what typer.main.get_command returns, and the parameters in its tree
+    from typer._click.core import Command, Context
+    from typer.core import TyperArgument, TyperOption
+
+    Parameter = TyperOption | TyperArgument
 
 # pydantic error types → how to say them (``{input}`` is the value the user gave).
 _PHRASES = {
@@ -34,32 +40,32 @@ _PHRASES = {
 _TYPE_NAMES = {"int": "a whole number", "float": "a number", "bool": "yes or no", "str": "text"}
 
 
-def _is_option(param: Any) -> bool:
+def _is_option(param: Parameter) -> bool:
     return getattr(param, "param_type_name", "") == "option"
 
 
-def _is_argument(param: Any) -> bool:
+def _is_argument(param: Parameter) -> bool:
     return getattr(param, "param_type_name", "") == "argument"
 
 
-def _walk(command: Any) -> Iterator[Any]:
+def _walk(command: Command) -> Iterator[Command]:
     yield command
     for sub in (getattr(command, "commands", None) or {}).values():
         yield from _walk(sub)
 
 
-def _no_type(ctx: Any) -> None:
+def _no_type(ctx: Context) -> None:
     return None
 
 
-def _choices(param: Any) -> list[str]:
+def _choices(param: Parameter) -> list[str]:
     descriptor = getattr(param, "type_descriptor", None)
     if descriptor is None or not getattr(descriptor, "is_choice", False):
         return []
     return [str(getattr(choice, "value", choice)) for choice in descriptor.choices or ()]
 
 
-def _polish_param(param: Any) -> None:
+def _polish_param(param: Parameter) -> None:
     if _is_option(param) and getattr(param, "is_flag", False):
         param.metavar = ""  # a flag takes no value: nothing to show
         return
@@ -82,11 +88,11 @@ def _polish_param(param: Any) -> None:
             param.display_type_rich = _no_type  # ``ID`` says enough; ``<int>`` adds nothing
 
 
-def _flag_help_option(command: Any) -> None:
+def _flag_help_option(command: Command) -> None:
     """The ``--help`` option is made on demand; give it no placeholder either."""
     make = command.get_help_option
 
-    def get_help_option(ctx: Any) -> Any:
+    def get_help_option(ctx: Context) -> TyperOption | None:
         option = make(ctx)
         if option is not None:
             option.metavar = ""
@@ -95,7 +101,7 @@ def _flag_help_option(command: Any) -> None:
     command.get_help_option = get_help_option
 
 
-def polish_help(command: Any) -> Any:
+def polish_help(command: Command) -> Command:
     """Fix placeholders and choice lists in place on every parameter of the tree; returns it."""
     for cmd in _walk(command):
         for param in getattr(cmd, "params", ()):
@@ -105,7 +111,7 @@ def polish_help(command: Any) -> Any:
     return command
 
 
-def param_label(param: Any) -> str:
+def param_label(param: Parameter) -> str:
     """``--turns`` for an option (its longest name), ``ID`` for an argument."""
     if _is_option(param) and param.opts:
         return max(param.opts, key=len)
@@ -115,12 +121,12 @@ def param_label(param: Any) -> str:
     return (getattr(param, "name", None) or "value").upper()
 
 
-def _validation_phrase(cause: Any) -> str | None:
-    errors = getattr(cause, "errors", None)
-    if errors is None:
+def _validation_phrase(cause: BaseException | None) -> str | None:
+    errors = getattr(cause, "errors", None)  # pydantic's ValidationError, when typer coerced the value
+    if not callable(errors):
         return None
     try:
-        first = cause.errors()[0]
+        first = errors()[0]
     except (IndexError, TypeError):
         return None
     kind = first.get("type", "")
@@ -161,7 +167,7 @@ def _value_error_phrase(message: str) -> str:
 COMMENT_HINT = " (a word starting with # is a comment to the shell: for #3, quote it or drop the #)"
 
 
-def _names_an_id(param: Any) -> bool:
+def _names_an_id(param: Parameter) -> bool:
     """An argument that takes an id a user may write as ``#3`` (its help says so: "2 or #2")."""
     return _is_argument(param) and "#" in str(getattr(param, "help", "") or "")
 
