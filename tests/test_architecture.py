@@ -43,14 +43,14 @@ ALLOWED: dict[str, set[str] | None] = {
     "pricing": {"models"},
     "childenv": {"redact"},
     "__main__": {"cli"},
-    "trust": {"config", "fsutil", "protected", "redact"},
+    "trust": {"config", "fsutil", "jsontypes", "protected", "redact"},
     # the gate: effects, the shell parse, rules and the policy; so tools can declare effects and
     # the loop can ask it without knowing any store
     "permissions": {"protected"},
     "todo": {"markers"},
     "checkpoints": {"fsutil", "gitsafe"},
     "commands_md": {"fsutil"},
-    "claude_settings": {"config", "paths"},
+    "claude_settings": {"config", "jsontypes", "paths"},
     # which instruction files a session reads (AGENTS.md, CLAUDE.md, rules), in their order
     "instructions": {"markers", "tools"},
     # the model adapter and the stores know nothing of the loop
@@ -104,6 +104,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "config",
         "context",
         "features",
+        "jsontypes",
         "llm",
         "models",
         "permissions",
@@ -116,6 +117,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "channel": {
         "agent",
         "events",
+        "jsontypes",
         "protocol",
         "tools",
     },
@@ -145,6 +147,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "factory",
         "features",
         "fsutil",
+        "jsontypes",
         "llm",
         "memory",
         "paths",

@@ -15,12 +15,12 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
 
 from memagent.agent.loop import ASKER, Approval
 from memagent.events import AgentEvent, Notice, TurnEnded
+from memagent.jsontypes import JsonObject
 from memagent.protocol import AnswerApproval, ApprovalRequested, SessionEvent
-from memagent.tools.base import Tool
+from memagent.tools.base import RegisteredTool
 
 ANSWERS = {"allow": Approval.ALLOW, "always": Approval.ALWAYS, "deny": Approval.DENY}
 
@@ -91,7 +91,7 @@ class Channel:
             if not isinstance(item, _Idle):
                 yield item
 
-    def approver(self, tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
+    def approver(self, tool: RegisteredTool, tool_input: JsonObject, summary: str, reason: str = "") -> Approval:
         """The loop's approver: an event out, the answer back (deny outside a channel turn)."""
         if not self._busy.is_set():
             return Approval.DENY

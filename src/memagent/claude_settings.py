@@ -35,9 +35,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memagent.config import HooksSettings
+from memagent.jsontypes import JsonObject, JsonValue, json_object
 from memagent.paths import ProjectPaths
 
 NARROWING_MODES = ("default", "plan")
@@ -53,7 +53,7 @@ class SettingsFile:
     path: Path
     label: str  # how it is named to the user: ``~/.claude/settings.json``, ``.claude/settings.json``
     scope: str  # user | project | local
-    data: dict[str, Any] = field(default_factory=dict)
+    data: JsonObject = field(default_factory=dict)
 
     @property
     def from_project(self) -> bool:
@@ -136,18 +136,19 @@ def read_file(path: Path, label: str, scope: str, base: Path, notes: list[str]) 
     return SettingsFile(path, label, scope, data)
 
 
-def _strings(value: Any, where: str, notes: list[str]) -> list[str]:
+def _strings(value: JsonValue, where: str, notes: list[str]) -> list[str]:
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    strings = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    if not isinstance(value, list) or len(strings) != len(value):
         notes.append(f"{where} is not a list of strings; ignored")
         return []
-    return [v.strip() for v in value if v.strip()]
+    return [v.strip() for v in strings if v.strip()]
 
 
 def _withheld(file: SettingsFile) -> list[str]:
     """The widening keys a project file sets (what waits for trust)."""
-    permissions = file.data.get("permissions") if isinstance(file.data.get("permissions"), dict) else {}
+    permissions = json_object(file.data.get("permissions"))
     asked = [key for key in ("allow", "additionalDirectories") if permissions.get(key)]
     mode = permissions.get("defaultMode")
     if isinstance(mode, str) and mode not in NARROWING_MODES:

@@ -41,7 +41,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from memagent.fsutil import resolves_inside
 
@@ -121,7 +121,7 @@ def substitute(template: str, arguments: str) -> str:
     return text
 
 
-def tool_rules(value: Any) -> tuple[str, ...]:
+def tool_rules(value: object) -> tuple[str, ...]:
     """``allowed-tools`` as rule strings: a YAML list, or one string separated by commas (commas
     inside parentheses belong to the rule)."""
     if value is None:
@@ -170,7 +170,7 @@ class CustomCommand:
             f"/{self.name}", self.expand(arguments), arguments.strip(), allowed, self.model, run_shell=True, notes=notes
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str]:
         return {
             "name": self.name,
             "description": self.description,
@@ -217,7 +217,7 @@ def command_dirs(root: Path, home: Path, user_home: Path | None = None) -> list[
     return dirs
 
 
-def _front_matter(path: Path) -> tuple[dict[str, Any], str]:
+def _front_matter(path: Path) -> tuple[dict[str, object], str]:
     import frontmatter
     import yaml
 
@@ -242,7 +242,8 @@ def read_command(path: Path, source: str, name: str | None = None) -> CustomComm
     if len(description) > 80:
         description = description[:79] + "…"
     hint = " ".join(str(meta.get("argument-hint") or "").split())
-    model = str(meta["model"]).strip() if isinstance(meta.get("model"), str) and meta["model"].strip() else None
+    given_model = meta.get("model")
+    model = given_model.strip() if isinstance(given_model, str) and given_model.strip() else None
     return CustomCommand(
         name or path.stem, description, body, path, source, hint, tool_rules(meta.get("allowed-tools")), model
     )

@@ -23,7 +23,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -242,7 +242,7 @@ class Settings(BaseSettings):
 
     @field_validator("chroma_url", mode="before")
     @classmethod
-    def _empty_is_unset(cls, value: Any) -> Any:
+    def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
     @classmethod
@@ -330,7 +330,7 @@ class _Layer:
     """Values from one source, and how to name that source in an error."""
 
     label: str
-    values: dict[str, Any]
+    values: dict[str, object]
     key_label: Callable[[str], str] = lambda key: f"setting {key!r}"
 
 
@@ -345,7 +345,7 @@ class _MappingEnvSource(EnvSettingsSource):
         return {key.lower(): value for key, value in self._mapping.items() if value != ""}
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict[str, object]:
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
@@ -370,7 +370,7 @@ STRICTER_WHEN = {
 }
 
 
-def _stricter(key: str, value: Any, user: _Layer) -> bool:
+def _stricter(key: str, value: object, user: _Layer) -> bool:
     """True when a project's value of a gate setting only tightens what the user has."""
     check = STRICTER_WHEN.get(key)
     if check is None:
@@ -412,14 +412,14 @@ CHANGED_SINCE_TRUSTED = (
 def _layers(
     paths: ProjectPaths,
     env: Mapping[str, str],
-    overrides: Mapping[str, Any],
+    overrides: Mapping[str, object],
     trusted: bool,
     distrust: str = NOT_TRUSTED,
 ) -> tuple[list[_Layer], list[str]]:
     notices: list[str] = []
     user_values = _read_toml(paths.user_config)
     user = _Layer(str(paths.user_config), user_values)
-    project_values: dict[str, Any] = {}
+    project_values: dict[str, object] = {}
     if _outside_project(paths.project_config, paths.root):
         notices.append(f"{paths.project_config}: a symlink to a file outside the project; not read")
     else:
@@ -452,7 +452,7 @@ def setting_origin(
     paths: ProjectPaths,
     key: str,
     env: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     *,
     trusted: bool = False,
 ) -> str:
@@ -470,7 +470,7 @@ def setting_origin(
 def load_settings_with_notices(
     paths: ProjectPaths,
     env: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     *,
     trusted: bool = False,
     distrust: str = NOT_TRUSTED,
@@ -482,18 +482,26 @@ def load_settings_with_notices(
     Raises :class:`ConfigError` with one line naming the source, the key and the problem."""
     env = os.environ if env is None else env
     layers, notices = _layers(paths, env, overrides or {}, trusted, distrust)
-    merged: dict[str, Any] = {}
+    merged: dict[str, object] = {}
     origin: dict[str, _Layer] = {}
     for layer in layers:
         for key, value in layer.values.items():
             if key in RULE_SETTINGS and key in merged and isinstance(value, (list, tuple)):
-                value = [*merged[key], *value]  # rules add up: a later file cannot drop a deny rule
+                earlier = merged[key]
+                value = [
+                    *(earlier if isinstance(earlier, (list, tuple)) else ()),
+                    *value,
+                ]  # rules add up: a later file cannot drop a deny rule
             merged[key] = value
             origin[key] = layer
     try:
-        return Settings(**merged), notices
+        return Settings.model_validate(merged), notices
     except ValidationError as exc:
         raise ConfigError(_explain(exc, merged, origin)) from None
+
+
+def _rule_strings(value: object) -> list[str]:
+    return [str(rule) for rule in value] if isinstance(value, (list, tuple)) else []
 
 
 def rule_sources(
@@ -505,7 +513,7 @@ def rule_sources(
     layers, _ = _layers(paths, env, {}, trusted)
     found = []
     for layer in layers:
-        rules = {key: [str(rule) for rule in layer.values.get(key) or []] for key in RULE_SETTINGS}
+        rules = {key: _rule_strings(layer.values.get(key)) for key in RULE_SETTINGS}
         if any(rules.values()):
             found.append((layer.label, rules))
     return found
@@ -514,7 +522,7 @@ def rule_sources(
 def load_settings(
     paths: ProjectPaths,
     env: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     *,
     trusted: bool = False,
 ) -> Settings:
@@ -532,7 +540,7 @@ _PLAIN_PROBLEMS = {
 }
 
 
-def _explain(exc: ValidationError, merged: Mapping[str, Any], origin: Mapping[str, _Layer]) -> str:
+def _explain(exc: ValidationError, merged: Mapping[str, object], origin: Mapping[str, _Layer]) -> str:
     """The first problem of a validation error as one plain line: where, which key, what."""
     error = exc.errors()[0]
     key = str(error["loc"][0]) if error.get("loc") else "settings"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar, overload
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -87,9 +87,17 @@ def scrub(text: str) -> str:
     return SURROGATES.sub("\ufffd", text) if SURROGATES.search(text) else text
 
 
-def scrub_value(value: Any) -> Any:
+ValueT = TypeVar("ValueT")
+
+
+@overload
+def scrub_value(value: str) -> str: ...
+@overload
+def scrub_value(value: ValueT) -> ValueT: ...
+def scrub_value(value: object) -> object:
     """``value`` (JSON-like: dicts, lists, strings) with every string scrubbed; the same object
-    when nothing in it needed it, else a copy of the parts that changed."""
+    when nothing in it needed it, else a copy of the parts that changed (of the same type: a
+    list stays a list, a tuple a tuple)."""
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, dict):

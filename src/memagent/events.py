@@ -3,8 +3,8 @@ renderers of this stream. A leaf module: it imports nothing of memagent."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class AssistantText:
 class ToolCallStarted:
     id: str
     name: str
-    input: dict[str, Any]
+    input: Mapping[str, object]  # the call's input as the model sent it (JSON)
     summary: str = ""
 
 

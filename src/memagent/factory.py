@@ -17,13 +17,12 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from memagent import __version__, models
 from memagent.agent.feature import Feature, SubagentContext, ToolCall
-from memagent.agent.loop import Agent, AgentConfig, Approver
+from memagent.agent.loop import Agent, AgentConfig, Approval, Approver
 from memagent.agent.prompt import build_system, environment_block, subagent_prompt
 from memagent.checkpoints import ShadowRepo
 from memagent.config import ProjectPaths, Settings
@@ -42,12 +41,13 @@ from memagent.features.continuity import ContinuityFeature
 from memagent.features.hooks import HooksFeature
 from memagent.features.instructions import InstructionsFeature
 from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
-from memagent.features.memory import open_memory
+from memagent.features.memory import MemoryFeature, open_memory
 from memagent.features.skills import SkillsFeature
 from memagent.features.subagent_gate import SubagentGate, tool_filter
 from memagent.features.subagents import ChildAgent, SubagentsFeature
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import lazy_counter
@@ -60,7 +60,7 @@ from memagent.permissions import (
 )
 from memagent.pricing import UsageMeter
 from memagent.todo import TodoManager
-from memagent.tools.base import Tool, ToolContext, ToolRegistry
+from memagent.tools.base import RegisteredTool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.shell import ShellConfig
 
@@ -82,7 +82,7 @@ class Parts:
     trusted: bool = False  # the user trusts this project: its files may widen what memagent does
     logical_session: str = ""  # one id across -c/-r (memory's session scope); empty: this session's own id
     processed_ids: set[str] = field(default_factory=set)  # messages already mined for memories
-    mcp_servers: dict[str, Any] = field(default_factory=dict)  # from the command line (--mcp-config)
+    mcp_servers: dict[str, JsonValue] = field(default_factory=dict)  # from the command line (--mcp-config)
     extra_roots: tuple[Path, ...] = ()  # folders the file tools may also use (--add-dir)
     shell: ShellConfig = field(default_factory=ShellConfig)  # the session's sandbox (bash, hooks, background shells)
     prefetch_memory: bool = True  # see runtime.SessionOptions
@@ -164,7 +164,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     )
     if memory.feature is not None:
         features.append(memory.feature)
-        features.extend(_claude_memory_tool(parts, memory.feature.service))
+        features.extend(_claude_memory_tool(parts, memory.feature))
     features.append(_hooks(parts))
     features.append(_mcp_client(parts))
     features.append(_subagents(parts))
@@ -179,11 +179,12 @@ def session_shell(settings: Settings, home: Path, extra_env: dict[str, str] | No
     return ShellConfig.from_settings(settings, home, extra_env=extra_env).with_background()
 
 
-def _claude_memory_tool(parts: Parts, service: Any) -> list[Feature]:
+def _claude_memory_tool(parts: Parts, memory: MemoryFeature) -> list[Feature]:
     """Claude's own ``memory`` tool over the memory cards, when the setting is on and the model
     was trained on it."""
     if not supported(models.info(parts.settings.model).capabilities, parts.settings.memory_tool):
         return []
+    service = memory.service
     return [ClaudeMemoryToolFeature(lambda: service)]
 
 
@@ -236,7 +237,7 @@ def hook_condition(root: Path) -> Callable[[str, ToolCall], bool]:
         if call.tool is None:
             return False
         try:
-            declared = call.tool.declare(call.tool.validate(call.input))
+            declared = call.tool.bind(call.input).declare()
             policy = Policy.from_sources("default", [RuleSource("if", deny=[rule])], root=root)
         except (PermissionRuleError, ValidationError):
             return False
@@ -304,7 +305,7 @@ def build_agent(
     name: str = "",
     system_prompt: str | None = None,
     append_system_prompt: str | None = None,
-    allow: Callable[[Tool], bool] | None = None,
+    allow: Callable[[RegisteredTool], bool] | None = None,
     model_name: str | None = None,
 ) -> Agent:
     """An agent from its parts and features: the system prompt (``system_prompt`` in place of
@@ -386,11 +387,11 @@ def child_model_name(definition: AgentDefinition, parent_model: str | None, sett
 def serialized(approver: Approver, lock: threading.Lock) -> Approver:
     """One question at a time, whichever subagent asks."""
 
-    def ask(*args: Any, **kwargs: Any) -> Any:
+    def ask(tool: RegisteredTool, tool_input: JsonObject, summary: str, reason: str) -> Approval:
         with lock:
-            return approver(*args, **kwargs)
+            return approver(tool, tool_input, summary, reason)
 
-    return ask  # type: ignore[return-value]
+    return ask
 
 
 class Spawner:

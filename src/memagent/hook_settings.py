@@ -15,8 +15,6 @@ event, an unknown field or a hook it cannot run is one notice (``HooksSettings.n
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 # Every event Claude Code documents; the ones memagent runs are in memagent.features.hooks.
@@ -45,13 +43,13 @@ class HookCommand(BaseModel):
     source: str = Field("", description="The file it came from, for doctor and warnings.")
 
 
-def _hook_entries(event: str, entries: Any, notes: list[str]) -> list[dict[str, Any]]:
+def _hook_entries(event: str, entries: object, notes: list[str]) -> list[dict[str, object]]:
     """Claude Code's ``{"matcher", "hooks": [{"type": "command", ...}]}`` and the flat shape, as
     flat command dicts; what cannot run becomes a note."""
     if not isinstance(entries, (list, tuple)):
         notes.append(f"hooks.{event} is not a list of hooks; ignored")
         return []
-    flat: list[dict[str, Any]] = []
+    flat: list[dict[str, object]] = []
     for entry in entries:
         if isinstance(entry, HookCommand):
             flat.append(entry.model_dump(by_alias=True))
@@ -59,13 +57,14 @@ def _hook_entries(event: str, entries: Any, notes: list[str]) -> list[dict[str, 
         if not isinstance(entry, dict):
             notes.append(f"hooks.{event}: an entry that is not a table; ignored")
             continue
-        inner = entry.get("hooks") if isinstance(entry.get("hooks"), list) else [entry]
+        nested = entry.get("hooks")
+        inner = nested if isinstance(nested, list) else [entry]
         for hook in inner:
             if not isinstance(hook, dict):
                 notes.append(f"hooks.{event}: an entry that is not a table; ignored")
                 continue
             # where a hook came from is stamped by whoever read the file, never taken from it
-            merged = {
+            merged: dict[str, object] = {
                 "matcher": entry.get("matcher", ""),
                 **{k: v for k, v in hook.items() if k not in ("hooks", "origin", "source")},
             }
@@ -91,16 +90,16 @@ class HooksSettings(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _by_event(cls, data: Any) -> Any:
+    def _by_event(cls, data: object) -> object:
         if not isinstance(data, dict) or set(data) <= {"events", "notes"}:
             return data
-        events: dict[str, list[Any]] = {}
+        events: dict[str, list[HookCommand]] = {}
         notes: list[str] = []
         for key, entries in data.items():
             if key not in HOOK_EVENTS:
                 notes.append(f"unknown hook event {key!r} ignored")
                 continue
-            valid = []
+            valid: list[HookCommand] = []
             for raw in _hook_entries(key, entries, notes):
                 try:
                     valid.append(HookCommand.model_validate(raw))
@@ -113,7 +112,7 @@ class HooksSettings(BaseModel):
         return {"events": events, "notes": notes}
 
     @classmethod
-    def from_file(cls, data: Any, *, origin: str, source: str) -> HooksSettings:
+    def from_file(cls, data: object, *, origin: str, source: str) -> HooksSettings:
         """A hooks table read from one file, every hook stamped with where it came from
         (``origin``: user or project; ``source``: the file, for messages)."""
         parsed = data if isinstance(data, HooksSettings) else cls.model_validate(data if isinstance(data, dict) else {})

@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeAlias
 
-from pydantic import JsonValue
-
-# JsonValue: any value ``json.loads`` can return (None, bool, int, float, str, and lists and
-# string-keyed dicts of those). Pydantic's own definition, so a model field typed with it
-# validates too.
+JsonValue: TypeAlias = "list[JsonValue] | dict[str, JsonValue] | str | bool | int | float | None"
+"""What ``json.loads`` can return. For annotations only (a pydantic field uses ``pydantic.JsonValue``,
+the same union, which it can validate); importing this module costs nothing."""
 
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 """A JSON object: a wire block, a message, a tool's input, a record."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from memagent.models import Price, info
 
@@ -24,12 +23,13 @@ def price_for(model: str) -> Price | None:
     return info(model).price
 
 
-def _tokens(usage: Any, name: str) -> int:
+def _tokens(usage: object, name: str) -> int:
+    """A token count of ``usage`` (a ``Usage`` or its dict form, as stored); 0 when absent."""
     value = usage.get(name, 0) if isinstance(usage, Mapping) else getattr(usage, name, 0)
-    return int(value or 0)
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def cost_usd(model: str, usage: Any) -> float | None:
+def cost_usd(model: str, usage: object) -> float | None:
     """The cost of one response's ``usage`` (a ``Usage`` or its dict form); None if unpriced."""
     price = price_for(model)
     if price is None:
@@ -70,7 +70,7 @@ class UsageMeter:
     cost: float | None = 0.0
     unpriced_models: set[str] = field(default_factory=set)
 
-    def add(self, model: str, usage: Any) -> None:
+    def add(self, model: str, usage: object) -> None:
         self.calls += 1
         self.input_tokens += _tokens(usage, "input_tokens")
         self.output_tokens += _tokens(usage, "output_tokens")

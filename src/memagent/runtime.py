@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memagent import __version__
 from memagent.agent.loop import Approver
@@ -60,6 +60,7 @@ from memagent.factory import (
 )
 from memagent.features.usage import UsageFeature
 from memagent.fsutil import private_dir
+from memagent.jsontypes import JsonValue
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
 from memagent.llm.tokens import preload as preload_tokenizer
@@ -109,7 +110,7 @@ class SessionOptions:
     allowed_tools: tuple[str, ...] = ()  # guard: allow rules (--allowedTools)
     disallowed_tools: tuple[str, ...] = ()  # guard: deny rules (--disallowedTools)
     add_dirs: tuple[Path, ...] = ()  # folders the file tools and the sandbox may also use (--add-dir)
-    mcp_servers: dict[str, Any] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
+    mcp_servers: dict[str, JsonValue] = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
     session_id: str | None = None  # the logical session id of a new session (--session-id)
     start_source: str = "startup"  # why it starts, for SessionStart hooks ("clear" after /clear)
     system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)

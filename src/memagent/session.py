@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from memagent.agent.feature import Feature
 from memagent.agent.loop import Agent
@@ -18,7 +18,7 @@ from memagent.channel import Channel, ChannelError
 from memagent.checkpoints import CheckpointError, Restored
 from memagent.claude_settings import ClaudeSettings
 from memagent.config import ProjectPaths, Settings
-from memagent.context.compaction import CompactingContext
+from memagent.context.compaction import CompactingContext, ContextReport
 from memagent.context.policy import PassThroughContext
 from memagent.context.resume import fit_rebuilt
 from memagent.context.rewind import RewindError, TurnPoint
@@ -35,6 +35,7 @@ from memagent.features.checkpoints import (
 from memagent.features.memory import MemoryFeature
 from memagent.features.usage import UsageFeature
 from memagent.llm.metered import meter_of
+from memagent.llm.types import Message
 from memagent.permissions import MODES
 from memagent.pricing import UsageMeter
 from memagent.protocol import (
@@ -60,7 +61,7 @@ F = TypeVar("F", bound=Feature)
 class ReportingContext(Protocol):
     """A context policy that can say what the next request carries (``/context``)."""
 
-    def report(self) -> dict[str, Any]: ...
+    def report(self) -> ContextReport: ...
 
 
 @runtime_checkable
@@ -183,7 +184,7 @@ class Session:
         metered = meter_of(self.agent.model)
         return metered.snapshot() if metered is not None else self.usage
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[Message]:
         """The conversation's messages as they stand (a copy: the list may grow meanwhile)."""
         return list(self.agent.conversation.messages)
 
@@ -202,7 +203,7 @@ class Session:
         """The session's feature of that class, if it has one."""
         return next((f for f in self.features if isinstance(f, kind)), None)
 
-    def context_report(self) -> dict[str, Any] | None:
+    def context_report(self) -> ContextReport | None:
         """What the next request carries, part by part (None: no context policy reports it)."""
         context = self.agent.context
         if isinstance(context, PassThroughContext) or not isinstance(context, ReportingContext):

@@ -14,8 +14,6 @@ through :meth:`to_dict`/:meth:`from_dict` so it survives compaction and resume.
 
 from __future__ import annotations
 
-from typing import Any
-
 from memagent import markers
 
 PENDING = "pending"
@@ -87,7 +85,7 @@ class TodoManager:
         return {"items": self.items, "quiet_rounds": self._quiet_rounds}
 
     @classmethod
-    def from_dict(cls, data: Any) -> TodoManager:
+    def from_dict(cls, data: object) -> TodoManager:
         """Rebuild a saved manager. Raises :class:`TodoError` for data that is not a saved list."""
         if not isinstance(data, dict):
             raise TodoError("saved todo state must be an object with 'items'")
@@ -97,7 +95,7 @@ class TodoManager:
         return manager
 
 
-def validate_items(items: Any, limit: int = TodoManager.MAX_ITEMS) -> list[dict[str, str]]:
+def validate_items(items: object, limit: int = TodoManager.MAX_ITEMS) -> list[dict[str, str]]:
     """Check a proposed list; return normalised copies (ids as strings, text stripped)."""
     if not isinstance(items, list):
         raise TodoError("items must be a list of {id, text, status} objects")
@@ -122,7 +120,7 @@ def validate_items(items: Any, limit: int = TodoManager.MAX_ITEMS) -> list[dict[
     return clean
 
 
-def _validate_item(item: Any, position: int) -> dict[str, str]:
+def _validate_item(item: object, position: int) -> dict[str, str]:
     if not isinstance(item, dict):
         raise TodoError(f"item {position} must be an object with id, text and status")
     raw_id = item.get("id", position)

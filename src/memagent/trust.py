@@ -41,12 +41,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from filelock import FileLock, Timeout
 
 from memagent.config import WIDENING_SETTINGS
 from memagent.fsutil import atomic_write, private_dir
+from memagent.jsontypes import JsonObject, JsonValue, json_list, json_object
 from memagent.protected import POWER_FILES
 from memagent.redact import redact
 
@@ -65,34 +66,36 @@ class ProjectRecord:
     since: str | None = None
     declined: list[str] = field(default_factory=list)  # widening keys the user said no to
     allow: list[str] = field(default_factory=list)
-    pins: dict[str, dict[str, Any]] = field(default_factory=dict)  # power file → {"sha256", "text"}
+    pins: dict[str, JsonObject] = field(default_factory=dict)  # power file → {"sha256", "text"}
     declined_changes: dict[str, str | None] = field(default_factory=dict)  # power file → declined digest
     mcp_tools: dict[str, str] = field(default_factory=dict)  # MCP server → digest of its tool list
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"trusted": self.trusted}
-        for key in ("since", "pins", "declined_changes", "mcp_tools", "declined", "allow"):
-            value = getattr(self, key)
-            if value:
-                out[key] = value
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"trusted": self.trusted}
+        fields: dict[str, JsonValue] = {
+            "since": self.since,
+            "pins": {**self.pins},
+            "declined_changes": {**self.declined_changes},
+            "mcp_tools": {**self.mcp_tools},
+            "declined": [*self.declined],
+            "allow": [*self.allow],
+        }
+        out.update((key, value) for key, value in fields.items() if value)
         return out
 
     @classmethod
-    def from_dict(cls, data: Any) -> ProjectRecord:
+    def from_dict(cls, data: JsonValue) -> ProjectRecord:
         if not isinstance(data, dict):
             return cls()
-        strings = lambda key: [x for x in data.get(key) or [] if isinstance(x, str)]  # noqa: E731
-        table = lambda key: dict(data[key]) if isinstance(data.get(key), dict) else {}  # noqa: E731
         since = data.get("since")
-        pins = {k: v for k, v in table("pins").items() if isinstance(v, dict)}
         return cls(
             bool(data.get("trusted") is True),
             since if isinstance(since, str) else None,
-            strings("declined"),
-            strings("allow"),
-            pins,
-            {k: v for k, v in table("declined_changes").items() if v is None or isinstance(v, str)},
-            {k: v for k, v in table("mcp_tools").items() if isinstance(v, str)},
+            [x for x in json_list(data.get("declined")) if isinstance(x, str)],
+            [x for x in json_list(data.get("allow")) if isinstance(x, str)],
+            {k: v for k, v in json_object(data.get("pins")).items() if isinstance(v, dict)},
+            {k: v for k, v in json_object(data.get("declined_changes")).items() if v is None or isinstance(v, str)},
+            {k: v for k, v in json_object(data.get("mcp_tools")).items() if isinstance(v, str)},
         )
 
 
@@ -101,7 +104,7 @@ def project_key(root: Path) -> str:
     return str(Path(root).expanduser().resolve())
 
 
-def widening_keys(values: Mapping[str, Any]) -> list[str]:
+def widening_keys(values: Mapping[str, object]) -> list[str]:
     """The widening settings a (project) config file sets, in :data:`WIDENING_SETTINGS` order."""
     return [key for key in WIDENING_SETTINGS if key in values]
 
@@ -129,9 +132,9 @@ def file_digest(path: Path) -> str | None:
         return "unreadable"
 
 
-def _pin(path: Path) -> dict[str, Any]:
+def _pin(path: Path) -> JsonObject:
     digest = file_digest(path)
-    pin: dict[str, Any] = {"sha256": digest}
+    pin: JsonObject = {"sha256": digest}
     if digest not in (None, "unreadable"):
         try:
             data = path.read_bytes()
@@ -142,7 +145,7 @@ def _pin(path: Path) -> dict[str, Any]:
     return pin
 
 
-def current_pins(root: Path) -> dict[str, dict[str, Any]]:
+def current_pins(root: Path) -> dict[str, JsonObject]:
     """What trusting the project now would record: each power file's digest (and small text)."""
     return {name: _pin(Path(root) / name) for name in POWER_FILES}
 
@@ -223,7 +226,7 @@ def change_diff(home: Path, root: Path, relative: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def tools_digest(tools: Iterable[Mapping[str, Any]]) -> str:
+def tools_digest(tools: Iterable[Mapping[str, object]]) -> str:
     """sha256 of an MCP server's tool list (names, descriptions, schemas, hints), order-free."""
     canonical = sorted(json.dumps(dict(tool), sort_keys=True, ensure_ascii=False, default=str) for tool in tools)
     return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
@@ -269,7 +272,7 @@ class TrustStore:
             raise TrustError(f"cannot write {self.path}: {exc.strerror or exc}") from None
         return record
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> JsonObject:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -371,12 +374,33 @@ def approve_mcp_tools(home: Path, root: Path, server: str, digest: str) -> None:
     TrustStore(home).update(root, change)
 
 
-def trust_report(home: Path, root: Path, config_file: Path) -> dict[str, Any]:
+class FileTrust(TypedDict):
+    """One power file in :class:`TrustReport`."""
+
+    pinned: bool
+    present: bool
+    changed: bool
+
+
+class TrustReport(TypedDict):
+    """What ``doctor`` and ``trust --status`` show about the project's trust."""
+
+    trusted: bool
+    trusted_as_now: bool
+    since: str | None
+    files: dict[str, FileTrust]
+    changed: list[str]
+    mcp_servers_pinned: list[str]
+    project_file_asks_for: list[str]
+    saved_rules: list[str]
+
+
+def trust_report(home: Path, root: Path, config_file: Path) -> TrustReport:
     """What ``doctor`` and ``trust --status`` show: trusted?, since, each power file pinned and
     whether it changed, what the settings file asks for, the rules saved for the project."""
     record = TrustStore(home).record(root)
     state = trust_state(home, root)
-    files = {}
+    files: dict[str, FileTrust] = {}
     for name in POWER_FILES:
         pin = record.pins.get(name)
         files[name] = {

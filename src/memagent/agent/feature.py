@@ -96,7 +96,7 @@ class SubagentContext:
 class Feature(Protocol):
     name: str
 
-    def tools(self) -> list[RegisteredTool]: ...
+    def tools(self) -> Sequence[RegisteredTool]: ...
 
     def system_text(self) -> str | None: ...
 
@@ -136,7 +136,7 @@ class BaseFeature:
 
     name = "feature"
 
-    def tools(self) -> list[RegisteredTool]:
+    def tools(self) -> Sequence[RegisteredTool]:
         return []
 
     def system_text(self) -> str | None:

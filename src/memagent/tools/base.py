@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
+from pydantic import JsonValue as PydanticJson
 
 from memagent.jsontypes import JsonObject, JsonValue, json_object
 from memagent.permissions.effects import UNDECLARED, Declaration
@@ -174,7 +175,7 @@ class Tool(Generic[InputT]):
         return ""
 
 
-class RawArguments(RootModel[JsonObject]):
+class RawArguments(RootModel[dict[str, PydanticJson]]):
     """A JSON object of any shape: the input of a :class:`RawSchemaTool`, validated by whoever
     runs it (its handler reads ``.root``)."""
 
