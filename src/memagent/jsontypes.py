@@ -3,7 +3,7 @@
 Wire blocks from the Messages API, a tool's input as the model sent it, MCP payloads, settings
 files and transcript records read back from disk are JSON: their types are only known once a reader
 looks. :data:`JsonValue` says so precisely, so a reader narrows with ``isinstance`` (or a pydantic
-model) before using a field, instead of trusting an unchecked ``Any``.
+model) before using a field, instead of trusting a value of unchecked type.
 
 A function that only reads JSON takes :data:`JsonMapping` (read-only, so a ``dict[str, str]`` is
 accepted too); one that builds or stores it uses :data:`JsonObject`.

@@ -113,7 +113,7 @@ def build_params(request: ModelRequest, default_model: str) -> dict[str, Any]:
     must encode as UTF-8.
 
     The values are memagent's own JSON; the SDK declares each keyword with its own TypedDicts, so
-    this mapping is where the two meet (``Any``: the SDK checks nothing at run time either)."""
+    this mapping is where the two meet, unchecked (the SDK checks nothing at run time either)."""
     system = list(scrub_value(request.system))
     tools = list(scrub_value(request.tools))
     messages = [wire_message(m) for m in scrub_value(request.messages)]  # memagent's own fields stay home

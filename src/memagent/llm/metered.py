@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import ModelRequest, ResponseComplete, StreamEvent
@@ -62,7 +61,8 @@ class MeteredModel:
                 unpriced_models=set(meter.unpriced_models),
             )
 
-    def __getattr__(self, name: str) -> Any:  # prepare(), base_url, … of the wrapped adapter
+    def __getattr__(self, name: str) -> object:
+        """Anything else of the wrapped adapter (``base_url`` …), unknown here: the caller checks it."""
         return getattr(self.inner, name)
 
 

@@ -23,13 +23,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import io
 import logging
+import sys
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, TextIO, TypedDict, TypeVar, Unpack
 
 from memagent import __version__
 from memagent.errors import one_line
@@ -86,7 +88,7 @@ def _one_line(exc: BaseException) -> str:
     return one_line(exc, 200)
 
 
-def _stderr_tail(log: IO[str] | None) -> str:
+def _stderr_tail(log: TextIO | None) -> str:
     if log is None:
         return ""
     try:
@@ -358,7 +360,9 @@ class McpManager:
         """Connect, list, serve until stopped or lost; returns why it ended (None: stopped)."""
         assert self._stop is not None
         log = (
-            tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if isinstance(spec, StdioServer) else None
+            io.TextIOWrapper(tempfile.TemporaryFile(), encoding="utf-8", errors="replace")
+            if isinstance(spec, StdioServer)
+            else None
         )
         lost = self._lost[spec.name] = asyncio.Event()
         reason: str | None = None
@@ -403,7 +407,7 @@ class McpManager:
         return reason
 
     async def _connect(
-        self, spec: ServerSpec, stack: contextlib.AsyncExitStack[bool | None], log: IO[str] | None
+        self, spec: ServerSpec, stack: contextlib.AsyncExitStack[bool | None], log: TextIO | None
     ) -> Client:
         from mcp import Client
         from mcp.types import Implementation
@@ -438,7 +442,7 @@ class McpManager:
                 env=server_environment(spec, self.env),
                 cwd=str(self.cwd) if self.cwd else None,
             )
-            transport = stdio_client(params, errlog=log)
+            transport = stdio_client(params, errlog=log if log is not None else sys.stderr)
         return await stack.enter_async_context(
             Client(transport, client_info=info, cache=None, message_handler=on_message)
         )

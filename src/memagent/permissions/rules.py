@@ -9,7 +9,7 @@
   directory, anything else relative to the project root. ``Read`` covers calls that declare
   reading a path, ``Edit`` and ``Write`` calls that declare writing one.
 - ``mcp__server`` (every tool of an MCP server), ``mcp__server__tool`` (one tool).
-- Any other tool by its own name (``memory_save``, ``task_create``).
+- Every other tool by its own name (``memory_save``, ``task_create``).
 
 How a shell command meets a rule is in :func:`bash_rule_hits` (deny and ask: any simple command
 bash could run, and anything hidden) and :func:`bash_allowed_by` (allow: every simple command).

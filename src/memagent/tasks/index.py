@@ -85,7 +85,7 @@ def _row(task_id: int, entry: Entry) -> list[JsonValue]:
 def _entries_from_rows(rows: list[list[Any]]) -> dict[int, Entry]:
     """The hot loop of every read: kept flat (no per-row helper calls) on purpose. The rows are
     JSON the snapshot's digest vouches for (this module wrote them from validated tasks), taken
-    as they are without a per-field check: the one place ``Any`` stands for "already checked"."""
+    as they are without a per-field check: the room's one value of unchecked type."""
     entries: dict[int, Entry] = {}
     new_entry = Entry._make
     for task_id, mtime, ctime, size, ino, kind, payload in rows:

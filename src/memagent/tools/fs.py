@@ -106,7 +106,7 @@ def similar_names_hint(path: Path) -> str:
 
 def optional_field(description: str, **schema_extra: JsonValue) -> Any:
     """An optional input field: absent or ``null`` means "use the default". Returns what pydantic's
-    ``Field`` returns (declared ``Any`` there too, so it stands as the default of any field type).
+    ``Field`` returns, declared the same way, so it stands as the default of any field type.
 
     The schema shows the plain type (no ``anyOf`` with null, no ``default: null``) plus
     ``schema_extra`` (e.g. ``minimum``); range checks live in validators so errors are one line.
