@@ -289,3 +289,15 @@ def test_a_saved_rule_never_keeps_a_secret(tmp_path):
     save_rule(home, root, f"Bash(curl -u {key}: https://api.stripe.com/v1/charges)")
     assert key not in (home / "projects.json").read_text()
     assert saved_rules(home, root) == ["Bash(curl -u [REDACTED:stripe-key]: https://api.stripe.com/v1/charges)"]
+
+
+def test_a_record_with_fields_of_the_wrong_shape_keeps_none_of_them():
+    from memagent.trust import ProjectRecord
+
+    record = ProjectRecord.from_dict(
+        {"trusted": True, "declined": "abc", "allow": "Bash", "pins": ["x"], "mcp_tools": {"s": 3, "t": "d"}}
+    )
+    assert (record.trusted, record.declined, record.allow, record.pins) == (True, [], [], {})
+    assert record.mcp_tools == {"t": "d"}
+    assert ProjectRecord.from_dict("not a table") == ProjectRecord()
+    assert ProjectRecord.from_dict(record.to_dict()) == record

@@ -118,3 +118,23 @@ def test_any_combination_of_objects_comes_out_accepted(branches, key):
     if key != "allOf":
         common = set.intersection(*(set(b.get("required", [])) for b in branches))
         assert set(fixed.get("required", [])) == common
+
+
+@pytest.mark.parametrize("defs", [["X"], "X", 3])
+def test_definitions_that_are_not_an_object_refuse_the_schema_with_a_reason(defs):
+    schema = {"anyOf": [{"$ref": "#/$defs/X"}], "$defs": defs}
+    with pytest.raises(SchemaError, match="not defined"):
+        api_schema(schema)
+
+
+def test_a_branch_whose_properties_or_required_are_malformed_adds_nothing_of_them():
+    schema = {
+        "anyOf": [
+            {"type": "object", "properties": ["a"], "required": "ab"},
+            {"type": "object", "properties": {"b": {"type": "string"}}, "required": ["b"]},
+        ]
+    }
+    flattened = api_schema(schema)
+    assert flattened["properties"] == {"b": {"type": "string"}}
+    assert "required" not in flattened  # "ab" is no list of names: nothing is required by both
+    assert accepted(flattened)
