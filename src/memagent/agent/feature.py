@@ -38,6 +38,13 @@ Hooks, in the order a session meets them:
   state it records (the todo list).
 - ``close()``: the session ends.
 
+Besides the hooks, a feature may declare the REPL's slash commands that are its own (``/todos``,
+``/bashes``, ``/mcp`` …) in the class attribute ``slash_commands``: each a :class:`SlashCommand`
+(name, usage, help, the text shown when the session has no such feature, and a function of the
+feature and a :class:`SlashInput` returning a :class:`SlashReply`). They are known from the class,
+so ``/help`` lists them before a session is open; the front end runs one on the session's instance
+and renders its reply. A command never sees the terminal.
+
 And one question asked when a subagent is built (:mod:`memagent.features.subagents`):
 
 - ``for_subagent(child)``: what of this feature the subagent gets — ``self`` (shared: stateless
@@ -51,7 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
@@ -89,6 +96,36 @@ class SubagentContext:
     compaction_requests: CompactionRequest  # the subagent's compact tool and context policy share it
     depth: int  # 1 for a subagent of the session's agent, 2 for a subagent of that one, …
     spawn: Any = None  # builds the subagent's own children (the agent factory), when it may have any
+
+
+F = TypeVar("F")
+
+
+@dataclass(frozen=True)
+class SlashInput:
+    """What a feature's slash command is given: the text after its name, stripped."""
+
+    argument: str = ""
+
+
+@dataclass(frozen=True)
+class SlashReply:
+    """What a feature's slash command answers: text for the front end to show (``error``: it
+    failed or was used wrongly, shown as an error)."""
+
+    text: str
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class SlashCommand(Generic[F]):
+    """A REPL command a feature owns: ``/name`` runs ``run(feature, SlashInput)``."""
+
+    name: str  # without the slash
+    usage: str  # e.g. "/bashes [kill ID]"
+    help: str  # one line for /help
+    run: Callable[[F, SlashInput], SlashReply]
+    absent: str  # the reply when the session has no such feature (it is off, or not configured)
 
 
 @runtime_checkable
@@ -134,6 +171,7 @@ class BaseFeature:
     """No-op defaults for every hook of :class:`Feature`."""
 
     name = "feature"
+    slash_commands: ClassVar[tuple[SlashCommand[Any], ...]] = ()
 
     def tools(self) -> list[Tool[Any]]:
         return []
@@ -187,4 +225,13 @@ class BaseFeature:
         return None
 
 
-__all__ = ["BaseFeature", "Feature", "SubagentContext", "ToolCall", "TurnInput"]
+__all__ = [
+    "BaseFeature",
+    "Feature",
+    "SlashCommand",
+    "SlashInput",
+    "SlashReply",
+    "SubagentContext",
+    "ToolCall",
+    "TurnInput",
+]

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.agent.loop import Agent
 from memagent.events import AgentEvent, ToolCallStarted, TurnEnded
 from memagent.features.agent_definitions import AgentDefinition, AgentSet
@@ -92,6 +92,32 @@ class SubagentsFeature(BaseFeature):
         if child.depth >= self.max_depth or child.spawn is None:
             return None
         return SubagentsFeature(self.agents, child.spawn, child.record, child.depth, self.max_depth)
+
+    def show_agents(self, command: SlashInput) -> SlashReply:
+        """``/agents``: the definitions the task tool can run, where each comes from, its tools."""
+        lines = ["Subagents (the model starts them with the task tool):"]
+        for definition in self.agents.definitions:
+            model = definition.model or "inherit"
+            lines.append(
+                f"  {definition.name}  [{definition.source}; tools: {definition.describe_tools()}; model: {model}]"
+            )
+            lines.append(f"      {definition.description[:150]}")
+        lines += [f"  ! {problem}" for problem in self.agents.problems]
+        lines.append(
+            "Add your own as Markdown files in .claude/agents/ or .memagent/agents/ (this project), "
+            "~/.claude/agents/ or $MEMAGENT_HOME/agents/ (every project)."
+        )
+        return SlashReply("\n".join(lines))
+
+    slash_commands = (
+        SlashCommand(
+            "agents",
+            "/agents",
+            "the subagents the model can start (task tool) and their tools",
+            show_agents,
+            "Subagents are not available in this session.",
+        ),
+    )
 
     def _task_tool(self) -> Tool:
         listing = "\n".join(

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.llm.items import Injected
 from memagent.markers import Marker
 from memagent.permissions.effects import Effect, declares
@@ -91,6 +91,14 @@ class TodoFeature(BaseFeature):
     def for_subagent(self, child: SubagentContext) -> TodoFeature:
         """A subagent keeps a checklist of its own, saved in its own transcript."""
         return TodoFeature(TodoManager(), child.record)
+
+    def show(self, command: SlashInput) -> SlashReply:
+        """``/todos``: the list as the model last left it."""
+        return SlashReply(self.manager.render())
+
+    slash_commands = (
+        SlashCommand("todos", "/todos", "the session's todo list", show, "The todo list is off in this session."),
+    )
 
     def reinject(self) -> str | None:
         if not self.manager.items:

@@ -72,9 +72,9 @@ def early_commands(paths: Any) -> CommandSet:
 
 def completion_meta(commands: CommandSet) -> dict[str, str]:
     """What completion shows beside each command: its argument hint and description."""
-    from memagent.ui.commands import COMMANDS
+    from memagent.ui.commands import all_commands
 
-    meta = {c.name: c.help for c in COMMANDS}
+    meta = {c.name: c.help for c in all_commands()}
     for command in commands.commands:
         hint = f"{command.argument_hint} — " if command.argument_hint else ""
         meta.setdefault(command.name, f"{hint}{command.description}")
