@@ -116,6 +116,16 @@ class Controls:
     non_interactive: bool = False
 
 
+def _restore(parts: Parts, features: list[Feature]) -> None:
+    """The record kinds each feature writes are accepted by the conversation; a resumed session's
+    records in effect go to every feature, to restore what it recorded."""
+    for feature in features:
+        parts.conversation.accept_records(feature.record_kinds)
+    if parts.resumed is not None:
+        for feature in features:
+            feature.restore(parts.resumed.records)
+
+
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     """Every capability of a session, in a fixed order (the order of their tools and prompt
     text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
@@ -145,7 +155,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
             trusted=parts.project_trusted,
             warn=parts.warnings.append,
         ),
-        TodoFeature(parts.todo, parts.conversation.record),
+        TodoFeature(parts.todo, parts.conversation.record, parts.warnings.append),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
         ContinuityFeature(
@@ -322,6 +332,7 @@ def build_agent(
     ``append_system_prompt``), the built-in tools and the features' (those ``allow`` keeps), the
     compacting context policy, and the tool context of its session."""
     paths, settings = parts.paths, parts.settings
+    _restore(parts, features)
     system = build_system(
         paths.root, [feature.system_text() for feature in features], base=system_prompt, append=append_system_prompt
     )

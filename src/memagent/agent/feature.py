@@ -33,12 +33,15 @@ Hooks, in the order a session meets them:
 - ``after_turn(conversation)``: a user turn is over (periodic memory extraction).
 - ``reinject()``: state re-injected verbatim after a compaction, from the feature's own store.
 - ``before_drop(messages, ids)``: a compaction is about to drop these messages.
-- ``after_rewind(records)``: the conversation went back to the start of an earlier turn;
-  ``records`` are the transcript records still in effect, from which a feature restores the
-  state it records (the todo list).
+- ``restore(records)``: the transcript records in effect of the conversation this one continues
+  (a resumed session's, as the session opens) or goes back to (after a rewind to the start of an
+  earlier turn), from which a feature restores the state it records (the todo list) and records
+  it again in this transcript. A feature reads only the record kinds it declares.
 - ``close()``: the session ends.
 
-Besides the hooks, a feature may declare the REPL's slash commands that are its own (``/todos``,
+Besides the hooks, a feature declares the transcript record kinds it writes in the class attribute
+``record_kinds`` (the conversation refuses any other kind; the core's own are
+:data:`memagent.context.transcript.RECORD_TYPES`), and it may declare the REPL's slash commands that are its own (``/todos``,
 ``/bashes``, ``/mcp`` …) in the class attribute ``slash_commands``: each a :class:`SlashCommand`
 (name, usage, help, the text shown when the session has no such feature, and a function of the
 feature and a :class:`SlashInput` returning a :class:`SlashReply`). They are known from the class,
@@ -131,6 +134,7 @@ class SlashCommand(Generic[F]):
 @runtime_checkable
 class Feature(Protocol):
     name: str
+    record_kinds: ClassVar[tuple[str, ...]]
 
     def tools(self) -> list[Tool[Any]]: ...
 
@@ -160,7 +164,7 @@ class Feature(Protocol):
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None: ...
 
-    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None: ...
+    def restore(self, records: Sequence[dict[str, Any]]) -> None: ...
 
     def close(self) -> None: ...
 
@@ -171,6 +175,7 @@ class BaseFeature:
     """No-op defaults for every hook of :class:`Feature`."""
 
     name = "feature"
+    record_kinds: ClassVar[tuple[str, ...]] = ()
     slash_commands: ClassVar[tuple[SlashCommand[Any], ...]] = ()
 
     def tools(self) -> list[Tool[Any]]:
@@ -215,7 +220,7 @@ class BaseFeature:
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
         return None
 
-    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
+    def restore(self, records: Sequence[dict[str, Any]]) -> None:
         return None
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from memagent.context.resume import History, ResumeError, rebuild_history
 from memagent.context.rewind import RewindError, TurnPoint, active_records, find_turn, rewind_record, turn_points
 from memagent.context.transcript import TranscriptError, read_records
 from memagent.errors import one_line
+from memagent.features.subagents import SUBAGENT_RECORD
 
 CHECKPOINT_RECORD = "checkpoint"
 MAX_PATHS_RECORDED = 200
@@ -144,7 +145,9 @@ def plan_rewind(path: Path, turn: int) -> RewindPlan:
     start = next((r for r in active if r.get("type") == "session_start"), {})
     logical = str(start.get("logical_session") or path.stem)
     subagents = [
-        str(r["session_id"]) for r in active[point.position :] if r.get("type") == "subagent" and r.get("session_id")
+        str(r["session_id"])
+        for r in active[point.position :]
+        if r.get("type") == SUBAGENT_RECORD and r.get("session_id")
     ]
     return RewindPlan(path.stem, logical, point, points, history, before, warnings, list(dict.fromkeys(subagents)))
 

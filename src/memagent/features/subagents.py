@@ -8,6 +8,11 @@ definition: :mod:`memagent.features.agent_definitions`). The child is built by t
 definition allows within its parent's, the parent's permission gate and approver. It runs to the
 end of its turn; the parent gets only its final answer, with what it cost.
 
+The parent's transcript links each child with ``subagent`` records (session_id: the child's own
+transcript, whose ``session_start`` has kind ``subagent``, agent, description and
+parent_session; agent, description, status — ``started``, then how its turn ended: ``end_turn``,
+``error``, ``cancelled`` …; tool_calls, usage, cost, error).
+
 Several ``task`` calls in one response run at the same time (``Tool.concurrent``). A cancel of
 the parent (Ctrl-C, Esc, a cancelled grand-parent) reaches the children: the running child stops
 as if the user had pressed Ctrl-C in it, and whatever it started is killed.
@@ -80,6 +85,7 @@ class SubagentsFeature(BaseFeature):
     max_depth: int = DEFAULT_MAX_DEPTH
     name: str = "subagents"
     _tools: list[Tool] = field(default_factory=list)
+    record_kinds = (SUBAGENT_RECORD,)
 
     def tools(self) -> list[Tool]:
         if not self._tools:

@@ -1,6 +1,7 @@
-"""The todo list as a feature: the ``todo`` tool, the nudge after quiet rounds, the list saved
-in the transcript after each change, re-injected after a compaction and put back as it was when
-the conversation is rewound."""
+"""The todo list as a feature: the ``todo`` tool, the nudge after quiet rounds, ``/todos``, the
+list saved in the transcript after each change (a ``todo`` record: ``items``, the whole list),
+re-injected after a compaction, and put back as the last record in effect left it when a session
+is resumed or the conversation is rewound."""
 
 from __future__ import annotations
 
@@ -62,9 +63,17 @@ class TodoFeature(BaseFeature):
 
     name = "todos"
 
-    def __init__(self, manager: TodoManager, record: Callable[[dict[str, Any]], None]) -> None:
+    record_kinds = (TODO_RECORD,)
+
+    def __init__(
+        self,
+        manager: TodoManager,
+        record: Callable[[dict[str, Any]], None],
+        warn: Callable[[str], None] = lambda line: None,
+    ) -> None:
         self.manager = manager
         self._record = record
+        self._warn = warn
 
     def tools(self) -> list[Tool]:
         return todo_tools(self.manager)
@@ -77,16 +86,21 @@ class TodoFeature(BaseFeature):
         reminder = self.manager.reminder()
         return Injected(Marker.REMINDER, reminder) if reminder else None
 
-    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
-        """The list as the last ``todo`` record still in effect left it (empty without one)."""
+    def restore(self, records: Sequence[dict[str, Any]]) -> None:
+        """The list as the last ``todo`` record in effect left it (empty without one), recorded
+        again in this transcript when there is one or the list changes. A saved list this version
+        cannot take (hand-edited, from a newer version) is dropped with a warning."""
         last = next(
             (r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)), None
         )
+        had_items = bool(self.manager.items)
         try:
             self.manager.update(last["items"] if last else [])
-        except TodoError:
+        except TodoError as exc:
+            self._warn(f"the saved todo list could not be restored: {exc}")
             self.manager.update([])
-        self._record({"type": TODO_RECORD, "items": self.manager.items})
+        if last is not None or had_items:
+            self._record({"type": TODO_RECORD, "items": self.manager.items})
 
     def for_subagent(self, child: SubagentContext) -> TodoFeature:
         """A subagent keeps a checklist of its own, saved in its own transcript."""
