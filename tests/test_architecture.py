@@ -31,6 +31,7 @@ LEAVES = (
     "protected",
     "gitsafe",
     "hook_settings",
+    "feature_settings",
 )
 # Each row is exactly the rooms the room imports today (tests/test_architecture_limits.py fails on
 # a door nobody uses): a new edge is a decision, added here with the code that needs it.
@@ -38,7 +39,7 @@ ALLOWED: dict[str, set[str] | None] = {
     # leaves: shared vocabulary, importing nothing of memagent
     **{leaf: set() for leaf in LEAVES},
     "__init__": set(),
-    "config": {"hook_settings", "models", "paths"},
+    "config": {"feature_settings", "hook_settings", "models", "paths"},
     "pricing": {"models"},
     "childenv": {"redact"},
     "__main__": {"cli"},
@@ -71,6 +72,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "context",
         "errors",
         "events",
+        "feature_settings",
         "fsutil",
         "instructions",
         "llm",
@@ -88,7 +90,6 @@ ALLOWED: dict[str, set[str] | None] = {
     # (models: whether the session's model knows a tool, e.g. Claude's memory tool)
     "factory": {
         "agent",
-        "checkpoints",
         "config",
         "context",
         "features",

@@ -9,6 +9,8 @@ Hooks, in the order a session meets them:
 
 - ``tools()``: the tools it adds (asked once, at composition; order is kept so the cached
   prompt prefix stays byte-stable).
+- ``guidance()``: how to use the feature's tools, a paragraph of memagent's own prompt (left out
+  with it when ``--system-prompt`` or a subagent's definition replaces it). Asked once.
 - ``system_text()``: stable text for the system prompt (instructions, skill index, profile).
   Asked once per session; it must not change between turns.
 - ``check_prompt(text)``: before a user message joins the conversation; a returned string
@@ -39,7 +41,9 @@ Hooks, in the order a session meets them:
   it again in this transcript. A feature reads only the record kinds it declares.
 - ``close()``: the session ends.
 
-Besides the hooks, a feature declares the transcript record kinds it writes in the class attribute
+Besides the hooks, a feature names the settings it reads in ``settings_model`` (its pydantic
+sub-model of :mod:`memagent.feature_settings`, which ``config.Settings`` composes; the feature is
+given that and nothing wider), declares the transcript record kinds it writes in the class attribute
 ``record_kinds`` (the conversation refuses any other kind; the core's own are
 :data:`memagent.context.transcript.RECORD_TYPES`), and it may declare the REPL's slash commands that are its own (``/todos``,
 ``/bashes``, ``/mcp`` …) in the class attribute ``slash_commands``: each a :class:`SlashCommand`
@@ -62,6 +66,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
 
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
@@ -138,6 +144,8 @@ class Feature(Protocol):
 
     def tools(self) -> list[Tool[Any]]: ...
 
+    def guidance(self) -> str | None: ...
+
     def system_text(self) -> str | None: ...
 
     def check_prompt(self, text: str) -> str | None: ...
@@ -176,10 +184,14 @@ class BaseFeature:
 
     name = "feature"
     record_kinds: ClassVar[tuple[str, ...]] = ()
+    settings_model: ClassVar[type[BaseModel] | None] = None
     slash_commands: ClassVar[tuple[SlashCommand[Any], ...]] = ()
 
     def tools(self) -> list[Tool[Any]]:
         return []
+
+    def guidance(self) -> str | None:
+        return None
 
     def system_text(self) -> str | None:
         return None

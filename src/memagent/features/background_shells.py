@@ -15,6 +15,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from memagent.agent.feature import BaseFeature, Feature, SlashCommand, SlashInput, SlashReply, SubagentContext
+from memagent.feature_settings import BackgroundShellSettings
 from memagent.permissions import Effect, declares
 from memagent.tools import claude_names
 from memagent.tools.background import RUNNING, BackgroundShell, ShellError, ShellRegistry
@@ -105,13 +106,21 @@ class BackgroundShellsFeature(BaseFeature):
     """The session's background shells: their tools, and the kill when the session ends."""
 
     name = "background_shells"
+    settings_model = BackgroundShellSettings
 
     def __init__(
-        self, registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES, *, owner: bool = True
+        self,
+        registry: ShellRegistry,
+        saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES,
+        *,
+        owner: bool = True,
+        settings: BackgroundShellSettings | None = None,
     ) -> None:
         self.registry = registry
         self.saved_max_bytes = saved_max_bytes
         self.owner = owner  # the session's own feature kills the shells; a subagent's view does not
+        if owner and settings is not None:
+            registry.limit = settings.background_shell_limit  # the session's limit, its subagents included
         self._tools: list[Tool] = []
 
     def tools(self) -> list[Tool]:

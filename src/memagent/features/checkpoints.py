@@ -30,6 +30,7 @@ from memagent.context.resume import History, ResumeError, rebuild_history
 from memagent.context.rewind import RewindError, TurnPoint, active_records, find_turn, rewind_record, turn_points
 from memagent.context.transcript import TranscriptError, read_records
 from memagent.errors import one_line
+from memagent.feature_settings import CheckpointSettings
 from memagent.features.subagents import SUBAGENT_RECORD
 
 CHECKPOINT_RECORD = "checkpoint"
@@ -43,6 +44,28 @@ class CheckpointFeature(BaseFeature):
     first failure once (a later success says nothing)."""
 
     name = "checkpoints"
+    settings_model = CheckpointSettings
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: CheckpointSettings,
+        home: Path,
+        root: Path,
+        session_id: str,
+        record: Callable[[dict[str, Any]], None],
+        warn: Callable[[str], None] | None = None,
+    ) -> CheckpointFeature | None:
+        """The session's checkpoints in the project's shadow repository; None when they are off."""
+        if not settings.checkpoints:
+            return None
+        repo = ShadowRepo.for_project(
+            home,
+            root,
+            max_file_bytes=settings.checkpoint_max_file_bytes,
+            max_changed_files=settings.checkpoint_max_files,
+        )
+        return cls(repo, session_id, record, warn=warn)
 
     def __init__(
         self,

@@ -184,6 +184,12 @@ class TaskGraphFeature(BaseFeature):
     def tools(self) -> list[Tool]:
         return task_tools(self.store)
 
+    def guidance(self) -> str:
+        return (
+            "Task graph: for larger work that spans sessions, use the project's task graph\n"
+            "(task_create / task_update / task_list / task_get) with dependencies."
+        )
+
     def snapshot(self) -> str | None:
         """The ready and in-progress tasks as compact text; None when there is no graph."""
         if not self.tasks_dir.is_dir():

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply, SubagentContext
+from memagent.feature_settings import TodoSettings
 from memagent.llm.items import Injected
 from memagent.markers import Marker
 from memagent.permissions.effects import Effect, declares
@@ -64,26 +65,35 @@ class TodoFeature(BaseFeature):
     name = "todos"
 
     record_kinds = (TODO_RECORD,)
+    settings_model = TodoSettings
 
     def __init__(
         self,
         manager: TodoManager,
         record: Callable[[dict[str, Any]], None],
         warn: Callable[[str], None] = lambda line: None,
+        settings: TodoSettings | None = None,
     ) -> None:
         self.manager = manager
         self._record = record
         self._warn = warn
+        self.settings = settings or TodoSettings()
 
     def tools(self) -> list[Tool]:
         return todo_tools(self.manager)
+
+    def guidance(self) -> str:
+        return (
+            "Todo list: for work with several steps keep a checklist with the todo tool (one item\n"
+            "in_progress at a time) and mark items completed as you go."
+        )
 
     def after_tools(self, names: list[str]) -> Injected | None:
         called = "todo" in names
         self.manager.note_round(called)
         if called:
             self._record({"type": TODO_RECORD, "items": self.manager.items})
-        reminder = self.manager.reminder()
+        reminder = self.manager.reminder() if self.settings.todo_reminder else None
         return Injected(Marker.REMINDER, reminder) if reminder else None
 
     def restore(self, records: Sequence[dict[str, Any]]) -> None:
@@ -104,7 +114,7 @@ class TodoFeature(BaseFeature):
 
     def for_subagent(self, child: SubagentContext) -> TodoFeature:
         """A subagent keeps a checklist of its own, saved in its own transcript."""
-        return TodoFeature(TodoManager(), child.record)
+        return TodoFeature(TodoManager(), child.record, settings=self.settings)
 
     def show(self, command: SlashInput) -> SlashReply:
         """``/todos``: the list as the model last left it."""
