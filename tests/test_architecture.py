@@ -53,6 +53,8 @@ ALLOWED: dict[str, set[str] | None] = {
     "claude_settings": {"config", "paths"},
     # which instruction files a session reads (AGENTS.md, CLAUDE.md, rules), in their order
     "instructions": {"markers", "tools"},
+    # the skills on disk: found in their folders, written by `memagent skills new` and reflection
+    "skills": {"commands_md", "fsutil"},
     # the model adapter and the stores know nothing of the loop
     "llm": {"decoding", "errors", "markers", "models", "pricing"},
     "tasks": {"fsutil", "redact"},
@@ -81,6 +83,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "memory",
         "permissions",
         "pricing",
+        "skills",
         "tasks",
         "todo",
         "tools",
@@ -166,6 +169,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "redact",
         "runtime",
         "session",
+        "skills",
         "tools",
         "trust",
     },

@@ -59,7 +59,8 @@ def session_commands(session: Session) -> CommandSet:
 def early_commands(paths: Any) -> CommandSet:
     """The prompt commands known before the session is open: command files and skills (the MCP
     servers' prompts come with the session)."""
-    from memagent.features.skills import SkillCommand, discover_skills
+    from memagent.features.skills import SkillCommand
+    from memagent.skills import discover_skills
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
