@@ -127,6 +127,8 @@ ALLOWED: dict[str, set[str] | None] = {
         "protocol",
         "todo",
     },
+    # `memagent mcp serve`: the memory and task tools composed for an MCP client, over stdio
+    "mcp_serve": {"config", "features", "mcp_bridge", "memory", "tasks", "tools", "trust"},
     "runtime": {
         "agent",
         "channel",
