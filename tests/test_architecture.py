@@ -159,7 +159,6 @@ ALLOWED: dict[str, set[str] | None] = {
         "context",
         "decoding",
         "events",
-        "factory",
         "features",
         "fsutil",
         "llm",

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memagent import __version__, models
-from memagent.agent.feature import BaseFeature, Feature, SubagentContext, ToolCall
+from memagent.agent.feature import Feature, SubagentContext, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approver
 from memagent.agent.prompt import build_system, environment_block
 from memagent.config import ProjectPaths, Settings
@@ -62,16 +62,6 @@ from memagent.todo import TodoManager
 from memagent.tools.base import Tool, ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
 from memagent.tools.shell import ShellConfig
-
-SLASH_COMMAND_FEATURES: tuple[type[BaseFeature], ...] = (
-    TodoFeature,
-    TaskGraphFeature,
-    McpClientFeature,
-    BackgroundShellsFeature,
-    SubagentsFeature,
-)
-"""The features whose slash commands the REPL offers (``BaseFeature.slash_commands``), in the order
-``/help`` lists them: known from their classes before a session is open."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 
 from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply
 from memagent.commands_md import discover_commands
-from memagent.factory import SLASH_COMMAND_FEATURES
+from memagent.features import with_slash_commands
 from memagent.features.background_shells import BackgroundShellsFeature
 from memagent.features.mcp_client import McpClientFeature
 from memagent.features.tasks import TaskGraphFeature
@@ -58,7 +58,7 @@ def session(tmp_path):
 def test_the_front_end_table_holds_no_feature_command():
     """Each of these commands is its feature's: the UI's own table and source name none of them."""
     assert FEATURE_COMMANDS.isdisjoint(c.name for c in COMMANDS)
-    declared = {c.name for kind in SLASH_COMMAND_FEATURES for c in kind.slash_commands}
+    declared = {c.name for kind in with_slash_commands() for c in kind.slash_commands}
     assert declared == FEATURE_COMMANDS
     source = (SRC / "ui" / "commands.py").read_text()
     imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) and node.module}
@@ -146,7 +146,8 @@ def test_a_new_feature_command_needs_no_change_to_the_ui(monkeypatch):
         slash_commands = (SlashCommand("greet", "/greet [name]", "say hello", greet, "no greeter here"),)
 
     assert find_command("greet") is None
-    monkeypatch.setattr("memagent.factory.SLASH_COMMAND_FEATURES", (*SLASH_COMMAND_FEATURES, Greeter))
+    declared = with_slash_commands()
+    monkeypatch.setattr("memagent.features.with_slash_commands", lambda: (*declared, Greeter))
     assert any(
         line.split() == ["/greet", "[name]", "say", "hello"] for line in run_command("/help", _never).text.splitlines()
     )

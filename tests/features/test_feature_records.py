@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memagent.context.transcript import RECORD_TYPES, read_records
-from memagent.factory import SLASH_COMMAND_FEATURES
+from memagent.features import with_slash_commands
 from memagent.features.continuity import ContinuityFeature
 from memagent.features.subagents import SubagentsFeature
 from memagent.features.todos import TodoFeature
@@ -21,7 +21,7 @@ from memagent.runtime import SessionOptions, open_session
 SRC = Path(__file__).resolve().parents[2] / "src" / "memagent"
 FEATURE_KINDS = {
     kind
-    for feature in (TodoFeature, SubagentsFeature, ContinuityFeature, *SLASH_COMMAND_FEATURES)
+    for feature in (TodoFeature, SubagentsFeature, ContinuityFeature, *with_slash_commands())
     for kind in feature.record_kinds
 }
 

@@ -438,11 +438,11 @@ ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
 def feature_commands() -> tuple[Command, ...]:
     """The slash commands the session's features own (``/todos``, ``/bashes``, ``/mcp`` …), as
     their classes declare them: known before the session is open, run on its instance."""
-    from memagent.factory import SLASH_COMMAND_FEATURES
+    from memagent.features import with_slash_commands
 
     return tuple(
         Command(declared.name, declared.usage, declared.help, _run_on_feature(kind, declared))
-        for kind in SLASH_COMMAND_FEATURES
+        for kind in with_slash_commands()
         for declared in kind.slash_commands
     )
 
