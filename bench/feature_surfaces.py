@@ -46,7 +46,7 @@ CAPABILITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "memory": (r"features\.memory\b|features\.memory_tools|MemoryFeature|open_memory|memory_save", ("memory/",)),
     "mcp client": (r"features\.mcp_client|McpClientFeature|mcp_client_feature|cmd_mcp|/mcp\b", ("mcp_bridge/",)),
     "hooks": (r"features\.hooks|HooksFeature", ("hook_settings.py",)),
-    "skills": (r"features\.skills|SkillsFeature|SkillCommand|discover_skills", ()),
+    "skills": (r"features\.skills|SkillsFeature|SkillCommand|discover_skills", ("skills.py",)),
 }
 
 
