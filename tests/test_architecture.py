@@ -32,6 +32,7 @@ LEAVES = (
     "gitsafe",
     "hook_settings",
     "jsontypes",
+    "feature_settings",
 )
 # Each row is exactly the rooms the room imports today (tests/test_architecture_limits.py fails on
 # a door nobody uses): a new edge is a decision, added here with the code that needs it.
@@ -39,7 +40,7 @@ ALLOWED: dict[str, set[str] | None] = {
     # leaves: shared vocabulary, importing nothing of memagent
     **{leaf: set() for leaf in LEAVES},
     "__init__": set(),
-    "config": {"hook_settings", "models", "paths"},
+    "config": {"feature_settings", "hook_settings", "models", "paths"},
     "pricing": {"models"},
     "childenv": {"redact"},
     "__main__": {"cli"},
@@ -53,6 +54,8 @@ ALLOWED: dict[str, set[str] | None] = {
     "claude_settings": {"config", "jsontypes", "paths"},
     # which instruction files a session reads (AGENTS.md, CLAUDE.md, rules), in their order
     "instructions": {"markers", "tools"},
+    # the skills on disk: found in their folders, written by `memagent skills new` and reflection
+    "skills": {"commands_md", "fsutil"},
     # the model adapter and the stores know nothing of the loop
     "llm": {"decoding", "errors", "jsontypes", "markers", "models", "pricing"},
     "tasks": {"fsutil", "jsontypes", "redact"},
@@ -83,6 +86,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "context",
         "errors",
         "events",
+        "feature_settings",
         "fsutil",
         "instructions",
         "llm",
@@ -91,6 +95,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "memory",
         "permissions",
         "pricing",
+        "skills",
         "tasks",
         "todo",
         "tools",
@@ -100,7 +105,6 @@ ALLOWED: dict[str, set[str] | None] = {
     # (models: whether the session's model knows a tool, e.g. Claude's memory tool)
     "factory": {
         "agent",
-        "checkpoints",
         "config",
         "context",
         "features",
@@ -137,6 +141,8 @@ ALLOWED: dict[str, set[str] | None] = {
         "protocol",
         "todo",
     },
+    # `memagent mcp serve`: the memory and task tools composed for an MCP client, over stdio
+    "mcp_serve": {"config", "features", "mcp_bridge", "memory", "tasks", "tools", "trust"},
     "runtime": {
         "agent",
         "channel",
@@ -171,7 +177,6 @@ ALLOWED: dict[str, set[str] | None] = {
         "features",
         "fsutil",
         "llm",
-        "mcp_bridge",
         "models",
         "paths",
         "permissions",
@@ -180,7 +185,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "redact",
         "runtime",
         "session",
-        "tasks",
+        "skills",
         "tools",
         "trust",
     },

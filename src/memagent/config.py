@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from memagent.feature_settings import BackgroundShellSettings, CheckpointSettings, SubagentSettings, TodoSettings
 from memagent.hook_settings import HookCommand, HooksSettings  # re-exported: the hooks setting
 from memagent.models import DEFAULT_MODEL, DEFAULT_SMALL_MODEL
 from memagent.models import info as model_info
@@ -78,6 +79,7 @@ WIDENING_SETTINGS = (
     "inline_max_tokens",
     "bash_timeout",
     "checkpoints",  # turning the safety net off is the user's call, not a cloned repository's
+    "background_shell_limit",
 )
 # Permission rules: every source's rules apply together (they are not replaced by a later file).
 RULE_SETTINGS = ("allow", "ask", "deny")
@@ -91,9 +93,12 @@ class ConfigError(Exception):
     """A config file or value the user must fix; shown as one line."""
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, TodoSettings, BackgroundShellSettings, SubagentSettings, CheckpointSettings):
     """Every knob of memagent, typed. Build one with :func:`load_settings`; ``Settings()`` is the
-    defaults alone (it reads no file and no environment)."""
+    defaults alone (it reads no file and no environment).
+
+    A capability's own settings are its sub-model (:mod:`memagent.feature_settings`), composed
+    here: their keys are flat like every other, and a feature takes only its own sub-model."""
 
     model_config = SettingsConfigDict(
         extra="forbid",
@@ -279,21 +284,6 @@ class Settings(BaseSettings):
     saved_output_max_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024**3)
     """Cap on a long command's full output saved under .transcripts (head and tail kept)."""
 
-    # --- agents: checkpoints ---
-    checkpoints: bool = True
-    """Record the working tree at the start of every user turn (a shadow git repository under
-    ``$MEMAGENT_HOME/checkpoints``), so ``/rewind`` and ``memagent rewind`` can restore it."""
-    checkpoint_max_file_bytes: int = Field(10 * 1024 * 1024, ge=0)
-    """Files larger than this are left out of checkpoints (a rewind leaves them as they are)."""
-    checkpoint_max_files: int = Field(100_000, ge=1)
-    """A turn that changed more files than this (a dependency folder nobody ignored) gets no
-    checkpoint, with a warning saying so."""
-
-    # --- agents: subagents ---
-    subagent_max_depth: int = Field(2, ge=1, le=5)
-    """How deep subagents may nest: 1 lets the session's agent start subagents only; 2 (the
-    default) lets a subagent whose definition lists ``task`` start its own, and so on."""
-
     @property
     def context_window(self) -> int:
         return model_info(self.model).context_window
@@ -367,6 +357,7 @@ STRICTER_WHEN = {
     "require_review": lambda value, current: value is True,
     "memory_min_confidence": lambda value, current: isinstance(value, (int, float)) and value >= current,
     "memory_auto_writes_per_day": lambda value, current: isinstance(value, int) and 0 < value <= (current or value),
+    "background_shell_limit": lambda value, current: isinstance(value, int) and 0 < value <= current,
 }
 
 

@@ -23,8 +23,7 @@ from pydantic import ValidationError
 from memagent import __version__, models
 from memagent.agent.feature import Feature, SubagentContext, ToolCall
 from memagent.agent.loop import Agent, AgentConfig, Approval, Approver
-from memagent.agent.prompt import build_system, environment_block, subagent_prompt
-from memagent.checkpoints import ShadowRepo
+from memagent.agent.prompt import build_system, environment_block
 from memagent.config import ProjectPaths, Settings
 from memagent.context.compaction import CompactingContext
 from memagent.context.conversation import Conversation
@@ -44,7 +43,7 @@ from memagent.features.mcp_client import McpClientFeature, mcp_client_feature
 from memagent.features.memory import MemoryFeature, open_memory
 from memagent.features.skills import SkillsFeature
 from memagent.features.subagent_gate import SubagentGate, tool_filter
-from memagent.features.subagents import ChildAgent, SubagentsFeature
+from memagent.features.subagents import ChildAgent, SubagentsFeature, subagent_prompt
 from memagent.features.tasks import TaskGraphFeature
 from memagent.features.todos import TodoFeature
 from memagent.jsontypes import JsonObject, JsonValue
@@ -106,6 +105,16 @@ class Controls:
     non_interactive: bool = False
 
 
+def _restore(parts: Parts, features: list[Feature]) -> None:
+    """The record kinds each feature writes are accepted by the conversation; a resumed session's
+    records in effect go to every feature, to restore what it recorded."""
+    for feature in features:
+        parts.conversation.accept_records(feature.record_kinds)
+    if parts.resumed is not None:
+        for feature in features:
+            feature.restore(parts.resumed.records)
+
+
 def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
     """Every capability of a session, in a fixed order (the order of their tools and prompt
     text, so the cached prefix stays byte-stable). Returns them and why memory is off, if it is."""
@@ -135,7 +144,7 @@ def compose_features(parts: Parts) -> tuple[list[Feature], str | None]:
             trusted=parts.project_trusted,
             warn=parts.warnings.append,
         ),
-        TodoFeature(parts.todo, parts.conversation.record),
+        TodoFeature(parts.todo, parts.conversation.record, parts.warnings.append, parts.settings),
         task_graph,
         ContextToolsFeature(parts.compaction_requests, parts.paths.transcripts, parts.session_id),
         ContinuityFeature(
@@ -191,20 +200,21 @@ def _claude_memory_tool(parts: Parts, memory: MemoryFeature) -> list[Feature]:
 def _background_shells(parts: Parts) -> list[Feature]:
     if parts.shell.background is None:
         return []
-    return [BackgroundShellsFeature(parts.shell.background, parts.settings.saved_output_max_bytes)]
+    return [
+        BackgroundShellsFeature(parts.shell.background, parts.settings.saved_output_max_bytes, settings=parts.settings)
+    ]
 
 
 def _checkpoints(parts: Parts) -> list[Feature]:
-    if not parts.settings.checkpoints:
-        return []
-    settings = parts.settings
-    repo = ShadowRepo.for_project(
+    found = CheckpointFeature.from_settings(
+        parts.settings,
         parts.paths.home,
         parts.paths.root,
-        max_file_bytes=settings.checkpoint_max_file_bytes,
-        max_changed_files=settings.checkpoint_max_files,
+        parts.session_id,
+        parts.conversation.record,
+        parts.warnings.append,
     )
-    return [CheckpointFeature(repo, parts.session_id, parts.conversation.record, warn=parts.warnings.append)]
+    return [found] if found is not None else []
 
 
 def _hooks(parts: Parts) -> HooksFeature:
@@ -291,7 +301,7 @@ def _mcp_client(parts: Parts) -> McpClientFeature:
 def _subagents(parts: Parts) -> SubagentsFeature:
     agents = discover_agents(parts.paths.root, parts.paths.home)
     parts.warnings.extend(agents.problems)
-    return SubagentsFeature(agents, Spawner(parts), parts.conversation.record, 0, parts.settings.subagent_max_depth)
+    return SubagentsFeature.from_settings(agents, Spawner(parts), parts.conversation.record, parts.settings)
 
 
 # ---------------------------------------------------------------------- building
@@ -313,8 +323,13 @@ def build_agent(
     ``append_system_prompt``), the built-in tools and the features' (those ``allow`` keeps), the
     compacting context policy, and the tool context of its session."""
     paths, settings = parts.paths, parts.settings
+    _restore(parts, features)
     system = build_system(
-        paths.root, [feature.system_text() for feature in features], base=system_prompt, append=append_system_prompt
+        paths.root,
+        [feature.system_text() for feature in features],
+        base=system_prompt,
+        append=append_system_prompt,
+        guidance=[feature.guidance() for feature in features],
     )
     shell = parts.shell
     tools = builtin_tools(shell) + [t for feature in features for t in feature.tools()]

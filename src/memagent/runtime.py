@@ -68,7 +68,7 @@ from memagent.paths import child_environment, record_data_root
 from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
 from memagent.session import Session
-from memagent.todo import TodoError, TodoManager
+from memagent.todo import TodoManager
 from memagent.tools.sandbox import clear_stale_placeholders
 
 if TYPE_CHECKING:
@@ -207,16 +207,6 @@ def _open_conversation(
     if resumed is not None:
         warnings += seed_conversation(conversation, resumed, shelf)
     return conversation
-
-
-def _restored_todo(resumed: Resumed | None, warnings: list[str]) -> TodoManager:
-    manager = TodoManager()
-    if resumed is not None and resumed.todo is not None:
-        try:
-            manager.update(resumed.todo.get("items", []))
-        except TodoError as exc:
-            warnings.append(f"the saved todo list could not be restored: {exc}")
-    return manager
 
 
 def _processed_ids(resumed: Resumed | None, conversation: Conversation) -> set[str]:
@@ -422,7 +412,7 @@ def open_session(
         session_id,
         chat_model,
         conversation,
-        _restored_todo(resumed, warnings),
+        TodoManager(),  # the todo feature restores a resumed session's list
         CompactionRequest(),
         resumed,
         warnings,

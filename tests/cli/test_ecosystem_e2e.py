@@ -8,7 +8,7 @@ import pytest
 
 from fakeapi import FakeAnthropic, text, tool, turn
 from fakeapi.server import system_text
-from memagent.features.skills import skill_markdown
+from memagent.skills import skill_markdown
 
 SMALL = "claude-haiku-4-5"
 SUMMARY = "## Goal\nRead the modules.\n## Next step\nanswer"

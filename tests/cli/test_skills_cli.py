@@ -6,7 +6,7 @@ import json
 
 import frontmatter
 
-from memagent.features.skills import discover_skills
+from memagent.skills import discover_skills
 
 
 def test_new_then_list_then_refuse_a_duplicate(run_cli, project, isolated_env):

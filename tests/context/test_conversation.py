@@ -59,6 +59,9 @@ def test_the_live_count_matches_the_sessions_listing_across_a_compaction_and_a_r
 def test_records_go_through_conversation_and_unknown_types_are_refused(tmp_path):
     conversation = Conversation(recorder=TranscriptWriter.open(tmp_path, "s1"), session_id="s1")
     conversation.start(model="m", cwd="/p")
+    with pytest.raises(ValueError):  # a feature's kind, until a feature of the agent declares it
+        conversation.record({"type": "todo", "items": []})
+    conversation.accept_records(["todo", "message"])  # a feature cannot claim the core's message kinds
     conversation.record({"type": "todo", "items": []})
     for bad in ({"type": "message", "role": "user", "content": []}, {"type": "todos"}, {}):
         with pytest.raises(ValueError):

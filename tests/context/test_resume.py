@@ -14,10 +14,12 @@ from memagent.context.history import INTERRUPTED_TOOL
 from memagent.context.resume import ResumeError, latest_session_id, load_session, seed_conversation
 from memagent.context.sessions import list_sessions
 from memagent.context.transcript import TranscriptWriter
+from memagent.features.todos import TodoFeature
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import reply, tool_call
 from memagent.llm.types import text_block, tool_result_block
 from memagent.markers import Marker
+from memagent.todo import TodoManager
 
 SUMMARY_OPEN = Marker.SUMMARY.value
 
@@ -27,6 +29,13 @@ def write_transcript(directory, session_id, records) -> None:
     with open(directory / f"{session_id}.jsonl", "w", encoding="utf-8") as fh:
         for record in records:
             fh.write(json.dumps(record) + "\n")
+
+
+def _restored_todo(resumed) -> list:
+    """The todo list the todo feature restores from a resumed session's records."""
+    feature = TodoFeature(TodoManager(), lambda record: None)
+    feature.restore(resumed.records)
+    return feature.manager.items
 
 
 def msg(message_id, role, *blocks):
@@ -40,6 +49,7 @@ def use(tool_id, name="read_file"):
 def test_resume_starts_at_the_last_compaction_and_restores_the_todo(tmp_path):
     brain = PlannedBrain()
     harness = new_harness(tmp_path, brain, threshold=3_000)
+    harness.conversation.accept_records(TodoFeature.record_kinds)
     for number in range(6):
         brain.add(reply(tool_call("read_file", {"path": f"src/m{number}.py"})), reply(f"m{number} ok"))
         harness.turn(f"check m{number}")
@@ -53,7 +63,7 @@ def test_resume_starts_at_the_last_compaction_and_restores_the_todo(tmp_path):
     assert resumed.ids[1:] == harness.conversation.ids[1:]
     assert resumed.messages[0]["content"][0]["text"].startswith(SUMMARY_OPEN)
     assert resumed.summary == "## Goal\nthe summary of the dropped part"
-    assert resumed.todo == {"items": [{"id": "1", "text": "check m5", "status": "in_progress"}]}
+    assert _restored_todo(resumed) == [{"id": "1", "text": "check m5", "status": "in_progress"}]
     assert resumed.model == "main-model"
 
 
@@ -135,6 +145,7 @@ def test_latest_session_skips_empty_transcripts_and_prefixes_resolve(tmp_path):
 def test_seeding_a_new_session_makes_its_transcript_self_contained(tmp_path):
     brain = PlannedBrain()
     harness = new_harness(tmp_path, brain, threshold=3_000)
+    harness.conversation.accept_records(TodoFeature.record_kinds)
     for number in range(5):
         brain.add(reply(tool_call("read_file", {"path": f"m{number}.py"})), reply("ok"))
         harness.turn(f"check m{number}")
@@ -144,12 +155,14 @@ def test_seeding_a_new_session_makes_its_transcript_self_contained(tmp_path):
     writer = TranscriptWriter.open(harness.transcripts, "20261121-120000-dddd")
     conversation = Conversation(recorder=writer, session_id="20261121-120000-dddd")
     seed_conversation(conversation, first)
+    conversation.accept_records(TodoFeature.record_kinds)
+    TodoFeature(TodoManager(), conversation.record).restore(first.records)  # as the session opens
     conversation.append("user", [text_block("continue please")])
     writer.close()
     second = load_session(harness.transcripts, "20261121-120000-dddd")
     assert second.messages[:-1] == first.messages
     assert second.messages[-1]["content"][-1]["text"] == "continue please"
-    assert second.todo == first.todo
+    assert _restored_todo(second) == _restored_todo(first) == [{"id": "1", "text": "x", "status": "pending"}]
     assert latest_session_id(harness.transcripts) == "20261121-120000-dddd"
     listed = {info.id: info for info in list_sessions(harness.transcripts)}["20261121-120000-dddd"]
     assert listed.resumed_from == harness.session_id

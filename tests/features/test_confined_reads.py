@@ -9,8 +9,8 @@ import pytest
 
 from memagent.commands_md import discover_commands
 from memagent.features.instructions import load_instructions
-from memagent.features.skills import discover_skills
 from memagent.memory.cardfiles import CardFileError, CardFiles
+from memagent.skills import discover_skills
 
 CANARY = "aws_secret_access_key = CANARY-" + "0a1b2c3d4e"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memagent.features.skills import SkillsFeature, discover_skills, skill_markdown
+from memagent.features.skills import SkillsFeature
+from memagent.skills import discover_skills, skill_markdown
 from memagent.tools.base import ToolContext, ToolRegistry
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memagent.features.skills import SkillsFeature, discover_skills
+from memagent.features.skills import SkillsFeature
+from memagent.skills import discover_skills
 from memagent.tools.base import ToolContext, ToolRegistry
 
 

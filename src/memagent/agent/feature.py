@@ -9,6 +9,8 @@ Hooks, in the order a session meets them:
 
 - ``tools()``: the tools it adds (asked once, at composition; order is kept so the cached
   prompt prefix stays byte-stable).
+- ``guidance()``: how to use the feature's tools, a paragraph of memagent's own prompt (left out
+  with it when ``--system-prompt`` or a subagent's definition replaces it). Asked once.
 - ``system_text()``: stable text for the system prompt (instructions, skill index, profile).
   Asked once per session; it must not change between turns.
 - ``check_prompt(text)``: before a user message joins the conversation; a returned string
@@ -33,10 +35,22 @@ Hooks, in the order a session meets them:
 - ``after_turn(conversation)``: a user turn is over (periodic memory extraction).
 - ``reinject()``: state re-injected verbatim after a compaction, from the feature's own store.
 - ``before_drop(messages, ids)``: a compaction is about to drop these messages.
-- ``after_rewind(records)``: the conversation went back to the start of an earlier turn;
-  ``records`` are the transcript records still in effect, from which a feature restores the
-  state it records (the todo list).
+- ``restore(records)``: the transcript records in effect of the conversation this one continues
+  (a resumed session's, as the session opens) or goes back to (after a rewind to the start of an
+  earlier turn), from which a feature restores the state it records (the todo list) and records
+  it again in this transcript. A feature reads only the record kinds it declares.
 - ``close()``: the session ends.
+
+Besides the hooks, a feature names the settings it reads in ``settings_model`` (its pydantic
+sub-model of :mod:`memagent.feature_settings`, which ``config.Settings`` composes; the feature is
+given that and nothing wider), declares the transcript record kinds it writes in the class attribute
+``record_kinds`` (the conversation refuses any other kind; the core's own are
+:data:`memagent.context.transcript.RECORD_TYPES`), and it may declare the REPL's slash commands that are its own (``/todos``,
+``/bashes``, ``/mcp`` …) in the class attribute ``slash_commands``: each a :class:`SlashCommand`
+(name, usage, help, the text shown when the session has no such feature, and a function of the
+feature and a :class:`SlashInput` returning a :class:`SlashReply`). They are known from the class,
+so ``/help`` lists them before a session is open; the front end runs one on the session's instance
+and renders its reply. A command never sees the terminal.
 
 And one question asked when a subagent is built (:mod:`memagent.features.subagents`):
 
@@ -51,7 +65,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
 
 from memagent.context.conversation import Conversation
 from memagent.context.policy import CompactionRequest
@@ -92,11 +108,44 @@ class SubagentContext:
     spawn: Any = None  # builds the subagent's own children (the agent factory), when it may have any
 
 
+F = TypeVar("F")
+
+
+@dataclass(frozen=True)
+class SlashInput:
+    """What a feature's slash command is given: the text after its name, stripped."""
+
+    argument: str = ""
+
+
+@dataclass(frozen=True)
+class SlashReply:
+    """What a feature's slash command answers: text for the front end to show (``error``: it
+    failed or was used wrongly, shown as an error)."""
+
+    text: str
+    error: bool = False
+
+
+@dataclass(frozen=True)
+class SlashCommand(Generic[F]):
+    """A REPL command a feature owns: ``/name`` runs ``run(feature, SlashInput)``."""
+
+    name: str  # without the slash
+    usage: str  # e.g. "/bashes [kill ID]"
+    help: str  # one line for /help
+    run: Callable[[F, SlashInput], SlashReply]
+    absent: str  # the reply when the session has no such feature (it is off, or not configured)
+
+
 @runtime_checkable
 class Feature(Protocol):
     name: str
+    record_kinds: ClassVar[tuple[str, ...]]
 
     def tools(self) -> Sequence[RegisteredTool]: ...
+
+    def guidance(self) -> str | None: ...
 
     def system_text(self) -> str | None: ...
 
@@ -124,7 +173,7 @@ class Feature(Protocol):
 
     def before_drop(self, messages: list[Message], ids: list[str]) -> None: ...
 
-    def after_rewind(self, records: Sequence[JsonObject]) -> None: ...
+    def restore(self, records: Sequence[JsonObject]) -> None: ...
 
     def close(self) -> None: ...
 
@@ -135,9 +184,15 @@ class BaseFeature:
     """No-op defaults for every hook of :class:`Feature`."""
 
     name = "feature"
+    record_kinds: ClassVar[tuple[str, ...]] = ()
+    settings_model: ClassVar[type[BaseModel] | None] = None
+    slash_commands: ClassVar[tuple[SlashCommand[Any], ...]] = ()
 
     def tools(self) -> Sequence[RegisteredTool]:
         return []
+
+    def guidance(self) -> str | None:
+        return None
 
     def system_text(self) -> str | None:
         return None
@@ -178,7 +233,7 @@ class BaseFeature:
     def before_drop(self, messages: list[Message], ids: list[str]) -> None:
         return None
 
-    def after_rewind(self, records: Sequence[JsonObject]) -> None:
+    def restore(self, records: Sequence[JsonObject]) -> None:
         return None
 
     def close(self) -> None:
@@ -188,4 +243,13 @@ class BaseFeature:
         return None
 
 
-__all__ = ["BaseFeature", "Feature", "SubagentContext", "ToolCall", "TurnInput"]
+__all__ = [
+    "BaseFeature",
+    "Feature",
+    "SlashCommand",
+    "SlashInput",
+    "SlashReply",
+    "SubagentContext",
+    "ToolCall",
+    "TurnInput",
+]

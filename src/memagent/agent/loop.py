@@ -205,7 +205,7 @@ class Agent:
         self.conversation.rewind(record, messages, ids, turns_before)
         self.context.rewound()
         for feature in self.features:
-            feature.after_rewind(records)
+            feature.restore(records)
 
     def run_tool(self, name: str, tool_input: JsonObject, call_id: str) -> Generator[AgentEvent, None, ToolOutcome]:
         """Run one call the user asked for (a slash command's ``!`cmd``` line) on the path the

@@ -121,7 +121,7 @@ def serve(
     Clients save project-scope memories only, unless --allow-user-scope is given.
     Claude Code: claude mcp add memagent -- memagent mcp serve
     """
-    from memagent.features.mcp_serve import serve_stdio
+    from memagent.mcp_serve import serve_stdio
 
     paths = resolve_paths(ctx, root)
     serve_stdio(paths, _settings(paths), allow_user_scope=allow_user_scope)

@@ -63,8 +63,8 @@ def review_skill_proposals(
 ) -> None:
     """Offer each mature procedure as a skill; asks before writing (never without a terminal)."""
     from memagent.cli.skills import skill_from_card
-    from memagent.features.skills import SkillError, write_new_skill
     from memagent.memory.procedures import decline
+    from memagent.skills import SkillError, write_new_skill
 
     many = len(proposals) != 1
     typer.echo(

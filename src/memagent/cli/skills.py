@@ -27,7 +27,7 @@ def list_skills(ctx: typer.Context, as_json: bool = JsonOption, root: Path | Non
     """The skills found, with where they come from; broken SKILL.md files are named on stderr."""
     import sys
 
-    from memagent.features.skills import discover_skills
+    from memagent.skills import discover_skills
 
     paths = _paths(ctx, root)
     index = discover_skills(paths.root, paths.home)
@@ -53,7 +53,7 @@ def new_skill(
     root: Path | None = RootOption,
 ) -> None:
     """Create .agents/skills/NAME/SKILL.md (a template, or the content of a procedure card)."""
-    from memagent.features.skills import NEW_SKILL_BODY, SkillError, skill_markdown, write_new_skill
+    from memagent.skills import NEW_SKILL_BODY, SkillError, skill_markdown, write_new_skill
 
     paths = _paths(ctx, root)
     if from_card:
@@ -103,7 +103,7 @@ def _from_card(paths, card_id: str, name: str | None, description: str | None) -
 def skill_from_card(card, name: str | None = None, description: str | None = None) -> tuple[str, str]:
     """(name, SKILL.md text in Claude Code's format) for a procedure card: front matter with name,
     description and the card it came from, the procedure as the body."""
-    from memagent.features.skills import first_sentence, skill_markdown, slugify
+    from memagent.skills import first_sentence, skill_markdown, slugify
 
     content = card.content.strip()
     skill_name = name or slugify(first_sentence(content, 60))

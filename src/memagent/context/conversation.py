@@ -1,13 +1,13 @@
 """The live message list of a session, mirrored to its transcript as it grows.
 
-:class:`Conversation` is the one writer of a session's transcript (every record type is listed
-in :mod:`memagent.context.transcript`) and the one counter of its user turns.
+:class:`Conversation` is the one writer of a session's transcript (the core's record types are listed
+in :mod:`memagent.context.transcript`, each feature's in its ``record_kinds``) and the one counter of its user turns.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from memagent.context.history import has_tool_results
@@ -51,6 +51,7 @@ class Conversation:
     ids: list[str] = field(default_factory=list)
     user_turns: int = 0
     earlier_turns: int = 0
+    feature_records: set[str] = field(default_factory=set)  # record kinds its features write
 
     @property
     def turn_number(self) -> int:
@@ -84,13 +85,19 @@ class Conversation:
         if self.recorder:
             self.recorder.set_header({"type": "session_start", "session_id": self.session_id, **fields})
 
+    def accept_records(self, kinds: Iterable[str]) -> None:
+        """Record kinds a feature of this conversation's agent writes (``Feature.record_kinds``)."""
+        self.feature_records |= {kind for kind in kinds if kind not in ("message", "session_start")}
+
     def record(self, record: JsonObject) -> None:
-        """A non-message record (todo, compaction, extraction, …) — transcript only.
+        """A non-message record (compaction, extraction, a feature's, …) — transcript only.
 
         Messages are recorded by :meth:`append` and :meth:`seed` alone; an unknown record type is
-        a programming error (ValueError), so every type stays listed in one place."""
+        a programming error (ValueError), so every type is listed where it is owned: the core's in
+        :data:`~memagent.context.transcript.RECORD_TYPES`, a feature's in its ``record_kinds``."""
         kind = record.get("type")
-        if kind not in RECORD_TYPES or kind in ("message", "session_start"):
+        known = kind in RECORD_TYPES or kind in self.feature_records
+        if not known or kind in ("message", "session_start"):
             raise ValueError(f"not a non-message transcript record type: {kind!r}")
         if self.recorder:
             self.recorder.append(record)

@@ -6,7 +6,8 @@ that time) followed by every message from its ``kept_from`` id onward, in file o
 history is repaired so the Messages-API invariants hold (:mod:`memagent.context.history`):
 empty blocks dropped, neighbours with the same role merged (the first id is kept, as
 :class:`~memagent.context.conversation.Conversation` does live), a ``tool_use`` left without a
-result by a ``kill -9`` answered with an error result, orphan results dropped. The last ``todo`` record gives the todo list back.
+result by a ``kill -9`` answered with an error result, orphan results dropped. The other records in effect go to the features
+(:attr:`Resumed.records`), each restoring what it recorded (the todo list).
 
 A truncated last line (killed mid-write) or a garbage line costs only that line, with a warning;
 a missing or unreadable transcript is a :class:`ResumeError` naming the file.
@@ -45,7 +46,6 @@ class Resumed:
     session_id: str
     messages: list[Message]
     ids: list[str]
-    todo: dict[str, Any] | None
     warnings: list[str]
     compactions: int
     summary: str | None = None  # the last compaction's summary, when there was one
@@ -56,6 +56,8 @@ class Resumed:
     checkpoints: list[str | None] = field(default_factory=list)  # per message: the checkpoint of the turn it opens
     previewed: set[str] = field(default_factory=set)  # ids of messages the model got as a preview
     set_aside: dict[str, int] = field(default_factory=dict)  # message id -> the lower limit it was shrunk to
+    # the records in effect other than messages: each feature restores its own state from them
+    records: list[dict[str, Any]] = field(default_factory=list)
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -132,7 +134,6 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         session_id=path.stem,
         messages=history.messages,
         ids=history.ids,
-        todo=last_todo(records),
         warnings=warnings,
         compactions=history.compactions,
         summary=history.summary,
@@ -142,6 +143,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         checkpoints=[by_message.get(message_id) for message_id in history.ids],
         previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
         set_aside=_set_aside(records),
+        records=[r for r in records if r.get("type") != "message"],
     )
 
 
@@ -237,14 +239,6 @@ def _message_records(
     return messages, ids
 
 
-def last_todo(records: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The todo list the last ``todo`` record holds, if any."""
-    for record in reversed(records):
-        if record.get("type") == "todo" and isinstance(record.get("items"), list):
-            return {"items": copy.deepcopy(record["items"])}
-    return None
-
-
 # ------------------------------------------------------------ continuing
 
 
@@ -255,14 +249,12 @@ def seed_conversation(conversation: Conversation, resumed: Resumed, shelf: Attac
     session), so the new transcript alone rebuilds the context on the next resume; they open no
     user turn. A text too large for the context (a session that could never get an answer) is
     set aside on ``shelf`` first: the model gets its preview, the old transcript keeps it whole.
-    The restored todo list is recorded too.
+    What the features record of their own state is theirs to restore (``Feature.restore``).
     """
     messages, notes = _fit_resumed(resumed, shelf)
     conversation.seed(
         messages, resumed_from=resumed.session_id, warnings=[*resumed.warnings, *notes], checkpoints=resumed.checkpoints
     )
-    if resumed.todo is not None:
-        conversation.record({"type": "todo", "items": resumed.todo.get("items", [])})
     return notes
 
 
@@ -302,7 +294,6 @@ __all__ = [
     "ResumeError",
     "Resumed",
     "fit_rebuilt",
-    "last_todo",
     "rebuild_history",
     "latest_session_id",
     "load_session",

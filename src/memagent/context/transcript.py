@@ -10,9 +10,10 @@ Nothing secret reaches the file: every string of a record is passed through
 :func:`memagent.redact.redact` as it is written (the live conversation keeps the value the user
 gave). The folder is created 0700 with a ``.gitignore`` of ``*``, files 0600.
 
-Record types (:data:`RECORD_TYPES`):
-The blocks of a ``message`` record, and the ``format`` number of ``session_start``, are described
-in ``docs/transcript.md``.
+Record types of the core (:data:`RECORD_TYPES`); a feature adds the kinds it writes (its
+``record_kinds``, described in its module) and restores its state from them itself. Every kind,
+and the blocks of a ``message`` record and the ``format`` number of ``session_start``, are
+described in ``docs/transcript.md``.
 
 - ``session_start``: format (of the message blocks; see :data:`FORMAT`), session_id, model, cwd,
   memagent version, kind (``interactive``,
@@ -26,12 +27,9 @@ in ``docs/transcript.md``.
   focus, summary_model (None for the rule-based digest), fallback (why no model wrote it)
 - ``set_aside``: ids (messages whose texts above ``limit`` tokens the model got as previews from
   then on, because the context was too large for the model); resume sets them aside the same way
-- ``todo``: items (the whole list after each change)
 - ``extraction``: ids (the messages just mined for memories), reason, stored (the cards saved)
 - ``resume`` (resumed_from, seeded_messages, warnings) and ``resume_end`` (seeded_through): the
   messages between them were copied from the resumed session and open no user turn
-- ``session_summary``: summary (a rule-made digest of the session), open_todos, ended_at; written
-  at session end for the next session's continuity note
 - ``checkpoint``: turn (the user turn about to start), commit (the working tree at that moment,
   in the shadow repository of :mod:`memagent.checkpoints`), changed (files changed since the
   previous checkpoint), skipped (files too large to keep, nested repositories), seconds; or
@@ -41,10 +39,6 @@ in ``docs/transcript.md``.
   stops counting, see :mod:`memagent.context.rewind`), code (true: the files were restored),
   checkpoint (the commit restored), before (a checkpoint of the tree just before, to undo it),
   restored / removed (paths), forgotten (memory card ids erased as learned after that point)
-- ``subagent``: session_id (the subagent's own transcript, whose ``session_start`` has kind
-  ``subagent``, agent, description and parent_session), agent, description, status
-  (``started``, then how its turn ended: ``end_turn``, ``error``, ``cancelled``, …), tool_calls,
-  usage, cost, error
 - ``session_end``: read when present; this version does not write it
 Every record carries ``type`` and ``time`` (UTC ISO 8601).
 """
@@ -80,15 +74,12 @@ RECORD_TYPES = frozenset(
         "session_start",
         "message",
         "compaction",
-        "todo",
         "extraction",
         "resume",
         "resume_end",
-        "session_summary",
         "session_end",
         "checkpoint",
         "rewind",
-        "subagent",
         "set_aside",
     }
 )

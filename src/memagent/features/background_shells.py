@@ -14,13 +14,16 @@ import tempfile
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from memagent.agent.feature import BaseFeature, Feature, SubagentContext
+from memagent.agent.feature import BaseFeature, Feature, SlashCommand, SlashInput, SlashReply, SubagentContext
+from memagent.feature_settings import BackgroundShellSettings
 from memagent.permissions import Effect, declares
 from memagent.tools import claude_names
 from memagent.tools.background import RUNNING, BackgroundShell, ShellError, ShellRegistry
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 from memagent.tools.fs import optional_field
 from memagent.tools.shell import DEFAULT_SAVED_OUTPUT_MAX_BYTES, render_output
+
+BASHES_USAGE = "usage: /bashes [kill ID]"
 
 
 class BashOutputInput(ToolInput):
@@ -103,13 +106,21 @@ class BackgroundShellsFeature(BaseFeature):
     """The session's background shells: their tools, and the kill when the session ends."""
 
     name = "background_shells"
+    settings_model = BackgroundShellSettings
 
     def __init__(
-        self, registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES, *, owner: bool = True
+        self,
+        registry: ShellRegistry,
+        saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES,
+        *,
+        owner: bool = True,
+        settings: BackgroundShellSettings | None = None,
     ) -> None:
         self.registry = registry
         self.saved_max_bytes = saved_max_bytes
         self.owner = owner  # the session's own feature kills the shells; a subagent's view does not
+        if owner and settings is not None:
+            registry.limit = settings.background_shell_limit  # the session's limit, its subagents included
         self._tools: list[Tool] = []
 
     def tools(self) -> list[Tool]:
@@ -138,6 +149,30 @@ class BackgroundShellsFeature(BaseFeature):
             return f"{shell.id} had already ended: {describe(shell)}."
         shell.kill()
         return f"Killed {shell.id} after {shell.runtime():.0f} s."
+
+    def bashes(self, command: SlashInput) -> SlashReply:
+        """``/bashes``: the session's background shells; ``/bashes kill ID`` stops one."""
+        words = command.argument.split()
+        if words and (words[0] != "kill" or len(words) != 2):
+            return SlashReply(BASHES_USAGE, error=True)
+        if words:
+            return SlashReply(self.kill(words[1]))
+        lines = self.listing()
+        if not lines:
+            return SlashReply("No background shells in this session (bash with run_in_background starts one).")
+        return SlashReply(
+            "\n".join(["Background shells:", *[f"  {line}" for line in lines], "Stop one with /bashes kill ID."])
+        )
+
+    slash_commands = (
+        SlashCommand(
+            "bashes",
+            "/bashes [kill ID]",
+            "background shells: list them, or stop one",
+            bashes,
+            "Background shells are not available in this session.",
+        ),
+    )
 
 
 __all__ = ["BackgroundShellsFeature", "BashOutputInput", "KillShellInput", "background_tools", "describe"]

@@ -30,6 +30,8 @@ from memagent.context.resume import History, ResumeError, rebuild_history
 from memagent.context.rewind import RewindError, TurnPoint, active_records, find_turn, rewind_record, turn_points
 from memagent.context.transcript import TranscriptError, read_records
 from memagent.errors import one_line
+from memagent.feature_settings import CheckpointSettings
+from memagent.features.subagents import SUBAGENT_RECORD
 
 CHECKPOINT_RECORD = "checkpoint"
 MAX_PATHS_RECORDED = 200
@@ -42,6 +44,28 @@ class CheckpointFeature(BaseFeature):
     first failure once (a later success says nothing)."""
 
     name = "checkpoints"
+    settings_model = CheckpointSettings
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: CheckpointSettings,
+        home: Path,
+        root: Path,
+        session_id: str,
+        record: Callable[[dict[str, Any]], None],
+        warn: Callable[[str], None] | None = None,
+    ) -> CheckpointFeature | None:
+        """The session's checkpoints in the project's shadow repository; None when they are off."""
+        if not settings.checkpoints:
+            return None
+        repo = ShadowRepo.for_project(
+            home,
+            root,
+            max_file_bytes=settings.checkpoint_max_file_bytes,
+            max_changed_files=settings.checkpoint_max_files,
+        )
+        return cls(repo, session_id, record, warn=warn)
 
     def __init__(
         self,
@@ -144,7 +168,9 @@ def plan_rewind(path: Path, turn: int) -> RewindPlan:
     start = next((r for r in active if r.get("type") == "session_start"), {})
     logical = str(start.get("logical_session") or path.stem)
     subagents = [
-        str(r["session_id"]) for r in active[point.position :] if r.get("type") == "subagent" and r.get("session_id")
+        str(r["session_id"])
+        for r in active[point.position :]
+        if r.get("type") == SUBAGENT_RECORD and r.get("session_id")
     ]
     return RewindPlan(path.stem, logical, point, points, history, before, warnings, list(dict.fromkeys(subagents)))
 

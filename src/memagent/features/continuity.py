@@ -8,8 +8,8 @@ one :func:`memagent.context.sessions.choose_session` prefers: the newest that is
 did work, so a throw-away ``memagent -p hi`` never displaces the real work before it;
 :meth:`ContinuityFeature.previous` tells the REPL which one it was.
 
-At session end the feature writes a ``session_summary`` record into the transcript: a digest
-made by rule from the session's messages (no model call at exit). A session that never wrote one
+At session end the feature writes a ``session_summary`` record into the transcript (summary: a
+digest made by rule from the session's messages, no model call at exit; open_todos; ended_at). A session that never wrote one
 (killed) is summarised from its last compaction record, else digested from its messages when
 the next session starts.
 """
@@ -75,6 +75,7 @@ class ContinuityFeature(BaseFeature):
     whose messages are already in the context (this one, and the one being resumed)."""
 
     name = "continuity"
+    record_kinds = (SESSION_SUMMARY_RECORD,)
 
     def __init__(
         self,

@@ -37,10 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature, Feature, SubagentContext
+from memagent.agent.feature import BaseFeature, Feature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.commands_md import Invocation, split_arguments
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemotePrompt, RemoteTool, ServerStatus
+from memagent.mcp_bridge.report import render_rows, server_rows
 from memagent.mcp_bridge.schemas import SchemaError, api_schema
 from memagent.permissions.effects import Declaration, Effect, declares
 from memagent.tools import claude_names
@@ -188,8 +189,11 @@ class McpClientFeature(BaseFeature):
         call_timeout: float = 120.0,
         warn: Warn = lambda line: None,
         pin_tools: ToolPins | None = None,
+        home: Path | None = None,
     ) -> None:
         self.config = config
+        self.root = root
+        self.home = home  # where the trust record keeps approved tool lists (/mcp approve)
         self.pin_tools = pin_tools
         self.withheld: list[str] = []  # servers whose changed tool list is not offered
         self.startup_wait = startup_wait
@@ -213,6 +217,43 @@ class McpClientFeature(BaseFeature):
     def for_subagent(self, child: SubagentContext) -> Feature:
         """The session's servers (their tools only: they stay the session's to close)."""
         return SharedTools(self.name, self.tools())
+
+    # ------------------------------------------------------------------ /mcp
+
+    def show(self, command: SlashInput) -> SlashReply:
+        """``/mcp``: each server's status (ready, failed and why, late) and tools; ``/mcp approve
+        NAME`` approves the server's tool list as it is now, for this project."""
+        verb, _, name = command.argument.partition(" ")
+        if verb == "approve":
+            return self.approve(name.strip())
+        return SlashReply(render_rows(server_rows(self.config, self.statuses()), self.config.problems))
+
+    def approve(self, name: str) -> SlashReply:
+        from memagent.trust import TrustError
+
+        status = next((s for s in self.statuses() if s.name == name), None)
+        if status is None or status.status != READY:
+            return SlashReply(f"no running MCP server named {name!r}; /mcp lists them", error=True)
+        if self.home is None:
+            return SlashReply("this session keeps no trust record: nothing can be approved", error=True)
+        try:
+            approve_tool_list(self.home, self.root, status)
+        except TrustError as exc:
+            return SlashReply(str(exc), error=True)
+        tools = ", ".join(t.name for t in status.tools) or "no tools"
+        return SlashReply(
+            f"Approved the tools of {name} ({tools}); they are offered from the next session (/clear starts one)."
+        )
+
+    slash_commands = (
+        SlashCommand(
+            "mcp",
+            "/mcp [approve NAME]",
+            "MCP servers: status and tools; approve a server's changed tool list",
+            show,
+            "MCP is not enabled in this session.",
+        ),
+    )
 
     # ------------------------------------------------------------------ helpers
 
@@ -404,6 +445,7 @@ def mcp_client_feature(
         call_timeout=settings.mcp_tool_timeout,
         warn=warn,
         pin_tools=pinned_tool_lists(paths.home, paths.root, warn),
+        home=paths.home,
     )
 
 

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 RECENT_TEXTS = 4
 RECENT_CHARS = 500
+MEMORY_GUIDANCE = """\
+Memory: this project keeps long-term memory. When relevant memories are shown to you as
+[Memory#id] blocks, cite the id when you rely on one; when memory has no answer, say so rather
+than guessing. Save durable facts, decisions, preferences and procedures with memory_save when
+the user asks you to remember something or when you learn something worth keeping across
+sessions (never secrets)."""
 
 
 def recent_texts(messages: Sequence[Message], limit: int = RECENT_TEXTS) -> list[str]:
@@ -101,6 +107,9 @@ class MemoryFeature(BaseFeature):
 
         service = self.service
         return memory_tools(lambda: service, self._messages)
+
+    def guidance(self) -> str:
+        return MEMORY_GUIDANCE
 
     def system_text(self) -> str | None:
         return block(Marker.PROFILE, self._profile) if self._profile else None

@@ -59,6 +59,12 @@ class MemoryDeleteInput(ToolInput):
     memory_id: str = Field(pattern=CARD_ID_PATTERN, description="The id to forget, e.g. m_3fa2c1d4e5f6.")
 
 
+class MemoryListInput(ToolInput):
+    memory_type: MemoryType | None = Field(None, description="Only memories of this type.")
+    scope: Literal["project", "user"] | None = Field(None, description="Only memories of this scope.")
+    limit: int = Field(20, ge=1, le=200, description="How many to return, newest first.")
+
+
 class MemoryStatsInput(ToolInput):
     pass
 
@@ -230,10 +236,33 @@ def memory_tools(
     return [memory_save, memory_search, memory_delete, memory_stats]
 
 
+def memory_list_tool(service_factory: Callable[[], MemoryService]) -> Tool:
+    """``memory_list`` (offered by ``memagent mcp serve``; the session's agent searches instead)."""
+
+    @tool("memory_list", MemoryListInput, effects=declares(Effect.READ))
+    def memory_list(args: MemoryListInput, ctx: ToolContext) -> str:
+        """List active long-term memories, newest first, with their ids (memory_search finds by meaning)."""
+        service = _service(service_factory)
+        cards = _call(lambda: service.list(memory_type=args.memory_type, scope=args.scope, limit=args.limit))
+        if not cards:
+            return "No memories yet."
+        from memagent.memory.consolidation import trust_label
+
+        return "\n".join(
+            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, {trust_label(c.source)}, "
+            f"{c.created_at.date().isoformat()}) {' '.join(c.content.split())}"
+            for c in cards
+        )
+
+    return memory_list
+
+
 __all__ = [
     "MemoryDeleteInput",
+    "MemoryListInput",
     "MemorySaveInput",
     "MemorySearchInput",
     "MemoryStatsInput",
+    "memory_list_tool",
     "memory_tools",
 ]

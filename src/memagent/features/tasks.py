@@ -1,5 +1,5 @@
 """The project's task graph as a feature: the four task tools, and the ready and in-progress
-tasks re-injected from ``.tasks/`` after a compaction."""
+tasks re-injected from ``.tasks/`` after a compaction, and ``/tasks``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.permissions.effects import Effect, declares
-from memagent.tasks import Task, TaskBlocked, TaskError, TaskStore
+from memagent.tasks import IN_PROGRESS, Task, TaskBlocked, TaskError, TaskStore
 from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
 
 LIST_LIMIT = 200
@@ -184,6 +184,12 @@ class TaskGraphFeature(BaseFeature):
     def tools(self) -> list[Tool]:
         return task_tools(self.store)
 
+    def guidance(self) -> str:
+        return (
+            "Task graph: for larger work that spans sessions, use the project's task graph\n"
+            "(task_create / task_update / task_list / task_get) with dependencies."
+        )
+
     def snapshot(self) -> str | None:
         """The ready and in-progress tasks as compact text; None when there is no graph."""
         if not self.tasks_dir.is_dir():
@@ -210,6 +216,35 @@ class TaskGraphFeature(BaseFeature):
             return None
         task = max(started, key=lambda t: (str(t.updated_at or ""), t.id))
         return f"#{task.id} {task.subject}"
+
+    def show(self, command: SlashInput) -> SlashReply:
+        """``/tasks``: the tasks in progress and ready to start, and how many wait on others."""
+        store = self.store()
+        try:
+            tasks = store.list()
+        except (TaskError, OSError) as exc:
+            return SlashReply(f"cannot read tasks: {exc}", error=True)
+        active = [t for t in tasks if t.status == IN_PROGRESS]
+        ready = [t for t in tasks if t.is_ready and t.status != IN_PROGRESS]
+        blocked = sum(1 for t in tasks if t.is_blocked)
+        lines = [f"▶ #{t.id} {t.subject} (in progress)" for t in active]
+        lines += [f"○ #{t.id} {t.subject}" for t in ready]
+        if not lines:
+            lines.append("No open tasks." if not blocked else f"No ready tasks ({blocked} blocked).")
+        elif blocked:
+            lines.append(f"({blocked} blocked; `memagent tasks blocked` lists them)")
+        lines += [f"! {problem}" for problem in store.problems()]  # a damaged file is never hidden
+        return SlashReply("\n".join(lines))
+
+    slash_commands = (
+        SlashCommand(
+            "tasks",
+            "/tasks",
+            "in-progress and ready tasks of the project's task graph",
+            show,
+            "The task graph is off in this session.",
+        ),
+    )
 
     def reinject(self) -> str | None:
         snapshot = self.snapshot()

@@ -1,6 +1,7 @@
-"""The todo list as a feature: the ``todo`` tool, the nudge after quiet rounds, the list saved
-in the transcript after each change, re-injected after a compaction and put back as it was when
-the conversation is rewound."""
+"""The todo list as a feature: the ``todo`` tool, the nudge after quiet rounds, ``/todos``, the
+list saved in the transcript after each change (a ``todo`` record: ``items``, the whole list),
+re-injected after a compaction, and put back as the last record in effect left it when a session
+is resumed or the conversation is rewound."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply, SubagentContext
+from memagent.feature_settings import TodoSettings
 from memagent.llm.items import Injected
 from memagent.markers import Marker
 from memagent.permissions.effects import Effect, declares
@@ -62,35 +64,65 @@ class TodoFeature(BaseFeature):
 
     name = "todos"
 
-    def __init__(self, manager: TodoManager, record: Callable[[dict[str, Any]], None]) -> None:
+    record_kinds = (TODO_RECORD,)
+    settings_model = TodoSettings
+
+    def __init__(
+        self,
+        manager: TodoManager,
+        record: Callable[[dict[str, Any]], None],
+        warn: Callable[[str], None] = lambda line: None,
+        settings: TodoSettings | None = None,
+    ) -> None:
         self.manager = manager
         self._record = record
+        self._warn = warn
+        self.settings = settings or TodoSettings()
 
     def tools(self) -> list[Tool]:
         return todo_tools(self.manager)
+
+    def guidance(self) -> str:
+        return (
+            "Todo list: for work with several steps keep a checklist with the todo tool (one item\n"
+            "in_progress at a time) and mark items completed as you go."
+        )
 
     def after_tools(self, names: list[str]) -> Injected | None:
         called = "todo" in names
         self.manager.note_round(called)
         if called:
             self._record({"type": TODO_RECORD, "items": self.manager.items})
-        reminder = self.manager.reminder()
+        reminder = self.manager.reminder() if self.settings.todo_reminder else None
         return Injected(Marker.REMINDER, reminder) if reminder else None
 
-    def after_rewind(self, records: Sequence[dict[str, Any]]) -> None:
-        """The list as the last ``todo`` record still in effect left it (empty without one)."""
+    def restore(self, records: Sequence[dict[str, Any]]) -> None:
+        """The list as the last ``todo`` record in effect left it (empty without one), recorded
+        again in this transcript when there is one or the list changes. A saved list this version
+        cannot take (hand-edited, from a newer version) is dropped with a warning."""
         last = next(
             (r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)), None
         )
+        had_items = bool(self.manager.items)
         try:
             self.manager.update(last["items"] if last else [])
-        except TodoError:
+        except TodoError as exc:
+            self._warn(f"the saved todo list could not be restored: {exc}")
             self.manager.update([])
-        self._record({"type": TODO_RECORD, "items": self.manager.items})
+        if last is not None or had_items:
+            self._record({"type": TODO_RECORD, "items": self.manager.items})
 
     def for_subagent(self, child: SubagentContext) -> TodoFeature:
         """A subagent keeps a checklist of its own, saved in its own transcript."""
-        return TodoFeature(TodoManager(), child.record)
+        return TodoFeature(TodoManager(), child.record, settings=self.settings)
+
+    def show(self, command: SlashInput) -> SlashReply:
+        """``/todos``: the list as the model last left it."""
+        return SlashReply(self.manager.render())
+
+    slash_commands = (
+        SlashCommand("todos", "/todos", "the session's todo list", show, "The todo list is off in this session."),
+    )
 
     def reinject(self) -> str | None:
         if not self.manager.items:

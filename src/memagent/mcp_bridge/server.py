@@ -1,7 +1,7 @@
 """Serve a :class:`~memagent.tools.base.ToolRegistry` as an MCP server on stdin/stdout.
 
 Generic plumbing for ``memagent mcp serve`` (which tools are served is decided in
-:mod:`memagent.features.mcp_serve`): the registry's schemas are listed as they are, and a call
+:mod:`memagent.mcp_serve`): the registry's schemas are listed as they are, and a call
 runs the registry's own validation and handler in a worker thread, so an MCP client gets
 exactly what memagent's model gets. The tool context names the caller: ``session_id`` is
 ``mcp:<client name>``, the name the client gave in ``initialize`` (``mcp:client`` without one).

@@ -3,6 +3,11 @@
 A handler returns a :class:`Reply` (text to show, and whether to quit); it never prints, so
 every command is testable without a terminal. Commands that do not need the session (``/help``,
 ``/exit``) run before the background session has finished opening.
+
+The table here holds the front end's own commands (``/help``, ``/model``, ``/compact`` …). A
+command that belongs to a capability (``/todos``, ``/tasks``, ``/bashes``, ``/agents``, ``/mcp``)
+is declared by its feature (``BaseFeature.slash_commands``) and dispatched here to the session's
+instance of that feature; ``/help`` and completion list both.
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memagent.agent.feature import BaseFeature, SlashCommand
     from memagent.commands_md import CommandSet
-    from memagent.features.mcp_client import McpClientFeature
     from memagent.protocol import Op
     from memagent.session import Session
 
@@ -71,8 +76,9 @@ exact call in this project), n or Esc = deny."""
 
 def cmd_help(session: Any, arg: str, custom: CommandSet | None = None) -> Reply:
     extra = custom.commands if custom is not None else []
-    width = max(len(c.usage) for c in (*COMMANDS, *extra))
-    lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS]
+    known = all_commands()
+    width = max(len(c.usage) for c in (*known, *extra))
+    lines = ["Commands:"] + [f"  {c.usage.ljust(width)}  {c.help}" for c in known]
     if extra:
         lines += ["Custom commands (Markdown prompts, skills, MCP prompts):"]
         lines += [f"  {c.usage.ljust(width)}  {c.description} [{c.source}]" for c in extra]
@@ -86,32 +92,6 @@ gives its output to the model with your next message."""
 
 def cmd_exit(session: Any, arg: str) -> Reply:
     return Reply(exit=True)
-
-
-def cmd_todos(session: Session, arg: str) -> Reply:
-    return Reply(session.todo.render())
-
-
-def cmd_tasks(session: Session, arg: str) -> Reply:
-    from memagent.tasks import IN_PROGRESS, TaskError, TaskStore
-
-    store = TaskStore(session.paths.tasks)
-    try:
-        tasks = store.list()
-    except (TaskError, OSError) as exc:
-        return Reply(f"cannot read tasks: {exc}", "red")
-    active = [t for t in tasks if t.status == IN_PROGRESS]
-    ready = [t for t in tasks if t.is_ready and t.status != IN_PROGRESS]
-    blocked = sum(1 for t in tasks if t.is_blocked)
-    if not active and not ready:
-        text = "No open tasks." if not blocked else f"No ready tasks ({blocked} blocked)."
-        return Reply(text)
-    lines = [f"▶ #{t.id} {t.subject} (in progress)" for t in active]
-    lines += [f"○ #{t.id} {t.subject}" for t in ready]
-    if blocked:
-        lines.append(f"({blocked} blocked; `memagent tasks blocked` lists them)")
-    lines += [f"! {problem}" for problem in store.problems()]
-    return Reply("\n".join(lines))
 
 
 def cmd_memory(session: Session, arg: str) -> Reply:
@@ -312,49 +292,6 @@ def cmd_rewind(session: Session, arg: str) -> Reply:
     return Reply(action="rewind", argument=arg)
 
 
-def cmd_agents(session: Session, arg: str) -> Reply:
-    """The subagent definitions the task tool can run, where each comes from, and its tools."""
-    from memagent.features.subagents import SubagentsFeature
-
-    feature = next((f for f in session.features if isinstance(f, SubagentsFeature)), None)
-    if feature is None:
-        return Reply("Subagents are not available in this session.")
-    lines = ["Subagents (the model starts them with the task tool):"]
-    for definition in feature.agents.definitions:
-        model = definition.model or "inherit"
-        lines.append(
-            f"  {definition.name}  [{definition.source}; tools: {definition.describe_tools()}; model: {model}]"
-        )
-        lines.append(f"      {definition.description[:150]}")
-    lines += [f"  ! {problem}" for problem in feature.agents.problems]
-    lines.append(
-        "Add your own as Markdown files in .claude/agents/ or .memagent/agents/ (this project), "
-        "~/.claude/agents/ or $MEMAGENT_HOME/agents/ (every project)."
-    )
-    return Reply("\n".join(lines))
-
-
-BASHES_USAGE = "usage: /bashes [kill ID]"
-
-
-def cmd_bashes(session: Session, arg: str) -> Reply:
-    """The background shells of this session; ``/bashes kill ID`` stops one."""
-    from memagent.features.background_shells import BackgroundShellsFeature
-
-    feature = next((f for f in session.features if isinstance(f, BackgroundShellsFeature)), None)
-    if feature is None:
-        return Reply("Background shells are not available in this session.")
-    words = arg.split()
-    if words and (words[0] != "kill" or len(words) != 2):
-        return Reply(BASHES_USAGE, "red")
-    if words:
-        return Reply(feature.kill(words[1]))
-    lines = feature.listing()
-    if not lines:
-        return Reply("No background shells in this session (bash with run_in_background starts one).")
-    return Reply("\n".join(["Background shells:", *[f"  {line}" for line in lines], "Stop one with /bashes kill ID."]))
-
-
 def cmd_model(session: Session, arg: str) -> Reply:
     """Show the model, or switch the main model for the rest of this session (aliases such as
     ``sonnet`` and ``opus`` resolve through the model registry)."""
@@ -414,37 +351,6 @@ def cmd_init(session: Any, arg: str) -> Reply:
     return Reply("Asking the model to draft AGENTS.md…", "dim", send=INIT_PROMPT + extra)
 
 
-def cmd_mcp(session: Session, arg: str) -> Reply:
-    """The MCP servers of this session: status (ready, failed and why, late) and tools."""
-    from memagent.features.mcp_client import McpClientFeature
-    from memagent.mcp_bridge.report import render_rows, server_rows
-
-    client = session.feature(McpClientFeature)
-    if client is None:
-        return Reply("MCP is not enabled in this session.")
-    verb, _, name = arg.partition(" ")
-    if verb == "approve":
-        return _approve_tools(session, client, name.strip())
-    return Reply(render_rows(server_rows(client.config, client.statuses()), client.config.problems))
-
-
-def _approve_tools(session: Session, client: McpClientFeature, name: str) -> Reply:
-    """``/mcp approve NAME``: the server's tool list as it is now is approved for this project."""
-    from memagent.features.mcp_client import approve_tool_list
-    from memagent.mcp_bridge.manager import READY
-    from memagent.trust import TrustError
-
-    status = next((s for s in client.statuses() if s.name == name), None)
-    if status is None or status.status != READY:
-        return Reply(f"no running MCP server named {name!r}; /mcp lists them", "red")
-    try:
-        approve_tool_list(session.paths.home, session.paths.root, status)
-    except TrustError as exc:
-        return Reply(str(exc), "red")
-    tools = ", ".join(t.name for t in status.tools) or "no tools"
-    return Reply(f"Approved the tools of {name} ({tools}); they are offered from the next session (/clear starts one).")
-
-
 MODE_EFFECT = {
     "default": "tools that change things ask first",
     "acceptEdits": "file edits run without asking; bash asks",
@@ -501,13 +407,8 @@ def cmd_permissions(session: Session, arg: str) -> Reply:
 COMMANDS: tuple[Command, ...] = (
     Command("help", "/help", "show this help", cmd_help, needs_session=False),
     Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
-    Command("todos", "/todos", "the session's todo list", cmd_todos),
-    Command("tasks", "/tasks", "in-progress and ready tasks of the project's task graph", cmd_tasks),
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
-    Command(
-        "mcp", "/mcp [approve NAME]", "MCP servers: status and tools; approve a server's changed tool list", cmd_mcp
-    ),
     Command("context", "/context", "how full the context window is", cmd_context),
     Command("expand", "/expand [N]", "show the newest (or N-th newest) tool result in full", cmd_expand),
     Command(
@@ -524,8 +425,6 @@ COMMANDS: tuple[Command, ...] = (
         busy="Compacting the conversation…",
     ),
     Command("clear", "/clear", "start a new session (the current one stays resumable)", cmd_clear),
-    Command("bashes", "/bashes [kill ID]", "background shells: list them, or stop one", cmd_bashes),
-    Command("agents", "/agents", "the subagents the model can start (task tool) and their tools", cmd_agents),
     Command(
         "rewind", "/rewind [N]", "go back to the start of an earlier turn: files, conversation or both", cmd_rewind
     ),
@@ -536,9 +435,39 @@ COMMANDS: tuple[Command, ...] = (
 ALIASES = {"quit": "exit", "q": "exit", "?": "help"}
 
 
+def feature_commands() -> tuple[Command, ...]:
+    """The slash commands the session's features own (``/todos``, ``/bashes``, ``/mcp`` …), as
+    their classes declare them: known before the session is open, run on its instance."""
+    from memagent.features import with_slash_commands
+
+    return tuple(
+        Command(declared.name, declared.usage, declared.help, _run_on_feature(kind, declared))
+        for kind in with_slash_commands()
+        for declared in kind.slash_commands
+    )
+
+
+def _run_on_feature(kind: type[BaseFeature], declared: SlashCommand[Any]) -> Callable[[Any, str], Reply]:
+    def run(session: Session, arg: str) -> Reply:
+        from memagent.agent.feature import SlashInput
+
+        feature = session.feature(kind)
+        if feature is None:
+            return Reply(declared.absent)
+        answer = declared.run(feature, SlashInput(arg))
+        return Reply(answer.text, "red" if answer.error else "")
+
+    return run
+
+
+def all_commands() -> tuple[Command, ...]:
+    """The front end's own commands, then the features'."""
+    return COMMANDS + feature_commands()
+
+
 def builtin_names() -> frozenset[str]:
     """Every built-in command name and alias (custom commands cannot take these)."""
-    return frozenset({c.name for c in COMMANDS} | set(ALIASES))
+    return frozenset({c.name for c in all_commands()} | set(ALIASES))
 
 
 def is_command(line: str) -> bool:
@@ -551,8 +480,10 @@ def is_command(line: str) -> bool:
 
 
 def find_command(name: str) -> Command | None:
+    """The command ``/name`` runs (the front end's own are found without importing the features)."""
     name = ALIASES.get(name, name)
-    return next((c for c in COMMANDS if c.name == name), None)
+    own = next((c for c in COMMANDS if c.name == name), None)
+    return own or next((c for c in feature_commands() if c.name == name), None)
 
 
 def run_command(
@@ -581,4 +512,14 @@ def run_command(
     return command.handler(session, arg.strip())
 
 
-__all__ = ["COMMANDS", "Command", "Reply", "builtin_names", "find_command", "is_command", "run_command"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "Reply",
+    "all_commands",
+    "builtin_names",
+    "feature_commands",
+    "find_command",
+    "is_command",
+    "run_command",
+]

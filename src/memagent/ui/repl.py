@@ -291,9 +291,9 @@ class Repl:
         return self._custom[1]
 
     def _command_names(self) -> list[str]:
-        from memagent.ui.commands import COMMANDS
+        from memagent.ui.commands import all_commands
 
-        return [c.name for c in COMMANDS] + self._custom_commands().names()
+        return [c.name for c in all_commands()] + self._custom_commands().names()
 
     def _command_meta(self) -> dict[str, str]:
         from memagent.ui.slash import completion_meta

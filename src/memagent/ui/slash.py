@@ -59,7 +59,8 @@ def session_commands(session: Session) -> CommandSet:
 def early_commands(paths: Any) -> CommandSet:
     """The prompt commands known before the session is open: command files and skills (the MCP
     servers' prompts come with the session)."""
-    from memagent.features.skills import SkillCommand, discover_skills
+    from memagent.features.skills import SkillCommand
+    from memagent.skills import discover_skills
     from memagent.trust import is_trusted
 
     trusted = is_trusted(paths.home, paths.root)
@@ -72,9 +73,9 @@ def early_commands(paths: Any) -> CommandSet:
 
 def completion_meta(commands: CommandSet) -> dict[str, str]:
     """What completion shows beside each command: its argument hint and description."""
-    from memagent.ui.commands import COMMANDS
+    from memagent.ui.commands import all_commands
 
-    meta = {c.name: c.help for c in COMMANDS}
+    meta = {c.name: c.help for c in all_commands()}
     for command in commands.commands:
         hint = f"{command.argument_hint} — " if command.argument_hint else ""
         meta.setdefault(command.name, f"{hint}{command.description}")

@@ -1,5 +1,8 @@
 """What ``memagent mcp serve`` offers other agents: the project's memory and task graph.
 
+Not a feature of a session: a composition of the memory and task features' tools for another
+front end (an MCP client), served over stdio by :mod:`memagent.mcp_bridge.server`.
+
 Tools, in this order: ``memory_search``, ``memory_save``, ``memory_list``, ``memory_forget``,
 ``memory_stats``, ``task_create``, ``task_update``, ``task_list``, ``task_get``.
 
@@ -22,15 +25,11 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from memagent.features.memory_tools import _call, _service, memory_tools
+from memagent.features.memory_tools import memory_list_tool, memory_tools
 from memagent.features.tasks import task_tools
-from memagent.memory.cards import MemoryType
-from memagent.permissions.effects import Effect, declares
-from memagent.tools.base import Tool, ToolContext, ToolInput, ToolRegistry, tool
+from memagent.tools.base import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths, Settings
@@ -41,12 +40,6 @@ INSTRUCTIONS = (
     "machine. Search memory before answering questions about the project's conventions, decisions "
     "and the user's preferences; save durable facts (never secrets); cite memories as [Memory#id]."
 )
-
-
-class MemoryListInput(ToolInput):
-    memory_type: MemoryType | None = Field(None, description="Only memories of this type.")
-    scope: Literal["project", "user"] | None = Field(None, description="Only memories of this scope.")
-    limit: int = Field(20, ge=1, le=200, description="How many to return, newest first.")
 
 
 class LazyMemory:
@@ -90,25 +83,6 @@ class LazyMemory:
                 self._service = None
         finally:
             self._lock.release()
-
-
-def memory_list_tool(service_factory: Callable[[], MemoryService]) -> Tool:
-    @tool("memory_list", MemoryListInput, effects=declares(Effect.READ))
-    def memory_list(args: MemoryListInput, ctx: ToolContext) -> str:
-        """List active long-term memories, newest first, with their ids (memory_search finds by meaning)."""
-        service = _service(service_factory)
-        cards = _call(lambda: service.list(memory_type=args.memory_type, scope=args.scope, limit=args.limit))
-        if not cards:
-            return "No memories yet."
-        from memagent.memory.consolidation import trust_label
-
-        return "\n".join(
-            f"[Memory#{c.id}] ({c.memory_type}, {c.scope}, conf {c.confidence:.2f}, {trust_label(c.source)}, "
-            f"{c.created_at.date().isoformat()}) {' '.join(c.content.split())}"
-            for c in cards
-        )
-
-    return memory_list
 
 
 def served_tools(
