@@ -36,8 +36,10 @@ ALLOWED = {
     # checks in the hot loop of every read (the import and the signature)
     "tasks/index.py": 2,
     # the factory's spawner, whose type lives in the subagents feature the agent room cannot
-    # import; the loop only carries it (the import and the field)
-    "agent/feature.py": 2,
+    # import; the loop only carries it (the import and the field); and a feature class's own
+    # slash commands, each typed by the class it runs on, held in one class variable of the base
+    # (an existential type Python cannot spell: the dispatcher pairs each with its instance)
+    "agent/feature.py": 3,
 }
 
 ANY_WORD = re.compile(r"\bAny\b")

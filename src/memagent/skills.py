@@ -26,7 +26,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memagent.commands_md import tool_rules
 from memagent.fsutil import atomic_write, resolves_inside
@@ -69,7 +68,7 @@ class Skill:
                 break
         return sorted(f for f in found if f != SKILL_FILE)[:limit]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str]:
         return {"name": self.name, "description": self.description, "path": str(self.path), "source": self.source}
 
 
@@ -101,7 +100,7 @@ def skill_dirs(root: Path, home: Path, user_home: Path | None = None) -> list[tu
     return dirs
 
 
-def parse_skill_file(path: Path, source: str = "") -> tuple[dict[str, Any], str]:
+def parse_skill_file(path: Path, source: str = "") -> tuple[dict[str, object], str]:
     """(front matter, body) of a SKILL.md; raises :class:`SkillError` with a one-line reason."""
     import frontmatter
     import yaml
@@ -196,7 +195,7 @@ def slugify(text: str, limit: int = 40) -> str:
     return slug or "skill"
 
 
-def skill_markdown(name: str, description: str, body: str, extra: dict[str, Any] | None = None) -> str:
+def skill_markdown(name: str, description: str, body: str, extra: dict[str, str] | None = None) -> str:
     """A SKILL.md text: YAML front matter (name, description, extra keys), then the body."""
     import yaml
 
