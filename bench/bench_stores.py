@@ -129,7 +129,7 @@ def build_store(where: Path, texts: list[str], vecs, embedder) -> None:
     project.mkdir(parents=True, exist_ok=True)
     os.environ["MEMAGENT_HOME"] = str(where / "home")
     service = MemoryService.open(project_paths(project), Settings(), "bench", embedder=embedder)
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     info = EmbedderInfo.of(embedder)
     cards = cards_for(texts, seed=len(texts))
     started = time.perf_counter()

@@ -111,7 +111,7 @@ def test_forget_after_the_index_flushed_to_disk(open_service, paths, files_conta
     filler = [MemoryCard(content=f"Filler card number {i} about nothing in particular") for i in range(1100)]
     vectors = rng.standard_normal((len(filler), 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     info = EmbedderInfo.of(service.embedder)
     store.write_many([(c, False, v) for c, v in zip(filler[:600], vectors[:600])], info, durable=False)
     marked = _save_marked(service)

@@ -163,7 +163,7 @@ def test_measuring_drift_never_loads_the_embedder(paths):
     service = MemoryService.open(paths, Settings(embedder="onnx"), "s-drift")  # loads on first use
     try:
         assert service.topic_distance(DEPLOY, FONTS) == 1.0  # measured lexically meanwhile
-        assert not service._embedder.loaded
+        assert not service.core.embedder_handle.loaded
     finally:
         service.close()
 
