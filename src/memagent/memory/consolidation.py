@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -32,6 +32,10 @@ from memagent.memory.cards import MemoryCard
 from memagent.memory.extraction import find_json_object
 from memagent.memory.procedures import PROCEDURE_RELEVANCE
 from memagent.memory.screening import Candidate
+
+if TYPE_CHECKING:
+    from memagent.memory.reading import Hit
+    from memagent.memory.service import MemoryService
 
 Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
 TRUST = {"user": 3, "system": 3, "assistant": 2, "import": 2, "tool": 1, "repository": 1}
@@ -114,7 +118,7 @@ def parse_actions(text: str) -> dict[int, ActionItem] | None:
 
 
 def similar_cards(
-    service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE
+    service: MemoryService, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE
 ) -> list[MemoryCard]:
     """Active cards of the candidate's scope that are about the same thing, best first. A
     procedure with no procedure among them also meets the best procedure of its scope at a lower
@@ -139,7 +143,7 @@ def similar_cards(
     return [h.card for h in hits if _near_best(h, hits)]
 
 
-def _near_best(hit: Any, hits: Sequence[Any]) -> bool:
+def _near_best(hit: Hit, hits: Sequence[Hit]) -> bool:
     best = max(h.parts.get("relevance", h.score) for h in hits)
     return hit.parts.get("relevance", hit.score) >= best - NEIGHBOUR_SPREAD
 
@@ -160,7 +164,7 @@ class _Pending:
 class Consolidator:
     """Decides and applies actions for a batch of candidates (see module docstring)."""
 
-    service: Any
+    service: MemoryService
     ask: Ask
     session_id: str = ""
     task_hint: str | None = None

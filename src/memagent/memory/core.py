@@ -310,7 +310,7 @@ class MemoryCore:
         return path is not None and store.files.is_private(path)
 
     def tombstoned_ids(self) -> set[str]:
-        return {card_id for store in self.stores.values() for card_id in store.tombstoned()}
+        return {card_id for store in self.stores.values() for card_id in store.forgetting.tombstoned()}
 
     def get(self, memory_id: str) -> MemoryCard | None:
         """The card (read from its file), or ``None``."""

@@ -61,7 +61,7 @@ class Erasure:
         ``with_history`` (see :meth:`earlier_versions`)."""
         with self.core.lock, self.core.guard("forget"):
             targets: dict[str, set[str]] = {}
-            withheld = {i: s.label for s in self.core.stores.values() for i in s.withheld()}
+            withheld = {i: s.label for s in self.core.stores.values() for i in s.forgetting.withheld()}
             for memory_id in dict.fromkeys(memory_ids):
                 if memory_id in withheld:  # forgotten before, its file came back: erase the file again
                     targets.setdefault(withheld[memory_id], set()).add(memory_id)
@@ -76,16 +76,20 @@ class Erasure:
     def withheld(self) -> list[tuple[str, Path, str]]:
         """(id, file, forgotten at) of every forgotten card whose file came back."""
         with self.core.lock, self.core.guard("read"):
-            return [(i, path, when) for s in self.core.stores.values() for i, (path, when) in s.withheld().items()]
+            return [
+                (i, path, when)
+                for s in self.core.stores.values()
+                for i, (path, when) in s.forgetting.withheld().items()
+            ]
 
     def readmit(self, memory_ids: Iterable[str]) -> None:
         """Use cards whose file came back after a forget again (the user chose to keep them)."""
         ids = list(memory_ids)
         with self.core.lock, self.core.guard("readmit"):
             for store in self.core.stores.values():
-                mine = [i for i in ids if i in store.withheld()]
+                mine = [i for i in ids if i in store.forgetting.withheld()]
                 if mine:
-                    store.readmit(mine)
+                    store.forgetting.readmit(mine)
 
     def earlier_versions(self, memory_id: str) -> list[str]:
         """The ids of the older versions a card superseded, newest first (what
@@ -97,14 +101,14 @@ class Erasure:
         """Every forgotten id of both stores, with when it was forgotten."""
         found: dict[str, str] = {}
         for store in self.core.stores.values():
-            found.update(store.tombstoned())
+            found.update(store.forgetting.tombstoned())
         return found
 
     def revive(self, memory_ids: Iterable[str]) -> None:
         """Take ids off the tombstone lists: the user chose to have these cards again."""
         ids = list(memory_ids)
         for store in self.core.stores.values():
-            store.revive(ids)
+            store.forgetting.revive(ids)
 
     def _with_predecessors(self, memory_id: str) -> list[MemoryCard]:
         out: list[MemoryCard] = []
@@ -153,9 +157,9 @@ class Erasure:
             store: Store = self.core.stores[label]
             files = [p for p in (store.files.locate(i) for i in sorted(ids)) if p is not None]
             shared = [p for p in files if not store.files.is_private(p)]
-            tracked = git_tracked(shared + store.committed_vector_files(sorted(ids)))
+            tracked = git_tracked(shared + store.forgetting.committed_vector_files(sorted(ids)))
             texts.extend(_contents(shared + [p for p in files if store.files.is_private(p)]))
-            report.erased.extend(store.erase(sorted(ids)))
+            report.erased.extend(store.forgetting.erase(sorted(ids)))
             report.tracked.extend(tracked)
         report.transcripts = self._transcripts_holding(report.erased, texts)
         if report.erased and self.core.witness is not None:

@@ -39,7 +39,7 @@ def _drop_vectors_of(store: Store, recorded: str, embedder: EmbedderInfo) -> Non
         with store.catalog.transaction() as db:
             store.catalog.forget_vectors(db)
             store.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
-            store._seen_generation = store.catalog.bump_generation(db)
+            store.note_generation(store.catalog.bump_generation(db))
     store.notices.append(
         f"the {store.label} memory index held vectors of {recorded}; re-embedding its "
         f"{store.catalog.count()} cards with {embedder.name}"

@@ -87,7 +87,7 @@ class Scan:
     known: dict[str, tuple[str, Stamp]] | None = None  # the catalog's stamps, read beside it
 
 
-class Store(StoreForgetting):
+class Store:
     """See the module docstring."""
 
     def __init__(
@@ -120,6 +120,7 @@ class Store(StoreForgetting):
         self.reloads = 0  # how often Chroma was reconnected to follow another process
         self.commit_vectors = commit_vectors  # the vector cache beside the cards (see ``memory.layout``)
         self.tombstones = Tombstones(root)
+        self.forgetting = StoreForgetting(self)  # erasing cards, and the tombstones that keep them erased
 
     @property
     def root(self) -> Path:
@@ -272,7 +273,7 @@ class Store(StoreForgetting):
         if not changed and not removed and not gone_problems and unchanged_meta:
             return 0
         with self.locked(), catalog.transaction() as db:
-            tombstones = self.tombstoned() if changed else {}
+            tombstones = self.tombstones.all() if changed else {}
             arrived = []
             known_before = catalog.entries(list(changed)) if changed else {}
             for card_id, (path_text, stamp) in changed.items():
@@ -391,6 +392,10 @@ class Store(StoreForgetting):
             self.vectors.reload()
             self.reloads += 1
         self._seen_generation = current
+
+    def note_generation(self, generation: int) -> None:
+        """This process wrote the index at ``generation`` (no reconnect needed to see it)."""
+        self._seen_generation = generation
 
     def check_embedder(self, embedder: EmbedderInfo) -> None:
         """Refuse another model's index; drop another variant's (``memory.index_embedder``)."""
