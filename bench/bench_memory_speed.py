@@ -174,7 +174,7 @@ def build_store(root: Path, n: int, embedder, rng: random.Random, texts: list[st
     """A store of ``n`` cards (files + catalog + index, random vectors); returns cards/s."""
     from memagent.config import Settings, project_paths
     from memagent.memory.service import MemoryService
-    from memagent.memory.store import EmbedderInfo
+    from memagent.memory.vector_index import EmbedderInfo
 
     service = MemoryService.open(project_paths(root), Settings(), "bench", embedder=embedder)
     store = service.core.stores["project"]  # the bulk bypasses the gate on purpose (see docstring)

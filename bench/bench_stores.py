@@ -121,7 +121,7 @@ def cards_for(texts: list[str], seed: int):
 def build_store(where: Path, texts: list[str], vecs, embedder) -> None:
     from memagent.config import Settings, project_paths
     from memagent.memory.service import MemoryService
-    from memagent.memory.store import EmbedderInfo
+    from memagent.memory.vector_index import EmbedderInfo
 
     project = where / "project"
     if (project / ".memory" / "index" / "catalog.sqlite3").exists():

@@ -78,7 +78,7 @@ def test_forget_all_and_unknown_ids(service, paths, files_containing):
 def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing):
     """Chroma writes the HNSW buffer's unused capacity to disk uninitialised (heap garbage);
     simulate garbage holding a card's text and check the scrub removes it and keeps the index."""
-    from memagent.memory.store import scrub_hnsw_segments
+    from memagent.memory.vector_index import scrub_hnsw_segments
 
     card = service.save("The on-call rotation changes every Monday", "fact").card
     index = paths.memory / "local" / "index"
@@ -104,7 +104,7 @@ def test_forget_after_the_index_flushed_to_disk(open_service, paths, files_conta
     import numpy as np
 
     from memagent.memory.cards import MemoryCard
-    from memagent.memory.store import EmbedderInfo
+    from memagent.memory.vector_index import EmbedderInfo
 
     service = open_service()
     rng = np.random.default_rng(5)

@@ -16,7 +16,7 @@ from memagent.context.conversation import Conversation
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
 from memagent.memory.drift import topic_distance
-from memagent.memory.history import LearningHistory
+from memagent.memory.learning_history import LearningHistory
 from memagent.memory.quota import WriteLedger
 from memagent.memory.triggers import IDLE, TOPIC_DRIFT
 from memagent.ui.idle import IdleTimer

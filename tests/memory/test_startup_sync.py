@@ -12,14 +12,14 @@ import time
 import pytest
 
 from memagent.config import project_paths
-from memagent.memory import storage
+from memagent.memory import store as card_store
 from memagent.memory.cardfiles import CardFiles, render
 
 
 @pytest.fixture
 def large(monkeypatch):
     """Treat every store as a large one (the inline scan is for stores of a few ms)."""
-    monkeypatch.setattr(storage, "INLINE_SCAN_MAX", 2)
+    monkeypatch.setattr(card_store, "INLINE_SCAN_MAX", 2)
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_an_edit_in_place_is_seen_after_the_background_scan(open_service, paths,
     hits = service.search("what is the staging database called?", k=1)
     assert "green-heron" in hits[0].card.content  # a hit's text is always read from its file ...
     assert store.catalog.lexical("green heron", 5, True) == []  # ... but the index has not seen it yet
-    store._last_full_scan -= storage.BACKGROUND_SCAN_INTERVAL_S  # the next periodic scan is due
+    store._last_full_scan -= card_store.BACKGROUND_SCAN_INTERVAL_S  # the next periodic scan is due
     service.search("staging database")  # starts it; does not wait for it
     assert service.wait_for_upkeep()
     assert [i for i, _ in store.catalog.lexical("green heron", 5, True)] == [card.id]

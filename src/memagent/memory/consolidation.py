@@ -17,7 +17,7 @@ Source trust orders conflicts: an explicit user statement outranks an assistant 
 which outranks tool output. A candidate never replaces a card from a more trusted source; that
 decision becomes a NOOP with the reason logged.
 
-Every decision is appended to the learning history (:mod:`memagent.memory.history`).
+Every decision is appended to the learning history (:mod:`memagent.memory.learning_history`).
 """
 
 from __future__ import annotations

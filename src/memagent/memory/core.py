@@ -26,9 +26,9 @@ from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.recall import Recall, RetrievalParts
-from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
-from memagent.memory.store import EmbedderInfo
+from memagent.memory.store import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.usage import UsageBuffer
+from memagent.memory.vector_index import EmbedderInfo
 
 INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from memagent.gitsafe import GitError, run_git
 from memagent.memory.cards import SCOPES, MemoryCard
 from memagent.memory.core import MemoryCore
-from memagent.memory.storage import Store
+from memagent.memory.store import Store
 
 
 @dataclass

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memagent.memory.store import EmbedderInfo, EmbedderMismatch, same_model
+from memagent.memory.vector_index import EmbedderInfo, EmbedderMismatch, same_model
 
 if TYPE_CHECKING:
-    from memagent.memory.storage import Store
+    from memagent.memory.store import Store
 
 
 def check_index_embedder(store: Store, embedder: EmbedderInfo) -> None:

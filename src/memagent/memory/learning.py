@@ -48,7 +48,7 @@ from memagent.memory.extraction import (
     render_messages,
     split_slice,
 )
-from memagent.memory.history import LearningHistory, learning_stats
+from memagent.memory.learning_history import LearningHistory, learning_stats
 from memagent.memory.screening import Candidate, screen
 from memagent.memory.steering import Steering, latest_summary
 

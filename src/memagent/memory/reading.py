@@ -9,7 +9,7 @@ from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard
 from memagent.memory.catalog import Entry
 from memagent.memory.core import MemoryCore
 from memagent.memory.provenance import REPOSITORY
-from memagent.memory.storage import Store
+from memagent.memory.store import Store
 
 HISTORY_DEPTH = 2  # predecessors shown with a current card
 HISTORY_CHARS = 120  # of each predecessor's text, in a history note

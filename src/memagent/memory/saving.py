@@ -27,7 +27,7 @@ from memagent.memory.gate import check_card, term_overlap
 from memagent.memory.provenance import REPOSITORY
 
 if TYPE_CHECKING:
-    from memagent.memory.storage import Store
+    from memagent.memory.store import Store
 
 ARRIVALS_PER_SYNC = 500  # card files from outside judged per sync (the rest wait for the next one)
 NEIGHBOURS = 8  # stored cards a new card is judged against (most similar first)

@@ -2,7 +2,7 @@
 
 It routes cards to their store (user cards to ``$MEMAGENT_HOME/memory/``, project and session
 cards to ``<project>/.memory/``), keeps each store's catalog and vector index in step with its
-card files (the truth: see ``memory.cardfiles`` and ``memory.storage``), runs the write gate
+card files (the truth: see ``memory.cardfiles`` and ``memory.store``), runs the write gate
 before anything is written, retrieves with dense + lexical ranking over active cards, formats
 citable context, and erases forgotten cards from every byte of a local store.
 
@@ -46,9 +46,9 @@ from memagent.memory.provenance import (
 from memagent.memory.reading import Hit, Reading
 from memagent.memory.recall import Recall, RetrievalParts
 from memagent.memory.saving import SaveResult, Saving
-from memagent.memory.storage import Progress, Store
-from memagent.memory.store import EmbedderInfo, StoreLocation
+from memagent.memory.store import Progress, Store
 from memagent.memory.transfer import ImportReport, Transfer
+from memagent.memory.vector_index import EmbedderInfo, StoreLocation
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths, Settings

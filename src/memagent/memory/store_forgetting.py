@@ -1,4 +1,4 @@
-"""The forgetting part of a :class:`~memagent.memory.storage.Store` (``store.forgetting``):
+"""The forgetting part of a :class:`~memagent.memory.store.Store` (``store.forgetting``):
 erasing cards, and the tombstones that keep a forgotten id forgotten (see ``memory.tombstones``).
 
 A card file whose id is on the tombstone list (a ``git pull`` or a checkout brought it back) is
@@ -16,7 +16,7 @@ from memagent.memory.layout import VECTORS_NAME, committed_vector_files, local_d
 from memagent.memory.vectorcache import VectorCache
 
 if TYPE_CHECKING:
-    from memagent.memory.storage import Store
+    from memagent.memory.store import Store
 
 
 class StoreForgetting:

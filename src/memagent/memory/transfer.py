@@ -25,7 +25,7 @@ from memagent.memory.corrections import Decision, Neighbour
 from memagent.memory.erasure import Erasure
 from memagent.memory.gate import check_card
 from memagent.memory.saving import NEIGHBOUR_COSINE, NEIGHBOURS, Saving, validation_reason
-from memagent.memory.storage import Progress
+from memagent.memory.store import Progress
 
 IMPORT_BATCH = 256
 
