@@ -64,6 +64,9 @@ class SaveRequest:
     # a record of its own (a session's event card): never merged into a near-duplicate, never
     # taken for a correction of one
     distinct: bool = False
+    # held for review: written archived, correcting nothing and counting against no quota, until
+    # the user keeps it (``memory.hygiene.approve`` then links it to the card it corrects)
+    held: bool = False
 
 
 class Saving:
@@ -99,17 +102,13 @@ class Saving:
         """
         if scope == "session" and not self.core.session_id:
             return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
-        prov = dict(provenance or {})
-        if self.core.session_id:
-            prov.setdefault("session_id", self.core.session_id)
         try:
             card = MemoryCard(
                 content=content,
                 memory_type=memory_type,
                 scope=scope,
-                scope_id=self.core.scope_id(scope),
                 source=source,
-                provenance=prov,
+                provenance=dict(provenance or {}),
                 confidence=confidence,
                 importance=importance,
                 files=list(files),
@@ -121,7 +120,21 @@ class Saving:
             )
         except ValidationError as exc:
             return SaveResult("refused", None, validation_reason(exc))
-        return self.save_card(SaveRequest(card, private=private or scope == "session", auto=auto))
+        return self.submit(card, private=private, auto=auto)
+
+    def submit(self, card: MemoryCard, *, private: bool = False, auto: bool = False, held: bool = False) -> SaveResult:
+        """Save a card made elsewhere (a learned candidate, or :meth:`save`'s) as this service
+        saves: its scope's id, this session in its provenance unless it names one, a session card
+        private (it never reaches git); ``held`` keeps it for review (see ``SaveRequest``)."""
+        if card.scope == "session" and not self.core.session_id:
+            return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
+        update: dict[str, Any] = {"scope_id": self.core.scope_id(card.scope)}
+        if self.core.session_id and card.provenance.session_id is None:
+            update["provenance"] = card.provenance.model_copy(update={"session_id": self.core.session_id})
+        request = SaveRequest(
+            card.model_copy(update=update), private=private or card.scope == "session", auto=auto, held=held
+        )
+        return self.save_card(request)
 
     def save_card(self, request: SaveRequest) -> SaveResult:
         card = request.card
@@ -133,6 +146,8 @@ class Saving:
         with self.core.lock, self.core.guard("save"):
             self.core.sync(vectors=True)  # before the duplicate check: see what others wrote
             old = None
+            if request.held:  # it corrects nothing until kept: the card it names stays as it is
+                card = card.model_copy(update={"status": "archived", "supersedes": None})
             if card.supersedes is not None:
                 old = self.core.get_many([card.supersedes]).get(card.supersedes)
                 if old is None:
@@ -154,16 +169,17 @@ class Saving:
                         f"near-duplicate of {other.id} (similarity "
                         f"{decision.other.similarity:.2f}); kept the existing memory",
                     )
-                if decision.action == "supersedes" and other is not None:
+                correction = None if request.held else decision.action  # a held card corrects nothing yet
+                if correction == "supersedes" and other is not None:
                     old = other
                     card = card.model_copy(update={"supersedes": old.id})
-                elif decision.action == "superseded" and other is not None:
+                elif correction == "superseded" and other is not None:
                     card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
             if not self._write_new(card, vector, old, request.private):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
                 self.core.rate.record(self.core.session_id)
-            archived = self._enforce_quota(card)
+            archived = [] if request.held else self._enforce_quota(card)
         told = quota_note(archived, self.core.gate.max_cards)
         if old is not None:
             return SaveResult("superseded", card, "; ".join(filter(None, [f"supersedes {old.id}", told])))

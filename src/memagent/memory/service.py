@@ -118,6 +118,7 @@ class MemoryService:
         self.full_scan, self.index_pending = core.full_scan, core.index_pending
         # saving
         self.save, self.save_card, self.correct = self.saving.save, self.saving.save_card, self.saving.correct
+        self.submit = self.saving.submit
         self.update_card, self.reinforce = self.saving.update_card, self.saving.reinforce
         self.judge_new_card, self.comparer = self.saving.judge_new_card, self.saving.comparer
         # reading
