@@ -790,8 +790,8 @@ def transcript_tokens(messages: list[dict[str, Any]]) -> int:
 def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[str, Any]:
     from memagent.config import Settings, project_paths
     from memagent.memory.catchup import Unmined
-    from memagent.memory.history import LearningHistory, learning_stats
     from memagent.memory.learning import BackgroundLearner, LearningPipeline, is_user_turn, should_extract
+    from memagent.memory.learning_history import LearningHistory, learning_stats
     from memagent.memory.service import MemoryService
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-learning-"))

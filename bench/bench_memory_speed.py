@@ -174,10 +174,10 @@ def build_store(root: Path, n: int, embedder, rng: random.Random, texts: list[st
     """A store of ``n`` cards (files + catalog + index, random vectors); returns cards/s."""
     from memagent.config import Settings, project_paths
     from memagent.memory.service import MemoryService
-    from memagent.memory.store import EmbedderInfo
+    from memagent.memory.vector_index import EmbedderInfo
 
     service = MemoryService.open(project_paths(root), Settings(), "bench", embedder=embedder)
-    store = service._stores["project"]  # the bulk bypasses the gate on purpose (see docstring)
+    store = service.core.stores["project"]  # the bulk bypasses the gate on purpose (see docstring)
     info = EmbedderInfo.of(embedder)
     cards = synthetic_cards(n, rng, texts)
     vectors = random_unit_vectors(n, embedder.dim, seed=n)
@@ -205,7 +205,7 @@ def warm_search(root: Path, embedder, queries: list[str]) -> dict:
         service.search(query, k=5)
         timings.append((time.perf_counter() - started) * 1000)
         cpu.append((time.process_time() - started_cpu) * 1000)  # all threads (ONNX's too)
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     lexical = []
     for query in queries:
         started = time.perf_counter()

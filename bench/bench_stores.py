@@ -135,7 +135,7 @@ def cards_written(project: Path) -> int:
 def build_store(where: Path, texts: list[str], vecs, embedder) -> None:
     from memagent.config import Settings, project_paths
     from memagent.memory.service import MemoryService
-    from memagent.memory.store import EmbedderInfo
+    from memagent.memory.vector_index import EmbedderInfo
 
     project = where / "project"
     done = cards_written(project)  # a build that stopped resumes after the cards it wrote
@@ -144,7 +144,7 @@ def build_store(where: Path, texts: list[str], vecs, embedder) -> None:
     project.mkdir(parents=True, exist_ok=True)
     os.environ["MEMAGENT_HOME"] = str(where / "home")
     service = MemoryService.open(project_paths(project), Settings(), "bench", embedder=embedder)
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     info = EmbedderInfo.of(embedder)
     cards = cards_for(texts, seed=len(texts))
     started = time.perf_counter()

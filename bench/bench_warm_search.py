@@ -73,7 +73,7 @@ STAGES = {  # stage -> (file suffix, function) whose cumulative time is that sta
     "whole search": ("memory/reading.py", "search"),
     "query understanding (entities, dates)": ("memory/recall.py", "understand"),
     "embedding the query (ONNX)": ("memory/core.py", "_embed"),
-    "vector index query (Chroma)": ("memory/store.py", "nearest_ids"),
+    "vector index query (Chroma)": ("memory/vector_index.py", "nearest_ids"),
     "lexical index (catalog BM25)": ("memory/catalog.py", "lexical"),
     "catalog entries of the candidates": ("memory/catalog.py", "entries"),
     "card facts of the candidates (enrich)": ("memory/recall.py", "enrich"),

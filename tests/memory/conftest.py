@@ -93,7 +93,7 @@ def model(fake):
 
 @pytest.fixture
 def history(paths):
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
 
     return LearningHistory.for_paths(paths)
 

@@ -93,7 +93,7 @@ def test_a_damaged_kept_listing_is_listed_afresh(service, paths):
     service.save("The release train leaves on Tuesdays", "fact")
     plant_bad_name(paths.memory / "cards")
     service.notices()
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     catalog = store.open_catalog()
     with catalog.transaction() as db:
         stamp = (catalog.get_meta("misnamed") or "").partition("\n")[0]
@@ -105,7 +105,7 @@ def test_the_profiles_newest_cards_of_a_scope_are_read_through_an_index(service)
     """Session start reads each scope's newest cards; with no card of that scope, a sort over every
     card of the catalog took a second at 100k cards."""
     service.save("The release train leaves on Tuesdays", "fact")
-    db = service._stores["project"].open_catalog().db()
+    db = service.core.stores["project"].open_catalog().db()
     plan = db.execute(
         "EXPLAIN QUERY PLAN SELECT created_at, id FROM cards WHERE active = ? AND scope = ? "
         "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",

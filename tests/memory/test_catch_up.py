@@ -18,7 +18,7 @@ import pytest
 
 from fakeapi import FakeAnthropic, delay, text, tool
 from memagent.memory.catchup import hold_live_mark, plan, record_mined, session_state
-from memagent.memory.history import LearningHistory
+from memagent.memory.learning_history import LearningHistory
 from memory.learnkit import Brain, Fact
 
 LEXICAL = {"MEMAGENT_EMBEDDER": "lexical"}

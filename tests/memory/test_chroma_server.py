@@ -100,10 +100,10 @@ def test_same_directory_name_elsewhere_never_shares_server_memory(chroma_url, tm
     a.save("The app in folder a talks to the billing service", "fact")
     a.close()
     b = MemoryService.open(project_paths(b_root), settings, "s", embedder=embedder)
-    b._stores["project"].files.ensure_layout()  # a project with (empty) memory of its own
+    b.core.stores["project"].files.ensure_layout()  # a project with (empty) memory of its own
     assert b.search("which service does the app talk to?") == []
     a_id = (a_root / ".memory" / "project-id").read_text()
-    assert b._stores["project"].location.prefix != a._stores["project"].location.prefix and a_id
+    assert b.core.stores["project"].location.prefix != a.core.stores["project"].location.prefix and a_id
     b.close()
 
 

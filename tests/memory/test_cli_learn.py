@@ -10,7 +10,7 @@ import typer
 from typer.testing import CliRunner
 
 from memagent.cli import memory_learn
-from memagent.memory.history import LearningHistory
+from memagent.memory.learning_history import LearningHistory
 from memory.learnkit import Fact, Session, assistant, user
 
 

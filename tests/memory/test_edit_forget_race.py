@@ -13,7 +13,7 @@ import sys
 
 def forget_midway(writer, other, card_id: str, monkeypatch):
     """Run ``other.forget([card_id])`` when ``writer`` next embeds (after reading, before writing)."""
-    real_embed = writer._embed
+    real_embed = writer.core.embed
     erased: list[int] = []
 
     def embed_then_forget(texts):
@@ -21,7 +21,7 @@ def forget_midway(writer, other, card_id: str, monkeypatch):
             erased.append(other.forget([card_id]))
         return real_embed(texts)
 
-    monkeypatch.setattr(writer, "_embed", embed_then_forget)
+    monkeypatch.setattr(writer.core, "embed", embed_then_forget)
     return erased
 
 
@@ -40,14 +40,14 @@ def test_a_metadata_update_racing_a_forget_does_not_resurrect(open_service, path
     """Variant: decay, archival and review write a card's metadata back."""
     writer, other = open_service("s1"), open_service("s2")
     card = writer.save("Feature flags live in config/flags.yaml", "fact").card
-    real_read = writer._read_file
+    real_read = writer.core.read_file
 
     def read_then_forget(store, card_id):
         found = real_read(store, card_id)
         other.forget([card_id])
         return found
 
-    monkeypatch.setattr(writer, "_read_file", read_then_forget)
+    monkeypatch.setattr(writer.core, "read_file", read_then_forget)
     assert writer.update_card(card.id, confidence=0.75) is None
     assert not list(paths.memory.rglob(f"{card.id}.md"))
 
@@ -56,7 +56,7 @@ def test_a_restatement_racing_a_forget_does_not_resurrect(open_service, paths, m
     """Variant: saving a near-duplicate strengthens the stored card (a rewrite)."""
     writer, other = open_service("s1"), open_service("s2")
     card = writer.save("Use ruff for linting the Python code", "decision", confidence=0.8).card
-    real_judge = writer.judge_new_card
+    real_judge = writer.saving.judge_new_card
 
     def judge_then_forget(*args, **kwargs):
         decision = real_judge(*args, **kwargs)
@@ -64,7 +64,7 @@ def test_a_restatement_racing_a_forget_does_not_resurrect(open_service, paths, m
             other.forget([decision.other.id])
         return decision
 
-    monkeypatch.setattr(writer, "judge_new_card", judge_then_forget)
+    monkeypatch.setattr(writer.saving, "judge_new_card", judge_then_forget)
     writer.save("Use ruff for linting the Python code", "decision", confidence=0.95)
     assert not (paths.memory / "cards" / f"{card.id}.md").exists()
 

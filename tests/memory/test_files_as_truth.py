@@ -16,7 +16,7 @@ from memagent.memory.errors import MemoryUnavailable
 
 
 def _every_scan(service):
-    for store in service._stores.values():
+    for store in service.core.stores.values():
         store.full_scan_interval = 0.0
     return service
 
@@ -136,7 +136,7 @@ def test_two_processes_writing_at_once_lose_nothing(paths, open_service, onnx_ca
     assert len(list((paths.memory / "cards").glob("m_*.md"))) == added
     assert service.stats()["active"] == added
     service.search("which port does the service listen on")
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     assert store.vectors is not None and store.vectors.counts() == (added, 0)
     assert store.catalog.pending_vectors() == 0
 
@@ -159,7 +159,7 @@ def test_another_process_write_costs_one_reload_then_turns_are_fast(service, pat
     lexical catalog. Now: one reconnect, then nothing until the next foreign write."""
     service.save("The staging cluster runs in eu-west-1", "fact")
     assert service.search("where is staging hosted")
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     out = subprocess.run(
         [sys.executable, "-c", FOREIGN, str(paths.root), str(onnx_cache)], capture_output=True, text=True, timeout=300
     )

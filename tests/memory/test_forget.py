@@ -78,7 +78,7 @@ def test_forget_all_and_unknown_ids(service, paths, files_containing):
 def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing):
     """Chroma writes the HNSW buffer's unused capacity to disk uninitialised (heap garbage);
     simulate garbage holding a card's text and check the scrub removes it and keeps the index."""
-    from memagent.memory.store import scrub_hnsw_segments
+    from memagent.memory.vector_index import scrub_hnsw_segments
 
     card = service.save("The on-call rotation changes every Monday", "fact").card
     index = paths.memory / "local" / "index"
@@ -104,14 +104,14 @@ def test_forget_after_the_index_flushed_to_disk(open_service, paths, files_conta
     import numpy as np
 
     from memagent.memory.cards import MemoryCard
-    from memagent.memory.store import EmbedderInfo
+    from memagent.memory.vector_index import EmbedderInfo
 
     service = open_service()
     rng = np.random.default_rng(5)
     filler = [MemoryCard(content=f"Filler card number {i} about nothing in particular") for i in range(1100)]
     vectors = rng.standard_normal((len(filler), 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     info = EmbedderInfo.of(service.embedder)
     store.write_many([(c, False, v) for c, v in zip(filler[:600], vectors[:600])], info, durable=False)
     marked = _save_marked(service)

@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from memagent.cli.main import app
-from memagent.memory.history import LearningHistory, history_for
+from memagent.memory.learning_history import LearningHistory, history_for
 
 
 def test_forget_erases_the_cards_text_from_the_learning_history(paths, open_service):

@@ -7,7 +7,6 @@ import time
 from datetime import timedelta
 
 from memagent.memory.cards import MemoryCard, utc_now
-from memagent.memory.history import LearningHistory, describe_record, erase, history_for, learning_stats
 from memagent.memory.hygiene import (
     FLOOR,
     apply_decay,
@@ -18,6 +17,7 @@ from memagent.memory.hygiene import (
     stale_note,
 )
 from memagent.memory.learning import on_forget
+from memagent.memory.learning_history import LearningHistory, describe_record, erase, history_for, learning_stats
 from memagent.memory.profiles import cache_files, render_profile
 from memory.learnkit import Fact, Session, all_cards, assistant, user
 

@@ -16,7 +16,7 @@ from memagent.context.conversation import Conversation
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
 from memagent.memory.drift import topic_distance
-from memagent.memory.history import LearningHistory
+from memagent.memory.learning_history import LearningHistory
 from memagent.memory.quota import WriteLedger
 from memagent.memory.triggers import IDLE, TOPIC_DRIFT
 from memagent.ui.idle import IdleTimer
@@ -163,7 +163,7 @@ def test_measuring_drift_never_loads_the_embedder(paths):
     service = MemoryService.open(paths, Settings(embedder="onnx"), "s-drift")  # loads on first use
     try:
         assert service.topic_distance(DEPLOY, FONTS) == 1.0  # measured lexically meanwhile
-        assert not service._embedder.loaded
+        assert not service.core.embedder_handle.loaded
     finally:
         service.close()
 

@@ -9,7 +9,6 @@ import re
 import pytest
 
 from memagent.config import Settings
-from memagent.memory.history import describe_record
 from memagent.memory.learning import (
     BackgroundLearner,
     before_drop_hook,
@@ -18,6 +17,7 @@ from memagent.memory.learning import (
     processed_ids_from_records,
     should_extract,
 )
+from memagent.memory.learning_history import describe_record
 from memagent.memory.profiles import render_profile
 from memory.learnkit import (
     Fact,
@@ -219,8 +219,8 @@ def test_numbers_matter_in_the_consolidation_prompt(brain, make_pipeline):
 
 
 def test_malformed_json_stores_nothing_and_is_a_counted_failure(brain, make_pipeline, service, history, paths):
-    from memagent.memory.history import learning_stats
     from memagent.memory.learning import LearningError
+    from memagent.memory.learning_history import learning_stats
 
     answers = iter(['{"memories": [{"content": "The app uses', "Sure! Memories: none that I can format."])
     brain.extraction_answer = lambda prompt: next(answers)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import stat
 
-from memagent.memory.history import LearningHistory
 from memagent.memory.hygiene import apply_decay
+from memagent.memory.learning_history import LearningHistory
 from memagent.memory.profiles import render_profile
 from memagent.memory.provenance import LEDGER_FILE, REPOSITORY_CONFIDENCE
 
@@ -138,8 +138,8 @@ def test_a_shipped_profile_cache_is_never_read(open_service, paths):
 def test_a_catalog_built_before_the_ledger_is_read_again_as_earned(open_service, paths):
     """Upgrade: an index made by an earlier version holds the forged card as it claimed; opening
     the store reads every card once more, through the ledger."""
-    from memagent.memory.storage import Store
-    from memagent.memory.store import StoreLocation
+    from memagent.memory.store import Store
+    from memagent.memory.vector_index import StoreLocation
 
     plant(paths)
     old = Store("project", paths.memory, StoreLocation.local("project", paths.memory / "local" / "index"))

@@ -107,9 +107,9 @@ def test_a_linked_predecessor_left_active_by_hand_is_still_folded(store):
 
 def test_card_facts_leave_with_an_erased_card(store, paths):
     harbor = next(i for i, o in store.original.items() if o == "h-def")
-    assert "Harbor" in store.recall.entity_index(store._stores_in_use()).systems
+    assert "Harbor" in store.recall.entity_index(store.core.stores_in_use()).systems
     store.forget([harbor])
-    assert "Harbor" not in store.recall.entity_index(store._stores_in_use()).systems
+    assert "Harbor" not in store.recall.entity_index(store.core.stores_in_use()).systems
     db = sqlite3.connect(paths.memory / "local" / "index" / "catalog.sqlite3")
     try:
         for table in ("card_links", "card_periods", "card_mentions"):
@@ -119,7 +119,7 @@ def test_card_facts_leave_with_an_erased_card(store, paths):
 
 
 def test_a_catalog_from_before_card_facts_is_filled_on_the_next_search(store, paths):
-    db = store._stores["project"].catalog.db()
+    db = store.core.stores["project"].catalog.db()
     db.execute("DELETE FROM card_mentions")
     db.execute("DELETE FROM meta WHERE key = 'card_facts'")
     assert not card_facts.is_filled(db)
@@ -130,7 +130,7 @@ def test_a_catalog_from_before_card_facts_is_filled_on_the_next_search(store, pa
 def test_each_part_can_be_switched_off(store):
     store.retrieval.entities = False
     assert (
-        store.recall.understand("How do I compile the deploy CLI?", store._stores_in_use(), NOW).facts.systems
+        store.recall.understand("How do I compile the deploy CLI?", store.core.stores_in_use(), NOW).facts.systems
         == frozenset()
     )
 

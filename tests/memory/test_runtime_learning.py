@@ -11,7 +11,7 @@ from memagent.config import Settings
 from memagent.context.conversation import Conversation
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
-from memagent.memory.history import learning_stats
+from memagent.memory.learning_history import learning_stats
 from memory.learnkit import Fact
 
 

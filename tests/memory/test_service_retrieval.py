@@ -31,11 +31,11 @@ def test_backstory_and_places_survive_a_catalog_rebuild(open_service):
     writer = open_service()
     card = _backstory_card(writer)
     writer.close()
-    catalog_file = writer._stores["project"].catalog.path
+    catalog_file = writer.core.stores["project"].catalog.path
     catalog_file.unlink()  # the catalog is rebuilt from the card files
     reader = open_service()
     reader.sync()
-    catalog = reader._stores["project"].catalog
+    catalog = reader.core.stores["project"].catalog
     entry = catalog.entries([card.id])[card.id]
     assert (entry.thread, entry.position) == ("conv-1", 5)
     assert card.id in dict(catalog.lexical("pottery studio", 5, True))

@@ -12,14 +12,14 @@ import time
 import pytest
 
 from memagent.config import project_paths
-from memagent.memory import storage
+from memagent.memory import store as card_store
 from memagent.memory.cardfiles import CardFiles, render
 
 
 @pytest.fixture
 def large(monkeypatch):
     """Treat every store as a large one (the inline scan is for stores of a few ms)."""
-    monkeypatch.setattr(storage, "INLINE_SCAN_MAX", 2)
+    monkeypatch.setattr(card_store, "INLINE_SCAN_MAX", 2)
 
 
 @pytest.fixture
@@ -77,11 +77,11 @@ def test_an_edit_in_place_is_seen_after_the_background_scan(open_service, paths,
     service.search("staging database")
     service.wait_for_upkeep()
     _edit_in_place(paths.memory / "cards" / f"{card.id}.md", "blue-otter", "green-heron")
-    store = service._stores["project"]
+    store = service.core.stores["project"]
     hits = service.search("what is the staging database called?", k=1)
     assert "green-heron" in hits[0].card.content  # a hit's text is always read from its file ...
     assert store.catalog.lexical("green heron", 5, True) == []  # ... but the index has not seen it yet
-    store._last_full_scan -= storage.BACKGROUND_SCAN_INTERVAL_S  # the next periodic scan is due
+    store._last_full_scan -= card_store.BACKGROUND_SCAN_INTERVAL_S  # the next periodic scan is due
     service.search("staging database")  # starts it; does not wait for it
     assert service.wait_for_upkeep()
     assert [i for i, _ in store.catalog.lexical("green heron", 5, True)] == [card.id]
@@ -121,7 +121,7 @@ def test_a_pull_that_rewrites_a_card_is_seen_by_the_quick_sync(open_service, pat
     _git("clone", "-q", str(paths.root), str(clone), cwd=tmp_path)
     mine = open_service(paths=project_paths(clone))
     mine.warm_up()  # the catalog records the commit it reflects
-    assert mine._stores["project"].catalog.get_meta("git_head")
+    assert mine.core.stores["project"].catalog.get_meta("git_head")
     path = paths.memory / "cards" / f"{card.id}.md"
     path.write_text(path.read_text().replace("blue-otter", "green-heron"))
     _git("commit", "-qam", "rename the staging database", cwd=paths.root)
@@ -166,7 +166,7 @@ def test_neither_a_search_nor_closing_waits_for_the_background_scan(open_service
 
     monkeypatch.setattr(CardFiles, "scan", slow_scan)
     service.inline_embed_max = 64
-    service._stores["project"]._last_full_scan = 0.0
+    service.core.stores["project"]._last_full_scan = 0.0
     service.search("staging database")
     deadline = time.monotonic() + 5
     while not started and time.monotonic() < deadline:

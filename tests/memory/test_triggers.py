@@ -13,7 +13,7 @@ from memagent.config import Settings
 from memagent.context.conversation import Conversation
 from memagent.features.memory import open_memory
 from memagent.llm.types import text_block
-from memagent.memory.history import LearningHistory
+from memagent.memory.learning_history import LearningHistory
 from memagent.memory.triggers import TASK_COMPLETED, TODO_COMPLETED, trigger_of
 from memagent.tools.base import ToolOutcome
 from memory.learnkit import Brain, Fact

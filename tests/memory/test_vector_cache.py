@@ -62,7 +62,7 @@ def test_a_clone_uses_the_committed_vectors_instead_of_embedding(open_service, p
     hits = cloned.search("how are releases tagged?", k=1)
     assert [h.card.id for h in hits] == [cards[0].id] and hits[0].parts["dense"] > 0.5
     assert counting.texts == ["how are releases tagged?"]  # only the query was embedded
-    store = cloned._stores["project"]
+    store = cloned.core.stores["project"]
     assert store.vectors.counts() == (len(TEXTS), 0) and store.catalog.pending_vectors() == 0
     original = embedder.embed([TEXTS[0]])[0]
     cached = np.asarray(store.vectors.vectors([cards[0].id])[cards[0].id])
@@ -142,7 +142,7 @@ def test_int8_and_fp32_vectors_never_share_an_index(open_service, paths, embedde
     switched = open_service(embedder=int8_embedder, check_embedder=False)
     hits = switched.search("how are releases tagged?", k=1)
     assert [h.card.id for h in hits] == [cards[0].id]
-    store = switched._stores["project"]
+    store = switched.core.stores["project"]
     assert store.catalog.get_meta("embedder") == f"{int8_embedder.model_id}:384"
     assert store.vectors.stored_embedder().model_id == int8_embedder.model_id
     assert store.vectors.counts() == (len(TEXTS), 0) and store.catalog.pending_vectors() == 0
@@ -153,4 +153,4 @@ def test_int8_and_fp32_vectors_never_share_an_index(open_service, paths, embedde
     switched.close()
     back = open_service()  # and back to fp32: dropped again, never mixed
     back.search("how are releases tagged?")
-    assert back._stores["project"].vectors.stored_embedder().model_id == embedder.model_id
+    assert back.core.stores["project"].vectors.stored_embedder().model_id == embedder.model_id

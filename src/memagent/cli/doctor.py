@@ -239,7 +239,7 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
 
 def learning_report(paths: ProjectPaths) -> JsonObject:
     """How automatic learning went: runs, failures (never silent), the last failure's reason."""
-    from memagent.memory.history import learning_stats
+    from memagent.memory.learning_history import learning_stats
 
     try:
         stats = learning_stats(paths)

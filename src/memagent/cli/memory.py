@@ -285,7 +285,7 @@ def show(
         fail(f"no memory {memory_id}", EXIT_FAILURE)
     chain = _run(lambda: service.chain(memory_id))
     where = service.where(memory_id)
-    from memagent.memory.history import describe_record, history_for
+    from memagent.memory.learning_history import describe_record, history_for
 
     history = history_for(resolve_paths(ctx, root or ctx.meta.get(_ROOT_KEY)), card.id)
     if as_json:
@@ -466,7 +466,7 @@ def stats(
     root: Path | None = RootOption,
 ) -> None:
     """Counts by status, type and scope, and where the stores are."""
-    from memagent.memory.history import learning_stats
+    from memagent.memory.learning_history import learning_stats
 
     service = _open(ctx, root)
     data = _run(service.stats)

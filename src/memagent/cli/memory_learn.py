@@ -126,8 +126,8 @@ def review_command(
     """Review repository cards this machine did not write (accept or forget), then the newest
     automatic memories (keep, edit or forget)."""
     from memagent.cli.memory_reflect import review_skill_proposals, skill_proposal_json, skill_proposals
-    from memagent.memory.history import LearningHistory
     from memagent.memory.hygiene import review_queue
+    from memagent.memory.learning_history import LearningHistory
     from memagent.trust import is_trusted
 
     service, paths = _open_service(ctx, root)

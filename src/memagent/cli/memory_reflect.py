@@ -16,7 +16,7 @@ from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
     from memagent.config import Settings
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
     from memagent.memory.procedures import SkillProposal
     from memagent.memory.service import MemoryService
     from memagent.paths import ProjectPaths
@@ -105,7 +105,7 @@ def reflect_command(
     model, waiting in `memagent memory review`; accepted, it links its members and replaces none)."""
     from memagent.cli.memory_learn import _open_service
     from memagent.config import load_settings
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
     from memagent.memory.reflection import model_ask, reflect, report_json
     from memagent.memory.service import MemoryUnavailable
 

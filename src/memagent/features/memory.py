@@ -369,7 +369,7 @@ def catch_up_now(
     process is catching up in this project."""
     from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
     from memagent.memory import catchup
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
 
     lock = catchup.hold_catch_up(paths.memory)
     if lock is None:
@@ -471,7 +471,7 @@ def _reflect_in_background(
     """The periodic reflection pass (``memory_reflect_every_days``, off by default; ``memory.reflection``)."""
     if settings.memory_reflect_every_days <= 0:
         return None
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
     from memagent.memory.reflection import model_ask, reflect_in_background
 
     try:
@@ -490,8 +490,8 @@ def _reflect_in_background(
 def _decay(service: MemoryService, paths: ProjectPaths, warn: Callable[[str], None]) -> None:
     """Confidence decay for never-used cards; runs at most once a day, bounded work."""
     try:
-        from memagent.memory.history import LearningHistory
         from memagent.memory.hygiene import apply_decay
+        from memagent.memory.learning_history import LearningHistory
 
         apply_decay(service, LearningHistory.for_paths(paths))
     except Exception as exc:
@@ -542,8 +542,8 @@ def _start_catch_up(
 
 def _pipeline(paths: ProjectPaths, settings: Settings, model: ChatModel, service: MemoryService, **session):
     from memagent.llm.tokens import lazy_counter
-    from memagent.memory.history import LearningHistory
     from memagent.memory.learning import LearningPipeline
+    from memagent.memory.learning_history import LearningHistory
 
     return LearningPipeline(
         model,
@@ -568,8 +568,8 @@ def _start_learner(
     """The pipeline writes its decision history, so `memory review` and `memory stats` see
     what was learned automatically."""
     from memagent.llm.tokens import lazy_counter
-    from memagent.memory.history import LearningHistory
     from memagent.memory.learning import BackgroundLearner, LearningPipeline
+    from memagent.memory.learning_history import LearningHistory
 
     pipeline = LearningPipeline(
         model,

@@ -118,6 +118,18 @@ def parse(text: str, where: str) -> MemoryCard:
 
 
 @dataclass(frozen=True)
+class Scan:
+    """What a full scan found on disk: the folder times and git commit before it, every card file
+    by id with its (path, stamp), and when it started."""
+
+    folders: str
+    head: str | None
+    found: dict[str, tuple[str, Stamp]]
+    started: float
+    known: dict[str, tuple[str, Stamp]] | None = None  # the catalog's stamps, read beside it
+
+
+@dataclass(frozen=True)
 class CardFiles:
     """The card files of one local store directory (see the module docstring). A card folder
     that is a symlink is neither read, written nor deleted from (it may lead out of the store)."""
@@ -326,4 +338,4 @@ def stamp_of(path: Path) -> Stamp | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-__all__ = ["CardFileError", "CardFiles", "INDEX_DIR", "Stamp", "parse", "render", "stamp_of"]
+__all__ = ["CardFileError", "CardFiles", "INDEX_DIR", "Scan", "Stamp", "parse", "render", "stamp_of"]

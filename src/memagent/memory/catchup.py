@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from memagent.fsutil import make_dirs
-from memagent.memory.history import LearningHistory
 from memagent.memory.layout import ensure_index, index_dir
+from memagent.memory.learning_history import LearningHistory
 from memagent.memory.session_end import worth_learning_at_end
 
 MAX_SESSIONS = 3  # sessions mined per start

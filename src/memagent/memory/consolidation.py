@@ -7,24 +7,27 @@ with its similar cards under short integer handles ("E1", "E2"; never raw ids, w
 garble); the model answers ``{"actions": [{"candidate": int, "action": "ADD" | "UPDATE" |
 "CONTRADICT" | "NOOP", "target": int | null}]}``.
 
-Applying a decision:
+Applying a decision (the candidate's own card, given to ``Saving.submit``):
 - ADD: save through the write gate (which may still call it a duplicate, or refuse it).
 - UPDATE: a new card superseding the target (append-only: the old card keeps its text, status superseded).
 - CONTRADICT: a new card; the target is marked ``contradicted`` and linked to it
   (``superseded_by``), the new card links back (``supersedes``).
-- NOOP: nothing is written.
+- NOOP: nothing is written; the target is reinforced.
+A card held for review (``require_review``, or instruction-like tool output) is written archived
+and corrects nothing: its target is never touched until the user keeps it
+(``memory.hygiene.approve`` makes the correction then).
 Source trust orders conflicts: an explicit user statement outranks an assistant inference,
 which outranks tool output. A candidate never replaces a card from a more trusted source; that
 decision becomes a NOOP with the reason logged.
 
-Every decision is appended to the learning history (:mod:`memagent.memory.history`).
+Every decision is appended to the learning history (:mod:`memagent.memory.learning_history`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -32,6 +35,10 @@ from memagent.memory.cards import MemoryCard
 from memagent.memory.extraction import find_json_object
 from memagent.memory.procedures import PROCEDURE_RELEVANCE
 from memagent.memory.screening import Candidate
+
+if TYPE_CHECKING:
+    from memagent.memory.reading import Hit
+    from memagent.memory.service import MemoryService
 
 Action = Literal["ADD", "UPDATE", "CONTRADICT", "NOOP"]
 TRUST = {"user": 3, "system": 3, "assistant": 2, "import": 2, "tool": 1, "repository": 1}
@@ -114,7 +121,7 @@ def parse_actions(text: str) -> dict[int, ActionItem] | None:
 
 
 def similar_cards(
-    service: Any, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE
+    service: MemoryService, candidate: Candidate, k: int = NEIGHBOURS, min_relevance: float = MIN_RELEVANCE
 ) -> list[MemoryCard]:
     """Active cards of the candidate's scope that are about the same thing, best first. A
     procedure with no procedure among them also meets the best procedure of its scope at a lower
@@ -139,7 +146,7 @@ def similar_cards(
     return [h.card for h in hits if _near_best(h, hits)]
 
 
-def _near_best(hit: Any, hits: Sequence[Any]) -> bool:
+def _near_best(hit: Hit, hits: Sequence[Hit]) -> bool:
     best = max(h.parts.get("relevance", h.score) for h in hits)
     return hit.parts.get("relevance", hit.score) >= best - NEIGHBOUR_SPREAD
 
@@ -160,7 +167,7 @@ class _Pending:
 class Consolidator:
     """Decides and applies actions for a batch of candidates (see module docstring)."""
 
-    service: Any
+    service: MemoryService
     ask: Ask
     session_id: str = ""
     task_hint: str | None = None
@@ -247,21 +254,9 @@ class Consolidator:
         # Saving with ``supersedes`` also keeps the gate from calling the correction a duplicate
         # of its target ("$10k" vs "$15k" embed almost identically).
         supersedes = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
-        result = self.service.save(
-            candidate.content,
-            candidate.memory_type,
-            candidate.scope,
-            confidence=candidate.confidence,
-            importance=candidate.importance,
-            source=candidate.source,
-            provenance=candidate.provenance(self.session_id),
-            files=candidate.files,
-            task_hint=self.task_hint,
-            supersedes=supersedes,
-            auto=True,
-            person=candidate.person,
-            backstory=candidate.backstory,
-        )
+        held = self.hold_for_review or candidate.hold
+        card = candidate.card_for(self.session_id, self.task_hint, None if held else supersedes)
+        result = self.service.submit(card, auto=True, held=held)
         if result.status == "refused" or result.card is None:
             return self._log(Decision(candidate, "REFUSED", reason=result.reason or "refused by the write gate"))
         if result.status == "duplicate":
@@ -270,12 +265,9 @@ class Consolidator:
             )
         card = result.card
         target_id = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
-        if self.hold_for_review or candidate.hold:
-            # Held back: the new card waits archived and its target stays in force until the
-            # user keeps the correction (hygiene.approve re-links them).
-            self.service.update_card(card.id, status="archived", supersedes=None)
-            if target_id is not None:
-                self.service.update_card(target_id, status="active", superseded_by=None, touch=False)
+        if held:
+            # Held back: the new card was written archived and its target was never touched; the
+            # correction is made when the user keeps the card (hygiene.approve links them).
             decision = Decision(
                 candidate, action, card_id=card.id, target_id=target_id, reason=f"{why}; held for review"
             )
@@ -289,23 +281,9 @@ class Consolidator:
 
     def _reinforce(self, candidate: Candidate, target: MemoryCard) -> bool:
         """The candidate says again what ``target`` says: strengthen it (``memory.reinforcement``)."""
-        reinforce = getattr(self.service, "reinforce", None)
-        if reinforce is None or not target.active:
+        if not target.active:
             return False
-        try:
-            evidence = MemoryCard(
-                content=candidate.content,
-                memory_type=candidate.memory_type,
-                scope=candidate.scope,
-                source=candidate.source,
-                provenance=candidate.provenance(self.session_id),
-                confidence=candidate.confidence,
-                importance=candidate.importance,
-                files=list(candidate.files),
-            )
-        except ValueError:
-            return False
-        return reinforce(target.id, evidence) is not None
+        return self.service.reinforce(target.id, candidate.card_for(self.session_id)) is not None
 
     def _log(self, decision: Decision) -> Decision:
         if self.record is not None:

@@ -1,7 +1,11 @@
 """What every part of the memory service shares: the two stores, the embedder, the lock.
 
-:class:`MemoryCore` is the base of :class:`memagent.memory.service.MemoryService`; the parts
-(saving, reading, injection, erasure, transfer) are mixins over it, each in its own module.
+:class:`MemoryCore` is one object that :class:`memagent.memory.service.MemoryService` builds and
+hands to each of its parts (``saving``, ``reading``, ``injection``, ``erasure``, ``transfer``):
+each part is a plain class holding the core, never a base class of another. The core keeps the
+indexes in step with the card files, finds cards, embeds texts and runs background upkeep; what
+a part adds to a sync (the saving part judges card files that arrived from outside) it plugs in
+as :attr:`MemoryCore.after_sync`.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.provenance import REPOSITORY, Witness
 from memagent.memory.recall import Recall, RetrievalParts
-from memagent.memory.storage import CACHE_BATCH, Progress, Store, chunked
-from memagent.memory.store import EmbedderInfo
+from memagent.memory.store import CACHE_BATCH, Progress, Store, chunked
 from memagent.memory.usage import UsageBuffer
+from memagent.memory.vector_index import EmbedderInfo
 
 INLINE_EMBED_MAX = 64  # with background upkeep on, a search embeds at most this many pending cards
 
@@ -44,7 +48,8 @@ class MemoryKnobs:
 
 
 class MemoryCore:
-    """Stores, embedder and lock; see the module docstring. Thread-safe: one lock serialises."""
+    """Stores, embedder, settings and lock; see the module docstring. Thread-safe: one lock
+    serialises every step that touches a store."""
 
     def __init__(
         self,
@@ -57,20 +62,20 @@ class MemoryCore:
         knobs: MemoryKnobs | None = None,
         on_forget: Callable[[list[str]], None] | None = None,
     ) -> None:
-        self._stores = dict(stores)
-        self._embedder = embedder
+        self.stores = dict(stores)
+        self.embedder_handle = embedder
         self.session_id = session_id
-        self._project_scope_id = project_root_id
+        self.project_scope_id = project_root_id
         self.gate = gate or GateConfig()
         self.knobs = knobs or MemoryKnobs()
-        self._rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day)
-        self._lock = threading.RLock()
-        self._on_forget = on_forget
+        self.rate = RateLimiter(self.gate.max_auto_writes_per_session, self.gate.max_auto_writes_per_day)
+        self.lock = threading.RLock()
+        self.on_forget = on_forget
         self.progress: Progress | None = None  # set by the CLI to show index rebuilds
         # None: a search embeds every pending card itself (one-shot commands); a number: more
         # than that are left to the background upkeep (sessions, the MCP server; see warm_up)
         self.inline_embed_max: int | None = None
-        self._closing = False
+        self.closing = False
         self._jobs: dict[str, threading.Thread] = {}
         self._jobs_lock = threading.Lock()
         # judges the project's card files (see ``memory.provenance``); set by ``MemoryService.open``
@@ -81,13 +86,16 @@ class MemoryCore:
         self.retrieval = RetrievalParts()
         self.recall = Recall(self.retrieval)
         self.usage = UsageBuffer()  # uses noted on the turn's path, written by ``flush_usage``
+        self.project_root: Path | None = None  # the project's folder (stale-file notes, transcripts)
+        # run after each sync of the stores in use, with whether vectors were brought up to date
+        self.after_sync: Callable[[Store, bool], None] | None = None
 
     def count_writes_on_disk(self, store_root: Path) -> None:
         """Keep the automatic-write limits in the index folder of the store at ``store_root``
         (``memory.quota``), shared by every process of the project, instead of in this process."""
         from memagent.memory.quota import WriteLedger
 
-        self._rate = RateLimiter(
+        self.rate = RateLimiter(
             self.gate.max_auto_writes_per_session,
             self.gate.max_auto_writes_per_day,
             ledger=WriteLedger.of_store(store_root),
@@ -96,7 +104,7 @@ class MemoryCore:
     # -- plumbing ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _guard(self, action: str) -> Iterator[None]:
+    def guard(self, action: str) -> Iterator[None]:
         """Turn any store failure into :class:`MemoryUnavailable` with a one-line reason."""
         try:
             yield
@@ -110,16 +118,16 @@ class MemoryCore:
     @property
     def embedder(self) -> Embedder:
         """The embedder, loaded on first use (list, show and forget never need it)."""
-        return self._embedder.get()
+        return self.embedder_handle.get()
 
     @property
     def dim(self) -> int:
         return int(self.embedder.dim)
 
-    def _embedder_info(self) -> EmbedderInfo:
+    def embedder_info(self) -> EmbedderInfo:
         return EmbedderInfo.of(self.embedder)
 
-    def _embed(self, texts: Sequence[str]) -> list[list[float] | None]:
+    def embed(self, texts: Sequence[str]) -> list[list[float] | None]:
         if self.dim == 0:
             return [None] * len(texts)
         try:
@@ -131,25 +139,25 @@ class MemoryCore:
 
     def embed_texts(self, texts: Sequence[str]) -> list[list[float]] | None:
         """Vectors of ``texts`` with the store's embedder (loading it), or ``None`` in lexical mode."""
-        with self._lock, self._guard("embed"):
+        with self.lock, self.guard("embed"):
             if self.dim == 0:
                 return None
-            return [v or [] for v in self._embed(texts)]
+            return [v or [] for v in self.embed(texts)]
 
-    def _embed_all(self, texts: Sequence[str]) -> list[list[float]]:
-        return [v for v in self._embed(texts) if v is not None]
+    def embed_all(self, texts: Sequence[str]) -> list[list[float]]:
+        return [v for v in self.embed(texts) if v is not None]
 
-    def _store_for_scope(self, scope: str) -> Store:
-        return self._stores["user" if scope == "user" else "project"]
+    def store_for_scope(self, scope: str) -> Store:
+        return self.stores["user" if scope == "user" else "project"]
 
-    def _stores_in_use(self) -> list[Store]:
-        return [s for s in self._stores.values() if s.exists or s.catalog.exists]
+    def stores_in_use(self) -> list[Store]:
+        return [s for s in self.stores.values() if s.exists or s.catalog.exists]
 
     def notices(self) -> list[str]:
         """One line per thing the user should know: damaged indexes rebuilt, unreadable card files
         skipped. Each is reported once."""
         found: list[str] = []
-        for store in self._stores.values():
+        for store in self.stores.values():
             found.extend(store.notices)
             store.notices.clear()
             found.extend(f"skipped {problem}" for problem in store.problems())
@@ -158,27 +166,30 @@ class MemoryCore:
 
     # -- keeping the index in step with the files ----------------------------------------
 
-    def _sync(self, *, vectors: bool, force: bool = False) -> None:
+    def sync(self, *, vectors: bool, force: bool = False) -> None:
         """Catalog from files (the quick sync unless ``force``); vector index from catalog when
         ``vectors``. What is too big for the caller's path (a full scan of a large store, many
         cards to embed) is started in the background when background upkeep is on."""
-        for store in self._stores_in_use():
+        for store in self.stores_in_use():
             store.sync_files(force=force)
             if vectors:
                 self._sync_vectors(store)
         if self.inline_embed_max is not None:
-            if any(store.scan_wanted() for store in self._stores_in_use()):
+            if any(store.scan_wanted() for store in self.stores_in_use()):
                 self._in_background("scan", self.full_scan)
+        if self.after_sync is not None:
+            for store in self.stores_in_use():
+                self.after_sync(store, vectors)
 
     def _sync_vectors(self, store: Store) -> None:
-        info = self._embedder_info()
+        info = self.embedder_info()
         store.check_embedder(info)
         limit = self.inline_embed_max
         if limit is not None and store.catalog.exists and store.catalog.pending_vectors() > limit:
             store.follow_other_writers()
             self._in_background("index", self.index_pending)
             return
-        store.sync_vectors(info, self._embed_all, progress=self.progress, duplicate_cosine=self.gate.duplicate_cosine)
+        store.sync_vectors(info, self.embed_all, progress=self.progress, duplicate_cosine=self.gate.duplicate_cosine)
 
     # -- background upkeep ---------------------------------------------------------------
 
@@ -186,7 +197,7 @@ class MemoryCore:
         """Run ``job`` on a daemon thread unless one of that name is still running."""
         with self._jobs_lock:
             running = self._jobs.get(name)
-            if self._closing or (running is not None and running.is_alive()):
+            if self.closing or (running is not None and running.is_alive()):
                 return
             thread = threading.Thread(target=_quietly, args=(job,), name=f"memagent-memory-{name}", daemon=True)
             self._jobs[name] = thread
@@ -202,14 +213,14 @@ class MemoryCore:
         """A full stamp scan of every store: the file system part without the lock, applying what
         changed under it (one short step per store). Returns how many cards changed."""
         changed = 0
-        with self._lock:
-            stores = self._stores_in_use()
+        with self.lock:
+            stores = self.stores_in_use()
         for store in stores:
-            if self._closing:
+            if self.closing:
                 break
             scan = store.scan_files()
-            with self._lock, self._guard("scan"):
-                if self._closing:
+            with self.lock, self.guard("scan"):
+                if self.closing:
                     break
                 changed += store.apply_scan(scan)
         return changed
@@ -219,30 +230,30 @@ class MemoryCore:
         beside the cards (read without the lock), then by embedding a batch at a time (without
         the lock); each write happens under it, so a search waits at most for one write."""
         done = 0
-        for store in list(self._stores.values()):
-            with self._lock, self._guard("index"):
-                if self._closing or not store.catalog.exists:
+        for store in list(self.stores.values()):
+            with self.lock, self.guard("index"):
+                if self.closing or not store.catalog.exists:
                     continue
-                info = self._embedder_info()
+                info = self.embedder_info()
                 store.check_embedder(info)
                 pending = store.catalog.pending_digests()
             for chunk in chunked(store.cached_vectors(info, pending), CACHE_BATCH):
-                with self._lock, self._guard("index"):
-                    if self._closing:
+                with self.lock, self.guard("index"):
+                    if self.closing:
                         return done
                     store.store_vectors(info, chunk, remember=False)
                 done += len(chunk)
-        while not self._closing:
-            with self._lock, self._guard("index"):
-                info = self._embedder_info()
+        while not self.closing:
+            with self.lock, self.guard("index"):
+                info = self.embedder_info()
                 store, batch = next(
-                    ((s, b) for s in self._stores_in_use() for b in [s.next_vector_batch(info)] if b), (None, [])
+                    ((s, b) for s in self.stores_in_use() for b in [s.next_vector_batch(info)] if b), (None, [])
                 )
             if store is None:
                 return done
-            vectors = self._embed_all([content for _, content, _ in batch]) if info.dim > 0 else [[]] * len(batch)
-            with self._lock, self._guard("index"):
-                if self._closing:
+            vectors = self.embed_all([content for _, content, _ in batch]) if info.dim > 0 else [[]] * len(batch)
+            with self.lock, self.guard("index"):
+                if self.closing:
                     break
                 store.store_vectors(
                     info,
@@ -253,7 +264,7 @@ class MemoryCore:
 
     # -- finding cards -------------------------------------------------------------------
 
-    def _read_file(self, store: Store, card_id: str) -> MemoryCard | None:
+    def read_file(self, store: Store, card_id: str) -> MemoryCard | None:
         path = store.files.locate(card_id)
         if path is None:
             return None
@@ -262,31 +273,31 @@ class MemoryCore:
         except CardFileError:
             return None
 
-    def _locate(self, memory_id: str) -> Store | None:
-        for store in self._stores.values():
+    def locate(self, memory_id: str) -> Store | None:
+        for store in self.stores.values():
             if store.files.locate(memory_id) is not None:
                 return store
         return None
 
-    def _get_many(self, ids: Sequence[str]) -> dict[str, MemoryCard]:
+    def get_many(self, ids: Sequence[str]) -> dict[str, MemoryCard]:
         """Cards from their files, with the usage the catalog records (kept out of the files,
         so citing a card does not change a committed file)."""
         found: dict[str, MemoryCard] = {}
         wanted = list(dict.fromkeys(ids))
-        for store in self._stores_in_use():
+        for store in self.stores_in_use():
             if store.catalog.exists:
                 found.update(_cached_cards(store, [i for i in wanted if i not in found]))
         missing = [card_id for card_id in wanted if card_id not in found]
-        forgotten = self._tombstoned_ids() if missing else set()
+        forgotten = self.tombstoned_ids() if missing else set()
         for card_id in missing:
             if card_id in forgotten:
                 continue  # a forgotten card whose file came back is not used (see ``Store.withheld``)
-            for store in self._stores.values():
-                card = self._read_file(store, card_id)
+            for store in self.stores.values():
+                card = self.read_file(store, card_id)
                 if card is not None:
                     found[card_id] = card
                     break
-        for store in self._stores_in_use():
+        for store in self.stores_in_use():
             if not store.catalog.exists or not found:
                 continue
             for card_id, (last_used, uses) in store.catalog.usage(list(found)).items():
@@ -296,38 +307,38 @@ class MemoryCore:
                 card.access_count = max(card.access_count, uses)
         return found
 
-    def _is_private(self, store: Store, card_id: str) -> bool:
+    def is_private(self, store: Store, card_id: str) -> bool:
         path = store.files.locate(card_id)
         return path is not None and store.files.is_private(path)
 
-    def _tombstoned_ids(self) -> set[str]:
-        return {card_id for store in self._stores.values() for card_id in store.tombstoned()}
+    def tombstoned_ids(self) -> set[str]:
+        return {card_id for store in self.stores.values() for card_id in store.forgetting.tombstoned()}
 
     def get(self, memory_id: str) -> MemoryCard | None:
         """The card (read from its file), or ``None``."""
-        with self._lock, self._guard("read"):
-            return self._get_many([memory_id]).get(memory_id)
+        with self.lock, self.guard("read"):
+            return self.get_many([memory_id]).get(memory_id)
 
     def resolve(self, memory_id: str) -> str:
         """A full card id from an id or a unique prefix (``m_929b``); raises ``LookupError``
         with a one-line reason when there is no such card or the prefix is ambiguous."""
         text = memory_id.strip()
         if CARD_ID_RE.match(text):
-            if self._locate(text) is None:
+            if self.locate(text) is None:
                 raise LookupError(f"no memory {text}")
             return text
         if not text.startswith("m_") or len(text) < 4:
             raise LookupError(f"no memory {text} (ids look like m_3fa2c01d9e4b; a unique prefix such as m_3fa2 works)")
-        with self._lock, self._guard("read"):
-            self._sync(vectors=False)
-            matches = sorted({i for s in self._stores_in_use() for i in s.open_catalog().ids_with_prefix(text)})
+        with self.lock, self.guard("read"):
+            self.sync(vectors=False)
+            matches = sorted({i for s in self.stores_in_use() for i in s.open_catalog().ids_with_prefix(text)})
         if not matches:
             raise LookupError(f"no memory {text}")
         if len(matches) > 1:
             raise LookupError(f"{text} is ambiguous: {', '.join(matches[:3])}…")
         return matches[0]
 
-    def _visible(self, entry: Entry) -> bool:
+    def visible(self, entry: Entry) -> bool:
         """Session cards of other sessions are not shown to this session, nor repository cards
         that wait in review (``hold_repository``)."""
         if self.hold_repository and entry.source == REPOSITORY:
@@ -336,11 +347,11 @@ class MemoryCore:
             return True
         return entry.scope_id == self.session_id
 
-    def _scope_id(self, scope: str) -> str | None:
+    def scope_id(self, scope: str) -> str | None:
         if scope == "session":
             return self.session_id or None
         if scope == "project":
-            return self._project_scope_id
+            return self.project_scope_id
         return None
 
 

@@ -12,7 +12,7 @@ Backends, tried in this order by :func:`load_embedder` (its ``preference`` argum
    under a name holding the weights hash and the quantizer settings. 1.6-2.4x faster than
    fp32 and a third of its size; its vectors are within cosine ~0.99 of fp32 ones, close but
    not equal, so it has its own :attr:`model_id` (``all-MiniLM-L6-v2@int8``): a store never
-   mixes its vectors with fp32 ones (see ``memory.storage``, which re-embeds on a change).
+   mixes its vectors with fp32 ones (see ``memory.store``, which re-embeds on a change).
    Activations are quantized at run time with one scale per batch, so a text's int8 vector
    moves slightly with the texts batched beside it (cosine ≥ ~0.99).
 2. ``onnx``: a BERT graph built from the safetensors weights with the ``onnx`` helper API and run

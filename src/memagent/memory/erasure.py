@@ -16,8 +16,8 @@ from pathlib import Path
 
 from memagent.gitsafe import GitError, run_git
 from memagent.memory.cards import SCOPES, MemoryCard
-from memagent.memory.injection import Injection
-from memagent.memory.storage import Store
+from memagent.memory.core import MemoryCore
+from memagent.memory.store import Store
 
 
 @dataclass
@@ -45,8 +45,11 @@ def git_tracked(paths: list[Path]) -> list[Path]:
     return [p for p in paths if any(str(p).endswith(n) for n in names)]
 
 
-class Erasure(Injection):
-    """The forgetting part of the service (see the module docstring)."""
+class Erasure:
+    """The forgetting part of the service (see the module docstring), over the service's core."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self.core = core
 
     def forget(self, memory_ids: Iterable[str], *, with_history: bool = True) -> int:
         """Erase cards (and, with ``with_history``, the older versions they superseded); returns
@@ -56,61 +59,65 @@ class Erasure(Injection):
     def forget_report(self, memory_ids: Iterable[str], *, with_history: bool = True) -> ForgetReport:
         """Erase exactly these cards, plus the chain of older versions each superseded when
         ``with_history`` (see :meth:`earlier_versions`)."""
-        with self._lock, self._guard("forget"):
+        with self.core.lock, self.core.guard("forget"):
             targets: dict[str, set[str]] = {}
-            withheld = {i: s.label for s in self._stores.values() for i in s.withheld()}
+            withheld = {i: s.label for s in self.core.stores.values() for i in s.forgetting.withheld()}
             for memory_id in dict.fromkeys(memory_ids):
                 if memory_id in withheld:  # forgotten before, its file came back: erase the file again
                     targets.setdefault(withheld[memory_id], set()).add(memory_id)
                     continue
                 chain = self._with_predecessors(memory_id)
                 for card in chain if with_history else chain[:1]:
-                    store = self._locate(card.id)
+                    store = self.core.locate(card.id)
                     if store is not None:
                         targets.setdefault(store.label, set()).add(card.id)
             return self._erase(targets)
 
     def withheld(self) -> list[tuple[str, Path, str]]:
         """(id, file, forgotten at) of every forgotten card whose file came back."""
-        with self._lock, self._guard("read"):
-            return [(i, path, when) for s in self._stores.values() for i, (path, when) in s.withheld().items()]
+        with self.core.lock, self.core.guard("read"):
+            return [
+                (i, path, when)
+                for s in self.core.stores.values()
+                for i, (path, when) in s.forgetting.withheld().items()
+            ]
 
     def readmit(self, memory_ids: Iterable[str]) -> None:
         """Use cards whose file came back after a forget again (the user chose to keep them)."""
         ids = list(memory_ids)
-        with self._lock, self._guard("readmit"):
-            for store in self._stores.values():
-                mine = [i for i in ids if i in store.withheld()]
+        with self.core.lock, self.core.guard("readmit"):
+            for store in self.core.stores.values():
+                mine = [i for i in ids if i in store.forgetting.withheld()]
                 if mine:
-                    store.readmit(mine)
+                    store.forgetting.readmit(mine)
 
     def earlier_versions(self, memory_id: str) -> list[str]:
         """The ids of the older versions a card superseded, newest first (what
         ``forget_report(..., with_history=True)`` erases beside it)."""
-        with self._lock, self._guard("forget"):
+        with self.core.lock, self.core.guard("forget"):
             return [card.id for card in self._with_predecessors(memory_id)[1:]]
 
     def tombstoned(self) -> dict[str, str]:
         """Every forgotten id of both stores, with when it was forgotten."""
         found: dict[str, str] = {}
-        for store in self._stores.values():
-            found.update(store.tombstoned())
+        for store in self.core.stores.values():
+            found.update(store.forgetting.tombstoned())
         return found
 
     def revive(self, memory_ids: Iterable[str]) -> None:
         """Take ids off the tombstone lists: the user chose to have these cards again."""
         ids = list(memory_ids)
-        for store in self._stores.values():
-            store.revive(ids)
+        for store in self.core.stores.values():
+            store.forgetting.revive(ids)
 
     def _with_predecessors(self, memory_id: str) -> list[MemoryCard]:
         out: list[MemoryCard] = []
-        cursor = self._get_many([memory_id]).get(memory_id)
+        cursor = self.core.get_many([memory_id]).get(memory_id)
         seen: set[str] = set()
         while cursor is not None and cursor.id not in seen:
             out.append(cursor)
             seen.add(cursor.id)
-            cursor = self._get_many([cursor.supersedes]).get(cursor.supersedes) if cursor.supersedes else None
+            cursor = self.core.get_many([cursor.supersedes]).get(cursor.supersedes) if cursor.supersedes else None
         return out
 
     def forget_scope(self, scope: str, session_id: str | None = None) -> int:
@@ -136,9 +143,9 @@ class Erasure(Injection):
         return len(self.forget_where("1 = 1", []).erased)
 
     def forget_where(self, where: str, args: list[str]) -> ForgetReport:
-        with self._lock, self._guard("forget"):
-            self._sync(vectors=False)
-            targets = {s.label: set(s.open_catalog().ids_where(where, args)) for s in self._stores_in_use()}
+        with self.core.lock, self.core.guard("forget"):
+            self.core.sync(vectors=False)
+            targets = {s.label: set(s.open_catalog().ids_where(where, args)) for s in self.core.stores_in_use()}
             return self._erase(targets)
 
     def _erase(self, targets: dict[str, set[str]]) -> ForgetReport:
@@ -147,23 +154,23 @@ class Erasure(Injection):
         for label, ids in targets.items():
             if not ids:
                 continue
-            store: Store = self._stores[label]
+            store: Store = self.core.stores[label]
             files = [p for p in (store.files.locate(i) for i in sorted(ids)) if p is not None]
             shared = [p for p in files if not store.files.is_private(p)]
-            tracked = git_tracked(shared + store.committed_vector_files(sorted(ids)))
+            tracked = git_tracked(shared + store.forgetting.committed_vector_files(sorted(ids)))
             texts.extend(_contents(shared + [p for p in files if store.files.is_private(p)]))
-            report.erased.extend(store.erase(sorted(ids)))
+            report.erased.extend(store.forgetting.erase(sorted(ids)))
             report.tracked.extend(tracked)
         report.transcripts = self._transcripts_holding(report.erased, texts)
-        if report.erased and self.witness is not None:
-            self.witness.ledger.forget(report.erased)
-        if report.erased and self._on_forget is not None:
-            self._on_forget(report.erased)
+        if report.erased and self.core.witness is not None:
+            self.core.witness.ledger.forget(report.erased)
+        if report.erased and self.core.on_forget is not None:
+            self.core.on_forget(report.erased)
         return report
 
     def _transcripts_holding(self, ids: list[str], texts: list[str]) -> list[str]:
         """The sessions of this project whose transcript holds an erased card's id or text."""
-        folder = self.project_root / ".transcripts" if self.project_root is not None else None
+        folder = self.core.project_root / ".transcripts" if self.core.project_root is not None else None
         if not ids or folder is None or not folder.is_dir():
             return []
         needles = {f"[Memory#{i}]".encode() for i in ids}

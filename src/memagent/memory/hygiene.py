@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
-from memagent.memory.history import LearningHistory
+from memagent.memory.learning_history import LearningHistory
 from memagent.memory.usage import decay_stretch
 
 if TYPE_CHECKING:

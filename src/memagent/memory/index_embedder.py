@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memagent.memory.store import EmbedderInfo, EmbedderMismatch, same_model
+from memagent.memory.vector_index import EmbedderInfo, EmbedderMismatch, same_model
 
 if TYPE_CHECKING:
-    from memagent.memory.storage import Store
+    from memagent.memory.store import Store
 
 
 def check_index_embedder(store: Store, embedder: EmbedderInfo) -> None:
@@ -39,7 +39,7 @@ def _drop_vectors_of(store: Store, recorded: str, embedder: EmbedderInfo) -> Non
         with store.catalog.transaction() as db:
             store.catalog.forget_vectors(db)
             store.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
-            store._seen_generation = store.catalog.bump_generation(db)
+            store.note_generation(store.catalog.bump_generation(db))
     store.notices.append(
         f"the {store.label} memory index held vectors of {recorded}; re-embedding its "
         f"{store.catalog.count()} cards with {embedder.name}"

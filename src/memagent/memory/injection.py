@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 from memagent.markers import Marker
 from memagent.memory.cards import MemoryCard, utc_now
 from memagent.memory.consolidation import trust_label
+from memagent.memory.core import MemoryCore
 from memagent.memory.reading import Reading
 
 CITATION_RE = re.compile(r"\[Memory#(m_[0-9a-f]{12})\]")
@@ -46,10 +46,13 @@ def format_block(card: MemoryCard) -> str:
     return f"{card.citation()} ({meta}) {content}"
 
 
-class Injection(Reading):
-    """Per-turn memory context and citation bookkeeping."""
+class Injection:
+    """Per-turn memory context and citation bookkeeping, over the service's core; it finds
+    cards through the reading part."""
 
-    project_root: Path | None = None
+    def __init__(self, core: MemoryCore, reading: Reading) -> None:
+        self.core = core
+        self.reading = reading
 
     def context_for_turn(
         self,
@@ -64,7 +67,7 @@ class Injection(Reading):
         if is_trivial(user_text):
             return None
         query = build_query(user_text, list(recent))
-        hits = self.search(query, k or self.knobs.k, current_task=current_task)
+        hits = self.reading.search(query, k or self.core.knobs.k, current_task=current_task)
         if not hits:
             return None
         lines = [Marker.MEMORIES.value]
@@ -72,22 +75,22 @@ class Injection(Reading):
         injected = []
         for hit in hits:  # best first, within the block's budget (the best card always goes in)
             block = self._block_with_staleness(hit.card) + hit.history_note()
-            if len(lines) > 1 and used + len(block) > self.knobs.block_chars:
+            if len(lines) > 1 and used + len(block) > self.core.knobs.block_chars:
                 break
             lines.append(block)
             injected.append(hit.card.id)
             used += len(block)
-        self.usage.note(injected, utc_now())
+        self.core.usage.note(injected, utc_now())
         lines.append(CITE_INSTRUCTION)
         return "\n".join(lines)
 
     def _block_with_staleness(self, card: MemoryCard) -> str:
         """A card about files that are gone or changed since it was written says so."""
         block = format_block(card)
-        if card.files and self.project_root is not None:
+        if card.files and self.core.project_root is not None:
             from memagent.memory.hygiene import stale_note
 
-            note = stale_note(card, self.project_root)
+            note = stale_note(card, self.core.project_root)
             if note:
                 block += f" [{note}]"
         return block
@@ -97,10 +100,10 @@ class Injection(Reading):
         ids = list(dict.fromkeys(CITATION_RE.findall(assistant_text or "")))
         if not ids:
             return []
-        with self._lock, self._guard("update"):
+        with self.core.lock, self.core.guard("update"):
             noted: set[str] = set()
             now = utc_now()
-            for store in self._stores_in_use():
+            for store in self.core.stores_in_use():
                 catalog = store.open_catalog()
                 with store.locked(), catalog.transaction() as db:
                     noted.update(catalog.note_use(db, [i for i in ids if i not in noted], now))
@@ -111,28 +114,28 @@ class Injection(Reading):
         store's embedder when it is loaded already, else lexically (never loads it)."""
         from memagent.memory.drift import topic_distance
 
-        embed = self._embed if self._embedder.loaded and self.dim > 0 else None
+        embed = self.core.embed if self.core.embedder_handle.loaded and self.core.dim > 0 else None
         return topic_distance(previous, current, embed)
 
     def auto_write_refusal(self) -> str | None:
         """Why the rate limit (kept on disk, shared by the project's processes) would refuse an
         automatic write now, or ``None``."""
-        return self._rate.refusal(self.session_id)
+        return self.core.rate.refusal(self.core.session_id)
 
     def note_retrieved(self, ids: Sequence[str]) -> None:
         """Cards a search returned to the model: a use, written at the next :meth:`flush_usage`."""
-        self.usage.note(ids, utc_now())
+        self.core.usage.note(ids, utc_now())
 
     def flush_usage(self) -> int:
         """Write the uses noted since the last flush, one transaction per store; returns how
         many cards were updated (uses that fail to be written wait for the next flush)."""
-        pending = self.usage.take()
+        pending = self.core.usage.take()
         if not pending:
             return 0
         done: set[str] = set()
         try:
-            with self._lock, self._guard("update"):
-                for store in self._stores_in_use():
+            with self.core.lock, self.core.guard("update"):
+                for store in self.core.stores_in_use():
                     rest = {i: use for i, use in pending.items() if i not in done}
                     if not rest or not store.catalog.exists:
                         continue
@@ -141,7 +144,7 @@ class Injection(Reading):
                         done.update(catalog.note_uses(db, rest))
                 return len(done)
         except Exception:
-            self.usage.put_back({i: use for i, use in pending.items() if i not in done})
+            self.core.usage.put_back({i: use for i, use in pending.items() if i not in done})
             raise
 
 

@@ -8,7 +8,7 @@ A store directory (``<project>/.memory/`` or ``$MEMAGENT_HOME/memory/``)::
                            committed vector cache
     local/                 everything else, ignored by git on its own (``local/.gitignore`` is ``*``)
         private/<id>.md    cards that never leave this machine (session cards, ``--private``)
-        history.jsonl      the learning decisions (see ``memory.history``)
+        history.jsonl      the learning decisions (see ``memory.learning_history``)
         tombstones.jsonl   ids of forgotten cards and when (no text)
         index/             the catalog and the Chroma index, rebuilt from the card files at will;
                            the live marks of running sessions and the catch-up lock

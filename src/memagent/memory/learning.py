@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memagent.llm.items import texts
 from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_message
@@ -48,9 +48,12 @@ from memagent.memory.extraction import (
     render_messages,
     split_slice,
 )
-from memagent.memory.history import LearningHistory, learning_stats
+from memagent.memory.learning_history import LearningHistory, learning_stats
 from memagent.memory.screening import Candidate, screen
 from memagent.memory.steering import Steering, latest_summary
+
+if TYPE_CHECKING:
+    from memagent.memory.service import MemoryService
 
 log = logging.getLogger("memagent.memory.learning")
 
@@ -158,7 +161,14 @@ def _today() -> date:
     return datetime.now(UTC).date()
 
 
-ServiceGetter = Callable[[], Any]
+ServiceGetter = Callable[[], "MemoryService | None"]  # the open service, or None when memory is off
+
+
+def _service_getter(service: MemoryService | ServiceGetter | None) -> ServiceGetter:
+    """A getter for the service: a service (or ``None``) given as it is, or the getter given."""
+    if service is None or not callable(service):
+        return lambda: service
+    return service
 
 
 class LearningPipeline:
@@ -174,7 +184,7 @@ class LearningPipeline:
     def __init__(
         self,
         model: Any,
-        service: Any,
+        service: MemoryService | ServiceGetter | None,
         *,
         session_id: str,
         session_date: date | None = None,
@@ -188,7 +198,7 @@ class LearningPipeline:
         count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.model = model
-        self._service = service if callable(service) and not hasattr(service, "save") else (lambda: service)
+        self._service = _service_getter(service)
         self.session_id = session_id
         self.session_date = session_date or _today()
         self.settings = settings

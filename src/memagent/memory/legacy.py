@@ -12,8 +12,8 @@ from typing import Any
 from memagent.errors import one_line
 from memagent.memory.cards import MemoryCard
 from memagent.memory.errors import StoreError
-from memagent.memory.storage import Store
-from memagent.memory.store import SQLITE_FILE, StoreLocation
+from memagent.memory.store import Store
+from memagent.memory.vector_index import SQLITE_FILE, StoreLocation
 
 PAGE_SIZE = 1000
 

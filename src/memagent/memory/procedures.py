@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from memagent.memory.cards import MemoryCard
 
 if TYPE_CHECKING:
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
     from memagent.memory.service import MemoryService
 
 PROCEDURE_RELEVANCE = 0.3  # relevance at which an existing procedure is shown to the consolidator

@@ -9,7 +9,7 @@ from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard
 from memagent.memory.catalog import Entry
 from memagent.memory.core import MemoryCore
 from memagent.memory.provenance import REPOSITORY
-from memagent.memory.storage import Store
+from memagent.memory.store import Store
 
 HISTORY_DEPTH = 2  # predecessors shown with a current card
 HISTORY_CHARS = 120  # of each predecessor's text, in a history note
@@ -48,8 +48,11 @@ class SearchFilter:
         )
 
 
-class Reading(MemoryCore):
-    """The reading part of the service (see the module docstring)."""
+class Reading:
+    """The reading part of the service (see the module docstring), over the service's core."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self.core = core
 
     def search(
         self,
@@ -66,8 +69,8 @@ class Reading(MemoryCore):
         if not query.strip() or k <= 0:
             return []
         wanted = SearchFilter(memory_type, scope, include_inactive)
-        with self._lock, self._guard("search"):
-            self._sync(vectors=True)
+        with self.core.lock, self.core.guard("search"):
+            self.core.sync(vectors=True)
             return self._search(query, k, wanted, current_task, min_score)
 
     def _search(
@@ -75,11 +78,11 @@ class Reading(MemoryCore):
     ) -> list[Hit]:
         from memagent.memory.ranking import RankingWeights, candidate_pool, rank
 
-        stores = self._stores_in_use()
-        now = self.clock()
-        plan = self.recall.understand(query, stores, now)
+        stores = self.core.stores_in_use()
+        now = self.core.clock()
+        plan = self.core.recall.understand(query, stores, now)
         pool = candidate_pool(k) * (4 if wanted.memory_type or wanted.scope else 1)
-        vector = self._embed([plan.dense_query])[0] if self.dim > 0 else None  # described systems by name
+        vector = self.core.embed([plan.dense_query])[0] if self.core.dim > 0 else None  # described systems by name
         dense: list[tuple[str, float]] = []
         lexical: list[tuple[str, float]] = []
         signals = {}
@@ -94,11 +97,11 @@ class Reading(MemoryCore):
             mine = {
                 i: e.signals()
                 for i, e in known.items()
-                if self._visible(e)
+                if self.core.visible(e)
                 and wanted.wants(e)
                 and (e.status in ("active", "superseded") or wanted.include_inactive)
             }
-            self.recall.enrich(store, mine, plan)
+            self.core.recall.enrich(store, mine, plan)
             signals.update(mine)
         ranked = rank(
             [d for d in dense if d[0] in signals],
@@ -108,7 +111,7 @@ class Reading(MemoryCore):
             current_task=current_task,
             k=k + CHAIN_SLACK,
             weights=None if vector is not None else RankingWeights(dense_weight=0.0, lexical_weight=1.0),
-            min_score=self.knobs.min_relevance if min_score is None else min_score,
+            min_score=self.core.knobs.min_relevance if min_score is None else min_score,
             active_only=False,
             query=query,
             facts=plan.facts,
@@ -128,8 +131,8 @@ class Reading(MemoryCore):
         (older id -> newer id) holds the links the candidates' card facts already gave."""
         from memagent.memory.card_facts import successors as stated_successors
 
-        cards = self._get_many([card_id for card_id, _, _ in ranked])
-        for store in self._stores_in_use():  # a link only the newer card states (one query for all)
+        cards = self.core.get_many([card_id for card_id, _, _ in ranked])
+        for store in self.core.stores_in_use():  # a link only the newer card states (one query for all)
             if store.catalog.exists:
                 found = stated_successors(store.catalog.db(), [i for i, _, _ in ranked if i not in successors])
                 successors = {**found, **successors}
@@ -157,14 +160,14 @@ class Reading(MemoryCore):
         current = card
         while True:
             newer_id = current.superseded_by or successors.get(current.id) or self._successor_id(current.id)
-            newer = self._get_many([newer_id]).get(newer_id) if newer_id and newer_id not in seen else None
+            newer = self.core.get_many([newer_id]).get(newer_id) if newer_id and newer_id not in seen else None
             if newer is None or newer.status not in ("active", "superseded"):
                 break
             entries = {}
-            for store in self._stores_in_use():
+            for store in self.core.stores_in_use():
                 entries.update(store.catalog.entries([newer.id]))
             entry = entries.get(newer.id)
-            if entry is None or not self._visible(entry) or not wanted.wants(entry):
+            if entry is None or not self.core.visible(entry) or not wanted.wants(entry):
                 break
             seen.add(newer.id)
             current = newer
@@ -173,7 +176,7 @@ class Reading(MemoryCore):
     def _successor_id(self, card_id: str) -> str | None:
         from memagent.memory.card_facts import successors
 
-        for store in self._stores_in_use():
+        for store in self.core.stores_in_use():
             if store.catalog.exists:
                 found = successors(store.catalog.db(), [card_id]).get(card_id)
                 if found:
@@ -185,7 +188,7 @@ class Reading(MemoryCore):
         seen = {card.id}
         cursor = card
         while cursor.supersedes and cursor.supersedes not in seen and len(history) < HISTORY_DEPTH:
-            older = self._get_many([cursor.supersedes]).get(cursor.supersedes)
+            older = self.core.get_many([cursor.supersedes]).get(cursor.supersedes)
             if older is None:
                 break
             history.append(older)
@@ -198,7 +201,7 @@ class Reading(MemoryCore):
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         dense: list[tuple[str, float]] = []
         if vector is not None:
-            index = store.vector_index(self._embedder_info(), create=False)
+            index = store.vector_index(self.core.embedder_info(), create=False)
             if index is not None:
                 for active in classes:
                     dense.extend(index.nearest_ids(vector, pool, inactive=not active))
@@ -231,17 +234,17 @@ class Reading(MemoryCore):
         if session:
             clauses.append("(' ' || sessions || ' ') LIKE ?")
             args.append(f"% {session} %")
-        if self.hold_repository:
+        if self.core.hold_repository:
             clauses.append("source != ?")
             args.append(REPOSITORY)
         active = None if include_all or (status and status != "active") else True
         if status and status != "active" and not include_all:
             active = False
         offset, limit = max(offset, 0), max(limit, 0)
-        with self._lock, self._guard("list"):
-            self._sync(vectors=False)
+        with self.core.lock, self.core.guard("list"):
+            self.core.sync(vectors=False)
             rows: list[tuple[str, str]] = []
-            for store in self._stores_in_use():
+            for store in self.core.stores_in_use():
                 rows.extend(
                     store.open_catalog().newest(
                         active=active, where=" AND ".join(clauses), args=args, limit=offset + limit
@@ -249,12 +252,12 @@ class Reading(MemoryCore):
                 )
             rows.sort(reverse=True)
             page = [card_id for _, card_id in rows[offset : offset + limit]]
-            found = self._get_many(page)
+            found = self.core.get_many(page)
             return [found[i] for i in page if i in found]
 
     def where(self, memory_id: str) -> str | None:
         """Where a card's file lives (``project``, ``project, private``, ``user``) and its path."""
-        for store in self._stores.values():
+        for store in self.core.stores.values():
             path = store.files.locate(memory_id)
             if path is not None:
                 kind = f"{store.label}, private" if store.files.is_private(path) else store.label
@@ -263,8 +266,8 @@ class Reading(MemoryCore):
 
     def chain(self, memory_id: str) -> list[MemoryCard]:
         """The supersede chain through ``memory_id``, oldest first (forgotten links end it)."""
-        with self._lock, self._guard("read"):
-            start = self._get_many([memory_id]).get(memory_id)
+        with self.core.lock, self.core.guard("read"):
+            start = self.core.get_many([memory_id]).get(memory_id)
             if start is None:
                 return []
             seen = {start.id}
@@ -276,7 +279,7 @@ class Reading(MemoryCore):
         found: list[MemoryCard] = []
         cursor = start
         while getattr(cursor, link) and getattr(cursor, link) not in seen:
-            following = self._get_many([getattr(cursor, link)]).get(getattr(cursor, link))
+            following = self.core.get_many([getattr(cursor, link)]).get(getattr(cursor, link))
             if following is None:
                 break
             found.append(following)
@@ -286,14 +289,14 @@ class Reading(MemoryCore):
 
     def stats(self) -> dict[str, Any]:
         """Counts by status (all cards) and by type, scope and source (active cards)."""
-        with self._lock, self._guard("stats"):
-            self._sync(vectors=False)
+        with self.core.lock, self.core.guard("stats"):
+            self.core.sync(vectors=False)
             by_status = {s: 0 for s in STATUSES}
             by_type = {t: 0 for t in MEMORY_TYPES}
             by_scope = {s: 0 for s in SCOPES}
             by_source: dict[str, int] = {}
             stores: dict[str, Any] = {}
-            for label, store in self._stores.items():
+            for label, store in self.core.stores.items():
                 catalog = store.open_catalog() if store.exists or store.catalog.exists else None
                 active = catalog.count(True) if catalog else 0
                 total = catalog.count() if catalog else 0
@@ -318,9 +321,9 @@ class Reading(MemoryCore):
                 "by_scope": by_scope,
                 "by_source": dict(sorted(by_source.items())),
                 "stores": stores,
-                "embedder": self._embedder.describe(),
+                "embedder": self.core.embedder_handle.describe(),
                 "near_duplicates": sum(
-                    len(s.catalog.near_duplicates()) for s in self._stores_in_use() if s.catalog.exists
+                    len(s.catalog.near_duplicates()) for s in self.core.stores_in_use() if s.catalog.exists
                 ),
                 **self._usage_extremes(USAGE_SHOWN),
             }
@@ -329,7 +332,7 @@ class Reading(MemoryCore):
         """The ``n`` most used active cards (used at least once) and the ``n`` least used (never
         or longest ago first): id, type, uses, last used."""
         rows = []
-        for store in self._stores_in_use():
+        for store in self.core.stores_in_use():
             if not store.catalog.exists:
                 continue
             catalog = store.open_catalog()

@@ -24,7 +24,7 @@ from memagent.memory.entities import EntityIndex, Understanding
 from memagent.memory.ranking import CardSignals, QueryFacts
 
 if TYPE_CHECKING:
-    from memagent.memory.storage import Store
+    from memagent.memory.store import Store
 
 
 @dataclass

@@ -31,7 +31,7 @@ from memagent.memory.gate import term_overlap
 from memagent.memory.lexical import tokenize
 
 if TYPE_CHECKING:
-    from memagent.memory.history import LearningHistory
+    from memagent.memory.learning_history import LearningHistory
     from memagent.memory.service import MemoryService
 
 DENSE_LINK = 0.6

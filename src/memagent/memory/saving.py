@@ -27,7 +27,7 @@ from memagent.memory.gate import check_card, term_overlap
 from memagent.memory.provenance import REPOSITORY
 
 if TYPE_CHECKING:
-    from memagent.memory.storage import Store
+    from memagent.memory.store import Store
 
 ARRIVALS_PER_SYNC = 500  # card files from outside judged per sync (the rest wait for the next one)
 NEIGHBOURS = 8  # stored cards a new card is judged against (most similar first)
@@ -64,10 +64,16 @@ class SaveRequest:
     # a record of its own (a session's event card): never merged into a near-duplicate, never
     # taken for a correction of one
     distinct: bool = False
+    # held for review: written archived, correcting nothing and counting against no quota, until
+    # the user keeps it (``memory.hygiene.approve`` then links it to the card it corrects)
+    held: bool = False
 
 
-class Saving(MemoryCore):
-    """The saving part of the service (see the module docstring)."""
+class Saving:
+    """The saving part of the service (see the module docstring), over the service's core."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        self.core = core
 
     def save(
         self,
@@ -94,19 +100,15 @@ class Saving(MemoryCore):
         no-op for the text); one that changes a value, a date, a negation or an opposite word
         supersedes it. Session cards are always private (they never reach git).
         """
-        if scope == "session" and not self.session_id:
+        if scope == "session" and not self.core.session_id:
             return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
-        prov = dict(provenance or {})
-        if self.session_id:
-            prov.setdefault("session_id", self.session_id)
         try:
             card = MemoryCard(
                 content=content,
                 memory_type=memory_type,
                 scope=scope,
-                scope_id=self._scope_id(scope),
                 source=source,
-                provenance=prov,
+                provenance=dict(provenance or {}),
                 confidence=confidence,
                 importance=importance,
                 files=list(files),
@@ -118,20 +120,36 @@ class Saving(MemoryCore):
             )
         except ValidationError as exc:
             return SaveResult("refused", None, validation_reason(exc))
-        return self.save_card(SaveRequest(card, private=private or scope == "session", auto=auto))
+        return self.submit(card, private=private, auto=auto)
+
+    def submit(self, card: MemoryCard, *, private: bool = False, auto: bool = False, held: bool = False) -> SaveResult:
+        """Save a card made elsewhere (a learned candidate, or :meth:`save`'s) as this service
+        saves: its scope's id, this session in its provenance unless it names one, a session card
+        private (it never reaches git); ``held`` keeps it for review (see ``SaveRequest``)."""
+        if card.scope == "session" and not self.core.session_id:
+            return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
+        update: dict[str, Any] = {"scope_id": self.core.scope_id(card.scope)}
+        if self.core.session_id and card.provenance.session_id is None:
+            update["provenance"] = card.provenance.model_copy(update={"session_id": self.core.session_id})
+        request = SaveRequest(
+            card.model_copy(update=update), private=private or card.scope == "session", auto=auto, held=held
+        )
+        return self.save_card(request)
 
     def save_card(self, request: SaveRequest) -> SaveResult:
         card = request.card
-        reason = check_card(card, self.gate, private=request.private)
+        reason = check_card(card, self.core.gate, private=request.private)
         if reason is None and request.auto:
-            reason = self._rate.refusal(self.session_id)
+            reason = self.core.rate.refusal(self.core.session_id)
         if reason is not None:
             return SaveResult("refused", None, reason)
-        with self._lock, self._guard("save"):
-            self._sync(vectors=True)  # before the duplicate check: see what others wrote
+        with self.core.lock, self.core.guard("save"):
+            self.core.sync(vectors=True)  # before the duplicate check: see what others wrote
             old = None
+            if request.held:  # it corrects nothing until kept: the card it names stays as it is
+                card = card.model_copy(update={"status": "archived", "supersedes": None})
             if card.supersedes is not None:
-                old = self._get_many([card.supersedes]).get(card.supersedes)
+                old = self.core.get_many([card.supersedes]).get(card.supersedes)
                 if old is None:
                     return SaveResult("refused", None, f"no memory {card.supersedes} to supersede")
                 if not old.active:
@@ -139,10 +157,10 @@ class Saving(MemoryCore):
                     return SaveResult(
                         "refused", None, f"{old.id} is already {old.status}{newer}; correct the current card"
                     )
-            vector = self._embed([card.content])[0]
+            vector = self.core.embed([card.content])[0]
             if old is None and not request.distinct:
                 decision = self.judge_new_card(card, vector)
-                other = self._get_many([decision.other.id]).get(decision.other.id) if decision.other else None
+                other = self.core.get_many([decision.other.id]).get(decision.other.id) if decision.other else None
                 if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
                     merged = self._merge_into(other, card)
                     return SaveResult(
@@ -151,17 +169,18 @@ class Saving(MemoryCore):
                         f"near-duplicate of {other.id} (similarity "
                         f"{decision.other.similarity:.2f}); kept the existing memory",
                     )
-                if decision.action == "supersedes" and other is not None:
+                correction = None if request.held else decision.action  # a held card corrects nothing yet
+                if correction == "supersedes" and other is not None:
                     old = other
                     card = card.model_copy(update={"supersedes": old.id})
-                elif decision.action == "superseded" and other is not None:
+                elif correction == "superseded" and other is not None:
                     card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
             if not self._write_new(card, vector, old, request.private):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
             if request.auto:
-                self._rate.record(self.session_id)
-            archived = self._enforce_quota(card)
-        told = quota_note(archived, self.gate.max_cards)
+                self.core.rate.record(self.core.session_id)
+            archived = [] if request.held else self._enforce_quota(card)
+        told = quota_note(archived, self.core.gate.max_cards)
         if old is not None:
             return SaveResult("superseded", card, "; ".join(filter(None, [f"supersedes {old.id}", told])))
         return SaveResult("added", card, told)
@@ -169,14 +188,14 @@ class Saving(MemoryCore):
     def _write_new(self, card: MemoryCard, vector: list[float] | None, old: MemoryCard | None, private: bool) -> bool:
         """Write a new card (and mark the card it corrects superseded); False when the corrected
         card was forgotten meanwhile (nothing is written then)."""
-        store = self._store_for_scope(card.scope)
-        info = self._embedder_info()
+        store = self.core.store_for_scope(card.scope)
+        info = self.core.embedder_info()
         if old is None:
             store.write(card, private, vector, info)
             if card.superseded_by:  # an older card than the one that corrects it
-                self._link_stored(card.superseded_by, supersedes=card.id)
+                self.link_stored(card.superseded_by, supersedes=card.id)
             return True
-        old_store = self._locate(old.id) or store
+        old_store = self.core.locate(old.id) or store
         with old_store.locked():
             path = old_store.files.locate(old.id)
             if path is None:
@@ -193,8 +212,8 @@ class Saving(MemoryCore):
         others (``memory.quota``); returns their ids, also told as a notice."""
         from memagent.memory.quota import over_quota
 
-        limit = self.gate.max_cards
-        store = self._store_for_scope(card.scope)
+        limit = self.core.gate.max_cards
+        store = self.core.store_for_scope(card.scope)
         if limit <= 0 or not store.catalog.exists:
             return []
         catalog = store.open_catalog()
@@ -213,7 +232,7 @@ class Saving(MemoryCore):
 
     def _rewrite(self, card: MemoryCard) -> bool:
         """Rewrite a stored card's file in place; False when it was forgotten meanwhile."""
-        store = self._locate(card.id)
+        store = self.core.locate(card.id)
         if store is None:
             return False
         with store.locked():
@@ -223,10 +242,10 @@ class Saving(MemoryCore):
             store.write(card, store.files.is_private(path), None, None)
         return True
 
-    def _link_stored(self, card_id: str, *, superseded_by: str | None = None, supersedes: str | None = None) -> None:
+    def link_stored(self, card_id: str, *, superseded_by: str | None = None, supersedes: str | None = None) -> None:
         """Record a correction on a stored card: it is ``superseded_by`` a newer card, or (when it
         has no such link yet) it ``supersedes`` an older one."""
-        found = self._get_many([card_id]).get(card_id)
+        found = self.core.get_many([card_id]).get(card_id)
         if found is None:
             return
         if superseded_by is not None:
@@ -250,8 +269,8 @@ class Saving(MemoryCore):
         neighbours = [*self._neighbours(card, vector), *extra]
         if not neighbours:
             return Decision("add")
-        duplicate_at = self.gate.duplicate_cosine if vector is not None else self.gate.duplicate_overlap
-        if not self.retrieval.corrections:  # switched off (a benchmark's ablation): near-duplicates only
+        duplicate_at = self.core.gate.duplicate_cosine if vector is not None else self.core.gate.duplicate_overlap
+        if not self.core.retrieval.corrections:  # switched off (a benchmark's ablation): near-duplicates only
             best = max(neighbours, key=lambda n: n.similarity)
             return Decision("duplicate", best) if best.similarity >= duplicate_at else Decision("add")
         return decide(
@@ -264,17 +283,17 @@ class Saving(MemoryCore):
 
     def comparer(self, with_vectors: bool) -> Comparer:
         """A fresh :class:`~memagent.memory.corrections.Comparer` using this store's embedder."""
-        return Comparer(self._embed if with_vectors and self.dim > 0 else None)
+        return Comparer(self.core.embed if with_vectors and self.core.dim > 0 else None)
 
     def _neighbours(self, card: MemoryCard, vector: list[float] | None) -> list[Neighbour]:
         """Active, visible cards of the card's store close to it (by vector, or by shared terms
         without vectors)."""
-        store = self._store_for_scope(card.scope)
+        store = self.core.store_for_scope(card.scope)
         if not store.catalog.exists:
             return []
         close: list[tuple[str, float]] = []
         if vector is not None:
-            index = store.vector_index(self._embedder_info(), create=False)
+            index = store.vector_index(self.core.embedder_info(), create=False)
             if index is not None:
                 close = [(i, s) for i, s in index.nearest_ids(vector, NEIGHBOURS) if s >= NEIGHBOUR_COSINE]
         else:
@@ -282,25 +301,25 @@ class Saving(MemoryCore):
 
             terms = tokenize(card.content)
             for card_id, _ in store.catalog.lexical(card.content, NEIGHBOURS, True):
-                other = self._read_file(store, card_id)
+                other = self.core.read_file(store, card_id)
                 if other is not None:
                     close.append((card_id, term_overlap(terms, tokenize(other.content))))
         entries = store.catalog.entries([i for i, _ in close])
         wanted = [
             (i, s)
             for i, s in close
-            if i != card.id and i in entries and self._visible(entries[i]) and entries[i].status == "active"
+            if i != card.id and i in entries and self.core.visible(entries[i]) and entries[i].status == "active"
         ]
-        cards = self._get_many([i for i, _ in wanted])
+        cards = self.core.get_many([i for i, _ in wanted])
         return [Neighbour(i, cards[i].content, s, cards[i].created_at) for i, s in wanted if i in cards]
 
-    def _sync(self, *, vectors: bool, force: bool = False) -> None:
-        """The core's sync, then the correction rule for card files that arrived from outside."""
-        super()._sync(vectors=vectors, force=force)
-        for store in self._stores_in_use():
-            self._fill_card_facts(store)
-            if vectors and self.retrieval.corrections:
-                self._judge_arrivals(store)
+    def after_sync(self, store: Store, vectors: bool) -> None:
+        """What a sync of the core leaves to saving (plugged in as ``MemoryCore.after_sync``):
+        card facts for a catalog written before they existed, and, once vectors are up to date,
+        the correction rule for card files that arrived from outside."""
+        self._fill_card_facts(store)
+        if vectors and self.core.retrieval.corrections:
+            self._judge_arrivals(store)
 
     def _fill_card_facts(self, store: Store) -> None:
         """A catalog written before card facts existed gets them once (``memory.card_facts``)."""
@@ -317,12 +336,12 @@ class Saving(MemoryCore):
         ids = arrivals.waiting(catalog.db(), ARRIVALS_PER_SYNC)
         if not ids:
             return
-        cards = self._get_many(ids)
+        cards = self.core.get_many(ids)
         todo = sorted(
             (c for c in cards.values() if c.active and not (c.supersedes or c.superseded_by)),
             key=lambda c: c.created_at,
         )
-        index = store.vector_index(self._embedder_info(), create=False) if self.dim > 0 else None
+        index = store.vector_index(self.core.embedder_info(), create=False) if self.core.dim > 0 else None
         vectors = index.vectors([c.id for c in todo]) if index is not None else {}
         if index is not None:  # a card still waiting for its vector (background indexing) waits here too
             unready = {c.id for c in todo if c.id not in vectors}
@@ -330,7 +349,7 @@ class Saving(MemoryCore):
             ids = [i for i in ids if i not in unready]
         comparer = self.comparer(bool(vectors))
         for card in todo:
-            current = self._get_many([card.id]).get(card.id)
+            current = self.core.get_many([card.id]).get(card.id)
             if current is None or not current.active:
                 continue
             decision = self.judge_new_card(current, vectors.get(card.id), comparer=comparer)
@@ -341,15 +360,15 @@ class Saving(MemoryCore):
             )
             if not self._may_correct(newer, older):
                 continue
-            self._link_stored(newer, supersedes=older)
-            self._link_stored(older, superseded_by=newer)
+            self.link_stored(newer, supersedes=older)
+            self.link_stored(older, superseded_by=newer)
         with store.locked(), catalog.transaction() as db:
             arrivals.done(db, ids)
 
     def _may_correct(self, newer_id: str, older_id: str) -> bool:
         """A card from the repository (a pull, a clone: see ``memory.provenance``) never retires a
         card this machine earned; the other way round is fine."""
-        cards = self._get_many([newer_id, older_id])
+        cards = self.core.get_many([newer_id, older_id])
         newer, older = cards.get(newer_id), cards.get(older_id)
         if newer is None or older is None:
             return False
@@ -367,15 +386,15 @@ class Saving(MemoryCore):
     def reinforce(self, card_id: str, evidence: MemoryCard) -> MemoryCard | None:
         """``evidence`` restates the active card ``card_id``: strengthen it (the consolidator's
         NOOP with a target). ``None`` when there is no such active card."""
-        with self._lock, self._guard("save"):
-            existing = self._get_many([card_id]).get(card_id)
+        with self.core.lock, self.core.guard("save"):
+            existing = self.core.get_many([card_id]).get(card_id)
             if existing is None or not existing.active:
                 return None
             return self._merge_into(existing, evidence)
 
     def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
         """A new card superseding ``memory_id``; unspecified fields are carried over."""
-        old = self.get(memory_id)
+        old = self.core.get(memory_id)
         if old is None:
             return SaveResult("refused", None, f"no memory {memory_id}")
         carried: dict[str, Any] = {
@@ -390,11 +409,11 @@ class Saving(MemoryCore):
             "relationship": old.relationship,
         }
         carried.update(fields)
-        if carried["scope"] == "session" and old.scope_id and not self.session_id:
+        if carried["scope"] == "session" and old.scope_id and not self.core.session_id:
             carried["scope"] = "project"
-        store = self._locate(memory_id)
+        store = self.core.locate(memory_id)
         if store is not None and "private" not in carried:
-            carried["private"] = self._is_private(store, memory_id)
+            carried["private"] = self.core.is_private(store, memory_id)
         return self.save(new_content, supersedes=memory_id, **carried)
 
     def update_card(self, card_id: str, *, touch: bool = True, **changes: Any) -> MemoryCard | None:
@@ -407,10 +426,10 @@ class Saving(MemoryCore):
         fixed = {"id", "content"} & set(changes)
         if fixed:
             raise ValueError(f"cannot change {', '.join(sorted(fixed))} of a card; correct it instead")
-        with self._lock:
-            with self._guard("update"):
-                store = self._locate(card_id)
-                card = self._read_file(store, card_id) if store is not None else None
+        with self.core.lock:
+            with self.core.guard("update"):
+                store = self.core.locate(card_id)
+                card = self.core.read_file(store, card_id) if store is not None else None
                 if store is None or card is None:
                     return None
             try:
@@ -419,7 +438,7 @@ class Saving(MemoryCore):
                 raise ValueError(validation_reason(exc)) from None
             if touch:
                 updated.updated_at = utc_now()
-            with self._guard("update"):
+            with self.core.guard("update"):
                 return updated if self._rewrite(updated) else None
 
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from pydantic import ValidationError
+
+from memagent.memory.cards import MemoryCard, MemoryType, Provenance, Scope, Source
 from memagent.memory.extraction import (
     MIN_SUPPORT,
     QUOTE_CHARS,
@@ -28,34 +31,69 @@ from memagent.memory.extraction import (
 
 @dataclass
 class Candidate:
-    """A memory proposed by extraction, traced to its origin, ready for consolidation."""
+    """A memory proposed by extraction, traced to its origin: the card it would be, and where it
+    was said. The same card is judged by consolidation, held for review and written by saving
+    (``Saving.submit``); only the session and task it was learned under are added on the way."""
 
-    content: str
-    memory_type: str
-    scope: str
-    confidence: float
-    importance: float
-    files: list[str]
+    card: MemoryCard
     quote: str
-    source: str  # user, assistant or tool
     message_id: str | None = None
-    person: str | None = None
-    backstory: str | None = None
     hold: bool = False  # held for review whatever the setting (instruction-like tool output)
+
+    @property
+    def content(self) -> str:
+        return self.card.content
+
+    @property
+    def memory_type(self) -> MemoryType:
+        return self.card.memory_type
+
+    @property
+    def scope(self) -> Scope:
+        return self.card.scope
+
+    @property
+    def source(self) -> Source:
+        return self.card.source
+
+    @property
+    def confidence(self) -> float:
+        return self.card.confidence
+
+    @property
+    def importance(self) -> float:
+        return self.card.importance
+
+    @property
+    def files(self) -> list[str]:
+        return self.card.files
+
+    @property
+    def person(self) -> str | None:
+        return self.card.person
+
+    @property
+    def backstory(self) -> str | None:
+        return self.card.backstory
 
     @property
     def turn(self) -> int | None:
         return int(self.message_id) if self.message_id and self.message_id.isdigit() else None
 
-    def provenance(self, session_id: str) -> dict[str, Any]:
-        prov: dict[str, Any] = {"session_id": session_id}
-        if self.turn is not None:
-            prov["turn"] = self.turn
-        if self.message_id:
-            prov["message_id"] = self.message_id
-        if self.quote:
-            prov["quote"] = self.quote[:QUOTE_CHARS]
-        return prov
+    def provenance(self, session_id: str) -> Provenance:
+        return Provenance(
+            session_id=session_id or None,
+            turn=self.turn,
+            message_id=self.message_id,
+            quote=self.quote[:QUOTE_CHARS] if self.quote else None,
+        )
+
+    def card_for(self, session_id: str, task_hint: str | None = None, supersedes: str | None = None) -> MemoryCard:
+        """The card as it is saved from a session: its provenance, the task it was learned under,
+        and the card it corrects."""
+        return self.card.model_copy(
+            update={"provenance": self.provenance(session_id), "task_hint": task_hint, "supersedes": supersedes}
+        )
 
 
 def _normal(text: str) -> str:
@@ -210,6 +248,9 @@ def screen(items: Sequence[ExtractedMemory], rendered: RenderedSlice, session_da
             continue
         seen.add(key)
         candidate = _candidate(item, origin, session_date)
+        if candidate is None:
+            dropped.append((item.content, "not a valid memory"))
+            continue
         if from_tool and (looks_like_directive(item.quote) or looks_like_directive(item.content)):
             candidate.hold = True
         kept.append(candidate)
@@ -237,10 +278,11 @@ def _origin(item: ExtractedMemory, segments: Sequence[Segment]) -> tuple[Segment
 
 def _as_tool_claim(candidate: Candidate) -> Candidate:
     """What tool output may plant: project scope at most, source ``tool``, capped confidence."""
-    candidate.source = "tool"
-    if candidate.scope == "user":
-        candidate.scope = "project"
-    candidate.confidence = min(candidate.confidence, TOOL_CONFIDENCE)
+    card = candidate.card
+    scope = "project" if card.scope == "user" else card.scope
+    candidate.card = card.model_copy(
+        update={"source": "tool", "scope": scope, "confidence": min(card.confidence, TOOL_CONFIDENCE)}
+    )
     return candidate
 
 
@@ -257,23 +299,26 @@ def _restates(content: str, planted: Sequence[str]) -> bool:
     return any(containment(content_words, words(line)) >= 0.5 for line in planted)
 
 
-def _candidate(item: ExtractedMemory, origin: Segment, session_date: date) -> Candidate:
+def _candidate(item: ExtractedMemory, origin: Segment, session_date: date) -> Candidate | None:
+    """The candidate an answer item makes, or ``None`` when it is no valid card."""
     content = resolve_relative_dates(item.content, session_date)
     files = list(item.files)
     files += [p for p in mentioned_paths(content, item.quote) if p not in files]
-    candidate = Candidate(
-        content=content,
-        memory_type=item.memory_type,
-        scope=item.scope,
-        confidence=round(item.confidence, 3),
-        importance=item.importance,
-        files=files[:10],
-        quote=item.quote,
-        source=origin.origin,
-        message_id=origin.message_id,
-        person=item.person,
-        backstory=resolve_relative_dates(item.backstory, session_date) if item.backstory else None,
-    )
+    try:
+        card = MemoryCard(
+            content=content,
+            memory_type=item.memory_type,
+            scope=item.scope,
+            source=origin.origin,
+            confidence=round(item.confidence, 3),
+            importance=item.importance,
+            files=files[:10],
+            person=item.person,
+            backstory=resolve_relative_dates(item.backstory, session_date) if item.backstory else None,
+        )
+    except ValidationError:
+        return None
+    candidate = Candidate(card, quote=item.quote, message_id=origin.message_id)
     return _as_tool_claim(candidate) if origin.origin == "tool" else candidate
 
 

@@ -2,13 +2,14 @@
 
 It routes cards to their store (user cards to ``$MEMAGENT_HOME/memory/``, project and session
 cards to ``<project>/.memory/``), keeps each store's catalog and vector index in step with its
-card files (the truth: see ``memory.cardfiles`` and ``memory.storage``), runs the write gate
+card files (the truth: see ``memory.cardfiles`` and ``memory.store``), runs the write gate
 before anything is written, retrieves with dense + lexical ranking over active cards, formats
 citable context, and erases forgotten cards from every byte of a local store.
 
-The parts live in their own modules, stacked as mixins over :class:`memory.core.MemoryCore`:
-``saving`` (gate, duplicates, corrections), ``reading`` (search, list, stats), ``injection``
-(per-turn blocks, citations), ``erasure`` (forget) and ``transfer`` (import/export).
+The service owns one :class:`memory.core.MemoryCore` (stores, embedder, settings, lock) and its
+parts, each a plain class in its own module holding that core: ``saving`` (gate, duplicates,
+corrections), ``reading`` (search, list, stats), ``injection`` (per-turn blocks, citations),
+``erasure`` (forget) and ``transfer`` (import/export).
 
 Failures of the store or the embedder surface as :class:`MemoryUnavailable` with a one-line
 reason, so the agent can carry on with memory off and the CLI can print the reason and exit 1.
@@ -16,19 +17,21 @@ reason, so the agent can carry on with memory off and the CLI can print the reas
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memagent.errors import one_line
 from memagent.fsutil import UnsafePath, refuse_symlinks
 from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR, CardFileError
 from memagent.memory.cards import MemoryCard
-from memagent.memory.core import INLINE_EMBED_MAX, MemoryKnobs
+from memagent.memory.core import INLINE_EMBED_MAX, MemoryCore, MemoryKnobs
 from memagent.memory.embeddings import Embedder, EmbedderHandle
+from memagent.memory.erasure import Erasure
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig
 from memagent.memory.identity import project_identity
-from memagent.memory.injection import CITE_INSTRUCTION, format_block
+from memagent.memory.injection import CITE_INSTRUCTION, Injection, format_block
 from memagent.memory.layout import LOCAL_DIR, VECTORS_NAME
 from memagent.memory.provenance import (
     IMPORT,
@@ -40,11 +43,12 @@ from memagent.memory.provenance import (
     ledger_for,
     refresh_catalog,
 )
-from memagent.memory.reading import Hit
-from memagent.memory.saving import SaveResult
-from memagent.memory.storage import Progress, Store
-from memagent.memory.store import EmbedderInfo, StoreLocation
+from memagent.memory.reading import Hit, Reading
+from memagent.memory.recall import Recall, RetrievalParts
+from memagent.memory.saving import SaveResult, Saving
+from memagent.memory.store import Progress, Store
 from memagent.memory.transfer import ImportReport, Transfer
+from memagent.memory.vector_index import EmbedderInfo, StoreLocation
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths, Settings
@@ -72,8 +76,140 @@ def knobs_of(settings: Settings) -> MemoryKnobs:
     )
 
 
-class MemoryService(Transfer):
-    """See the module docstring. Thread-safe: one lock serialises every operation."""
+class MemoryService:
+    """See the module docstring. Thread-safe: one lock (the core's) serialises every operation.
+
+    The service owns one :class:`MemoryCore` and its parts, each a plain class over that core:
+    ``saving``, ``reading``, ``injection``, ``erasure`` and ``transfer``. Its surface is their
+    public methods, bound here under the same names (``service.save`` is ``service.saving.save``),
+    plus the store-wide upkeep below; code that wants one part can take it (``service.reading``).
+    """
+
+    def __init__(
+        self,
+        stores: Mapping[str, Store],
+        embedder: EmbedderHandle,
+        *,
+        session_id: str = "",
+        project_root_id: str | None = None,
+        gate: GateConfig | None = None,
+        knobs: MemoryKnobs | None = None,
+        on_forget: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        core = MemoryCore(
+            stores,
+            embedder,
+            session_id=session_id,
+            project_root_id=project_root_id,
+            gate=gate,
+            knobs=knobs,
+            on_forget=on_forget,
+        )
+        self.core = core
+        self.saving = Saving(core)
+        self.reading = Reading(core)
+        self.injection = Injection(core, self.reading)
+        self.erasure = Erasure(core)
+        self.transfer = Transfer(core, self.saving, self.erasure)
+        core.after_sync = self.saving.after_sync
+        # finding cards, and the core's upkeep
+        self.get, self.resolve, self.notices = core.get, core.resolve, core.notices
+        self.embed_texts, self.wait_for_upkeep = core.embed_texts, core.wait_for_upkeep
+        self.full_scan, self.index_pending = core.full_scan, core.index_pending
+        # saving
+        self.save, self.save_card, self.correct = self.saving.save, self.saving.save_card, self.saving.correct
+        self.submit = self.saving.submit
+        self.update_card, self.reinforce = self.saving.update_card, self.saving.reinforce
+        self.judge_new_card, self.comparer = self.saving.judge_new_card, self.saving.comparer
+        # reading
+        self.search, self.list, self.stats = self.reading.search, self.reading.list, self.reading.stats
+        self.where, self.chain = self.reading.where, self.reading.chain
+        # the per-turn block and uses
+        self.context_for_turn, self.note_citations = self.injection.context_for_turn, self.injection.note_citations
+        self.note_retrieved, self.flush_usage = self.injection.note_retrieved, self.injection.flush_usage
+        self.topic_distance, self.auto_write_refusal = self.injection.topic_distance, self.injection.auto_write_refusal
+        # forgetting
+        self.forget, self.forget_report, self.forget_where = (
+            self.erasure.forget,
+            self.erasure.forget_report,
+            self.erasure.forget_where,
+        )
+        self.forget_scope, self.forget_session = self.erasure.forget_scope, self.erasure.forget_session
+        self.forget_source, self.forget_all = self.erasure.forget_source, self.erasure.forget_all
+        self.earlier_versions, self.tombstoned = self.erasure.earlier_versions, self.erasure.tombstoned
+        self.withheld, self.readmit, self.revive = self.erasure.withheld, self.erasure.readmit, self.erasure.revive
+        # import and export
+        self.export, self.import_cards = self.transfer.export, self.transfer.import_cards
+
+    # -- the core's settings, read and set through the service ------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self.core.session_id
+
+    @property
+    def gate(self) -> GateConfig:
+        return self.core.gate
+
+    @property
+    def knobs(self) -> MemoryKnobs:
+        return self.core.knobs
+
+    @property
+    def retrieval(self) -> RetrievalParts:
+        """Which retrieval parts are on (benchmarks switch them off one at a time)."""
+        return self.core.retrieval
+
+    @property
+    def recall(self) -> Recall:
+        return self.core.recall
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, loaded on first use (list, show and forget never need it)."""
+        return self.core.embedder
+
+    @property
+    def dim(self) -> int:
+        return self.core.dim
+
+    @property
+    def progress(self) -> Progress | None:
+        """Told the progress of index rebuilds (the CLI's progress bar), or ``None``."""
+        return self.core.progress
+
+    @progress.setter
+    def progress(self, value: Progress | None) -> None:
+        self.core.progress = value
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """ "Now" for time questions ("last week"); tests set it."""
+        return self.core.clock
+
+    @clock.setter
+    def clock(self, value: Callable[[], datetime]) -> None:
+        self.core.clock = value
+
+    @property
+    def inline_embed_max(self) -> int | None:
+        """How many pending cards a search embeds itself; ``None``: all (see ``warm_up``)."""
+        return self.core.inline_embed_max
+
+    @inline_embed_max.setter
+    def inline_embed_max(self, value: int | None) -> None:
+        self.core.inline_embed_max = value
+
+    @property
+    def hold_repository(self) -> bool:
+        """Repository cards wait in review (a session or MCP server in an untrusted project)."""
+        return self.core.hold_repository
+
+    @hold_repository.setter
+    def hold_repository(self, value: bool) -> None:
+        self.core.hold_repository = value
+
+    # -- opening and closing --------------------------------------------------------------
 
     @classmethod
     def open(
@@ -148,10 +284,10 @@ class MemoryService(Transfer):
             knobs=knobs_of(settings),
             on_forget=erase_elsewhere,
         )
-        service.project_root = paths.root
-        service.witness = witness
-        service.hold_repository = hold_repository_cards
-        service.count_writes_on_disk(paths.memory)  # in .memory/local/index (memory.layout)
+        service.core.project_root = paths.root
+        service.core.witness = witness
+        service.core.hold_repository = hold_repository_cards
+        service.core.count_writes_on_disk(paths.memory)  # in .memory/local/index (memory.layout)
         try:
             service._check_locations(settings)
             service._refresh_provenance()
@@ -165,18 +301,18 @@ class MemoryService(Transfer):
     def _check_locations(self, settings: Settings) -> None:
         from memagent.memory.legacy import migrate_legacy_store
 
-        for store in self._stores.values():
+        for store in self.core.stores.values():
             _check_writable(store)
-            with self._guard("open"):
+            with self.core.guard("open"):
                 store.migrate_layout()
                 migrate_legacy_store(store)
         if settings.chroma_url:
-            with self._guard("open"):
-                self._stores["project"].vector_index(None, create=False)  # an unreachable server fails here
+            with self.core.guard("open"):
+                self.core.stores["project"].vector_index(None, create=False)  # an unreachable server fails here
 
     def _check_indexes(self, info: EmbedderInfo) -> None:
-        with self._guard("open"):
-            for store in self._stores_in_use():
+        with self.core.guard("open"):
+            for store in self.core.stores_in_use():
                 store.check_embedder(info)
                 index = store.vector_index(info, create=False)
                 if index is not None:
@@ -189,20 +325,20 @@ class MemoryService(Transfer):
             self.flush_usage()
         except MemoryUnavailable:
             pass  # the store is failing anyway; use counts are a nicety
-        self._closing = True
-        with self._lock:
-            for store in self._stores.values():
+        self.core.closing = True
+        with self.core.lock:
+            for store in self.core.stores.values():
                 store.close()
-            if self.witness is not None:
-                self.witness.ledger.close()
+            if self.core.witness is not None:
+                self.core.witness.ledger.close()
 
     def _refresh_provenance(self) -> None:
         """A catalog built before the ledger existed holds cards as their files claimed them:
         read them once more, as earned."""
-        store = self._stores["project"]
+        store = self.core.stores["project"]
         if not (store.exists or store.catalog.exists):
             return
-        with self._lock, self._guard("open"):
+        with self.core.lock, self.core.guard("open"):
             fresh = not store.catalog.exists or store.open_catalog().count() == 0
             catalog = store.open_catalog()
             if catalog.get_meta("provenance") == PROVENANCE_VERSION:
@@ -226,21 +362,21 @@ class MemoryService(Transfer):
         will not search) nothing heavy is imported or loaded. Without ``upkeep`` (a one-shot
         prompt: the process ends after one answer) there is no background scan, indexing or
         clean-up: a search does what it needs itself."""
-        self.inline_embed_max = INLINE_EMBED_MAX if upkeep else None
-        with self._lock, self._guard("warm-up"):
-            if self._closing:
+        self.core.inline_embed_max = INLINE_EMBED_MAX if upkeep else None
+        with self.core.lock, self.core.guard("warm-up"):
+            if self.core.closing:
                 return
-            for store in self._stores_in_use():
+            for store in self.core.stores_in_use():
                 store.sync_files()
         if not prefetch:
             return
-        info = self._embedder_info()  # loads the embedder (without the lock: a search may wait for it)
-        if info.dim > 0 and any(s.is_remote or s.vectors_on_disk() for s in self._stores_in_use()):
+        info = self.core.embedder_info()  # loads the embedder (without the lock: a search may wait for it)
+        if info.dim > 0 and any(s.is_remote or s.vectors_on_disk() for s in self.core.stores_in_use()):
             import chromadb  # noqa: F401  (the import is most of opening the index: not under the lock)
-        with self._lock, self._guard("warm-up"):
-            if self._closing:
+        with self.core.lock, self.core.guard("warm-up"):
+            if self.core.closing:
                 return
-            for store in self._stores_in_use():
+            for store in self.core.stores_in_use():
                 store.check_embedder(info)
                 store.vector_index(info, create=False)
         if not upkeep:
@@ -248,10 +384,10 @@ class MemoryService(Transfer):
         from memagent.memory.timeline import warm_up as read_a_date
 
         read_a_date()  # dateparser's import and first parse (half a second) off the first question
-        self.index_pending()
-        if not self._closing:
-            self.full_scan()
-        if not self._closing:
+        self.core.index_pending()
+        if not self.core.closing:
+            self.core.full_scan()
+        if not self.core.closing:
             self.maintain()
 
     def maintain(self) -> int:
@@ -261,19 +397,19 @@ class MemoryService(Transfer):
         from memagent.memory.cards import iso_utc, utc_now
 
         now = utc_now()
-        expiry = iso_utc(now - timedelta(days=self.knobs.session_card_days))
-        old = iso_utc(now - timedelta(days=self.knobs.archive_after_days))
+        expiry = iso_utc(now - timedelta(days=self.core.knobs.session_card_days))
+        old = iso_utc(now - timedelta(days=self.core.knobs.archive_after_days))
         expired = self.forget_where(
             "scope = 'session' AND scope_id != ? AND COALESCE(last_used_at, created_at) < ?",
-            [self.session_id or "", expiry],
+            [self.core.session_id or "", expiry],
         )
-        with self._lock, self._guard("archive"):
+        with self.core.lock, self.core.guard("archive"):
             stale = [
                 i
-                for s in self._stores_in_use()
+                for s in self.core.stores_in_use()
                 for i in s.open_catalog().ids_where(
                     "active = 1 AND confidence < ? AND COALESCE(last_used_at, created_at) < ?",
-                    [self.knobs.archive_below_confidence, old],
+                    [self.core.knobs.archive_below_confidence, old],
                 )
             ]
         for card_id in stale:
@@ -282,39 +418,39 @@ class MemoryService(Transfer):
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Rebuild every store's catalog and index from the card files with the current embedder."""
-        with self._lock, self._guard("reindex"):
-            info = self._embedder_info()
+        with self.core.lock, self.core.guard("reindex"):
+            info = self.core.embedder_info()
             return sum(
-                store.rebuild(info, self._embed_all, progress)
-                for store in self._stores.values()
+                store.rebuild(info, self.core.embed_all, progress)
+                for store in self.core.stores.values()
                 if store.exists or store.catalog.exists
             )
 
     def sync(self) -> None:
         """Bring every index up to date with the files now (a full stamp scan)."""
-        with self._lock, self._guard("sync"):
-            self._sync(vectors=False, force=True)
+        with self.core.lock, self.core.guard("sync"):
+            self.core.sync(vectors=False, force=True)
 
     def pending_index_work(self) -> int:
         """How many cards the next search must embed (a clone, a deleted index, a pull)."""
-        with self._lock, self._guard("sync"):
-            self._sync(vectors=False)
-            return sum(s.open_catalog().pending_vectors() for s in self._stores_in_use())
+        with self.core.lock, self.core.guard("sync"):
+            self.core.sync(vectors=False)
+            return sum(s.open_catalog().pending_vectors() for s in self.core.stores_in_use())
 
     def near_duplicates(self) -> list[tuple[str, str, float]]:
         """Pairs of active cards a sync found saying the same thing (after a merge, a pull)."""
-        with self._lock, self._guard("read"):
-            pairs = [p for s in self._stores_in_use() if s.catalog.exists for p in s.catalog.near_duplicates()]
+        with self.core.lock, self.core.guard("read"):
+            pairs = [p for s in self.core.stores_in_use() if s.catalog.exists for p in s.catalog.near_duplicates()]
             entries = {}
-            for s in self._stores_in_use():
+            for s in self.core.stores_in_use():
                 entries.update(s.catalog.entries([i for pair in pairs for i in pair[:2]]))
             return [p for p in pairs if all(i in entries and entries[i].status == "active" for i in p[:2])]
 
     def merge_near_duplicate(self, keep_id: str, drop_id: str) -> bool:
         """Resolve a near-duplicate pair: ``drop_id`` becomes superseded by ``keep_id``, whose
         card keeps the other's provenance. Returns whether both cards were there."""
-        with self._lock, self._guard("merge"):
-            cards = self._get_many([keep_id, drop_id])
+        with self.core.lock, self.core.guard("merge"):
+            cards = self.core.get_many([keep_id, drop_id])
             if len(cards) != 2:
                 return False
             keep, drop = cards[keep_id], cards[drop_id]
@@ -325,8 +461,8 @@ class MemoryService(Transfer):
             confidence=max(keep.confidence, drop.confidence),
         )
         self.update_card(drop_id, status="superseded", superseded_by=keep_id)
-        with self._lock, self._guard("merge"):
-            for store in self._stores_in_use():
+        with self.core.lock, self.core.guard("merge"):
+            for store in self.core.stores_in_use():
                 with store.locked(), store.open_catalog().transaction() as db:
                     store.catalog.drop_near_duplicate(db, keep_id, drop_id)
         return True
@@ -335,9 +471,9 @@ class MemoryService(Transfer):
         """Project card files this machine did not write, or that changed since (see
         ``memory.provenance``): what each claims and what it earned; ``every_one``, or only those
         that claim more than they earned. Newest first."""
-        store = self._stores["project"]
-        with self._lock, self._guard("read"):
-            self._sync(vectors=False)
+        store = self.core.stores["project"]
+        with self.core.lock, self.core.guard("read"):
+            self.core.sync(vectors=False)
             if not store.catalog.exists:
                 return []
             found = []
@@ -349,7 +485,7 @@ class MemoryService(Transfer):
                     continue
                 if claimed is None or path is None:
                     continue
-                earned = self.witness.earned(claimed, data) if self.witness is not None else claimed
+                earned = self.core.witness.earned(claimed, data) if self.core.witness is not None else claimed
                 standing = Standing(claimed, earned, path)
                 if earned.source == REPOSITORY and (every_one or standing.overclaims):
                     found.append(standing)
@@ -359,25 +495,25 @@ class MemoryService(Transfer):
         """The user vouches for a repository card: it stands as its file says from now on (a
         card memagent itself marked as from the repository becomes an imported one). ``None``
         when there is no such project card."""
-        store = self._stores["project"]
-        with self._lock, self._guard("accept"):
+        store = self.core.stores["project"]
+        with self.core.lock, self.core.guard("accept"):
             path = store.files.locate(memory_id)
-            if path is None or self.witness is None:
+            if path is None or self.core.witness is None:
                 return None
             card, data = store.files.read_with_bytes(path)
             if card.source == REPOSITORY:
                 card = card.model_copy(update={"source": IMPORT})
                 store.write(card, store.files.is_private(path), None, None)
             else:
-                self.witness.wrote(card, data, how=REVIEW)
+                self.core.witness.wrote(card, data, how=REVIEW)
                 refresh_catalog(store, [memory_id])
             return card
 
     def backend_info(self) -> dict[str, Any]:
         """For `memagent doctor`: where the stores are, the embedder, and card counts."""
-        with self._lock, self._guard("status"):
+        with self.core.lock, self.core.guard("status"):
             stores = {}
-            for label, store in self._stores.items():
+            for label, store in self.core.stores.items():
                 catalog = store.open_catalog() if store.exists or store.catalog.exists else None
                 active = catalog.count(True) if catalog else 0
                 total = catalog.count() if catalog else 0
@@ -391,16 +527,16 @@ class MemoryService(Transfer):
                     "inactive": total - active,
                     "recorded_embedder": recorded,
                 }
-            embedder = self.embedder
+            embedder = self.core.embedder
             return {
                 "embedder": {
                     "name": getattr(embedder, "name", "unknown"),
                     "model_id": getattr(embedder, "model_id", None),
-                    "dim": self.dim,
+                    "dim": self.core.dim,
                     "fallback_reasons": list(getattr(embedder, "fallback_reasons", []) or []),
                 },
                 "stores": stores,
-                "session_id": self.session_id,
+                "session_id": self.core.session_id,
             }
 
 

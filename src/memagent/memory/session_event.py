@@ -20,11 +20,14 @@ Content, one block::
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent.memory.cards import MemoryCard, Provenance
 from memagent.memory.extraction import looks_like_instruction
 from memagent.memory.saving import SaveRequest, SaveResult
+
+if TYPE_CHECKING:
+    from memagent.memory.service import MemoryService
 
 MAX_CHARS = 1800
 DIGEST_HEADER = "(A digest of the earlier conversation, extracted by rule.)"
@@ -49,7 +52,12 @@ def event_content(
 
 
 def save_session_event(
-    service: Any, session_id: str, started: datetime, digest: str, transcript: str, left_open: str | None = None
+    service: MemoryService,
+    session_id: str,
+    started: datetime,
+    digest: str,
+    transcript: str,
+    left_open: str | None = None,
 ) -> SaveResult:
     """Write the session's event card (see the module docstring)."""
     card = MemoryCard(

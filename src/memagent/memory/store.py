@@ -1,532 +1,591 @@
-"""The vector index of a store: Chroma, holding only ids and vectors (the card files hold the rest).
+"""One store (project or user): its card files, its catalog and its vector index, kept in step.
 
-Layout
-    Two collections: ``<prefix>active`` holds the vectors of active cards and is the only one
-    searched on the hot path; ``<prefix>inactive`` those of superseded, contradicted and archived
-    cards. So a search never needs a ``where`` filter (filtered queries cost 16 ms at 10k cards and
-    ~215 ms at 100k, unfiltered ones 2-5 ms). A status change moves the vector across. No
-    document and no metadata is stored: the card files are the truth and the catalog
-    (``memory.catalog``) holds what search needs, so no card text ever reaches Chroma's files.
+The files are the truth (``memory.cardfiles``). :meth:`Store.sync_files` brings the catalog up to
+date from them without reading a file that did not change, in two depths:
 
-Vectors
-    Always precomputed by memagent's embedder and passed as ``embeddings=``/``query_embeddings=``;
-    no Chroma embedding function is ever attached (Chroma's default one downloads a model). The
-    embedder's model id, name and dimension are recorded in each collection's metadata and a
-    mismatch refuses to open (run ``memagent memory reindex``).
+- the **quick sync** (every search, list, …) never stamps every file. The folders' modification
+  times move when a file is added, removed or replaced (an atomic save, ``git pull``, a checkout);
+  memagent's own writers update the catalog and the recorded folder times in the same locked
+  step (the catalog is their change journal), so only a change made by something else leaves
+  them different. Then the folder listings (names only, no ``stat``) give what was added, removed
+  or moved, and git, when the store is in a repository, gives every card file that differs
+  between the commit the catalog last saw and ``HEAD`` (what a pull, merge or checkout changed);
+  those files alone are read. Stores of at most ``INLINE_SCAN_MAX`` cards (a few ms) are also
+  stamp-scanned here, at most every ``full_scan_interval`` seconds.
+- the **full scan** (one ``stat`` per file, ~3 µs each) also catches a file rewritten in place,
+  which moves no folder time. It runs on ``memagent memory reindex`` and ``sync``, and for larger
+  stores only in the background: at session start, after a quick sync saw a foreign change, and
+  then at most every ``BACKGROUND_SCAN_INTERVAL_S`` (see :meth:`Store.scan_wanted`). Its file
+  system part (:meth:`Store.scan_files`) takes no lock; only applying what it found does.
 
-Erasure
-    Chroma keeps rows of deleted records in its SQLite write-ahead queue and freed pages until
-    vacuumed; :meth:`VectorIndex.purge` removes the queue rows of erased ids (keeping their delete
-    markers so segments still replay correctly), vacuums and checkpoints. Chroma's HNSW segment
-    files are written from a buffer allocated for the index's full capacity but only initialised
-    for the elements in use, so the unused tail holds whatever the process heap held (seen in
-    tests: card texts). It is zeroed (:func:`scrub_hnsw_segments`) after every local write, every
-    erasure and on close. A Chroma *server* is purged only as far as its API allows (delete).
+:meth:`Store.sync_vectors` then embeds what the vector index lacks. A missing or damaged catalog
+or index is rebuilt from the files, with a notice saying so; vectors of another variant of the
+same model are never mixed in one index (``memory.index_embedder``).
 
-Nothing is created on disk until the first write.
+Several processes share a store: every write to the catalog or the index happens under a
+cross-process lock (``index/.lock``), waited for at most ``lock_wait`` seconds before giving up
+with a one-line reason. A process that sees the index's generation moved (another process wrote
+vectors) reconnects to Chroma once before using it (Chroma's in-process HNSW graph does not
+follow other processes' writes) and remembers the generation it reconnected at.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import sqlite3
-import struct
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING
 
-from memagent.errors import one_line as _one_line
-from memagent.fsutil import make_dirs
+from memagent.fsutil import make_dirs, refuse_symlinks
+from memagent.memory import arrivals, gitview
+from memagent.memory.cardfiles import CardFileError, CardFiles, Scan, Stamp, stamp_of
+from memagent.memory.cards import MemoryCard
+from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.errors import StoreError
+from memagent.memory.index_embedder import check_index_embedder
+from memagent.memory.layout import migrate_store, vectors_dir
+from memagent.memory.store_forgetting import StoreForgetting
+from memagent.memory.tombstones import Tombstones, came_back_reason
+from memagent.memory.vector_index import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex
+from memagent.memory.vectorcache import VectorCache
 
-SCHEMA_VERSION = 1
-PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections
-ID_BATCH = 500  # ids per get()/delete() call
-WRITE_BATCH = 1000  # records per add()
-SQLITE_FILE = "chroma.sqlite3"
-_DELETE_OPERATION = 3  # embeddings_queue.operation for a delete (0 add, 1 update, 2 upsert)
-_HNSW_HEADER = struct.Struct("<IQQQQ")
+if TYPE_CHECKING:
+    from memagent.memory.provenance import Witness
 
-
-def scrub_hnsw_segment(segment: Path) -> bool:
-    """Zero the unused tail of one HNSW segment's ``data_level0.bin`` and ``length.bin``.
-
-    The header (``header.bin``: u32 format version, then u64 offset_level0, max_elements,
-    cur_element_count, size_data_per_element) says how many element slots are in use; bytes past
-    them are never read by the index. Returns whether anything was zeroed. Files in an unknown
-    format are left alone.
-    """
-    try:
-        raw = (segment / "header.bin").read_bytes()
-    except OSError:
-        return False
-    if len(raw) < _HNSW_HEADER.size:
-        return False
-    version, _offset, max_elements, count, size = _HNSW_HEADER.unpack_from(raw)
-    if version != 1 or size <= 0 or count > max_elements:
-        return False
-    changed = _zero_tail(segment / "data_level0.bin", count * size)
-    return _zero_tail(segment / "length.bin", count * 4) or changed
+Progress = Callable[[int, int], None]  # (done, total)
+Embed = Callable[[Sequence[str]], list[list[float]]]
+VectorItem = tuple[str, str, bool, Sequence[float]]  # (card id, content digest, active, vector)
 
 
-def _zero_tail(path: Path, start: int) -> bool:
-    """Overwrite ``path`` from ``start`` to its end with zeros, unless it is zero already."""
-    chunk = 1 << 20
-    try:
-        length = path.stat().st_size
-        if length <= start:
-            return False
-        with path.open("r+b") as fh:
-            fh.seek(start)
-            if not any(fh.read(chunk).strip(b"\0") for _ in range(0, length - start, chunk)):
-                return False
-            fh.seek(start)
-            for offset in range(start, length, chunk):
-                fh.write(bytes(min(chunk, length - offset)))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError:
-        return False
-    return True
+def chunked(items: Sequence, size: int) -> Iterator[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
-_SEGMENT_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+INLINE_SCAN_MAX = 2_000  # a full stamp scan costs ~3 µs per file: inline only up to a few ms
+FULL_SCAN_INTERVAL_S = 1.0
+FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤ 5% of the time)
+BACKGROUND_SCAN_INTERVAL_S = 60.0  # larger stores: a background full scan at most this often
+EMBED_BATCH = 64
+CACHE_BATCH = 1000  # cached vectors written to the index per step
+NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
 
 
-def remove_orphan_segments(directory: Path) -> int:
-    """Delete segment directories no collection uses any more (Chroma leaves them behind when
-    a collection is deleted, vectors included). Returns how many were removed."""
-    import shutil
+class Store:
+    """See the module docstring."""
 
-    db_path = directory / SQLITE_FILE
-    if not db_path.exists():
-        return 0
-    try:
-        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
-        try:
-            live = {row[0] for row in db.execute("SELECT id FROM segments")}
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return 0
-    removed = 0
-    for child in directory.iterdir():
-        if child.is_dir() and _SEGMENT_DIR.match(child.name) and child.name not in live:
-            shutil.rmtree(child, ignore_errors=True)
-            removed += 1
-    return removed
+    def __init__(
+        self,
+        label: str,
+        root: Path,
+        location: StoreLocation,
+        *,
+        lock_wait: float = 10.0,
+        identity: str | None = None,
+        witness: Witness | None = None,
+        commit_vectors: bool = False,
+    ) -> None:
+        from filelock import FileLock
 
-
-def scrub_hnsw_segments(directory: Path) -> int:
-    """Scrub every segment directory under a local store; returns how many files changed."""
-    return sum(scrub_hnsw_segment(header.parent) for header in directory.glob("*/header.bin"))
-
-
-def same_model(a: str, b: str) -> bool:
-    """Two embedder ids name variants of one model (``all-MiniLM-L6-v2`` and ``…@int8``): their
-    vectors are comparable in kind but must not share an index."""
-    return a.split("@", 1)[0] == b.split("@", 1)[0]
-
-
-class EmbedderMismatch(StoreError):
-    """The store's vectors come from another embedding model or dimension."""
-
-
-@dataclass(frozen=True)
-class EmbedderInfo:
-    """What a store records about the vectors it holds."""
-
-    model_id: str
-    name: str
-    dim: int
-
-    @classmethod
-    def of(cls, embedder: Any) -> EmbedderInfo:
-        name = str(getattr(embedder, "name", "unknown"))
-        model_id = getattr(embedder, "model_id", None) or name.split("/")[0]
-        return cls(model_id=str(model_id), name=name, dim=int(getattr(embedder, "dim", 0)))
-
-    def metadata(self) -> dict[str, Any]:
-        return {
-            "hnsw:space": "cosine",
-            "memagent_schema": SCHEMA_VERSION,
-            "embedder_model": self.model_id,
-            "embedder": self.name,
-            "embedder_dim": self.dim,
-        }
-
-    def describe(self) -> str:
-        return f"{self.name} (dim {self.dim})"
-
-
-def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower()
-    return slug[:60] or "project"
-
-
-@dataclass(frozen=True)
-class StoreLocation:
-    """Where one store lives: a local directory or a Chroma server URL, plus collection names."""
-
-    label: str  # "project" or "user"
-    path: Path | None = None
-    url: str | None = None
-    prefix: str = "memagent_"
-
-    @classmethod
-    def local(cls, label: str, path: Path) -> StoreLocation:
-        return cls(label=label, path=path)
-
-    @classmethod
-    def remote(cls, label: str, url: str, project_root: Path, identity: str) -> StoreLocation:
-        """On a shared server each project gets collections named after its directory and its
-        stable identity (see ``memory.identity``), so two projects never share memory."""
-        return cls(label=label, url=url, prefix=f"memagent-{_slug(project_root.name)[:40]}-{identity[:12]}_")
-
-    def describe(self) -> str:
-        return self.url if self.url else str(self.path)
-
-
-def _chroma_settings():
-    import chromadb
-
-    return chromadb.Settings(anonymized_telemetry=False, allow_reset=False)
-
-
-def _http_client(url: str):
-    import chromadb
-
-    parsed = urlparse(url if "://" in url else f"http://{url}")
-    if not parsed.hostname:
-        raise StoreError(f"MEMAGENT_CHROMA_URL {url!r} has no host")
-    ssl = parsed.scheme == "https"
-    port = parsed.port or (443 if ssl else 8000)
-    client = chromadb.HttpClient(host=parsed.hostname, port=port, ssl=ssl, settings=_chroma_settings())
-    client.heartbeat()
-    return client
-
-
-class VectorIndex:
-    """One store's vectors: an active and an inactive Chroma collection (see the module doc)."""
-
-    def __init__(self, location: StoreLocation, embedder: EmbedderInfo) -> None:
+        self.label = label
+        self.files = CardFiles(root, identity, witness)
+        self.catalog = Catalog(self.files.index / CATALOG_FILE)
         self.location = location
-        self.embedder = embedder
-        self._client: Any = None
-        self._active: Any = None
-        self._inactive: Any = None
+        self.vectors: VectorIndex | None = None
+        self.notices: list[str] = []
+        self.lock_wait = lock_wait
+        self._lock = FileLock(str(self.files.index / ".lock"), timeout=lock_wait)
+        self._seen_generation: int | None = None
+        self._last_full_scan = 0.0  # monotonic time of the last full scan by this process (0: none)
+        self._scan_cost = 0.0
+        self._looked_at: str | None = None  # folder times a quick sync already handled
+        self._foreign_change = False  # a quick sync saw a change only a full scan can finish
+        self.full_scan_interval = FULL_SCAN_INTERVAL_S
+        self.reloads = 0  # how often Chroma was reconnected to follow another process
+        self.commit_vectors = commit_vectors  # the vector cache beside the cards (see ``memory.layout``)
+        self.tombstones = Tombstones(root)
+        self.forgetting = StoreForgetting(self)  # erasing cards, and the tombstones that keep them erased
+
+    @property
+    def root(self) -> Path:
+        return self.files.root
+
+    @property
+    def exists(self) -> bool:
+        return self.files.shared.is_dir() or self.files.private.is_dir()
 
     @property
     def is_remote(self) -> bool:
         return self.location.url is not None
 
-    @property
-    def exists(self) -> bool:
-        """A remote index always "exists"; a local one once its directory holds a database."""
-        if self.is_remote:
-            return True
-        assert self.location.path is not None
-        return (self.location.path / SQLITE_FILE).exists()
+    def describe(self) -> str:
+        where = str(self.root)
+        return f"{where} (index on {self.location.url})" if self.is_remote else where
 
-    @property
-    def opened(self) -> bool:
-        return self._active is not None
+    # -- locking -------------------------------------------------------------------------
 
-    def open(self, *, create: bool = False, check_embedder: bool = True) -> bool:
-        """Connect if the index exists (or ``create``); ``False`` when there is nothing to open.
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        from filelock import Timeout
 
-        Raises :class:`StoreError` with a one-line reason for an unusable index and
-        :class:`EmbedderMismatch` when the stored vectors are from another model.
-        """
-        if self.opened:
-            return True
-        if not self.exists and not create:
-            return False
-        if not self.is_remote:
-            self._check_sqlite_file()
         try:
-            self._client = self._make_client(create)
-            self._active = self._collection("active", create)
-            self._inactive = self._collection("inactive", create) if self._active is not None else None
-        except StoreError:
-            self._reset()
-            raise
-        except Exception as exc:  # chromadb raises many kinds; all mean "unusable"
-            self._reset()
-            raise StoreError(f"memory index at {self.location.describe()} cannot be opened: {_one_line(exc)}") from None
-        if self._active is None or self._inactive is None:
-            self._active = self._inactive = None  # reachable, but no collections yet: nothing to open
-            return False
-        if check_embedder:
-            self.check_embedder()
-        return True
-
-    def _check_sqlite_file(self) -> None:
-        """A zero-byte or foreign file is damage (Chroma would silently start afresh on it)."""
-        assert self.location.path is not None
-        db_path = self.location.path / SQLITE_FILE
-        if not db_path.exists():
-            return
-        try:
-            with db_path.open("rb") as fh:
-                header = fh.read(16)
+            refuse_symlinks(self.root, self.files.index)  # a repository may ship local/ as a symlink
+            make_dirs(self.files.index)
         except OSError as exc:
-            raise StoreError(f"memory index file {db_path} cannot be read: {exc.strerror or exc}") from None
-        if header != b"SQLite format 3\x00":
-            what = "is empty" if not header else "is not a database"
-            raise StoreError(f"memory index file {db_path} {what}")
-
-    def _make_client(self, create: bool):
-        if self.is_remote:
-            assert self.location.url is not None
-            return _http_client(self.location.url)
-        import chromadb
-
-        path = self.location.path
-        assert path is not None
-        if create:
-            try:
-                make_dirs(path)
-            except OSError as exc:
-                raise StoreError(f"cannot create memory index {path}: {exc.strerror or exc}") from None
-        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
-
-    def _collection(self, kind: str, create: bool = True):
-        """Get the collection, creating it (with this embedder recorded) only when missing and
-        ``create`` (else ``None``).
-
-        Never ``get_or_create`` with metadata on an existing collection: the recorded embedder
-        must stay what the vectors were made with.
-        """
-        name = f"{self.location.prefix}{kind}"
+            raise StoreError(
+                f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}"
+            ) from None
         try:
-            return self._client.get_collection(name, embedding_function=None)
-        except Exception as exc:
-            if type(exc).__name__ != "NotFoundError" and "does not exist" not in str(exc):
-                raise
-        if not create:
-            return None
-        return self._client.get_or_create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
+            self._lock.acquire()
+        except Timeout:
+            raise StoreError(
+                f"the {self.label} memory store {self.root} is busy in another memagent process "
+                f"(lock {self.files.index / '.lock'}); gave up after {self.lock_wait:.0f} s"
+            ) from None
+        try:
+            yield
+        finally:
+            self._lock.release()
 
-    def stored_embedder(self) -> EmbedderInfo | None:
-        meta = (self._active.metadata or {}) if self._active is not None else {}
-        if "embedder_dim" not in meta:
-            return None
-        return EmbedderInfo(
-            model_id=str(meta.get("embedder_model", "")),
-            name=str(meta.get("embedder", "")),
-            dim=int(meta.get("embedder_dim", -1)),
+    # -- catalog -------------------------------------------------------------------------
+
+    def open_catalog(self) -> Catalog:
+        """The catalog, rebuilt (with a notice) when its file is damaged."""
+        try:
+            self.catalog.db()
+        except CatalogError as exc:
+            self.catalog.close()
+            with self.locked():
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.catalog.path}{suffix}").unlink(missing_ok=True)
+            self.notices.append(f"{exc}; rebuilding it from the card files")
+            self.catalog.db()
+        return self.catalog
+
+    def sync_files(self, *, force: bool = False) -> int:
+        """Bring the catalog up to date with the card files (see the module docstring): a full
+        scan when ``force`` (or a due inline scan of a small store), else the quick sync.
+        Returns how many cards changed."""
+        if not self.exists and not self.catalog.exists:
+            return 0
+        catalog = self.open_catalog()
+        if force or self._inline_scan_due(catalog):
+            return self.apply_scan(self.scan_files())
+        return self._quick_sync(catalog)
+
+    def _inline_scan_due(self, catalog: Catalog) -> bool:
+        if catalog.count() > INLINE_SCAN_MAX:
+            return False
+        wait = max(self.full_scan_interval, FULL_SCAN_SHARE * self._scan_cost)
+        return time.monotonic() - self._last_full_scan >= wait
+
+    def scan_wanted(self) -> bool:
+        """A background full scan is due: none yet in this process, a quick sync saw a foreign
+        change, or the last one is older than the background interval (and 20× its cost)."""
+        if not self.exists:
+            return False
+        if self._last_full_scan == 0.0 or self._foreign_change:
+            return True
+        wait = max(BACKGROUND_SCAN_INTERVAL_S, FULL_SCAN_SHARE * self._scan_cost)
+        return time.monotonic() - self._last_full_scan >= wait
+
+    def _quick_sync(self, catalog: Catalog) -> int:
+        folders = repr(self.files.folder_stamps())
+        if catalog.get_meta("folders") == folders or folders == self._looked_at:
+            return 0
+        self._looked_at = folders
+        self._foreign_change = True  # a file replaced in place of another is left to the full scan
+        on_disk = self.files.listing()
+        known = catalog.paths()
+        changed = {cid for cid, path in on_disk.items() if known.get(cid) != path}
+        removed = [cid for cid in known if cid not in on_disk]
+        head = gitview.head_commit(self.root)
+        recorded = catalog.get_meta("git_head")
+        if head is not None and recorded is not None and head != recorded:
+            pulled = gitview.changed_between(self.root, recorded, head, self.files.folders())
+            if pulled is None:
+                head = None  # git cannot tell: the full scan will
+            else:
+                changed.update(p.stem for p in pulled if p.stem in on_disk)
+        found = {cid: (on_disk[cid], stamp_of(Path(on_disk[cid]))) for cid in changed}
+        return self._apply(
+            catalog,
+            {c: (p, st) for c, (p, st) in found.items() if st is not None},
+            removed,
+            folders=None,
+            head=head if recorded is not None else None,
         )
 
-    def check_embedder(self) -> None:
-        stored = self.stored_embedder()
-        if stored is None:
-            return
-        if (
-            not self.is_remote
-            and stored.dim == self.embedder.dim
-            and same_model(stored.model_id, self.embedder.model_id)
-        ):
-            return  # another variant in a local index: the store drops these vectors and embeds again
-        if stored.model_id != self.embedder.model_id or stored.dim != self.embedder.dim:
-            raise EmbedderMismatch(
-                f"the {self.location.label} memory index was built with {stored.describe()} but the active "
-                f"embedder is {self.embedder.describe()}; run `memagent memory reindex`"
-            )
+    def scan_files(self) -> Scan:
+        """The file-system half of a full scan, with the catalog's stamps read through a
+        connection of its own: no lock, safe on any thread (a search never waits for it)."""
+        started = time.monotonic()
+        folders = repr(self.files.folder_stamps())
+        head = gitview.head_commit(self.root)
+        return Scan(folders, head, self.files.scan(), started, read_stamps(self.catalog.path))
 
-    def _reset(self) -> None:
-        self._client = self._active = self._inactive = None
+    def apply_scan(self, scan: Scan) -> int:
+        """The catalog half of a full scan: read the files whose stamps changed, drop the gone."""
+        catalog = self.open_catalog()
+        known = scan.known if scan.known is not None else catalog.stamps()
+        on_disk = scan.found
+        changed = {cid: entry for cid, entry in on_disk.items() if known.get(cid) != entry}
+        removed = [cid for cid in known if cid not in on_disk]
+        self._scan_cost = time.monotonic() - scan.started
+        self._last_full_scan = time.monotonic()
+        self._foreign_change = False
+        # Folder times are recorded only when nothing moved them during the scan.
+        settled = repr(self.files.folder_stamps()) == scan.folders
+        return self._apply(catalog, changed, removed, folders=scan.folders if settled else None, head=scan.head)
 
-    def scrub(self) -> None:
-        """Zero uninitialised bytes Chroma wrote into HNSW files (local indexes only)."""
-        if not self.is_remote and self.location.path is not None and self.location.path.is_dir():
-            scrub_hnsw_segments(self.location.path)
-
-    def reload(self) -> None:
-        """Reconnect so that writes made by another process reach this process's vector index.
-
-        Chroma's embedded HNSW index lives in each process's memory and does not follow other
-        processes' writes; a fresh client replays them from the SQLite log.
-        """
-        if self.is_remote or not self.opened:
-            return
-        self.close()
-        self.open(check_embedder=False)
-
-    def close(self) -> None:
-        client = self._client
-        was_open = self.opened
-        self._reset()
-        if was_open:
-            self.scrub()
-        close = getattr(client, "close", None)
-        if close is not None and not self.is_remote:
-            try:
-                close()
-            except Exception:  # closing is best effort: the process may be exiting anyway
-                return
-
-    # -- reading -------------------------------------------------------------------------
-
-    def counts(self) -> tuple[int, int]:
-        if not self.opened:
-            return 0, 0
-        return self._active.count(), self._inactive.count()
-
-    def nearest_ids(self, vector: Sequence[float], n: int, *, inactive: bool = False) -> list[tuple[str, float]]:
-        """(id, cosine similarity) of the nearest cards, best first: the search hot path."""
-        collection = self._inactive if inactive else self._active
-        if not self.opened or self.embedder.dim == 0 or n <= 0:
-            return []
-        tolist = getattr(vector, "tolist", None)
-        result = collection.query(
-            query_embeddings=[tolist() if tolist is not None else [float(x) for x in vector]],
-            n_results=n,
-            include=["distances"],
+    def _apply(
+        self,
+        catalog: Catalog,
+        changed: dict[str, tuple[str, Stamp]],
+        removed: list[str],
+        *,
+        folders: str | None,
+        head: str | None,
+    ) -> int:
+        """Read ``changed`` files into the catalog and drop ``removed`` ids; record the folder
+        times (after a full scan) and the git commit the catalog now reflects."""
+        problems = catalog.known_problems()
+        gone_problems = [p for p in problems if not Path(p).exists()]
+        unchanged_meta = (folders is None or catalog.get_meta("folders") == folders) and (
+            head is None or catalog.get_meta("git_head") == head
         )
-        return [(card_id, 1.0 - float(dist)) for card_id, dist in zip(result["ids"][0], result["distances"][0])]
-
-    def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """Stored vectors by id (active or inactive)."""
-        found: dict[str, list[float]] = {}
-        for collection in (self._active, self._inactive) if self.opened else ():
-            missing = [i for i in ids if i not in found]
-            for start in range(0, len(missing), ID_BATCH):
-                result = collection.get(ids=missing[start : start + ID_BATCH], include=["embeddings"])
-                embeddings = result.get("embeddings")
-                if embeddings is None:
+        if not changed and not removed and not gone_problems and unchanged_meta:
+            return 0
+        with self.locked(), catalog.transaction() as db:
+            tombstones = self.tombstones.all() if changed else {}
+            arrived = []
+            known_before = catalog.entries(list(changed)) if changed else {}
+            for card_id, (path_text, stamp) in changed.items():
+                if problems.get(path_text, ("", None))[1] == stamp:
+                    continue  # still the same bad file: reported already
+                path = Path(path_text)
+                if not path.exists():
+                    removed.append(card_id)  # removed since it was listed
                     continue
-                for card_id, vector in zip(result["ids"], embeddings):
-                    found[card_id] = [float(x) for x in vector]
-        return found
+                if card_id in tombstones:  # forgotten here; the file came back (a pull, a checkout)
+                    catalog.note_problem(db, path, came_back_reason(path, card_id, tombstones[card_id]), stamp)
+                    removed.append(card_id)
+                    continue
+                try:
+                    card = self.files.read(path)
+                except CardFileError as exc:
+                    catalog.note_problem(db, path, str(exc), stamp)
+                    removed.append(card_id)
+                    continue
+                catalog.put(db, card, path, stamp, self.files.is_private(path))
+                catalog.clear_problems(db, [path_text])
+                if card_id not in known_before:
+                    arrived.append(card_id)
+            arrivals.note(db, arrived)  # new files from outside still meet the correction rule
+            catalog.remove(db, removed)
+            catalog.clear_problems(db, gone_problems)
+            if folders is not None:
+                catalog.set_meta(db, "folders", folders)
+            if head is not None:
+                catalog.set_meta(db, "git_head", head)
+        return len(changed) + len(removed)
+
+    def disk_usage(self) -> int:
+        """Bytes the store uses: the card files as the catalog last saw them (no ``stat`` per
+        card), plus every other file under the store (history, index, tombstones…)."""
+        if not self.root.is_dir():
+            return 0
+        total = self.catalog.card_bytes() if self.catalog.exists else 0
+        card_folders = {self.files.shared, self.files.private}
+        for path in self.root.rglob("*"):
+            try:
+                if path.parent not in card_folders and path.is_file():
+                    total += path.stat().st_size
+            except OSError:
+                continue  # removed while we looked
+        return total
+
+    def problems(self) -> list[str]:
+        """One line per card file that could not be read (each is skipped)."""
+        if not self.catalog.exists:
+            return []
+        return [reason for reason, _ in self.open_catalog().known_problems().values()]
+
+    # -- vector index --------------------------------------------------------------------
+
+    def vector_index(self, embedder: EmbedderInfo | None, *, create: bool) -> VectorIndex | None:
+        """The vector index, opened (``None`` when it does not exist and ``create`` is false).
+
+        A damaged local index is reported and rebuilt from the files.
+        """
+        if self.vectors is None:
+            info = embedder or EmbedderInfo(model_id="unknown", name="unknown", dim=0)
+            self.vectors = VectorIndex(self.location, info)
+        elif embedder is not None:
+            self.vectors.embedder = embedder
+        if self.vectors.opened:
+            return self.vectors
+        if not self.vectors.exists and not create:
+            return None
+        if not self.vectors.exists and self._vectors_recorded():
+            with self.locked(), self.catalog.transaction() as db:
+                self.catalog.forget_vectors(db)  # the index folder was deleted: embed everything again
+                db.execute("DELETE FROM meta WHERE key = 'embedder'")
+        try:
+            opened = self.vectors.open(create=create, check_embedder=False)
+        except EmbedderMismatch:
+            raise
+        except StoreError as exc:
+            if self.is_remote:
+                raise
+            self._rebuild_damaged_index(str(exc))
+            opened = self.vectors.open(create=True, check_embedder=False)
+        if not opened:
+            return None
+        self._seen_generation = self.catalog.generation() if self.catalog.exists else 0
+        return self.vectors
+
+    def vectors_on_disk(self) -> bool:
+        """A local vector index exists (opening it imports chromadb)."""
+        return self.location.path is not None and (self.location.path / SQLITE_FILE).exists()
+
+    def _vectors_recorded(self) -> bool:
+        """The catalog says the vector index holds vectors (of a real embedder)."""
+        if not self.catalog.exists:
+            return False
+        recorded = self.catalog.get_meta("embedder")
+        return recorded is not None and not recorded.endswith(":0")
+
+    def _rebuild_damaged_index(self, reason: str) -> None:
+        index_dir = self.location.path
+        assert index_dir is not None
+        with self.locked():
+            for child in index_dir.iterdir():
+                if child.name == SQLITE_FILE or (child.is_dir() and len(child.name) == 36):
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+            with self.open_catalog().transaction() as db:
+                self.catalog.forget_vectors(db)
+        self.notices.append(f"{reason}; rebuilding the index from the card files")
+
+    def follow_other_writers(self) -> None:
+        """Reconnect once when another process wrote vectors since we last looked."""
+        if self.vectors is None or not self.vectors.opened or not self.catalog.exists:
+            return
+        current = self.catalog.generation()
+        if self._seen_generation is not None and current != self._seen_generation:
+            self.vectors.reload()
+            self.reloads += 1
+        self._seen_generation = current
+
+    def note_generation(self, generation: int) -> None:
+        """This process wrote the index at ``generation`` (no reconnect needed to see it)."""
+        self._seen_generation = generation
+
+    def check_embedder(self, embedder: EmbedderInfo) -> None:
+        """Refuse another model's index; drop another variant's (``memory.index_embedder``)."""
+        check_index_embedder(self, embedder)
+
+    def sync_vectors(
+        self,
+        embedder: EmbedderInfo,
+        embed: Embed,
+        *,
+        progress: Progress | None = None,
+        duplicate_cosine: float | None = None,
+        use_cache: bool = True,
+    ) -> int:
+        """Index, move and delete what the vector index lacks (from the vector cache beside the
+        cards when ``use_cache`` and it has them, else by embedding); returns how many were indexed."""
+        if not self.catalog.exists:
+            return 0
+        self.check_embedder(embedder)
+        total = self.catalog.pending_vectors()
+        if not total and not self.catalog.vector_work(limit=0).deletes:
+            self.follow_other_writers()
+            return 0
+        check_duplicates = duplicate_cosine is not None and 0 < total <= NEAR_DUPLICATE_CHECK_MAX
+        done = 0
+        cached = self.cached_vectors(embedder, self.catalog.pending_digests()) if use_cache else []
+        for chunk in chunked(cached, CACHE_BATCH):
+            self.store_vectors(
+                embedder, chunk, remember=False, duplicate_cosine=duplicate_cosine if check_duplicates else None
+            )
+            done += len(chunk)
+            if progress is not None:
+                progress(min(done, total), total)
+        while batch := self.next_vector_batch(embedder):
+            vectors = embed([content for _, content, _ in batch]) if embedder.dim > 0 else [None] * len(batch)
+            items = [(cid, digest_of(content), active, vec) for (cid, content, active), vec in zip(batch, vectors)]
+            self.store_vectors(embedder, items, duplicate_cosine=duplicate_cosine if check_duplicates else None)
+            done += len(batch)
+            if progress is not None:
+                progress(min(done, total), total)
+        return done
+
+    def vector_cache(self, embedder: EmbedderInfo) -> VectorCache:
+        return VectorCache(vectors_dir(self.root, self.commit_vectors), embedder.model_id, embedder.dim)
+
+    def cached_vectors(self, embedder: EmbedderInfo, pending: Sequence[tuple[str, str, bool]]) -> list[VectorItem]:
+        """(id, digest, active, vector) of the pending (id, digest, active) whose vector the cache
+        beside the cards holds (file reads only: no lock, no catalog)."""
+        if embedder.dim == 0 or not pending:
+            return []
+        found = self.vector_cache(embedder).get({digest for _, digest, _ in pending})
+        return [(cid, digest, active, found[digest]) for cid, digest, active in pending if digest in found]
+
+    def next_vector_batch(self, embedder: EmbedderInfo, limit: int = EMBED_BATCH) -> list[tuple[str, str, bool]]:
+        """Apply the pending deletes and moves (cheap), then return the next (id, content, active)
+        to embed; empty when the index is complete."""
+        if not self.catalog.exists:
+            return []
+        while work := self.catalog.vector_work(limit=limit):
+            index = self.vector_index(embedder, create=embedder.dim > 0)
+            if work.deletes or work.moves:
+                with self.locked():
+                    self.follow_other_writers()
+                    self._apply_deletes_and_moves(index, work.deletes, work.moves, embedder)
+            if work.embed:
+                return work.embed
+        return []
+
+    def store_vectors(
+        self,
+        embedder: EmbedderInfo,
+        items: Sequence[VectorItem],
+        *,
+        remember: bool = True,
+        duplicate_cosine: float | None = None,
+    ) -> None:
+        """Write (id, content digest, active, vector) items and mark them indexed (a card edited
+        meanwhile stays pending); ``remember`` adds shared cards' vectors to the cache beside the
+        cards."""
+        index = self.vector_index(embedder, create=embedder.dim > 0)
+        with self.locked(), self.catalog.transaction() as db:
+            self.follow_other_writers()
+            if index is not None and embedder.dim > 0:
+                index.upsert([(cid, vec, active) for cid, _, active, vec in items])
+            self.catalog.mark_indexed(
+                db, [(cid, active) for cid, _, active, _ in items], digests=[digest for _, digest, _, _ in items]
+            )
+            self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
+            self._seen_generation = self.catalog.bump_generation(db)
+            if duplicate_cosine is not None and index is not None:
+                batch = [(cid, "", active) for cid, _, active, _ in items]
+                self._note_near_duplicates(db, index, batch, [vec for *_, vec in items], duplicate_cosine)
+            shared = self.catalog.shared_ids([cid for cid, *_ in items]) if remember and embedder.dim > 0 else set()
+        if shared:
+            self.vector_cache(embedder).put({digest: vec for cid, digest, _, vec in items if cid in shared})
+
+    def _apply_deletes_and_moves(
+        self, index: VectorIndex | None, deletes: list[str], moves: list[tuple[str, bool]], embedder: EmbedderInfo
+    ) -> None:
+        with self.catalog.transaction() as db:
+            if index is not None and deletes:
+                index.delete(deletes)
+            self.catalog.mark_deleted(db, deletes)
+            if moves:
+                missing = set(index.move(moves)) if index is not None and embedder.dim > 0 else set()
+                self.catalog.mark_indexed(db, [m for m in moves if m[0] not in missing])
+                if missing:  # the vector is gone: embed it again
+                    db.executemany("UPDATE cards SET vec_digest = NULL WHERE id = ?", [(i,) for i in missing])
+            if deletes or moves:
+                self._seen_generation = self.catalog.bump_generation(db)
+
+    def _note_near_duplicates(self, db, index: VectorIndex, batch, vectors, threshold: float) -> None:
+        for (card_id, _, active), vector in zip(batch, vectors):
+            if not active:
+                continue
+            for other, similarity in index.nearest_ids(vector, 2):
+                if other != card_id and similarity >= threshold:
+                    self.catalog.note_near_duplicate(db, card_id, other, similarity)
 
     # -- writing -------------------------------------------------------------------------
 
-    def _as_list(self, card_id: str, vector: Sequence[float] | None) -> list[float]:
-        if vector is None or len(vector) != self.embedder.dim:
-            raise StoreError(f"card {card_id} has no {self.embedder.dim}-d vector")
-        tolist = getattr(vector, "tolist", None)  # numpy rows convert in C
-        return tolist() if tolist is not None else [float(x) for x in vector]
+    def write(
+        self,
+        card: MemoryCard,
+        private: bool,
+        vector: Sequence[float] | None,
+        embedder: EmbedderInfo | None,
+        *,
+        durable: bool = True,
+    ) -> Path:
+        """Write a card's file, its catalog row and (given a vector) its vector, under the lock."""
+        return self.write_many([(card, private, vector)], embedder, durable=durable)[0]
 
-    def upsert(self, items: Sequence[tuple[str, Sequence[float], bool]]) -> None:
-        """Write (id, vector, active) triples, each into the collection matching its status
-        (and out of the other one)."""
-        if self.embedder.dim == 0 or not items:
-            return
-        self.open(create=True, check_embedder=False)
-        for active in (True, False):
-            chosen = [(i, v) for i, v, a in items if a == active]
-            target = self._active if active else self._inactive
-            other = self._inactive if active else self._active
-            for start in range(0, len(chosen), WRITE_BATCH):
-                batch = chosen[start : start + WRITE_BATCH]
-                ids = [i for i, _ in batch]
-                target.upsert(ids=ids, embeddings=[self._as_list(i, v) for i, v in batch])
-                present = other.get(ids=ids, include=[])["ids"]
-                if present:
-                    other.delete(ids=list(present))
-        self.scrub()
+    def write_many(
+        self,
+        items: Sequence[tuple[MemoryCard, bool, Sequence[float] | None]],
+        embedder: EmbedderInfo | None,
+        *,
+        durable: bool = True,
+    ) -> list[Path]:
+        catalog = self.open_catalog()
+        paths = []
+        if embedder is not None and embedder.dim > 0:
+            import chromadb  # noqa: F401  (seconds on a busy machine: not while holding the lock)
+        items = [(self.files.portable(card, private), private, vector) for card, private, vector in items]
+        with self.locked():
+            before = repr(self.files.folder_stamps())
+            index = None
+            if embedder is not None and embedder.dim > 0 and any(v is not None for _, _, v in items):
+                index = self.vector_index(embedder, create=True)
+                self.follow_other_writers()
+            with catalog.transaction() as db:
+                recorded = catalog.get_meta("folders")
+                for card, private, _ in items:
+                    path = self.files.write(card, private, durable=durable)
+                    catalog.put(db, card, path, stamp_of(path), private)
+                    paths.append(path)
+                indexed = [(c.id, v, c.active) for c, _, v in items if v is not None]
+                if index is not None and indexed:
+                    index.upsert(indexed)
+                if embedder is not None and (indexed or embedder.dim == 0):
+                    done = [(c.id, c.active) for c, _, v in items if v is not None or embedder.dim == 0]
+                    catalog.mark_indexed(db, done)
+                    catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
+                    self._seen_generation = catalog.bump_generation(db)
+                if recorded in (None, before):
+                    catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
+        if index is not None:
+            self.vector_cache(embedder).put(
+                {digest_of(c.content): v for c, private, v in items if v is not None and not private}
+            )
+        return paths
 
-    def move(self, moves: Sequence[tuple[str, bool]]) -> list[str]:
-        """Move vectors between the collections without re-embedding; returns ids not found."""
-        if self.embedder.dim == 0 or not moves:
-            return []
-        self.open(create=True, check_embedder=False)
-        stored = self.vectors([i for i, _ in moves])
-        self.upsert([(i, stored[i], active) for i, active in moves if i in stored])
-        return [i for i, _ in moves if i not in stored]
-
-    def delete(self, ids: Iterable[str]) -> list[str]:
-        """Delete these ids from both collections; returns the ids that existed."""
-        wanted = list(dict.fromkeys(ids))
-        removed: list[str] = []
-        for collection in (self._active, self._inactive) if self.opened else ():
-            for start in range(0, len(wanted), ID_BATCH):
-                batch = wanted[start : start + ID_BATCH]
-                present = collection.get(ids=batch, include=[])["ids"]
-                if present:
-                    collection.delete(ids=list(present))
-                    removed.extend(present)
-        return removed
-
-    def purge(self, ids: Sequence[str]) -> None:
-        """Erase every byte of deleted records left in the local SQLite file (see module doc)."""
-        if self.is_remote or not ids:
-            return
-        assert self.location.path is not None
-        db_path = self.location.path / SQLITE_FILE
-        if not db_path.exists():
-            return
+    def migrate_layout(self) -> list[str]:
+        """Move local files of the earlier layout into ``local/`` (see ``memory.layout``)."""
         try:
-            db = sqlite3.connect(str(db_path), timeout=30.0, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {db_path} to erase forgotten memories: {exc}") from None
-        try:
-            db.execute("PRAGMA secure_delete = ON")
-            unique = list(dict.fromkeys(ids))
-            for start in range(0, len(unique), ID_BATCH):
-                batch = unique[start : start + ID_BATCH]
-                marks = ",".join("?" * len(batch))
-                db.execute(
-                    f"DELETE FROM embeddings_queue WHERE id IN ({marks}) AND operation != ?",
-                    (*batch, _DELETE_OPERATION),
-                )
-            db.execute("VACUUM")
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.Error as exc:
-            raise StoreError(f"could not fully erase forgotten memories from {db_path}: {exc}") from None
-        finally:
-            db.close()
-        remove_orphan_segments(self.location.path)
-        self.scrub()
+            moved = migrate_store(self.root, commit_vectors=self.commit_vectors, lock_wait=self.lock_wait)
+        except TimeoutError:
+            raise StoreError(f"the {self.label} memory store {self.root} is busy in another memagent process") from None
+        except OSError as exc:
+            raise StoreError(f"cannot move the local files of {self.root} into local/: {exc.strerror or exc}") from None
+        if moved:
+            self.notices.append(f"moved the local memory files of {self.root} into local/ ({', '.join(moved)})")
+        return moved
 
-    def replace_all(self, items: Sequence[tuple[str, Sequence[float], bool]]) -> None:
-        """Rebuild both collections (with this index's embedder recorded) from (id, vector, active).
+    def rebuild(self, embedder: EmbedderInfo, embed: Embed, progress: Progress | None = None) -> int:
+        """Rebuild the catalog and the index from the files (``memagent memory reindex``)."""
+        catalog = self.open_catalog()
+        with self.locked():
+            with catalog.transaction() as db:
+                catalog.clear(db)
+            if embedder.dim > 0 or self.vector_index(None, create=False) is not None:
+                index = self.vector_index(embedder, create=True)
+                assert index is not None
+                index.embedder = embedder
+                index.replace_all([])
+        self.sync_files(force=True)
+        self.sync_vectors(embedder, embed, progress=progress, use_cache=False)  # afresh: replaces the cache's lines
+        return catalog.count()
 
-        The new collections are filled first under temporary names and swapped in afterwards,
-        so a failure half-way leaves the old ones intact.
-        """
-        self.open(create=True, check_embedder=False)
-        client = self._client
-        temp = {kind: f"{self.location.prefix}{kind}-reindex" for kind in ("active", "inactive")}
-        for name in temp.values():
-            _drop_collection(client, name)
-        fresh = {
-            kind: client.create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
-            for kind, name in temp.items()
-        }
-        if self.embedder.dim > 0:
-            for active, kind in ((True, "active"), (False, "inactive")):
-                chosen = [(i, v) for i, v, a in items if a == active]
-                for start in range(0, len(chosen), WRITE_BATCH):
-                    batch = chosen[start : start + WRITE_BATCH]
-                    fresh[kind].add(ids=[i for i, _ in batch], embeddings=[self._as_list(i, v) for i, v in batch])
-        for kind, collection in fresh.items():
-            final = f"{self.location.prefix}{kind}"
-            _drop_collection(client, final)
-            collection.modify(name=final)
-        self._active = client.get_collection(f"{self.location.prefix}active", embedding_function=None)
-        self._inactive = client.get_collection(f"{self.location.prefix}inactive", embedding_function=None)
-        if not self.is_remote and self.location.path is not None:
-            remove_orphan_segments(self.location.path)
-        self.scrub()
+    def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
+        self.catalog.close()
 
 
-def _drop_collection(client: Any, name: str) -> None:
-    try:
-        client.delete_collection(name)
-    except Exception as exc:
-        if type(exc).__name__ not in ("NotFoundError", "InvalidCollectionException", "ValueError"):
-            raise
-
-
-__all__ = [
-    "VectorIndex",
-    "EmbedderInfo",
-    "EmbedderMismatch",
-    "StoreError",
-    "StoreLocation",
-]
+__all__ = ["EMBED_BATCH", "Progress", "Store"]

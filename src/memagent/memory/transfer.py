@@ -20,11 +20,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, new_card_id
+from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Decision, Neighbour
 from memagent.memory.erasure import Erasure
 from memagent.memory.gate import check_card
 from memagent.memory.saving import NEIGHBOUR_COSINE, NEIGHBOURS, Saving, validation_reason
-from memagent.memory.storage import Progress
+from memagent.memory.store import Progress
 
 IMPORT_BATCH = 256
 
@@ -63,15 +64,21 @@ class _Known:
         return cls(set(ids), renamed, tombstones, force)
 
 
-class Transfer(Saving, Erasure):
-    """Import and export (see the module docstring)."""
+class Transfer:
+    """Import and export (see the module docstring), over the service's core: imported cards
+    are judged by the saving part, forgotten ids are known through the erasure part."""
+
+    def __init__(self, core: MemoryCore, saving: Saving, erasure: Erasure) -> None:
+        self.core = core
+        self.saving = saving
+        self.erasure = erasure
 
     def export(self) -> list[dict[str, Any]]:
         """Every card (all statuses, both stores) as JSON-ready dicts, oldest first."""
-        with self._lock, self._guard("export"):
-            self._sync(vectors=False)
-            ids = [i for s in self._stores_in_use() for i in s.open_catalog().ids_where("1 = 1")]
-            cards = list(self._get_many(ids).values())
+        with self.core.lock, self.core.guard("export"):
+            self.core.sync(vectors=False)
+            ids = [i for s in self.core.stores_in_use() for i in s.open_catalog().ids_where("1 = 1")]
+            cards = list(self.core.get_many(ids).values())
             cards.sort(key=lambda c: (c.created_at, c.id))
             return [card.model_dump(mode="json") for card in cards]
 
@@ -88,9 +95,9 @@ class Transfer(Saving, Erasure):
         is skipped unless ``force`` (see the module docstring)."""
         items = list(records)
         report = ImportReport()
-        with self._lock, self._guard("import"):
-            self._sync(vectors=True)
-            known = _Known.of(items, self.tombstoned(), force)
+        with self.core.lock, self.core.guard("import"):
+            self.core.sync(vectors=True)
+            known = _Known.of(items, self.erasure.tombstoned(), force)
             cards = self._gated(items, report, known)
             cards.sort(key=lambda c: c.created_at)  # stable: file order among equal times
             for start in range(0, len(cards), IMPORT_BATCH):
@@ -100,7 +107,7 @@ class Transfer(Saving, Erasure):
             if not cards and progress:
                 progress(0, 0)
             if force:
-                self.revive([i for i in report.ids if i in known.tombstones])
+                self.erasure.revive([i for i in report.ids if i in known.tombstones])
         return report
 
     def _gated(self, items: Sequence[Any], report: ImportReport, known: _Known) -> list[MemoryCard]:
@@ -109,12 +116,12 @@ class Transfer(Saving, Erasure):
         seen_ids: set[str] = set()
         for index, record in enumerate(items):
             card, reason = self._card_from_record(record, known)
-            reason = reason or (check_card(card, self.gate) if card is not None else "invalid")
+            reason = reason or (check_card(card, self.core.gate) if card is not None else "invalid")
             if card is None or reason:
                 report.refused.append((index, reason))
             elif card.id in known.tombstones and not known.force:
                 report.forgotten.append((index, card.id, known.tombstones[card.id]))
-            elif card.id in seen_ids or self._locate(card.id) is not None:
+            elif card.id in seen_ids or self.core.locate(card.id) is not None:
                 report.duplicates += 1
             else:
                 seen_ids.add(card.id)
@@ -123,15 +130,15 @@ class Transfer(Saving, Erasure):
 
     def _import_batch(self, batch: Sequence[MemoryCard], report: ImportReport) -> None:
         """Judge each card of one batch (in order) against the store and the batch so far; write."""
-        vectors = self._embed([c.content for c in batch])
+        vectors = self.core.embed([c.content for c in batch])
         similar = _Similarities(vectors)
-        comparer = self.comparer(bool(vectors) and vectors[0] is not None)
+        comparer = self.saving.comparer(bool(vectors) and vectors[0] is not None)
         pending: dict[str, tuple[MemoryCard, list[float] | None]] = {}
         stored_links: list[tuple[str, dict[str, str]]] = []
         for position, (card, vector) in enumerate(zip(batch, vectors)):
             if card.active and not (card.supersedes or card.superseded_by):
                 earlier = similar.to_earlier(position, [c.id for c in batch[:position]], pending, card.scope)
-                decision = self.judge_new_card(card, vector, earlier, comparer)
+                decision = self.saving.judge_new_card(card, vector, earlier, comparer)
                 if decision.action == "duplicate":
                     report.duplicates += 1
                     continue
@@ -141,16 +148,16 @@ class Transfer(Saving, Erasure):
             pending[card.id] = (card, vector)
         by_store: dict[str, list[tuple[MemoryCard, bool, list[float] | None]]] = {}
         for card, vector in pending.values():
-            by_store.setdefault(self._store_for_scope(card.scope).label, []).append(
+            by_store.setdefault(self.core.store_for_scope(card.scope).label, []).append(
                 (card, card.scope == "session", vector)
             )
-        info = self._embedder_info()
+        info = self.core.embedder_info()
         for label, items in by_store.items():
-            self._stores[label].write_many(items, info, durable=False)
+            self.core.stores[label].write_many(items, info, durable=False)
             report.ids.extend(c.id for c, _, _ in items)
             report.added += len(items)
         for card_id, link in stored_links:
-            self._link_stored(card_id, **link)
+            self.saving.link_stored(card_id, **link)
 
     def _retire(
         self,
@@ -171,7 +178,7 @@ class Transfer(Saving, Erasure):
                 )
                 report.superseded += 1
             return
-        stored = self._get_many([older_id]).get(older_id)
+        stored = self.core.get_many([older_id]).get(older_id)
         if stored is not None and stored.active:
             stored_links.append((older_id, {"superseded_by": newer_id}))
             report.superseded += 1
@@ -231,7 +238,7 @@ class Transfer(Saving, Erasure):
         if data.get("scope") == "user":
             data["scope"], data["scope_id"] = "project", None
         if data.get("scope") == "project" and not data.get("scope_id"):
-            data["scope_id"] = self._project_scope_id
+            data["scope_id"] = self.core.project_scope_id
         try:
             return MemoryCard.model_validate(data), ""
         except ValidationError as exc:
@@ -242,7 +249,7 @@ class Transfer(Saving, Erasure):
         card forgotten since the export."""
         if not isinstance(target, str) or target in known.tombstones and not known.force:
             return False
-        return target in known.incoming or target in known.renamed.values() or self._locate(target) is not None
+        return target in known.incoming or target in known.renamed.values() or self.core.locate(target) is not None
 
 
 class _Similarities:
