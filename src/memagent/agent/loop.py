@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from memagent.agent.feature import Feature, ToolCall, TurnInput
+from memagent.agent.live_model import stream_live
 from memagent.agent.live_tools import run_with_progress
 from memagent.agent.parallel import run_concurrently
 from memagent.context.conversation import Conversation
@@ -41,6 +42,7 @@ from memagent.llm import items
 from memagent.llm.items import Injected
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import (
+    Abort,
     Block,
     Message,
     ModelError,
@@ -125,6 +127,7 @@ class Agent:
     # set from another thread to stop the running turn (a parent agent cancelling its subagent,
     # a parallel call group interrupted); cleared when the turn ends
     _cancel: threading.Event = field(default_factory=threading.Event)
+    _live_call: Abort | None = None  # the model call streaming now: a cancel closes its stream
 
     def __post_init__(self) -> None:
         if self.permissions is None:
@@ -165,8 +168,12 @@ class Agent:
                 feature.after_turn(self.conversation)
 
     def cancel(self) -> None:
-        """Stop the running turn from another thread, as Ctrl-C would (it ends as ``cancelled``)."""
+        """Stop the running turn from another thread, as Ctrl-C would (it ends as ``cancelled``).
+        A model response still streaming is closed at once, not at its next chunk."""
         self._cancel.set()
+        live = self._live_call
+        if live is not None:
+            live.set()
 
     def _check_cancel(self) -> None:
         if self._cancel.is_set():
@@ -342,16 +349,27 @@ class Agent:
         yield TurnEnded(stop, final_text=response.text(), usage=response.usage.to_dict())
 
     def _stream(self, request: ModelRequest) -> Generator[AgentEvent, None, ModelResponse]:
-        """Yield text as it arrives; return the complete response (via StopIteration value)."""
+        """Yield text as it arrives; return the complete response (via StopIteration value).
+        A cancel closes the stream at once (see :mod:`memagent.agent.live_model`); the turn then
+        ends as ``cancelled`` (KeyboardInterrupt), never as a model error."""
         self._partial_text.clear()
         response: ModelResponse | None = None
-        for event in self.model.stream(request):
-            self._check_cancel()
-            if isinstance(event, TextDelta):
-                self._partial_text.append(event.text)
-                yield AssistantText(event.text)
-            elif isinstance(event, ResponseComplete):
-                response = event.response
+        abort = self._live_call = Abort()
+        if self._cancel.is_set():
+            abort.set()
+        try:
+            for event in stream_live(self.model, request, abort):
+                self._check_cancel()
+                if isinstance(event, TextDelta):
+                    self._partial_text.append(event.text)
+                    yield AssistantText(event.text)
+                elif isinstance(event, ResponseComplete):
+                    response = event.response
+        except ModelError:
+            self._check_cancel()  # the stream was closed by a cancel
+            raise
+        finally:
+            self._live_call = None
         self._partial_text.clear()
         if response is None:
             raise ModelError("the model stream ended without a complete response")
