@@ -104,6 +104,7 @@ ALLOWED: dict[str, set[str] | None] = {
     "channel": {
         "agent",
         "events",
+        "permissions",
         "protocol",
         "tools",
     },
@@ -116,6 +117,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "config",
         "context",
         "errors",
+        "events",
         "features",
         "llm",
         "permissions",

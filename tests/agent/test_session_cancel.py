@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 from fakeapi import FakeAnthropic, delay, stall, text, tool
+from memagent.agent.feature import BaseFeature
 from memagent.events import AssistantText, ToolCallStarted, TurnEnded
+from memagent.llm.scripted import ScriptedModel, reply
 from memagent.protocol import AnswerApproval, ApprovalRequested, Cancel, OpRejected, Submit
 from memagent.runtime import SessionOptions, open_session
 from session_driver import TIMEOUT, drive, of, turn
@@ -151,3 +154,35 @@ def _sleeping(argument, wait=PROMPT):
             return False
         time.sleep(0.1)
     return True
+
+
+class _SlowToFinish(BaseFeature):
+    """Holds a turn open after its last step (as memory's after-turn work does): a Cancel sent
+    then reaches a turn that has already ended."""
+
+    name = "slow-to-finish"
+
+    def __init__(self) -> None:
+        self.finishing = threading.Event()
+
+    def after_turn(self, conversation) -> None:
+        if not self.finishing.is_set():
+            self.finishing.set()
+            time.sleep(0.5)
+
+
+def test_a_cancel_that_comes_as_the_turn_ends_does_not_stop_the_next_one(tmp_path):
+    model = ScriptedModel([reply("first"), reply("second")])
+    session = open_session(SessionOptions(root=tmp_path, memory=False), model=model)
+    slow = _SlowToFinish()
+    session.agent.features = [*session.agent.features, slow]
+    try:
+        session.submit(Submit("one"))
+        assert slow.finishing.wait(TIMEOUT)
+        session.submit(Cancel())  # the turn still runs (its after-turn work), so this is accepted
+        first = list(session.events(TIMEOUT))
+        assert of(TurnEnded, first)[-1].final_text == "first" and not of(OpRejected, first)
+        ended = of(TurnEnded, turn(session, "two"))
+        assert [e.stop_reason for e in ended] == ["end_turn"] and ended[-1].final_text == "second"
+    finally:
+        session.close()

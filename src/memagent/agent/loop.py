@@ -31,6 +31,7 @@ from memagent.decoding import scrub
 from memagent.events import (
     AgentEvent,
     AssistantText,
+    ModelAnswered,
     Notice,
     ToolCallFinished,
     ToolCallStarted,
@@ -175,6 +176,11 @@ class Agent:
         if live is not None:
             live.set()
 
+    def forget_cancel(self) -> None:
+        """Drop a cancel that came after the turn it was meant for had ended (between the turn's
+        last event and its runner going idle): it must not stop the next turn."""
+        self._cancel.clear()
+
     def _check_cancel(self) -> None:
         if self._cancel.is_set():
             raise KeyboardInterrupt
@@ -293,6 +299,9 @@ class Agent:
             self.context.observe(response.usage, request.messages)
             for feature in self.features:
                 feature.after_response(response)
+            yield ModelAnswered(
+                list(response.content), response.stop_reason, response.model, response.id, response.usage.to_dict()
+            )
             content = _clean_content(response.content)
             if content:
                 self.conversation.append("assistant", content, usage=response.usage.to_dict())
@@ -359,12 +368,12 @@ class Agent:
             abort.set()
         try:
             for event in stream_live(self.model, request, abort):
-                self._check_cancel()
-                if isinstance(event, TextDelta):
+                if isinstance(event, TextDelta):  # text that arrived before a cancel is kept
                     self._partial_text.append(event.text)
                     yield AssistantText(event.text)
                 elif isinstance(event, ResponseComplete):
                     response = event.response
+                self._check_cancel()
         except ModelError:
             self._check_cancel()  # the stream was closed by a cancel
             raise
@@ -435,24 +444,26 @@ class Agent:
         summary = found.summary(raw) if found else ""
         yield ToolCallStarted(call["id"], name, raw, summary)
         parsed = self.tools.parse(name, raw)
+        refused = False
         if isinstance(parsed, ToolOutcome):
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = yield from self._guarded_run(ToolCall(call["id"], name, raw, tool), tool, summary, value)
-        yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error)
+            outcome, refused = yield from self._guarded_run(ToolCall(call["id"], name, raw, tool), tool, summary, value)
+        yield ToolCallFinished(call["id"], name, outcome.content, outcome.is_error, refused)
         return outcome
 
     def _guarded_run(
         self, call: ToolCall, tool: Tool[Any], summary: str, value: Any
-    ) -> Generator[AgentEvent, None, ToolOutcome]:
+    ) -> Generator[AgentEvent, None, tuple[ToolOutcome, bool]]:
         """Pre-tool hooks speak first (they may refuse, ask or approve); then the gate decides,
         asking the user when it says so; then the tool runs, its live output yielded as
-        ToolProgress. Features see every outcome that ran."""
+        ToolProgress. Features see every outcome that ran. Returns the outcome and whether the
+        call was refused (it never ran)."""
         hook = self._hook_verdict(call)
         refusal = self._approve(tool, call.input, summary, value, hook)
         if refusal is not None:
-            return refusal
+            return refusal, True
         if tool.streams_output:
             outcome = yield from run_with_progress(
                 self.tools,
@@ -467,7 +478,7 @@ class Agent:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
             feature.after_tool(call, outcome)
-        return outcome
+        return outcome, False
 
     def _hook_verdict(self, call: ToolCall) -> HookVerdict | None:
         """The features' word on a call (a PreToolUse hook): the first refusal, else an ask, else
