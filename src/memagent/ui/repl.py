@@ -184,8 +184,9 @@ class Repl:
                     self._shell(text[1:].strip())
                 else:
                     self._turn(text, renderer)
-            except KeyboardInterrupt:  # between turns (a slash command's work): nothing runs
+            except KeyboardInterrupt:  # in a slash command's work, or just as a turn was sent
                 renderer.finish()
+                self._stop_turn()
                 renderer.show_cancelled()
 
     def _stop_if_session_failed(self) -> None:
@@ -413,6 +414,14 @@ class Repl:
                 _drain(session)
                 renderer.show_cancelled()
                 return
+
+    def _stop_turn(self) -> None:
+        """Cancel a turn that was started but is not being followed, and read it to its end."""
+        loader = self._loader
+        session = loader.session if loader is not None and loader.done else None
+        if session is not None and session.status().busy:
+            session.submit(Cancel())
+            _drain(session)
 
     def _show(self, session: Session, event, renderer) -> None:
         assert self.console is not None and self._approver is not None
