@@ -16,9 +16,12 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 
+from pydantic import ValidationError
+
 from memagent.agent.loop import ASKER, Approval
 from memagent.events import AgentEvent, Notice, TurnEnded
 from memagent.jsontypes import JsonObject
+from memagent.permissions import suggested_rule
 from memagent.protocol import AnswerApproval, ApprovalRequested, SessionEvent
 from memagent.tools.base import RegisteredTool
 
@@ -51,17 +54,18 @@ class Channel:
     def emit(self, event: SessionEvent) -> None:
         self._queue.put(event)
 
-    def start(self, turn: Callable[[], Iterator[AgentEvent]]) -> None:
-        """Run ``turn()`` in a worker thread, its events onto the queue. ChannelError when a turn
-        is already running."""
+    def start(self, turn: Callable[[], Iterator[AgentEvent]], on_end: Callable[[], None] = lambda: None) -> None:
+        """Run ``turn()`` in a worker thread, its events onto the queue; ``on_end()`` runs once
+        it is over, before the channel is idle (no :meth:`cancel` can come between). ChannelError
+        when a turn is already running."""
         with self._lock:
             if self._busy.is_set():
                 raise ChannelError("a turn is already running (cancel it first)")
             self._busy.set()
-        self._worker = threading.Thread(target=self._run, args=(turn,), name="memagent-turn", daemon=True)
+        self._worker = threading.Thread(target=self._run, args=(turn, on_end), name="memagent-turn", daemon=True)
         self._worker.start()
 
-    def _run(self, turn: Callable[[], Iterator[AgentEvent]]) -> None:
+    def _run(self, turn: Callable[[], Iterator[AgentEvent]], on_end: Callable[[], None]) -> None:
         try:
             for event in turn():
                 self._queue.put(event)
@@ -70,8 +74,19 @@ class Channel:
             self._queue.put(Notice(f"the turn failed: {text}", "error"))
             self._queue.put(TurnEnded("error", error=text))
         finally:
-            self._busy.clear()
+            with self._lock:
+                on_end()
+                self._busy.clear()
             self._queue.put(_Idle())
+
+    def cancel(self, stop: Callable[[], None]) -> None:
+        """Stop the running turn with ``stop()`` and answer its open questions "deny";
+        ChannelError when no turn runs (a cancel never reaches a turn after the one it meant)."""
+        with self._lock:
+            if not self._busy.is_set():
+                raise ChannelError("no turn is running")
+            stop()
+        self.deny_open()
 
     def events(self, timeout: float | None = None) -> Iterator[SessionEvent]:
         """What the session emitted, until it is idle (no turn running and nothing left to read).
@@ -99,7 +114,8 @@ class Channel:
         answer: Future[Approval] = Future()
         with self._lock:
             self._open[request_id] = answer
-        self._queue.put(ApprovalRequested(request_id, tool.name, summary, reason, dict(tool_input), ASKER.get()))
+        rule = _always_rule(tool, tool_input)
+        self._queue.put(ApprovalRequested(request_id, tool.name, summary, reason, dict(tool_input), ASKER.get(), rule))
         try:
             return answer.result()
         finally:
@@ -129,6 +145,14 @@ class Channel:
         worker = self._worker
         if worker is not None:
             worker.join(timeout)
+
+
+def _always_rule(tool: RegisteredTool, tool_input: JsonObject) -> str | None:
+    """The rule an "always" answer would save for this call (None when none can name it)."""
+    try:
+        return suggested_rule(tool.name, tool.bind(tool_input).declare())
+    except (ValidationError, ValueError, TypeError):
+        return None
 
 
 __all__ = ["ANSWERS", "Channel", "ChannelError"]

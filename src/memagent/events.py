@@ -3,7 +3,7 @@ renderers of this stream. A leaf module: it imports nothing of memagent."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -51,6 +51,19 @@ class ToolCallFinished:
     name: str
     content: str
     is_error: bool = False
+    refused: bool = False  # it never ran: a rule, the mode, a hook or the user refused it
+
+
+@dataclass(frozen=True)
+class ModelAnswered:
+    """One model response is complete, before its tool calls run: its content blocks (the
+    Messages API's shape), why it stopped, which model answered, its id and token usage."""
+
+    content: Sequence[Mapping[str, object]]
+    stop_reason: str
+    model: str = ""
+    id: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,7 @@ AgentEvent = (
     | ToolCallStarted
     | ToolProgress
     | ToolCallFinished
+    | ModelAnswered
     | Notice
     | TurnEnded
 )

@@ -82,7 +82,8 @@ Op = Submit | Cancel | Compact | SetModel | SetPermissionMode | Rewind | AnswerA
 @dataclass(frozen=True)
 class ApprovalRequested:
     """A tool call waits for the user's word. ``asker`` names the subagent that asks ("" for the
-    session's own agent); ``reason`` is why the permission gate asks."""
+    session's own agent); ``reason`` is why the permission gate asks; ``rule`` is what an
+    "always" answer would approve from then on."""
 
     id: str
     tool: str
@@ -90,6 +91,7 @@ class ApprovalRequested:
     reason: str = ""
     input: dict[str, Any] = field(default_factory=dict)
     asker: str = ""
+    rule: str | None = None  # the allow rule an "always" answer saves (None: no rule names just this call)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ builds one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -24,6 +24,7 @@ from memagent.context.resume import fit_rebuilt
 from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.transcript import TranscriptWriter
 from memagent.errors import one_line
+from memagent.events import AgentEvent
 from memagent.features.checkpoints import (
     CheckpointFeature,
     RewindPlan,
@@ -102,6 +103,15 @@ class Session:
         if text is not None:
             self.channel.emit(OpCompleted(op, text))
 
+    def submit_turn(self, text: str, turn: Callable[[], Iterator[AgentEvent]]) -> None:
+        """Start a turn the front end composed itself — a prompt command: its ``!`cmd``` snippets
+        through the gate, then its message — on the channel, exactly as a :class:`Submit` of
+        ``text`` would run (OpRejected while a turn runs)."""
+        try:
+            self.channel.start(turn, on_end=self.agent.forget_cancel)
+        except ChannelError as exc:
+            self.channel.emit(OpRejected(Submit(text), one_line(exc)))
+
     def events(self, timeout: float | None = None) -> Iterator[SessionEvent]:
         """The events emitted since the last read, until the session is idle (see
         :meth:`memagent.channel.Channel.events`)."""
@@ -109,16 +119,13 @@ class Session:
 
     def _carry_out(self, op: Op) -> str | None:
         if isinstance(op, Submit):
-            self.channel.start(lambda: self.agent.run_turn(op.text))
+            self.channel.start(lambda: self.agent.run_turn(op.text), on_end=self.agent.forget_cancel)
             return None
         if isinstance(op, AnswerApproval):
             self.channel.answer(op)
             return None
         if isinstance(op, Cancel):
-            if not self.channel.busy:
-                raise ChannelError("no turn is running")
-            self.agent.cancel()
-            self.channel.deny_open()
+            self.channel.cancel(self.agent.cancel)
             return None
         if self.channel.busy:
             raise ChannelError("a turn is running; wait for it to end or cancel it")

@@ -12,9 +12,11 @@ from memagent.events import ToolCallFinished, ToolProgress, TurnEnded
 from memagent.llm.invariants import request_problems
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import text_block
+from memagent.protocol import Submit
+from memagent.session import Session
 from memagent.tools.base import ToolContext, ToolRegistry
 from memagent.tools.builtin import builtin_tools
-from memagent.ui.printmode import consume_turn
+from memagent.ui.printmode import follow_turn
 
 
 def make_agent(root: Path, model: ScriptedModel) -> Agent:
@@ -65,8 +67,10 @@ def test_cancel_while_bash_streams_kills_it_and_keeps_history_valid(tmp_path: Pa
         if isinstance(event, ToolProgress) and "started" in event.text:
             raise KeyboardInterrupt
 
+    session = _session_around(agent, tmp_path)
     started = time.monotonic()
-    assert consume_turn(agent, agent.run_turn("run forever"), handle) is True
+    session.submit(Submit("run forever"))
+    assert follow_turn(session, handle) is True  # the KeyboardInterrupt became a Cancel
     assert time.monotonic() - started < 10
     deadline = time.monotonic() + 5
     while pids_running("sleep 60.0303") and time.monotonic() < deadline:
@@ -113,3 +117,14 @@ def test_ctrl_c_in_the_renderer_gives_the_model_the_partial_output(tmp_path: Pat
 
     result = _partial_output_after(close, tmp_path)
     assert result["is_error"] is True and "part-3" in result["content"] and "Partial output" in result["content"]
+
+
+def _session_around(agent, tmp_path: Path) -> Session:
+    """A real Session around a test agent, for driving it through the protocol."""
+    from memagent.config import Settings, project_paths
+    from memagent.context.transcript import TranscriptWriter
+    from memagent.todo import TodoManager
+
+    paths = project_paths(tmp_path)
+    transcript = TranscriptWriter.open(paths.transcripts, "20261122-120000-abcd")
+    return Session(agent, paths, Settings(), "20261122-120000-abcd", transcript, TodoManager(), list(agent.features))

@@ -52,6 +52,8 @@ JSON script format (a list; each item is one answer, consumed in order)::
     {"cut": 4, "step": {"text": "..."}}               SSE stream closed after 4 events
     {"delay": 2.5, "step": {"text": "..."}}           answer after 2.5 s
     {"stall": 6, "seconds": 30, "step": {"text": "..."}}  pause 30 s after 6 SSE events
+                                                     (a client that hangs up meanwhile is
+                                                     recorded in .hangups)
 
 The full forms produced by the Python helpers (``{"type": "message", ...}``, ``{"type": "error",
 ...}``, ``{"type": "cut", ...}``, ``{"type": "delay", ...}``, ``{"type": "stall", ...}``, ``{"type": "stream_error", ...}``)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import select
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -255,6 +257,7 @@ class FakeAnthropic:
         self.max_input_tokens = max_input_tokens
         self.count_tokens = count_tokens
         self.too_long: list[int] = []  # estimated sizes of the requests answered "prompt is too long"
+        self.hangups: list[float] = []  # time.monotonic() of each client that closed a stalled stream
         self.errors: list[str] = []
         self.on_change: Callable[[FakeAnthropic], None] | None = None
         self.add(*(script or ()))
@@ -294,6 +297,17 @@ class FakeAnthropic:
         with self._lock:
             self.errors.append(problem)
         self._changed()
+
+    def record_hangup(self) -> None:
+        with self._lock:
+            self.hangups.append(time.monotonic())
+            self._arrived.notify_all()
+        self._changed()
+
+    def wait_for_hangups(self, count: int = 1, timeout: float = 10.0) -> bool:
+        """Block until ``count`` clients have closed a stalled stream; False on timeout."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.hangups) >= count, timeout)
 
     def _record_request(self, body: Any, headers: dict[str, str], counting: bool) -> int:
         with self._lock:
@@ -505,8 +519,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
         self.end_headers()
         for sent, (name, data) in enumerate(sse_events(step, model, usage)):
-            if pause is not None and sent == pause[0] and self.fake.wait(pause[1]):
-                self.close_connection = True  # the server is stopping
+            if pause is not None and sent == pause[0] and self._stalled(pause[1]):
+                self.close_connection = True  # the server is stopping, or the client hung up
                 return
             if stop_after is not None and sent >= stop_after:
                 if error is not None:
@@ -517,6 +531,26 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _stalled(self, seconds: float) -> bool:
+        """Pause a stream for ``seconds``, watching the client: True (send no more) when the
+        server stops or the client closes the connection (recorded in ``fake.hangups``)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.fake.wait(0):
+                return True
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if not readable:
+                continue
+            try:
+                peeked = self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                peeked = b""
+            if not peeked:
+                self.fake.record_hangup()
+                return True
+            self.fake.wait(min(left, 0.05))  # bytes from the client mid-stream: not a hang-up
+        return self.fake.wait(0)
 
     def _write_chunk(self, text: str) -> None:
         data = text.encode()

@@ -59,7 +59,7 @@ def session_of(tmp_path) -> Iterator[Callable[..., Session]]:
     """A real Session around a test agent (its own transcript, default settings), closed after."""
     made: list[Session] = []
 
-    def build(agent: Agent, session_id: str = "20261122-120000-abcd") -> Session:
+    def build(agent: Agent, session_id: str = "20261122-120000-abcd", warnings: list[str] | None = None) -> Session:
         paths = project_paths(tmp_path)
         transcript = TranscriptWriter.open(paths.transcripts, session_id)
         session = Session(
@@ -70,6 +70,7 @@ def session_of(tmp_path) -> Iterator[Callable[..., Session]]:
             transcript=transcript,
             todo=TodoManager(),
             features=list(agent.features),
+            warnings=list(warnings or []),
         )
         made.append(session)
         return session

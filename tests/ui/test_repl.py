@@ -34,10 +34,8 @@ def _lines(*items):
 def _repl(tmp_path, console, script, lines, extra_tools=(), opened=None):
     con, buffer = console
 
-    def factory(approver):
-        session = open_session(
-            SessionOptions(root=tmp_path, memory=False), model=ScriptedModel(script), approver=approver
-        )
+    def factory(fresh: bool = False):
+        session = open_session(SessionOptions(root=tmp_path, memory=False), model=ScriptedModel(script))
         for tool in extra_tools:
             session.agent.tools.add(tool)
         if opened is not None:
@@ -98,7 +96,7 @@ def test_setup_failure_is_reported_with_its_exit_code(tmp_path, console, capsys)
     release = threading.Event()
     reads = []
 
-    def factory(approver):
+    def factory(fresh: bool = False):
         release.wait(10)
         raise SetupError("session 123 not found", code=2)
 

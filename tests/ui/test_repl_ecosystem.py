@@ -31,9 +31,9 @@ def test_init_drafts_agents_md_and_clear_starts_a_new_session(tmp_path, console)
     model = ScriptedModel(script)
     opened = []
 
-    def factory(approver, fresh: bool = False):
+    def factory(fresh: bool = False):
         options = SessionOptions(root=tmp_path, memory=False, auto_approve=True)
-        session = open_session(options, model=model, approver=approver)
+        session = open_session(options, model=model)
         opened.append((session, fresh))
         return session
 
@@ -63,8 +63,8 @@ def test_model_switch_shows_in_the_status_line_with_the_metered_cost(tmp_path, c
     first.model = "claude-sonnet-5-5"
     model = MeteredModel(ScriptedModel([first]))
 
-    def factory(approver, fresh: bool = False):
-        return open_session(SessionOptions(root=tmp_path, memory=False), model=model, approver=approver)
+    def factory(fresh: bool = False):
+        return open_session(SessionOptions(root=tmp_path, memory=False), model=model)
 
     repl = Repl(
         paths=project_paths(tmp_path),

@@ -71,11 +71,11 @@ def run_with_progress(
     try:
         done = False
         while not done:
+            if stop is not None and stop.is_set():  # checked between outputs too: a chatty command
+                raise KeyboardInterrupt from None
             try:
                 item = updates.get(timeout=0.25)
             except queue.Empty:
-                if stop is not None and stop.is_set():
-                    raise KeyboardInterrupt from None
                 continue
             pieces: list[str] = []
             while True:  # everything queued so far goes into one event

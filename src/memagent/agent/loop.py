@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Protocol
 
 from memagent.agent.feature import Feature, ToolCall, TurnInput
+from memagent.agent.live_model import stream_live
 from memagent.agent.live_tools import run_with_progress
 from memagent.agent.parallel import run_concurrently
 from memagent.context.conversation import Conversation
@@ -30,6 +31,7 @@ from memagent.decoding import scrub
 from memagent.events import (
     AgentEvent,
     AssistantText,
+    ModelAnswered,
     Notice,
     ToolCallFinished,
     ToolCallStarted,
@@ -42,6 +44,7 @@ from memagent.llm import items
 from memagent.llm.items import Injected
 from memagent.llm.protocol import ChatModel
 from memagent.llm.types import (
+    Abort,
     Block,
     Message,
     ModelError,
@@ -126,6 +129,7 @@ class Agent:
     # set from another thread to stop the running turn (a parent agent cancelling its subagent,
     # a parallel call group interrupted); cleared when the turn ends
     _cancel: threading.Event = field(default_factory=threading.Event)
+    _live_call: Abort | None = None  # the model call streaming now: a cancel closes its stream
 
     def __post_init__(self) -> None:
         if self.permissions is None:
@@ -166,8 +170,17 @@ class Agent:
                 feature.after_turn(self.conversation)
 
     def cancel(self) -> None:
-        """Stop the running turn from another thread, as Ctrl-C would (it ends as ``cancelled``)."""
+        """Stop the running turn from another thread, as Ctrl-C would (it ends as ``cancelled``).
+        A model response still streaming is closed at once, not at its next chunk."""
         self._cancel.set()
+        live = self._live_call
+        if live is not None:
+            live.set()
+
+    def forget_cancel(self) -> None:
+        """Drop a cancel that came after the turn it was meant for had ended (between the turn's
+        last event and its runner going idle): it must not stop the next turn."""
+        self._cancel.clear()
 
     def _check_cancel(self) -> None:
         if self._cancel.is_set():
@@ -287,6 +300,9 @@ class Agent:
             self.context.observe(response.usage, request.messages)
             for feature in self.features:
                 feature.after_response(response)
+            yield ModelAnswered(
+                list(response.content), response.stop_reason, response.model, response.id, response.usage.to_dict()
+            )
             content = _clean_content(response.content)
             if content:
                 self.conversation.append("assistant", content, usage=response.usage.to_dict())
@@ -343,16 +359,27 @@ class Agent:
         yield TurnEnded(stop, final_text=response.text(), usage=response.usage.to_dict())
 
     def _stream(self, request: ModelRequest) -> Generator[AgentEvent, None, ModelResponse]:
-        """Yield text as it arrives; return the complete response (via StopIteration value)."""
+        """Yield text as it arrives; return the complete response (via StopIteration value).
+        A cancel closes the stream at once (see :mod:`memagent.agent.live_model`); the turn then
+        ends as ``cancelled`` (KeyboardInterrupt), never as a model error."""
         self._partial_text.clear()
         response: ModelResponse | None = None
-        for event in self.model.stream(request):
-            self._check_cancel()
-            if isinstance(event, TextDelta):
-                self._partial_text.append(event.text)
-                yield AssistantText(event.text)
-            elif isinstance(event, ResponseComplete):
-                response = event.response
+        abort = self._live_call = Abort()
+        if self._cancel.is_set():
+            abort.set()
+        try:
+            for event in stream_live(self.model, request, abort):
+                if isinstance(event, TextDelta):  # text that arrived before a cancel is kept
+                    self._partial_text.append(event.text)
+                    yield AssistantText(event.text)
+                elif isinstance(event, ResponseComplete):
+                    response = event.response
+                self._check_cancel()
+        except ModelError:
+            self._check_cancel()  # the stream was closed by a cancel
+            raise
+        finally:
+            self._live_call = None
         self._partial_text.clear()
         if response is None:
             raise ModelError("the model stream ended without a complete response")
@@ -421,24 +448,26 @@ class Agent:
         summary = found.summary(raw) if found else ""
         yield ToolCallStarted(call_id, name, raw, summary)
         parsed = self.tools.parse(name, given)
+        refused = False
         if isinstance(parsed, ToolOutcome):
             outcome = parsed
         else:
             tool, value = parsed
-            outcome = yield from self._guarded_run(ToolCall(call_id, name, raw, tool), tool, summary, value)
-        yield ToolCallFinished(call_id, name, outcome.content, outcome.is_error)
+            outcome, refused = yield from self._guarded_run(ToolCall(call_id, name, raw, tool), tool, summary, value)
+        yield ToolCallFinished(call_id, name, outcome.content, outcome.is_error, refused)
         return outcome
 
     def _guarded_run(
         self, call: ToolCall, tool: RegisteredTool, summary: str, value: BoundCall
-    ) -> Generator[AgentEvent, None, ToolOutcome]:
+    ) -> Generator[AgentEvent, None, tuple[ToolOutcome, bool]]:
         """Pre-tool hooks speak first (they may refuse, ask or approve); then the gate decides,
         asking the user when it says so; then the tool runs, its live output yielded as
-        ToolProgress. Features see every outcome that ran."""
+        ToolProgress. Features see every outcome that ran. Returns the outcome and whether the
+        call was refused (it never ran)."""
         hook = self._hook_verdict(call)
         refusal = self._approve(tool, call.input, summary, value, hook)
         if refusal is not None:
-            return refusal
+            return refusal, True
         if tool.streams_output:
             outcome = yield from run_with_progress(
                 self.tools,
@@ -453,7 +482,7 @@ class Agent:
             outcome = self.tools.execute(tool, value, self.tool_context)
         for feature in self.features:
             feature.after_tool(call, outcome)
-        return outcome
+        return outcome, False
 
     def _hook_verdict(self, call: ToolCall) -> HookVerdict | None:
         """The features' word on a call (a PreToolUse hook): the first refusal, else an ask, else

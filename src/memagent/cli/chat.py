@@ -371,8 +371,8 @@ def run_interactive(options: ChatOptions) -> int:
 
     from memagent.ui.repl import Repl
 
-    def factory(approver, fresh: bool = False):
-        return open_metered(options, non_interactive=False, approver=approver, fresh=fresh)
+    def factory(fresh: bool = False):  # approvals come to the REPL as the session's events
+        return open_metered(options, non_interactive=False, fresh=fresh)
 
     return Repl(
         paths=paths,

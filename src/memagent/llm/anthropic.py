@@ -11,8 +11,10 @@ become the :mod:`memagent.llm.types` errors, each with a one-line message.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
 import threading
 import typing
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ from memagent.errors import one_line
 from memagent.jsontypes import JsonObject, json_str
 from memagent.llm.items import wire_message
 from memagent.llm.types import (
+    Abort,
     AuthenticationError,
     Block,
     Message,
@@ -341,6 +344,23 @@ def _status_error(err: anthropic.APIStatusError, *, after: str, mid_stream: bool
     return ModelError(f"API rejected the request ({status} {kind or 'error'}): {message}")
 
 
+# --- cancelling a stream ---------------------------------------------------------------------
+
+CANCELLED = "the response stream was closed: the call was cancelled"
+
+
+def _sever(raw_stream: anthropic.Stream[wire.RawMessageStreamEvent]) -> None:
+    """Shut the stream's socket for both directions. Closing the response from another thread
+    would not wake a read blocked on the socket; a shutdown does, the read sees the end of the
+    stream and the reading thread closes the response as it unwinds. A transport without a
+    socket of its own stops at the next chunk instead (the reader checks the abort there)."""
+    network = raw_stream.response.extensions.get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 # --- the model --------------------------------------------------------------------------------
 
 
@@ -416,19 +436,31 @@ class AnthropicModel:
             raise translate_error(exc, retries=self.max_retries, base_url=self.base_url) from None
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        """The response as it streams. ``request.abort`` set from another thread closes the
+        connection at once (a read waiting for the next chunk included) and raises
+        :class:`StreamInterrupted`; nothing of the response is kept."""
         params = build_params(request, self.model)
+        abort = request.abort or Abort()
+        if abort.is_set:
+            raise StreamInterrupted(CANCELLED)
         try:
             client = self._get_client()
             raw_stream = client.messages.create(**params, stream=True)
         except Exception as exc:  # every SDK failure becomes a ModelError
             raise translate_error(exc, retries=self.max_retries, base_url=self.base_url) from None
-        with raw_stream:
-            yield from self._consume(raw_stream)
+        forget = abort.when_set(lambda: _sever(raw_stream))
+        try:
+            with raw_stream:
+                yield from self._consume(raw_stream, abort)
+        finally:
+            forget()
 
-    def _consume(self, raw_stream: Iterator[wire.RawMessageStreamEvent]) -> Iterator[StreamEvent]:
+    def _consume(self, raw_stream: Iterator[wire.RawMessageStreamEvent], abort: Abort) -> Iterator[StreamEvent]:
         acc = _Accumulator()
         try:
             for event in raw_stream:
+                if abort.is_set:
+                    raise StreamInterrupted(CANCELLED)
                 emitted = self._apply(acc, event)
                 if emitted is not None:
                     yield emitted
@@ -437,6 +469,8 @@ class AnthropicModel:
         except ModelError:
             raise
         except Exception as exc:
+            if abort.is_set:
+                raise StreamInterrupted(CANCELLED) from None
             raise translate_error(exc, retries=self.max_retries, base_url=self.base_url, mid_stream=True) from None
         if not acc.stopped:
             raise StreamInterrupted("the response stream ended before the message was complete")

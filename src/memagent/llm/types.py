@@ -7,7 +7,8 @@ convert and nothing to lose. Content is always a list of block dicts, never a ba
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
@@ -68,6 +69,56 @@ def _count(value: object) -> int:
     return 0
 
 
+class Abort:
+    """A model call's off switch, thrown from another thread (a cancelled turn).
+
+    An adapter registers how to stop its own stream with :meth:`when_set` — for a network stream,
+    shutting the socket, which wakes a read that is blocked waiting for the next chunk. Once set,
+    the adapter raises :class:`StreamInterrupted` and keeps nothing of the response.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._actions: list[Callable[[], None]] = []
+
+    @property
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        """Stop the call now: every registered action runs once (a failing one is ignored)."""
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            actions, self._actions = self._actions, []
+        for action in actions:
+            _run_quietly(action)
+
+    def when_set(self, action: Callable[[], None]) -> Callable[[], None]:
+        """Run ``action`` when the call is stopped (at once if it already is); returns the
+        function that forgets it again (call it when the stream is over)."""
+        with self._lock:
+            if not self._set:
+                self._actions.append(action)
+                return lambda: self._forget(action)
+        _run_quietly(action)
+        return lambda: None
+
+    def _forget(self, action: Callable[[], None]) -> None:
+        with self._lock:
+            if action in self._actions:
+                self._actions.remove(action)
+
+
+def _run_quietly(action: Callable[[], None]) -> None:
+    try:
+        action()
+    except Exception:  # stopping a stream must never fail the cancel that asked for it
+        pass
+
+
 @dataclass
 class ModelRequest:
     system: list[Block]
@@ -75,6 +126,8 @@ class ModelRequest:
     tools: list[JsonObject] = field(default_factory=list)
     max_tokens: int = MEMAGENT_MAX_TOKENS
     model: str | None = None  # None: the adapter's default
+    # set from another thread to stop the call while it streams (the adapter honours it)
+    abort: Abort | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

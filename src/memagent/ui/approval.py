@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from memagent.agent.loop import ASKER, Approval
 from memagent.permissions import suggested_rule
+from memagent.protocol import ApprovalRequested, Decision
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
 
@@ -108,7 +109,9 @@ def ask_key(question: str) -> Approval:
 
 @dataclass
 class TerminalApprover:
-    """The REPL's :class:`~memagent.agent.loop.Approver`.
+    """The REPL's approval prompt: :meth:`answer` answers a session's
+    :class:`~memagent.protocol.ApprovalRequested`; calling it is an
+    :class:`~memagent.agent.loop.Approver` for an agent driven directly.
 
     ``before_prompt`` clears the renderer's spinner so the question is not drawn over, and
     ``after_prompt`` brings it back; ``ask`` reads the decision (replaced in tests).
@@ -121,12 +124,22 @@ class TerminalApprover:
     ask: Callable[[str], Approval] = ask_key
     decisions: list[tuple[str, Approval]] = field(default_factory=list)
 
+    def answer(self, request: ApprovalRequested) -> Decision:
+        """Show the call and why the gate asks, read y/a/n; Ctrl-C raises KeyboardInterrupt."""
+        always = _always_text(request.rule)
+        decision = self._prompt(request.tool, request.input, request.summary, request.reason, request.asker, always)
+        return DECISIONS[decision]
+
     def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
+        return self._prompt(tool.name, tool_input, summary, reason, ASKER.get(), always_label(tool, tool_input))
+
+    def _prompt(
+        self, name: str, tool_input: dict[str, Any], summary: str, reason: str, asker: str, always: str
+    ) -> Approval:
         from rich.text import Text
 
         self.before_prompt()
-        lines = describe_call(tool.name, tool_input, summary)
-        asker = ASKER.get()
+        lines = describe_call(name, tool_input, summary)
         if asker:  # a subagent's call: say which one asks
             lines[0] = f"[subagent {asker}] {lines[0]}"
         for index, line in enumerate(lines):
@@ -134,19 +147,24 @@ class TerminalApprover:
         if reason:
             self.console.print(Text(printable(f"  why it asks: {reason}"), style="dim"))
         try:
-            decision = self.ask(QUESTION.format(name=tool.name))
+            decision = self.ask(QUESTION)
         finally:
             self.after_answer()
-        self.decisions.append((tool.name, decision))
-        label = {
-            Approval.ALLOW: "allowed once",
-            Approval.ALWAYS: always_label(tool, tool_input),
-            Approval.DENY: "denied",
-        }[decision]
+        self.decisions.append((name, decision))
+        label = {Approval.ALLOW: "allowed once", Approval.ALWAYS: always, Approval.DENY: "denied"}[decision]
         self.console.print(Text(f"  {label}", style="red" if decision is Approval.DENY else "green"))
         if decision is not Approval.DENY:
             self.after_prompt()
         return decision
+
+
+DECISIONS: dict[Approval, Decision] = {Approval.ALLOW: "allow", Approval.ALWAYS: "always", Approval.DENY: "deny"}
+
+
+def _always_text(rule: str | None) -> str:
+    if rule is None:
+        return "allowed once (no rule can name exactly this call, so nothing was saved)"
+    return f"allowed; from now on {printable(rule)} runs without asking (saved for this project)"
 
 
 def always_label(tool: Tool, tool_input: dict[str, Any]) -> str:
@@ -155,9 +173,7 @@ def always_label(tool: Tool, tool_input: dict[str, Any]) -> str:
         rule = suggested_rule(tool.name, tool.declare(tool.validate(tool_input)))
     except (ValidationError, ValueError, TypeError):
         rule = None
-    if rule is None:
-        return "allowed once (no rule can name exactly this call, so nothing was saved)"
-    return f"allowed; from now on {printable(rule)} runs without asking (saved for this project)"
+    return _always_text(rule)
 
 
 __all__ = ["TerminalApprover", "always_label", "ask_key", "describe_call", "preview_lines"]

@@ -26,62 +26,33 @@ in an error (including ``--max-turns`` reached), 128 + the signal number when in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.events import (
     AgentEvent,
     AssistantText,
+    ModelAnswered,
     Notice,
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
     WaitingForModel,
 )
-from memagent.llm.types import ModelResponse
-from memagent.tools.base import ToolOutcome
+from memagent.llm.types import ModelResponse, Usage
 from memagent.ui import headless_shapes as shapes
-from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal, consume_turn, report_warnings
+from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal, follow_turn, report_warnings
 from memagent.ui.safe_text import json_line, printable
-from memagent.ui.slash import turn_events
+from memagent.ui.slash import submit_line
 
 if TYPE_CHECKING:
     from memagent.pricing import UsageMeter
     from memagent.session import Session
 
 
-class TurnTap(BaseFeature):
-    """Watches the loop from inside, as the first feature of the session: each model response
-    as it completes, and which tool calls were validated and which of those actually ran (a
-    validated call that never ran was refused: a rule, the mode, a hook or no one to approve)."""
-
-    name = "headless"
-
-    def __init__(self, on_response: Callable[[ModelResponse], None]):
-        self.on_response = on_response
-        self.validated: dict[str, ToolCall] = {}
-        self.ran: set[str] = set()
-
-    def after_response(self, response: ModelResponse) -> None:
-        self.on_response(response)
-
-    def check_tool(self, call: ToolCall) -> str | None:
-        self.validated[call.id] = call
-        return None
-
-    def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        self.ran.add(call.id)
-
-    def refused(self, tool_use_id: str) -> ToolCall | None:
-        call = self.validated.get(tool_use_id)
-        return call if call is not None and tool_use_id not in self.ran else None
-
-
 @dataclass
 class TurnRecord:
-    """What one turn produced, as the events and the tap report it."""
+    """What one turn produced, as its events report it."""
 
     started: float = field(default_factory=time.monotonic)
     rounds: int = 0
@@ -90,6 +61,7 @@ class TurnRecord:
     responses: list[ModelResponse] = field(default_factory=list)
     partial: list[str] = field(default_factory=list)
     running_tool: str | None = None
+    calls: dict[str, ToolCallStarted] = field(default_factory=dict)  # the turn's tool calls by id
     denials: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = ""
     final_text: str = ""
@@ -127,9 +99,6 @@ class HeadlessRun:
         self.streaming = streaming
         self.stop = stop or StopSignal()
         self.turn = TurnRecord()
-        self.tap = TurnTap(self._on_response)
-        agent = session.agent
-        agent.features = [self.tap, *agent.features]
         self._warnings_seen = 0
 
     # ------------------------------------------------------------------ output
@@ -156,19 +125,18 @@ class HeadlessRun:
 
     def single(self, prompt: str) -> int:
         """Run one turn (``-p PROMPT``) and return the exit code."""
-        return self.exit_code(self.run_turn(prompt))
+        return self.exit_code(self.send(prompt))
 
-    def run_turn(self, prompt: str) -> dict[str, Any]:
-        """Run one user turn to its end and write its ``result``; returns that object. Each turn
-        opens with the ``init`` line and the session warnings not reported yet."""
+    def send(self, prompt: str) -> dict[str, Any]:
+        """Send one line (a message, or a prompt command) to the session as a turn, read it to its
+        end and write its ``result``; returns that object. Each turn opens with the ``init`` line
+        and the session warnings not reported yet."""
         self._stream(init_message(self.session, self.session_id))
         self._report_warnings()
         self.turn = TurnRecord()
-        self.tap.validated.clear()
-        self.tap.ran.clear()
         usage_before = _meter_snapshot(self.session)
-        agent = self.session.agent
-        interrupted = consume_turn(agent, turn_events(self.session, prompt), self.handle)
+        submit_line(self.session, prompt)
+        interrupted = follow_turn(self.session, self.handle)
         self.turn.model_answered()
         self._report_warnings()
         result = self._result(interrupted, usage_before)
@@ -183,8 +151,13 @@ class HeadlessRun:
             turn.waiting_since = time.monotonic()
         elif isinstance(event, AssistantText):
             turn.partial.append(event.text)
+        elif isinstance(event, ModelAnswered):
+            self._on_response(
+                ModelResponse(event.content, event.stop_reason, Usage.from_dict(event.usage), event.model, event.id)
+            )
         elif isinstance(event, ToolCallStarted):
             turn.running_tool = event.id
+            turn.calls[event.id] = event
         elif isinstance(event, ToolCallFinished):
             turn.running_tool = None
             self._tool_finished(event)
@@ -202,11 +175,10 @@ class HeadlessRun:
             self._stream(line)
 
     def _tool_finished(self, event: ToolCallFinished) -> None:
-        refused = self.tap.refused(event.id)
-        if refused is not None:
-            self.turn.denials.append(
-                {"tool_name": refused.name, "tool_use_id": refused.id, "tool_input": refused.input}
-            )
+        started = self.turn.calls.get(event.id)
+        if event.refused:  # a rule, the mode, a hook or no one to approve: it never ran
+            tool_input = started.input if started is not None else {}
+            self.turn.denials.append({"tool_name": event.name, "tool_use_id": event.id, "tool_input": tool_input})
         self._stream(shapes.tool_result_message(event.id, event.content, event.is_error, self.session_id))
 
     # ------------------------------------------------------------------ the result
@@ -339,4 +311,4 @@ def _turn_usage_and_cost(
     return usage, (round(cost, 6) if cost is not None else None)
 
 
-__all__ = ["HeadlessRun", "TurnRecord", "TurnTap", "init_message"]
+__all__ = ["HeadlessRun", "TurnRecord", "init_message"]

@@ -9,18 +9,19 @@ as one line, and the exit code is 128 + the signal number (130, 143, 129).
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from memagent.events import AgentEvent, AssistantText, WaitingForModel
+from memagent.protocol import AnswerApproval, ApprovalRequested, Cancel, OpCompleted, OpRejected
 from memagent.ui.render import PrintRenderer
 from memagent.ui.safe_text import printable
-from memagent.ui.slash import turn_events
+from memagent.ui.slash import submit_line
 
 if TYPE_CHECKING:
-    from memagent.agent.loop import Agent
+    from memagent.session import Session
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -74,23 +75,28 @@ def signals_interrupt() -> Iterator[StopSignal]:
             signal.signal(number, old)
 
 
-def consume_turn(agent: Agent, events: Iterator[AgentEvent], handle) -> bool:
-    """Feed every event of a turn to ``handle``; True when the user interrupted it.
+def follow_turn(session: Session, handle: Callable[[AgentEvent], None]) -> bool:
+    """Feed every event of the running turn to ``handle`` until the session is idle; True when
+    the run was interrupted.
 
-    A KeyboardInterrupt inside the loop ends the turn as ``cancelled`` by itself. One that
-    lands in the renderer (between two events) is handled here: the generator is closed and
-    the history repaired, so the next request is still valid.
+    A KeyboardInterrupt (Ctrl-C, or SIGTERM/SIGHUP inside :func:`signals_interrupt`) sends
+    ``Cancel``: the session closes what runs (a streaming response, a command) and repairs the
+    history, and the rest of the turn, its ``TurnEnded("cancelled")`` included, is still read. A
+    question the turn asks is answered "deny": print mode has no one to ask (a session that can
+    ask, ``--permission-prompt-tool``, has an approver of its own).
     """
-    try:
-        for event in events:
-            handle(event)
-    except KeyboardInterrupt:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()
-        agent.repair_after_interrupt()
-        return True
-    return False
+    interrupted = False
+    while True:
+        try:
+            for event in session.events():
+                if isinstance(event, ApprovalRequested):
+                    session.submit(AnswerApproval(event.id, "deny"))
+                elif not isinstance(event, (OpCompleted, OpRejected)):
+                    handle(event)
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+            session.submit(Cancel())
 
 
 def report_warnings(warnings: list[str], start: int, err: IO[str]) -> int:
@@ -133,7 +139,7 @@ def write_answer(out: IO[str], answer: str) -> None:
 
 
 def run_print(
-    session,
+    session: Session,
     prompt: str,
     out: IO[str],
     err: IO[str],
@@ -163,7 +169,8 @@ def run_print(
         renderer.handle(event)
 
     seen = report_warnings(session.warnings, 0, err)
-    interrupted = consume_turn(session.agent, turn_events(session, prompt), handle)
+    submit_line(session, prompt)
+    interrupted = follow_turn(session, handle)
     report_warnings(session.warnings, seen, err)
     outcome = renderer.outcome
     if interrupted or outcome.stop_reason == "cancelled":
@@ -185,7 +192,7 @@ __all__ = [
     "NewestAnswer",
     "OUTPUT_FORMATS",
     "StopSignal",
-    "consume_turn",
+    "follow_turn",
     "report_warnings",
     "run_print",
     "signals_interrupt",

@@ -1,5 +1,10 @@
 """The interactive chat: prompt_toolkit input, rich output, slash commands, Ctrl-C handling.
 
+A turn goes through the session protocol: the message is a ``Submit``, the events are read
+from the session and rendered, an approval question is an ``ApprovalRequested`` answered with
+``AnswerApproval`` from the terminal prompt, and Ctrl-C or Esc sends ``Cancel`` (the session
+closes a streaming response at once and ends the turn as cancelled).
+
 Start-up order matters for how fast the prompt appears: prompt_toolkit is imported and the
 banner printed first, then the session (the anthropic SDK, chromadb, the stores) is opened in a
 background thread while the user types. The first message or session command waits for it.
@@ -11,12 +16,12 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memagent import __version__
+from memagent.protocol import AnswerApproval, ApprovalRequested, Cancel, OpCompleted, OpRejected, Submit
 from memagent.ui.commands import Reply, find_command, is_command, run_command
 from memagent.ui.idle import IdleWatch
-from memagent.ui.printmode import consume_turn
 from memagent.ui.prompt_input import ClearLineInterrupt, make_prompt_session
 from memagent.ui.safe_text import printable
 from memagent.ui.session_loader import SessionFailed, SessionLoader, exit_code_of, warm_up
@@ -24,10 +29,16 @@ from memagent.ui.status import StatusLine
 from memagent.ui.words import plural
 
 if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
     from rich.console import Console
 
+    from memagent.agent.loop import Approval
+    from memagent.commands_md import CommandSet
     from memagent.paths import ProjectPaths
     from memagent.session import Session
+    from memagent.ui.approval import TerminalApprover
+    from memagent.ui.attachments import Attachment
+    from memagent.ui.keys import TurnKeys
 
 PROMPT = "❯ "
 EXIT_OK = 0
@@ -66,20 +77,29 @@ def handover_note(session: Session) -> str | None:
     return f"picking up from {previous[0].describe()}"
 
 
+def _drain(session: Session) -> None:
+    """Read a cancelled turn to its end without showing it (a question still asked: no)."""
+    for event in session.events():
+        if isinstance(event, ApprovalRequested):
+            session.submit(AnswerApproval(event.id, "deny"))
+
+
 @dataclass
 class Repl:
-    """One interactive chat. ``session_factory(approver)`` opens the session (in a thread)."""
+    """One interactive chat. ``session_factory(fresh=False)`` opens the session (in a thread);
+    ``fresh`` (``/clear``) starts a new one instead of resuming."""
 
     paths: ProjectPaths
     model: str
-    session_factory: Callable[[Any], Session]
+    session_factory: Callable[..., Session]
     preload: Callable[[], None] | None = None  # e.g. import the model SDK while memory opens
     console: Console | None = None
     read_line: Callable[[], str] | None = None  # replaces the prompt in tests
+    ask: Callable[[str], Approval] | None = None  # replaces the approval key prompt in tests
     auto_approve: bool = False
     first_message: str | None = None  # sent as soon as the REPL starts
     resuming: bool = False  # -c / -r: show a recap of the session once it is open
-    _prompt: Any = None
+    _prompt: PromptSession[str] | None = None
     _loader: SessionLoader | None = None
     _warnings_seen: int = 0
     _announced: bool = False
@@ -87,12 +107,12 @@ class Repl:
     _status: StatusLine | None = None
     _queued: list[str] = field(default_factory=list)  # lines typed ahead during a turn
     _prefill: str = ""
-    _keys: Any = None  # the TurnKeys reader while a turn runs
+    _keys: TurnKeys | None = None  # the reader of keys while a turn runs
     _exit_armed: bool = False
     records_lost: bool = False  # set at close: part of the transcript could not be written
-    _approver: Any = None
-    _custom: Any = None  # (the session it was made for, CommandSet), discovered on first use
-    _pending: list[Any] = field(default_factory=list)  # !command outputs for the next message
+    _approver: TerminalApprover | None = None
+    _custom: tuple[Session | None, CommandSet] | None = None  # discovered on first use, per session
+    _pending: list[Attachment] = field(default_factory=list)  # !command outputs for the next message
     _start_mode: str | None = None  # the permission mode the session opened in (Shift-Tab's cycle)
     _idle: IdleWatch = field(default_factory=IdleWatch)
 
@@ -104,11 +124,12 @@ class Repl:
 
         console = self.console = self.console or Console(highlight=False)
         renderer = ReplRenderer(console)
-        approver = self._approver = TerminalApprover(
+        self._approver = TerminalApprover(
             console,
             before_prompt=self._before_approval(renderer),
             after_prompt=renderer.resume,
             after_answer=self._after_approval,
+            **({"ask": self.ask} if self.ask is not None else {}),
         )
         self._status = StatusLine(self.model, self.auto_approve)
         if self.read_line is None:
@@ -120,7 +141,7 @@ class Repl:
         if self.first_message:
             self._queued.append(self.first_message)
         self._loader = SessionLoader(
-            lambda: warm_up(self.session_factory(approver)), on_done=self._on_session_done, preload=self.preload
+            lambda: warm_up(self.session_factory()), on_done=self._on_session_done, preload=self.preload
         )
         if self.read_line is not None:
             self._loader.start()
@@ -163,9 +184,9 @@ class Repl:
                     self._shell(text[1:].strip())
                 else:
                     self._turn(text, renderer)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # in a slash command's work, or just as a turn was sent
                 renderer.finish()
-                self._repair()
+                self._stop_turn()
                 renderer.show_cancelled()
 
     def _stop_if_session_failed(self) -> None:
@@ -353,10 +374,9 @@ class Repl:
             for warning in warnings:
                 self.console.print(f"warning: {warning}", style="yellow", markup=False)
         self._pending = []
-        approver = self._approver
         self._announced = False
         self._loader = SessionLoader(
-            lambda: warm_up(self.session_factory(approver, fresh=True)), on_done=self._on_session_done
+            lambda: warm_up(self.session_factory(fresh=True)), on_done=self._on_session_done
         ).start()
         self._session()
 
@@ -365,23 +385,53 @@ class Repl:
         if invocation is not None:
             from memagent.ui.slash import invocation_events
 
-            events = invocation_events(session.agent, invocation, attach=self._with_attachments)
+            attach = self._with_attachments
+            session.submit_turn(text, lambda: invocation_events(session.agent, invocation, attach=attach))
         else:
-            events = session.agent.run_turn(self._with_attachments(text))
+            session.submit(Submit(self._with_attachments(text)))
         try:
             with self._turn_keys():
-                interrupted = consume_turn(session.agent, events, renderer.handle)
-        except Exception as exc:  # a bug below must not end the chat or corrupt the history
-            renderer.finish()
-            session.agent.repair_after_interrupt()
-            assert self.console is not None
-            self.console.print(f"error: {type(exc).__name__}: {exc}", style="bold red", markup=False)
-            return
+                self._follow(session, renderer)
         finally:
             renderer.finish()
-        if interrupted:
-            renderer.show_cancelled()
         self._show_warnings(session)
+
+    def _follow(self, session: Session, renderer) -> None:
+        """Render the running turn's events until the session is idle, answering its questions.
+        Ctrl-C (or Esc) sends Cancel; the rest of the turn is still read, to its
+        ``TurnEnded("cancelled")``."""
+        while True:
+            try:
+                for event in session.events():
+                    self._show(session, event, renderer)
+                return
+            except KeyboardInterrupt:
+                session.submit(Cancel())
+            except Exception as exc:  # a bug in showing the turn must not end the chat
+                session.submit(Cancel())
+                assert self.console is not None
+                self.console.print(f"error: {type(exc).__name__}: {exc}", style="bold red", markup=False)
+                _drain(session)
+                renderer.show_cancelled()
+                return
+
+    def _stop_turn(self) -> None:
+        """Cancel a turn that was started but is not being followed, and read it to its end."""
+        loader = self._loader
+        session = loader.session if loader is not None and loader.done else None
+        if session is not None and session.status().busy:
+            session.submit(Cancel())
+            _drain(session)
+
+    def _show(self, session: Session, event, renderer) -> None:
+        assert self.console is not None and self._approver is not None
+        if isinstance(event, ApprovalRequested):
+            session.submit(AnswerApproval(event.id, self._approver.answer(event)))
+        elif isinstance(event, OpRejected):
+            if not isinstance(event.op, Cancel):  # a Cancel that came after the turn's end
+                self.console.print(f"error: {printable(event.error)}", style="bold red", markup=False)
+        elif not isinstance(event, OpCompleted):
+            renderer.handle(event)
 
     def _turn_keys(self):
         """While a turn runs: Esc interrupts it; keys typed ahead are kept for the prompt."""
@@ -418,11 +468,6 @@ class Repl:
     def _after_approval(self) -> None:
         if self._keys is not None:
             self._keys.resume()
-
-    def _repair(self) -> None:
-        loader = self._loader
-        if loader is not None and loader.session is not None:
-            loader.session.agent.repair_after_interrupt()
 
     # ------------------------------------------------------------------ output
 

@@ -1,8 +1,8 @@
 """Prompt commands in a session: Markdown command files, skills and MCP prompts as ``/name``.
 
 :func:`session_commands` gathers them (command files from the project and the user, then every
-feature that offers ``commands()``: the skills, the MCP servers' prompts). :func:`turn_events`
-is what the REPL and ``-p`` run for a line of input: a ``/name args`` line runs that command, any
+feature that offers ``commands()``: the skills, the MCP servers' prompts). :func:`submit_line`
+is what ``-p`` starts for a line of input: a ``/name args`` line runs that command, any
 other text is an ordinary turn.
 
 Running a command (:func:`invocation_events`): its one-line notes are shown; each ``!`cmd```
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memagent.commands_md import CommandSet, Invocation, PromptCommand, discover_commands
 from memagent.events import AgentEvent, Notice, TurnEnded
+from memagent.protocol import Submit
 
 if TYPE_CHECKING:
     from memagent.agent.loop import Agent
@@ -155,18 +156,21 @@ def find_invocation(text: str, commands: CommandSet) -> Invocation | str | None:
     return unknown_command(name, commands)
 
 
-def turn_events(session: Session, text: str) -> Iterator[AgentEvent]:
-    """The events of one line of input: a prompt command, or an ordinary turn."""
+def submit_line(session: Session, text: str) -> None:
+    """Start the turn of one line of input on the session's channel: a prompt command (its
+    snippets, then its message), or an ordinary :class:`~memagent.protocol.Submit`. The front end
+    then reads the turn's events from the session."""
     from memagent.ui.commands import is_command
 
-    if not is_command(text):
-        return session.agent.run_turn(text)
-    found = find_invocation(text, session_commands(session))
+    found = find_invocation(text, session_commands(session)) if is_command(text) else None
     if found is None:
-        return session.agent.run_turn(text)
-    if isinstance(found, str):
-        return iter([TurnEnded("error", error=found)])
-    return invocation_events(session.agent, found)
+        session.submit(Submit(text))
+    elif isinstance(found, str):
+        refusal: str = found
+        session.submit_turn(text, lambda: iter([TurnEnded("error", error=refusal)]))
+    else:
+        invocation: Invocation = found
+        session.submit_turn(text, lambda: invocation_events(session.agent, invocation))
 
 
 __all__ = [
@@ -175,7 +179,7 @@ __all__ = [
     "find_invocation",
     "invocation_events",
     "session_commands",
-    "turn_events",
+    "submit_line",
     "turn_scope",
     "unknown_command",
 ]

@@ -165,7 +165,7 @@ class StreamSession:
         if item.left_out:
             text = f"stdin line {self.line_number}: {', '.join(item.left_out)} blocks are not supported; sent the text only"
             self.run.write(shapes.notice("warning", text, self.run.session_id))
-        result = self.run.run_turn(item.text)
+        result = self.run.send(item.text)
         self.failed = self.failed or bool(result["is_error"])
         return result
 
