@@ -170,3 +170,22 @@ def open_private_append(path: Path):
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, PRIVATE_FILE_MODE)
     return os.fdopen(fd, "ab", buffering=0)
+
+
+def tree_bytes(root: Path, skip: frozenset[Path] = frozenset()) -> int:
+    """Bytes of the regular files under ``root`` (symlinks not followed), leaving out the folders
+    in ``skip`` without listing them: a folder of 100k files costs nothing when its sizes are
+    known elsewhere."""
+    total = 0
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0
+    for entry in entries:
+        with suppress(OSError):  # removed while we looked
+            if entry.is_dir(follow_symlinks=False):
+                if Path(entry.path) not in skip:
+                    total += tree_bytes(Path(entry.path), skip)
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total

@@ -38,6 +38,7 @@ from memagent.memory.postings import CatalogPostings
 SCHEMA_VERSION = "3"
 MIGRATABLE = {"2"}  # schemas brought up to date in place (else the catalog is rebuilt from the files)
 CATALOG_FILE = "catalog.sqlite3"
+UsageRow = tuple[int, str, str, str, str]  # uses, last used, created, id, type (catalog text)
 BUSY_TIMEOUT_S = 10.0
 
 _SCHEMA = """
@@ -358,6 +359,19 @@ class Catalog:
     def path_of(self, card_id: str) -> str | None:
         row = self.db().execute("SELECT path FROM cards WHERE id = ?", (card_id,)).fetchone()
         return row[0] if row else None
+
+    def usage_extremes(self, n: int) -> tuple[list[UsageRow], list[UsageRow]]:
+        """The ``n`` most used active cards (used at least once; most uses, then least recently
+        used first) and the ``n`` least used (fewest uses, never or longest ago used, oldest
+        first), as (uses, last used, created, id, type): sorted by SQLite's top-n sorter, so a
+        large store's cards never come into Python."""
+        columns = "uses, COALESCE(last_used_at, ''), COALESCE(created_at, ''), id, memory_type"
+        db = self.db()
+        most = db.execute(
+            f"SELECT {columns} FROM cards WHERE active = 1 AND uses > 0 ORDER BY uses DESC, 2, 4 LIMIT ?", (n,)
+        ).fetchall()
+        least = db.execute(f"SELECT {columns} FROM cards WHERE active = 1 ORDER BY uses, 2, 3, 4 LIMIT ?", (n,))
+        return [tuple(row) for row in most], [tuple(row) for row in least.fetchall()]
 
     def all_entries(self, active: bool | None = None) -> Iterator[Entry]:
         where, args = ("WHERE active = ?", (int(active),)) if active is not None else ("", ())

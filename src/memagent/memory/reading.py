@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard
-from memagent.memory.catalog import Entry
+from memagent.memory.catalog import Entry, UsageRow
+from memagent.memory.catalog_entry import parse_time
 from memagent.memory.core import MemoryCore
 from memagent.memory.provenance import REPOSITORY
 from memagent.memory.store import Store
@@ -328,27 +329,26 @@ class Reading:
                 **self._usage_extremes(USAGE_SHOWN),
             }
 
-    def _usage_extremes(self, n: int) -> dict[str, list[dict[str, Any]]]:
+    def _usage_extremes(self, n: int) -> dict[str, list[dict[str, object]]]:
         """The ``n`` most used active cards (used at least once) and the ``n`` least used (never
-        or longest ago first): id, type, uses, last used."""
-        rows = []
+        or longest ago first): id, type, uses, last used. Each store sorts its own (no card is
+        read into Python); the stores' top ``n`` are merged here by the same keys."""
+        most: list[UsageRow] = []
+        least: list[UsageRow] = []
         for store in self.core.stores_in_use():
-            if not store.catalog.exists:
-                continue
-            catalog = store.open_catalog()
-            entries = list(catalog.all_entries(True))
-            usage = catalog.usage([e.id for e in entries])
-            for entry in entries:
-                last, uses = usage.get(entry.id, (None, 0))
-                rows.append((uses, last.isoformat() if last else "", entry))
+            if store.catalog.exists:
+                mine, theirs = store.open_catalog().usage_extremes(n)
+                most += mine
+                least += theirs
 
-        def shown(row: tuple[int, str, Any]) -> dict[str, Any]:
-            uses, last, entry = row
-            return {"id": entry.id, "memory_type": entry.memory_type, "uses": uses, "last_used_at": last or None}
+        def shown(row: UsageRow) -> dict[str, object]:
+            uses, last, _, card_id, memory_type = row
+            when = parse_time(last)
+            return {"id": card_id, "memory_type": memory_type, "uses": uses, "last_used_at": when and when.isoformat()}
 
-        most = sorted((r for r in rows if r[0] > 0), key=lambda r: (-r[0], r[1]), reverse=False)[:n]
-        least = sorted(rows, key=lambda r: (r[0], r[1], r[2].created_at.isoformat() if r[2].created_at else ""))[:n]
-        return {"most_used": [shown(r) for r in most], "least_used": [shown(r) for r in least]}
+        most.sort(key=lambda r: (-r[0], r[1], r[3]))
+        least.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
+        return {"most_used": [shown(r) for r in most[:n]], "least_used": [shown(r) for r in least[:n]]}
 
 
 USAGE_SHOWN = 5  # cards listed as most and least used by ``stats``

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memagent.fsutil import make_dirs, refuse_symlinks
+from memagent.fsutil import make_dirs, refuse_symlinks, tree_bytes
 from memagent.memory import arrivals, gitview
 from memagent.memory.cardfiles import CardFileError, CardFiles, Scan, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard
@@ -297,15 +297,8 @@ class Store:
         card), plus every other file under the store (history, index, tombstones…)."""
         if not self.root.is_dir():
             return 0
-        total = self.catalog.card_bytes() if self.catalog.exists else 0
-        card_folders = {self.files.shared, self.files.private}
-        for path in self.root.rglob("*"):
-            try:
-                if path.parent not in card_folders and path.is_file():
-                    total += path.stat().st_size
-            except OSError:
-                continue  # removed while we looked
-        return total
+        cards = self.catalog.card_bytes() if self.catalog.exists else 0
+        return cards + tree_bytes(self.root, frozenset({self.files.shared, self.files.private}))
 
     def problems(self) -> list[str]:
         """One line per card file that could not be read (each is skipped)."""
