@@ -8,10 +8,11 @@ import sys
 from fakeapi import FakeAnthropic, text
 
 PROBE = """
-import sys
+import gc, sys
 from memagent.llm import anthropic as adapter
 from memagent.llm.types import ModelRequest, ResponseComplete, text_block
 sdk = adapter._sdk()
+assert gc.isenabled(), "the garbage collector was left off after the import"
 assert "aiohttp" not in sys.modules and sys.modules.get("anthropic._vendor.httpx_aiohttp") is None, "aiohttp was imported"
 try:
     sdk.DefaultAioHttpClient()
@@ -32,3 +33,9 @@ def test_the_sdk_loads_without_its_aiohttp_transport_and_still_answers():
     assert "aiohttp client: To use the aiohttp client you must have installed" in result.stdout
     assert "answer: hello from the fake" in result.stdout
     assert fake.errors == [] and len(fake.requests) == 1
+
+
+def test_a_collector_the_caller_turned_off_stays_off():
+    code = "import gc\nfrom memagent.llm import anthropic\ngc.disable()\nanthropic._sdk()\nprint(gc.isenabled())"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "False", result.stderr

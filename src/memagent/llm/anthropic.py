@@ -11,6 +11,7 @@ become the :mod:`memagent.llm.types` errors, each with a one-line message.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sys
@@ -58,11 +59,21 @@ UNUSED_SDK_MODULES = ("anthropic._vendor.httpx_aiohttp",)
 
 
 def _sdk() -> Any:
-    if "anthropic" not in sys.modules:
-        for name in UNUSED_SDK_MODULES:
-            sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "not installed"
-    import anthropic
+    if "anthropic" in sys.modules:
+        import anthropic
 
+        return anthropic
+    for name in UNUSED_SDK_MODULES:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "not installed"
+    # Importing the SDK builds thousands of classes and leaves next to no garbage: the cyclic
+    # collector, which would walk them over and over while they are built, waits (≈0.2 s less).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        import anthropic
+    finally:
+        if collecting:
+            gc.enable()
     return anthropic
 
 
