@@ -118,13 +118,28 @@ def cards_for(texts: list[str], seed: int):
     ]
 
 
+def cards_written(project: Path) -> int:
+    """How many cards an earlier build wrote (the catalog's count; 0 without one)."""
+    import sqlite3
+
+    for catalog in (
+        project / ".memory" / "local" / "index" / "catalog.sqlite3",
+        project / ".memory" / "index" / "catalog.sqlite3",
+    ):
+        if catalog.exists():
+            with sqlite3.connect(f"file:{catalog}?mode=ro", uri=True) as db:
+                return int(db.execute("SELECT count(*) FROM cards").fetchone()[0])
+    return 0
+
+
 def build_store(where: Path, texts: list[str], vecs, embedder) -> None:
     from memagent.config import Settings, project_paths
     from memagent.memory.service import MemoryService
     from memagent.memory.store import EmbedderInfo
 
     project = where / "project"
-    if (project / ".memory" / "index" / "catalog.sqlite3").exists():
+    done = cards_written(project)  # a build that stopped resumes after the cards it wrote
+    if done >= len(texts):
         return
     project.mkdir(parents=True, exist_ok=True)
     os.environ["MEMAGENT_HOME"] = str(where / "home")
@@ -133,7 +148,7 @@ def build_store(where: Path, texts: list[str], vecs, embedder) -> None:
     info = EmbedderInfo.of(embedder)
     cards = cards_for(texts, seed=len(texts))
     started = time.perf_counter()
-    for start in range(0, len(cards), 2000):
+    for start in range(done, len(cards), 2000):
         chunk = [(c, False, v) for c, v in zip(cards[start : start + 2000], vecs[start : start + 2000])]
         store.write_many(chunk, info, durable=False)
         print(f"  {where.name}: {start + len(chunk):,} cards ({time.perf_counter() - started:.0f} s)", flush=True)

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS cards (
     vec_digest TEXT, vec_active INTEGER, uses INTEGER NOT NULL DEFAULT 0, card TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS cards_by_time ON cards (active, created_at);
+CREATE INDEX IF NOT EXISTS cards_by_scope_time ON cards (scope, active, created_at, id);
 CREATE INDEX IF NOT EXISTS cards_needing_vectors ON cards (id)
     WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active;
 CREATE TABLE IF NOT EXISTS postings (

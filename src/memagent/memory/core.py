@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -151,7 +153,7 @@ class MemoryCore:
             found.extend(store.notices)
             store.notices.clear()
             found.extend(f"skipped {problem}" for problem in store.problems())
-            found.extend(f"skipped {problem}" for problem in store.files.misnamed())
+            found.extend(f"skipped {problem}" for problem in misnamed_files(store))
         return found
 
     # -- keeping the index in step with the files ----------------------------------------
@@ -367,3 +369,28 @@ def _cached_cards(store: Store, ids: list[str]) -> dict[str, MemoryCard]:
 
 
 __all__ = ["MemoryCore", "MemoryKnobs", "MemoryUnavailable"]
+
+
+def misnamed_files(store: Store) -> list[str]:
+    """``store.files.misnamed()``, listed again only when a card folder changed since the listing
+    kept in the catalog: listing 100k card files costs about a second, on every session's start.
+    Any name added or renamed changes its folder's time, so nothing new is missed."""
+    folders = repr(store.files.folder_stamps())  # taken first: a change meanwhile forces a new listing
+    if not store.exists:
+        return []
+    if not store.catalog.exists:
+        return store.files.misnamed()
+    catalog = store.open_catalog()
+    stamp, _, kept = (catalog.get_meta("misnamed") or "").partition("\n")
+    if stamp == folders:
+        try:
+            names = json.loads(kept)
+        except ValueError:
+            names = None
+        if isinstance(names, list) and all(isinstance(name, str) for name in names):
+            return names
+    found = store.files.misnamed()
+    with contextlib.suppress(sqlite3.Error):  # only a cache: a read-only catalog lists each time
+        with catalog.transaction() as db:
+            catalog.set_meta(db, "misnamed", folders + "\n" + json.dumps(found))
+    return found
