@@ -13,7 +13,7 @@ PROBE = """
 import atexit, gc, os, sys
 from memagent.cli.main import run
 # registered before run(): runs after run's own handler, as the interpreter's last step
-atexit.register(lambda: os.write(2, f"frozen={gc.get_freeze_count()}\\n".encode()))
+atexit.register(lambda: os.write(2, f"frozen={gc.get_freeze_count()} young={gc.get_threshold()[0]}\\n".encode()))
 sys.argv = ["memagent", *sys.argv[1:]]
 run()
 """
@@ -31,6 +31,7 @@ def test_a_normal_run_and_a_usage_error_both_end_frozen(cli_env):
     ok = probe("--version", env=cli_env)
     assert ok.returncode == 0 and ok.stdout.strip()  # the output was flushed as usual
     assert frozen(ok) > 1_000
+    assert "young=10000" in ok.stderr  # the youngest generation is collected less often
     bad = probe("--no-such-flag", env=cli_env)
     assert bad.returncode == 2 and "memagent: " in bad.stderr  # the one-line usage error still printed
     assert frozen(bad) > 1_000
