@@ -138,6 +138,7 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
     from memagent.memory.embeddings import load_embedder
     from memagent.memory.service import MemoryService
 
+    os.environ["MEMAGENT_HOME"] = str(store / "home")  # as the CLI runs have it: never the real home
     embedder = load_embedder()
     service = MemoryService.open(project_paths(store / "project"), Settings(), "bench", embedder=embedder)
     service.warm_up()
@@ -166,9 +167,11 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
     }
 
 
-def import_rate(texts: list[str], workdir: Path) -> dict[str, float]:
+def import_rate(texts: list[str], workdir: Path, home: Path) -> dict[str, float]:
     """Cards/s: ``import_cards`` through the gate (int8) vs plain fp32 embedding + Chroma add."""
     import chromadb
+
+    os.environ["MEMAGENT_HOME"] = str(home)  # the store's home (its embedding graph): never the real home
 
     from memagent.config import Settings, project_paths
     from memagent.memory.embeddings import load_embedder
@@ -205,10 +208,12 @@ def clone_of(store: Path, n: int, target: Path) -> Path:
     (memory / "cards").mkdir(parents=True)
     for path in sorted((source / "cards").iterdir())[:n]:
         shutil.copy2(path, memory / "cards" / path.name)
-    shutil.copytree(source / "vectors", memory / "vectors")
-    for name in (".gitignore", "project-id"):
-        if (source / name).exists():
-            shutil.copy2(source / name, memory / name)
+    shutil.copytree(source / "local" / "vectors", memory / "vectors")  # committed, as a team does
+    (memory / "project-id").write_text((source / "project-id").read_text())
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(target)], check=True)
+    subprocess.run([*git, "-C", str(target), "add", "-f", ".memory"], check=True)
+    subprocess.run([*git, "-C", str(target), "commit", "-q", "-m", "cards"], check=True)
     return target
 
 
@@ -306,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "MEMAGENT_HOME": str(store / "home")}
         work = Path(tmp)
         corpus = json.loads((args.stores / "corpus.json").read_text(encoding="utf-8"))
-        rate = import_rate(corpus[-args.import_n :], work)
+        rate = import_rate(corpus[-args.import_n :], work, store / "home")
         row(
             f"`memory import` of {args.import_n:,} real cards (cards/s)",
             f"{rate['ours']:.0f}",
