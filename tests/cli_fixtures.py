@@ -31,12 +31,14 @@ def cli_env(isolated_env) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def run_cli(cli_env) -> Callable[..., subprocess.CompletedProcess]:
+def cli_runner(base_env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess]:
+    """``run(*args, env=..., input=..., timeout=...)``: the real CLI in a subprocess with
+    ``base_env`` (updated by ``env``)."""
+
     def run(*args: str, env: dict[str, str] | None = None, input: str | None = None, timeout: float = 60):
         return subprocess.run(
             [sys.executable, "-m", "memagent", *args],
-            env={**cli_env, **(env or {})},
+            env={**base_env, **(env or {})},
             input=input if input is not None else "",
             capture_output=True,
             text=True,
@@ -44,3 +46,21 @@ def run_cli(cli_env) -> Callable[..., subprocess.CompletedProcess]:
         )
 
     return run
+
+
+@pytest.fixture
+def run_cli(cli_env) -> Callable[..., subprocess.CompletedProcess]:
+    return cli_runner(cli_env)
+
+
+@pytest.fixture(scope="module")
+def module_cli(tmp_path_factory) -> Callable[..., subprocess.CompletedProcess]:
+    """``run_cli`` for a run that several tests of a module share (one scenario run once, each
+    test asserting its own part): homes of its own, the same variables as a test's."""
+    from conftest import isolated_environment
+
+    env = isolated_environment(tmp_path_factory)
+    env["ANTHROPIC_API_KEY"] = FAKE_KEY
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("NO_COLOR", None)
+    return cli_runner(env)

@@ -84,19 +84,39 @@ def real_home_untouched(tmp_path_factory):
         pytest.fail("the test run wrote into the real home folder:\n  " + "\n  ".join(changes[:20]), pytrace=False)
 
 
+def isolated_variables(home: Path, user_home: Path) -> dict[str, str]:
+    """The variables every test runs with: ``home`` as MEMAGENT_HOME, ``user_home`` as HOME and
+    the root of the XDG dirs, library telemetry off."""
+    return {
+        "HOME": str(user_home),
+        "MEMAGENT_HOME": str(home),
+        "XDG_CACHE_HOME": str(user_home / ".cache"),
+        "XDG_CONFIG_HOME": str(user_home / ".config"),
+        "XDG_DATA_HOME": str(user_home / ".local" / "share"),
+        "ORT_DISABLE_TELEMETRY": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+    }
+
+
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A copy of this process's environment as a test sees it, with homes of its own: for a
+    subprocess that several tests share (a module-scoped fixture cannot use ``isolated_env``)."""
+    env = {
+        **os.environ,
+        **isolated_variables(tmp_path_factory.mktemp("memagent-home"), tmp_path_factory.mktemp("home")),
+    }
+    for var in _CREDENTIAL_AND_SETTING_VARS:
+        env.pop(var, None)
+    return env
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory, monkeypatch, real_home_untouched):
     """Per test: HOME, MEMAGENT_HOME and XDG dirs in temp dirs, and no variable that could reach
     a real API or change the settings. Returns the MEMAGENT_HOME dir."""
     home = tmp_path_factory.mktemp("memagent-home")
-    user_home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(user_home))
-    monkeypatch.setenv("MEMAGENT_HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(user_home / ".cache"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(user_home / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(user_home / ".local" / "share"))
-    monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "1")
-    monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
+    for name, value in isolated_variables(home, tmp_path_factory.mktemp("home")).items():
+        monkeypatch.setenv(name, value)
     for var in _CREDENTIAL_AND_SETTING_VARS:
         monkeypatch.delenv(var, raising=False)
     return home

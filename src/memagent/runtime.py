@@ -63,7 +63,6 @@ from memagent.fsutil import private_dir
 from memagent.jsontypes import JsonValue
 from memagent.llm.metered import MeteredModel, meter_of
 from memagent.llm.protocol import ChatModel
-from memagent.llm.tokens import preload as preload_tokenizer
 from memagent.paths import child_environment, record_data_root
 from memagent.permissions import SAVED_ORIGIN, Gate, PermissionRuleError, Policy, RuleSource, parse_rule
 from memagent.pricing import UsageMeter
@@ -398,7 +397,6 @@ def open_session(
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
-    preload_tokenizer(settings.tokenizer, settings.tokenizer_json)  # off the critical path
     session_id = new_session_id()
     logical = options.session_id or logical_session_id(resumed, session_id)
     shelf = attachment_shelf(paths, settings, session_id)

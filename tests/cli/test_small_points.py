@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memagent.memory.embeddings import expected_embedder
 
 
@@ -28,9 +30,24 @@ def test_doctor_names_unreadable_card_files_instead_of_store_ok(run_cli, project
     assert "    ! " in text and "m_broken000002.md" in text
 
 
-def test_doctor_says_store_ok_when_every_card_reads(run_cli, project):
-    report = run_cli("-C", str(project), "doctor", "--json", timeout=180)
-    assert json.loads(report.stdout)["store"]["status"] == "ok"
+@pytest.fixture(scope="module")
+def fresh_project_doctor(module_cli, tmp_path_factory) -> dict:
+    """``doctor --json`` in a new project, run once for the tests that read it."""
+    project = tmp_path_factory.mktemp("doctor") / "project"
+    project.mkdir()
+    report = module_cli("-C", str(project), "doctor", "--json", timeout=180)
+    assert report.returncode == 0, report.stderr
+    return json.loads(report.stdout)
+
+
+def test_doctor_says_store_ok_when_every_card_reads(fresh_project_doctor):
+    assert fresh_project_doctor["store"]["status"] == "ok"
+
+
+def test_doctor_and_memory_stats_name_the_same_embedder(fresh_project_doctor):
+    expected = expected_embedder()
+    doctor = fresh_project_doctor["embedding"]
+    assert (doctor["backend"], doctor["dim"]) == (expected["name"], expected["dim"])
 
 
 def test_memory_stats_names_the_embedder_and_its_dimension(run_cli, project):
@@ -42,8 +59,6 @@ def test_memory_stats_names_the_embedder_and_its_dimension(run_cli, project):
     assert "auto" not in line and "None" not in line
     data = json.loads(run_cli("-C", str(project), "memory", "stats", "--json").stdout)
     assert data["embedder"] == expected
-    doctor = json.loads(run_cli("-C", str(project), "doctor", "--json", timeout=180).stdout)["embedding"]
-    assert (doctor["backend"], doctor["dim"]) == (expected["name"], expected["dim"])  # the same as doctor's
 
 
 def test_an_empty_memory_search_is_a_usage_error(run_cli, project):

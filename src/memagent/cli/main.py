@@ -8,7 +8,9 @@ sub-app the command line names; the others appear as help-only placeholders, whi
 
 from __future__ import annotations
 
+import atexit
 import functools
+import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -472,8 +474,22 @@ def _exit(argv: Sequence[str], code: int, message: str | None) -> NoReturn:
     sys.exit(code)
 
 
+YOUNG_COLLECTION_OBJECTS = 10_000  # allocations between two collections of the youngest generation
+
+
 def run() -> None:
-    """Console entry point: usage errors become one line on stderr and exit code 2."""
+    """Console entry point: usage errors become one line on stderr and exit code 2.
+
+    The cyclic garbage collector runs its youngest generation every
+    :data:`YOUNG_COLLECTION_OBJECTS` allocations instead of 700: start-up builds hundreds of
+    thousands of long-lived objects (the model SDK's classes), and 80 collections walking them
+    cost a ``-p`` run ≈0.1 CPU-s. When the process ends, after every other exit handler, the
+    objects still alive are frozen out of the collector: the interpreter's final collections
+    would otherwise walk the SDK's objects again and again (≈0.4 CPU-s per run). Files memagent
+    writes are closed or unbuffered by then, so nothing waits on those collections."""
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(max(young, YOUNG_COLLECTION_OBJECTS), middle, old)
+    atexit.register(gc.freeze)
     argv = sys.argv[1:]
     try:
         _check_text(argv)

@@ -56,7 +56,14 @@ from memagent.jsontypes import JsonObject
 from memagent.llm.invariants import request_problems
 from memagent.llm.items import Injected, Text, ToolResult, item
 from memagent.llm.protocol import ChatModel
-from memagent.llm.tokens import MESSAGE_OVERHEAD, TokenCounter, estimate_block, estimator_name, lazy_counter
+from memagent.llm.tokens import (
+    MESSAGE_OVERHEAD,
+    TokenCounter,
+    estimate_block,
+    estimator_name,
+    lazy_counter,
+    upper_bound_counter,
+)
 from memagent.llm.types import Block, Message, ModelRequest, Usage
 from memagent.markers import Marker
 from memagent.markers import kind_of as legacy_kind
@@ -134,7 +141,10 @@ class CompactingContext:
         self.reinject = list(reinject)
         self.before_drop = list(before_drop)
         self.tail_fraction = tail_fraction
-        self.counter = TokenCounter(lazy_counter(settings.tokenizer, settings.tokenizer_json))
+        self.counter = TokenCounter(
+            lazy_counter(settings.tokenizer, settings.tokenizer_json),
+            upper_bound_counter(settings.tokenizer, settings.tokenizer_json),
+        )
         self.compactions = 0
         self.requests = requests or CompactionRequest()  # the compact tool's asks
         self.shelf = shelf  # where oversized text goes (None: it is sent as it is)
@@ -187,6 +197,11 @@ class CompactingContext:
     def current_tokens(self, conversation: Conversation) -> int:
         return self.counter.context_tokens(self.system, self.tools, self.view(conversation))
 
+    def _surely_below(self, conversation: Conversation, limit: float) -> bool:
+        """True when the context is below ``limit`` by a bound that loads no encoding (False:
+        count it)."""
+        return self.counter.at_most(self.system, self.tools, self.view(conversation)) < limit
+
     def before_request(self, conversation: Conversation) -> Iterator[AgentEvent]:
         self._conversation = conversation
         yield from self._auto_compact(conversation)
@@ -196,6 +211,8 @@ class CompactingContext:
         asked, focus = self.requests.take()
         if asked:
             yield from self._compact(conversation, focus, manual=True)
+            return
+        if self._surely_below(conversation, self.threshold * PREPARE_FRACTION if self.background else self.threshold):
             return
         tokens = self.current_tokens(conversation)
         if tokens < self.threshold:
@@ -257,6 +274,8 @@ class CompactingContext:
         if self.shelf is None:
             return
         budget = self.request_budget
+        if self._surely_below(conversation, budget * min(1.0, EXACT_COUNT_FROM)):
+            return  # at most the budget, and too small to ask the API for an exact count
         for step in range(1, MAX_FIT_STEPS + 1):
             tokens = self.current_tokens(conversation)
             if tokens > budget * EXACT_COUNT_FROM:

