@@ -18,8 +18,8 @@ from memagent.channel import Channel, ChannelError
 from memagent.checkpoints import CheckpointError, Restored
 from memagent.claude_settings import ClaudeSettings
 from memagent.config import ProjectPaths, Settings
-from memagent.context.compaction import CompactingContext, ContextReport
-from memagent.context.policy import PassThroughContext
+from memagent.context.compaction import CompactingContext
+from memagent.context.policy import ContextReport, PassThroughContext
 from memagent.context.resume import fit_rebuilt
 from memagent.context.rewind import RewindError, TurnPoint
 from memagent.context.transcript import TranscriptWriter

@@ -41,14 +41,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
 
 from memagent.config import Settings
 from memagent.context.conversation import Conversation
 from memagent.context.elision import count_elided, elide_old_tool_results
 from memagent.context.history import is_turn_start
 from memagent.context.oversize import MIN_LIMIT_TOKENS, Attached, AttachmentShelf
-from memagent.context.policy import CompactionRequest
+from memagent.context.policy import CompactionRequest, ContextReport
 from memagent.context.prepared import PREPARE_FRACTION, Preparation, Summary, start_preparation
 from memagent.context.summary import assemble, choose_cut, summarise, summary_head, turn_request_text
 from memagent.events import AgentEvent, Notice
@@ -72,25 +71,6 @@ MEMORY_KINDS = (Marker.MEMORIES, Marker.PROFILE)
 WINDOW_MARGIN = 0.95  # of the window less the answer: room for the estimate's error
 EXACT_COUNT_FROM = 0.8  # of the request budget: above this, ask the API for the exact count
 MAX_FIT_STEPS = 5  # halvings of the inline limit when a request does not fit the window
-
-
-class ContextReport(TypedDict):
-    """Where the context's tokens go (``/context``): estimates per part, ``total`` usage-anchored."""
-
-    system: int
-    tools: int
-    messages: int
-    tool_results: int
-    memory: int
-    total: int
-    exact_anchor: bool
-    threshold: int
-    until_compaction: int
-    message_count: int
-    elided_tool_results: int
-    compactions: int
-    estimator: str
-    transcript: str
 
 
 @dataclass

@@ -9,11 +9,30 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from memagent.context.conversation import Conversation
 from memagent.events import AgentEvent
 from memagent.llm.types import Block, Message, Usage
+
+
+class ContextReport(TypedDict):
+    """Where the context's tokens go (``/context``): estimates per part, ``total`` usage-anchored."""
+
+    system: int
+    tools: int
+    messages: int
+    tool_results: int
+    memory: int
+    total: int
+    exact_anchor: bool
+    threshold: int
+    until_compaction: int
+    message_count: int
+    elided_tool_results: int
+    compactions: int
+    estimator: str
+    transcript: str
 
 
 class ContextPolicy(Protocol):
