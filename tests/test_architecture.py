@@ -59,7 +59,7 @@ ALLOWED: dict[str, set[str] | None] = {
     # the model adapter and the stores know nothing of the loop
     "llm": {"decoding", "errors", "jsontypes", "markers", "models", "pricing"},
     "tasks": {"fsutil", "jsontypes", "redact"},
-    "memory": {"config", "errors", "fsutil", "gitsafe", "llm", "markers", "redact"},
+    "memory": {"config", "errors", "fsutil", "gitsafe", "jsontypes", "llm", "markers", "redact"},
     "tools": {
         "childenv",
         "config",

@@ -490,3 +490,15 @@ def test_a_poisoned_readme_plants_no_user_card_no_profile_line_and_nothing_from_
     for path in [*history.files, *paths.root.rglob("*")]:
         if path.is_file():
             assert b"hunter2" not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("damaged", ["12", 12, {"1": "x"}, None, True])
+def test_extraction_records_with_damaged_ids_mark_nothing_as_mined(damaged):
+    """A transcript's ``extraction`` record whose ``ids`` is not a list reads as "no ids": nothing
+    is wrongly marked as mined (a string is not its characters) and resume does not crash."""
+    records = [
+        {"type": "extraction", "ids": damaged},
+        {"type": "extraction", "ids": ["7", 8]},
+    ]
+    assert processed_ids_from_records(records) == {"7", "8"}
+    assert processed_ids_after_resume(records, ["7", "12", "1"], ["a", "b", "c"]) == {"a"}

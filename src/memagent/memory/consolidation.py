@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -87,12 +87,12 @@ class ActionItem(BaseModel):
 
     @field_validator("action", mode="before")
     @classmethod
-    def _upper(cls, value: Any) -> Any:
+    def _upper(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
 
     @field_validator("target", mode="before")
     @classmethod
-    def _handle(cls, value: Any) -> Any:
+    def _handle(cls, value: object) -> object:
         # Accept "E2" as well as 2.
         if isinstance(value, str):
             text = value.strip().upper().lstrip("E")
@@ -103,10 +103,11 @@ class ActionItem(BaseModel):
 def parse_actions(text: str) -> dict[int, ActionItem] | None:
     """Valid actions by candidate number; ``None`` when the answer is unusable as a whole."""
     obj = find_json_object(text or "", "actions")
-    if obj is None or not isinstance(obj.get("actions"), list):
+    listed = obj.get("actions") if obj is not None else None
+    if not isinstance(listed, list):
         return None
     actions: dict[int, ActionItem] = {}
-    for item in obj["actions"]:
+    for item in listed:
         if not isinstance(item, dict):
             continue
         try:

@@ -39,10 +39,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memagent.jsontypes import JsonMapping, JsonObject, json_str
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse
 from memagent.llm.items import items as content_items
 from memagent.markers import Marker, kind_of
@@ -246,13 +246,13 @@ def _render_user_text(raw: str, message_id: str, lines: list[str], segments: lis
             segments.append(Segment(message_id, "tool", attached.strip()))
 
 
-def render_messages(messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> RenderedSlice:
+def render_messages(messages: Sequence[JsonMapping], ids: Sequence[str]) -> RenderedSlice:
     """Render messages compactly for the extractor (see module docstring)."""
     lines: list[str] = []
     segments: list[Segment] = []
     tool_names: dict[str, str] = {}
     for message, message_id in zip(messages, ids):
-        role = message.get("role", "user")
+        role = json_str(message.get("role"), "user")
         for part in content_items(message.get("content")):
             if isinstance(part, Injected):
                 continue  # memagent's own text (memories, a summary, a reminder …) is never evidence
@@ -286,7 +286,7 @@ def render_messages(messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> R
     return RenderedSlice(text="\n".join(lines), segments=segments, message_ids=[str(i) for i in ids])
 
 
-def _starts_turn(message: dict[str, Any]) -> bool:
+def _starts_turn(message: JsonMapping) -> bool:
     """A user message with typed text (not only tool results): a safe place to split a slice."""
     if message.get("role") != "user":
         return False
@@ -297,11 +297,11 @@ def _starts_turn(message: dict[str, Any]) -> bool:
 
 
 def split_slice(
-    messages: Sequence[dict[str, Any]],
+    messages: Sequence[JsonMapping],
     ids: Sequence[str],
     max_tokens: int = SLICE_TOKENS,
     count: Callable[[str], int] | None = None,
-) -> list[tuple[list[dict[str, Any]], list[str]]]:
+) -> list[tuple[list[JsonMapping], list[str]]]:
     """Cut a long slice into parts of about ``max_tokens`` rendered tokens (``count``: the text
     counter, default the offline estimate of :mod:`memagent.llm.tokens`), only before a user
     turn, so a tool call always travels with its result."""
@@ -309,8 +309,8 @@ def split_slice(
         from memagent.llm.tokens import text_counter
 
         count = text_counter()
-    parts: list[tuple[list[dict[str, Any]], list[str]]] = []
-    current: list[dict[str, Any]] = []
+    parts: list[tuple[list[JsonMapping], list[str]]] = []
+    current: list[JsonMapping] = []
     current_ids: list[str] = []
     size = 0
     for message, message_id in zip(messages, ids):
@@ -357,7 +357,7 @@ class ExtractedMemory(BaseModel):
 
     @field_validator("person", "backstory", mode="before")
     @classmethod
-    def _optional_text(cls, value: Any) -> Any:
+    def _optional_text(cls, value: object) -> object:
         if value is None or not isinstance(value, str):
             return None
         value = " ".join(value.split())
@@ -370,7 +370,7 @@ class ExtractedMemory(BaseModel):
 
     @field_validator("memory_type", mode="before")
     @classmethod
-    def _known_type(cls, value: Any) -> Any:
+    def _known_type(cls, value: object) -> object:
         if isinstance(value, str):
             lowered = value.strip().lower()
             return TYPE_ALIASES.get(lowered, lowered)
@@ -378,12 +378,12 @@ class ExtractedMemory(BaseModel):
 
     @field_validator("scope", mode="before")
     @classmethod
-    def _lower_scope(cls, value: Any) -> Any:
+    def _lower_scope(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("files", mode="before")
     @classmethod
-    def _file_list(cls, value: Any) -> Any:
+    def _file_list(cls, value: object) -> object:
         if value is None:
             return []
         if isinstance(value, str):
@@ -397,7 +397,7 @@ class ExtractedMemory(BaseModel):
 
     @field_validator("quote", mode="before")
     @classmethod
-    def _short_quote(cls, value: Any) -> Any:
+    def _short_quote(cls, value: object) -> object:
         if value is None:
             return ""
         return value[:QUOTE_CHARS] if isinstance(value, str) else value
@@ -413,7 +413,7 @@ class ParsedExtraction:
 _FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 
 
-def find_json_object(text: str, key: str) -> dict[str, Any] | None:
+def find_json_object(text: str, key: str) -> JsonObject | None:
     """The first JSON object in ``text`` (fenced or bare) that has ``key``."""
     candidates = [m.group(1) for m in _FENCE_RE.finditer(text)] + [text]
     decoder = json.JSONDecoder()

@@ -35,8 +35,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from memagent.jsontypes import JsonMapping, JsonObject, json_list
 from memagent.llm.items import texts
 from memagent.llm.types import ModelRequest, ResponseComplete, text_block, user_message
 from memagent.memory.consolidation import Consolidator, Decision
@@ -53,6 +54,9 @@ from memagent.memory.screening import Candidate, screen
 from memagent.memory.steering import Steering, latest_summary
 
 if TYPE_CHECKING:
+    from memagent.config import ProjectPaths, Settings
+    from memagent.llm.protocol import ChatModel
+    from memagent.llm.types import Message
     from memagent.memory.service import MemoryService
 
 log = logging.getLogger("memagent.memory.learning")
@@ -116,17 +120,17 @@ class LearningReport:
         return ", ".join(parts)
 
 
-def processed_ids_from_records(records: Iterable[dict[str, Any]]) -> set[str]:
+def processed_ids_from_records(records: Iterable[JsonMapping]) -> set[str]:
     """Message ids already mined, from a transcript's ``extraction`` records (for resume)."""
     done: set[str] = set()
     for record in records:
         if isinstance(record, dict) and record.get("type") == EXTRACTION_RECORD:
-            done.update(str(i) for i in record.get("ids") or ())
+            done.update(str(i) for i in json_list(record.get("ids")))
     return done
 
 
 def processed_ids_after_resume(
-    old_records: Iterable[dict[str, Any]], old_ids: Sequence[str], new_ids: Sequence[str]
+    old_records: Iterable[JsonMapping], old_ids: Sequence[str], new_ids: Sequence[str]
 ) -> set[str]:
     """Resume re-records the kept messages in the new session's transcript under new ids
     (``Resumed.ids`` → ``Conversation.ids``): carry the "already mined" mark across, pairwise."""
@@ -134,20 +138,20 @@ def processed_ids_after_resume(
     return {str(new) for old, new in zip(old_ids, new_ids) if str(old) in done}
 
 
-def auto_extract_enabled(settings: Any) -> bool:
+def auto_extract_enabled(settings: Settings | None) -> bool:
     """``settings.auto_extract`` (default on): false switches every automatic trigger off —
     periodic, before a compaction and at session end."""
     return bool(getattr(settings, "auto_extract", True))
 
 
-def should_extract(turns_since_last: int, settings: Any) -> bool:
+def should_extract(turns_since_last: int, settings: Settings | None) -> bool:
     """The every-N-user-turns trigger; ``extract_every_turns`` ≤ 0 turns it off, and so does
     ``auto_extract = false``."""
     every = int(getattr(settings, "extract_every_turns", 10) or 0)
     return auto_extract_enabled(settings) and every > 0 and turns_since_last >= every
 
 
-def is_user_turn(message: dict[str, Any]) -> bool:
+def is_user_turn(message: JsonMapping) -> bool:
     """A user message typed by the user (not only tool results)."""
     if message.get("role") != "user":
         return False
@@ -183,14 +187,14 @@ class LearningPipeline:
 
     def __init__(
         self,
-        model: Any,
+        model: ChatModel,
         service: MemoryService | ServiceGetter | None,
         *,
         session_id: str,
         session_date: date | None = None,
-        settings: Any = None,
+        settings: Settings | None = None,
         history: LearningHistory | None = None,
-        record: Callable[[dict[str, Any]], None] | None = None,
+        record: Callable[[JsonObject], None] | None = None,
         processed_ids: Iterable[str] = (),
         task_hint: Callable[[], str | None] | None = None,
         require_review: bool | None = None,
@@ -225,8 +229,8 @@ class LearningPipeline:
 
     # -- claiming ---------------------------------------------------------------------------
 
-    def _claim(self, messages: Sequence[dict[str, Any]], ids: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
-        chosen: list[dict[str, Any]] = []
+    def _claim(self, messages: Sequence[JsonMapping], ids: Sequence[str]) -> tuple[list[JsonMapping], list[str]]:
+        chosen: list[JsonMapping] = []
         chosen_ids: list[str] = []
         with self._lock:
             for message, message_id in zip(messages, ids):
@@ -248,7 +252,7 @@ class LearningPipeline:
 
     def process(
         self,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[JsonMapping],
         ids: Sequence[str],
         reason: str,
         task: str | None = None,
@@ -272,7 +276,12 @@ class LearningPipeline:
                 remaining = remaining[len(part_ids) :]
                 if self.record is not None:
                     self.record(
-                        {"type": EXTRACTION_RECORD, "ids": part_ids, "reason": reason, "stored": report.stored[before:]}
+                        {
+                            "type": EXTRACTION_RECORD,
+                            "ids": [*part_ids],
+                            "reason": reason,
+                            "stored": [*report.stored[before:]],
+                        }
                     )
         except Exception as exc:  # a model or store failure of any kind: retryable, never fatal
             self._release(remaining, done=False)
@@ -285,7 +294,7 @@ class LearningPipeline:
 
     def _run(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[JsonMapping],
         ids: list[str],
         report: LearningReport,
         task: str | None = None,
@@ -350,7 +359,7 @@ class LearningPipeline:
         if self.history is None:
             return
         candidate: Candidate = decision.candidate
-        record: dict[str, Any] = {
+        record: JsonObject = {
             "kind": "decision",
             "action": decision.action,
             "card_id": decision.card_id,
@@ -427,7 +436,7 @@ def _one_line(exc: BaseException) -> str:
 
 @dataclass
 class _Job:
-    messages: list[dict[str, Any]]
+    messages: list[JsonMapping]
     ids: list[str]
     reason: str
     task: str | None = None
@@ -463,9 +472,7 @@ class BackgroundLearner:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(
-        self, messages: Sequence[dict[str, Any]], ids: Sequence[str], reason: str, task: str | None = None
-    ) -> bool:
+    def submit(self, messages: Sequence[JsonMapping], ids: Sequence[str], reason: str, task: str | None = None) -> bool:
         """Queue a slice for learning (``task``: the task its cards are learned under); returns
         ``False`` when nothing in it is new, or when automatic extraction is off
         (:func:`auto_extract_enabled`)."""
@@ -550,16 +557,16 @@ class BackgroundLearner:
         return finished
 
 
-def before_drop_hook(learner: BackgroundLearner) -> Callable[[list[dict[str, Any]], list[str]], None]:
+def before_drop_hook(learner: BackgroundLearner) -> Callable[[list[Message], list[str]], None]:
     """A ``CompactingContext(before_drop=[...])`` hook: learn from exactly the dropped messages."""
 
-    def hook(messages: list[dict[str, Any]], ids: list[str]) -> None:
+    def hook(messages: list[Message], ids: list[str]) -> None:
         learner.submit(messages, ids, "compaction")
 
     return hook
 
 
-def on_forget(paths: Any, card_ids: Iterable[str]) -> None:
+def on_forget(paths: ProjectPaths, card_ids: Iterable[str]) -> None:
     """What ``forget`` must also do: erase the cards' text from the learning history and drop
     cached profiles (they may quote the cards)."""
     from memagent.memory.profiles import invalidate_profiles

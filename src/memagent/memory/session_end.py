@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from typing import Any
 
+from memagent.jsontypes import JsonMapping
 from memagent.llm.items import own_texts, tool_uses
 
 LONG_BRIEF = 300
@@ -32,7 +32,7 @@ DURABLE_CUES = re.compile(
 )
 
 
-def _typed_texts(message: dict[str, Any]) -> list[str]:
+def _typed_texts(message: JsonMapping) -> list[str]:
     if message.get("role") != "user":
         return []
     content = message.get("content")
@@ -41,13 +41,13 @@ def _typed_texts(message: dict[str, Any]) -> list[str]:
     return [t for t in own_texts(message) if t.strip()][:1]
 
 
-def _has_tool_call(message: dict[str, Any]) -> bool:
+def _has_tool_call(message: JsonMapping) -> bool:
     content = message.get("content")
     return message.get("role") == "assistant" and isinstance(content, list) and bool(tool_uses(content))
 
 
 def worth_learning_at_end(
-    messages: Sequence[dict[str, Any]], ids: Sequence[str] = (), processed: Collection[str] = ()
+    messages: Sequence[JsonMapping], ids: Sequence[str] = (), processed: Collection[str] = ()
 ) -> bool:
     """True when the not-yet-mined part of the session may hold something worth remembering."""
     fresh = [m for m, i in zip(messages, ids or [""] * len(messages)) if not ids or str(i) not in processed]

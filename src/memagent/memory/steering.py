@@ -17,10 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from memagent.jsontypes import JsonMapping
 from memagent.llm.items import Injected, message_items
 from memagent.markers import Marker
+
+if TYPE_CHECKING:
+    from memagent.config import Settings
 
 MAX_TOPICS = 20
 MAX_EXAMPLES = 5
@@ -29,7 +33,7 @@ MAX_SUMMARY_CHARS = 3000
 _TAG = re.compile(r"</?\s*(project_guidance|session_summary)\b[^>]*>", re.IGNORECASE)
 
 
-def _clean(text: Any, limit: int) -> str:
+def _clean(text: object, limit: int) -> str:
     flat = " ".join(str(text).split())
     flat = _TAG.sub("", flat)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -42,7 +46,7 @@ class Steering:
     summary: str | None = None
 
     @classmethod
-    def of(cls, settings: Any, summary: str | None = None) -> Steering:
+    def of(cls, settings: Settings | None, summary: str | None = None) -> Steering:
         topics = [_clean(t, MAX_CHARS) for t in (getattr(settings, "memory_topics", None) or [])[:MAX_TOPICS]]
         examples = [_clean(e, MAX_CHARS) for e in (getattr(settings, "memory_examples", None) or [])[:MAX_EXAMPLES]]
         return cls(tuple(t for t in topics if t), tuple(e for e in examples if e), summary)
@@ -67,7 +71,7 @@ class Steering:
         return "\n\n".join(parts)
 
 
-def latest_summary(messages: Sequence[dict[str, Any]]) -> str | None:
+def latest_summary(messages: Sequence[JsonMapping]) -> str | None:
     """The newest compaction summary among the messages (the block compaction injected)."""
     for message in reversed(messages):
         for part in reversed(message_items(message)):
