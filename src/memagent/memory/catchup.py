@@ -32,12 +32,16 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from memagent.fsutil import make_dirs
+from memagent.jsontypes import JsonMapping, JsonObject, JsonValue, json_list
 from memagent.memory.layout import ensure_index, index_dir
 from memagent.memory.learning_history import LearningHistory
 from memagent.memory.session_end import worth_learning_at_end
+
+if TYPE_CHECKING:
+    from memagent.memory.learning import LearningPipeline, LearningReport
 
 MAX_SESSIONS = 3  # sessions mined per start
 MAX_MESSAGES = 400  # messages mined per start, across those sessions
@@ -113,7 +117,7 @@ class Unmined:
     """An earlier session's messages not mined yet (transcript ids as strings)."""
 
     session_id: str
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     ids: list[str]
     started: date
     mined: set[str] = field(default_factory=set)
@@ -126,13 +130,13 @@ def mined_in_history(history: LearningHistory) -> tuple[dict[str, set[str]], set
     complete: set[str] = set()
     for record in history.records(MINED):
         session = str(record.get("session_id") or "")
-        ids.setdefault(session, set()).update(str(i) for i in record.get("ids") or ())
+        ids.setdefault(session, set()).update(str(i) for i in json_list(record.get("ids")))
         if record.get("complete"):
             complete.add(session)
     return ids, complete
 
 
-def _started(records: Sequence[dict[str, Any]]) -> date:
+def _started(records: Sequence[JsonMapping]) -> date:
     for record in records:
         stamp = record.get("time")
         if isinstance(stamp, str):
@@ -141,28 +145,33 @@ def _started(records: Sequence[dict[str, Any]]) -> date:
     return datetime.now(UTC).date()
 
 
-def unmined_messages(session_id: str, records: Sequence[dict[str, Any]], mined_before: Iterable[str] = ()) -> Unmined:
+def unmined_messages(session_id: str, records: Sequence[JsonMapping], mined_before: Iterable[str] = ()) -> Unmined:
     """The session's own messages (not those a resume copied in) that nobody mined yet."""
     mined = {str(i) for i in mined_before}
     for record in records:
         if record.get("type") == EXTRACTION_RECORD:
-            mined.update(str(i) for i in record.get("ids") or ())
-    messages: list[dict[str, Any]] = []
+            mined.update(str(i) for i in json_list(record.get("ids")))
+    messages: list[JsonObject] = []
     ids: list[str] = []
     seeding = False
     for record in records:
         kind = record.get("type")
         if kind in ("resume", "resume_end"):
             seeding = kind == "resume"
-        elif kind == "message" and not seeding and record.get("role") in ("user", "assistant"):
+        elif kind == "message" and not seeding and _speaker(record) is not None:
             content = record.get("content")
             if isinstance(content, (list, str)) and str(record.get("id")) not in mined:
-                messages.append({"role": record["role"], "content": content})
+                messages.append({"role": _speaker(record), "content": content})
                 ids.append(str(record.get("id")))
     return Unmined(session_id, messages, ids, _started(records), mined)
 
 
-def resumed_sessions(records: Sequence[dict[str, Any]]) -> set[str]:
+def _speaker(record: JsonMapping) -> str | None:
+    role = record.get("role")
+    return role if isinstance(role, str) and role in ("user", "assistant") else None
+
+
+def resumed_sessions(records: Sequence[JsonMapping]) -> set[str]:
     """Sessions this one resumed (their messages were carried over and are learned here)."""
     found = set()
     for record in records:
@@ -171,11 +180,11 @@ def resumed_sessions(records: Sequence[dict[str, Any]]) -> set[str]:
     return found
 
 
-SessionSource = Callable[[], Iterable[tuple[str, Sequence[dict[str, Any]]]]]
+SessionSource = Callable[[], Iterable[tuple[str, Sequence[JsonMapping]]]]
 
 
 def plan(
-    sessions: Sequence[tuple[str, Sequence[dict[str, Any]]]],
+    sessions: Sequence[tuple[str, Sequence[JsonMapping]]],
     memory_dir: Path,
     history: LearningHistory,
     *,
@@ -228,12 +237,18 @@ def record_mined(
     )
 
 
-PipelineFactory = Callable[..., Any]  # (session_id=, session_date=, processed_ids=, record=) -> LearningPipeline
+class PipelineFactory(Protocol):
+    """Builds the pipeline that mines one earlier session (its id and date, what it already mined,
+    where each mined part is recorded)."""
+
+    def __call__(
+        self, *, session_id: str, session_date: date, processed_ids: set[str], record: Callable[[JsonObject], None]
+    ) -> LearningPipeline: ...
 
 
 def mine(
     pending: Sequence[Unmined], history: LearningHistory, settled: Sequence[str], make_pipeline: PipelineFactory
-) -> list[Any]:
+) -> list[LearningReport]:
     """Mine each pending session with its own pipeline (cards carry that session's id and date);
     every part mined is recorded as it succeeds. Returns the :class:`LearningReport` of each
     session; a failure is its report (``error`` set) and leaves the rest for a later start."""
@@ -247,9 +262,7 @@ def mine(
             session_id=found.session_id,
             session_date=found.started,
             processed_ids=found.mined,
-            record=lambda rec, sid=found.session_id: record_mined(
-                history, sid, rec.get("ids") or (), stored=rec.get("stored") or ()
-            ),
+            record=_recorder(history, found.session_id),
         )
         try:
             report = pipeline.process(found.messages, found.ids, "catch_up")
@@ -263,6 +276,19 @@ def mine(
             record_mined(history, found.session_id, [], complete=True)
         reports.append(report)
     return [r for r in reports if r is not None]
+
+
+def _recorder(history: LearningHistory, session_id: str) -> Callable[[JsonObject], None]:
+    """Records each part a pipeline mined (its ``extraction`` record) as mined for ``session_id``."""
+
+    def record(extraction: JsonObject) -> None:
+        record_mined(history, session_id, _strings(extraction.get("ids")), stored=_strings(extraction.get("stored")))
+
+    return record
+
+
+def _strings(value: JsonValue) -> list[str]:
+    return [str(item) for item in json_list(value)]
 
 
 def hold_catch_up(memory_dir: Path) -> FileLock | None:

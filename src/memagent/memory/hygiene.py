@@ -27,14 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeGuard
 
+from memagent.jsontypes import JsonValue, json_str
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
 from memagent.memory.learning_history import LearningHistory
 from memagent.memory.usage import decay_stretch
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths
+    from memagent.memory.saving import SaveResult
     from memagent.memory.service import MemoryService
 
 
@@ -64,12 +66,17 @@ class DecayChange:
     after: float
 
 
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _bases(history: LearningHistory) -> tuple[dict[str, float], datetime | None]:
     bases: dict[str, float] = {}
     last_run: datetime | None = None
     for record in history.records():
-        if record.get("kind") == "decay" and record.get("card_id") and "base" in record:
-            bases.setdefault(str(record["card_id"]), float(record["base"]))
+        base = record.get("base")
+        if record.get("kind") == "decay" and record.get("card_id") and _is_number(base):
+            bases.setdefault(str(record["card_id"]), float(base))
         elif record.get("kind") == "decay_run":
             try:
                 last_run = datetime.fromisoformat(str(record.get("time")))
@@ -157,7 +164,9 @@ def review_queue(service: MemoryService, history: LearningHistory, limit: int = 
         card = service.get(card_id)
         if card is None or card.status != "archived":
             continue
-        items.append(ReviewItem(card, True, record.get("action"), record.get("target_id")))
+        items.append(
+            ReviewItem(card, True, json_str(record.get("action")) or None, json_str(record.get("target_id")) or None)
+        )
         seen.add(card_id)
     automatic = set(history.automatic_card_ids())
     for card in service.list(limit=SCAN_LIMIT):
@@ -171,7 +180,7 @@ def review_queue(service: MemoryService, history: LearningHistory, limit: int = 
     return items[:limit]
 
 
-def _log_review(history: LearningHistory, card: MemoryCard, verdict: str, **extra: Any) -> None:
+def _log_review(history: LearningHistory, card: MemoryCard, verdict: str, **extra: JsonValue) -> None:
     history.append({"kind": "review", "card_id": card.id, "verdict": verdict, **extra}, scope=card.scope)
 
 
@@ -189,12 +198,12 @@ def approve(service: MemoryService, history: LearningHistory, item: ReviewItem) 
     return card
 
 
-def amend(service: MemoryService, history: LearningHistory, item: ReviewItem, new_content: str) -> Any:
+def amend(service: MemoryService, history: LearningHistory, item: ReviewItem, new_content: str) -> SaveResult:
     """Edit a card: a pending one is activated first, then corrected by a superseding card."""
     if item.pending:
         approve(service, history, item)
     result = service.correct(item.card.id, new_content, source="user")
-    _log_review(history, item.card, "edit", new_card_id=getattr(result.card, "id", None), status=result.status)
+    _log_review(history, item.card, "edit", new_card_id=result.card.id if result.card else None, status=result.status)
     return result
 
 

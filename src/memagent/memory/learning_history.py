@@ -37,9 +37,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memagent.fsutil import atomic_write, make_dirs
+from memagent.jsontypes import JsonMapping, JsonObject, json_int, json_list, json_str
 from memagent.memory.layout import HISTORY_NAME as LAYOUT_HISTORY_NAME
 from memagent.memory.layout import LOCAL_DIR, ensure_local, local_dir, migrate_layout
 
@@ -88,9 +89,9 @@ class LearningHistory:
 
     # -- writing --------------------------------------------------------------------------
 
-    def append(self, record: dict[str, Any], *, scope: str | None = None) -> dict[str, Any]:
+    def append(self, record: JsonObject, *, scope: str | None = None) -> JsonObject:
         """Append one record (``kind`` required) to the file for ``scope``; returns it with its time."""
-        stamped = {"kind": record["kind"], "time": record.get("time") or _now()}
+        stamped: JsonObject = {"kind": record["kind"], "time": record.get("time") or _now()}
         stamped.update({k: v for k, v in record.items() if k not in ("kind", "time") and v is not None})
         line = json.dumps(stamped, ensure_ascii=False, separators=(",", ":")) + "\n"
         target = self._file_for(scope)
@@ -108,9 +109,9 @@ class LearningHistory:
 
     # -- reading --------------------------------------------------------------------------
 
-    def records(self, kind: str | None = None) -> list[dict[str, Any]]:
+    def records(self, kind: str | None = None) -> list[JsonObject]:
         """Every readable record of both files, oldest first; garbage lines are skipped."""
-        found: list[dict[str, Any]] = []
+        found: list[JsonObject] = []
         for path in self.files:
             found.extend(_read(path))
         found.sort(key=lambda r: str(r.get("time", "")))
@@ -118,7 +119,7 @@ class LearningHistory:
             found = [r for r in found if r.get("kind") == kind]
         return found
 
-    def history_for(self, card_id: str) -> list[dict[str, Any]]:
+    def history_for(self, card_id: str) -> list[JsonObject]:
         """Every record about ``card_id`` (as the card or as the target), oldest first."""
         return [r for r in self.records() if _mentions(r, {card_id})]
 
@@ -157,7 +158,7 @@ class LearningHistory:
         return scrubbed
 
 
-def _read(path: Path) -> Iterator[dict[str, Any]]:
+def _read(path: Path) -> Iterator[JsonObject]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -175,10 +176,10 @@ def _read(path: Path) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def _mentions(record: dict[str, Any], ids: set[str]) -> bool:
+def _mentions(record: JsonMapping, ids: set[str]) -> bool:
     if record.get("card_id") in ids or record.get("target_id") in ids:
         return True
-    return any(i in ids for i in record.get("card_ids") or ())
+    return any(i in ids for i in json_list(record.get("card_ids")) if isinstance(i, str))
 
 
 def _scrub_file(path: Path, ids: set[str]) -> int:
@@ -213,7 +214,7 @@ def _scrub_file(path: Path, ids: set[str]) -> int:
 # -- module-level helpers for the CLI and other areas ----------------------------------------
 
 
-def history_for(paths: ProjectPaths, card_id: str) -> list[dict[str, Any]]:
+def history_for(paths: ProjectPaths, card_id: str) -> list[JsonObject]:
     """The learning history of one card, for ``memagent memory show ID``."""
     return LearningHistory.for_paths(paths).history_for(card_id)
 
@@ -223,7 +224,7 @@ def erase(paths: ProjectPaths, card_ids: Iterable[str]) -> int:
     return LearningHistory.for_paths(paths).erase(card_ids)
 
 
-def describe_record(record: dict[str, Any], card_id: str | None = None) -> str:
+def describe_record(record: JsonMapping, card_id: str | None = None) -> str:
     """One line for ``memagent memory show ID``, e.g.
     ``2026-11-21 10:03  UPDATE  replaced m_… (session s1, message 12): model decision``."""
     when = str(record.get("time", ""))[:16].replace("T", " ")
@@ -264,7 +265,7 @@ def refusal_kind(reason: str | None) -> str:
     return head[:40] or "unknown"
 
 
-def learning_stats(paths: ProjectPaths) -> dict[str, Any]:
+def learning_stats(paths: ProjectPaths) -> JsonObject:
     """Extraction runs, decisions by action, gate refusals and drops by reason, tokens spent.
 
     For ``memagent memory stats`` (merged into its output by the command's owner).
@@ -279,7 +280,7 @@ def learning_stats(paths: ProjectPaths) -> dict[str, Any]:
         action = str(record.get("action", "?"))
         by_action[action] = by_action.get(action, 0) + 1
         if action == "REFUSED":
-            key = refusal_kind(record.get("reason"))
+            key = refusal_kind(json_str(record.get("reason")) or None)
             refusals[key] = refusals.get(key, 0) + 1
         elif action == "DROPPED":
             key = str(record.get("reason", "unknown"))[:60]
@@ -289,15 +290,15 @@ def learning_stats(paths: ProjectPaths) -> dict[str, Any]:
         "extraction_runs": len(runs),
         "failed_runs": len(failed),
         "last_failure": failed[-1].get("error") if failed else None,
-        "consolidation_calls": sum(int(r.get("consolidation_calls") or 0) for r in runs),
-        "consolidation_failed": sum(int(r.get("consolidation_failed") or 0) for r in runs),
-        "messages_processed": sum(len(r.get("message_ids") or ()) for r in runs if not r.get("error")),
-        "candidates": sum(int(r.get("candidates") or 0) for r in runs),
-        "decisions": dict(sorted(by_action.items())),
-        "gate_refusals": dict(sorted(refusals.items())),
-        "dropped": dict(sorted(drops.items())),
-        "input_tokens": sum(int(r.get("input_tokens") or 0) for r in runs),
-        "output_tokens": sum(int(r.get("output_tokens") or 0) for r in runs),
+        "consolidation_calls": sum(json_int(r.get("consolidation_calls")) for r in runs),
+        "consolidation_failed": sum(json_int(r.get("consolidation_failed")) for r in runs),
+        "messages_processed": sum(len(json_list(r.get("message_ids"))) for r in runs if not r.get("error")),
+        "candidates": sum(json_int(r.get("candidates")) for r in runs),
+        "decisions": {action: n for action, n in sorted(by_action.items())},
+        "gate_refusals": {kind: n for kind, n in sorted(refusals.items())},
+        "dropped": {why: n for why, n in sorted(drops.items())},
+        "input_tokens": sum(json_int(r.get("input_tokens")) for r in runs),
+        "output_tokens": sum(json_int(r.get("output_tokens")) for r in runs),
         "last_run": runs[-1].get("time") if runs else None,
         "pending_review": len(hist.pending_card_ids()),
     }

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from memagent.jsontypes import json_list
 from memagent.memory.cards import MemoryCard, to_utc, utc_now
 from memagent.memory.extraction import find_json_object
 from memagent.memory.gate import term_overlap
@@ -139,7 +140,9 @@ def candidates(service: MemoryService, history: LearningHistory) -> list[MemoryC
 def clusters_to_propose(service: MemoryService, history: LearningHistory, embed: Embed) -> list[Cluster]:
     cards = candidates(service, history)
     vectors = embed([c.content for c in cards]) if cards else None
-    proposed = {frozenset(r.get("members") or ()) for r in history.records(PROPOSED)}
+    proposed = {
+        frozenset(m for m in json_list(r.get("members")) if isinstance(m, str)) for r in history.records(PROPOSED)
+    }
     return [c for c in find_clusters(cards, vectors) if frozenset(c.ids) not in proposed][:MAX_CLUSTERS]
 
 
@@ -182,8 +185,10 @@ def propose(service: MemoryService, history: LearningHistory, cluster: Cluster, 
     if result.card.supersedes:  # the gate took it for a correction of a member: a summary replaces nothing
         service.update_card(result.card.supersedes, status="active", superseded_by=None, touch=False)
     proposal.summary_id = card.id
-    history.append({"kind": "pending", "card_id": card.id, "action": ACTION, "members": cluster.ids}, scope=card.scope)
-    history.append({"kind": PROPOSED, "card_id": card.id, "members": cluster.ids}, scope=card.scope)
+    history.append(
+        {"kind": "pending", "card_id": card.id, "action": ACTION, "members": [*cluster.ids]}, scope=card.scope
+    )
+    history.append({"kind": PROPOSED, "card_id": card.id, "members": [*cluster.ids]}, scope=card.scope)
     return proposal
 
 
