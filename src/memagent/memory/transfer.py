@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import ValidationError
 
+from memagent.jsontypes import JsonObject
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, new_card_id
 from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Decision, Neighbour
@@ -39,14 +39,14 @@ class ImportReport:
     forgotten: list[tuple[int, str, str]] = field(default_factory=list)  # (record index, id, forgotten at)
     ids: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "added": self.added,
             "duplicates": self.duplicates,
             "superseded": self.superseded,
             "refused": [{"index": i, "reason": r} for i, r in self.refused],
             "skipped_forgotten": [{"index": i, "id": c, "forgotten_at": t} for i, c, t in self.forgotten],
-            "ids": list(self.ids),
+            "ids": [*self.ids],
         }
 
 
@@ -58,7 +58,7 @@ class _Known:
     force: bool  # import forgotten ids anyway
 
     @classmethod
-    def of(cls, items: Sequence[Any], tombstones: dict[str, str], force: bool) -> _Known:
+    def of(cls, items: Sequence[object], tombstones: dict[str, str], force: bool) -> _Known:
         ids = [str(r.get("id")) for r in items if isinstance(r, Mapping) and r.get("id") is not None]
         renamed = {raw: new_card_id() for raw in ids if not CARD_ID_RE.match(raw)}
         return cls(set(ids), renamed, tombstones, force)
@@ -73,7 +73,7 @@ class Transfer:
         self.saving = saving
         self.erasure = erasure
 
-    def export(self) -> list[dict[str, Any]]:
+    def export(self) -> list[JsonObject]:
         """Every card (all statuses, both stores) as JSON-ready dicts, oldest first."""
         with self.core.lock, self.core.guard("export"):
             self.core.sync(vectors=False)
@@ -83,9 +83,9 @@ class Transfer:
             return [card.model_dump(mode="json") for card in cards]
 
     def import_cards(
-        self, records: Iterable[Mapping[str, Any]], progress: Progress | None = None, *, force: bool = False
+        self, records: Iterable[object], progress: Progress | None = None, *, force: bool = False
     ) -> ImportReport:
-        """Add cards from dicts (at least ``content``) through the gate, oldest first, in batches.
+        """Add cards from JSON objects (at least ``content``; anything else is refused) through the gate, oldest first, in batches.
 
         Each card meets the same rule as ``memory add`` (``corrections.decide``), against the
         store and the cards imported before it: a restatement is a duplicate, a correction
@@ -110,13 +110,13 @@ class Transfer:
                 self.erasure.revive([i for i in report.ids if i in known.tombstones])
         return report
 
-    def _gated(self, items: Sequence[Any], report: ImportReport, known: _Known) -> list[MemoryCard]:
+    def _gated(self, items: Sequence[object], report: ImportReport, known: _Known) -> list[MemoryCard]:
         """Valid cards that pass the gate and are not here yet; refusals reported by record index."""
         accepted: list[MemoryCard] = []
         seen_ids: set[str] = set()
         for index, record in enumerate(items):
             card, reason = self._card_from_record(record, known)
-            reason = reason or (check_card(card, self.core.gate) if card is not None else "invalid")
+            reason = reason or ((check_card(card, self.core.gate) or "") if card is not None else "invalid")
             if card is None or reason:
                 report.refused.append((index, reason))
             elif card.id in known.tombstones and not known.force:
@@ -211,18 +211,20 @@ class Transfer:
             stored_links.append((other.id, link))
         return card
 
-    def _card_from_record(self, record: Mapping[str, Any], known: _Known) -> tuple[MemoryCard | None, str]:
+    def _card_from_record(self, record: object, known: _Known) -> tuple[MemoryCard | None, str]:
         if not isinstance(record, Mapping):
             return None, "not a JSON object"
-        data = {k: v for k, v in record.items() if k in MemoryCard.model_fields}
+        data: dict[str, object] = {k: v for k, v in record.items() if k in MemoryCard.model_fields}
         if "memory_type" not in data and "type" in record:
             data["memory_type"] = record["type"]
-        if not isinstance(data.get("content"), str) or not data["content"].strip():
+        content = data.get("content")
+        if not isinstance(content, str) or not content.strip():
             return None, "missing content"
         raw_id = data.get("id")
         if raw_id is not None and not (isinstance(raw_id, str) and CARD_ID_RE.match(raw_id)):
             data["id"] = known.renamed[str(raw_id)]
-            provenance = dict(data.get("provenance") or {}) if isinstance(data.get("provenance"), Mapping) else {}
+            given = data.get("provenance")
+            provenance = dict(given) if isinstance(given, Mapping) else {}
             provenance["original_id"] = str(raw_id)[:200]
             data["provenance"] = provenance
         for link in ("supersedes", "superseded_by"):
@@ -244,7 +246,7 @@ class Transfer:
         except ValidationError as exc:
             return None, validation_reason(exc)
 
-    def _linkable(self, target: Any, known: _Known) -> bool:
+    def _linkable(self, target: object, known: _Known) -> bool:
         """A link survives only to a card that is here or comes with this import: never to a
         card forgotten since the export."""
         if not isinstance(target, str) or target in known.tombstones and not known.force:

@@ -35,12 +35,18 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from memagent.errors import one_line as _one_line
 from memagent.fsutil import make_dirs
 from memagent.memory.errors import StoreError
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+    from memagent.memory.embeddings import Embedder
 
 SCHEMA_VERSION = 1
 PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections
@@ -144,12 +150,12 @@ class EmbedderInfo:
     dim: int
 
     @classmethod
-    def of(cls, embedder: Any) -> EmbedderInfo:
+    def of(cls, embedder: Embedder) -> EmbedderInfo:
         name = str(getattr(embedder, "name", "unknown"))
         model_id = getattr(embedder, "model_id", None) or name.split("/")[0]
         return cls(model_id=str(model_id), name=name, dim=int(getattr(embedder, "dim", 0)))
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, str | int]:
         return {
             "hnsw:space": "cosine",
             "memagent_schema": SCHEMA_VERSION,
@@ -196,7 +202,7 @@ def _chroma_settings():
     return chromadb.Settings(anonymized_telemetry=False, allow_reset=False)
 
 
-def _http_client(url: str):
+def _http_client(url: str) -> ClientAPI:
     import chromadb
 
     parsed = urlparse(url if "://" in url else f"http://{url}")
@@ -215,9 +221,9 @@ class VectorIndex:
     def __init__(self, location: StoreLocation, embedder: EmbedderInfo) -> None:
         self.location = location
         self.embedder = embedder
-        self._client: Any = None
-        self._active: Any = None
-        self._inactive: Any = None
+        self._client: ClientAPI | None = None
+        self._active: Collection | None = None
+        self._inactive: Collection | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -248,9 +254,9 @@ class VectorIndex:
         if not self.is_remote:
             self._check_sqlite_file()
         try:
-            self._client = self._make_client(create)
-            self._active = self._collection("active", create)
-            self._inactive = self._collection("inactive", create) if self._active is not None else None
+            client = self._client = self._make_client(create)
+            self._active = self._collection(client, "active", create)
+            self._inactive = self._collection(client, "inactive", create) if self._active is not None else None
         except StoreError:
             self._reset()
             raise
@@ -279,7 +285,7 @@ class VectorIndex:
             what = "is empty" if not header else "is not a database"
             raise StoreError(f"memory index file {db_path} {what}")
 
-    def _make_client(self, create: bool):
+    def _make_client(self, create: bool) -> ClientAPI:
         if self.is_remote:
             assert self.location.url is not None
             return _http_client(self.location.url)
@@ -294,7 +300,7 @@ class VectorIndex:
                 raise StoreError(f"cannot create memory index {path}: {exc.strerror or exc}") from None
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
 
-    def _collection(self, kind: str, create: bool = True):
+    def _collection(self, client: ClientAPI, kind: str, create: bool = True) -> Collection | None:
         """Get the collection, creating it (with this embedder recorded) only when missing and
         ``create`` (else ``None``).
 
@@ -303,13 +309,13 @@ class VectorIndex:
         """
         name = f"{self.location.prefix}{kind}"
         try:
-            return self._client.get_collection(name, embedding_function=None)
+            return client.get_collection(name, embedding_function=None)
         except Exception as exc:
             if type(exc).__name__ != "NotFoundError" and "does not exist" not in str(exc):
                 raise
         if not create:
             return None
-        return self._client.get_or_create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
+        return client.get_or_create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
 
     def stored_embedder(self) -> EmbedderInfo | None:
         meta = (self._active.metadata or {}) if self._active is not None else {}
@@ -336,6 +342,12 @@ class VectorIndex:
                 f"the {self.location.label} memory index was built with {stored.describe()} but the active "
                 f"embedder is {self.embedder.describe()}; run `memagent memory reindex`"
             )
+
+    def _parts(self) -> tuple[ClientAPI, Collection, Collection]:
+        """The client and the active and inactive collections of the open index."""
+        if self._client is None or self._active is None or self._inactive is None:
+            raise StoreError(f"memory index at {self.location.describe()} is not open")
+        return self._client, self._active, self._inactive
 
     def _reset(self) -> None:
         self._client = self._active = self._inactive = None
@@ -374,25 +386,28 @@ class VectorIndex:
     def counts(self) -> tuple[int, int]:
         if not self.opened:
             return 0, 0
-        return self._active.count(), self._inactive.count()
+        _, active, inactive = self._parts()
+        return active.count(), inactive.count()
 
     def nearest_ids(self, vector: Sequence[float], n: int, *, inactive: bool = False) -> list[tuple[str, float]]:
         """(id, cosine similarity) of the nearest cards, best first: the search hot path."""
-        collection = self._inactive if inactive else self._active
         if not self.opened or self.embedder.dim == 0 or n <= 0:
             return []
+        _, active_cards, inactive_cards = self._parts()
+        collection = inactive_cards if inactive else active_cards
         tolist = getattr(vector, "tolist", None)
         result = collection.query(
             query_embeddings=[tolist() if tolist is not None else [float(x) for x in vector]],
             n_results=n,
             include=["distances"],
         )
-        return [(card_id, 1.0 - float(dist)) for card_id, dist in zip(result["ids"][0], result["distances"][0])]
+        distances = result["distances"] or [[]]
+        return [(card_id, 1.0 - float(dist)) for card_id, dist in zip(result["ids"][0], distances[0])]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors by id (active or inactive)."""
         found: dict[str, list[float]] = {}
-        for collection in (self._active, self._inactive) if self.opened else ():
+        for collection in self._parts()[1:] if self.opened else ():
             missing = [i for i in ids if i not in found]
             for start in range(0, len(missing), ID_BATCH):
                 result = collection.get(ids=missing[start : start + ID_BATCH], include=["embeddings"])
@@ -405,7 +420,7 @@ class VectorIndex:
 
     # -- writing -------------------------------------------------------------------------
 
-    def _as_list(self, card_id: str, vector: Sequence[float] | None) -> list[float]:
+    def _as_list(self, card_id: str, vector: Sequence[float] | None) -> Sequence[float]:
         if vector is None or len(vector) != self.embedder.dim:
             raise StoreError(f"card {card_id} has no {self.embedder.dim}-d vector")
         tolist = getattr(vector, "tolist", None)  # numpy rows convert in C
@@ -417,10 +432,11 @@ class VectorIndex:
         if self.embedder.dim == 0 or not items:
             return
         self.open(create=True, check_embedder=False)
+        _, active_cards, inactive_cards = self._parts()
         for active in (True, False):
             chosen = [(i, v) for i, v, a in items if a == active]
-            target = self._active if active else self._inactive
-            other = self._inactive if active else self._active
+            target = active_cards if active else inactive_cards
+            other = inactive_cards if active else active_cards
             for start in range(0, len(chosen), WRITE_BATCH):
                 batch = chosen[start : start + WRITE_BATCH]
                 ids = [i for i, _ in batch]
@@ -443,7 +459,7 @@ class VectorIndex:
         """Delete these ids from both collections; returns the ids that existed."""
         wanted = list(dict.fromkeys(ids))
         removed: list[str] = []
-        for collection in (self._active, self._inactive) if self.opened else ():
+        for collection in self._parts()[1:] if self.opened else ():
             for start in range(0, len(wanted), ID_BATCH):
                 batch = wanted[start : start + ID_BATCH]
                 present = collection.get(ids=batch, include=[])["ids"]
@@ -490,7 +506,7 @@ class VectorIndex:
         so a failure half-way leaves the old ones intact.
         """
         self.open(create=True, check_embedder=False)
-        client = self._client
+        client = self._parts()[0]
         temp = {kind: f"{self.location.prefix}{kind}-reindex" for kind in ("active", "inactive")}
         for name in temp.values():
             _drop_collection(client, name)
@@ -515,7 +531,7 @@ class VectorIndex:
         self.scrub()
 
 
-def _drop_collection(client: Any, name: str) -> None:
+def _drop_collection(client: ClientAPI, name: str) -> None:
     try:
         client.delete_collection(name)
     except Exception as exc:
