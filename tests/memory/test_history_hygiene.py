@@ -193,3 +193,22 @@ def test_review_queue_lists_automatic_cards_and_reject_forgets(brain, make_pipel
     assert service.get(report.stored[0]) is None
     assert [c.content for c in all_cards(service)] == ["The user writes commit messages in English."]
     assert _files_containing(b"dependencies with uv", paths.memory, paths.user_memory) == []
+
+
+def test_decay_reads_a_damaged_base_as_absent(service, history):
+    """A ``decay`` record whose ``base`` is not a number (a hand-edited or foreign history line)
+    is ignored: decay still runs, from the card's own confidence."""
+    card = service.save("The release branch is cut on Thursdays.", "fact", confidence=0.9).card
+    for damaged in ("high", None, [0.9], True):
+        history.append({"kind": "decay", "card_id": card.id, "base": damaged})
+    changes = apply_decay(service, history, card.created_at + timedelta(days=30 + 180))
+    assert [(c.card_id, c.before, c.after) for c in changes] == [(card.id, 0.9, 0.45)]
+
+
+def test_learning_stats_read_damaged_counts_as_zero(history, paths):
+    """Run records with counts of the wrong type add nothing instead of failing `memory stats`."""
+    history.append({"kind": "run", "model_calls": 1, "candidates": "many", "message_ids": "m1", "input_tokens": 7})
+    history.append({"kind": "decision", "action": "REFUSED", "reason": ["not", "text"]})
+    stats = learning_stats(paths)
+    assert (stats["candidates"], stats["messages_processed"], stats["input_tokens"]) == (0, 0, 7)
+    assert stats["gate_refusals"] == {"unknown": 1}
