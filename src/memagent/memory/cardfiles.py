@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import ValidationError
@@ -65,8 +65,9 @@ def _handler():
     from frontmatter.default_handlers import YAMLHandler
 
     class FastYAMLHandler(YAMLHandler):
-        def load(self, fm: str, **kwargs: object) -> Any:
-            return yaml.load(fm, Loader=_loader())
+        def load(self, fm: str, **kwargs: object) -> dict[str, object]:
+            fields = yaml.load(fm, Loader=_loader())
+            return fields if isinstance(fields, dict) else {}  # as python-frontmatter reads a non-mapping
 
     return FastYAMLHandler()
 
@@ -77,7 +78,7 @@ def _dumper() -> type:
 
 def render(card: MemoryCard) -> str:
     """The file text of ``card``: YAML front matter (every field but content) and the body."""
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     for key, value in card.model_dump(exclude={"content"}).items():
         if value is None or value == [] or value == {}:
             continue
@@ -187,7 +188,7 @@ class CardFiles:
         files it names relative to the project. Private cards and the user store are unchanged."""
         if private or self.identity is None:
             return card
-        update: dict[str, Any] = {}
+        update: dict[str, object] = {}
         if card.scope == "project" and card.scope_id != self.identity:
             update["scope_id"] = self.identity
         project = self.root.parent

@@ -12,7 +12,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -148,9 +148,9 @@ class MemoryCard(BaseModel):
         return meta
 
     @classmethod
-    def from_record(cls, card_id: str, document: str | None, metadata: Mapping[str, Any] | None) -> MemoryCard:
+    def from_record(cls, card_id: str, document: str | None, metadata: Mapping[str, object] | None) -> MemoryCard:
         """Inverse of :meth:`to_metadata`; raises ``ValueError`` on a malformed record."""
-        data: dict[str, Any] = dict(metadata or {})
+        data: dict[str, object] = dict(metadata or {})
         for key in _JSON_KEYS:
             raw = data.get(key)
             if isinstance(raw, str):

@@ -385,7 +385,7 @@ __all__ = ["MemoryCore", "MemoryKnobs", "MemoryUnavailable"]
 def misnamed_files(store: Store) -> list[str]:
     """``store.files.misnamed()``, listed again only when a card folder changed since the listing
     kept in the catalog: listing 100k card files costs about a second, on every session's start.
-    Any name added or renamed changes its folder's time, so nothing new is missed."""
+    A name added or renamed changes its folder's time, so nothing new is missed."""
     folders = repr(store.files.folder_stamps())  # taken first: a change meanwhile forces a new listing
     if not store.exists:
         return []

@@ -43,10 +43,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memagent.errors import one_line
 from memagent.fsutil import atomic_write, make_dirs
+from memagent.jsontypes import JsonObject
 from memagent.memory.model_files import (  # the model's files, verified (their own module)
     EmbedderUnavailable,
     ModelFiles,
@@ -57,7 +58,10 @@ from memagent.memory.model_files import (  # the model's files, verified (their 
 )
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import numpy as np
+    from onnxruntime import SessionOptions
 
 MODEL_ID = "all-MiniLM-L6-v2"
 EMBEDDING_DIM = 384
@@ -346,7 +350,7 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def session_options(ort: Any) -> Any:
+def session_options(ort: ModuleType) -> SessionOptions:
     """onnxruntime options for a small shared machine: one intra-op thread per usable core (at
     most :data:`MAX_THREADS`), no inter-op pool, and no spin-waiting: idle workers that spin
     steal the CPU the caller (Chroma's query, the rest of the agent) needs."""
@@ -503,7 +507,7 @@ class EmbedderHandle:
     def known_dim(self) -> int | None:
         return int(self._embedder.dim) if self._embedder is not None else None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """Name, model and dimension: of the loaded embedder, else of the one loading would give
         (:func:`expected_embedder`, which loads nothing)."""
         if self._embedder is not None:
@@ -512,7 +516,7 @@ class EmbedderHandle:
         return expected_embedder(self.preference)
 
 
-def expected_embedder(preference: str = "auto", find_spec: SpecFinder = importlib.util.find_spec) -> dict[str, Any]:
+def expected_embedder(preference: str = "auto", find_spec: SpecFinder = importlib.util.find_spec) -> JsonObject:
     """What :func:`load_embedder` gives when nothing is broken (name, model_id, dim), found from the
     installed packages alone: no weights are hashed or loaded (``memory stats`` stays fast)."""
     chain = _chain_from(_resolve_preference(preference))

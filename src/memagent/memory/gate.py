@@ -16,10 +16,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent.memory.cards import MemoryCard
 from memagent.memory.secrets import personal_data_kinds, secret_kinds
+
+if TYPE_CHECKING:
+    from memagent.memory.quota import WriteLedger
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class RateLimiter:
 
     limit: int
     per_day: int = 0
-    ledger: Any = None
+    ledger: WriteLedger | None = None
     _counts: dict[str, int] = field(default_factory=dict)
 
     def _count(self, session_id: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ A repository is untrusted input: its configuration can name programs (``core.fsm
 diff drivers, filters). :func:`run_git` is the one place memagent's memory runs git, with those
 disabled, the user's and the system's git configuration ignored and a clean environment; only
 commands that read commits and trees are used (``rev-parse``, ``diff`` between two commits), which
-run no filters. Any failure (no git, not a repository, a timeout) means "git cannot tell": the
+run no filters. Every failure (no git, not a repository, a timeout) means "git cannot tell": the
 caller falls back to scanning.
 """
 

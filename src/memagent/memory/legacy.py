@@ -6,8 +6,8 @@ from the files on first use). A record that cannot be read is skipped and named 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from memagent.errors import one_line
 from memagent.memory.cards import MemoryCard
@@ -15,15 +15,18 @@ from memagent.memory.errors import StoreError
 from memagent.memory.store import Store
 from memagent.memory.vector_index import SQLITE_FILE, StoreLocation
 
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+
 PAGE_SIZE = 1000
 
 
-def _records(collection: Any) -> Iterator[tuple[str, str | None, dict]]:
+def _records(collection: Collection) -> Iterator[tuple[str, str | None, dict]]:
     offset = 0
     while True:
         page = collection.get(limit=PAGE_SIZE, offset=offset, include=["documents", "metadatas"])
         ids = page.get("ids") or []
-        docs = page.get("documents") or [None] * len(ids)
+        docs: Sequence[str | None] = page.get("documents") or [None] * len(ids)
         metas = page.get("metadatas") or [{}] * len(ids)
         yield from zip(ids, docs, (dict(m or {}) for m in metas))
         if len(ids) < PAGE_SIZE:

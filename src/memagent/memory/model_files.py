@@ -13,8 +13,8 @@ import importlib.util
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any
 
 from memagent.fsutil import atomic_write, make_dirs
 
@@ -26,7 +26,7 @@ PINNED_SHA256 = {
     TOKENIZER_FILE: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
 
-SpecFinder = Callable[[str], Any]
+SpecFinder = Callable[[str], ModuleSpec | None]
 
 
 class EmbedderUnavailable(Exception):

@@ -5,7 +5,7 @@ verified safetensors weights, and its int8 variant made by onnxruntime's own qua
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memagent.memory.embeddings import EMBEDDING_DIM, HEAD_DIM, LAYER_NORM_EPS, NUM_HEADS, NUM_LAYERS, ONNX_OPSET
 
@@ -13,14 +13,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import numpy as np
+    from onnx import NodeProto, TensorProto
 
 
 class _GraphBuilder:
     """Accumulates ONNX nodes and initializers with generated unique names."""
 
     def __init__(self) -> None:
-        self.nodes: list[Any] = []
-        self.initializers: list[Any] = []
+        self.nodes: list[NodeProto] = []
+        self.initializers: list[TensorProto] = []
         self._counter = 0
 
     def _fresh(self, hint: str) -> str:
@@ -33,11 +34,15 @@ class _GraphBuilder:
         self.initializers.append(numpy_helper.from_array(array, name=name))
         return name
 
-    def op(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
+    def op(self, op_type: str, inputs: Sequence[str], **attrs: object) -> str:
         from onnx import helper
 
         out = self._fresh(op_type.lower())
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        node = helper.make_node(op_type, list(inputs), [out])
+        node.attribute.extend(
+            helper.make_attribute(key, value) for key, value in sorted(attrs.items()) if value is not None
+        )
+        self.nodes.append(node)
         return out
 
     def dense(self, x: str, weights: dict, name: str) -> str:

@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memagent.fsutil import atomic_write, make_dirs
+from memagent.jsontypes import JsonObject
 from memagent.memory.cards import MemoryCard, iso_utc
 
 if TYPE_CHECKING:
@@ -180,7 +181,7 @@ class Profiles:
         parts = [p for p in (self.user, self.project) if p]
         return "\n\n".join(parts) if parts else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "user": self.user,
             "project": self.project,

@@ -16,7 +16,7 @@ The ledger
 
 The earned view
     A project card file is read through :meth:`Witness.earned`. A file whose (id, digest) the
-    ledger holds, other than as ``repository``, stands as written. Any other file — a clone, a
+    ledger holds, other than as ``repository``, stands as written. Every other file — a clone, a
     ``git pull``, a write by a tool or a sandboxed command, a hand edit (the digest changed) — is
     team knowledge: its source becomes ``repository`` (shown and injected as "from the
     repository", never as user-stated), its scope at most ``project`` (a ``scope: user`` claim

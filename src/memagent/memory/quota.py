@@ -17,10 +17,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent.fsutil import atomic_write, make_dirs
 from memagent.memory.layout import ensure_index, index_dir
+
+if TYPE_CHECKING:
+    from memagent.memory.catalog_entry import Entry
 
 LEDGER_NAME = "auto_writes.json"
 
@@ -91,7 +94,7 @@ class WriteLedger:
 USER_STATED_BONUS = 0.25  # what the user said outlives what was inferred
 
 
-def card_value(entry: Any, uses: int = 0) -> float:
+def card_value(entry: Entry, uses: int = 0) -> float:
     """How much a card is worth keeping: confidence × (½ + importance), more for the user's own
     words and for use (``uses``: times it was retrieved or cited)."""
     value = float(entry.confidence) * (0.5 + float(entry.importance))
@@ -100,7 +103,7 @@ def card_value(entry: Any, uses: int = 0) -> float:
     return value + 0.05 * min(uses, 10)
 
 
-def over_quota(entries: Iterable[Any], limit: int, keep: str, uses: Mapping[str, int] | None = None) -> list[str]:
+def over_quota(entries: Iterable[Entry], limit: int, keep: str, uses: Mapping[str, int] | None = None) -> list[str]:
     """Ids of the active cards to archive so that at most ``limit`` stay active, lowest value
     first (ties: the one idle longest), never ``keep``."""
     active = [e for e in entries if e.status == "active"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from memagent.jsontypes import JsonObject
 from memagent.memory.cards import MEMORY_TYPES, SCOPES, STATUSES, MemoryCard
 from memagent.memory.catalog import Entry, UsageRow
 from memagent.memory.catalog_entry import parse_time
@@ -288,7 +288,7 @@ class Reading:
             cursor = following
         return found
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """Counts by status (all cards) and by type, scope and source (active cards)."""
         with self.core.lock, self.core.guard("stats"):
             self.core.sync(vectors=False)
@@ -296,7 +296,7 @@ class Reading:
             by_type = {t: 0 for t in MEMORY_TYPES}
             by_scope = {s: 0 for s in SCOPES}
             by_source: dict[str, int] = {}
-            stores: dict[str, Any] = {}
+            stores: JsonObject = {}
             for label, store in self.core.stores.items():
                 catalog = store.open_catalog() if store.exists or store.catalog.exists else None
                 active = catalog.count(True) if catalog else 0

@@ -16,7 +16,6 @@ meaning, or a consolidation NOOP naming its target), the existing card is kept a
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from memagent.memory.cards import MemoryCard, Provenance
 from memagent.memory.extraction import TOOL_CONFIDENCE
@@ -47,7 +46,7 @@ def raised_confidence(current: float, restated: float, cap: float) -> float:
     return round(min(cap, base + GAP_SHARE * (cap - base)), 3)
 
 
-def reinforced(existing: MemoryCard, new: MemoryCard, now: datetime | None = None) -> dict[str, Any]:
+def reinforced(existing: MemoryCard, new: MemoryCard, now: datetime | None = None) -> dict[str, object]:
     """The fields of ``existing`` after ``new`` restated it (see the module docstring)."""
     evidence = list(existing.merged_from)
     if new.provenance != Provenance() and new.provenance != existing.provenance and new.provenance not in evidence:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from pydantic import ValidationError
 
@@ -53,6 +53,24 @@ def validation_reason(exc: ValidationError) -> str:
     return "invalid memory: " + "; ".join(problems)
 
 
+class CorrectionFields(TypedDict, total=False):
+    """What a correction may set on its new card (:meth:`Saving.correct`); the rest is carried over
+    from the card it corrects."""
+
+    memory_type: str
+    scope: str
+    confidence: float
+    importance: float
+    source: str
+    provenance: Mapping[str, object] | None
+    files: Sequence[str]
+    task_hint: str | None
+    backstory: str | None
+    person: str | None
+    relationship: str | None
+    private: bool
+
+
 @dataclass(frozen=True)
 class SaveRequest:
     """A card to save and how: ``private`` keeps a project card out of git, ``auto`` counts
@@ -84,7 +102,7 @@ class Saving:
         confidence: float = 0.8,
         importance: float = 0.5,
         source: str = "assistant",
-        provenance: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, object] | None = None,
         files: Sequence[str] = (),
         task_hint: str | None = None,
         supersedes: str | None = None,
@@ -128,7 +146,7 @@ class Saving:
         private (it never reaches git); ``held`` keeps it for review (see ``SaveRequest``)."""
         if card.scope == "session" and not self.core.session_id:
             return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
-        update: dict[str, Any] = {"scope_id": self.core.scope_id(card.scope)}
+        update: dict[str, object] = {"scope_id": self.core.scope_id(card.scope)}
         if self.core.session_id and card.provenance.session_id is None:
             update["provenance"] = card.provenance.model_copy(update={"session_id": self.core.session_id})
         request = SaveRequest(
@@ -392,12 +410,12 @@ class Saving:
                 return None
             return self._merge_into(existing, evidence)
 
-    def correct(self, memory_id: str, new_content: str, **fields: Any) -> SaveResult:
+    def correct(self, memory_id: str, new_content: str, **fields: Unpack[CorrectionFields]) -> SaveResult:
         """A new card superseding ``memory_id``; unspecified fields are carried over."""
         old = self.core.get(memory_id)
         if old is None:
             return SaveResult("refused", None, f"no memory {memory_id}")
-        carried: dict[str, Any] = {
+        carried: CorrectionFields = {
             "memory_type": old.memory_type,
             "scope": old.scope,
             "confidence": old.confidence,
@@ -416,7 +434,7 @@ class Saving:
             carried["private"] = self.core.is_private(store, memory_id)
         return self.save(new_content, supersedes=memory_id, **carried)
 
-    def update_card(self, card_id: str, *, touch: bool = True, **changes: Any) -> MemoryCard | None:
+    def update_card(self, card_id: str, *, touch: bool = True, **changes: object) -> MemoryCard | None:
         """Change metadata fields of a stored card in place (status, links, confidence, ...).
 
         ``content`` and ``id`` cannot change here: new content is a correction (:meth:`correct`),
@@ -454,4 +472,4 @@ def quota_note(archived: list[str], limit: int) -> str:
     )
 
 
-__all__ = ["quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]
+__all__ = ["CorrectionFields", "quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]

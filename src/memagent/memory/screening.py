@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
 
 from pydantic import ValidationError
 
+from memagent.jsontypes import JsonMapping, JsonObject
 from memagent.memory.cards import MemoryCard, MemoryType, Provenance, Scope, Source
 from memagent.memory.extraction import (
     MIN_SUPPORT,
@@ -177,8 +177,8 @@ class UserQuote:
     def turn(self) -> int | None:
         return int(self.message_id) if self.message_id.isdigit() else None
 
-    def provenance(self, session_id: str | None) -> dict[str, Any]:
-        prov: dict[str, Any] = {"message_id": self.message_id, "quote": self.quote[:QUOTE_CHARS]}
+    def provenance(self, session_id: str | None) -> JsonObject:
+        prov: JsonObject = {"message_id": self.message_id, "quote": self.quote[:QUOTE_CHARS]}
         if session_id:
             prov["session_id"] = session_id
         if self.turn is not None:
@@ -186,9 +186,7 @@ class UserQuote:
         return prov
 
 
-def trace_user_quote(
-    quote: str, content: str, messages: Sequence[dict[str, Any]], ids: Sequence[str]
-) -> UserQuote | None:
+def trace_user_quote(quote: str, content: str, messages: Sequence[JsonMapping], ids: Sequence[str]) -> UserQuote | None:
     """The user's own message that holds ``quote`` verbatim and backs ``content`` (the newest
     such message), or ``None``. Text memagent injected (the hand-over, memory blocks, summaries,
     attachments) is not the user's words, so a quote found only there traces to nothing."""

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memagent.errors import one_line
 from memagent.fsutil import UnsafePath, refuse_symlinks
+from memagent.jsontypes import JsonObject
 from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR, CardFileError
 from memagent.memory.cards import MemoryCard
 from memagent.memory.core import INLINE_EMBED_MAX, MemoryCore, MemoryKnobs
@@ -509,10 +510,10 @@ class MemoryService:
                 refresh_catalog(store, [memory_id])
             return card
 
-    def backend_info(self) -> dict[str, Any]:
+    def backend_info(self) -> JsonObject:
         """For `memagent doctor`: where the stores are, the embedder, and card counts."""
         with self.core.lock, self.core.guard("status"):
-            stores = {}
+            stores: JsonObject = {}
             for label, store in self.core.stores.items():
                 catalog = store.open_catalog() if store.exists or store.catalog.exists else None
                 active = catalog.count(True) if catalog else 0

@@ -16,7 +16,8 @@ learns still passes the write gate and its limits kept on disk (``memory.quota``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+from memagent.jsontypes import JsonMapping
 
 TASK_COMPLETED = "task_completed"
 TODO_COMPLETED = "todo_completed"
@@ -24,7 +25,7 @@ IDLE = "idle"
 TOPIC_DRIFT = "topic_drift"
 
 
-def trigger_of(name: str, arguments: Mapping[str, Any], failed: bool) -> str | None:
+def trigger_of(name: str, arguments: JsonMapping, failed: bool) -> str | None:
     """The learning trigger a tool call that ran is, or ``None``."""
     if failed:
         return None
