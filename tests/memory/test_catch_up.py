@@ -187,3 +187,22 @@ def test_the_plan_is_bounded_per_start_and_the_rest_waits(tmp_path):
     # a one-line greeting is not worth a call: settled without one
     pending, settled = plan([("g", _records("hi"))], memory_dir, history, only="g")
     assert pending == [] and settled == ["g"]
+
+
+def test_a_damaged_transcript_yields_only_its_well_formed_messages():
+    """Records written by someone else: a role that is not a string is no message, ``ids`` that
+    are not a list mark nothing as mined (a string is not its characters)."""
+    from memagent.memory.catchup import unmined_messages
+
+    records = [
+        {"type": "session_start", "time": "2026-11-20T10:00:00+00:00"},
+        {"type": "message", "id": 1, "role": ["user"], "content": "spoofed"},
+        {"type": "message", "id": 2, "role": "user", "content": [{"type": "text", "text": "we deploy on Fridays"}]},
+        {"type": "message", "id": 3, "role": "assistant", "content": "noted"},
+        {"type": "extraction", "ids": "23"},
+        {"type": "extraction", "ids": {"2": True}},
+    ]
+    found = unmined_messages("s1", records)
+    assert found.ids == ["2", "3"]
+    assert [m["role"] for m in found.messages] == ["user", "assistant"]
+    assert found.started.isoformat() == "2026-11-20"
