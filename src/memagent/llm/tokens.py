@@ -39,8 +39,9 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from memagent.jsontypes import JsonMapping, JsonValue, json_str
 from memagent.llm.types import Block, Message, Usage
 
 BYTES_PER_TOKEN = 4.0
@@ -166,11 +167,11 @@ def estimate_text(text: str, count: TextCounter | None = None) -> int:
     return (count or text_counter())(text)
 
 
-def _tool_result_text(content: Any) -> str:
+def _tool_result_text(content: JsonValue) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "".join(json_str(b.get("text")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
@@ -212,7 +213,7 @@ def estimate_system(system: Sequence[Block] | str | None, count: TextCounter | N
     return sum(estimate_block(b, count) for b in system)
 
 
-def estimate_tools(tools: Sequence[dict[str, Any]] | None, count: TextCounter | None = None) -> int:
+def estimate_tools(tools: Sequence[JsonMapping] | None, count: TextCounter | None = None) -> int:
     count = count or text_counter()
     return sum(count(json.dumps(t, ensure_ascii=False, separators=(",", ":"))) for t in tools or [])
 
@@ -233,7 +234,7 @@ class _Observation:
 
     exact: int
     system: Sequence[Block] | str | None
-    tools: Sequence[dict[str, Any]] | None
+    tools: Sequence[JsonMapping] | None
     sent: tuple[Message, ...]
 
 
@@ -291,7 +292,7 @@ class TokenCounter:
         usage: Usage,
         sent: list[Message],
         system: Sequence[Block] | str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
+        tools: Sequence[JsonMapping] | None = None,
     ) -> None:
         keep = {id(m) for m in sent}
         self._memo = {key: value for key, value in self._memo.items() if key in keep}
@@ -330,11 +331,11 @@ class TokenCounter:
             total += hit[1]
         return total
 
-    def estimate_fixed(self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None) -> int:
+    def estimate_fixed(self, system: Sequence[Block] | str | None, tools: Sequence[JsonMapping] | None) -> int:
         return self._scaled(estimate_system(system, self.count) + estimate_tools(tools, self.count))
 
     def context_tokens(
-        self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None, messages: Sequence[Message]
+        self, system: Sequence[Block] | str | None, tools: Sequence[JsonMapping] | None, messages: Sequence[Message]
     ) -> int:
         """The size of a request with these parts, anchored on the last observed usage."""
         if not self.anchored:
@@ -345,7 +346,7 @@ class TokenCounter:
         return max(0, self._anchor_tokens - gone + added)
 
     def at_most(
-        self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None, messages: Sequence[Message]
+        self, system: Sequence[Block] | str | None, tools: Sequence[JsonMapping] | None, messages: Sequence[Message]
     ) -> int:
         """A figure never below :meth:`context_tokens` of the same parts, taken on the bound
         counter (exact when there is none): what was sent before is the observed usage, what
