@@ -33,12 +33,13 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from memagent.agent.feature import BaseFeature, Feature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.commands_md import Invocation, split_arguments
+from memagent.jsontypes import JsonObject, JsonValue, json_list, json_object
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemotePrompt, RemoteTool, ServerStatus
 from memagent.mcp_bridge.report import render_rows, server_rows
@@ -81,12 +82,13 @@ def pinned_tool_lists(home: Path, root: Path, warn: Warn) -> ToolPins:
     return check
 
 
-def _key_argument(schema: dict[str, Any]) -> str | None:
-    """The first required string property: what a one-line summary of a call shows."""
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
-            return str(name)
+def _key_argument(schema: JsonObject) -> str | None:
+    """The first required string property: what a one-line summary of a call shows (None when
+    the schema names none, or its ``properties`` or ``required`` are not what JSON Schema says)."""
+    properties = json_object(schema.get("properties"))
+    for name in json_list(schema.get("required")):
+        if isinstance(name, str) and json_object(properties.get(name)).get("type") == "string":
+            return name
     return None
 
 
@@ -352,7 +354,7 @@ class McpClientFeature(BaseFeature):
         seen.add(name)
         return self._tool(name, remote, schema)
 
-    def _tool(self, name: str, remote: RemoteTool, schema: dict[str, Any]) -> Tool:
+    def _tool(self, name: str, remote: RemoteTool, schema: JsonObject) -> Tool:
         def run(arguments: RawArguments, ctx: ToolContext) -> ToolOutcome:
             outcome = self.manager.call_tool(remote.server, remote.name, arguments.root, self.call_timeout)
             status = self.manager.status(remote.server)
@@ -423,7 +425,7 @@ def mcp_client_feature(
     *,
     project_trusted: bool,
     warn: Warn,
-    extra_servers: Mapping[str, Any] | None = None,
+    extra_servers: Mapping[str, JsonValue] | None = None,
 ) -> McpClientFeature:
     """The feature as the runtime composes it: ``$MEMAGENT_HOME/mcp.json`` and the project's
     ``.mcp.json`` (the latter only when the project is trusted), the servers given on the

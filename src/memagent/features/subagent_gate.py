@@ -5,10 +5,9 @@ no tools) and the filter that picks its tools from the parent's (never one the p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition
-from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Verdict
+from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Policy, Verdict
 from memagent.tools.base import Tool, ToolRegistry
 
 
@@ -43,12 +42,12 @@ class SubagentGate(Gate):
         self.save = None
         self._approved_calls = set()
 
-    @property  # type: ignore[override]
-    def policy(self) -> Any:
+    @property
+    def policy(self) -> Policy:
         return self.parent.policy
 
     @policy.setter
-    def policy(self, value: Any) -> None:
+    def policy(self, value: Policy) -> None:
         self.parent.policy = value
 
     @property
@@ -60,7 +59,7 @@ class SubagentGate(Gate):
         name: str,
         declaration: Declaration,
         hook: HookVerdict | None = None,
-        tool_input: Mapping[str, Any] | None = None,
+        tool_input: Mapping[str, object] | None = None,
     ) -> Verdict:
         if self.read_only and not declaration.reads_only:
             reason = (
@@ -73,7 +72,7 @@ class SubagentGate(Gate):
     def decide_command(self, command: str, *, source: str = "a custom command") -> Verdict:
         return self.parent.decide_command(command, source=source)
 
-    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, Any] | None = None) -> str | None:
+    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, object] | None = None) -> str | None:
         return self.parent.always(name, declaration, tool_input)
 
     def describe(self) -> list[str]:

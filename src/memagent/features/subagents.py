@@ -24,7 +24,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import Field
 
@@ -33,6 +33,7 @@ from memagent.agent.loop import Agent
 from memagent.events import AgentEvent, ToolCallStarted, TurnEnded
 from memagent.feature_settings import SubagentSettings
 from memagent.features.agent_definitions import AgentDefinition, AgentSet
+from memagent.jsontypes import JsonObject
 from memagent.permissions import Effect, declares
 from memagent.pricing import UsageMeter, format_cost
 from memagent.tools import claude_names
@@ -94,7 +95,7 @@ class SubagentsFeature(BaseFeature):
 
     agents: AgentSet
     spawn: Spawn
-    record: Callable[[dict[str, Any]], None]
+    record: Callable[[JsonObject], None]
     depth: int = 0
     max_depth: int = DEFAULT_MAX_DEPTH
     name: str = "subagents"
@@ -104,7 +105,7 @@ class SubagentsFeature(BaseFeature):
 
     @classmethod
     def from_settings(
-        cls, agents: AgentSet, spawn: Spawn, record: Callable[[dict[str, Any]], None], settings: SubagentSettings
+        cls, agents: AgentSet, spawn: Spawn, record: Callable[[JsonObject], None], settings: SubagentSettings
     ) -> SubagentsFeature:
         """The session's own (depth 0), nesting down to ``subagent_max_depth``."""
         return cls(agents, spawn, record, 0, settings.subagent_max_depth)
@@ -242,8 +243,8 @@ def _follow(event: AgentEvent, result: ChildResult, progress: Callable[[str], No
     return result
 
 
-def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str]) -> dict[str, Any]:
-    found: dict[str, Any] = {
+def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str]) -> JsonObject:
+    found: JsonObject = {
         "status": result.stop_reason if result is not None else "cancelled",
         "tool_calls": result.tool_calls if result is not None else None,
         "usage": {
@@ -258,7 +259,7 @@ def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str])
     if result is not None and result.error:
         found["error"] = result.error
     if warnings:
-        found["warnings"] = warnings
+        found["warnings"] = list(warnings)
     return found
 
 
