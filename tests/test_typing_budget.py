@@ -12,7 +12,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "memagent"
 
-TYPED = ("agent", "llm", "context", "tools", "tasks", "mcp_bridge", "permissions", "cli", "")  # "": top level
+# the typed rooms ("": the top level)
+TYPED = ("agent", "llm", "context", "tools", "tasks", "mcp_bridge", "permissions", "cli", "features", "")
 # Modules another change owns for now (the chat REPL, memory commands, the session protocol):
 # typed with their rooms when that change lands.
 NOT_YET = {

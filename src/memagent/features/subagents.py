@@ -56,7 +56,6 @@ Your instructions for this kind of task:
 DEFAULT_MAX_DEPTH = 2  # the session's agent is depth 0; its subagents 1; theirs 2
 HEARTBEAT_SECONDS = 0.2
 STOP_WAIT_SECONDS = 10.0
-_DONE = object()
 
 
 @dataclass
@@ -200,7 +199,7 @@ def subagent_prompt(name: str, body: str) -> str:
 def drive(child: ChildAgent, prompt: str, progress: Callable[[str], None] | None, label: str) -> ChildResult:
     """Run the child's turn in its own thread; pass what it does to ``progress`` (which raises
     ToolCancelled once the parent is cancelled: the child is then cancelled and waited for)."""
-    events: queue.SimpleQueue[object] = queue.SimpleQueue()
+    events: queue.SimpleQueue[AgentEvent | None] = queue.SimpleQueue()  # None: the turn is over
 
     def work() -> None:
         try:
@@ -209,7 +208,7 @@ def drive(child: ChildAgent, prompt: str, progress: Callable[[str], None] | None
         except BaseException as exc:  # reported as the child's error
             events.put(TurnEnded("error", error=f"{type(exc).__name__}: {exc}"))
         finally:
-            events.put(_DONE)
+            events.put(None)
 
     worker = threading.Thread(target=work, name=f"memagent-subagent-{label}", daemon=True)
     worker.start()
@@ -222,9 +221,9 @@ def drive(child: ChildAgent, prompt: str, progress: Callable[[str], None] | None
                 if progress is not None:
                     progress("")  # a heartbeat: raises ToolCancelled when the parent was cancelled
                 continue
-            if item is _DONE:
+            if item is None:
                 break
-            result = _follow(item, result, progress, label)  # type: ignore[arg-type]
+            result = _follow(item, result, progress, label)
     except BaseException:
         child.agent.cancel()
         worker.join(STOP_WAIT_SECONDS)
