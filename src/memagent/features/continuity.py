@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import ClassVar
 
 from memagent.agent.feature import BaseFeature, TurnInput
 from memagent.context.conversation import Conversation
@@ -78,7 +79,7 @@ class ContinuityFeature(BaseFeature):
     whose messages are already in the context (this one, and the one being resumed)."""
 
     name = "continuity"
-    record_kinds = (SESSION_SUMMARY_RECORD,)
+    record_kinds: ClassVar[tuple[str, ...]] = (SESSION_SUMMARY_RECORD,)
 
     def __init__(
         self,

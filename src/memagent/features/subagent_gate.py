@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition
 from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Policy, Verdict
-from memagent.tools.base import Tool, ToolRegistry
+from memagent.tools.base import RegisteredTool, Tool, ToolRegistry
 
 
 class _Blank:
@@ -18,10 +18,10 @@ class _Blank:
         return ""
 
 
-def is_read_only(tool: Tool) -> bool:
+def is_read_only(tool: RegisteredTool) -> bool:
     """A tool that only reads, as it declares itself (what a definition without ``tools`` gets;
     the subagent's gate still judges each call by what it declares)."""
-    if tool.name == "todo":
+    if tool.name == "todo" or not isinstance(tool, Tool):
         return False
     try:
         declared = tool.declare(_Blank())
@@ -79,13 +79,13 @@ class SubagentGate(Gate):
         return self.parent.describe()
 
 
-def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[Tool], bool]:
+def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[RegisteredTool], bool]:
     """Which tools a subagent of ``definition`` gets: never one its parent lacks, never ``task``
     unless listed, the read-only ones when the definition lists none."""
     listed = definition.tools
     prefixes = tuple(f"{name}__" for name in listed or () if name.startswith("mcp__"))
 
-    def allow(tool: Tool) -> bool:
+    def allow(tool: RegisteredTool) -> bool:
         if parent.get(tool.name) is None:
             return False
         if tool.name == "task" and not definition.allows_task:

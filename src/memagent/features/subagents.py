@@ -24,7 +24,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from pydantic import Field
 
@@ -99,7 +99,7 @@ class SubagentsFeature(BaseFeature):
     max_depth: int = DEFAULT_MAX_DEPTH
     name: str = "subagents"
     _tools: list[Tool] = field(default_factory=list)
-    record_kinds = (SUBAGENT_RECORD,)
+    record_kinds: ClassVar[tuple[str, ...]] = (SUBAGENT_RECORD,)
     settings_model = SubagentSettings
 
     @classmethod

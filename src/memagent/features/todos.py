@@ -6,7 +6,7 @@ is resumed or the conversation is rewound."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,7 +65,7 @@ class TodoFeature(BaseFeature):
 
     name = "todos"
 
-    record_kinds = (TODO_RECORD,)
+    record_kinds: ClassVar[tuple[str, ...]] = (TODO_RECORD,)
     settings_model = TodoSettings
 
     def __init__(
