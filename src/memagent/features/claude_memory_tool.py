@@ -39,7 +39,7 @@ from memagent.agent.feature import BaseFeature, SubagentContext
 from memagent.jsontypes import JsonObject, JsonValue
 from memagent.memory.cards import CARD_ID_RE, MemoryCard
 from memagent.permissions.effects import Declaration, Effect, declares
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput
+from memagent.tools.base import RegisteredTool, Tool, ToolContext, ToolError, ToolInput
 
 if TYPE_CHECKING:
     from memagent.memory.saving import SaveResult
@@ -493,7 +493,7 @@ class ClaudeMemoryToolFeature(BaseFeature):
     def __init__(self, service_factory: Callable[[], MemoryService]) -> None:
         self.files = MemoryFiles(service_factory)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return [memory_tool(self.files)]
 
     def system_text(self) -> str | None:

@@ -37,7 +37,7 @@ from memagent.jsontypes import JsonObject
 from memagent.permissions import Effect, declares
 from memagent.pricing import UsageMeter, format_cost
 from memagent.tools import claude_names
-from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolCancelled, ToolContext, ToolError, ToolInput, tool
 
 SUBAGENT_RECORD = "subagent"
 SUBAGENT_PROMPT = """\
@@ -98,7 +98,7 @@ class SubagentsFeature(BaseFeature):
     depth: int = 0
     max_depth: int = DEFAULT_MAX_DEPTH
     name: str = "subagents"
-    _tools: list[Tool] = field(default_factory=list)
+    _tools: list[RegisteredTool] = field(default_factory=list)
     record_kinds: ClassVar[tuple[str, ...]] = (SUBAGENT_RECORD,)
     settings_model = SubagentSettings
 
@@ -109,7 +109,7 @@ class SubagentsFeature(BaseFeature):
         """The session's own (depth 0), nesting down to ``subagent_max_depth``."""
         return cls(agents, spawn, record, 0, settings.subagent_max_depth)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         if not self._tools:
             self._tools = [self._task_tool()]
         return list(self._tools)
@@ -147,7 +147,7 @@ class SubagentsFeature(BaseFeature):
         ),
     )
 
-    def _task_tool(self) -> Tool:
+    def _task_tool(self) -> RegisteredTool:
         listing = "\n".join(
             f"- {d.name}: {d.description} (tools: {d.describe_tools()})" for d in self.agents.definitions
         )

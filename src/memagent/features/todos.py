@@ -18,7 +18,7 @@ from memagent.markers import Marker
 from memagent.permissions.effects import Effect, declares
 from memagent.todo import TodoError, TodoManager
 from memagent.tools import claude_names
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolContext, ToolError, ToolInput, tool
 
 TODO_RECORD = "todo"
 
@@ -40,7 +40,7 @@ class TodoInput(ToolInput):
     )
 
 
-def todo_tools(manager: TodoManager) -> list[Tool]:
+def todo_tools(manager: TodoManager) -> list[RegisteredTool]:
     """The ``todo`` tool bound to one session's manager."""
 
     @tool("todo", TodoInput, effects=declares(Effect.SESSION), claude=claude_names.TODO_WRITE)
@@ -80,7 +80,7 @@ class TodoFeature(BaseFeature):
         self._warn = warn
         self.settings = settings or TodoSettings()
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return todo_tools(self.manager)
 
     def guidance(self) -> str:
