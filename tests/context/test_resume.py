@@ -248,3 +248,16 @@ def test_sessions_list_reads_a_start_record_of_the_wrong_types_as_absent(tmp_pat
     [info] = list_sessions(transcripts)
     assert info.model is None and info.resumed_from is None
     assert isinstance(info.started, str) and info.first_user_line == "hello"
+
+
+def test_a_logical_session_id_that_is_not_a_text_reads_as_absent(tmp_path):
+    from memagent.context.resume import newest_of_logical_session
+
+    records = [
+        {"type": "session_start", "session_id": "s3", "format": 2, "logical_session": {"id": "s0"}},
+        msg(1, "user", text_block("hello")),
+    ]
+    write_transcript(tmp_path, "s3", records)
+    assert load_session(tmp_path, "s3").logical_session == "s3"
+    assert newest_of_logical_session(tmp_path, "s3") == "s3"
+    assert newest_of_logical_session(tmp_path, "{'id': 's0'}") is None

@@ -103,7 +103,7 @@ def _logical_session_of(path: Path) -> str | None:
     except (OSError, ValueError):
         return None
     if isinstance(record, dict) and record.get("type") == "session_start" and record.get("kind") != "subagent":
-        return str(record.get("logical_session") or path.stem)
+        return json_str(record.get("logical_session")) or path.stem
     return None
 
 
@@ -137,7 +137,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         summary=history.summary,
         model=json_str(start.get("model")) or None,
         path=path,
-        logical_session=str(start.get("logical_session") or path.stem),
+        logical_session=json_str(start.get("logical_session")) or path.stem,
         checkpoints=[by_message.get(message_id) for message_id in history.ids],
         previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
         set_aside=_set_aside(records),

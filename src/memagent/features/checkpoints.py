@@ -33,7 +33,7 @@ from memagent.context.transcript import TranscriptError, read_records
 from memagent.errors import one_line
 from memagent.feature_settings import CheckpointSettings
 from memagent.features.subagents import SUBAGENT_RECORD
-from memagent.jsontypes import JsonObject, JsonValue
+from memagent.jsontypes import JsonObject, JsonValue, json_str
 
 if TYPE_CHECKING:
     from memagent.memory.cards import MemoryCard
@@ -172,7 +172,7 @@ def plan_rewind(path: Path, turn: int) -> RewindPlan:
     except ResumeError as exc:
         raise RewindError(str(exc)) from None
     start = next((r for r in active if r.get("type") == "session_start"), {})
-    logical = str(start.get("logical_session") or path.stem)
+    logical = json_str(start.get("logical_session")) or path.stem
     subagents = [
         str(r["session_id"])
         for r in active[point.position :]
