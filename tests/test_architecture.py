@@ -89,6 +89,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "feature_settings",
         "fsutil",
         "instructions",
+        "jsontypes",
         "llm",
         "markers",
         "mcp_bridge",

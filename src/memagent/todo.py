@@ -38,7 +38,7 @@ class TodoManager:
 
     # ------------------------------------------------------------ the list
 
-    def update(self, items: list[dict]) -> str:
+    def update(self, items: object) -> str:
         """Replace the whole list (validated first: on error the old list stays) and render it."""
         self._items = validate_items(items, self.MAX_ITEMS)
         self._quiet_rounds = 0

@@ -202,3 +202,62 @@ def test_a_kill_at_any_byte_loses_no_completed_message(tmp_path):
             for block in record["content"]:
                 assert block in resumed_blocks, f"cut at {cut}: lost {block}"
         os.remove(directory / "s.jsonl")
+
+
+def _compaction(**fields):
+    return {"type": "compaction", "summary": "the work so far", "kept_from": "2", **fields}
+
+
+def test_a_compaction_record_with_fields_of_the_wrong_type_resumes_as_if_they_were_absent(tmp_path):
+    # a hand-edited or damaged marker: a string where a list of reinjected texts belongs, a number
+    # for the current request and the transcript's name; none of it may reach the model as text
+    records = [
+        {"type": "session_start", "session_id": "s1", "format": 2, "model": 7},
+        msg(1, "user", text_block("first")),
+        msg(2, "user", text_block("second")),
+        _compaction(reinjected="abc", current_request=42, transcript_name=["x"]),
+    ]
+    write_transcript(tmp_path, "s1", records)
+    resumed = load_session(tmp_path, "s1")
+    head = json.dumps(resumed.messages[0]["content"])
+    assert resumed.summary == "the work so far" and resumed.model is None
+    assert "42" not in head and "abc" not in head and "s1.jsonl" in head
+    assert resumed.messages[-1]["content"][-1]["text"] == "second"
+
+
+def test_set_aside_records_with_a_malformed_limit_or_ids_are_ignored(tmp_path):
+    from memagent.context.resume import _set_aside
+
+    records = [
+        {"type": "set_aside", "ids": "12", "limit": 100},  # ids a string, not a list
+        {"type": "set_aside", "ids": ["3"], "limit": "100"},  # limit a string
+        {"type": "set_aside", "ids": ["4"], "limit": 50},
+        {"type": "set_aside", "ids": ["4"], "limit": 80},
+    ]
+    assert _set_aside(records) == {"4": 50}
+
+
+def test_sessions_list_reads_a_start_record_of_the_wrong_types_as_absent(tmp_path):
+    transcripts = tmp_path / ".transcripts"
+    records = [
+        {"type": "session_start", "session_id": "s2", "format": 2, "model": {"id": "x"}, "time": 5},
+        msg(1, "user", text_block("hello")),
+        {"type": "resume", "resumed_from": ["s0"]},
+    ]
+    write_transcript(transcripts, "s2", records)
+    [info] = list_sessions(transcripts)
+    assert info.model is None and info.resumed_from is None
+    assert isinstance(info.started, str) and info.first_user_line == "hello"
+
+
+def test_a_logical_session_id_that_is_not_a_text_reads_as_absent(tmp_path):
+    from memagent.context.resume import newest_of_logical_session
+
+    records = [
+        {"type": "session_start", "session_id": "s3", "format": 2, "logical_session": {"id": "s0"}},
+        msg(1, "user", text_block("hello")),
+    ]
+    write_transcript(tmp_path, "s3", records)
+    assert load_session(tmp_path, "s3").logical_session == "s3"
+    assert newest_of_logical_session(tmp_path, "s3") == "s3"
+    assert newest_of_logical_session(tmp_path, "{'id': 's0'}") is None

@@ -150,3 +150,26 @@ def test_calibration_learns_the_real_ratio_within_bounds():
     wild = TokenCounter(tokens.ratio_count)
     wild.observe(Usage(input_tokens=1_000_000), sent, [], [])
     assert wild.correction <= 2.0
+
+
+def test_a_tool_result_whose_text_is_not_a_string_counts_as_empty_text():
+    # a damaged transcript or a strange server: the text of a result block is a number or a list
+    def count(text: str) -> int:
+        return len(text)
+
+    def result(*parts: object) -> dict[str, object]:
+        return {"type": "tool_result", "tool_use_id": "t1", "content": list(parts)}
+
+    clean = tokens.estimate_block(result({"type": "text", "text": "abcd"}), count)
+    numbered = tokens.estimate_block(result({"type": "text", "text": "abcd"}, {"type": "text", "text": 12345}), count)
+    listed = tokens.estimate_block(result({"type": "text", "text": ["ab"]}, {"type": "text", "text": "abcd"}), count)
+    assert clean == numbered == listed == tokens.BLOCK_OVERHEAD + 4
+
+
+def test_tool_definitions_of_any_mapping_are_counted_as_their_json():
+    def count(text: str) -> int:
+        return len(text)
+
+    tool = {"name": "read_file", "input_schema": {"type": "object"}}
+    assert tokens.estimate_tools([tool], count) == len('{"name":"read_file","input_schema":{"type":"object"}}')
+    assert tokens.estimate_tools(None, count) == 0

@@ -20,7 +20,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memagent.context.conversation import Conversation
 from memagent.context.history import repair_history_with_ids
@@ -28,7 +27,7 @@ from memagent.context.oversize import AttachmentShelf
 from memagent.context.rewind import active_records, turn_points
 from memagent.context.summary import assemble, summary_head
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
-from memagent.jsontypes import json_str
+from memagent.jsontypes import JsonObject, JsonValue, json_list, json_str
 from memagent.llm.invariants import request_problems
 from memagent.llm.items import accepted_blocks
 from memagent.llm.types import Block, Message
@@ -51,13 +50,12 @@ class Resumed:
     summary: str | None = None  # the last compaction's summary, when there was one
     model: str | None = None  # the model the session started with
     path: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     logical_session: str = ""  # the first session of a chain of resumes (see runtime.logical_session_id)
     checkpoints: list[str | None] = field(default_factory=list)  # per message: the checkpoint of the turn it opens
     previewed: set[str] = field(default_factory=set)  # ids of messages the model got as a preview
     set_aside: dict[str, int] = field(default_factory=dict)  # message id -> the lower limit it was shrunk to
     # the records in effect other than messages: each feature restores its own state from them
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JsonObject] = field(default_factory=list)
 
 
 def session_path(transcripts_dir: Path, session_id: str) -> Path:
@@ -105,7 +103,7 @@ def _logical_session_of(path: Path) -> str | None:
     except (OSError, ValueError):
         return None
     if isinstance(record, dict) and record.get("type") == "session_start" and record.get("kind") != "subagent":
-        return str(record.get("logical_session") or path.stem)
+        return json_str(record.get("logical_session")) or path.stem
     return None
 
 
@@ -139,7 +137,7 @@ def load_session(transcripts_dir: Path, session_id: str) -> Resumed:
         summary=history.summary,
         model=json_str(start.get("model")) or None,
         path=path,
-        logical_session=str(start.get("logical_session") or path.stem),
+        logical_session=json_str(start.get("logical_session")) or path.stem,
         checkpoints=[by_message.get(message_id) for message_id in history.ids],
         previewed={str(r.get("id")) for r in records if r.get("type") == "message" and r.get("sent_as_preview")},
         set_aside=_set_aside(records),
@@ -157,7 +155,7 @@ class History:
     summary: str | None = None  # the last compaction's summary, when there was one
 
 
-def rebuild_history(records: Sequence[dict[str, Any]], path: Path, warnings: list[str]) -> History:
+def rebuild_history(records: Sequence[JsonObject], path: Path, warnings: list[str]) -> History:
     """The working context the records leave: from the last compaction on (its summary and
     re-injected state, then the messages it kept), repaired so the API accepts it. ``records``
     are the ones in effect (:func:`memagent.context.rewind.active_records`)."""
@@ -170,9 +168,9 @@ def rebuild_history(records: Sequence[dict[str, Any]], path: Path, warnings: lis
         summary = str(marker.get("summary") or "")
         head = summary_head(
             summary,
-            [str(s) for s in marker.get("reinjected") or []],
-            str(marker.get("transcript_name") or f"{path.parent.name}/{path.name}"),
-            marker.get("current_request") or None,
+            [str(s) for s in json_list(marker.get("reinjected"))],
+            json_str(marker.get("transcript_name")) or f"{path.parent.name}/{path.name}",
+            json_str(marker.get("current_request")) or None,
         )
         first = _kept_position(list(records), compactions[-1], str(marker.get("kept_from")), path, warnings)
     messages, ids = _message_records(records[first:], path, warnings)
@@ -185,18 +183,19 @@ def rebuild_history(records: Sequence[dict[str, Any]], path: Path, warnings: lis
     return History(messages, ids, len(compactions), summary)
 
 
-def _set_aside(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+def _set_aside(records: Sequence[JsonObject]) -> dict[str, int]:
     """Message id -> the lowest limit a ``set_aside`` record shrank it to."""
     limits: dict[str, int] = {}
     for record in records:
-        if record.get("type") == "set_aside" and isinstance(record.get("limit"), int):
-            for message_id in record.get("ids") or []:
-                limits[str(message_id)] = min(record["limit"], limits.get(str(message_id), record["limit"]))
+        limit = record.get("limit")
+        if record.get("type") == "set_aside" and isinstance(limit, int):
+            for message_id in json_list(record.get("ids")):
+                limits[str(message_id)] = min(limit, limits.get(str(message_id), limit))
     return limits
 
 
 def _kept_position(
-    records: list[dict[str, Any]], marker_index: int, kept_from: str, path: Path, warnings: list[str]
+    records: list[JsonObject], marker_index: int, kept_from: str, path: Path, warnings: list[str]
 ) -> int:
     """Where the kept messages start: the record of ``kept_from`` (searched back from the marker)."""
     for index in range(marker_index - 1, -1, -1):
@@ -210,7 +209,7 @@ def _kept_position(
     return marker_index + 1
 
 
-def _known_blocks(content: list[Any], where: str, warnings: list[str]) -> list[Block]:
+def _known_blocks(content: list[JsonValue], where: str, warnings: list[str]) -> list[Block]:
     """The blocks the Messages API accepts back; anything else in a transcript (a newer format, a
     hand edit, a damaged file) is dropped with a warning, instead of making every request fail."""
     blocks, unknown = accepted_blocks(copy.deepcopy(content))
@@ -219,9 +218,7 @@ def _known_blocks(content: list[Any], where: str, warnings: list[str]) -> list[B
     return blocks
 
 
-def _message_records(
-    records: Sequence[dict[str, Any]], path: Path, warnings: list[str]
-) -> tuple[list[Message], list[str]]:
+def _message_records(records: Sequence[JsonObject], path: Path, warnings: list[str]) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     ids: list[str] = []
     for record in records:
@@ -259,7 +256,7 @@ def seed_conversation(conversation: Conversation, resumed: Resumed, shelf: Attac
 
 
 def fit_rebuilt(
-    messages: Sequence[Message], ids: Sequence[str], records: Sequence[dict[str, Any]], shelf: AttachmentShelf | None
+    messages: Sequence[Message], ids: Sequence[str], records: Sequence[JsonObject], shelf: AttachmentShelf | None
 ) -> list[Message]:
     """Messages rebuilt from ``records`` (a rewind) as the model got them: a text that was sent as
     a preview (the transcript keeps it whole) goes back as a preview, at the limit it was set aside

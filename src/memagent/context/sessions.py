@@ -18,7 +18,7 @@ from pathlib import Path
 from memagent.context.conversation import opens_user_turn
 from memagent.context.resume import ResumeError, session_path
 from memagent.context.transcript import LoadedTranscript, TranscriptError, iter_transcripts, read_records
-from memagent.jsontypes import JsonObject, JsonValue
+from memagent.jsontypes import JsonObject, JsonValue, json_str
 from memagent.llm.items import own_texts, tool_uses
 
 FIRST_LINE_CHARS = 80
@@ -86,9 +86,9 @@ def _user_words(content: list[JsonValue]) -> str:
 def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
     """One row of ``sessions list`` from a transcript's records."""
     records = loaded.records
-    start = next((r for r in records if r.get("type") == "session_start"), None)
-    resumed_from = next((r.get("resumed_from") for r in records if r.get("type") == "resume"), None)
-    resumed_from = resumed_from or (start or {}).get("resumed_from")
+    start: JsonObject = next((r for r in records if r.get("type") == "session_start"), {})
+    resumed_from = next((json_str(r.get("resumed_from")) for r in records if r.get("type") == "resume"), "")
+    resumed_from = resumed_from or json_str(start.get("resumed_from"))
     turns = messages = compactions = tool_calls = 0
     first_line = ""
     seeding = False
@@ -114,16 +114,16 @@ def summarize_records(path: Path, loaded: LoadedTranscript) -> SessionInfo:
     return SessionInfo(
         id=path.stem,
         path=str(path),
-        started=(start or {}).get("time") or (times[0] if times else _mtime(path)),
+        started=json_str(start.get("time")) or (times[0] if times else _mtime(path)),
         last_activity=times[-1] if times else _mtime(path),
         turns=turns,
         compactions=compactions,
         first_user_line=first_line,
-        model=(start or {}).get("model"),
+        model=json_str(start.get("model")) or None,
         messages=messages,
-        resumed_from=resumed_from,
+        resumed_from=resumed_from or None,
         warnings=list(loaded.warnings),
-        kind=_kind((start or {}).get("kind")),
+        kind=_kind(start.get("kind")),
         tool_calls=tool_calls,
     )
 

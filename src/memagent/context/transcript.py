@@ -57,10 +57,11 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from memagent.decoding import scrub
 from memagent.fsutil import UnsafePath, atomic_write, open_private_append, private_dir, refuse_symlinks
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm.items import upgrade_legacy
 from memagent.redact import redact_value
 
@@ -113,7 +114,7 @@ class TranscriptWriter:
     _next_id: int = 1
     # written just before the first other record, so a session that never says anything
     # leaves no file behind
-    _header: dict[str, Any] | None = field(default=None, repr=False)
+    _header: JsonObject | None = field(default=None, repr=False)
     _closed: bool = False
     # background memory extraction records from another thread: one line at a time
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -133,12 +134,12 @@ class TranscriptWriter:
             raise TranscriptError(f"cannot write transcripts in {directory}: permission denied")
         return writer
 
-    def set_header(self, record: dict[str, Any]) -> None:
+    def set_header(self, record: JsonObject) -> None:
         """The ``session_start`` record, written lazily with the first real record."""
         self._header = {"type": record["type"], "format": FORMAT, **{k: v for k, v in record.items() if k != "type"}}
 
     @staticmethod
-    def _stamp(record: dict[str, Any]) -> dict[str, Any]:
+    def _stamp(record: JsonObject) -> JsonObject:
         return {
             "type": record["type"],
             "time": utc_now(),
@@ -146,11 +147,11 @@ class TranscriptWriter:
         }
 
     @staticmethod
-    def _line(record: dict[str, Any]) -> bytes:
+    def _line(record: JsonObject) -> bytes:
         """One JSON line, secrets replaced by placeholders naming their kind; a lone surrogate
         (undecodable input that slipped through) becomes U+FFFD instead of failing the write."""
-        record = redact_value(record)  # type: ignore[assignment]
-        return (scrub(json.dumps(record, ensure_ascii=False, separators=(",", ":"))) + "\n").encode("utf-8")
+        redacted = redact_value(record)
+        return (scrub(json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))) + "\n").encode("utf-8")
 
     @property
     def session_id(self) -> str:
@@ -161,7 +162,7 @@ class TranscriptWriter:
         """Records kept in memory because they could not be written yet."""
         return len(self._backlog)
 
-    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+    def append(self, record: JsonObject) -> JsonObject:
         record = self._stamp(record)
         line = self._line(record)  # redacting a long tool output takes a few ms: not under the lock
         with self._lock:
@@ -199,12 +200,12 @@ class TranscriptWriter:
             if not written:
                 raise OSError(28, "no space left on device")
 
-    def message(self, message: dict[str, Any], usage: dict[str, int] | None = None) -> str:
+    def message(self, message: JsonObject, usage: dict[str, int] | None = None) -> str:
         """Record one message; returns its id."""
         with self._lock:
             message_id = str(self._next_id)
             self._next_id += 1
-        record: dict[str, Any] = {
+        record: JsonObject = {
             "type": "message",
             "id": message_id,
             "role": message["role"],
@@ -213,7 +214,7 @@ class TranscriptWriter:
         if message.get("sent_as_preview"):
             record["sent_as_preview"] = True
         if usage:
-            record["usage"] = usage
+            record["usage"] = {**usage}
         self.append(record)
         return message_id
 
@@ -239,7 +240,7 @@ class TranscriptWriter:
 @dataclass
 class LoadedTranscript:
     path: Path
-    records: list[dict[str, Any]]
+    records: list[JsonObject]
     warnings: list[str]
 
 
@@ -249,7 +250,7 @@ def read_records(path: Path) -> LoadedTranscript:
         raw = path.read_bytes()
     except OSError as exc:
         raise TranscriptError(f"cannot read transcript {path}: {exc.strerror or exc}") from None
-    records: list[dict[str, Any]] = []
+    records: list[JsonObject] = []
     warnings: list[str] = []
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
@@ -266,19 +267,20 @@ def read_records(path: Path) -> LoadedTranscript:
     return LoadedTranscript(path=path, records=_upgraded(records), warnings=warnings)
 
 
-def _upgraded(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _upgraded(records: list[JsonObject]) -> list[JsonObject]:
     """The records of a transcript written before :data:`FORMAT` 2 with each injected text's
     kind written down (those versions told it by the text's opening words); a newer one as is."""
     start = next((r for r in records if r.get("type") == "session_start"), {})
     fmt = start.get("format")
     if isinstance(fmt, int) and fmt >= FORMAT:
         return records
-    return [
-        {**r, "content": upgrade_legacy(r["content"])}
-        if r.get("type") == "message" and isinstance(r.get("content"), list)
-        else r
-        for r in records
-    ]
+    upgraded: list[JsonObject] = []
+    for record in records:
+        content = record.get("content")
+        if record.get("type") == "message" and isinstance(content, list):
+            record = {**record, "content": upgrade_legacy(content)}
+        upgraded.append(record)
+    return upgraded
 
 
 def iter_transcripts(directory: Path) -> Iterator[Path]:
@@ -346,7 +348,7 @@ def prune_transcripts(
     return removed
 
 
-def _replace_strings(value: Any, replace: Callable[[str], str]) -> Any:
+def _replace_strings(value: JsonValue, replace: Callable[[str], str]) -> JsonValue:
     if isinstance(value, str):
         return replace(value)
     if isinstance(value, list):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memagent.fsutil import resolves_inside
 
@@ -86,7 +85,7 @@ class AgentDefinition:
             return "every tool of its parent"
         return ", ".join(self.tools) or "no tools"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str | None]:
         return {
             "name": self.name,
             "description": self.description,
@@ -152,7 +151,7 @@ def agent_dirs(root: Path, home: Path, user_home: Path | None = None) -> list[tu
     ]
 
 
-def parse_tools(raw: Any) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+def parse_tools(raw: object) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
     """The ``tools`` field as memagent tool names, and the names it could not use."""
     if raw is None:
         return None, ()

@@ -19,7 +19,7 @@ from memagent.feature_settings import BackgroundShellSettings
 from memagent.permissions import Effect, declares
 from memagent.tools import claude_names
 from memagent.tools.background import RUNNING, BackgroundShell, ShellError, ShellRegistry
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolContext, ToolError, ToolInput, tool
 from memagent.tools.fs import optional_field
 from memagent.tools.shell import DEFAULT_SAVED_OUTPUT_MAX_BYTES, render_output
 
@@ -47,7 +47,9 @@ def describe(shell: BackgroundShell) -> str:
     return f"{shell.status} (exit code {shell.exit_code}) after {seconds}"
 
 
-def background_tools(registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES) -> list[Tool]:
+def background_tools(
+    registry: ShellRegistry, saved_max_bytes: int = DEFAULT_SAVED_OUTPUT_MAX_BYTES
+) -> list[RegisteredTool]:
     """``bash_output`` and ``kill_shell`` over one session's shells."""
 
     @tool(
@@ -121,9 +123,9 @@ class BackgroundShellsFeature(BaseFeature):
         self.owner = owner  # the session's own feature kills the shells; a subagent's view does not
         if owner and settings is not None:
             registry.limit = settings.background_shell_limit  # the session's limit, its subagents included
-        self._tools: list[Tool] = []
+        self._tools: list[RegisteredTool] = []
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         if not self._tools:
             self._tools = background_tools(self.registry, self.saved_max_bytes)
         return list(self._tools)

@@ -16,12 +16,13 @@ the same history), and the memory cards learned since then offered for forgettin
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent.agent.feature import BaseFeature, ToolCall
 from memagent.checkpoints import CheckpointError, Restored, ShadowRepo
@@ -32,6 +33,11 @@ from memagent.context.transcript import TranscriptError, read_records
 from memagent.errors import one_line
 from memagent.feature_settings import CheckpointSettings
 from memagent.features.subagents import SUBAGENT_RECORD
+from memagent.jsontypes import JsonObject, JsonValue, json_str
+
+if TYPE_CHECKING:
+    from memagent.memory.cards import MemoryCard
+    from memagent.memory.service import MemoryService
 
 CHECKPOINT_RECORD = "checkpoint"
 MAX_PATHS_RECORDED = 200
@@ -53,7 +59,7 @@ class CheckpointFeature(BaseFeature):
         home: Path,
         root: Path,
         session_id: str,
-        record: Callable[[dict[str, Any]], None],
+        record: Callable[[JsonObject], None],
         warn: Callable[[str], None] | None = None,
     ) -> CheckpointFeature | None:
         """The session's checkpoints in the project's shadow repository; None when they are off."""
@@ -71,7 +77,7 @@ class CheckpointFeature(BaseFeature):
         self,
         repo: ShadowRepo,
         session_id: str,
-        record: Callable[[dict[str, Any]], None],
+        record: Callable[[JsonObject], None],
         warn: Callable[[str], None] | None = None,
     ) -> None:
         self.repo = repo
@@ -138,12 +144,12 @@ class RewindPlan:
     point: TurnPoint
     points: list[TurnPoint]
     history: History
-    records: list[dict[str, Any]]  # the records in effect before the turn's message
+    records: list[JsonObject]  # the records in effect before the turn's message
     warnings: list[str] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)  # sessions of the subagents started since
 
 
-def read_turns(path: Path) -> tuple[list[TurnPoint], list[dict[str, Any]], list[str]]:
+def read_turns(path: Path) -> tuple[list[TurnPoint], list[JsonObject], list[str]]:
     """The user turns of a transcript (after its rewinds), its active records and warnings."""
     if not path.exists():
         raise RewindError("this session has no user turns to rewind to")
@@ -166,7 +172,7 @@ def plan_rewind(path: Path, turn: int) -> RewindPlan:
     except ResumeError as exc:
         raise RewindError(str(exc)) from None
     start = next((r for r in active if r.get("type") == "session_start"), {})
-    logical = str(start.get("logical_session") or path.stem)
+    logical = json_str(start.get("logical_session")) or path.stem
     subagents = [
         str(r["session_id"])
         for r in active[point.position :]
@@ -189,19 +195,24 @@ def restore_code(repo: ShadowRepo | None, plan: RewindPlan) -> Restored:
 
 def record_for(
     plan: RewindPlan, *, code: bool, conversation: bool, restored: Restored | None, forgotten: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> JsonObject:
     """The ``rewind`` transcript record of a plan carried out."""
-    details: dict[str, Any] = {}
+    details: dict[str, JsonValue] = {}
     if restored is not None:
         details = {
             "checkpoint": restored.target,
             "before": restored.before,
-            "restored": [c.path for c in restored.changes if c.status != "removed"][:MAX_PATHS_RECORDED],
-            "removed": [c.path for c in restored.changes if c.status == "removed"][:MAX_PATHS_RECORDED],
+            "restored": _recorded(c.path for c in restored.changes if c.status != "removed"),
+            "removed": _recorded(c.path for c in restored.changes if c.status == "removed"),
         }
     if forgotten:
         details["forgotten"] = list(forgotten)
     return rewind_record(plan.point, code=code, conversation=conversation, **details)
+
+
+def _recorded(paths: Iterable[str]) -> list[JsonValue]:
+    """The first :data:`MAX_PATHS_RECORDED` of ``paths``, as a record holds them."""
+    return list(itertools.islice(paths, MAX_PATHS_RECORDED))
 
 
 def turn_time(point: TurnPoint) -> datetime | None:
@@ -214,13 +225,13 @@ def turn_time(point: TurnPoint) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def learned_since(service: Any, plan: RewindPlan) -> list[Any]:
+def learned_since(service: MemoryService | None, plan: RewindPlan) -> list[MemoryCard]:
     """Memory cards this session (or a subagent it started) saved since the turn started: what a
-    rewind offers to forget. ``service`` is a :class:`memagent.memory.service.MemoryService`."""
+    rewind offers to forget (none without a memory service)."""
     since = turn_time(plan.point)
     if service is None or since is None:
         return []
-    found = []
+    found: list[MemoryCard] = []
     for session in dict.fromkeys((plan.logical_session, plan.session_id, *plan.subagents)):
         for card in service.list(session=session, include_all=True, limit=1000):
             created = card.created_at if card.created_at.tzinfo else card.created_at.replace(tzinfo=UTC)

@@ -31,14 +31,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 from pydantic import Field, RootModel
 
 from memagent.agent.feature import BaseFeature, SubagentContext
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.memory.cards import CARD_ID_RE, MemoryCard
 from memagent.permissions.effects import Declaration, Effect, declares
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput
+from memagent.tools.base import RegisteredTool, Tool, ToolContext, ToolError, ToolInput
 
 if TYPE_CHECKING:
     from memagent.memory.saving import SaveResult
@@ -52,6 +53,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$")
 MAX_LISTED = 200
 MAX_CHAIN = 50
 MEMORY_TYPES = ("preference", "fact", "skill", "habit", "event", "context", "constraint", "decision", "procedure")
+T = TypeVar("T")
 
 
 class ViewCommand(ToolInput):
@@ -315,7 +317,7 @@ class MemoryFiles:
         self, path: MemoryPath, card: MemoryCard, ctx: ToolContext, new_text: str, scope: str | None = None
     ) -> str:
         service = self.service()
-        fields: dict[str, Any] = {"source": "assistant", "provenance": _provenance(ctx)}
+        fields: dict[str, object] = {"source": "assistant", "provenance": _provenance(ctx)}
         if scope is not None:
             fields["scope"] = scope
         result = _call(lambda: service.correct(card.id, new_text, **fields))
@@ -381,7 +383,7 @@ def _provenance(ctx: ToolContext) -> dict[str, str]:
     return found
 
 
-def _call(action: Callable[[], Any]) -> Any:
+def _call(action: Callable[[], T]) -> T:
     from memagent.memory.service import MemoryUnavailable
 
     try:
@@ -441,10 +443,10 @@ class ClaudeMemoryTool(Tool[MemoryCommand]):
     """The ``memory`` tool: sent as the Messages API's own entry, validated and run like any
     other tool."""
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         return {"type": TOOL_TYPE, "name": TOOL_NAME}
 
-    def summary(self, raw: dict[str, Any]) -> str:
+    def summary(self, raw: JsonValue) -> str:
         if not isinstance(raw, dict):
             return ""
         where = raw.get("path") or (f"{raw.get('old_path')} → {raw.get('new_path')}" if "old_path" in raw else "")
@@ -491,7 +493,7 @@ class ClaudeMemoryToolFeature(BaseFeature):
     def __init__(self, service_factory: Callable[[], MemoryService]) -> None:
         self.files = MemoryFiles(service_factory)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return [memory_tool(self.files)]
 
     def system_text(self) -> str | None:

@@ -16,7 +16,7 @@ from memagent.context.policy import CompactionRequest
 from memagent.context.transcript import TranscriptError, iter_transcripts, read_records
 from memagent.llm.items import Injected, Text, ToolResult, ToolUse, message_items
 from memagent.permissions.effects import Effect, declares
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolContext, ToolError, ToolInput, tool
 
 MAX_HITS = 20
 HIT_CHARS = 240
@@ -123,7 +123,7 @@ def _around(line: str, needle: str) -> str:
     return ("…" if at else "") + snippet + ("…" if at + HIT_CHARS < len(line) else "")
 
 
-def context_tools(requests: CompactionRequest, transcripts_dir: Path, session_id: str) -> list[Tool]:
+def context_tools(requests: CompactionRequest, transcripts_dir: Path, session_id: str) -> list[RegisteredTool]:
     """``compact`` (asks the session's policy through ``requests``) and ``recall`` (reads the
     project's transcripts, this session's first)."""
 
@@ -173,7 +173,7 @@ class ContextToolsFeature(BaseFeature):
         self.transcripts_dir = transcripts_dir
         self.session_id = session_id
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return context_tools(self.requests, self.transcripts_dir, self.session_id)
 
     def for_subagent(self, child: SubagentContext) -> ContextToolsFeature:

@@ -19,14 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from memagent.agent.feature import BaseFeature, TurnInput
 from memagent.context.conversation import Conversation
 from memagent.context.digest import deterministic_digest
 from memagent.context.sessions import Choice, choose_session
 from memagent.context.transcript import TranscriptError, read_records
+from memagent.jsontypes import JsonObject
 from memagent.llm.items import Injected
+from memagent.llm.types import Message
 from memagent.markers import Marker, block
 from memagent.todo import TodoManager
 
@@ -38,15 +40,17 @@ def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _messages(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        {"role": r["role"], "content": r["content"]}
-        for r in records
-        if r.get("type") == "message" and r.get("role") in ("user", "assistant") and isinstance(r.get("content"), list)
-    ]
+def _messages(records: list[JsonObject]) -> list[Message]:
+    """The conversation's messages, each with the blocks that are JSON objects."""
+    found: list[Message] = []
+    for record in records:
+        role, content = record.get("role"), record.get("content")
+        if record.get("type") == "message" and role in ("user", "assistant") and isinstance(content, list):
+            found.append({"role": str(role), "content": [b for b in content if isinstance(b, dict)]})
+    return found
 
 
-def summary_of_records(records: list[dict[str, Any]]) -> str | None:
+def summary_of_records(records: list[JsonObject]) -> str | None:
     """A finished session's summary: its own record, else its last compaction's, else a digest."""
     for kind, key in ((SESSION_SUMMARY_RECORD, "summary"), ("compaction", "summary")):
         found = [r for r in records if r.get("type") == kind and r.get(key)]
@@ -75,7 +79,7 @@ class ContinuityFeature(BaseFeature):
     whose messages are already in the context (this one, and the one being resumed)."""
 
     name = "continuity"
-    record_kinds = (SESSION_SUMMARY_RECORD,)
+    record_kinds: ClassVar[tuple[str, ...]] = (SESSION_SUMMARY_RECORD,)
 
     def __init__(
         self,
@@ -83,7 +87,7 @@ class ContinuityFeature(BaseFeature):
         tasks_snapshot: Callable[[], str | None],
         todo: TodoManager,
         *,
-        record: Callable[[dict[str, Any]], None],
+        record: Callable[[JsonObject], None],
         exclude: set[str],
         resuming: bool,
         budget_chars: int = DEFAULT_BUDGET_CHARS,
@@ -97,7 +101,8 @@ class ContinuityFeature(BaseFeature):
         self.budget_chars = budget_chars
         self._given = False
         self._conversation: Conversation | None = None
-        self._previous: tuple[Choice, str] | None | bool = False  # False: not looked up yet
+        self._previous: tuple[Choice, str] | None = None
+        self._looked_up = False
 
     def turn_context(self, turn: TurnInput) -> Injected | None:
         if self._given:
@@ -109,9 +114,10 @@ class ContinuityFeature(BaseFeature):
     def previous(self) -> tuple[Choice, str] | None:
         """The session this one takes over from and its summary (looked up once; None when
         resuming, or when there is none)."""
-        if self._previous is False:
+        if not self._looked_up:
+            self._looked_up = True
             self._previous = None if self.resuming else previous_session(self.transcripts_dir, self.exclude)
-        return self._previous  # type: ignore[return-value]
+        return self._previous
 
     def start_note(self) -> str | None:
         """The note for the first turn, or None when there is nothing to carry over."""

@@ -74,12 +74,13 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from memagent.agent.feature import BaseFeature, Feature, SubagentContext, ToolCall, TurnInput
 from memagent.childenv import filtered_environment
 from memagent.config import HookCommand, HooksSettings
 from memagent.context.conversation import Conversation
+from memagent.jsontypes import JsonMapping, JsonObject, JsonValue, json_object, json_str
 from memagent.llm.items import Injected
 from memagent.llm.types import Message
 from memagent.markers import Marker
@@ -114,7 +115,7 @@ class HookResult:
     block_reason: str | None = None
     output: str = ""
     problem: str | None = None  # one line when the hook itself failed
-    answer: dict[str, Any] = field(default_factory=dict)  # stdout as a JSON object, when it is one
+    answer: JsonObject = field(default_factory=dict)  # stdout as a JSON object, when it is one
 
 
 @dataclass
@@ -142,18 +143,17 @@ def matches(matcher: str, *names: str) -> bool:
     return any(pattern.search(name) for name in names)
 
 
-def _json_answer(stdout: str) -> dict[str, Any]:
+def _json_answer(stdout: str) -> JsonObject:
     text = stdout.strip()
     if not text.startswith("{"):
         return {}
     try:
-        data = json.loads(text)
+        return json_object(json.loads(text))
     except json.JSONDecodeError:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
-def _block_reason(answer: Mapping[str, Any]) -> str | None:
+def _block_reason(answer: JsonMapping) -> str | None:
     """A block from a JSON answer: ``decision: block`` or ``permissionDecision: deny``."""
     if str(answer.get("decision", "")).lower() in ("block", "deny"):
         return str(answer.get("reason") or "blocked by a hook")
@@ -175,7 +175,7 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def run_hook(
-    hook: HookCommand, payload: dict[str, Any], cwd: Path, env: Mapping[str, str], executor: Executor | None = None
+    hook: HookCommand, payload: JsonMapping, cwd: Path, env: Mapping[str, str], executor: Executor | None = None
 ) -> HookResult:
     """Run one hook command with ``executor`` (default: on the host); never raises."""
     data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
@@ -278,7 +278,7 @@ class HooksFeature(BaseFeature):
 
     # ------------------------------------------------------------------ running
 
-    def _payload(self, event: str, **fields: Any) -> dict[str, Any]:
+    def _payload(self, event: str, fields: JsonObject) -> JsonObject:
         transcript = self.transcript_path()
         return {
             "session_id": self.session_id(),
@@ -313,12 +313,12 @@ class HooksFeature(BaseFeature):
         names: tuple[str, ...] = (),
         env: Mapping[str, str] | None = None,
         call: ToolCall | None = None,
-        **fields: Any,
+        **fields: JsonValue,
     ) -> Outcome:
         """Run the event's hooks whose matcher accepts ``names`` (and whose ``if`` rule covers
-        ``call``), in order, until one blocks."""
+        ``call``), in order, until one blocks; ``fields`` join the payload's common ones."""
         outcome = Outcome()
-        payload = self._payload(event, **fields)
+        payload = self._payload(event, fields)
         for hook in self._selected(event, names, call):
             executor, hook_env = self._where(hook, env or self.env)
             if hook.run_async:
@@ -350,14 +350,14 @@ class HooksFeature(BaseFeature):
 
     def _read_answer(self, event: str, result: HookResult, outcome: Outcome) -> None:
         answer = result.answer
-        if isinstance(answer.get("systemMessage"), str) and answer["systemMessage"].strip():
-            self.warn(f"{event} hook: {_first_line(answer['systemMessage'], 300)}")
+        message = json_str(answer.get("systemMessage"))
+        if message.strip():
+            self.warn(f"{event} hook: {_first_line(message, 300)}")
         if answer.get("continue") is False:
             outcome.halt = str(answer.get("stopReason") or f"a {event} hook stopped the turn")
         if result.block_reason is not None:
             outcome.block = result.block_reason
-        raw = answer.get("hookSpecificOutput")
-        specific: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        specific = json_object(answer.get("hookSpecificOutput"))
         decision = str(specific.get("permissionDecision") or answer.get("decision") or "").lower()
         if decision in ("allow", "approve", "ask"):
             outcome.decisions.append(
@@ -475,7 +475,7 @@ class HooksFeature(BaseFeature):
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
         name, tool_input = self._claude_call(call)
         event = "PostToolUseFailure" if outcome.is_error else "PostToolUse"
-        fields: dict[str, Any] = {
+        fields: JsonObject = {
             "tool_name": name,
             "tool_input": tool_input,
             "tool_use_id": call.id,
@@ -483,7 +483,7 @@ class HooksFeature(BaseFeature):
         }
         if outcome.is_error:
             fields["error"] = outcome.content[:2000]
-        result = self._run(event, (name, call.name), call=call, **fields)
+        result = self._run(event, (name, call.name), None, call, **fields)
         if result.block is not None:
             result.context.insert(0, f"{event} hook feedback: {result.block}")
         context = self._context(event, result.context)
@@ -496,16 +496,16 @@ class HooksFeature(BaseFeature):
         pieces, self._tool_context = self._tool_context, []
         return Injected(Marker.HOOK_CONTEXT, "\n\n".join(pieces)) if pieces else None
 
-    def _claude_call(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
+    def _claude_call(self, call: ToolCall) -> tuple[str, JsonObject]:
         if call.tool is not None:
             return call.tool.claude_call(call.input, self.root)
         return call.name, dict(call.input)
 
     @staticmethod
-    def _response(name: str, tool_input: Mapping[str, Any], outcome: ToolOutcome) -> dict[str, Any]:
+    def _response(name: str, tool_input: JsonObject, outcome: ToolOutcome) -> JsonObject:
         """``tool_response`` in Claude Code's shape for its tools, with memagent's keys beside."""
         content = outcome.content[:MAX_PAYLOAD_CHARS]
-        response: dict[str, Any] = {"content": content, "is_error": outcome.is_error}
+        response: JsonObject = {"content": content, "is_error": outcome.is_error}
         if name == "Bash":
             output = str(outcome.details.get("output", content))[:MAX_PAYLOAD_CHARS]
             response.update(

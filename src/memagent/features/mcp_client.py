@@ -33,19 +33,29 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from memagent.agent.feature import BaseFeature, Feature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.commands_md import Invocation, split_arguments
+from memagent.jsontypes import JsonObject, JsonValue, json_list, json_object
 from memagent.mcp_bridge.config import PROJECT_FILE, USER_FILE, McpConfig, load_mcp_config, tool_name
 from memagent.mcp_bridge.manager import FAILED, READY, STARTING, McpManager, RemotePrompt, RemoteTool, ServerStatus
 from memagent.mcp_bridge.report import render_rows, server_rows
 from memagent.mcp_bridge.schemas import SchemaError, api_schema
 from memagent.permissions.effects import Declaration, Effect, declares
 from memagent.tools import claude_names
-from memagent.tools.base import RawArguments, RawSchemaTool, Tool, ToolContext, ToolError, ToolInput, ToolOutcome, tool
+from memagent.tools.base import (
+    RawArguments,
+    RawSchemaTool,
+    RegisteredTool,
+    ToolContext,
+    ToolError,
+    ToolInput,
+    ToolOutcome,
+    tool,
+)
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths, Settings
@@ -81,23 +91,24 @@ def pinned_tool_lists(home: Path, root: Path, warn: Warn) -> ToolPins:
     return check
 
 
-def _key_argument(schema: dict[str, Any]) -> str | None:
-    """The first required string property: what a one-line summary of a call shows."""
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        if isinstance(properties.get(name), dict) and properties[name].get("type") == "string":
-            return str(name)
+def _key_argument(schema: JsonObject) -> str | None:
+    """The first required string property: what a one-line summary of a call shows (None when
+    the schema names none, or its ``properties`` or ``required`` are not what JSON Schema says)."""
+    properties = json_object(schema.get("properties"))
+    for name in json_list(schema.get("required")):
+        if isinstance(name, str) and json_object(properties.get(name)).get("type") == "string":
+            return name
     return None
 
 
 class SharedTools(BaseFeature):
     """Tools a subagent borrows from a feature of its session."""
 
-    def __init__(self, name: str, tools: list[Tool]) -> None:
+    def __init__(self, name: str, tools: list[RegisteredTool]) -> None:
         self.name = name
         self._tools = tools
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return list(self._tools)
 
     def for_subagent(self, child: SubagentContext) -> Feature:
@@ -200,13 +211,13 @@ class McpClientFeature(BaseFeature):
         self.call_timeout = call_timeout
         self.warn = warn
         self.manager = McpManager(config.servers, env=dict(env), cwd=root, connect_timeout=connect_timeout)
-        self._frozen: list[Tool] | None = None
+        self._frozen: list[RegisteredTool] | None = None
         self._said_config = False
         self._told_noise: set[str] = set()
 
     # ------------------------------------------------------------------ Feature hooks
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         if self._frozen is None:
             self._frozen = self._freeze()
         return list(self._frozen)
@@ -291,12 +302,12 @@ class McpClientFeature(BaseFeature):
             names = ", ".join(self.config.untrusted)
             self.warn(f"MCP servers in {PROJECT_FILE} not used, the project is not trusted: {names}")
 
-    def _freeze(self) -> list[Tool]:
+    def _freeze(self) -> list[RegisteredTool]:
         self.start()
         if not self.config.servers:
             return []
         self.manager.wait_ready(self.startup_wait)
-        tools: list[Tool] = []
+        tools: list[RegisteredTool] = []
         seen: set[str] = set()
         for status in self.manager.statuses():
             self._report_status(status)
@@ -332,7 +343,7 @@ class McpClientFeature(BaseFeature):
             self._told_noise.add(status.name)
             self.warn(f"MCP server {status.name}: {status.noise}")
 
-    def _offer(self, remote: RemoteTool, seen: set[str]) -> Tool | None:
+    def _offer(self, remote: RemoteTool, seen: set[str]) -> RegisteredTool | None:
         """The tool as the model gets it, or None (with a notice) when it cannot be offered."""
         name = tool_name(remote.server, remote.name)
         if remote.task_only:
@@ -352,7 +363,7 @@ class McpClientFeature(BaseFeature):
         seen.add(name)
         return self._tool(name, remote, schema)
 
-    def _tool(self, name: str, remote: RemoteTool, schema: dict[str, Any]) -> Tool:
+    def _tool(self, name: str, remote: RemoteTool, schema: JsonObject) -> RegisteredTool:
         def run(arguments: RawArguments, ctx: ToolContext) -> ToolOutcome:
             outcome = self.manager.call_tool(remote.server, remote.name, arguments.root, self.call_timeout)
             status = self.manager.status(remote.server)
@@ -378,7 +389,7 @@ class McpClientFeature(BaseFeature):
                 f"until `/mcp approve {server}`"
             )
 
-    def _resource_tools(self) -> list[Tool]:
+    def _resource_tools(self) -> list[RegisteredTool]:
         manager = self.manager
 
         @tool(
@@ -423,7 +434,7 @@ def mcp_client_feature(
     *,
     project_trusted: bool,
     warn: Warn,
-    extra_servers: Mapping[str, Any] | None = None,
+    extra_servers: Mapping[str, JsonValue] | None = None,
 ) -> McpClientFeature:
     """The feature as the runtime composes it: ``$MEMAGENT_HOME/mcp.json`` and the project's
     ``.mcp.json`` (the latter only when the project is trusted), the servers given on the

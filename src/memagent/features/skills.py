@@ -27,7 +27,7 @@ from memagent.markers import Marker
 from memagent.permissions.effects import Effect, declares
 from memagent.skills import USER_SOURCES, Skill, SkillError, SkillIndex, discover_skills
 from memagent.tools import claude_names
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolContext, ToolError, ToolInput, tool
 
 MAX_LISTED_FILES = 50
 MAX_FILE_CHARS = 50_000
@@ -107,7 +107,7 @@ def render_skill(skill: Skill) -> str:
     return "\n\n".join(parts)
 
 
-def skill_tool(index: SkillIndex) -> Tool:
+def skill_tool(index: SkillIndex) -> RegisteredTool:
     @tool("skill", SkillInput, key_argument="name", effects=declares(Effect.READ), claude=claude_names.SKILL)
     def run_skill(args: SkillInput, ctx: ToolContext) -> str:
         """Load a skill (a playbook listed under "Skills" in the system prompt): returns its
@@ -158,7 +158,8 @@ class SkillCommand:
         except SkillError as exc:
             return Invocation(command, error=str(exc))
         prompt = f"Base directory for this skill: {self.skill.directory.resolve()}\n\n{substitute(body, arguments)}"
-        allowed, notes = self.skill.allowed_tools, ()
+        allowed = self.skill.allowed_tools
+        notes: tuple[str, ...] = ()
         if allowed and not (self.trusted or self.skill.source in USER_SOURCES):
             allowed = ()
             notes = (f"{command}: allowed-tools ignored, this project is not trusted (`memagent trust` allows it)",)
@@ -182,8 +183,9 @@ class SkillsFeature(BaseFeature):
         self.index = discover_skills(root, home, user_home)
         self.trusted = trusted
         self._text = skills_prompt(self.index.skills)
-        for problem in self.index.problems if warn is not None else ():
-            warn(problem)
+        if warn is not None:
+            for problem in self.index.problems:
+                warn(problem)
 
     def commands(self) -> list[SkillCommand]:
         """Every skill as a slash command."""
@@ -193,7 +195,7 @@ class SkillsFeature(BaseFeature):
     def warnings(self) -> list[str]:
         return list(self.index.problems)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return [skill_tool(self.index)] if self.index.skills else []
 
     def system_text(self) -> str | None:

@@ -5,11 +5,10 @@ no tools) and the filter that picks its tools from the parent's (never one the p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from memagent.features.agent_definitions import ALL_TOOLS, AgentDefinition
-from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Verdict
-from memagent.tools.base import Tool, ToolRegistry
+from memagent.permissions import Declaration, Effect, Gate, HookVerdict, Policy, Verdict
+from memagent.tools.base import RegisteredTool, Tool, ToolRegistry
 
 
 class _Blank:
@@ -19,10 +18,10 @@ class _Blank:
         return ""
 
 
-def is_read_only(tool: Tool) -> bool:
+def is_read_only(tool: RegisteredTool) -> bool:
     """A tool that only reads, as it declares itself (what a definition without ``tools`` gets;
     the subagent's gate still judges each call by what it declares)."""
-    if tool.name == "todo":
+    if tool.name == "todo" or not isinstance(tool, Tool):
         return False
     try:
         declared = tool.declare(_Blank())
@@ -43,12 +42,12 @@ class SubagentGate(Gate):
         self.save = None
         self._approved_calls = set()
 
-    @property  # type: ignore[override]
-    def policy(self) -> Any:
+    @property
+    def policy(self) -> Policy:
         return self.parent.policy
 
     @policy.setter
-    def policy(self, value: Any) -> None:
+    def policy(self, value: Policy) -> None:
         self.parent.policy = value
 
     @property
@@ -60,7 +59,7 @@ class SubagentGate(Gate):
         name: str,
         declaration: Declaration,
         hook: HookVerdict | None = None,
-        tool_input: Mapping[str, Any] | None = None,
+        tool_input: Mapping[str, object] | None = None,
     ) -> Verdict:
         if self.read_only and not declaration.reads_only:
             reason = (
@@ -73,20 +72,20 @@ class SubagentGate(Gate):
     def decide_command(self, command: str, *, source: str = "a custom command") -> Verdict:
         return self.parent.decide_command(command, source=source)
 
-    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, Any] | None = None) -> str | None:
+    def always(self, name: str, declaration: Declaration, tool_input: Mapping[str, object] | None = None) -> str | None:
         return self.parent.always(name, declaration, tool_input)
 
     def describe(self) -> list[str]:
         return self.parent.describe()
 
 
-def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[Tool], bool]:
+def tool_filter(definition: AgentDefinition, parent: ToolRegistry) -> Callable[[RegisteredTool], bool]:
     """Which tools a subagent of ``definition`` gets: never one its parent lacks, never ``task``
     unless listed, the read-only ones when the definition lists none."""
     listed = definition.tools
     prefixes = tuple(f"{name}__" for name in listed or () if name.startswith("mcp__"))
 
-    def allow(tool: Tool) -> bool:
+    def allow(tool: RegisteredTool) -> bool:
         if parent.get(tool.name) is None:
             return False
         if tool.name == "task" and not definition.allows_task:

@@ -24,7 +24,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import ClassVar, Protocol
 
 from pydantic import Field
 
@@ -33,10 +33,11 @@ from memagent.agent.loop import Agent
 from memagent.events import AgentEvent, ToolCallStarted, TurnEnded
 from memagent.feature_settings import SubagentSettings
 from memagent.features.agent_definitions import AgentDefinition, AgentSet
+from memagent.jsontypes import JsonObject
 from memagent.permissions import Effect, declares
 from memagent.pricing import UsageMeter, format_cost
 from memagent.tools import claude_names
-from memagent.tools.base import Tool, ToolCancelled, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolCancelled, ToolContext, ToolError, ToolInput, tool
 
 SUBAGENT_RECORD = "subagent"
 SUBAGENT_PROMPT = """\
@@ -55,7 +56,6 @@ Your instructions for this kind of task:
 DEFAULT_MAX_DEPTH = 2  # the session's agent is depth 0; its subagents 1; theirs 2
 HEARTBEAT_SECONDS = 0.2
 STOP_WAIT_SECONDS = 10.0
-_DONE = object()
 
 
 @dataclass
@@ -94,22 +94,22 @@ class SubagentsFeature(BaseFeature):
 
     agents: AgentSet
     spawn: Spawn
-    record: Callable[[dict[str, Any]], None]
+    record: Callable[[JsonObject], None]
     depth: int = 0
     max_depth: int = DEFAULT_MAX_DEPTH
     name: str = "subagents"
-    _tools: list[Tool] = field(default_factory=list)
-    record_kinds = (SUBAGENT_RECORD,)
+    _tools: list[RegisteredTool] = field(default_factory=list)
+    record_kinds: ClassVar[tuple[str, ...]] = (SUBAGENT_RECORD,)
     settings_model = SubagentSettings
 
     @classmethod
     def from_settings(
-        cls, agents: AgentSet, spawn: Spawn, record: Callable[[dict[str, Any]], None], settings: SubagentSettings
+        cls, agents: AgentSet, spawn: Spawn, record: Callable[[JsonObject], None], settings: SubagentSettings
     ) -> SubagentsFeature:
         """The session's own (depth 0), nesting down to ``subagent_max_depth``."""
         return cls(agents, spawn, record, 0, settings.subagent_max_depth)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         if not self._tools:
             self._tools = [self._task_tool()]
         return list(self._tools)
@@ -147,7 +147,7 @@ class SubagentsFeature(BaseFeature):
         ),
     )
 
-    def _task_tool(self) -> Tool:
+    def _task_tool(self) -> RegisteredTool:
         listing = "\n".join(
             f"- {d.name}: {d.description} (tools: {d.describe_tools()})" for d in self.agents.definitions
         )
@@ -199,7 +199,7 @@ def subagent_prompt(name: str, body: str) -> str:
 def drive(child: ChildAgent, prompt: str, progress: Callable[[str], None] | None, label: str) -> ChildResult:
     """Run the child's turn in its own thread; pass what it does to ``progress`` (which raises
     ToolCancelled once the parent is cancelled: the child is then cancelled and waited for)."""
-    events: queue.SimpleQueue[object] = queue.SimpleQueue()
+    events: queue.SimpleQueue[AgentEvent | None] = queue.SimpleQueue()  # None: the turn is over
 
     def work() -> None:
         try:
@@ -208,7 +208,7 @@ def drive(child: ChildAgent, prompt: str, progress: Callable[[str], None] | None
         except BaseException as exc:  # reported as the child's error
             events.put(TurnEnded("error", error=f"{type(exc).__name__}: {exc}"))
         finally:
-            events.put(_DONE)
+            events.put(None)
 
     worker = threading.Thread(target=work, name=f"memagent-subagent-{label}", daemon=True)
     worker.start()
@@ -221,9 +221,9 @@ def drive(child: ChildAgent, prompt: str, progress: Callable[[str], None] | None
                 if progress is not None:
                     progress("")  # a heartbeat: raises ToolCancelled when the parent was cancelled
                 continue
-            if item is _DONE:
+            if item is None:
                 break
-            result = _follow(item, result, progress, label)  # type: ignore[arg-type]
+            result = _follow(item, result, progress, label)
     except BaseException:
         child.agent.cancel()
         worker.join(STOP_WAIT_SECONDS)
@@ -242,8 +242,8 @@ def _follow(event: AgentEvent, result: ChildResult, progress: Callable[[str], No
     return result
 
 
-def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str]) -> dict[str, Any]:
-    found: dict[str, Any] = {
+def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str]) -> JsonObject:
+    found: JsonObject = {
         "status": result.stop_reason if result is not None else "cancelled",
         "tool_calls": result.tool_calls if result is not None else None,
         "usage": {
@@ -258,7 +258,7 @@ def _outcome(result: ChildResult | None, meter: UsageMeter, warnings: list[str])
     if result is not None and result.error:
         found["error"] = result.error
     if warnings:
-        found["warnings"] = warnings
+        found["warnings"] = list(warnings)
     return found
 
 

@@ -6,18 +6,19 @@ is resumed or the conversation is rewound."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memagent.agent.feature import BaseFeature, SlashCommand, SlashInput, SlashReply, SubagentContext
 from memagent.feature_settings import TodoSettings
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm.items import Injected
 from memagent.markers import Marker
 from memagent.permissions.effects import Effect, declares
 from memagent.todo import TodoError, TodoManager
 from memagent.tools import claude_names
-from memagent.tools.base import Tool, ToolContext, ToolError, ToolInput, tool
+from memagent.tools.base import RegisteredTool, ToolContext, ToolError, ToolInput, tool
 
 TODO_RECORD = "todo"
 
@@ -39,7 +40,7 @@ class TodoInput(ToolInput):
     )
 
 
-def todo_tools(manager: TodoManager) -> list[Tool]:
+def todo_tools(manager: TodoManager) -> list[RegisteredTool]:
     """The ``todo`` tool bound to one session's manager."""
 
     @tool("todo", TodoInput, effects=declares(Effect.SESSION), claude=claude_names.TODO_WRITE)
@@ -64,13 +65,13 @@ class TodoFeature(BaseFeature):
 
     name = "todos"
 
-    record_kinds = (TODO_RECORD,)
+    record_kinds: ClassVar[tuple[str, ...]] = (TODO_RECORD,)
     settings_model = TodoSettings
 
     def __init__(
         self,
         manager: TodoManager,
-        record: Callable[[dict[str, Any]], None],
+        record: Callable[[JsonObject], None],
         warn: Callable[[str], None] = lambda line: None,
         settings: TodoSettings | None = None,
     ) -> None:
@@ -79,7 +80,7 @@ class TodoFeature(BaseFeature):
         self._warn = warn
         self.settings = settings or TodoSettings()
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[RegisteredTool]:
         return todo_tools(self.manager)
 
     def guidance(self) -> str:
@@ -92,25 +93,23 @@ class TodoFeature(BaseFeature):
         called = "todo" in names
         self.manager.note_round(called)
         if called:
-            self._record({"type": TODO_RECORD, "items": self.manager.items})
+            self._record({"type": TODO_RECORD, "items": list(self.manager.items)})
         reminder = self.manager.reminder() if self.settings.todo_reminder else None
         return Injected(Marker.REMINDER, reminder) if reminder else None
 
-    def restore(self, records: Sequence[dict[str, Any]]) -> None:
+    def restore(self, records: Sequence[JsonObject]) -> None:
         """The list as the last ``todo`` record in effect left it (empty without one), recorded
         again in this transcript when there is one or the list changes. A saved list this version
         cannot take (hand-edited, from a newer version) is dropped with a warning."""
-        last = next(
-            (r for r in reversed(records) if r.get("type") == TODO_RECORD and isinstance(r.get("items"), list)), None
-        )
+        saved = _last_saved_list(records)
         had_items = bool(self.manager.items)
         try:
-            self.manager.update(last["items"] if last else [])
+            self.manager.update(saved if saved is not None else [])
         except TodoError as exc:
             self._warn(f"the saved todo list could not be restored: {exc}")
             self.manager.update([])
-        if last is not None or had_items:
-            self._record({"type": TODO_RECORD, "items": self.manager.items})
+        if saved is not None or had_items:
+            self._record({"type": TODO_RECORD, "items": list(self.manager.items)})
 
     def for_subagent(self, child: SubagentContext) -> TodoFeature:
         """A subagent keeps a checklist of its own, saved in its own transcript."""
@@ -128,3 +127,12 @@ class TodoFeature(BaseFeature):
         if not self.manager.items:
             return None
         return "Your todo list (restored from the session):\n" + self.manager.render()
+
+
+def _last_saved_list(records: Sequence[JsonObject]) -> list[JsonValue] | None:
+    """The items of the last ``todo`` record that holds a list of them (None without one)."""
+    for record in reversed(records):
+        items = record.get("items")
+        if record.get("type") == TODO_RECORD and isinstance(items, list):
+            return items
+    return None

