@@ -24,9 +24,9 @@ threshold stops auto-compaction until the user's next turn (no paid loop); a fai
 falls back to a deterministic digest of the dropped part (:mod:`memagent.context.digest`), which
 keeps the invariants.
 
-Layer 3: :meth:`CompactingContext.request_compaction` (the ``compact`` tool; runs before the next
-model call, never mid tool round) and :meth:`CompactingContext.force_compact` (``/compact``) use
-the same routine.
+Layer 3: the ``compact`` tool (asking through the shared
+:class:`~memagent.context.policy.CompactionRequest`; runs before the next model call, never mid
+tool round) and :meth:`CompactingContext.force_compact` (``/compact``) use the same routine.
 
 Oversized text (:mod:`memagent.context.oversize`): :meth:`CompactingContext.fit` sends a user
 message or tool output above the inline limit as a preview and a file. Before every request the
@@ -298,14 +298,6 @@ class CompactingContext:
         except Exception:  # no such endpoint (a proxy, a local server), or it failed: estimate quietly
             self._exact_count_failed = True
             return None
-
-    def request_compaction(self, focus: str | None = None) -> None:
-        """Compact before the next model call (the ``compact`` tool: never mid tool round)."""
-        self.requests.ask(focus)
-
-    @property
-    def compaction_requested(self) -> bool:
-        return self.requests.pending
 
     # ------------------------------------------------------------ /context
 

@@ -356,10 +356,6 @@ class Catalog:
                 found[row[0]] = (row[1], (row[2], row[3], row[4]), row[5])
         return found
 
-    def path_of(self, card_id: str) -> str | None:
-        row = self.db().execute("SELECT path FROM cards WHERE id = ?", (card_id,)).fetchone()
-        return row[0] if row else None
-
     def usage_extremes(self, n: int) -> tuple[list[UsageRow], list[UsageRow]]:
         """The ``n`` most used active cards (used at least once; most uses, then least recently
         used first) and the ``n`` least used (fewest uses, never or longest ago used, oldest

@@ -500,13 +500,6 @@ class EmbedderHandle:
                     self._embedder = load_embedder(self.preference, cache_dir=self.cache_dir)
         return self._embedder
 
-    def preference_name(self) -> str:
-        """The embedder's name when loaded, else the preference (never loads it)."""
-        return self._embedder.name if self._embedder is not None else self.preference
-
-    def known_dim(self) -> int | None:
-        return int(self._embedder.dim) if self._embedder is not None else None
-
     def describe(self) -> JsonObject:
         """Name, model and dimension: of the loaded embedder, else of the one loading would give
         (:func:`expected_embedder`, which loads nothing)."""
