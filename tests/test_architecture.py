@@ -178,6 +178,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "events",
         "features",
         "fsutil",
+        "jsontypes",
         "llm",
         "models",
         "paths",
