@@ -23,6 +23,7 @@ from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
 
 if TYPE_CHECKING:
+    from prompt_toolkit.key_binding.key_processor import KeyPressEvent
     from rich.console import Console
 
     from memagent.jsontypes import JsonMapping, JsonObject
@@ -86,7 +87,7 @@ def ask_key(question: str) -> Approval:
 
     def bind(key: str, decision: Approval) -> None:
         @bindings.add(key)
-        def _(event) -> None:
+        def _(event: KeyPressEvent) -> None:
             event.app.exit(result=decision)
 
     for key, decision in ANSWERS.items():
@@ -95,7 +96,7 @@ def ask_key(question: str) -> Approval:
     bind("escape", Approval.DENY)
 
     @bindings.add("c-c")
-    def _interrupt(event) -> None:
+    def _interrupt(event: KeyPressEvent) -> None:
         event.app.exit(exception=KeyboardInterrupt())
 
     control = FormattedTextControl(FormattedText([("bold", question + " ")]), show_cursor=True)
