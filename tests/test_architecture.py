@@ -118,7 +118,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "tools",
     },
     # the session protocol's types, and the channel that carries them between a turn and a front end
-    "protocol": {"events"},
+    "protocol": {"events", "jsontypes"},
     "channel": {
         "agent",
         "events",
@@ -179,6 +179,7 @@ ALLOWED: dict[str, set[str] | None] = {
         "events",
         "features",
         "fsutil",
+        "jsontypes",
         "llm",
         "models",
         "paths",

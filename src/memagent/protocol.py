@@ -5,15 +5,17 @@ sends operations with :meth:`memagent.runtime.Session.submit` and reads the even
 emits with :meth:`memagent.runtime.Session.events`; ``Session.status()`` is the typed read-only
 view for a status line. A question for the user — "may this tool run?" — is an event too
 (:class:`ApprovalRequested`), answered with an :class:`AnswerApproval` operation on the same
-session before the turn goes on. A leaf module: it imports only :mod:`memagent.events`.
+session before the turn goes on. Near a leaf: it imports only :mod:`memagent.events` and the JSON
+types (a tool call's input is JSON as the model sent it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from memagent.events import AgentEvent
+from memagent.jsontypes import JsonObject
 
 Decision = Literal["allow", "always", "deny"]
 DECISIONS: tuple[str, ...] = ("allow", "always", "deny")
@@ -89,7 +91,7 @@ class ApprovalRequested:
     tool: str
     summary: str
     reason: str = ""
-    input: dict[str, Any] = field(default_factory=dict)
+    input: JsonObject = field(default_factory=dict)
     asker: str = ""
     rule: str | None = None  # the allow rule an "always" answer saves (None: no rule names just this call)
 

@@ -225,3 +225,32 @@ def test_expand_shows_a_collapsed_tool_result_in_full(tmp_path):
         assert run_command("/expand x", lambda: opened).text.startswith("usage: /expand [N]")
     finally:
         opened.close()
+
+
+def test_a_context_report_with_a_damaged_count_reads_as_key_value_lines():
+    from memagent.ui.commands import format_context_report
+
+    needed = {"system": 1, "tools": 2, "messages": 3, "tool_results": 4, "memory": 5, "threshold": 100}
+    text = format_context_report({**needed, "total": "lots"})
+    assert "total: lots" in text.splitlines() and not text.startswith("context:")
+
+
+def test_memory_stats_with_damaged_parts_leave_them_out():
+    from memagent.ui.commands import format_memory_stats
+
+    stats = {"active": 2, "total": 3, "by_type": ["fact"], "stores": {"project": "broken"}, "embedder": 7}
+    assert format_memory_stats(stats).splitlines() == [
+        "memory: 2 active cards (3 in all)",
+        "  by type: none",
+        "  by scope: none",
+        "  project store: None (0 active)",
+    ]
+
+
+def test_exit_runs_before_the_session_is_open():
+    from memagent.ui.commands import run_command
+
+    def not_yet():
+        raise AssertionError("/exit must not wait for the session")
+
+    assert run_command("/exit", not_yet).exit and run_command("/quit", not_yet).exit

@@ -45,3 +45,20 @@ def test_learned_items_name_each_stored_card_shortened_and_capped():
     many = Report([Decision(Candidate(f"fact {n}"), "ADD", f"m_{n}") for n in range(8)])
     capped = learned_items([many])
     assert len(capped) == 6 and capped[-1] == "  … and 3 more (`memagent memory list`)"
+
+
+def test_learned_counts_take_what_reports_count_and_leave_out_the_rest():
+    from memagent.ui.recap import learned_counts
+
+    class Counted:
+        def __init__(self, **counts):
+            self.counts = counts
+
+        def count(self, action):
+            return self.counts.get(action, 0)
+
+    class Broken:
+        count = "not a method"
+
+    reports = [Counted(ADD=2, UPDATE=1), Counted(CONTRADICT=1, PENDING=3), Counted(ADD="two"), Broken(), object()]
+    assert learned_counts(reports) == {"saved": 2, "updated": 2, "pending": 3}

@@ -15,11 +15,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, fail
+from memagent.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from memagent.config import ProjectPaths
@@ -46,7 +47,7 @@ class ChatOptions:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     add_dirs: tuple[Path, ...] = ()
-    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    mcp_servers: JsonObject = field(default_factory=dict)  # "mcpServers" entries (--mcp-config)
     session_id: str | None = None
     system_prompt: str | None = None
     append_system_prompt: str | None = None

@@ -13,16 +13,23 @@ import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.jsontypes import JsonObject, json_object, json_str
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from memagent.memory.cards import MemoryCard
+    from memagent.memory.saving import SaveResult
     from memagent.memory.service import Hit, MemoryService
+
+T = TypeVar("T")
 
 app = typer.Typer(
     help="Long-term memory cards (.memory/ and $MEMAGENT_HOME/memory/).",
@@ -128,7 +135,7 @@ def _indexing(service: MemoryService) -> Iterator[None]:
             service.progress = None
 
 
-def _run(action: Callable[[], Any]) -> Any:
+def _run(action: Callable[[], T]) -> T:
     from memagent.memory.service import MemoryUnavailable
 
     try:
@@ -137,7 +144,7 @@ def _run(action: Callable[[], Any]) -> Any:
         fail(f"memory unavailable: {exc}", EXIT_FAILURE)
 
 
-def _card_json(card: MemoryCard) -> dict[str, Any]:
+def _card_json(card: MemoryCard) -> JsonObject:
     return card.model_dump(mode="json")
 
 
@@ -177,8 +184,8 @@ class _StderrProgress:
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self._progress: Any = None
-        self._task: Any = None
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> _StderrProgress:
         from rich.console import Console
@@ -199,10 +206,14 @@ class _StderrProgress:
         return self
 
     def __call__(self, done: int, total: int) -> None:
-        self._progress.update(self._task, completed=done, total=total or None)
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=done, total=total or None)
 
-    def __exit__(self, *exc: Any) -> None:
-        self._progress.__exit__(*exc)
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(kind, error, trace)
 
 
 # --------------------------------------------------------------------------- commands
@@ -295,11 +306,11 @@ def show(
         return
     _out(f"{'file':>13}: {where}")
     data = _card_json(card)
-    content = data.pop("content")
-    provenance = data.pop("provenance")
+    content = json_str(data.pop("content"))
+    provenance = json_object(data.pop("provenance"))
     for key, value in data.items():
         if value not in (None, [], ""):
-            _out(f"{key:>13}: {value if not isinstance(value, list) else ', '.join(value)}")
+            _out(f"{key:>13}: {value if not isinstance(value, list) else ', '.join(map(str, value))}")
     shown = {k: v for k, v in provenance.items() if v is not None}
     if shown:
         _out(f"{'provenance':>13}: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
@@ -320,7 +331,7 @@ def show(
             _out("  " + describe_record(record, card.id))
 
 
-def _chain_entry(card: MemoryCard) -> dict[str, Any]:
+def _chain_entry(card: MemoryCard) -> JsonObject:
     return {
         "id": card.id,
         "status": card.status,
@@ -414,7 +425,7 @@ def add(
     _report_save(result, as_json)
 
 
-def _report_save(result: Any, as_json: bool) -> None:
+def _report_save(result: SaveResult, as_json: bool) -> None:
     if as_json:
         print_json(
             {
@@ -450,7 +461,7 @@ def edit(
     """Correct a memory: a new card supersedes it (the old one is kept, hidden from retrieval)."""
     service = _open(ctx, root)
     memory_id = _resolve(service, memory_id)
-    fields: dict[str, Any] = {"source": "user"}
+    fields: dict[str, str | float] = {"source": "user"}
     if memory_type is not None:
         fields["memory_type"] = memory_type.value
     if confidence is not None:

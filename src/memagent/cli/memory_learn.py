@@ -15,21 +15,26 @@ review. Nothing here imports anthropic.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, EXIT_USAGE, JsonOption, RootOption, fail, print_json, resolve_paths
+from memagent.jsontypes import JsonObject
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
+    from memagent.config import Settings
     from memagent.memory.hygiene import ReviewItem
+    from memagent.memory.learning_history import LearningHistory
     from memagent.memory.provenance import Standing
     from memagent.memory.service import MemoryService
     from memagent.paths import ProjectPaths
 
 WIDTH = 100
+T = TypeVar("T")
 
 
 def _open_service(ctx: typer.Context, root: Path | None) -> tuple[MemoryService, ProjectPaths]:
@@ -53,7 +58,7 @@ def _settings(paths: ProjectPaths):
     return load_settings(paths)
 
 
-def _guarded(action):
+def _guarded(action: Callable[[], T]) -> T:
     from memagent.memory.service import MemoryUnavailable
 
     try:
@@ -181,7 +186,7 @@ def review_command(
     _interactive(service, history, paths, items)
 
 
-def _came_back_text(path: Path) -> tuple[dict[str, Any] | None, str]:
+def _came_back_text(path: Path) -> tuple[JsonObject | None, str]:
     """The card a returned file claims (as JSON) and one line of its text, or why it cannot be read."""
     from memagent.memory.cardfiles import CardFileError, CardFiles
 
@@ -192,7 +197,7 @@ def _came_back_text(path: Path) -> tuple[dict[str, Any] | None, str]:
     return card.model_dump(mode="json"), _short(card.content)
 
 
-def _came_back_json(card_id: str, path: Path, when: str) -> dict[str, Any]:
+def _came_back_json(card_id: str, path: Path, when: str) -> JsonObject:
     card, _ = _came_back_text(path)
     return {
         "card": card,
@@ -229,7 +234,7 @@ def _review_came_back(service: MemoryService, came_back: list[tuple[str, Path, s
         )
 
 
-def offer_returned_cards(paths: ProjectPaths, settings: Any) -> None:
+def offer_returned_cards(paths: ProjectPaths, settings: Settings) -> None:
     """Before an interactive session: a card forgotten here whose file came back (a pull, a
     checkout) is not used until the user decides; ask now (erase again, keep, or skip)."""
     from memagent.memory.layout import TOMBSTONE_NAME, local_dir
@@ -263,7 +268,7 @@ def _accept(service: MemoryService, ids: list[str]) -> None:
         typer.echo(f"Accepted {full}: it now stands as its file says.")
 
 
-def _standing_json(standing: Standing, held: bool) -> dict[str, Any]:
+def _standing_json(standing: Standing, held: bool) -> JsonObject:
     return {
         "card": standing.earned.model_dump(mode="json"),
         "pending": held,
@@ -271,7 +276,7 @@ def _standing_json(standing: Standing, held: bool) -> dict[str, Any]:
         "target_id": None,
         "repository": {
             "claimed": standing.claimed.model_dump(mode="json"),
-            "overclaims": standing.overclaims,
+            "overclaims": [*standing.overclaims],
             "file": str(standing.path),
         },
     }
@@ -319,11 +324,11 @@ def _review_duplicates(service: MemoryService, pairs: list[tuple[str, str, float
     """Cards that say the same thing (typically after merging two branches' memories)."""
     typer.echo(f"{len(pairs)} pair{'' if len(pairs) == 1 else 's'} of memories say the same thing:")
     for first, second, similarity in pairs:
-        cards = _guarded(lambda: [service.get(first), service.get(second)])
-        if None in cards:
+        one, two = _guarded(lambda: (service.get(first), service.get(second)))
+        if one is None or two is None:
             continue
-        typer.echo(f"  ({similarity:.2f}) [1] {first}  {_short(cards[0].content, 80)}")
-        typer.echo(f"         [2] {second}  {_short(cards[1].content, 80)}")
+        typer.echo(f"  ({similarity:.2f}) [1] {first}  {_short(one.content, 80)}")
+        typer.echo(f"         [2] {second}  {_short(two.content, 80)}")
         if not interactive:
             continue
         choice = typer.prompt("  keep [1], keep [2], or [s]kip", default="s").strip().lower()[:1]
@@ -339,7 +344,9 @@ def _interactive_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _interactive(service: Any, history: Any, paths: Any, items: list[ReviewItem]) -> None:
+def _interactive(
+    service: MemoryService, history: LearningHistory, paths: ProjectPaths, items: list[ReviewItem]
+) -> None:
     from memagent.memory.hygiene import amend, approve, reject
 
     counts = {"keep": 0, "edit": 0, "forget": 0, "skip": 0}

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json
+from memagent.jsontypes import JsonObject
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def skill_proposals(
     return proposals(service, history, settings.memory_skill_after_uses, skills_made_from_cards(paths.root))
 
 
-def skill_proposal_json(proposal: SkillProposal) -> dict[str, Any]:
+def skill_proposal_json(proposal: SkillProposal) -> JsonObject:
     from memagent.cli.skills import skill_from_card
 
     name, _ = skill_from_card(proposal.card)

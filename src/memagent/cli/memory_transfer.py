@@ -7,12 +7,12 @@ import sys
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from memagent.cli.common import EXIT_FAILURE, JsonOption, RootOption, fail, print_json
 from memagent.cli.memory import _count, _indexing, _open, _out, _run, _StderrProgress
+from memagent.jsontypes import JsonObject, JsonValue
 
 
 class ExportFormat(str, Enum):
@@ -20,12 +20,12 @@ class ExportFormat(str, Enum):
     md = "md"
 
 
-def _markdown(records: list[dict[str, Any]]) -> str:
+def _markdown(records: list[JsonObject]) -> str:
     lines = ["# memagent memories", ""]
     for rec in records:
         lines.append(f"## {rec['id']} — {rec['memory_type']}, {rec['scope']}, {rec['status']}")
         lines.append("")
-        lines.append(rec["content"])
+        lines.append(str(rec["content"]))
         lines.append("")
         meta = [f"confidence {rec['confidence']}", f"importance {rec['importance']}", f"created {rec['created_at']}"]
         if rec.get("supersedes"):
@@ -59,8 +59,9 @@ def export_command(
     sys.stderr.write(f"Exported {_count(len(records), 'memory', 'memories')} to {output}\n")
 
 
-def _read_records(path: Path) -> list[Any]:
-    """A JSON array, a single JSON object, or JSON Lines."""
+def _read_records(path: Path) -> list[JsonValue]:
+    """A JSON array, a single JSON object, or JSON Lines (a record that is not an object is refused
+    by the import, one line each)."""
     try:
         text = path.expanduser().read_text(encoding="utf-8")
     except OSError as exc:
@@ -71,7 +72,7 @@ def _read_records(path: Path) -> list[Any]:
     if not stripped:
         return []
     try:
-        data = json.loads(stripped)
+        data: JsonValue = json.loads(stripped)
     except json.JSONDecodeError:
         return list(_json_lines(path, stripped))
     if isinstance(data, dict):
@@ -81,12 +82,13 @@ def _read_records(path: Path) -> list[Any]:
     fail(f"{path}: expected a JSON array of cards or JSON Lines", EXIT_FAILURE)
 
 
-def _json_lines(path: Path, text: str) -> Iterator[Any]:
+def _json_lines(path: Path, text: str) -> Iterator[JsonValue]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            record: JsonValue = json.loads(line)
+            yield record
         except json.JSONDecodeError as exc:
             fail(f"{path}:{number}: not JSON ({exc.msg})", EXIT_FAILURE)
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from memagent.redact.phrases import PLACEHOLDER
 
@@ -80,7 +80,7 @@ class Plugin:
                 if span is not None:
                     yield kind, slug, span
 
-    def _span(self, text: str, match: re.Match[str], group: int, plugin: Any) -> Span | None:
+    def _span(self, text: str, match: re.Match[str], group: int, plugin: SecretsPlugin) -> Span | None:
         start, end = match.span(group)
         if start < 0 or start == end:
             return None
@@ -95,10 +95,19 @@ class Plugin:
         return _extend(text, start, end, self.extend)
 
 
+class SecretsPlugin(Protocol):
+    """What memagent uses of a detect-secrets plugin: its patterns and its own judgement."""
+
+    denylist: Iterable[re.Pattern[str]]
+
+    def analyze_string(self, string: str) -> Iterable[str]: ...
+
+
 @functools.cache
-def _plugin(path: str) -> Any:
+def _plugin(path: str) -> SecretsPlugin:
     module, _, name = path.partition(":")
-    return getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
+    plugin: SecretsPlugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
+    return plugin
 
 
 PLUGINS: tuple[Plugin, ...] = (

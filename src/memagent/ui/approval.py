@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -23,9 +23,11 @@ from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
 
 if TYPE_CHECKING:
+    from prompt_toolkit.key_binding.key_processor import KeyPressEvent
     from rich.console import Console
 
-    from memagent.tools.base import Tool
+    from memagent.jsontypes import JsonMapping, JsonObject
+    from memagent.tools.base import RegisteredTool
 
 PREVIEW_LINES = 8
 PREVIEW_WIDTH = 160
@@ -51,7 +53,7 @@ def preview_lines(text: str, limit: int = PREVIEW_LINES, prefix: str = "") -> li
     return shown
 
 
-def describe_call(name: str, tool_input: dict[str, Any], summary: str) -> list[str]:
+def describe_call(name: str, tool_input: JsonMapping, summary: str) -> list[str]:
     """What the approval prompt shows above the question, as plain lines."""
     if name == "bash":
         lines = [f"bash wants to run: {tool_input.get('command', '')}".rstrip()]
@@ -85,7 +87,7 @@ def ask_key(question: str) -> Approval:
 
     def bind(key: str, decision: Approval) -> None:
         @bindings.add(key)
-        def _(event) -> None:
+        def _(event: KeyPressEvent) -> None:
             event.app.exit(result=decision)
 
     for key, decision in ANSWERS.items():
@@ -94,7 +96,7 @@ def ask_key(question: str) -> Approval:
     bind("escape", Approval.DENY)
 
     @bindings.add("c-c")
-    def _interrupt(event) -> None:
+    def _interrupt(event: KeyPressEvent) -> None:
         event.app.exit(exception=KeyboardInterrupt())
 
     control = FormattedTextControl(FormattedText([("bold", question + " ")]), show_cursor=True)
@@ -130,11 +132,11 @@ class TerminalApprover:
         decision = self._prompt(request.tool, request.input, request.summary, request.reason, request.asker, always)
         return DECISIONS[decision]
 
-    def __call__(self, tool: Tool, tool_input: dict[str, Any], summary: str, reason: str = "") -> Approval:
+    def __call__(self, tool: RegisteredTool, tool_input: JsonObject, summary: str, reason: str = "") -> Approval:
         return self._prompt(tool.name, tool_input, summary, reason, ASKER.get(), always_label(tool, tool_input))
 
     def _prompt(
-        self, name: str, tool_input: dict[str, Any], summary: str, reason: str, asker: str, always: str
+        self, name: str, tool_input: JsonMapping, summary: str, reason: str, asker: str, always: str
     ) -> Approval:
         from rich.text import Text
 
@@ -167,10 +169,10 @@ def _always_text(rule: str | None) -> str:
     return f"allowed; from now on {printable(rule)} runs without asking (saved for this project)"
 
 
-def always_label(tool: Tool, tool_input: dict[str, Any]) -> str:
+def always_label(tool: RegisteredTool, tool_input: JsonObject) -> str:
     """What an "always" answer approves from now on: the rule saved, or why there is none."""
     try:
-        rule = suggested_rule(tool.name, tool.declare(tool.validate(tool_input)))
+        rule = suggested_rule(tool.name, tool.bind(tool_input).declare())
     except (ValidationError, ValueError, TypeError):
         rule = None
     return _always_text(rule)

@@ -13,16 +13,21 @@ instance of that feature; ``/help`` and completion list both.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
+
+from memagent.jsontypes import json_int, json_object
 
 if TYPE_CHECKING:
     from memagent.agent.feature import BaseFeature, SlashCommand
-    from memagent.commands_md import CommandSet
+    from memagent.commands_md import CommandSet, Invocation
+    from memagent.llm.types import Message
     from memagent.protocol import Op
     from memagent.session import Session
+
+FeatureT = TypeVar("FeatureT", bound="BaseFeature")
 
 NOT_AVAILABLE = "not available yet"
 
@@ -53,17 +58,28 @@ class Reply:
     send: str = ""  # a prompt the REPL sends as the user's next message (/init)
     action: str = ""  # something only the REPL can do: "clear" (a new session), "rewind" (the picker)
     argument: str = ""  # the command's argument, for an action
-    invoke: Any = None  # a prompt command to run (commands_md.Invocation: files, skills, MCP prompts)
+    invoke: Invocation | None = None  # a prompt command to run (files, skills, MCP prompts)
 
 
 @dataclass(frozen=True)
 class Command:
+    """A command run on the open session."""
+
     name: str
     usage: str
     help: str
-    handler: Callable[[Any, str], Reply]
-    needs_session: bool = True
+    handler: Callable[[Session, str], Reply]
     busy: str = ""  # shown with a spinner while a slow command runs
+
+
+@dataclass(frozen=True)
+class EarlyCommand:
+    """A command that needs no session: it runs while the session is still opening."""
+
+    name: str
+    usage: str
+    help: str
+    handler: Callable[[str], Reply]
 
 
 INPUT_HELP = """\
@@ -74,7 +90,7 @@ Approvals: y = allow once, a = always allow that tool this session (and save a r
 exact call in this project), n or Esc = deny."""
 
 
-def cmd_help(session: Any, arg: str, custom: CommandSet | None = None) -> Reply:
+def cmd_help(arg: str, custom: CommandSet | None = None) -> Reply:
     extra = custom.commands if custom is not None else []
     known = all_commands()
     width = max(len(c.usage) for c in (*known, *extra))
@@ -90,7 +106,7 @@ Context: @path attaches a file (Tab completes paths) · !command runs a shell co
 gives its output to the model with your next message."""
 
 
-def cmd_exit(session: Any, arg: str) -> Reply:
+def cmd_exit(arg: str) -> Reply:
     return Reply(exit=True)
 
 
@@ -121,9 +137,10 @@ def instruction_files_text(session: Session) -> str:
     return "\n".join(lines)
 
 
-def format_hits(hits: Any) -> str:
+def format_hits(hits: Iterable[object]) -> str:
+    """Search hits (a card and its score each) as ``[id] (score) content`` lines."""
     lines = []
-    for hit in hits or []:
+    for hit in hits:
         card = getattr(hit, "card", hit)
         ident = _field(card, "id")
         content = " ".join(str(_field(card, "content") or card).split())
@@ -133,31 +150,33 @@ def format_hits(hits: Any) -> str:
     return "\n".join(lines)
 
 
-def format_memory_stats(stats: Any) -> str:
+def format_memory_stats(stats: Mapping[str, object]) -> str:
     """MemoryService.stats() in a few lines, leaving out the zero counts."""
-    if not isinstance(stats, dict) or "active" not in stats:
+    if "active" not in stats:
         return format_stats(stats)
 
     def counts(key: str) -> str:
-        found = {name: n for name, n in (stats.get(key) or {}).items() if n}
+        found = {name: n for name, n in json_object(stats.get(key)).items() if n}
         return ", ".join(f"{name} {n}" for name, n in found.items()) or "none"
 
     from memagent.ui.words import plural
 
-    lines = [f"memory: {plural(stats['active'], 'active card')} ({stats.get('total', stats['active'])} in all)"]
+    active = json_int(stats["active"])
+    lines = [f"memory: {plural(active, 'active card')} ({stats.get('total', active)} in all)"]
     lines.append(f"  by type: {counts('by_type')}")
     lines.append(f"  by scope: {counts('by_scope')}")
-    for label, store in (stats.get("stores") or {}).items():
+    for label, value in json_object(stats.get("stores")).items():
+        store = json_object(value)
         lines.append(f"  {label} store: {store.get('location')} ({store.get('active', 0)} active)")
-    embedder = stats.get("embedder") or {}
+    embedder = json_object(stats.get("embedder"))
     if embedder:
         lines.append(f"  embedder: {embedder.get('name')} (dim {embedder.get('dim')})")
     return "\n".join(lines)
 
 
-def format_stats(stats: Any, indent: int = 0) -> str:
+def format_stats(stats: object, indent: int = 0) -> str:
     """A mapping as indented ``key: value`` lines (nested mappings indented one level more)."""
-    if not isinstance(stats, dict):
+    if not isinstance(stats, Mapping):
         return " " * indent + str(stats)
     lines = []
     for key, value in stats.items():
@@ -169,8 +188,8 @@ def format_stats(stats: Any, indent: int = 0) -> str:
     return "\n".join(lines)
 
 
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+def _field(obj: object, name: str) -> object:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 def cmd_sessions(session: Session, arg: str, limit: int = 20) -> Reply:
@@ -201,12 +220,12 @@ def cmd_context(session: Session, arg: str) -> Reply:
     return Reply(format_context_report(report))
 
 
-def format_context_report(report: Any) -> str:
-    """The context policy's report as a few readable lines (any other shape: key: value)."""
+def format_context_report(report: Mapping[str, object]) -> str:
+    """The context policy's report as a few readable lines (another shape: key: value)."""
     needed = ("total", "threshold", "system", "tools", "messages", "tool_results", "memory")
-    if not isinstance(report, dict) or not all(key in report for key in needed):
+    if not all(isinstance(report.get(key), int) for key in needed):
         return format_stats(report)
-    total, threshold = report["total"], report["threshold"]
+    total, threshold = json_int(report["total"]), json_int(report["threshold"])
     share = f" ({total / threshold:.0%} of the compaction threshold)" if threshold else ""
     lines = [
         f"context: {total:,} tokens{share}; compaction at {threshold:,}",
@@ -241,7 +260,7 @@ def cmd_compact(session: Session, arg: str) -> Reply:
 EXPAND_USAGE = "usage: /expand [N] (1 = the newest tool result, 2 = the one before, …)"
 
 
-def tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+def tool_results(messages: Sequence[Message]) -> list[tuple[str, str, bool]]:
     """Every tool result of the conversation, oldest first: (call label, full text, is_error)."""
     from memagent.llm import items
 
@@ -277,7 +296,7 @@ def cmd_expand(session: Session, arg: str) -> Reply:
     return Reply(f"── {label}{status}, result {len(results) - back + 1} of {len(results)} ──\n{content.rstrip()}")
 
 
-def cmd_clear(session: Any, arg: str) -> Reply:
+def cmd_clear(session: Session, arg: str) -> Reply:
     return Reply(action="clear")
 
 
@@ -346,7 +365,7 @@ code, conventions to follow (style, naming, error handling, tests), and pitfalls
 anything you did not see in the project."""
 
 
-def cmd_init(session: Any, arg: str) -> Reply:
+def cmd_init(session: Session, arg: str) -> Reply:
     extra = f"\n\nAlso: {arg}" if arg else ""
     return Reply("Asking the model to draft AGENTS.md…", "dim", send=INIT_PROMPT + extra)
 
@@ -404,9 +423,9 @@ def cmd_permissions(session: Session, arg: str) -> Reply:
     return Reply("\n".join(lines))
 
 
-COMMANDS: tuple[Command, ...] = (
-    Command("help", "/help", "show this help", cmd_help, needs_session=False),
-    Command("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit, needs_session=False),
+COMMANDS: tuple[Command | EarlyCommand, ...] = (
+    EarlyCommand("help", "/help", "show this help", cmd_help),
+    EarlyCommand("exit", "/exit", "quit (also /quit, Ctrl-D)", cmd_exit),
     Command("memory", "/memory [query]", "search long-term memory, or show its stats", cmd_memory),
     Command("sessions", "/sessions", "earlier sessions in this project", cmd_sessions),
     Command("context", "/context", "how full the context window is", cmd_context),
@@ -447,7 +466,7 @@ def feature_commands() -> tuple[Command, ...]:
     )
 
 
-def _run_on_feature(kind: type[BaseFeature], declared: SlashCommand[Any]) -> Callable[[Any, str], Reply]:
+def _run_on_feature(kind: type[FeatureT], declared: SlashCommand[FeatureT]) -> Callable[[Session, str], Reply]:
     def run(session: Session, arg: str) -> Reply:
         from memagent.agent.feature import SlashInput
 
@@ -460,7 +479,7 @@ def _run_on_feature(kind: type[BaseFeature], declared: SlashCommand[Any]) -> Cal
     return run
 
 
-def all_commands() -> tuple[Command, ...]:
+def all_commands() -> tuple[Command | EarlyCommand, ...]:
     """The front end's own commands, then the features'."""
     return COMMANDS + feature_commands()
 
@@ -479,7 +498,7 @@ def is_command(line: str) -> bool:
     return head.startswith("/") and "/" not in head[1:]
 
 
-def find_command(name: str) -> Command | None:
+def find_command(name: str) -> Command | EarlyCommand | None:
     """The command ``/name`` runs (the front end's own are found without importing the features)."""
     name = ALIASES.get(name, name)
     own = next((c for c in COMMANDS if c.name == name), None)
@@ -488,8 +507,8 @@ def find_command(name: str) -> Command | None:
 
 def run_command(
     line: str,
-    get_session: Callable[[], Any],
-    busy: Callable[[str], AbstractContextManager[Any]] | None = None,
+    get_session: Callable[[], Session],
+    busy: Callable[[str], AbstractContextManager[object]] | None = None,
     custom: CommandSet | None = None,
 ) -> Reply:
     """Parse and run one ``/command [argument]`` line; ``busy(message)`` wraps slow commands.
@@ -504,8 +523,10 @@ def run_command(
             return Reply(invoke=found.invoke(arg))
         return Reply(f"Unknown command {head} — type /help", "red")
     if command.name == "help":
-        return cmd_help(None, arg.strip(), custom)
-    session = get_session() if command.needs_session else None
+        return cmd_help(arg.strip(), custom)
+    if isinstance(command, EarlyCommand):
+        return command.handler(arg.strip())
+    session = get_session()
     if command.busy and busy is not None:
         with busy(command.busy):
             return command.handler(session, arg.strip())
@@ -515,6 +536,7 @@ def run_command(
 __all__ = [
     "COMMANDS",
     "Command",
+    "EarlyCommand",
     "Reply",
     "all_commands",
     "builtin_names",

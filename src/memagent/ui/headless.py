@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from memagent.events import (
     AgentEvent,
@@ -62,7 +62,7 @@ class TurnRecord:
     partial: list[str] = field(default_factory=list)
     running_tool: str | None = None
     calls: dict[str, ToolCallStarted] = field(default_factory=dict)  # the turn's tool calls by id
-    denials: list[dict[str, Any]] = field(default_factory=list)
+    denials: list[dict[str, object]] = field(default_factory=list)
     stop_reason: str = ""
     final_text: str = ""
     error: str | None = None
@@ -107,11 +107,11 @@ class HeadlessRun:
     def session_id(self) -> str:
         return self.session.logical_session_id or self.session.session_id
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def write(self, obj: dict[str, object]) -> None:
         self.out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
         self.out.flush()
 
-    def _stream(self, obj: dict[str, Any]) -> None:
+    def _stream(self, obj: dict[str, object]) -> None:
         if self.streaming:
             self.write(obj)
 
@@ -127,7 +127,7 @@ class HeadlessRun:
         """Run one turn (``-p PROMPT``) and return the exit code."""
         return self.exit_code(self.send(prompt))
 
-    def send(self, prompt: str) -> dict[str, Any]:
+    def send(self, prompt: str) -> dict[str, object]:
         """Send one line (a message, or a prompt command) to the session as a turn, read it to its
         end and write its ``result``; returns that object. Each turn opens with the ``init`` line
         and the session warnings not reported yet."""
@@ -199,7 +199,7 @@ class HeadlessRun:
             return "error_during_execution", turn.error or "the turn did not finish", reason
         return "success", None, "completed"
 
-    def _result(self, interrupted: bool, usage_before: Any) -> dict[str, Any]:
+    def _result(self, interrupted: bool, usage_before: UsageMeter | None) -> dict[str, object]:
         from memagent.pricing import cost_usd
 
         subtype, error, terminal = self._outcome(interrupted)
@@ -222,12 +222,12 @@ class HeadlessRun:
             permission_denials=turn.denials,
         )
 
-    def _tell_stderr(self, result: dict[str, Any]) -> None:
+    def _tell_stderr(self, result: dict[str, object]) -> None:
         if result["is_error"]:
             self.err.write(f"memagent: {printable(str(result['error']))}\n")
             self.err.flush()
 
-    def exit_code(self, result: dict[str, Any]) -> int:
+    def exit_code(self, result: dict[str, object]) -> int:
         if result.get("terminal_reason") in ("aborted_tools", "aborted_streaming"):
             return self.stop.exit_code
         return EXIT_FAILURE if result["is_error"] else EXIT_OK
@@ -250,7 +250,7 @@ def _mcp_servers(session: Session) -> list[dict[str, str]]:
     return [{"name": status.name, "status": shapes.MCP_STATES.get(status.status, status.status)} for status in statuses]
 
 
-def init_message(session: Session, session_id: str) -> dict[str, Any]:
+def init_message(session: Session, session_id: str) -> dict[str, object]:
     """The ``system``/``init`` line: what this session runs with."""
     from memagent import __version__
     from memagent.features.skills import SkillsFeature

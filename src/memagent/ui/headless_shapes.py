@@ -15,24 +15,37 @@ them unchanged:
   input message (``isReplay``);
 - ``result``: the turn's outcome (see :func:`result_message`).
 
-Every line carries ``session_id`` and a fresh ``uuid``.
+Every line carries ``session_id`` and a fresh ``uuid``. A line is built here and only serialised,
+so it is a ``dict[str, object]``; the per-model usage rows, which are summed, are
+:class:`ModelUsage`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
 from memagent.llm.items import is_blank_text, wire_block
-from memagent.llm.types import ModelResponse
+from memagent.llm.types import ModelResponse, Usage
 
 USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 # memagent's stop reasons (TurnEnded.stop_reason) → Claude Code's ``terminal_reason`` values.
 TERMINAL_REASONS = {"max_rounds": "max_turns", "error": "model_error", "refused": "hook_stopped"}
 # An MCP server's state in memagent → the word Claude Code's init message uses.
 MCP_STATES = {"ready": "connected", "failed": "failed", "starting": "pending"}
+
+
+class ModelUsage(TypedDict):
+    """One model's row of ``modelUsage``: its calls' tokens summed, and their cost (None: unknown)."""
+
+    inputTokens: int
+    outputTokens: int
+    cacheReadInputTokens: int
+    cacheCreationInputTokens: int
+    webSearchRequests: int
+    costUSD: float | None
 
 
 def new_uuid() -> str:
@@ -60,7 +73,7 @@ def system_init(
     skills: list[str],
     api_key_source: str,
     version: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     return {
         "type": "system",
         "subtype": "init",
@@ -81,7 +94,7 @@ def system_init(
     }
 
 
-def notice(level: str, text: str, session_id: str) -> dict[str, Any]:
+def notice(level: str, text: str, session_id: str) -> dict[str, object]:
     return {
         "type": "system",
         "subtype": "notice",
@@ -92,9 +105,9 @@ def notice(level: str, text: str, session_id: str) -> dict[str, Any]:
     }
 
 
-def assistant_messages(response: ModelResponse, session_id: str) -> list[dict[str, Any]]:
+def assistant_messages(response: ModelResponse, session_id: str) -> list[dict[str, object]]:
     """One ``assistant`` line per content block of a model response, all with its message id."""
-    lines = []
+    lines: list[dict[str, object]] = []
     message_id = response.id or f"msg_{uuid.uuid4().hex[:24]}"
     for block in response.content:
         if is_blank_text(block):
@@ -121,7 +134,7 @@ def assistant_messages(response: ModelResponse, session_id: str) -> list[dict[st
     return lines
 
 
-def tool_result_message(tool_use_id: str, content: str, is_error: bool, session_id: str) -> dict[str, Any]:
+def tool_result_message(tool_use_id: str, content: str, is_error: bool, session_id: str) -> dict[str, object]:
     block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
     return {
         "type": "user",
@@ -133,7 +146,7 @@ def tool_result_message(tool_use_id: str, content: str, is_error: bool, session_
     }
 
 
-def replayed_user_message(message: Mapping[str, Any], session_id: str, line_uuid: str | None) -> dict[str, Any]:
+def replayed_user_message(message: Mapping[str, object], session_id: str, line_uuid: str | None) -> dict[str, object]:
     """An input message echoed back (``--replay-user-messages``), keeping its uuid if it had one."""
     return {
         "type": "user",
@@ -146,30 +159,33 @@ def replayed_user_message(message: Mapping[str, Any], session_id: str, line_uuid
     }
 
 
-def model_usage(responses: Iterable[ModelResponse], price: Any) -> dict[str, dict[str, Any]]:
+def model_usage(
+    responses: Iterable[ModelResponse], price: Callable[[str, Usage], float | None]
+) -> dict[str, ModelUsage]:
     """``modelUsage``: the agent's own model calls, summed per model that answered.
 
     ``price(model, usage)`` gives the cost in US dollars or None when the price is unknown."""
-    per_model: dict[str, dict[str, Any]] = {}
+    per_model: dict[str, ModelUsage] = {}
     for response in responses:
         usage = response.usage
         row = per_model.setdefault(
             response.model or "unknown",
-            {
-                "inputTokens": 0,
-                "outputTokens": 0,
-                "cacheReadInputTokens": 0,
-                "cacheCreationInputTokens": 0,
-                "webSearchRequests": 0,
-                "costUSD": 0.0,
-            },
+            ModelUsage(
+                inputTokens=0,
+                outputTokens=0,
+                cacheReadInputTokens=0,
+                cacheCreationInputTokens=0,
+                webSearchRequests=0,
+                costUSD=0.0,
+            ),
         )
         row["inputTokens"] += usage.input_tokens
         row["outputTokens"] += usage.output_tokens
         row["cacheReadInputTokens"] += usage.cache_read_input_tokens
         row["cacheCreationInputTokens"] += usage.cache_creation_input_tokens
         cost = price(response.model, usage)
-        row["costUSD"] = None if cost is None or row["costUSD"] is None else round(row["costUSD"] + cost, 6)
+        spent = row["costUSD"]
+        row["costUSD"] = None if cost is None or spent is None else round(spent + cost, 6)
     return per_model
 
 
@@ -187,13 +203,13 @@ def result_message(
     usage: Mapping[str, int],
     total_cost_usd: float | None,
     model: str,
-    model_usage: Mapping[str, Any],
-    permission_denials: list[dict[str, Any]],
-) -> dict[str, Any]:
+    model_usage: Mapping[str, ModelUsage],
+    permission_denials: list[dict[str, object]],
+) -> dict[str, object]:
     """The last line of a turn. ``subtype`` is ``success``, ``error_max_turns`` or
     ``error_during_execution``; an error also carries ``errors`` (one line each) and memagent's
     ``error`` (the same reason, or null)."""
-    message: dict[str, Any] = {
+    message: dict[str, object] = {
         "type": "result",
         "subtype": subtype,
         "is_error": subtype != "success",
@@ -219,7 +235,7 @@ def result_message(
     return message
 
 
-def control_success(request_id: str, response: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def control_success(request_id: str, response: Mapping[str, object] | None = None) -> dict[str, object]:
     """The answer to a ``control_request`` from the driving program (the Agent SDK)."""
     return {
         "type": "control_response",
@@ -227,11 +243,11 @@ def control_success(request_id: str, response: Mapping[str, Any] | None = None) 
     }
 
 
-def control_error(request_id: str, reason: str) -> dict[str, Any]:
+def control_error(request_id: str, reason: str) -> dict[str, object]:
     return {"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": reason}}
 
 
-def setup_error_result(reason: str, session_id: str = "", model: str = "") -> dict[str, Any]:
+def setup_error_result(reason: str, session_id: str = "", model: str = "") -> dict[str, object]:
     """The result line when no turn ran: a usage or setup error, or an input line that is not a
     message. Nothing was spent, so the cost is 0."""
     return result_message(
@@ -254,6 +270,7 @@ def setup_error_result(reason: str, session_id: str = "", model: str = "") -> di
 
 __all__ = [
     "MCP_STATES",
+    "ModelUsage",
     "TERMINAL_REASONS",
     "assistant_messages",
     "control_error",

@@ -11,7 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memagent.session import Session
+    from memagent.ui.session_loader import SessionLoader
 
 
 class IdleTimer:
@@ -49,7 +53,7 @@ class IdleTimer:
             pass
 
 
-def idle_timer_for(session) -> IdleTimer:
+def idle_timer_for(session: Session) -> IdleTimer:
     """The timer of an open session: its memory learns after ``memory_idle_seconds`` (a session
     without memory gets a timer that never fires)."""
     feature = session.memory_feature
@@ -65,7 +69,7 @@ class IdleWatch:
         self.timer: IdleTimer | None = None
 
     @contextmanager
-    def prompt(self, loader: Any) -> Iterator[None]:
+    def prompt(self, loader: SessionLoader | None) -> Iterator[None]:
         """Time one wait at the prompt (``loader``: the REPL's SessionLoader)."""
         if self.timer is None and loader is not None and loader.done and loader.error is None:
             self.timer = idle_timer_for(loader.get())

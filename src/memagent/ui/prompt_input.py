@@ -9,17 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import Completer
+    from prompt_toolkit.history import History
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding.key_processor import KeyPressEvent
 
 
 class ClearLineInterrupt(KeyboardInterrupt):
     """Ctrl-C at a prompt holding text: the line is dropped, nothing else happens.
 
-    Any other KeyboardInterrupt at the prompt (an empty line, or a Ctrl-C that arrives between
+    Every other KeyboardInterrupt at the prompt (an empty line, or a Ctrl-C that arrives between
     two prompts) counts toward the two-Ctrl-C exit."""
 
 
-def make_key_bindings(on_shift_tab: Callable[[], None] | None = None):
+def make_key_bindings(on_shift_tab: Callable[[], None] | None = None) -> KeyBindings:
     """Enter submits; Esc-Enter (what Alt-Enter sends) inserts a newline; Ctrl-C on an empty
     prompt raises KeyboardInterrupt (a second one in a row quits), otherwise
     :class:`ClearLineInterrupt` (the line is dropped); Shift-Tab calls ``on_shift_tab`` (the REPL
@@ -33,25 +40,27 @@ def make_key_bindings(on_shift_tab: Callable[[], None] | None = None):
     bindings = KeyBindings()
 
     @bindings.add("escape", "enter")
-    def _newline(event) -> None:
+    def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
     @bindings.add("c-c")
-    def _interrupt(event) -> None:
+    def _interrupt(event: KeyPressEvent) -> None:
         empty = not event.current_buffer.text
         event.app.exit(exception=KeyboardInterrupt() if empty else ClearLineInterrupt())
 
     if on_shift_tab is not None:
 
         @bindings.add("s-tab")
-        def _cycle(event) -> None:
+        def _cycle(event: KeyPressEvent) -> None:
             on_shift_tab()
             event.app.invalidate()
 
     return bindings
 
 
-def make_prompt_session(history_file: Path, completer: Any = None, on_shift_tab: Callable[[], None] | None = None):
+def make_prompt_session(
+    history_file: Path, completer: Completer | None = None, on_shift_tab: Callable[[], None] | None = None
+) -> PromptSession[str]:
     """A prompt_toolkit session whose history persists in ``history_file`` across sessions
     (secrets redacted, the file private).
 
@@ -63,7 +72,7 @@ def make_prompt_session(history_file: Path, completer: Any = None, on_shift_tab:
     from memagent.ui.history import RedactingFileHistory
 
     try:
-        history: Any = RedactingFileHistory(history_file)
+        history: History = RedactingFileHistory(history_file)
     except OSError:
         history = InMemoryHistory()
     return PromptSession(

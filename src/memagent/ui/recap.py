@@ -4,17 +4,22 @@
 so the user does not face a blank prompt. At exit, the REPL says what the session taught
 long-term memory ("2 memories saved, 1 updated; review them with `memagent memory review`") and
 which cards those are, each on a line of its own, shortened.
-Pure functions over plain data, so they are tested without a terminal.
+Pure functions over plain data, so they are tested without a terminal. The learner's reports come
+from the memory room, which the front end does not import: they are read by attribute, with
+checks, and a report without the expected parts counts for nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memagent.llm import items
 from memagent.ui.render import one_line
 from memagent.ui.words import plural
+
+if TYPE_CHECKING:
+    from memagent.llm.types import Message
 
 RECAP_EXCHANGES = 3
 RECAP_CHARS = 160
@@ -23,25 +28,25 @@ LEARNED_CHARS = 100
 STORED = {"ADD": "+", "UPDATE": "~", "CONTRADICT": "~", "PENDING": "?"}
 
 
-def _texts(message: dict[str, Any]) -> list[str]:
+def _texts(message: Message) -> list[str]:
     return items.texts(message)
 
 
-def _typed_text(message: dict[str, Any]) -> str:
+def _typed_text(message: Message) -> str:
     """What the user typed: the first text of their own (injected context left out)."""
     texts = [t for t in items.own_texts(message) if t.strip()]
     return texts[0] if texts else ""
 
 
-def _tool_names(message: dict[str, Any]) -> list[str]:
+def _tool_names(message: Message) -> list[str]:
     return [call.name for call in items.tool_uses(message.get("content"))]
 
 
-def _is_typed(message: dict[str, Any]) -> bool:
+def _is_typed(message: Message) -> bool:
     return message.get("role") == "user" and bool(_typed_text(message))
 
 
-def recap_lines(messages: Sequence[dict[str, Any]], exchanges: int = RECAP_EXCHANGES) -> list[str]:
+def recap_lines(messages: Sequence[Message], exchanges: int = RECAP_EXCHANGES) -> list[str]:
     """The last ``exchanges`` user turns with the answer each got, then where it stopped."""
     starts = [i for i, m in enumerate(messages) if _is_typed(m)]
     if not starts:
@@ -67,25 +72,30 @@ def recap_lines(messages: Sequence[dict[str, Any]], exchanges: int = RECAP_EXCHA
     return lines
 
 
-def stopped_where(messages: Sequence[dict[str, Any]]) -> str:
-    last = messages[-1] if messages else {}
-    if last.get("role") == "assistant":
-        if _tool_names(last):
+def stopped_where(messages: Sequence[Message]) -> str:
+    if messages and messages[-1].get("role") == "assistant":
+        if _tool_names(messages[-1]):
             return "It stopped while a tool call was running; say how to go on."
         return "It stopped after the answer above; carry on where you left off."
     return "It stopped before the last message got an answer; send it again or say how to go on."
 
 
-def learned_counts(reports: Iterable[Any]) -> dict[str, int]:
-    """Totals over a learner's reports: saved (new cards), updated, contradicted, pending."""
+def learned_counts(reports: Iterable[object]) -> dict[str, int]:
+    """Totals over a learner's reports (each counts its decisions by action: ``count("ADD")``):
+    saved (new cards), updated, contradicted, pending."""
     totals = {"saved": 0, "updated": 0, "pending": 0}
     for report in reports:
         count = getattr(report, "count", None)
-        if count is None:
+        if not callable(count):
             continue
-        totals["saved"] += count("ADD")
-        totals["updated"] += count("UPDATE") + count("CONTRADICT")
-        totals["pending"] += count("PENDING")
+
+        def counted(action: str) -> int:
+            found = count(action)
+            return found if isinstance(found, int) else 0
+
+        totals["saved"] += counted("ADD")
+        totals["updated"] += counted("UPDATE") + counted("CONTRADICT")
+        totals["pending"] += counted("PENDING")
     return totals
 
 
@@ -103,7 +113,7 @@ def learned_summary(counts: dict[str, int]) -> str | None:
     return "Learned this session: " + ", ".join(parts) + "; review them with `memagent memory review`"
 
 
-def learned_items(reports: Iterable[Any], shown: int = LEARNED_SHOWN) -> list[str]:
+def learned_items(reports: Iterable[object], shown: int = LEARNED_SHOWN) -> list[str]:
     """One line per card the session wrote: ``  + <text, shortened> (decision m_3fa2c01d)``
     (``~`` an update or correction, ``?`` waiting for review); at most ``shown`` of them."""
     lines: list[str] = []
@@ -117,7 +127,8 @@ def learned_items(reports: Iterable[Any], shown: int = LEARNED_SHOWN) -> list[st
             if getattr(decision, "pending", False):
                 mark = STORED["PENDING"]
             kind = getattr(candidate, "memory_type", "") or "memory"
-            lines.append(f"  {mark} {one_line(str(candidate.content), LEARNED_CHARS)} ({kind} {card_id})")
+            content = str(getattr(candidate, "content", ""))
+            lines.append(f"  {mark} {one_line(content, LEARNED_CHARS)} ({kind} {card_id})")
     if len(lines) > shown:
         lines = lines[:shown] + [f"  … and {len(lines) - shown} more (`memagent memory list`)"]
     return lines

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from memagent.events import (
     AgentEvent,
@@ -28,7 +28,7 @@ from memagent.events import (
 from memagent.ui.safe_text import printable
 
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
     from rich.live import Live
 
 PREVIEW_CHARS = 100
@@ -144,7 +144,7 @@ class TailView:
     tail keeps the newest text visible. The whole answer is printed once it is complete.
     """
 
-    def __init__(self, renderable: Any, reserve: int = 2):
+    def __init__(self, renderable: RenderableType, reserve: int = 2):
         self.renderable = renderable
         self.reserve = reserve
 
@@ -340,7 +340,7 @@ class ReplRenderer:
             self._stop_live()
             self._start_live(self._answer, "stream")
 
-    def _start_live(self, renderable: Any, kind: str) -> None:
+    def _start_live(self, renderable: RenderableType, kind: str) -> None:
         from rich.live import Live
 
         self._live = Live(

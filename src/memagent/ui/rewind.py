@@ -11,9 +11,9 @@ edit and send again. The steps are the session's (:meth:`memagent.runtime.Sessio
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from memagent.ui.safe_text import printable
 from memagent.ui.words import plural
@@ -21,6 +21,8 @@ from memagent.ui.words import plural
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from memagent.checkpoints import Restored
+    from memagent.context.rewind import TurnPoint
     from memagent.runtime import Session
 
 USAGE = "usage: /rewind [N] [code|conversation] (N: a user turn, as /rewind lists them)"
@@ -34,6 +36,16 @@ MODES = {
     "conversation": (False, True),
 }
 MODE_QUESTION = "Restore [b] code and conversation (Enter)  [c] code only  [o] conversation only  [Esc] cancel"
+
+
+class LearnedCard(Protocol):
+    """A memory card learned since the turn (the memory room's card, as far as the picker reads it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
 
 
 @dataclass
@@ -106,7 +118,7 @@ def _pick_turn(session: Session, say: Callable[..., None], prompts: RewindPrompt
     return int(answer)
 
 
-def _ask_forget(learned: list[Any], say: Callable[..., None], prompts: RewindPrompts) -> list[str]:
+def _ask_forget(learned: Sequence[LearnedCard], say: Callable[..., None], prompts: RewindPrompts) -> list[str]:
     if not learned:
         return []
     say(f"Since then this session taught memory {plural(len(learned), 'card')}:")
@@ -116,7 +128,7 @@ def _ask_forget(learned: list[Any], say: Callable[..., None], prompts: RewindPro
     return [card.id for card in learned] if key == "y" else []
 
 
-def _summary(point: Any, restored: Any, conversation: bool, forgotten: list[str]) -> str:
+def _summary(point: TurnPoint, restored: Restored | None, conversation: bool, forgotten: list[str]) -> str:
     parts = [f"Rewound to the start of turn {point.number}"]
     if restored is not None:
         kept = [c.path for c in restored.changes if c.status != "removed"]

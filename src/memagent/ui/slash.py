@@ -20,7 +20,7 @@ import contextlib
 import difflib
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from memagent.commands_md import CommandSet, Invocation, PromptCommand, discover_commands
 from memagent.events import AgentEvent, Notice, TurnEnded
@@ -28,7 +28,9 @@ from memagent.protocol import Submit
 
 if TYPE_CHECKING:
     from memagent.agent.loop import Agent
+    from memagent.paths import ProjectPaths
     from memagent.session import Session
+    from memagent.tools.base import ToolOutcome
 
 Attach = Callable[[str], str]
 
@@ -57,7 +59,7 @@ def session_commands(session: Session) -> CommandSet:
     return found
 
 
-def early_commands(paths: Any) -> CommandSet:
+def early_commands(paths: ProjectPaths) -> CommandSet:
     """The prompt commands known before the session is open: command files and skills (the MCP
     servers' prompts come with the session)."""
     from memagent.features.skills import SkillCommand
@@ -105,7 +107,7 @@ def turn_scope(agent: Agent, invocation: Invocation) -> Iterator[None]:
         agent.config.model = saved_model
 
 
-def _snippet_failure(command: str, outcome: Any) -> str | None:
+def _snippet_failure(command: str, outcome: ToolOutcome) -> str | None:
     """Why a snippet's outcome stops the command, or None when it ran and exited 0."""
     code = outcome.details.get("exit_code", 0 if not outcome.is_error else None)
     if outcome.is_error or code != 0:

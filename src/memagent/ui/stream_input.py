@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
+from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm import items
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.headless import HeadlessRun
@@ -40,7 +41,7 @@ IGNORED_TYPES = frozenset({"keep_alive", "control_response", "control_cancel_req
 @dataclass(frozen=True)
 class UserInput:
     text: str
-    message: dict[str, Any]
+    message: JsonObject
     uuid: str | None = None
     left_out: tuple[str, ...] = ()  # block types that were not text
 
@@ -64,12 +65,13 @@ class BadLine:
 InputItem = UserInput | ControlRequest | Ignored | BadLine
 
 
-def _user_text(content: Any) -> tuple[str, tuple[str, ...]] | None:
+def _user_text(content: JsonValue) -> tuple[str, tuple[str, ...]] | None:
     if isinstance(content, str):
         return content, ()
     if not isinstance(content, list):
         return None
-    texts, others = [], []
+    texts: list[str] = []
+    others: list[str] = []
     for block in content:
         part = items.item(block) if isinstance(block, dict) else None
         if isinstance(part, (items.Text, items.Injected)):  # a caller's words, whatever it claims they are
@@ -88,25 +90,25 @@ def parse_line(raw: bytes) -> InputItem | None:
     if not text.strip():
         return None
     try:
-        data = json.loads(text)
+        data: JsonValue = json.loads(text)
     except json.JSONDecodeError as exc:
         return BadLine(f"not JSON: {exc.msg} (column {exc.colno})")
-    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+    kind = data.get("type") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(kind, str):
         return BadLine('not a message: a JSON object with a "type" is expected')
-    kind = data["type"]
     if kind == "user":
         return _user_input(data)
     if kind == "control_request":
-        request = data.get("request")
-        if not isinstance(data.get("request_id"), str) or not isinstance(request, dict):
+        request, request_id = data.get("request"), data.get("request_id")
+        if not isinstance(request_id, str) or not isinstance(request, dict):
             return BadLine('a control_request needs "request_id" and a "request" object')
-        return ControlRequest(data["request_id"], str(request.get("subtype", "")))
+        return ControlRequest(request_id, str(request.get("subtype", "")))
     if kind in IGNORED_TYPES:
         return Ignored(kind)
     return BadLine(f'type {kind!r} is not an input message (use "user" or "control_request")')
 
 
-def _user_input(data: dict[str, Any]) -> InputItem:
+def _user_input(data: JsonObject) -> InputItem:
     message = data.get("message")
     if not isinstance(message, dict) or message.get("role", "user") != "user":
         return BadLine('a user line needs "message": {"role": "user", "content": ...}')
@@ -116,7 +118,9 @@ def _user_input(data: dict[str, Any]) -> InputItem:
     text, others = found
     if not text.strip():
         return BadLine("the message has no text")
-    line_uuid = data.get("uuid") if isinstance(data.get("uuid"), str) else None
+    line_uuid = data.get("uuid")
+    if not isinstance(line_uuid, str):
+        line_uuid = None
     return UserInput(text, message, line_uuid, others)
 
 
@@ -159,7 +163,7 @@ class StreamSession:
             reason = f"memagent does not support the control request {request.subtype!r}"
             self.run.write(shapes.control_error(request.request_id, reason))
 
-    def user_turn(self, item: UserInput) -> dict[str, Any]:
+    def user_turn(self, item: UserInput) -> dict[str, object]:
         if self.replay:
             self.run.write(shapes.replayed_user_message(item.message, self.run.session_id, item.uuid))
         if item.left_out:
