@@ -132,6 +132,16 @@ def assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [{"type": "text", "text": text}]}
 
 
+def learn_facts(brain: Any, make_pipeline: Any, facts: list[Any], text: str | None = None, **kwargs: Any) -> Any:
+    """Run one extraction over a short session whose user message names ``facts`` (or says
+    ``text``), the scripted model answering with those facts; returns the pipeline's report."""
+    brain.facts = facts
+    pipeline = make_pipeline(**kwargs)
+    session = Session()
+    session.add(user(text or "Notes: " + "; ".join(f.trigger for f in facts)), assistant("ok"))
+    return pipeline.process(session.messages, session.ids, "turns")
+
+
 def tool_call(name: str, args: dict[str, Any], call_id: str, text: str = "Let me look.") -> dict[str, Any]:
     return {
         "role": "assistant",

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from memagent.cli import memory_learn
 from memagent.memory.learning_history import LearningHistory
-from memory.learnkit import Fact, Session, assistant, user
+from memory.learnkit import Fact, learn_facts
 
 
 @pytest.fixture
@@ -25,16 +25,9 @@ def cli(monkeypatch, embedder):
     return lambda *args, **kw: runner.invoke(app, list(args), catch_exceptions=False, **kw)
 
 
-def _learn(brain, make_pipeline, facts):
-    brain.facts = facts
-    session = Session()
-    session.add(user("Notes: " + "; ".join(f.trigger for f in facts)), assistant("ok"))
-    return make_pipeline().process(session.messages, session.ids, "turns")
-
-
 def test_profile_json_and_text(cli, brain, make_pipeline, service, paths):
     assert "No profile yet" in cli("profile", "-C", str(paths.root)).output
-    _learn(
+    learn_facts(
         brain,
         make_pipeline,
         [
@@ -90,7 +83,9 @@ def test_profile_respects_its_token_budget(service, paths):
 
 
 def test_review_without_a_terminal_lists_only(cli, brain, make_pipeline, service, paths):
-    report = _learn(brain, make_pipeline, [Fact("we use uv", "The project manages dependencies with uv.", "procedure")])
+    report = learn_facts(
+        brain, make_pipeline, [Fact("we use uv", "The project manages dependencies with uv.", "procedure")]
+    )
     service.close()
     result = cli("review", "-C", str(paths.root))
     assert result.exit_code == 0
@@ -99,7 +94,7 @@ def test_review_without_a_terminal_lists_only(cli, brain, make_pipeline, service
 
 
 def test_review_interactive_keep_and_forget(cli, brain, make_pipeline, service, paths, monkeypatch):
-    report = _learn(
+    report = learn_facts(
         brain,
         make_pipeline,
         [

@@ -19,18 +19,9 @@ from memagent.memory.hygiene import (
 from memagent.memory.learning import on_forget
 from memagent.memory.learning_history import LearningHistory, describe_record, erase, history_for, learning_stats
 from memagent.memory.profiles import cache_files, render_profile
-from memory.learnkit import Fact, Session, all_cards, assistant, user
+from memory.learnkit import Fact, all_cards, learn_facts
 
 SECRET = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8" * 4
-
-
-def _learn(brain, make_pipeline, facts, text=None, **kwargs):
-    brain.facts = facts
-    text = text or "Notes: " + "; ".join(f.trigger for f in facts)
-    pipeline = make_pipeline(**kwargs)
-    session = Session()
-    session.add(user(text), assistant("ok"))
-    return pipeline.process(session.messages, session.ids, "turns")
 
 
 def _files_containing(needle: bytes, *dirs) -> list:
@@ -46,7 +37,7 @@ def _files_containing(needle: bytes, *dirs) -> list:
 
 
 def test_history_renders_a_card_and_forget_erases_its_text(brain, make_pipeline, service, paths):
-    report = _learn(
+    report = learn_facts(
         brain,
         make_pipeline,
         [
@@ -89,7 +80,7 @@ def test_erase_keeps_other_cards_text(tmp_path):
 
 
 def test_stats_count_runs_and_refusals_by_reason_without_storing_secrets(brain, make_pipeline, paths):
-    _learn(
+    learn_facts(
         brain,
         make_pipeline,
         [
@@ -150,7 +141,7 @@ def test_stale_note_for_missing_and_changed_files(paths):
 
 
 def test_require_review_holds_automatic_cards_until_kept(brain, make_pipeline, service, history):
-    report = _learn(
+    report = learn_facts(
         brain,
         make_pipeline,
         [Fact("we ship on Thursdays", "The team ships releases on Thursdays.", "habit")],
@@ -167,9 +158,9 @@ def test_require_review_holds_automatic_cards_until_kept(brain, make_pipeline, s
 
 
 def test_pending_correction_replaces_its_target_only_when_kept(brain, make_pipeline, service, history):
-    first = _learn(brain, make_pipeline, [Fact("coverage is 80%", "The coverage threshold is 80%.", "constraint")])
+    first = learn_facts(brain, make_pipeline, [Fact("coverage is 80%", "The coverage threshold is 80%.", "constraint")])
     (old_id,) = first.stored
-    second = _learn(
+    second = learn_facts(
         brain,
         make_pipeline,
         [Fact("coverage is 90%", "The coverage threshold is 90%.", "constraint")],
@@ -186,7 +177,9 @@ def test_pending_correction_replaces_its_target_only_when_kept(brain, make_pipel
 
 def test_review_queue_lists_automatic_cards_and_reject_forgets(brain, make_pipeline, service, history, paths):
     service.save("The user writes commit messages in English.", "preference", "user", source="user")
-    report = _learn(brain, make_pipeline, [Fact("we use uv", "The project manages dependencies with uv.", "procedure")])
+    report = learn_facts(
+        brain, make_pipeline, [Fact("we use uv", "The project manages dependencies with uv.", "procedure")]
+    )
     queue = review_queue(service, history)
     assert [i.card.id for i in queue] == report.stored  # the user's own card is not queued
     reject(service, history, queue[0], paths)

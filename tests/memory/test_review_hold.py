@@ -9,25 +9,17 @@ from __future__ import annotations
 
 from memagent.config import Settings
 from memagent.memory.hygiene import approve, review_queue
-from memory.learnkit import Fact, Session, assistant, user
+from memory.learnkit import Fact, Session, assistant, learn_facts, user
 
 
 def _always_add(candidate, existing):
     return {"action": "ADD", "target": None}
 
 
-def _learn(brain, make_pipeline, facts, **kwargs):
-    brain.facts = facts
-    pipeline = make_pipeline(**kwargs)
-    session = Session()
-    session.add(user("Notes: " + "; ".join(f.trigger for f in facts)), assistant("ok"))
-    return pipeline.process(session.messages, session.ids, "turns")
-
-
 def test_a_held_card_the_correction_rule_reads_as_a_correction_retires_nothing(brain, make_pipeline, service, history):
     old = service.save("The coverage threshold for the api package is 80%.", "constraint").card
     brain.decide = _always_add  # the model calls it new; the correction rule would call it a correction
-    report = _learn(
+    report = learn_facts(
         brain,
         make_pipeline,
         [Fact("coverage now 90", "The coverage threshold for the api package is 90% now.", "constraint")],
@@ -40,11 +32,11 @@ def test_a_held_card_the_correction_rule_reads_as_a_correction_retires_nothing(b
 
 
 def test_a_held_correction_never_rewrites_its_target(brain, make_pipeline, service, history, paths):
-    first = _learn(brain, make_pipeline, [Fact("coverage is 80", "The coverage threshold is 80%.", "constraint")])
+    first = learn_facts(brain, make_pipeline, [Fact("coverage is 80", "The coverage threshold is 80%.", "constraint")])
     (old_id,) = first.stored
     (old_file,) = list(paths.memory.rglob(f"{old_id}.md"))
     before = old_file.read_bytes()
-    second = _learn(
+    second = learn_facts(
         brain,
         make_pipeline,
         [Fact("coverage is 90", "The coverage threshold is 90%.", "constraint")],
@@ -78,7 +70,7 @@ def test_a_held_card_at_the_quota_archives_no_active_card(brain, make_pipeline, 
 
 
 def test_the_card_a_candidate_carries_is_the_card_written(brain, make_pipeline, service):
-    report = _learn(brain, make_pipeline, [Fact("deploys on Fridays", "The team deploys on Fridays.", "habit")])
+    report = learn_facts(brain, make_pipeline, [Fact("deploys on Fridays", "The team deploys on Fridays.", "habit")])
     (decision,) = report.decisions
     stored = service.get(decision.card_id)
     assert stored is not None and stored.id == decision.candidate.card.id
