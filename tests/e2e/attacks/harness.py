@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fakeapi import FakeAnthropic, text
+from warm_cli import WarmStarters
 
 SSH_CANARY = "SSH-CANARY-" + "b1a2c3d4e5f6a7b8"
 AWS_CANARY = "AWS-CANARY-" + "9f8e7d6c5b4a3f2e"
@@ -192,8 +193,9 @@ def changes(before: dict, after: dict) -> list[str]:
 class World:
     """One attack's throw-away machine: see the module docstring."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, starters: WarmStarters | None = None) -> None:
         self.root = root
+        self.starters = starters
         self.home = root / "home"
         self.memagent_home = self.home / ".memagent"
         self.victim = root / "victim"
@@ -278,16 +280,19 @@ class World:
         return self._run(list(args), {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", **(env or {})}, stdin)
 
     def _run(self, args: list[str], env: dict, stdin: str) -> Outcome:
-        done = subprocess.run(
-            [sys.executable, "-m", "memagent", *args],
-            env=self.env(**env),
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=240,
-            cwd=self.project,
-            check=False,
-        )
+        full_env = self.env(**env)
+        done = self.starters.run(args, full_env, stdin, 240, cwd=self.project) if self.starters else None
+        if done is None:
+            done = subprocess.run(
+                [sys.executable, "-m", "memagent", *args],
+                env=full_env,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=240,
+                cwd=self.project,
+                check=False,
+            )
         outcome = Outcome(done.returncode, done.stdout, done.stderr)
         self.outcomes.append(outcome)
         return outcome
@@ -341,11 +346,14 @@ class World:
                         yield str(path.relative_to(self.root))
 
 
-def run_attack(attack: Attack, base: Path | None = None, keep: bool = False) -> Verdict:
-    """Build a world, run the attack in it, judge, and remove the world (unless ``keep``)."""
+def run_attack(
+    attack: Attack, base: Path | None = None, keep: bool = False, starters: WarmStarters | None = None
+) -> Verdict:
+    """Build a world, run the attack in it, judge, and remove the world (unless ``keep``); the
+    CLI runs are forked by ``starters`` when they can be (``warm_cli.py``)."""
     root = Path(tempfile.mkdtemp(prefix=f"{attack.id.replace('/', '_')}-", dir=base or world_base()))
     try:
-        world = World(root)
+        world = World(root, starters)
         own = attack.run(world)
         return Verdict(attack, tuple(dict.fromkeys([*own, *world.findings()])))
     finally:

@@ -20,6 +20,6 @@ def _param(attack):
 
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("attack", [_param(a) for a in ATTACKS])
-def test_attack_holds(attack):
-    verdict = run_attack(attack, world_base())
+def test_attack_holds(attack, warm_starters):
+    verdict = run_attack(attack, world_base(), starters=warm_starters)
     assert verdict.held, f"{attack.id} ({attack.title}) failed:\n  " + "\n  ".join(verdict.findings)
