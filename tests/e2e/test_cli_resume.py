@@ -18,6 +18,7 @@ from memagent.context.history import INTERRUPTED_TOOL
 from memagent.context.resume import latest_session_id, load_session
 from memagent.llm.invariants import request_problems
 from memagent.markers import Marker
+from warm_cli import WarmStarters
 
 SUMMARY_OPEN = Marker.SUMMARY.value
 
@@ -36,9 +37,17 @@ def env_for(fake: FakeAnthropic, home: Path, threshold: int) -> dict[str, str]:
     return env
 
 
-def memagent(root: Path, env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "memagent", "-C", str(root), "--yes", "--no-memory", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+def memagent(
+    root: Path, env: dict[str, str], *args: str, timeout: float = 60, starters: WarmStarters | None = None
+) -> subprocess.CompletedProcess:
+    """The real CLI in a process of its own; forked by ``starters`` when they can (``warm_cli.py``)."""
+    flags = ["-C", str(root), "--yes", "--no-memory", *args]
+    warm = starters.run(flags, env, "", timeout) if starters is not None else None
+    if warm is not None:
+        return warm
+    return subprocess.run(
+        [sys.executable, "-m", "memagent", *flags], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def reader(body: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +62,7 @@ def reader(body: dict[str, Any]) -> dict[str, Any]:
     return tool("read_file", {"path": match.group(1)}) if match else text("Nothing to read.")
 
 
-def test_continue_resumes_with_the_summary(tmp_path):
+def test_continue_resumes_with_the_summary(tmp_path, warm_starters):
     root = tmp_path / "project"
     root.mkdir()
     for number in range(4):
@@ -62,10 +71,10 @@ def test_continue_resumes_with_the_summary(tmp_path):
         )
     with FakeAnthropic(responder=reader) as fake:
         env = env_for(fake, tmp_path / "home", threshold=9_000)
-        first = memagent(root, env, "-p", "read mod0.py")
+        first = memagent(root, env, "-p", "read mod0.py", starters=warm_starters)
         assert first.returncode == 0, first.stderr
         for number in range(1, 4):
-            run = memagent(root, env, "-c", "-p", f"read mod{number}.py")
+            run = memagent(root, env, "-c", "-p", f"read mod{number}.py", starters=warm_starters)
             assert run.returncode == 0, run.stderr
         assert fake.errors == []
         summaries = [b for b in fake.requests if b["model"] == SMALL]
@@ -77,7 +86,7 @@ def test_continue_resumes_with_the_summary(tmp_path):
         assert resumed.messages[-1]["content"][-1]["text"] == "Read it."
 
 
-def test_kill_9_mid_tool_call_then_continue(tmp_path):
+def test_kill_9_mid_tool_call_then_continue(tmp_path, warm_starters):
     root = tmp_path / "project"
     root.mkdir()
     started = root / "started.txt"
@@ -95,7 +104,7 @@ def test_kill_9_mid_tool_call_then_continue(tmp_path):
 
     with FakeAnthropic(responder=responder) as fake:
         env = env_for(fake, tmp_path / "home", threshold=50_000)
-        assert memagent(root, env, "-p", "say hello").returncode == 0
+        assert memagent(root, env, "-p", "say hello", starters=warm_starters).returncode == 0
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -130,7 +139,7 @@ def test_kill_9_mid_tool_call_then_continue(tmp_path):
             b["id"] for r in completed if r["type"] == "message" for b in r["content"] if b.get("type") == "tool_use"
         ][-1]
 
-        run = memagent(root, env, "-c", "-p", "what happened?")
+        run = memagent(root, env, "-c", "-p", "what happened?", starters=warm_starters)
         assert run.returncode == 0, run.stderr
         assert "Continuing after the interruption." in run.stdout
         assert fake.errors == []

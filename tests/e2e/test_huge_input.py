@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from fakeapi import FakeAnthropic, text, tool
+from warm_cli import WarmStarters
 
 LIMIT = 40_000  # the fake's window, in its tokens (characters / 4)
 
@@ -26,9 +27,17 @@ def env_for(fake: FakeAnthropic, home: Path) -> dict[str, str]:
     return env
 
 
-def memagent(root: Path, env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "memagent", "-C", str(root), "--no-memory", *args]
-    return subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, timeout=180)
+def memagent(
+    root: Path, env: dict[str, str], *args: str, stdin: str = "", starters: WarmStarters | None = None
+) -> subprocess.CompletedProcess:
+    """The real CLI in a process of its own; forked by ``starters`` when they can (``warm_cli.py``)."""
+    flags = ["-C", str(root), "--no-memory", *args]
+    warm = starters.run(flags, env, stdin, 180) if starters is not None else None
+    if warm is not None:
+        return warm
+    return subprocess.run(
+        [sys.executable, "-m", "memagent", *flags], env=env, input=stdin, capture_output=True, text=True, timeout=180
+    )
 
 
 def big_log(megabytes: float = 2.0, tag: str = "event") -> str:
@@ -48,14 +57,14 @@ def records(root: Path) -> list[list[dict]]:
     ]
 
 
-def test_a_2mb_prompt_on_stdin_is_sent_as_a_preview_and_the_next_turn_works(tmp_path, project):
+def test_a_2mb_prompt_on_stdin_is_sent_as_a_preview_and_the_next_turn_works(tmp_path, project, warm_starters):
     paste = "What went wrong in this log?\n" + big_log()
     with FakeAnthropic(
         [text("The log shows only status 200."), text("Nothing else to add.")], max_input_tokens=LIMIT
     ) as fake:
         env = env_for(fake, tmp_path / "home")
-        first = memagent(project, env, "-p", "-", stdin=paste)
-        second = memagent(project, env, "-c", "-p", "anything else?")
+        first = memagent(project, env, "-p", "-", stdin=paste, starters=warm_starters)
+        second = memagent(project, env, "-c", "-p", "anything else?", starters=warm_starters)
     assert first.returncode == 0, first.stderr
     assert first.stdout == "The log shows only status 200.\n"
     assert "too large to send whole" in first.stderr and "Traceback" not in first.stderr
@@ -74,7 +83,7 @@ def test_a_2mb_prompt_on_stdin_is_sent_as_a_preview_and_the_next_turn_works(tmp_
     assert len(saved) == 2 and os.path.samefile(saved[0], saved[1])  # the resumed session links, not copies
 
 
-def test_a_2mb_tool_output_is_set_aside_and_the_next_turn_works(tmp_path, project):
+def test_a_2mb_tool_output_is_set_aside_and_the_next_turn_works(tmp_path, project, warm_starters):
     home = tmp_path / "home"  # the user's own config: an untrusted project may not raise a cap
     home.mkdir()
     (home / "config.toml").write_text("output_cap_chars = 5000000\n")  # no bash cap: the shelf decides
@@ -89,8 +98,8 @@ def test_a_2mb_tool_output_is_set_aside_and_the_next_turn_works(tmp_path, projec
         max_input_tokens=LIMIT,
     ) as fake:
         env = env_for(fake, tmp_path / "home")
-        first = memagent(project, env, "--yes", "-p", "run the report")
-        second = memagent(project, env, "--yes", "-c", "-p", "is row 39999 the last?")
+        first = memagent(project, env, "--yes", "-p", "run the report", starters=warm_starters)
+        second = memagent(project, env, "--yes", "-c", "-p", "is row 39999 the last?", starters=warm_starters)
     assert first.returncode == 0, first.stderr
     assert first.stdout == "The report has 40,000 rows.\n"
     assert second.returncode == 0 and second.stdout == "Yes, row 39999 is the last.\n", second.stderr
@@ -102,14 +111,14 @@ def test_a_2mb_tool_output_is_set_aside_and_the_next_turn_works(tmp_path, projec
     assert saved.read_text().count("\n") >= 40_000 and saved.relative_to(project).as_posix() in result["content"]
 
 
-def test_a_message_the_api_still_finds_too_long_is_shrunk_and_the_turn_retried(tmp_path, project):
+def test_a_message_the_api_still_finds_too_long_is_shrunk_and_the_turn_retried(tmp_path, project, warm_starters):
     spec = "Review this spec:\n" + big_log(0.1, "clause")  # ~26k tokens by the fake: over its 20k
     with FakeAnthropic([text("Reviewed."), text("And done.")], max_input_tokens=20_000) as fake:
         env = env_for(fake, tmp_path / "home")
         (tmp_path / "home").mkdir()  # the user's own config: an untrusted project may not raise the limit
         (tmp_path / "home" / "config.toml").write_text("inline_max_tokens = 100000\n")  # sent whole at first
-        first = memagent(project, env, "-p", spec)
-        second = memagent(project, env, "-c", "-p", "thanks")
+        first = memagent(project, env, "-p", spec, starters=warm_starters)
+        second = memagent(project, env, "-c", "-p", "thanks", starters=warm_starters)
     assert first.returncode == 0, first.stderr
     assert first.stdout == "Reviewed.\n" and "making the context smaller" in first.stderr
     assert len(fake.too_long) == 1 and request_tokens(fake.requests[0]) > 20_000
@@ -118,7 +127,7 @@ def test_a_message_the_api_still_finds_too_long_is_shrunk_and_the_turn_retried(t
     assert len(answered) == 2 and fake.errors == []
 
 
-def test_continuing_a_wedged_transcript_repairs_it_on_load(tmp_path, project):
+def test_continuing_a_wedged_transcript_repairs_it_on_load(tmp_path, project, warm_starters):
     transcripts = project / ".transcripts"
     transcripts.mkdir(mode=0o700)
     paste = "Summarise:\n" + big_log()
@@ -153,8 +162,8 @@ def test_continuing_a_wedged_transcript_repairs_it_on_load(tmp_path, project):
     (transcripts / "20261120-100000-dead.jsonl").write_text("".join(json.dumps(r) + "\n" for r in wedged))
     with FakeAnthropic([text("Summary: all status 200."), text("Still here.")], max_input_tokens=LIMIT) as fake:
         env = env_for(fake, tmp_path / "home")
-        first = memagent(project, env, "-c", "-p", "are you there?")
-        second = memagent(project, env, "-c", "-p", "and now?")
+        first = memagent(project, env, "-c", "-p", "are you there?", starters=warm_starters)
+        second = memagent(project, env, "-c", "-p", "and now?", starters=warm_starters)
     assert first.returncode == 0, first.stderr
     assert first.stdout == "Summary: all status 200.\n"
     assert "repaired on resume" in first.stderr and "too large to send whole" in first.stderr
@@ -165,19 +174,21 @@ def test_continuing_a_wedged_transcript_repairs_it_on_load(tmp_path, project):
     assert any(p.read_text() == paste for p in transcripts.glob("*/attachments/message-*.txt"))
 
 
-def test_the_model_pages_through_a_saved_paste_with_read_file(tmp_path, project):
+def test_the_model_pages_through_a_saved_paste_with_read_file(tmp_path, project, warm_starters):
     """The preview names a file the model can read: after -c, read_file with an offset returns
     the exact lines from the middle of the 2 MB paste the first run set aside."""
     paste = "Keep this log for later:\n" + big_log()
     with FakeAnthropic([text("Kept.")], max_input_tokens=LIMIT) as fake:
         env = env_for(fake, tmp_path / "home")
-        first = memagent(project, env, "-p", "-", stdin=paste)
+        first = memagent(project, env, "-p", "-", stdin=paste, starters=warm_starters)
         named = re.findall(r"\.transcripts/[^\s\"]+?\.txt", fake.requests[0]["messages"][-1]["content"][0]["text"])
     assert first.returncode == 0, first.stderr
     assert named and (project / named[0]).read_text() == paste.strip()
     steps = [tool("read_file", {"path": named[0], "offset": 20_002, "limit": 3}), text("Row 20000 is status 200.")]
     with FakeAnthropic(steps, max_input_tokens=LIMIT) as fake:
-        second = memagent(project, env_for(fake, tmp_path / "home"), "-c", "-p", "what does row 20000 say?")
+        second = memagent(
+            project, env_for(fake, tmp_path / "home"), "-c", "-p", "what does row 20000 say?", starters=warm_starters
+        )
     assert second.returncode == 0, second.stderr
     assert second.stdout == "Row 20000 is status 200.\n"
     assert fake.too_long == [] and fake.errors == []

@@ -1,12 +1,15 @@
-"""The warm starter of the CLI (``warm_cli.py``) gives what a cold ``subprocess.run`` gives: the
-same exit codes, stdout and stderr, stdin, working directory, environment and umask — each run
-in a process of its own — and it hands back to a cold start what a fork cannot reproduce."""
+"""The CLI fixtures (``cli_fixtures.py``). The warm starter (``warm_cli.py``) gives what a cold
+``subprocess.run`` gives: the same exit codes, stdout and stderr, stdin, working directory and
+environment, each run in a process of its own. The seeded embedding cache is one the product
+takes as it is (it never rebuilds it) and no test can change."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +73,18 @@ def test_other_start_up_variables_get_a_starter_of_their_own(warm_starters, env)
     reference = cold(["--no-such-flag"], seeded)
     assert warm is not None
     assert (warm.returncode, warm.stdout, warm.stderr) == (reference.returncode, reference.stdout, reference.stderr)
+
+
+def test_a_cli_run_uses_the_seeded_embedding_cache_as_it_is(run_cli, cli_env, project, embedder_cache_seed):
+    assert {p.name for p in embedder_cache_seed} >= {"minilm-verified.json"}, "the seed was not built"
+    assert any(p.suffix == ".onnx" for p in embedder_cache_seed)
+    report = run_cli("-C", str(project), "doctor", "--json", timeout=180)
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["embedding"]["dim"] == 384
+    cache = Path(cli_env["MEMAGENT_HOME"]) / "cache"
+    for seeded in embedder_cache_seed:
+        if seeded.suffix == ".onnx":  # not rebuilt: still the seed's file
+            assert os.path.samefile(cache / seeded.name, seeded), f"{seeded.name} was rebuilt"
+    assert sorted(p.name for p in cache.iterdir() if p.suffix == ".onnx") == sorted(
+        p.name for p in embedder_cache_seed if p.suffix == ".onnx"
+    )
