@@ -176,7 +176,7 @@ class WarmStarter:
         if self.process.stdout is not None:
             self.process.stdout.close()
 
-    def run(self, args: list[str], env: Mapping[str, str], input: str, timeout: float, cwd: str):
+    def run(self, args: list[str], env: Mapping[str, str], input: str | bytes, timeout: float, cwd: str):
         if not self.usable or self.process.poll() is not None or startup_variables(env) != self.startup:
             return None
         if not self._busy.acquire(blocking=False):
@@ -186,7 +186,7 @@ class WarmStarter:
         finally:
             self._busy.release()
 
-    def _run(self, args: list[str], env: Mapping[str, str], input: str, timeout: float, cwd: str):
+    def _run(self, args: list[str], env: Mapping[str, str], input: str | bytes, timeout: float, cwd: str):
         command = [sys.executable, "-m", "memagent", *args]
         encoding = locale.getpreferredencoding(False)
         umask = os.umask(0o022)
@@ -204,7 +204,7 @@ class WarmStarter:
             pidfd = fds[0]
             try:
                 deadline = time.monotonic() + timeout
-                out, err, finished = _exchange(stdin_w, stdout_r, stderr_r, input.encode(encoding), deadline)
+                out, err, finished = _exchange(stdin_w, stdout_r, stderr_r, _bytes(input, encoding), deadline)
                 if finished:
                     conn.settimeout(max(deadline - time.monotonic(), 0.001))
                     try:
@@ -213,15 +213,26 @@ class WarmStarter:
                         finished = False
                 if not finished:
                     signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-                    raise subprocess.TimeoutExpired(command, timeout, _text(out, encoding), _text(err, encoding))
+                    raise subprocess.TimeoutExpired(
+                        command, timeout, _like(input, out, encoding), _like(input, err, encoding)
+                    )
             finally:
                 os.close(pidfd)
         returncode = json.loads(status)["returncode"]
-        return subprocess.CompletedProcess(command, returncode, _text(out, encoding), _text(err, encoding))
+        return subprocess.CompletedProcess(
+            command, returncode, _like(input, out, encoding), _like(input, err, encoding)
+        )
 
 
-def _text(data: bytes, encoding: str) -> str:
-    """Bytes as ``subprocess.run(text=True)`` returns them: decoded, universal newlines."""
+def _bytes(input: str | bytes, encoding: str) -> bytes:
+    return input if isinstance(input, bytes) else input.encode(encoding)
+
+
+def _like(input: str | bytes, data: bytes, encoding: str) -> str | bytes:
+    """Output as ``subprocess.run`` returns it: bytes for bytes input, else as with ``text=True``
+    (decoded, universal newlines)."""
+    if isinstance(input, bytes):
+        return data
     return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -289,10 +300,18 @@ class WarmStarters:
         self._lock = threading.Lock()
 
     def run(
-        self, args: list[str], env: Mapping[str, str], input: str, timeout: float, cwd: str | os.PathLike | None = None
+        self,
+        args: list[str],
+        env: Mapping[str, str],
+        input: str | bytes,
+        timeout: float,
+        cwd: str | os.PathLike | None = None,
     ):
         """``subprocess.run([python, -m, memagent, *args], env=env, input=input, timeout=timeout,
-        cwd=cwd, capture_output=True, text=True)`` from a warm start, or ``None``: start it cold."""
+        cwd=cwd, capture_output=True, text=isinstance(input, str))`` from a warm start, or
+        ``None``: start it cold."""
+        if any(not isinstance(arg, str) for arg in args):
+            return None  # arguments as bytes: decoded by the interpreter at start-up, so start it cold
         key = tuple(sorted(startup_variables(env).items()))
         with self._lock:
             starter = self._starters.get(key)

@@ -13,14 +13,27 @@ from pathlib import Path
 import pytest
 
 from fakeapi import FakeAnthropic, text
+from warm_cli import WarmStarters
 
 
 def run(
-    cli_env: dict, project: Path, fake: FakeAnthropic, *args: bytes | str, stdin: bytes = b""
+    cli_env: dict,
+    project: Path,
+    fake: FakeAnthropic,
+    *args: bytes | str,
+    stdin: bytes = b"",
+    starters: WarmStarters | None = None,
 ) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "memagent", "-C", str(project), "--no-memory", *args]
+    """The real CLI in a process of its own, bytes in and out; forked by ``starters`` when they can
+    (arguments given as bytes always start it cold: the interpreter decodes them at start-up)."""
+    flags = ["-C", str(project), "--no-memory", *args]
     env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url}
-    return subprocess.run(command, input=stdin, capture_output=True, env=env, timeout=60)
+    warm = starters.run(flags, env, stdin, 60) if starters is not None else None
+    if warm is not None:
+        return warm
+    return subprocess.run(
+        [sys.executable, "-m", "memagent", *flags], input=stdin, capture_output=True, env=env, timeout=60
+    )
 
 
 def sent_text(fake: FakeAnthropic) -> str:
@@ -34,9 +47,9 @@ def transcript_text(project: Path) -> str:
     return "\n".join(json.dumps(json.loads(line), ensure_ascii=False) for line in raw.splitlines() if line.strip())
 
 
-def test_latin1_on_stdin_is_decoded_with_a_notice(cli_env, project):
+def test_latin1_on_stdin_is_decoded_with_a_notice(cli_env, project, warm_starters):
     with FakeAnthropic([text("Bonjour.")]) as fake:
-        result = run(cli_env, project, fake, "-p", "-", stdin=b"caf\xe9")
+        result = run(cli_env, project, fake, "-p", "-", stdin=b"caf\xe9", starters=warm_starters)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == b"Bonjour.\n"
     assert b"Traceback" not in result.stderr
@@ -44,10 +57,10 @@ def test_latin1_on_stdin_is_decoded_with_a_notice(cli_env, project):
     assert sent_text(fake) == "café" and "café" in transcript_text(project)
 
 
-def test_a_binary_file_on_stdin_still_gives_one_json_result(cli_env, project):
+def test_a_binary_file_on_stdin_still_gives_one_json_result(cli_env, project, warm_starters):
     binary = (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 120)[:30_000]
     with FakeAnthropic([text("That is an ELF binary.")]) as fake:
-        result = run(cli_env, project, fake, "-p", "-", "--output-format", "json", stdin=binary)
+        result = run(cli_env, project, fake, "-p", "-", "--output-format", "json", stdin=binary, starters=warm_starters)
     assert result.returncode == 0, result.stderr.decode()
     [line] = result.stdout.decode().splitlines()
     payload = json.loads(line)
@@ -66,9 +79,9 @@ def test_a_binary_file_on_stdin_still_gives_one_json_result(cli_env, project):
         ("naïve façade\r\n".encode("utf-16"), "naïve façade", "UTF-16 (with BOM)"),
     ],
 )
-def test_other_legacy_encodings_on_stdin(cli_env, project, payload, expected, label):
+def test_other_legacy_encodings_on_stdin(cli_env, project, payload, expected, label, warm_starters):
     with FakeAnthropic([text("ok")]) as fake:
-        result = run(cli_env, project, fake, "-p", "-", stdin=payload)
+        result = run(cli_env, project, fake, "-p", "-", stdin=payload, starters=warm_starters)
     assert result.returncode == 0, result.stderr.decode()
     assert expected in sent_text(fake)
     assert f"decoded it as {label}" in result.stderr.decode()
@@ -82,7 +95,7 @@ def test_an_argument_with_undecodable_bytes_is_a_usage_error_in_one_line(cli_env
     assert "is not valid UTF-8 text" in line
 
 
-def test_the_cli_reads_and_edits_a_latin1_file_in_its_encoding(cli_env, project):
+def test_the_cli_reads_and_edits_a_latin1_file_in_its_encoding(cli_env, project, warm_starters):
     from fakeapi import tool
 
     source = "# -*- coding: latin-1 -*-\nMESSAGE = 'Grüße, café au lait'\n"
@@ -93,7 +106,7 @@ def test_the_cli_reads_and_edits_a_latin1_file_in_its_encoding(cli_env, project)
         text("Changed the drink."),
     ]
     with FakeAnthropic(script) as fake:
-        result = run(cli_env, project, fake, "--yes", "-p", "change the drink")
+        result = run(cli_env, project, fake, "--yes", "-p", "change the drink", starters=warm_starters)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == b"Changed the drink.\n"
     read_result = fake.requests[1]["messages"][-1]["content"][0]
@@ -102,7 +115,7 @@ def test_the_cli_reads_and_edits_a_latin1_file_in_its_encoding(cli_env, project)
     assert (project / "greet.py").read_bytes() == source.replace("café au lait", "crème brûlée").encode("latin-1")
 
 
-def test_a_file_name_that_is_not_utf8_never_breaks_the_request(cli_env, project):
+def test_a_file_name_that_is_not_utf8_never_breaks_the_request(cli_env, project, warm_starters):
     """A repository can hold a Latin-1 file name: glob, grep and bash outputs carrying it reach
     the API as valid UTF-8 (U+FFFD for the odd byte) and the session goes on."""
     from fakeapi import tool
@@ -117,8 +130,8 @@ def test_a_file_name_that_is_not_utf8_never_breaks_the_request(cli_env, project)
         text("Still fine."),
     ]
     with FakeAnthropic(script) as fake:
-        first = run(cli_env, project, fake, "--yes", "-p", "list the files")
-        second = run(cli_env, project, fake, "-c", "-p", "and now?")
+        first = run(cli_env, project, fake, "--yes", "-p", "list the files", starters=warm_starters)
+        second = run(cli_env, project, fake, "-c", "-p", "and now?", starters=warm_starters)
     assert first.returncode == 0, first.stderr.decode()
     assert first.stdout == b"Listed.\n" and second.stdout == b"Still fine.\n", second.stderr.decode()
     assert fake.errors == []
