@@ -88,3 +88,9 @@ def test_a_cli_run_uses_the_seeded_embedding_cache_as_it_is(run_cli, cli_env, pr
     assert sorted(p.name for p in cache.iterdir() if p.suffix == ".onnx") == sorted(
         p.name for p in embedder_cache_seed if p.suffix == ".onnx"
     )
+
+
+def test_a_run_too_large_for_one_message_starts_cold_and_the_starter_keeps_serving(warm_starters, env):
+    assert warm_starters.run(["--version", *["x" * 10_000] * 40], env, "", 60) is None
+    after = warm_starters.run(["--version"], env, "", 60)
+    assert after is not None and after.returncode == 0 and after.stdout.startswith("memagent ")

@@ -77,6 +77,10 @@ def _next_request(listener: socket.socket) -> tuple[dict, list[int]] | None:
         conn, _ = listener.accept()
         with conn:
             message, fds, _, _ = socket.recv_fds(conn, _MESSAGE_BYTES, 3)
+            if not message or len(fds) != 3:  # the test side gave up before sending its run
+                for fd in fds:
+                    os.close(fd)
+                continue
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
@@ -86,7 +90,10 @@ def _next_request(listener: socket.socket) -> tuple[dict, list[int]] | None:
             for fd in fds:
                 os.close(fd)
             pidfd = os.pidfd_open(pid)
-            socket.send_fds(conn, [json.dumps({"pid": pid}).encode()], [pidfd])
+            try:
+                socket.send_fds(conn, [json.dumps({"pid": pid}).encode()], [pidfd])
+            except OSError:
+                os.kill(pid, signal.SIGKILL)  # nobody is there to read the run
             os.close(pidfd)
             _, status = os.waitpid(pid, 0)
             try:
@@ -196,8 +203,13 @@ class WarmStarter:
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
-            conn.connect(_address(self.socket_name))
-            socket.send_fds(conn, [json.dumps(request).encode()], [stdin_r, stdout_w, stderr_w])
+            try:
+                conn.connect(_address(self.socket_name))
+                socket.send_fds(conn, [json.dumps(request).encode()], [stdin_r, stdout_w, stderr_w])
+            except OSError:  # a request too large for one message, a starter gone: start it cold
+                for fd in (stdin_r, stdin_w, stdout_r, stdout_w, stderr_r, stderr_w):
+                    os.close(fd)
+                return None
             for fd in (stdin_r, stdout_w, stderr_w):
                 os.close(fd)
             message, fds, _, _ = socket.recv_fds(conn, _MESSAGE_BYTES, 1)
