@@ -120,11 +120,27 @@ class Ledger:
         return row[0] if row else None
 
     def record(self, card_id: str, digest: str, how: str) -> None:
+        self.record_many([(card_id, digest, how)])
+
+    def record_many(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Record (card id, digest, how) rows in one transaction: a batch of card files costs
+        the ledger one commit, not one per file."""
+        if not rows:
+            return
         at = datetime.now(UTC).isoformat(timespec="seconds")
         with self._lock:
             db = self._connect(create=True)
             assert db is not None
-            db.execute("INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?)", (card_id, digest, how, at))
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?)",
+                    [(card_id, digest, how, at) for card_id, digest, how in rows],
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     def forget(self, ids: Iterable[str]) -> None:
         """Drop every row of these cards (forget leaves no digest of their text behind)."""
@@ -149,6 +165,10 @@ class Witness:
 
     def wrote(self, card: MemoryCard, data: bytes, how: str | None = None) -> None:
         self.ledger.record(card.id, digest_of(data), how or how_written(card))
+
+    def wrote_many(self, written: Sequence[tuple[MemoryCard, bytes]]) -> None:
+        """:meth:`wrote` for a batch of card files, in one ledger transaction."""
+        self.ledger.record_many([(card.id, digest_of(data), how_written(card)) for card, data in written])
 
     def earned(self, card: MemoryCard, data: bytes) -> MemoryCard:
         how = self.ledger.how(card.id, digest_of(data))

@@ -280,11 +280,16 @@ class Saving:
         vector: list[float] | None,
         extra: Sequence[Neighbour] = (),
         comparer: Comparer | None = None,
+        *,
+        stored: Sequence[Neighbour] | None = None,
     ) -> Decision:
         """Restatement, correction or new fact: ``card`` against the active cards of its store
         (and ``extra`` neighbours, e.g. earlier cards of the same import). See
-        ``memory.corrections.decide``; ``comparer`` (one per operation) remembers parsed texts."""
-        neighbours = [*self._neighbours(card, vector), *extra]
+        ``memory.corrections.decide``; ``comparer`` (one per operation) remembers parsed texts;
+        ``stored``: the card's stored neighbours when the caller looked them up already, for a
+        batch of cards at once (:meth:`stored_neighbours`)."""
+        found = self.stored_neighbours([card], [vector])[0] if stored is None else stored
+        neighbours = [*found, *extra]
         if not neighbours:
             return Decision("add")
         duplicate_at = self.core.gate.duplicate_cosine if vector is not None else self.core.gate.duplicate_overlap
@@ -303,33 +308,61 @@ class Saving:
         """A fresh :class:`~memagent.memory.corrections.Comparer` using this store's embedder."""
         return Comparer(self.core.embed if with_vectors and self.core.dim > 0 else None)
 
-    def _neighbours(self, card: MemoryCard, vector: list[float] | None) -> list[Neighbour]:
-        """Active, visible cards of the card's store close to it (by vector, or by shared terms
-        without vectors)."""
-        store = self.core.store_for_scope(card.scope)
-        if not store.catalog.exists:
-            return []
-        close: list[tuple[str, float]] = []
-        if vector is not None:
+    def stored_neighbours(
+        self, cards: Sequence[MemoryCard], vectors: Sequence[list[float] | None]
+    ) -> list[list[Neighbour]]:
+        """For each card, the active, visible cards of its store close to it (by vector, or by
+        shared terms without vectors), most similar first. A batch costs one vector query per
+        store and one catalog read, not one of each per card (an import judges 256 at a time)."""
+        found: list[list[tuple[str, float]]] = [[] for _ in cards]
+        by_store: dict[str, list[int]] = {}
+        for position, card in enumerate(cards):
+            by_store.setdefault(self.core.store_for_scope(card.scope).label, []).append(position)
+        result: list[list[Neighbour]] = [[] for _ in cards]
+        for label, positions in by_store.items():
+            store = self.core.stores[label]
+            if not store.catalog.exists:
+                continue
+            self._close_ids(store, [cards[p] for p in positions], [vectors[p] for p in positions], positions, found)
+            entries = store.catalog.entries(sorted({i for p in positions for i, _ in found[p]}))
+            usable = {i for i, e in entries.items() if self.core.visible(e) and e.status == "active"}
+            texts = self.core.get_many(sorted(usable))
+            for p in positions:
+                result[p] = [
+                    Neighbour(i, texts[i].content, s, texts[i].created_at)
+                    for i, s in found[p]
+                    if i != cards[p].id and i in usable and i in texts
+                ]
+        return result
+
+    def _close_ids(
+        self,
+        store: Store,
+        cards: Sequence[MemoryCard],
+        vectors: Sequence[list[float] | None],
+        positions: Sequence[int],
+        found: list[list[tuple[str, float]]],
+    ) -> None:
+        """Fill ``found[position]`` with (id, similarity) of the cards of ``store`` close to each
+        card: one index query for all the cards with vectors, term overlap for the others."""
+        with_vectors = [k for k, v in enumerate(vectors) if v is not None]
+        queries = [v for v in vectors if v is not None]
+        if queries:
             index = store.vector_index(self.core.embedder_info(), create=False)
             if index is not None:
-                close = [(i, s) for i, s in index.nearest_ids(vector, NEIGHBOURS) if s >= NEIGHBOUR_COSINE]
-        else:
-            from memagent.memory.lexical import tokenize
+                nearest = index.nearest_ids_many(queries, NEIGHBOURS)
+                for k, hits in zip(with_vectors, nearest):
+                    found[positions[k]] = [(i, s) for i, s in hits if s >= NEIGHBOUR_COSINE]
+        from memagent.memory.lexical import tokenize
 
+        for k, card in enumerate(cards):
+            if vectors[k] is not None:
+                continue
             terms = tokenize(card.content)
             for card_id, _ in store.catalog.lexical(card.content, NEIGHBOURS, True):
                 other = self.core.read_file(store, card_id)
                 if other is not None:
-                    close.append((card_id, term_overlap(terms, tokenize(other.content))))
-        entries = store.catalog.entries([i for i, _ in close])
-        wanted = [
-            (i, s)
-            for i, s in close
-            if i != card.id and i in entries and self.core.visible(entries[i]) and entries[i].status == "active"
-        ]
-        cards = self.core.get_many([i for i, _ in wanted])
-        return [Neighbour(i, cards[i].content, s, cards[i].created_at) for i, s in wanted if i in cards]
+                    found[positions[k]].append((card_id, term_overlap(terms, tokenize(other.content))))
 
     def after_sync(self, store: Store, vectors: bool) -> None:
         """What a sync of the core leaves to saving (plugged in as ``MemoryCore.after_sync``):

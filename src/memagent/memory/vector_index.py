@@ -391,18 +391,28 @@ class VectorIndex:
 
     def nearest_ids(self, vector: Sequence[float], n: int, *, inactive: bool = False) -> list[tuple[str, float]]:
         """(id, cosine similarity) of the nearest cards, best first: the search hot path."""
-        if not self.opened or self.embedder.dim == 0 or n <= 0:
+        return self.nearest_ids_many([vector], n, inactive=inactive)[0]
+
+    def nearest_ids_many(
+        self, vectors: Sequence[Sequence[float]], n: int, *, inactive: bool = False
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`nearest_ids` of each vector, in one Chroma query (a batch of new cards)."""
+        if not vectors:
             return []
+        if not self.opened or self.embedder.dim == 0 or n <= 0:
+            return [[] for _ in vectors]
         _, active_cards, inactive_cards = self._parts()
         collection = inactive_cards if inactive else active_cards
-        tolist = getattr(vector, "tolist", None)
-        result = collection.query(
-            query_embeddings=[tolist() if tolist is not None else [float(x) for x in vector]],
-            n_results=n,
-            include=["distances"],
-        )
-        distances = result["distances"] or [[]]
-        return [(card_id, 1.0 - float(dist)) for card_id, dist in zip(result["ids"][0], distances[0])]
+        queries = []
+        for vector in vectors:
+            tolist = getattr(vector, "tolist", None)
+            queries.append(tolist() if tolist is not None else [float(x) for x in vector])
+        result = collection.query(query_embeddings=queries, n_results=n, include=["distances"])
+        distances = result["distances"] or [[] for _ in vectors]
+        return [
+            [(card_id, 1.0 - float(dist)) for card_id, dist in zip(ids, dists)]
+            for ids, dists in zip(result["ids"], distances)
+        ]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors by id (active or inactive)."""
