@@ -12,7 +12,9 @@ The ledger
     (a client of ``memagent mcp serve``), ``import`` (``memagent memory import``: project
     knowledge the user vouched for, source ``import``, never user-stated), ``review`` (accepted
     in ``memagent memory review``) or ``repository`` (memagent rewrote a card it had not earned:
-    a decay or a status change keeps it team knowledge).
+    a decay or a status change keeps it team knowledge). A batch of card files (an import) is
+    recorded in one transaction, before the files are written: a file memagent wrote is never
+    missing from the ledger, even when the write was interrupted.
 
 The earned view
     A project card file is read through :meth:`Witness.earned`. A file whose (id, digest) the
