@@ -57,7 +57,7 @@ sys.path.insert(0, str(REPO / "tests"))
 QUESTION = "how do we deploy the parser and which tests must pass first?"
 PLAIN_COLD = """
 import sys, chromadb
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 client = chromadb.PersistentClient(path=sys.argv[1], settings=chromadb.Settings(anonymized_telemetry=False))
 collection = client.get_collection("plain", embedding_function=None)
 vector = load_embedder(sys.argv[3]).embed([sys.argv[2]])[0].tolist()
@@ -67,7 +67,7 @@ print(len(result["ids"][0]))
 PLAIN_REBUILD = """
 import sys, pathlib, chromadb
 from memagent.memory.cardfiles import CardFiles
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 files = CardFiles(pathlib.Path(sys.argv[1]))
 cards = [files.read(pathlib.Path(path)) for path, _ in files.scan().values()]
 vectors = load_embedder("onnx").embed([c.content for c in cards])
@@ -151,7 +151,7 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
     import chromadb
 
     from memagent.config import Settings, project_paths
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
     from memagent.memory.service import MemoryService
 
     os.environ["MEMAGENT_HOME"] = str(store / "home")  # as the CLI runs have it: never the real home
@@ -187,7 +187,10 @@ IMPORT_RUN = """
 import json, sys, tempfile, time, pathlib
 import chromadb  # imported before the clock starts, as on the plain side
 from memagent.config import Settings, project_paths
-from memagent.memory.embeddings import load_embedder
+try:
+    from memagent.embedding.embedders import load_embedder
+except ImportError:  # a revision (--against) from before the embedder had a package of its own
+    from memagent.memory.embeddings import load_embedder
 from memagent.memory.service import MemoryService
 texts = json.loads(pathlib.Path(sys.argv[1]).read_text(encoding="utf-8"))[-int(sys.argv[2]):]
 project = pathlib.Path(tempfile.mkdtemp(dir=sys.argv[3]))
@@ -199,7 +202,10 @@ print(len(texts) / (time.perf_counter() - started), report.added)
 PLAIN_IMPORT = """
 import json, sys, tempfile, time, pathlib
 import chromadb
-from memagent.memory.embeddings import load_embedder
+try:
+    from memagent.embedding.embedders import load_embedder
+except ImportError:  # a revision (--against) from before the embedder had a package of its own
+    from memagent.memory.embeddings import load_embedder
 texts = json.loads(pathlib.Path(sys.argv[1]).read_text(encoding="utf-8"))[-int(sys.argv[2]):]
 fp32 = load_embedder("onnx")
 started = time.perf_counter()

@@ -168,7 +168,7 @@ INTERRUPTED_IMPORT = textwrap.dedent(
     from pathlib import Path
     from memagent.config import Settings, project_paths
     from memagent.memory import cardfiles, transfer
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
     from memagent.memory.service import MemoryService
 
     root, cache, records = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])

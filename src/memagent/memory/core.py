@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memagent.embedding.embedders import Embedder, EmbedderHandle
 from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now
 from memagent.memory.catalog import CatalogError, Entry, digest_of
-from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.provenance import REPOSITORY, Witness
