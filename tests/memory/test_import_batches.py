@@ -223,3 +223,17 @@ def test_an_import_killed_mid_batch_keeps_every_reported_card_and_no_half_file(
     again = reopened.import_cards(records)
     assert again.added + again.duplicates == len(records)
     assert len(reopened.list()) == len(records)
+
+
+def test_a_lexical_store_still_finds_restatements_of_stored_cards_in_a_batch(
+    open_service, lexical_embedder, monkeypatch, chroma_queries
+):
+    """Without vectors the stored neighbours come from the catalog's terms, card by card, in the
+    same batched lookup: no vector query is made, and a restatement is still a duplicate."""
+    service = open_service("s", embedder=lexical_embedder)
+    service.save(FACTS[2], "fact")
+    monkeypatch.setattr(transfer, "IMPORT_BATCH", 2)
+    report = service.import_cards(_records([FACTS[3], FACTS[2], FACTS[4]]))
+    assert (report.added, report.duplicates) == (2, 1)
+    assert chroma_queries == []
+    assert sorted(c.content for c in service.list()) == sorted([FACTS[2], FACTS[3], FACTS[4]])
