@@ -147,7 +147,7 @@ def percentile(values: list[float], q: float) -> float:
 
 PLAIN_CHROMA = """
 import sys, chromadb
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 client = chromadb.PersistentClient(path=sys.argv[1], settings=chromadb.Settings(anonymized_telemetry=False))
 collection = client.get_collection("memagent_active", embedding_function=None)
 vector = load_embedder("onnx").embed([sys.argv[2]])[0].tolist()
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts", choices=["locomo", "templates"], default="locomo")
     args = parser.parse_args(argv)
 
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
 
     embedder = load_embedder()
     print(f"embedder: {embedder.name} (dim {embedder.dim}); load average {os.getloadavg()[0]:.1f}", flush=True)

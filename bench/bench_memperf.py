@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO / "tests"))
 QUESTION = "how do we deploy the parser and which tests must pass first?"
 PLAIN_COLD = """
 import sys, chromadb
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 client = chromadb.PersistentClient(path=sys.argv[1], settings=chromadb.Settings(anonymized_telemetry=False))
 collection = client.get_collection("plain", embedding_function=None)
 vector = load_embedder(sys.argv[3]).embed([sys.argv[2]])[0].tolist()
@@ -61,7 +61,7 @@ print(len(result["ids"][0]))
 PLAIN_REBUILD = """
 import sys, pathlib, chromadb
 from memagent.memory.cardfiles import CardFiles
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 files = CardFiles(pathlib.Path(sys.argv[1]))
 cards = [files.read(pathlib.Path(path)) for path, _ in files.scan().values()]
 vectors = load_embedder("onnx").embed([c.content for c in cards])
@@ -135,7 +135,7 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
     import chromadb
 
     from memagent.config import Settings, project_paths
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
     from memagent.memory.service import MemoryService
 
     os.environ["MEMAGENT_HOME"] = str(store / "home")  # as the CLI runs have it: never the real home
@@ -174,7 +174,7 @@ def import_rate(texts: list[str], workdir: Path, home: Path) -> dict[str, float]
     os.environ["MEMAGENT_HOME"] = str(home)  # the store's home (its embedding graph): never the real home
 
     from memagent.config import Settings, project_paths
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
     from memagent.memory.service import MemoryService
 
     project = workdir / "import-project"

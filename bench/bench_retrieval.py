@@ -46,7 +46,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from memagent.memory.embeddings import load_embedder  # noqa: E402
+from memagent.embedding.embedders import load_embedder  # noqa: E402
 from memagent.memory.lexical import LexicalIndex  # noqa: E402
 from memagent.memory.ranking import CardSignals, RankingWeights, candidate_pool, rank  # noqa: E402
 

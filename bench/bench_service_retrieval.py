@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_file():
         print(f"error: no benchmark data at {args.data}", file=sys.stderr)
         return 2
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
 
     cards, questions, now = load(args.data)
     if args.without_dates:

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors-only", action="store_true", help="stop after stages 1 and 2")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
 
     embedder = load_embedder()
     print(f"embedder {embedder.name}; load average {os.getloadavg()[0]:.1f}", flush=True)

@@ -54,7 +54,7 @@ def child(mode: str, src: str, root: Path, cards: int) -> None:
     import bench_memory_speed as speed
 
     import memagent
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
 
     if not Path(memagent.__file__).resolve().is_relative_to(Path(src).resolve()):
         raise SystemExit(f"memagent came from {memagent.__file__}, not {src}")

@@ -17,7 +17,7 @@ def onnx_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def embedder(onnx_cache):
     """The real MiniLM embedder (ONNX), loaded once; its graph cache lives in a temp dir."""
-    from memagent.memory.embeddings import load_embedder
+    from memagent.embedding.embedders import load_embedder
 
     loaded = load_embedder("onnx", cache_dir=onnx_cache)
     assert loaded.dim == 384, f"MiniLM weights are not usable here: {loaded.fallback_reasons}"

@@ -59,7 +59,10 @@ ALLOWED: dict[str, set[str] | None] = {
     # the model adapter and the stores know nothing of the loop
     "llm": {"decoding", "errors", "jsontypes", "markers", "models", "pricing"},
     "tasks": {"fsutil", "jsontypes", "redact"},
-    "memory": {"config", "errors", "fsutil", "gitsafe", "jsontypes", "llm", "markers", "redact"},
+    # texts into vectors: the embedder, its verified model files, the graphs, the vector cache;
+    # nothing of cards or stores
+    "embedding": {"errors", "fsutil", "jsontypes", "paths"},
+    "memory": {"config", "embedding", "errors", "fsutil", "gitsafe", "jsontypes", "llm", "markers", "redact"},
     "tools": {
         "childenv",
         "config",
@@ -292,6 +295,10 @@ FORBIDDEN_EDGES = [
     ("tools/base.py", "from memagent.context import history"),
     ("memory/cards.py", "from memagent.tools import base"),
     ("memory/cards.py", "from memagent.features import memory"),
+    ("embedding/embedders.py", "from memagent.memory import cards"),
+    ("embedding/vector_cache.py", "import memagent.memory.store"),
+    ("embedding/onnx_graph.py", "from ..memory.catalog import digest_of"),
+    ("embedding/model_files.py", "from memagent import config"),
     ("tasks/graph.py", "from memagent.memory import cards"),
     ("ui/render.py", "from memagent.cli import main"),
     ("events.py", "from memagent import markers"),
@@ -322,3 +329,16 @@ def test_a_new_room_without_a_row_is_caught(tmp_path):
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "newroom.py").write_text("X = 1\n")
     assert any("newroom" in v for v in violations(copy))
+
+
+def test_the_embedder_knows_nothing_of_memory():
+    """``embedding`` turns texts into vectors: no card, store or catalog, not even inside a function,
+    and its row in the table may never open that door."""
+    assert "memory" not in (ALLOWED["embedding"] or set())
+    package = SRC / "embedding"
+    assert (package / "__init__.py").read_text().startswith('"""')
+    reaching_memory = {
+        path.relative_to(SRC).as_posix(): sorted(n for n in resolved_imports(path, SRC) if target_room(n) == "memory")
+        for path in package.rglob("*.py")
+    }
+    assert {rel: names for rel, names in reaching_memory.items() if names} == {}

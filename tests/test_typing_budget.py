@@ -24,6 +24,7 @@ TYPED = (
     "cli",
     "features",
     "memory",
+    "embedding",
     "ui",
     "redact",
     "",

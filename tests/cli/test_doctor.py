@@ -60,12 +60,13 @@ def test_memory_checks_report_health(tmp_path, isolated_env):
 
 
 def test_broken_memory_pieces_are_reported_not_raised(tmp_path, isolated_env, monkeypatch):
-    from memagent.memory import embeddings, service
+    from memagent.embedding import embedders
+    from memagent.memory import service
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire\nsecond line")
 
-    monkeypatch.setattr(embeddings, "load_embedder", broken)
+    monkeypatch.setattr(embedders, "load_embedder", broken)
     monkeypatch.setattr(service.MemoryService, "open", classmethod(lambda cls, *a, **k: broken()))
     report = doctor.collect_report(project_paths(tmp_path), {"MEMAGENT_HOME": str(isolated_env)})
     assert report["embedding"] == "unavailable: disk on fire second line"

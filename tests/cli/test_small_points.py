@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memagent.memory.embeddings import expected_embedder
+from memagent.embedding.embedders import expected_embedder
 
 
 def _bad_cards(project):

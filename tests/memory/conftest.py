@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from memagent.config import Settings
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 from memory.learnkit import Brain
 
 
 @pytest.fixture
 def lexical_embedder():
-    from memagent.memory.embeddings import LexicalOnlyEmbedder
+    from memagent.embedding.embedders import LexicalOnlyEmbedder
 
     return LexicalOnlyEmbedder()
 

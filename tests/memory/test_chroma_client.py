@@ -14,9 +14,9 @@ import types
 import pytest
 
 from fakeapi import FakeAnthropic, text
+from memagent.embedding.embedders import EmbedderHandle, LexicalOnlyEmbedder
 from memagent.memory.cardfiles import INDEX_DIR
 from memagent.memory.chroma_client import overrides_unchecked
-from memagent.memory.embeddings import EmbedderHandle, LexicalOnlyEmbedder
 
 # Counts the signature checks ``@override`` makes, then runs the real CLI.
 COUNT_CHECKS = """
@@ -31,6 +31,22 @@ def counted(*args, **kwargs):
 checker.ensure_signature_is_compatible = counted
 atexit.register(lambda: sys.stderr.write("\\nCHECKS " + json.dumps(
     {"checks": len(calls), "chromadb": "chromadb.api.rust" in sys.modules}) + "\\n"))
+sys.argv = ["memagent", *sys.argv[1:]]
+runpy.run_module("memagent", run_name="__main__")
+"""
+
+# Notes whether numpy was wholly imported when the background import of chromadb began.
+NUMPY_FIRST = """
+import atexit, json, runpy, sys
+import memagent.memory.core as core
+real, seen = core.load_chromadb, []
+def noting():
+    numpy = sys.modules.get("numpy")
+    spec = getattr(numpy, "__spec__", None)
+    seen.append(numpy is not None and not getattr(spec, "_initializing", False))
+    return real()
+core.load_chromadb = noting
+atexit.register(lambda: sys.stderr.write("\\nNUMPY " + json.dumps(seen) + "\\n"))
 sys.argv = ["memagent", *sys.argv[1:]]
 runpy.run_module("memagent", run_name="__main__")
 """
@@ -70,17 +86,22 @@ def stocked(service, paths, onnx_cache):
     return paths
 
 
-def _checks(paths, cli_env, *args: str) -> tuple[dict[str, object], str]:
+def _run(script: str, paths, cli_env, *args: str) -> subprocess.CompletedProcess[str]:
     with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
         env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "MEMAGENT_EMBEDDER": "onnx"}
         out = subprocess.run(
-            [sys.executable, "-c", COUNT_CHECKS, *args, "-C", str(paths.root)],
+            [sys.executable, "-c", script, *args, "-C", str(paths.root)],
             env=env,
             capture_output=True,
             text=True,
             timeout=300,
         )
     assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+def _checks(paths, cli_env, *args: str) -> tuple[dict[str, object], str]:
+    out = _run(COUNT_CHECKS, paths, cli_env, *args)
     line = next(ln for ln in out.stderr.splitlines() if ln.startswith("CHECKS "))
     return json.loads(line.split(" ", 1)[1]), out.stdout
 
@@ -168,6 +189,15 @@ def test_the_session_warm_up_starts_the_index_library_before_the_embedder(open_s
     service.warm_up(prefetch=True, upkeep=False)
     assert not handle.waited_in_vain
     assert service.core.stores["project"].vectors is not None and service.core.stores["project"].vectors.opened
+
+
+def test_the_background_import_begins_after_numpy_is_wholly_imported(stocked, cli_env):
+    """Else the embedder, importing numpy on the other thread at the same time, can be handed a
+    half-initialised numpy and fail (seen as "cannot load module more than once per process")."""
+    out = _run(NUMPY_FIRST, stocked, cli_env, "memory", "search", "which tests must pass before a deploy?")
+    line = next(ln for ln in out.stderr.splitlines() if ln.startswith("NUMPY "))
+    assert json.loads(line.split(" ", 1)[1]) == [True]
+    assert "parser tests must pass" in out.stdout
 
 
 def test_a_store_without_vectors_never_loads_the_index_library(open_service, paths):

@@ -17,7 +17,7 @@ from memory.learnkit import Fact, learn_facts
 @pytest.fixture
 def cli(monkeypatch, embedder):
 
-    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("memagent.embedding.embedders.load_embedder", lambda *a, **k: embedder)
     app = typer.Typer(add_completion=False)
     app.command("profile")(memory_learn.profile_command)
     app.command("review")(memory_learn.review_command)

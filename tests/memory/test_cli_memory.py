@@ -41,7 +41,7 @@ CARD_KEYS = {
 @pytest.fixture
 def cli(paths, embedder, monkeypatch):
     """Run ``memagent memory ARGS -C <project>``; the shared embedder replaces a fresh load."""
-    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("memagent.embedding.embedders.load_embedder", lambda *a, **k: embedder)
     runner = CliRunner()
 
     def run(*args: str, input: str | None = None):
@@ -146,7 +146,7 @@ def test_list_show_forget_never_load_the_embedder(cli, paths, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the embedder was loaded")
 
-    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", refuse)
+    monkeypatch.setattr("memagent.embedding.embedders.load_embedder", refuse)
     assert _json(cli("list", "--json"))[0]["id"] == card_id
     assert _json(cli("show", card_id, "--json"))["card"]["content"] == "Logs are shipped to Loki"
     assert _json(cli("stats", "--json"))["active"] == 1

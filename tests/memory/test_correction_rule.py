@@ -92,7 +92,7 @@ def test_a_changed_value_of_the_same_slot_is_a_correction(old, new):
 
 @pytest.fixture
 def add(paths, embedder, monkeypatch):
-    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("memagent.embedding.embedders.load_embedder", lambda *a, **k: embedder)
     runner = CliRunner()
 
     def run(text: str) -> dict:

@@ -76,7 +76,7 @@ def test_a_correction_through_the_memory_save_tool(service, paths):
 
 
 def test_a_correction_through_the_cli(paths, embedder, monkeypatch):
-    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("memagent.embedding.embedders.load_embedder", lambda *a, **k: embedder)
     runner = CliRunner()
 
     def add(text: str) -> dict:

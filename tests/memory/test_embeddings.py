@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memagent.memory import embeddings as emb
-from memagent.memory import model_files
-from memagent.memory.embeddings import (
+from memagent.embedding import embedders as emb
+from memagent.embedding import model_files
+from memagent.embedding.embedders import (
     EmbedderHandle,
     EmbedderUnavailable,
     LexicalOnlyEmbedder,
@@ -170,7 +170,7 @@ def test_module_import_is_light():
     import subprocess
 
     code = (
-        "import sys, memagent.memory.embeddings, memagent.memory.lexical, memagent.memory.ranking, "
+        "import sys, memagent.embedding.embedders, memagent.memory.lexical, memagent.memory.ranking, "
         "memagent.memory.query; print(sorted(m for m in ('numpy','onnxruntime','onnx','tokenizers',"
         "'chromadb','torch') if m in sys.modules))"
     )
@@ -222,7 +222,7 @@ def test_a_corrupt_int8_cache_is_quantized_again(int8_embedder, graph_cache, tmp
 
 
 def test_without_the_quantizer_the_chain_falls_back_to_fp32(monkeypatch, graph_cache, tmp_path):
-    import memagent.memory.onnx_graph as graph
+    import memagent.embedding.onnx_graph as graph
 
     def unavailable(source, target):
         raise ImportError("No module named 'onnxruntime.quantization'")

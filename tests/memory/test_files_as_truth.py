@@ -95,7 +95,7 @@ def test_a_git_clone_of_committed_cards_works_after_the_index_builds(open_servic
 WRITER = """
 import sys
 from memagent.config import Settings, project_paths
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 from memagent.memory.service import MemoryService
 from pathlib import Path
 import random
@@ -144,7 +144,7 @@ def test_two_processes_writing_at_once_lose_nothing(paths, open_service, onnx_ca
 FOREIGN = """
 import sys
 from memagent.config import Settings, project_paths
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 from memagent.memory.service import MemoryService
 from pathlib import Path
 service = MemoryService.open(project_paths(sys.argv[1]), Settings(), "other",

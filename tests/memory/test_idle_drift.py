@@ -100,7 +100,7 @@ def test_a_topic_change_between_turns_learns_once_and_same_topic_does_not(
 
 
 def _feature(paths, model, embedder, monkeypatch, **settings):
-    import memagent.memory.embeddings as embeddings_module
+    import memagent.embedding.embedders as embeddings_module
 
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)
     opening = open_memory(

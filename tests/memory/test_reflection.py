@@ -157,11 +157,11 @@ def test_the_summary_answer_and_the_periodic_pass_setting():
 
 
 def test_the_periodic_pass_is_off_by_default_and_runs_once_when_due(paths, monkeypatch):
-    import memagent.memory.embeddings as embeddings_module
+    import memagent.embedding.embedders as embeddings_module
     from memagent.config import Settings
+    from memagent.embedding.embedders import LexicalOnlyEmbedder
     from memagent.features.memory import open_memory
     from memagent.llm.anthropic import AnthropicModel
-    from memagent.memory.embeddings import LexicalOnlyEmbedder
 
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: LexicalOnlyEmbedder())
     model = Summariser()

@@ -16,7 +16,7 @@ from memory.learnkit import Fact
 
 
 def _open(paths, settings, model, monkeypatch, embedder, warnings):
-    import memagent.memory.embeddings as embeddings_module
+    import memagent.embedding.embedders as embeddings_module
 
     # the session loads its embedder lazily through this function; the suite's shared one is faster
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)

@@ -246,7 +246,7 @@ def test_person_and_query_reach_the_ranker(service):
 WRITER = """
 import sys
 from memagent.config import Settings, project_paths
-from memagent.memory.embeddings import load_embedder
+from memagent.embedding.embedders import load_embedder
 from memagent.memory.service import MemoryService
 service = MemoryService.open(project_paths(sys.argv[1]), Settings(), "writer", embedder=load_embedder("numpy"))
 if sys.argv[2] == "add":

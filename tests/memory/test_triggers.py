@@ -79,7 +79,7 @@ def test_the_todo_list_completed_is_a_trigger_and_failed_calls_are_not():
 
 
 def test_two_triggers_in_one_turn_are_one_extraction_and_the_next_turn_none(brain, model, paths, embedder, monkeypatch):
-    import memagent.memory.embeddings as embeddings_module
+    import memagent.embedding.embedders as embeddings_module
 
     monkeypatch.setattr(embeddings_module, "load_embedder", lambda *args, **kwargs: embedder)
     brain.facts = [UV]

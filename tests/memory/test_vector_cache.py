@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from memagent.config import Settings, project_paths
+from memagent.embedding.vector_cache import VectorCache
 from memagent.memory.catalog import digest_of
-from memagent.memory.vectorcache import VectorCache
 
 TEXTS = [
     "Releases are tagged vX.Y.Z on main",

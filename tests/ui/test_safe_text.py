@@ -92,7 +92,7 @@ def test_sessions_show_and_list_escape_transcript_text(tmp_path) -> None:
 
 
 def test_memory_list_and_show_escape_card_text(paths, embedder, monkeypatch) -> None:
-    monkeypatch.setattr("memagent.memory.embeddings.load_embedder", lambda *args, **kwargs: embedder)
+    monkeypatch.setattr("memagent.embedding.embedders.load_embedder", lambda *args, **kwargs: embedder)
     root = str(paths.root)
     added = runner.invoke(app, ["memory", "add", f"The build uses {CLEAR}make and ninja", "--json", "-C", root])
     assert added.exit_code == 0, added.output

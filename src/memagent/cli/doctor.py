@@ -26,7 +26,7 @@ from memagent.ui.words import plural
 
 if TYPE_CHECKING:
     from memagent.claude_settings import ClaudeSettings
-    from memagent.memory.embeddings import Embedder
+    from memagent.embedding.embedders import Embedder
 
 
 class PathEntry(TypedDict):
@@ -160,7 +160,7 @@ def plain(value: object) -> JsonValue:
 def embedding_report() -> tuple[JsonObject | str, Embedder | None]:
     """The embedder's status and the loaded embedder (reused by the store check), or why not."""
     try:
-        from memagent.memory.embeddings import embedder_status, load_embedder
+        from memagent.embedding.embedders import embedder_status, load_embedder
 
         embedder = load_embedder()
         return json_object(plain(embedder_status(embedder))), embedder

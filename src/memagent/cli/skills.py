@@ -76,7 +76,7 @@ def new_skill(
 def _from_card(paths, card_id: str, name: str | None, description: str | None) -> tuple[str, str]:
     """(name, SKILL.md text) for a procedure card; exits with one line when it cannot."""
     from memagent.config import ConfigError, load_settings
-    from memagent.memory.embeddings import LexicalOnlyEmbedder
+    from memagent.embedding.embedders import LexicalOnlyEmbedder
     from memagent.memory.service import MemoryService, MemoryUnavailable
 
     try:

@@ -11,6 +11,7 @@ as :attr:`MemoryCore.after_sync`.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import sqlite3
 import threading
@@ -19,12 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memagent.embedding.embedders import Embedder, EmbedderHandle
 from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now
 from memagent.memory.catalog import CatalogError, Entry, digest_of
 from memagent.memory.chroma_client import load_chromadb
-from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.provenance import REPOSITORY, Witness
@@ -205,6 +206,11 @@ class MemoryCore:
         if self.embedder_handle.loaded or self.embedder_handle.preference == "lexical":
             return
         if any(store.is_remote or store.vectors_on_disk() for store in self.stores_in_use()):
+            # Both sides import numpy. Two threads importing one package at once can meet
+            # Python's import-deadlock avoidance, which hands one of them a half-initialised
+            # module; numpy's core cannot be loaded twice, so the embedder would fail. Importing
+            # it here first (the embedder needs it anyway) leaves the two sides no module in common.
+            importlib.import_module("numpy")
             self._in_background("index-library", self.load_index_library)
 
     def _in_background(self, name: str, job: Callable[[], object]) -> None:

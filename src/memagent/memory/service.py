@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from memagent.embedding.embedders import Embedder, EmbedderHandle
 from memagent.errors import one_line
 from memagent.fsutil import UnsafePath, refuse_symlinks
 from memagent.jsontypes import JsonObject
 from memagent.memory.cardfiles import INDEX_DIR, PRIVATE_DIR, CardFileError
 from memagent.memory.cards import MemoryCard
 from memagent.memory.core import INLINE_EMBED_MAX, MemoryCore, MemoryKnobs
-from memagent.memory.embeddings import Embedder, EmbedderHandle
 from memagent.memory.erasure import Erasure
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig

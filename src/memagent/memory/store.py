@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memagent.embedding.vector_cache import VectorCache
 from memagent.fsutil import make_dirs, refuse_symlinks, tree_bytes
 from memagent.memory import arrivals, gitview
 from memagent.memory.cardfiles import CardFileError, CardFiles, Scan, Stamp, stamp_of
@@ -49,7 +50,6 @@ from memagent.memory.layout import migrate_store, vectors_dir
 from memagent.memory.store_forgetting import StoreForgetting
 from memagent.memory.tombstones import Tombstones, came_back_reason
 from memagent.memory.vector_index import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex
-from memagent.memory.vectorcache import VectorCache
 
 if TYPE_CHECKING:
     from memagent.memory.provenance import Witness

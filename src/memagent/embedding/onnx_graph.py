@@ -1,13 +1,13 @@
 """The MiniLM-L6 BERT forward pass as an ONNX graph, built with the ``onnx`` helper API from the
 verified safetensors weights, and its int8 variant made by onnxruntime's own quantizer (see
-``memory.embeddings``, which caches both serialized graphs)."""
+``embedding.embedders``, which caches both serialized graphs)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from memagent.memory.embeddings import EMBEDDING_DIM, HEAD_DIM, LAYER_NORM_EPS, NUM_HEADS, NUM_LAYERS, ONNX_OPSET
+from memagent.embedding.embedders import EMBEDDING_DIM, HEAD_DIM, LAYER_NORM_EPS, NUM_HEADS, NUM_LAYERS, ONNX_OPSET
 
 if TYPE_CHECKING:
     from pathlib import Path

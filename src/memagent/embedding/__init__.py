@@ -1,0 +1,16 @@
+"""Texts into vectors, offline: the all-MiniLM-L6-v2 sentence embedder and what it needs.
+
+- ``embedders``: the :class:`~memagent.embedding.embedders.Embedder` protocol, the backends (an
+  int8-quantized ONNX graph, the fp32 graph, numpy, lexical-only) and the chain that picks one,
+  with the per-process :class:`~memagent.embedding.embedders.EmbedderHandle`;
+- ``model_files``: the model's files located in their package and verified by pinned sha256
+  hashes before anything is loaded;
+- ``onnx_graph``: the BERT forward pass built as an ONNX graph from those weights, and its int8
+  variant;
+- ``numpy_bert``: the same forward pass in numpy, the reference;
+- ``vector_cache``: vectors kept by content hash in text files, so a text is embedded once.
+
+The package knows nothing of memory cards or stores (``memagent.memory`` uses it, never the
+other way round). Importing it, or any module of it, loads no numpy, onnx or tokenizer: the heavy
+runtimes are imported inside the functions that need them.
+"""
