@@ -70,6 +70,7 @@ class Reading:
         if not query.strip() or k <= 0:
             return []
         wanted = SearchFilter(memory_type, scope, include_inactive)
+        self.core.prepare_vector_search()
         with self.core.lock, self.core.guard("search"):
             self.core.sync(vectors=True)
             return self._search(query, k, wanted, current_task, min_score)

@@ -517,7 +517,9 @@ class Store:
     ) -> list[Path]:
         catalog = self.open_catalog()
         if embedder is not None and embedder.dim > 0:
-            import chromadb  # noqa: F401  (seconds on a busy machine: not while holding the lock)
+            from memagent.memory.chroma_client import load_chromadb
+
+            load_chromadb()  # seconds on a busy machine: not while holding the lock
         items = [(self.files.portable(card, private), private, vector) for card, private, vector in items]
         with self.locked():
             before = repr(self.files.folder_stamps())
