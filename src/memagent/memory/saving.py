@@ -1,9 +1,12 @@
 """Saving cards: the write gate, the correction rule (restatements merge, corrections supersede,
 look-alike facts are added: ``memory.corrections``), explicit corrections and metadata updates.
 
-The correction rule is applied wherever a card arrives: here for ``memory add``, the memory tools
-and MCP saves; in ``memory.transfer`` for import; and, for card files that appeared from outside
-(a pull, a rebuild of the catalog), on the next sync of the vectors (``memory.arrivals``).
+The correction rule is applied once to every card, wherever it arrives: here for ``memory add``,
+the memory tools and MCP saves; in ``memory.transfer`` for import; for card files that appeared
+from outside (a pull, a rebuild of the catalog), on the next sync of the vectors
+(``memory.arrivals``); and for learned candidates in :meth:`Saving.judge_new_cards`, before the
+consolidator decides whether a model needs to be asked at all. A :class:`Judgement` made there
+travels with the card to :meth:`Saving.submit`, which applies it and never judges again.
 
 Every rewrite of a card that exists (a correction marking the old card superseded, a merge, a
 metadata update) happens under the store's cross-process lock after checking that the card's
@@ -45,6 +48,27 @@ class SaveResult:
         return self.status != "refused"
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """The correction rule's word on one new card, given once and carried to :meth:`Saving.submit`,
+    which applies it without judging again.
+
+    ``decision``: add, duplicate, supersedes or superseded (``memory.corrections.Decision``; a
+    model's verdict on a card the rule left open is handed on as the same type). ``vector``: the
+    card's vector, embedded once. ``refusal``: why the write gate refuses the card (then the
+    decision means nothing). ``earlier``: the decision is about the card at this position of the
+    same batch, not about a stored card (its neighbour's id is then only a placeholder).
+    """
+
+    decision: Decision
+    vector: list[float] | None = None
+    refusal: str | None = None
+    earlier: int | None = None
+
+
+BATCH_ID = "batch:"  # the placeholder id of an earlier card of the same batch, in a Neighbour
+
+
 def validation_reason(exc: ValidationError) -> str:
     problems = []
     for err in exc.errors():
@@ -82,9 +106,12 @@ class SaveRequest:
     # a record of its own (a session's event card): never merged into a near-duplicate, never
     # taken for a correction of one
     distinct: bool = False
-    # held for review: written archived, correcting nothing and counting against no quota, until
-    # the user keeps it (``memory.hygiene.approve`` then links it to the card it corrects)
+    # held for review: written archived as it is, correcting nothing, merged into nothing and
+    # counting against no quota, until the user keeps it (``memory.hygiene.approve`` then links it
+    # to the card it corrects)
     held: bool = False
+    # judged already (``Saving.judge_new_cards``, or a model's final word): applied, not judged again
+    judged: Judgement | None = None
 
 
 class Saving:
@@ -140,17 +167,30 @@ class Saving:
             return SaveResult("refused", None, validation_reason(exc))
         return self.submit(card, private=private, auto=auto)
 
-    def submit(self, card: MemoryCard, *, private: bool = False, auto: bool = False, held: bool = False) -> SaveResult:
+    def submit(
+        self,
+        card: MemoryCard,
+        *,
+        private: bool = False,
+        auto: bool = False,
+        held: bool = False,
+        judged: Judgement | None = None,
+    ) -> SaveResult:
         """Save a card made elsewhere (a learned candidate, or :meth:`save`'s) as this service
         saves: its scope's id, this session in its provenance unless it names one, a session card
-        private (it never reaches git); ``held`` keeps it for review (see ``SaveRequest``)."""
+        private (it never reaches git); ``held`` keeps it for review, ``judged`` is the decision
+        already made about it (see ``SaveRequest``)."""
         if card.scope == "session" and not self.core.session_id:
             return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
         update: dict[str, object] = {"scope_id": self.core.scope_id(card.scope)}
         if self.core.session_id and card.provenance.session_id is None:
             update["provenance"] = card.provenance.model_copy(update={"session_id": self.core.session_id})
         request = SaveRequest(
-            card.model_copy(update=update), private=private or card.scope == "session", auto=auto, held=held
+            card.model_copy(update=update),
+            private=private or card.scope == "session",
+            auto=auto,
+            held=held,
+            judged=judged,
         )
         return self.save_card(request)
 
@@ -175,9 +215,11 @@ class Saving:
                     return SaveResult(
                         "refused", None, f"{old.id} is already {old.status}{newer}; correct the current card"
                     )
-            vector = self.core.embed([card.content])[0]
-            if old is None and not request.distinct:
-                decision = self.judge_new_card(card, vector)
+            judged = request.judged
+            vector = judged.vector if judged is not None and judged.vector is not None else None
+            vector = vector if vector is not None else self.core.embed([card.content])[0]
+            if old is None and not request.distinct and not request.held:
+                decision = judged.decision if judged is not None else self.judge_new_card(card, vector)
                 other = self.core.get_many([decision.other.id]).get(decision.other.id) if decision.other else None
                 if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
                     merged = self._merge_into(other, card)
@@ -187,11 +229,10 @@ class Saving:
                         f"near-duplicate of {other.id} (similarity "
                         f"{decision.other.similarity:.2f}); kept the existing memory",
                     )
-                correction = None if request.held else decision.action  # a held card corrects nothing yet
-                if correction == "supersedes" and other is not None:
+                if decision.action == "supersedes" and other is not None and other.active:
                     old = other
                     card = card.model_copy(update={"supersedes": old.id})
-                elif correction == "superseded" and other is not None:
+                elif decision.action == "superseded" and other is not None:
                     card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
             if not self._write_new(card, vector, old, request.private):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
@@ -307,6 +348,31 @@ class Saving:
     def comparer(self, with_vectors: bool) -> Comparer:
         """A fresh :class:`~memagent.memory.corrections.Comparer` using this store's embedder."""
         return Comparer(self.core.embed if with_vectors and self.core.dim > 0 else None)
+
+    def judge_new_cards(self, cards: Sequence[MemoryCard]) -> list[Judgement]:
+        """The one judgement of each card of a batch (learned candidates, in the order they were
+        said): the write gate, then the correction rule against the store and against the cards
+        before it in the batch (a restatement or correction of one of those names its position,
+        :attr:`Judgement.earlier`). Nothing is written."""
+        if not cards:
+            return []
+        with self.core.lock, self.core.guard("save"):
+            self.core.sync(vectors=True)
+            vectors = self.core.embed([c.content for c in cards])
+            comparer = self.comparer(vectors[0] is not None)
+            judged: list[Judgement] = []
+            for position, (card, vector) in enumerate(zip(cards, vectors)):
+                refusal = check_card(card, self.core.gate, private=card.scope == "session")
+                if refusal is not None:
+                    judged.append(Judgement(Decision("add"), vector, refusal))
+                    continue
+                earlier = _batch_neighbours(cards, vectors, judged, position)
+                decision = self.judge_new_card(card, vector, earlier, comparer)
+                at = decision.other.id if decision.other is not None else ""
+                judged.append(
+                    Judgement(decision, vector, None, int(at[len(BATCH_ID) :]) if at.startswith(BATCH_ID) else None)
+                )
+            return judged
 
     def stored_neighbours(
         self, cards: Sequence[MemoryCard], vectors: Sequence[list[float] | None]
@@ -493,6 +559,27 @@ class Saving:
                 return updated if self._rewrite(updated) else None
 
 
+def _batch_neighbours(
+    cards: Sequence[MemoryCard], vectors: Sequence[list[float] | None], judged: Sequence[Judgement], position: int
+) -> list[Neighbour]:
+    """The cards before ``position`` in a batch that the gate let through, of the same scope and
+    close enough to ``cards[position]`` to be judged against it (as stored cards are)."""
+    from memagent.memory.lexical import tokenize
+
+    card, vector = cards[position], vectors[position]
+    close = []
+    for index, (other, other_vector) in enumerate(zip(cards[:position], vectors[:position])):
+        if judged[index].refusal is not None or other.scope != card.scope:
+            continue
+        if vector is not None and other_vector is not None:
+            similarity = float(sum(x * y for x, y in zip(vector, other_vector)))
+        else:
+            similarity = term_overlap(tokenize(card.content), tokenize(other.content))
+        if similarity >= NEIGHBOUR_COSINE:
+            close.append(Neighbour(f"{BATCH_ID}{index}", other.content, similarity, other.created_at))
+    return close
+
+
 def quota_note(archived: list[str], limit: int) -> str:
     """What a save at the quota did, in one line ("" when it archived nothing)."""
     if not archived:
@@ -505,4 +592,12 @@ def quota_note(archived: list[str], limit: int) -> str:
     )
 
 
-__all__ = ["CorrectionFields", "quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]
+__all__ = [
+    "CorrectionFields",
+    "Judgement",
+    "quota_note",
+    "SaveRequest",
+    "SaveResult",
+    "Saving",
+    "validation_reason",
+]

@@ -122,6 +122,7 @@ class MemoryService:
         self.submit = self.saving.submit
         self.update_card, self.reinforce = self.saving.update_card, self.saving.reinforce
         self.judge_new_card, self.comparer = self.saving.judge_new_card, self.saving.comparer
+        self.judge_new_cards = self.saving.judge_new_cards
         # reading
         self.search, self.list, self.stats = self.reading.search, self.reading.list, self.reading.stats
         self.where, self.chain = self.reading.where, self.reading.chain
