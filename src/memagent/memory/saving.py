@@ -28,6 +28,7 @@ from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Comparer, Decision, Neighbour, decide
 from memagent.memory.gate import check_card, term_overlap
 from memagent.memory.provenance import REPOSITORY
+from memagent.memory.quota import quota_note
 
 if TYPE_CHECKING:
     from memagent.memory.store import Store
@@ -580,22 +581,9 @@ def _batch_neighbours(
     return close
 
 
-def quota_note(archived: list[str], limit: int) -> str:
-    """What a save at the quota did, in one line ("" when it archived nothing)."""
-    if not archived:
-        return ""
-    shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
-    return (
-        f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
-        f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
-        "shows them"
-    )
-
-
 __all__ = [
     "CorrectionFields",
     "Judgement",
-    "quota_note",
     "SaveRequest",
     "SaveResult",
     "Saving",
