@@ -16,6 +16,8 @@ Reported:
   current answer is among the top 5 of ``MemoryService.search`` — of the ranking itself
   (``min_score=0``) and, separately, with the retrieval's default relevance threshold (what
   per-turn injection would show);
+- consolidation calls: how many times the model was asked to consolidate (restatements and the
+  corrections the correction rule is sure of are settled without it);
 - tokens: total input tokens of the extraction + consolidation requests vs the tokens of the
   sessions' transcripts (both estimated as characters / 4 in scripted mode; the API's reported
   usage in ``--real`` mode).
@@ -862,6 +864,7 @@ def run(real: bool, extract_every: int = 10, consolidate: bool = True) -> dict[s
         learning_input_tokens=stats["input_tokens"],
         token_ratio=round(stats["input_tokens"] / transcript, 3),
         extraction_runs=stats["extraction_runs"],
+        consolidation_calls=stats["consolidation_calls"],
         catch_up_runs=len(caught_up),
         catch_up_messages=sum(len(r.get("message_ids") or ()) for r in caught_up),
         decisions=stats["decisions"],

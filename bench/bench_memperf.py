@@ -26,6 +26,12 @@ Rows:
 - a teammate's clone: ``memory search`` on a copy of ``--rebuild-n`` committed card files and
   their vector cache (no index) vs plain: embed those texts (fp32) and add them to Chroma.
 - ``memory stats`` vs ``memory list``.
+
+``--only stats import`` runs only those rows. ``--against SRC`` adds another revision to the
+``stats`` and ``import`` rows, interleaved with this one in the same run (its ``memagent`` is
+imported from ``SRC``, e.g. ``git archive main | tar -x -C /tmp/main-tree`` and
+``--against /tmp/main-tree/src``); ``--against-stores`` gives it a copy of the stores of its own
+(a revision whose catalog lacks an index this one adds must not be timed on a catalog that has it).
 """
 
 from __future__ import annotations
@@ -97,16 +103,26 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+Command = tuple[list[str], dict[str, str], Path]  # argv, environment, working directory
+
+
+def interleaved(commands: dict[str, Command], runs: int) -> dict[str, float]:
+    """Median wall time (``name``) and CPU time (``name_cpu``) of each command, the commands run
+    in turn ``runs`` times (after one untimed run of each)."""
+    for argv, env, cwd in commands.values():
+        timed(argv, env, cwd)
+    samples: dict[str, list[float]] = {}
+    for _ in range(runs):
+        for name, (argv, env, cwd) in commands.items():
+            wall, cpu = timed(argv, env, cwd)
+            samples.setdefault(name, []).append(wall)
+            samples.setdefault(f"{name}_cpu", []).append(cpu)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
 def pair(a: list[str], b: list[str], env: dict[str, str], cwd: Path, runs: int) -> dict[str, float]:
     """Medians of ``a`` and ``b`` run alternately (after one untimed run of each)."""
-    timed(a, env, cwd), timed(b, env, cwd)
-    walls: dict[str, list[float]] = {"a": [], "b": [], "a_cpu": [], "b_cpu": []}
-    for _ in range(runs):
-        for key, argv in (("a", a), ("b", b)):
-            wall, cpu = timed(argv, env, cwd)
-            walls[key].append(wall)
-            walls[f"{key}_cpu"].append(cpu)
-    return {key: statistics.median(values) for key, values in walls.items()}
+    return interleaved({"a": (a, env, cwd), "b": (b, env, cwd)}, runs)
 
 
 def peak_rss_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -167,38 +183,63 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
     }
 
 
-def import_rate(texts: list[str], workdir: Path, home: Path) -> dict[str, float]:
-    """Cards/s: ``import_cards`` through the gate (int8) vs plain fp32 embedding + Chroma add."""
-    import chromadb
-
-    os.environ["MEMAGENT_HOME"] = str(home)  # the store's home (its embedding graph): never the real home
-
-    from memagent.config import Settings, project_paths
+IMPORT_RUN = """
+import json, sys, tempfile, time, pathlib
+import chromadb  # imported before the clock starts, as on the plain side
+from memagent.config import Settings, project_paths
+try:
     from memagent.embedding.embedders import load_embedder
-    from memagent.memory.service import MemoryService
+except ImportError:  # a revision (--against) from before the embedder had a package of its own
+    from memagent.memory.embeddings import load_embedder
+from memagent.memory.service import MemoryService
+texts = json.loads(pathlib.Path(sys.argv[1]).read_text(encoding="utf-8"))[-int(sys.argv[2]):]
+project = pathlib.Path(tempfile.mkdtemp(dir=sys.argv[3]))
+service = MemoryService.open(project_paths(project), Settings(), "bench", embedder=load_embedder())
+started = time.perf_counter()
+report = service.import_cards([{"content": t, "memory_type": "fact"} for t in texts])
+print(len(texts) / (time.perf_counter() - started), report.added)
+"""
+PLAIN_IMPORT = """
+import json, sys, tempfile, time, pathlib
+import chromadb
+try:
+    from memagent.embedding.embedders import load_embedder
+except ImportError:  # a revision (--against) from before the embedder had a package of its own
+    from memagent.memory.embeddings import load_embedder
+texts = json.loads(pathlib.Path(sys.argv[1]).read_text(encoding="utf-8"))[-int(sys.argv[2]):]
+fp32 = load_embedder("onnx")
+started = time.perf_counter()
+vectors = fp32.embed(texts)
+client = chromadb.PersistentClient(path=tempfile.mkdtemp(dir=sys.argv[3]), settings=chromadb.Settings(anonymized_telemetry=False))
+collection = client.get_or_create_collection("plain", embedding_function=None, metadata={"hnsw:space": "cosine"})
+for start in range(0, len(texts), 1000):
+    collection.add(ids=[f"d{i}" for i in range(start, min(start + 1000, len(texts)))], documents=texts[start:start + 1000],
+                   embeddings=vectors[start:start + 1000].tolist())
+print(len(texts) / (time.perf_counter() - started), len(texts))
+"""
 
-    project = workdir / "import-project"
-    project.mkdir()
-    service = MemoryService.open(project_paths(project), Settings(), "bench", embedder=load_embedder())
-    started = time.perf_counter()
-    report = service.import_cards([{"content": t, "memory_type": "fact"} for t in texts])
-    ours = time.perf_counter() - started
-    service.close()
-    fp32 = load_embedder("onnx")
-    started = time.perf_counter()
-    vectors = fp32.embed(texts)
-    client = chromadb.PersistentClient(
-        path=str(workdir / "import-plain"), settings=chromadb.Settings(anonymized_telemetry=False)
-    )
-    collection = client.get_or_create_collection("plain", embedding_function=None, metadata={"hnsw:space": "cosine"})
-    for start in range(0, len(texts), 1000):
-        collection.add(
-            ids=[f"d{i}" for i in range(start, min(start + 1000, len(texts)))],
-            documents=texts[start : start + 1000],
-            embeddings=vectors[start : start + 1000].tolist(),
-        )
-    theirs = time.perf_counter() - started
-    return {"ours": len(texts) / ours, "plain": len(texts) / theirs, "added": report.added}
+
+def import_rates(corpus: Path, n: int, workdir: Path, sides: dict[str, dict[str, str]], runs: int) -> dict[str, float]:
+    """Median cards/s of each side: ``memory import`` of the corpus' last ``n`` texts into a fresh
+    project through the gate (int8) per revision in ``sides`` (name -> environment), and the
+    plain fp32 embed + Chroma add ("plain"), interleaved, after one untimed round."""
+    scripts = {name: (IMPORT_RUN, env) for name, env in sides.items()}
+    scripts["plain"] = (PLAIN_IMPORT, next(iter(sides.values())))
+    rates: dict[str, list[float]] = {name: [] for name in scripts}
+    for round_ in range(runs + 1):
+        for name, (script, env) in scripts.items():
+            out = subprocess.run(
+                [sys.executable, "-c", script, str(corpus), str(n), str(workdir)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"import ({name}) failed: {out.stderr.strip()[-600:]}")
+            if round_:
+                rates[name].append(float(out.stdout.split()[0]))
+    return {name: statistics.median(values) for name, values in rates.items()}
 
 
 def clone_of(store: Path, n: int, target: Path) -> Path:
@@ -217,108 +258,114 @@ def clone_of(store: Path, n: int, target: Path) -> Path:
     return target
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stores", type=Path, default=Path("/work/bench-stores"))
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--import-n", type=int, default=1000)
-    parser.add_argument("--rebuild-n", type=int, default=1000)
-    args = parser.parse_args(argv)
-    from fakeapi import FakeAnthropic, text
+ROWS = ("p", "rss", "warm", "cold", "stats", "import", "clone")
 
+
+def against_env(args: argparse.Namespace, env: dict[str, str], size: int) -> dict[str, str]:
+    """The environment of the ``--against`` revision: its code, and its copy of the store."""
+    stores = args.against_stores or args.stores
+    return {**env, "PYTHONPATH": str(args.against), "MEMAGENT_HOME": str(stores / f"store-{size // 1000}k" / "home")}
+
+
+def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: list[str], row) -> None:
+    """The rows measured on the store of ``n`` cards."""
     memagent = str(Path(sys.executable).parent / "memagent")
-    queries = questions(args.queries)
-    rows: list[str] = []
+    store = args.stores / f"store-{n // 1000}k"
+    project = store / "project"
+    label = f"{n // 1000}k"
+    wanted = set(args.only)
+    if wanted & {"p", "rss", "warm", "cold"}:
+        # The cards were written by the build, not by a session this machine's ledger saw:
+        # trusting the project lets sessions use them (see memory.provenance).
+        timed([memagent, "trust", "-C", str(project)], env, project)
+    for prompt, name in (("hi", "hi"), (QUESTION, "a question")) if "p" in wanted else ():
+        p = pair(
+            [memagent, "-p", prompt, "-C", str(project)],
+            [memagent, "-p", prompt, "--no-memory", "-C", str(project)],
+            env,
+            project,
+            args.runs,
+        )
+        row(
+            f"`-p {name}` on / off, {label} (wall; CPU)",
+            f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
+            f"{p['b']:.2f} s; {p['b_cpu']:.2f} s",
+            p["a"] / p["b"],
+            "≤ 1.2× (10k), ≤ 1.3× (100k)",
+        )
+    if "rss" in wanted:
+        on = peak_rss_mb(["-p", QUESTION, "-C", str(project)], env, project)
+        off = peak_rss_mb(["-p", QUESTION, "--no-memory", "-C", str(project)], env, project)
+        row(f"peak RSS of `-p a question`, {label}", f"{on:.0f} MB", f"{off:.0f} MB", on / off, "≤ 1.6×")
+    if "warm" in wanted:
+        warm = warm_search(store, queries)
+        row(
+            f"warm search p50 / p95, {label}",
+            f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
+            f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms",
+            warm["p95"] / warm["plain_p95"],
+            "≤ 1.5×, p95 ≤ 25 ms",
+        )
+    if "cold" in wanted:
+        cold = pair(
+            [memagent, "memory", "search", QUESTION, "-C", str(project)],
+            [sys.executable, "-c", PLAIN_COLD, str(store / "plain"), QUESTION, "auto"],
+            env,
+            project,
+            args.runs,
+        )
+        row(
+            f"cold `memory search`, {label} (wall; CPU)",
+            f"{cold['a']:.2f} s; {cold['a_cpu']:.2f} s",
+            f"{cold['b']:.2f} s; {cold['b_cpu']:.2f} s",
+            cold["a"] / cold["b"],
+            "≤ 1.1×",
+        )
+    if "stats" in wanted:
+        stats_row(args, n, env, row)
 
-    def row(what: str, ours: str, theirs: str, ratio: float | None, target: str) -> None:
-        line = f"| {what} | {ours} | {theirs} | {'' if ratio is None else f'{ratio:.2f}×'} | {target} |"
-        rows.append(line)
-        print(line, flush=True)
 
-    print(f"load average {os.getloadavg()[0]:.1f}; runs {args.runs}", flush=True)
-    print("| measure | memagent | plain / memory off | ratio | target |\n|---|---:|---:|---:|---:|", flush=True)
-    with FakeAnthropic(responder=lambda body: text("Done.")) as fake, tempfile.TemporaryDirectory() as tmp:
-        for n in args.sizes:
-            store = args.stores / f"store-{n // 1000}k"
-            project = store / "project"
-            env = {
-                **os.environ,
-                "MEMAGENT_HOME": str(store / "home"),
-                "ANTHROPIC_API_KEY": "bench",
-                "ANTHROPIC_BASE_URL": fake.url,
-            }
-            label = f"{n // 1000}k"
-            # The cards were written by the build, not by a session this machine's ledger saw:
-            # trusting the project lets sessions use them (see memory.provenance).
-            timed([memagent, "trust", "-C", str(project)], env, project)
-            for prompt, name in (("hi", "hi"), (QUESTION, "a question")):
-                p = pair(
-                    [memagent, "-p", prompt, "-C", str(project)],
-                    [memagent, "-p", prompt, "--no-memory", "-C", str(project)],
-                    env,
-                    project,
-                    args.runs,
-                )
-                row(
-                    f"`-p {name}` on / off, {label} (wall; CPU)",
-                    f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
-                    f"{p['b']:.2f} s; {p['b_cpu']:.2f} s",
-                    p["a"] / p["b"],
-                    "≤ 1.2× (10k), ≤ 1.3× (100k)",
-                )
-            on = peak_rss_mb(["-p", QUESTION, "-C", str(project)], env, project)
-            off = peak_rss_mb(["-p", QUESTION, "--no-memory", "-C", str(project)], env, project)
-            row(f"peak RSS of `-p a question`, {label}", f"{on:.0f} MB", f"{off:.0f} MB", on / off, "≤ 1.6×")
-            warm = warm_search(store, queries)
-            row(
-                f"warm search p50 / p95, {label}",
-                f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
-                f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms",
-                warm["p95"] / warm["plain_p95"],
-                "≤ 1.5×, p95 ≤ 25 ms",
-            )
-            cold = pair(
-                [memagent, "memory", "search", QUESTION, "-C", str(project)],
-                [sys.executable, "-c", PLAIN_COLD, str(store / "plain"), QUESTION, "auto"],
-                env,
-                project,
-                args.runs,
-            )
-            row(
-                f"cold `memory search`, {label} (wall; CPU)",
-                f"{cold['a']:.2f} s; {cold['a_cpu']:.2f} s",
-                f"{cold['b']:.2f} s; {cold['b_cpu']:.2f} s",
-                cold["a"] / cold["b"],
-                "≤ 1.1×",
-            )
-            stats = pair(
-                [memagent, "memory", "stats", "-C", str(project)],
-                [memagent, "memory", "list", "-C", str(project)],
-                env,
-                project,
-                args.runs,
-            )
-            row(
-                f"`memory stats` vs `memory list`, {label}",
-                f"{stats['a']:.2f} s",
-                f"{stats['b']:.2f} s",
-                stats["a"] / stats["b"],
-                "≤ 0.5 s",
-            )
-        store = args.stores / f"store-{min(args.sizes) // 1000}k"
-        env = {**os.environ, "MEMAGENT_HOME": str(store / "home")}
-        work = Path(tmp)
-        corpus = json.loads((args.stores / "corpus.json").read_text(encoding="utf-8"))
-        rate = import_rate(corpus[-args.import_n :], work, store / "home")
+def stats_row(args: argparse.Namespace, n: int, env: dict[str, str], row) -> None:
+    """``memory stats`` vs ``memory list`` (and the ``--against`` revision's stats), interleaved."""
+    memagent = str(Path(sys.executable).parent / "memagent")
+    label = f"{n // 1000}k"
+    project = args.stores / f"store-{label}" / "project"
+    commands: dict[str, Command] = {
+        "stats": ([memagent, "memory", "stats", "-C", str(project)], env, project),
+        "list": ([memagent, "memory", "list", "-C", str(project)], env, project),
+    }
+    if args.against:
+        theirs = (args.against_stores or args.stores) / f"store-{label}" / "project"
+        commands["before"] = ([memagent, "memory", "stats", "-C", str(theirs)], against_env(args, env, n), theirs)
+    t = interleaved(commands, args.runs)
+    before = f"; `--against` {t['before']:.2f} s" if args.against else ""
+    row(
+        f"`memory stats` vs `memory list`, {label}",
+        f"{t['stats']:.2f} s (CPU {t['stats_cpu']:.2f} s)",
+        f"{t['list']:.2f} s{before}",
+        t["stats"] / t["list"],
+        "≤ 0.5 s",
+    )
+
+
+def write_rows(args: argparse.Namespace, work: Path, row) -> None:
+    """``memory import`` throughput and a clone's first search, on the smallest store's home."""
+    memagent = str(Path(sys.executable).parent / "memagent")
+    size = min(args.sizes)
+    store = args.stores / f"store-{size // 1000}k"
+    env = {**os.environ, "MEMAGENT_HOME": str(store / "home")}
+    if "import" in args.only:
+        sides = {"ours": env, **({"before": against_env(args, env, size)} if args.against else {})}
+        rate = import_rates(args.stores / "corpus.json", args.import_n, work, sides, args.runs)
+        before = f"; `--against` {rate['before']:.0f} ({rate['before'] / rate['plain']:.2f}×)" if args.against else ""
         row(
             f"`memory import` of {args.import_n:,} real cards (cards/s)",
             f"{rate['ours']:.0f}",
-            f"{rate['plain']:.0f} (fp32)",
+            f"{rate['plain']:.0f} (fp32){before}",
             rate["ours"] / rate["plain"],
             "≥ 2×",
         )
+    if "clone" in args.only:
         clone = clone_of(store, args.rebuild_n, work / "clone")
         ours = timed([memagent, "memory", "search", QUESTION, "-C", str(clone)], env, clone)
         theirs = timed(
@@ -331,6 +378,39 @@ def main(argv: list[str] | None = None) -> int:
             ours[0] / theirs[0],
             "≥ 2× faster",
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", type=Path, default=Path("/work/bench-stores"))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--import-n", type=int, default=1000)
+    parser.add_argument("--rebuild-n", type=int, default=1000)
+    parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS), help="the rows to measure")
+    parser.add_argument("--against", type=Path, help="another revision's src folder, for the stats and import rows")
+    parser.add_argument("--against-stores", type=Path, help="that revision's copy of --stores (default: the same)")
+    args = parser.parse_args(argv)
+    from fakeapi import FakeAnthropic, text
+
+    queries = questions(args.queries) if "warm" in args.only else []
+
+    def row(what: str, ours: str, theirs: str, ratio: float | None, target: str) -> None:
+        print(f"| {what} | {ours} | {theirs} | {'' if ratio is None else f'{ratio:.2f}×'} | {target} |", flush=True)
+
+    print(f"load average {os.getloadavg()[0]:.1f}; runs {args.runs}", flush=True)
+    print("| measure | memagent | plain / memory off | ratio | target |\n|---|---:|---:|---:|---:|", flush=True)
+    with FakeAnthropic(responder=lambda body: text("Done.")) as fake, tempfile.TemporaryDirectory() as tmp:
+        for n in args.sizes:
+            env = {
+                **os.environ,
+                "MEMAGENT_HOME": str(args.stores / f"store-{n // 1000}k" / "home"),
+                "ANTHROPIC_API_KEY": "bench",
+                "ANTHROPIC_BASE_URL": fake.url,
+            }
+            size_rows(args, n, env, queries, row)
+        write_rows(args, Path(tmp), row)
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

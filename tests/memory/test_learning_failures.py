@@ -67,7 +67,8 @@ def test_an_api_error_during_extraction_is_counted_too(run_cli, project):
 
 @pytest.mark.timeout(600)  # real CLI runs: slow on a loaded machine
 def test_an_unusable_consolidation_answer_is_counted(run_cli, project):
-    # a first session stores the card; the second restates it, so consolidation is asked
+    # a first session stores the card; the second changes it in a way the correction rule cannot
+    # read from the words (another branch, another phrasing), so consolidation is asked
     card = {
         "content": "The project deploys with make ship from the release branch.",
         "memory_type": "procedure",
@@ -75,7 +76,7 @@ def test_an_unusable_consolidation_answer_is_counted(run_cli, project):
         "confidence": 0.9,
         "quote": "we always deploy with make ship from the release branch",
     }
-    other = dict(card, content="Deploys of the project use make ship, from the release branch only.")
+    other = dict(card, content="Deploying the project is done with make ship from the main branch.")
     answers = iter([json.dumps({"memories": [card]}), json.dumps({"memories": [other]})])
     first, _ = _run_session(run_cli, project, lambda prompt: next(answers))
     assert first.returncode == 0 and "memory learning" not in first.stderr, first.stderr

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -200,19 +200,31 @@ class CardFiles:
     def write(self, card: MemoryCard, private: bool, *, durable: bool = True) -> Path:
         """Write (or rewrite) the card's file atomically; a card moving between shared and private
         loses its old file."""
+        return self.write_many([(card, private)], durable=durable)[0]
+
+    def write_many(self, items: Sequence[tuple[MemoryCard, bool]], *, durable: bool = True) -> list[Path]:
+        """Write (card, private) files, each atomically (a temporary file renamed into place: a
+        reader or an interruption never meets half a card). The witness records every file of
+        the batch in one ledger transaction *before* the files appear, so a file that exists was
+        always earned; ``durable=False`` skips the ``fsync`` of each file (see ``fsutil``)."""
+        if not items:
+            return []
         self.ensure_layout(self.identity)
-        path = self.path_for(card.id, private)
-        if private:
-            private_dir(path.parent)
-        refuse_symlinks(self.root, path)  # a card folder swapped for a link: never written through
-        data = render(card).encode("utf-8")
-        atomic_write(path, data, durable=durable, keep_mode=not private, new_mode=PRIVATE_FILE_MODE)
+        rendered = [(card, private, render(card).encode("utf-8")) for card, private in items]
         if self.witness is not None:
-            self.witness.wrote(card, data)
-        other = self.path_for(card.id, not private)
-        if other.exists():
-            other.unlink()
-        return path
+            self.witness.wrote_many([(card, data) for card, _, data in rendered])
+        paths = []
+        for card, private, data in rendered:
+            path = self.path_for(card.id, private)
+            if private:
+                private_dir(path.parent)
+            refuse_symlinks(self.root, path)  # a card folder swapped for a link: never written through
+            atomic_write(path, data, durable=durable, keep_mode=not private, new_mode=PRIVATE_FILE_MODE)
+            other = self.path_for(card.id, not private)
+            if other.exists():
+                other.unlink()
+            paths.append(path)
+        return paths
 
     def read(self, path: Path, *, as_claimed: bool = False) -> MemoryCard:
         """The card in ``path`` as far as it is earned (see ``memory.provenance``), or as the file

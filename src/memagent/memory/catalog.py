@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from memagent.fsutil import make_dirs
 from memagent.memory import card_facts
@@ -39,6 +39,20 @@ SCHEMA_VERSION = "3"
 MIGRATABLE = {"2"}  # schemas brought up to date in place (else the catalog is rebuilt from the files)
 CATALOG_FILE = "catalog.sqlite3"
 UsageRow = tuple[int, str, str, str, str]  # uses, last used, created, id, type (catalog text)
+
+
+class KindCount(NamedTuple):
+    """Cards of one kind (see :meth:`Catalog.kinds`) and the bytes of their files."""
+
+    active: bool
+    status: str
+    memory_type: str
+    scope: str
+    source: str
+    cards: int
+    size: int
+
+
 BUSY_TIMEOUT_S = 10.0
 
 _SCHEMA = """
@@ -53,6 +67,8 @@ CREATE TABLE IF NOT EXISTS cards (
 );
 CREATE INDEX IF NOT EXISTS cards_by_time ON cards (active, created_at);
 CREATE INDEX IF NOT EXISTS cards_by_scope_time ON cards (scope, active, created_at, id);
+CREATE INDEX IF NOT EXISTS cards_by_kind ON cards (active, status, memory_type, scope, source, size);
+CREATE INDEX IF NOT EXISTS cards_by_use ON cards (active, uses, last_used_at, created_at, id);
 CREATE INDEX IF NOT EXISTS cards_needing_vectors ON cards (id)
     WHERE vec_digest IS NULL OR vec_digest != digest OR vec_active != active;
 CREATE TABLE IF NOT EXISTS postings (
@@ -363,10 +379,15 @@ class Catalog:
         large store's cards never come into Python."""
         columns = "uses, COALESCE(last_used_at, ''), COALESCE(created_at, ''), id, memory_type"
         db = self.db()
+        # ``cards_by_use`` holds this order (a never-used card's NULL time sorts first): the least
+        # used are the index's first rows, the most used a range of it (the cards ever used)
         most = db.execute(
-            f"SELECT {columns} FROM cards WHERE active = 1 AND uses > 0 ORDER BY uses DESC, 2, 4 LIMIT ?", (n,)
+            f"SELECT {columns} FROM cards WHERE active = 1 AND uses > 0 ORDER BY uses DESC, last_used_at, id LIMIT ?",
+            (n,),
         ).fetchall()
-        least = db.execute(f"SELECT {columns} FROM cards WHERE active = 1 ORDER BY uses, 2, 3, 4 LIMIT ?", (n,))
+        least = db.execute(
+            f"SELECT {columns} FROM cards WHERE active = 1 ORDER BY uses, last_used_at, created_at, id LIMIT ?", (n,)
+        )
         return [tuple(row) for row in most], [tuple(row) for row in least.fetchall()]
 
     def all_entries(self, active: bool | None = None) -> Iterator[Entry]:
@@ -409,10 +430,15 @@ class Catalog:
             )
         ]
 
-    def grouped(self, column: str, active: bool | None) -> Counter:
-        where, args = ("WHERE active = ?", (int(active),)) if active is not None else ("", ())
-        rows = self.db().execute(f"SELECT {column}, COUNT(*) FROM cards {where} GROUP BY {column}", args)
-        return Counter({str(r[0]): int(r[1]) for r in rows})
+    def kinds(self) -> list[KindCount]:
+        """How many cards there are of each (active, status, type, scope, source), and their
+        files' bytes: one pass over the ``cards_by_kind`` index, no card row read (``memory
+        stats`` at any size)."""
+        rows = self.db().execute(
+            "SELECT active, status, memory_type, scope, source, COUNT(*), COALESCE(SUM(size), 0) "
+            "FROM cards GROUP BY 1, 2, 3, 4, 5"
+        )
+        return [KindCount(bool(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(r[5]), int(r[6])) for r in rows]
 
     def lexical(self, query: str, k: int, active: bool) -> list[tuple[str, float]]:
         """BM25 over this store's active (or inactive) cards, scored exactly as

@@ -1,14 +1,22 @@
 """Consolidation: decide, for each extracted candidate, ADD, UPDATE, CONTRADICT or NOOP.
 
-For each candidate (in the order it was said) the most similar active cards of the same scope
-are looked up. A candidate with no similar card is added directly — no model call, which keeps
-the token cost of learning low. The others are put to the model in one request, each shown
-with its similar cards under short integer handles ("E1", "E2"; never raw ids, which models
+One authority judges each candidate once. First the correction rule (the one every card meets,
+``Saving.judge_new_cards``: the write gate, then ``memory.corrections.decide`` against the store
+and the candidates said before it), in the order the candidates were said:
+- refused by the write gate: REFUSED;
+- a restatement of an active card: NOOP on that card (reinforced);
+- a correction the rule is sure of: UPDATE of the card it corrects;
+- a new fact with no similar card: ADD.
+None of these costs a model call. Only the candidates the rule cannot settle — it finds nothing
+to correct or restate, yet similar cards exist (a contradiction worded without a correction
+word, a change of meaning the words do not show) — are put to the model, in one request, each
+shown with its similar cards under short integer handles ("E1", "E2"; never raw ids, which models
 garble); the model answers ``{"actions": [{"candidate": int, "action": "ADD" | "UPDATE" |
-"CONTRADICT" | "NOOP", "target": int | null}]}``.
+"CONTRADICT" | "NOOP", "target": int | null}]}``. Its answer is final: the card goes to
+``Saving.submit`` with the decision made, never judged again.
 
-Applying a decision (the candidate's own card, given to ``Saving.submit``):
-- ADD: save through the write gate (which may still call it a duplicate, or refuse it).
+Applying a decision (the candidate's own card, given to ``Saving.submit``), in the order said:
+- ADD: save (the write gate's rate limit on automatic writes may still refuse it).
 - UPDATE: a new card superseding the target (append-only: the old card keeps its text, status superseded).
 - CONTRADICT: a new card; the target is marked ``contradicted`` and linked to it
   (``superseded_by``), the new card links back (``supersedes``).
@@ -31,9 +39,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from memagent.memory import corrections
 from memagent.memory.cards import MemoryCard
 from memagent.memory.extraction import find_json_object
 from memagent.memory.procedures import PROCEDURE_RELEVANCE
+from memagent.memory.saving import Judgement
 from memagent.memory.screening import Candidate
 
 if TYPE_CHECKING:
@@ -162,6 +172,17 @@ class _Pending:
     number: int
     candidate: Candidate
     handles: list[int]
+    position: int  # in the batch
+
+
+@dataclass
+class _Planned:
+    """A candidate's decision before it is applied: by the rule, or by the model."""
+
+    action: str
+    target: MemoryCard | None = None
+    why: str = ""
+    earlier: int | None = None  # the target is the card an earlier candidate of the batch became
 
 
 @dataclass
@@ -181,27 +202,60 @@ class Consolidator:
     _replaced: dict[str, str] = field(default_factory=dict)
 
     def run(self, candidates: Sequence[Candidate]) -> list[Decision]:
-        decisions: list[Decision] = []
+        judgements = self.service.judge_new_cards([c.card_for(self.session_id, self.task_hint) for c in candidates])
+        plans: list[_Planned | None] = []
         pending: list[_Pending] = []
         handles: dict[str, int] = {}
         shown: dict[int, MemoryCard] = {}
-        for candidate in candidates:
-            similar = similar_cards(self.service, candidate, self.neighbours, self.min_relevance)
-            if not similar:
-                decisions.append(self._apply(candidate, "ADD", None, "no similar memory"))
-                continue
-            numbers = []
-            for card in similar:
-                if card.id not in handles:
-                    handles[card.id] = len(handles) + 1
-                    shown[handles[card.id]] = card
-                numbers.append(handles[card.id])
-            pending.append(_Pending(len(pending) + 1, candidate, numbers))
+        for position, (candidate, judgement) in enumerate(zip(candidates, judgements)):
+            plan = self._by_rule(judgement)
+            if plan is None:
+                similar = similar_cards(self.service, candidate, self.neighbours, self.min_relevance)
+                if not similar:
+                    plan = _Planned("ADD", why="no similar memory")
+                else:
+                    numbers = []
+                    for card in similar:
+                        if card.id not in handles:
+                            handles[card.id] = len(handles) + 1
+                            shown[handles[card.id]] = card
+                        numbers.append(handles[card.id])
+                    pending.append(_Pending(len(pending) + 1, candidate, numbers, position))
+            plans.append(plan)
         if pending:
-            decisions.extend(self._decide(pending, shown))
+            for position, plan in self._decide(pending, shown).items():
+                plans[position] = plan
+        written: dict[int, str] = {}  # batch position -> the card it became (or restated)
+        decisions = []
+        for position, (candidate, judgement, planned) in enumerate(zip(candidates, judgements, plans)):
+            plan = planned or _Planned("SKIPPED", why="no decision")
+            decision = self._apply_plan(candidate, judgement, plan, written)
+            became = decision.card_id or (decision.target_id if decision.action == "NOOP" else None)
+            if became is not None:
+                written[position] = became
+            decisions.append(decision)
         return decisions
 
-    def _decide(self, pending: list[_Pending], shown: dict[int, MemoryCard]) -> list[Decision]:
+    def _by_rule(self, judgement: Judgement) -> _Planned | None:
+        """What the correction rule settles alone; ``None`` when it cannot (the model decides)."""
+        if judgement.refusal is not None:
+            return _Planned("REFUSED", why=judgement.refusal)
+        decision = judgement.decision
+        other = decision.other
+        if other is None or decision.action == "add":
+            return None
+        why = f"correction rule: {decision.reason or decision.action}"
+        if judgement.earlier is not None:  # about an earlier candidate: its card is known once applied
+            action = {"duplicate": "NOOP", "supersedes": "UPDATE"}.get(decision.action)
+            return _Planned(action, None, why, judgement.earlier) if action else None
+        target = self.service.get(other.id)
+        if target is None:
+            return None  # forgotten meanwhile
+        if decision.action == "superseded":  # an older statement of what ``target`` corrects: its history
+            return _Planned("ADD", None, f"{why} (older than {target.id}, which corrects it)")
+        return _Planned("NOOP" if decision.action == "duplicate" else "UPDATE", target, why)
+
+    def _decide(self, pending: list[_Pending], shown: dict[int, MemoryCard]) -> dict[int, _Planned]:
         prompt = consolidation_prompt(pending, shown)
         actions = None
         for _ in range(2):  # one retry on an unusable answer
@@ -211,21 +265,32 @@ class Consolidator:
                 break
         if actions is None:
             self.failures += 1
-        decisions = []
+        plans = {}
         for item in pending:
             chosen = (actions or {}).get(item.number)
             if chosen is None:
                 why = "consolidation answer unusable" if actions is None else "no action given for it"
-                decisions.append(self._log(Decision(item.candidate, "SKIPPED", reason=why)))
+                plans[item.position] = _Planned("SKIPPED", why=why)
                 continue
             target = shown.get(chosen.target) if chosen.target is not None else None
             if chosen.action in ("UPDATE", "CONTRADICT") and target is None:
-                decisions.append(
-                    self._log(Decision(item.candidate, "SKIPPED", reason=f"{chosen.action} without a valid target"))
-                )
+                plans[item.position] = _Planned("SKIPPED", why=f"{chosen.action} without a valid target")
                 continue
-            decisions.append(self._apply(item.candidate, chosen.action, target, "model decision"))
-        return decisions
+            plans[item.position] = _Planned(chosen.action, target, "model decision")
+        return plans
+
+    def _apply_plan(
+        self, candidate: Candidate, judgement: Judgement, plan: _Planned, written: dict[int, str]
+    ) -> Decision:
+        if plan.action in ("REFUSED", "SKIPPED"):
+            return self._log(Decision(candidate, plan.action, reason=plan.why))
+        target = plan.target
+        if plan.earlier is not None:  # about a card this batch wrote (or restated) a moment ago
+            card_id = written.get(plan.earlier)
+            target = self.service.get(card_id) if card_id is not None else None
+            if target is None:
+                return self._apply(candidate, "ADD", None, "the card it restates or corrects was not saved")
+        return self._apply(candidate, plan.action, target, plan.why, judgement)
 
     def _current(self, card: MemoryCard | None) -> MemoryCard | None:
         """Follow replacements made earlier in this batch to the card that is now active."""
@@ -240,7 +305,14 @@ class Consolidator:
             return card
         return self.service.get(card_id) or card
 
-    def _apply(self, candidate: Candidate, action: str, target: MemoryCard | None, why: str) -> Decision:
+    def _apply(
+        self,
+        candidate: Candidate,
+        action: str,
+        target: MemoryCard | None,
+        why: str,
+        judgement: Judgement | None = None,
+    ) -> Decision:
         target = self._current(target)
         if action == "NOOP":
             if target is not None and self._reinforce(candidate, target):
@@ -252,12 +324,15 @@ class Consolidator:
                 return self._log(Decision(candidate, "NOOP", target_id=target.id, reason=reason))
             if not target.active:
                 action, target = "ADD", None
-        # Saving with ``supersedes`` also keeps the gate from calling the correction a duplicate
-        # of its target ("$10k" vs "$15k" embed almost identically).
+        # The decision is made: the card is saved as decided (``supersedes`` for a correction, the
+        # judgement for an addition), never judged a second time.
         supersedes = target.id if action in ("UPDATE", "CONTRADICT") and target is not None else None
         held = self.hold_for_review or candidate.hold
         card = candidate.card_for(self.session_id, self.task_hint, None if held else supersedes)
-        result = self.service.submit(card, auto=True, held=held)
+        history = action == "ADD" and judgement is not None and judgement.decision.action == "superseded"
+        vector = judgement.vector if judgement is not None else None
+        judged = judgement if history else Judgement(corrections.Decision("add"), vector)
+        result = self.service.submit(card, auto=True, held=held, judged=judged)
         if result.status == "refused" or result.card is None:
             return self._log(Decision(candidate, "REFUSED", reason=result.reason or "refused by the write gate"))
         if result.status == "duplicate":

@@ -11,6 +11,7 @@ as :attr:`MemoryCore.after_sync`.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import sqlite3
 import threading
@@ -24,6 +25,7 @@ from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now
 from memagent.memory.catalog import CatalogError, Entry, digest_of
+from memagent.memory.chroma_client import load_chromadb
 from memagent.memory.errors import MemoryUnavailable, StoreError
 from memagent.memory.gate import GateConfig, RateLimiter
 from memagent.memory.provenance import REPOSITORY, Witness
@@ -89,6 +91,8 @@ class MemoryCore:
         self.project_root: Path | None = None  # the project's folder (stale-file notes, transcripts)
         # run after each sync of the stores in use, with whether vectors were brought up to date
         self.after_sync: Callable[[Store, bool], None] | None = None
+        # imports the vector index's library (see ``prepare_vector_search``); tests replace it
+        self.load_index_library: Callable[[], object] = load_chromadb
 
     def count_writes_on_disk(self, store_root: Path) -> None:
         """Keep the automatic-write limits in the index folder of the store at ``store_root``
@@ -192,6 +196,22 @@ class MemoryCore:
         store.sync_vectors(info, self.embed_all, progress=self.progress, duplicate_cosine=self.gate.duplicate_cosine)
 
     # -- background upkeep ---------------------------------------------------------------
+
+    def prepare_vector_search(self) -> None:
+        """Start importing the vector index's library (chromadb: most of a cold search) on a
+        background thread, so that it overlaps with loading the embedder (whose ONNX session is
+        built outside the GIL) instead of following it. Only when a search will need both: a store
+        holds vectors, the embedder is not loaded yet and is not the lexical one. When chromadb is
+        imported already the thread has nothing to do."""
+        if self.embedder_handle.loaded or self.embedder_handle.preference == "lexical":
+            return
+        if any(store.is_remote or store.vectors_on_disk() for store in self.stores_in_use()):
+            # Both sides import numpy. Two threads importing one package at once can meet
+            # Python's import-deadlock avoidance, which hands one of them a half-initialised
+            # module; numpy's core cannot be loaded twice, so the embedder would fail. Importing
+            # it here first (the embedder needs it anyway) leaves the two sides no module in common.
+            importlib.import_module("numpy")
+            self._in_background("index-library", self.load_index_library)
 
     def _in_background(self, name: str, job: Callable[[], object]) -> None:
         """Run ``job`` on a daemon thread unless one of that name is still running."""

@@ -39,11 +39,11 @@ def migrate_legacy_store(store: Store) -> int:
     old_db = store.root / SQLITE_FILE
     if store.is_remote and store.label == "project" or not old_db.is_file() or store.files.shared.exists():
         return 0
-    import chromadb
+    from memagent.memory.chroma_client import local_client
 
     location = StoreLocation.local(store.label, store.root)
     try:
-        client = chromadb.PersistentClient(path=str(store.root), settings=chromadb.Settings(anonymized_telemetry=False))
+        client = local_client(str(store.root))
         cards, skipped = [], 0
         for kind in ("active", "inactive"):
             try:

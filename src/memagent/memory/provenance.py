@@ -12,7 +12,9 @@ The ledger
     (a client of ``memagent mcp serve``), ``import`` (``memagent memory import``: project
     knowledge the user vouched for, source ``import``, never user-stated), ``review`` (accepted
     in ``memagent memory review``) or ``repository`` (memagent rewrote a card it had not earned:
-    a decay or a status change keeps it team knowledge).
+    a decay or a status change keeps it team knowledge). A batch of card files (an import) is
+    recorded in one transaction, before the files are written: a file memagent wrote is never
+    missing from the ledger, even when the write was interrupted.
 
 The earned view
     A project card file is read through :meth:`Witness.earned`. A file whose (id, digest) the
@@ -120,11 +122,27 @@ class Ledger:
         return row[0] if row else None
 
     def record(self, card_id: str, digest: str, how: str) -> None:
+        self.record_many([(card_id, digest, how)])
+
+    def record_many(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Record (card id, digest, how) rows in one transaction: a batch of card files costs
+        the ledger one commit, not one per file."""
+        if not rows:
+            return
         at = datetime.now(UTC).isoformat(timespec="seconds")
         with self._lock:
             db = self._connect(create=True)
             assert db is not None
-            db.execute("INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?)", (card_id, digest, how, at))
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT OR REPLACE INTO written VALUES (?, ?, ?, ?)",
+                    [(card_id, digest, how, at) for card_id, digest, how in rows],
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     def forget(self, ids: Iterable[str]) -> None:
         """Drop every row of these cards (forget leaves no digest of their text behind)."""
@@ -149,6 +167,10 @@ class Witness:
 
     def wrote(self, card: MemoryCard, data: bytes, how: str | None = None) -> None:
         self.ledger.record(card.id, digest_of(data), how or how_written(card))
+
+    def wrote_many(self, written: Sequence[tuple[MemoryCard, bytes]]) -> None:
+        """:meth:`wrote` for a batch of card files, in one ledger transaction."""
+        self.ledger.record_many([(card.id, digest_of(data), how_written(card)) for card, data in written])
 
     def earned(self, card: MemoryCard, data: bytes) -> MemoryCard:
         how = self.ledger.how(card.id, digest_of(data))

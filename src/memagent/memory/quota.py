@@ -119,4 +119,16 @@ def over_quota(entries: Iterable[Entry], limit: int, keep: str, uses: Mapping[st
     return [e.id for e in ranked[:excess]]
 
 
-__all__ = ["LEDGER_NAME", "WriteLedger", "card_value", "over_quota"]
+def quota_note(archived: list[str], limit: int) -> str:
+    """What a save at the quota did, in one line ("" when it archived nothing)."""
+    if not archived:
+        return ""
+    shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
+    return (
+        f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
+        f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
+        "shows them"
+    )
+
+
+__all__ = ["LEDGER_NAME", "WriteLedger", "card_value", "over_quota", "quota_note"]

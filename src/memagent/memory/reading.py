@@ -70,6 +70,7 @@ class Reading:
         if not query.strip() or k <= 0:
             return []
         wanted = SearchFilter(memory_type, scope, include_inactive)
+        self.core.prepare_vector_search()
         with self.core.lock, self.core.guard("search"):
             self.core.sync(vectors=True)
             return self._search(query, k, wanted, current_task, min_score)
@@ -289,7 +290,8 @@ class Reading:
         return found
 
     def stats(self) -> JsonObject:
-        """Counts by status (all cards) and by type, scope and source (active cards)."""
+        """Counts by status (all cards) and by type, scope and source (active cards), from each
+        catalog's counts by kind (:meth:`Catalog.kinds`): no card row or file is read."""
         with self.core.lock, self.core.guard("stats"):
             self.core.sync(vectors=False)
             by_status = {s: 0 for s in STATUSES}
@@ -298,22 +300,23 @@ class Reading:
             by_source: dict[str, int] = {}
             stores: JsonObject = {}
             for label, store in self.core.stores.items():
-                catalog = store.open_catalog() if store.exists or store.catalog.exists else None
-                active = catalog.count(True) if catalog else 0
-                total = catalog.count() if catalog else 0
+                kinds = store.open_catalog().kinds() if store.exists or store.catalog.exists else []
+                active = sum(k.cards for k in kinds if k.active)
                 stores[label] = {
                     "location": store.describe(),
                     "active": active,
-                    "inactive": total - active,
+                    "inactive": sum(k.cards for k in kinds) - active,
                     "size_bytes": store.disk_usage(),
                 }
-                if catalog is None:
-                    continue
-                for key, count in catalog.grouped("status", None).items():
-                    by_status[key] = by_status.get(key, 0) + count
-                for target, column in ((by_type, "memory_type"), (by_scope, "scope"), (by_source, "source")):
-                    for key, count in catalog.grouped(column, True).items():
-                        target[key] = target.get(key, 0) + count
+                for kind in kinds:
+                    by_status[kind.status] = by_status.get(kind.status, 0) + kind.cards
+                    if kind.active:
+                        for target, key in (
+                            (by_type, kind.memory_type),
+                            (by_scope, kind.scope),
+                            (by_source, kind.source),
+                        ):
+                            target[key] = target.get(key, 0) + kind.cards
             return {
                 "total": sum(by_status.values()),
                 "active": by_status["active"],

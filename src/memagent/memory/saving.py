@@ -1,9 +1,12 @@
 """Saving cards: the write gate, the correction rule (restatements merge, corrections supersede,
 look-alike facts are added: ``memory.corrections``), explicit corrections and metadata updates.
 
-The correction rule is applied wherever a card arrives: here for ``memory add``, the memory tools
-and MCP saves; in ``memory.transfer`` for import; and, for card files that appeared from outside
-(a pull, a rebuild of the catalog), on the next sync of the vectors (``memory.arrivals``).
+The correction rule is applied once to every card, wherever it arrives: here for ``memory add``,
+the memory tools and MCP saves; in ``memory.transfer`` for import; for card files that appeared
+from outside (a pull, a rebuild of the catalog), on the next sync of the vectors
+(``memory.arrivals``); and for learned candidates in :meth:`Saving.judge_new_cards`, before the
+consolidator decides whether a model needs to be asked at all. A :class:`Judgement` made there
+travels with the card to :meth:`Saving.submit`, which applies it and never judges again.
 
 Every rewrite of a card that exists (a correction marking the old card superseded, a merge, a
 metadata update) happens under the store's cross-process lock after checking that the card's
@@ -25,6 +28,7 @@ from memagent.memory.core import MemoryCore
 from memagent.memory.corrections import Comparer, Decision, Neighbour, decide
 from memagent.memory.gate import check_card, term_overlap
 from memagent.memory.provenance import REPOSITORY
+from memagent.memory.quota import quota_note
 
 if TYPE_CHECKING:
     from memagent.memory.store import Store
@@ -43,6 +47,27 @@ class SaveResult:
     @property
     def ok(self) -> bool:
         return self.status != "refused"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The correction rule's word on one new card, given once and carried to :meth:`Saving.submit`,
+    which applies it without judging again.
+
+    ``decision``: add, duplicate, supersedes or superseded (``memory.corrections.Decision``; a
+    model's verdict on a card the rule left open is handed on as the same type). ``vector``: the
+    card's vector, embedded once. ``refusal``: why the write gate refuses the card (then the
+    decision means nothing). ``earlier``: the decision is about the card at this position of the
+    same batch, not about a stored card (its neighbour's id is then only a placeholder).
+    """
+
+    decision: Decision
+    vector: list[float] | None = None
+    refusal: str | None = None
+    earlier: int | None = None
+
+
+BATCH_ID = "batch:"  # the placeholder id of an earlier card of the same batch, in a Neighbour
 
 
 def validation_reason(exc: ValidationError) -> str:
@@ -82,9 +107,12 @@ class SaveRequest:
     # a record of its own (a session's event card): never merged into a near-duplicate, never
     # taken for a correction of one
     distinct: bool = False
-    # held for review: written archived, correcting nothing and counting against no quota, until
-    # the user keeps it (``memory.hygiene.approve`` then links it to the card it corrects)
+    # held for review: written archived as it is, correcting nothing, merged into nothing and
+    # counting against no quota, until the user keeps it (``memory.hygiene.approve`` then links it
+    # to the card it corrects)
     held: bool = False
+    # judged already (``Saving.judge_new_cards``, or a model's final word): applied, not judged again
+    judged: Judgement | None = None
 
 
 class Saving:
@@ -140,17 +168,30 @@ class Saving:
             return SaveResult("refused", None, validation_reason(exc))
         return self.submit(card, private=private, auto=auto)
 
-    def submit(self, card: MemoryCard, *, private: bool = False, auto: bool = False, held: bool = False) -> SaveResult:
+    def submit(
+        self,
+        card: MemoryCard,
+        *,
+        private: bool = False,
+        auto: bool = False,
+        held: bool = False,
+        judged: Judgement | None = None,
+    ) -> SaveResult:
         """Save a card made elsewhere (a learned candidate, or :meth:`save`'s) as this service
         saves: its scope's id, this session in its provenance unless it names one, a session card
-        private (it never reaches git); ``held`` keeps it for review (see ``SaveRequest``)."""
+        private (it never reaches git); ``held`` keeps it for review, ``judged`` is the decision
+        already made about it (see ``SaveRequest``)."""
         if card.scope == "session" and not self.core.session_id:
             return SaveResult("refused", None, "a session-scoped memory needs a session; use scope project or user")
         update: dict[str, object] = {"scope_id": self.core.scope_id(card.scope)}
         if self.core.session_id and card.provenance.session_id is None:
             update["provenance"] = card.provenance.model_copy(update={"session_id": self.core.session_id})
         request = SaveRequest(
-            card.model_copy(update=update), private=private or card.scope == "session", auto=auto, held=held
+            card.model_copy(update=update),
+            private=private or card.scope == "session",
+            auto=auto,
+            held=held,
+            judged=judged,
         )
         return self.save_card(request)
 
@@ -175,9 +216,11 @@ class Saving:
                     return SaveResult(
                         "refused", None, f"{old.id} is already {old.status}{newer}; correct the current card"
                     )
-            vector = self.core.embed([card.content])[0]
-            if old is None and not request.distinct:
-                decision = self.judge_new_card(card, vector)
+            judged = request.judged
+            vector = judged.vector if judged is not None and judged.vector is not None else None
+            vector = vector if vector is not None else self.core.embed([card.content])[0]
+            if old is None and not request.distinct and not request.held:
+                decision = judged.decision if judged is not None else self.judge_new_card(card, vector)
                 other = self.core.get_many([decision.other.id]).get(decision.other.id) if decision.other else None
                 if decision.action == "duplicate" and other is not None:  # (gone: forgotten meanwhile)
                     merged = self._merge_into(other, card)
@@ -187,11 +230,10 @@ class Saving:
                         f"near-duplicate of {other.id} (similarity "
                         f"{decision.other.similarity:.2f}); kept the existing memory",
                     )
-                correction = None if request.held else decision.action  # a held card corrects nothing yet
-                if correction == "supersedes" and other is not None:
+                if decision.action == "supersedes" and other is not None and other.active:
                     old = other
                     card = card.model_copy(update={"supersedes": old.id})
-                elif correction == "superseded" and other is not None:
+                elif decision.action == "superseded" and other is not None:
                     card = card.model_copy(update={"status": "superseded", "superseded_by": other.id})
             if not self._write_new(card, vector, old, request.private):
                 return SaveResult("refused", None, f"no memory {card.supersedes} to supersede (it was just forgotten)")
@@ -280,11 +322,16 @@ class Saving:
         vector: list[float] | None,
         extra: Sequence[Neighbour] = (),
         comparer: Comparer | None = None,
+        *,
+        stored: Sequence[Neighbour] | None = None,
     ) -> Decision:
         """Restatement, correction or new fact: ``card`` against the active cards of its store
         (and ``extra`` neighbours, e.g. earlier cards of the same import). See
-        ``memory.corrections.decide``; ``comparer`` (one per operation) remembers parsed texts."""
-        neighbours = [*self._neighbours(card, vector), *extra]
+        ``memory.corrections.decide``; ``comparer`` (one per operation) remembers parsed texts;
+        ``stored``: the card's stored neighbours when the caller looked them up already, for a
+        batch of cards at once (:meth:`stored_neighbours`)."""
+        found = self.stored_neighbours([card], [vector])[0] if stored is None else stored
+        neighbours = [*found, *extra]
         if not neighbours:
             return Decision("add")
         duplicate_at = self.core.gate.duplicate_cosine if vector is not None else self.core.gate.duplicate_overlap
@@ -303,33 +350,86 @@ class Saving:
         """A fresh :class:`~memagent.memory.corrections.Comparer` using this store's embedder."""
         return Comparer(self.core.embed if with_vectors and self.core.dim > 0 else None)
 
-    def _neighbours(self, card: MemoryCard, vector: list[float] | None) -> list[Neighbour]:
-        """Active, visible cards of the card's store close to it (by vector, or by shared terms
-        without vectors)."""
-        store = self.core.store_for_scope(card.scope)
-        if not store.catalog.exists:
+    def judge_new_cards(self, cards: Sequence[MemoryCard]) -> list[Judgement]:
+        """The one judgement of each card of a batch (learned candidates, in the order they were
+        said): the write gate, then the correction rule against the store and against the cards
+        before it in the batch (a restatement or correction of one of those names its position,
+        :attr:`Judgement.earlier`). Nothing is written."""
+        if not cards:
             return []
-        close: list[tuple[str, float]] = []
-        if vector is not None:
+        with self.core.lock, self.core.guard("save"):
+            self.core.sync(vectors=True)
+            vectors = self.core.embed([c.content for c in cards])
+            comparer = self.comparer(vectors[0] is not None)
+            judged: list[Judgement] = []
+            for position, (card, vector) in enumerate(zip(cards, vectors)):
+                refusal = check_card(card, self.core.gate, private=card.scope == "session")
+                if refusal is not None:
+                    judged.append(Judgement(Decision("add"), vector, refusal))
+                    continue
+                earlier = _batch_neighbours(cards, vectors, judged, position)
+                decision = self.judge_new_card(card, vector, earlier, comparer)
+                at = decision.other.id if decision.other is not None else ""
+                judged.append(
+                    Judgement(decision, vector, None, int(at[len(BATCH_ID) :]) if at.startswith(BATCH_ID) else None)
+                )
+            return judged
+
+    def stored_neighbours(
+        self, cards: Sequence[MemoryCard], vectors: Sequence[list[float] | None]
+    ) -> list[list[Neighbour]]:
+        """For each card, the active, visible cards of its store close to it (by vector, or by
+        shared terms without vectors), most similar first. A batch costs one vector query per
+        store and one catalog read, not one of each per card (an import judges 256 at a time)."""
+        found: list[list[tuple[str, float]]] = [[] for _ in cards]
+        by_store: dict[str, list[int]] = {}
+        for position, card in enumerate(cards):
+            by_store.setdefault(self.core.store_for_scope(card.scope).label, []).append(position)
+        result: list[list[Neighbour]] = [[] for _ in cards]
+        for label, positions in by_store.items():
+            store = self.core.stores[label]
+            if not store.catalog.exists:
+                continue
+            self._close_ids(store, [cards[p] for p in positions], [vectors[p] for p in positions], positions, found)
+            entries = store.catalog.entries(sorted({i for p in positions for i, _ in found[p]}))
+            usable = {i for i, e in entries.items() if self.core.visible(e) and e.status == "active"}
+            texts = self.core.get_many(sorted(usable))
+            for p in positions:
+                result[p] = [
+                    Neighbour(i, texts[i].content, s, texts[i].created_at)
+                    for i, s in found[p]
+                    if i != cards[p].id and i in usable and i in texts
+                ]
+        return result
+
+    def _close_ids(
+        self,
+        store: Store,
+        cards: Sequence[MemoryCard],
+        vectors: Sequence[list[float] | None],
+        positions: Sequence[int],
+        found: list[list[tuple[str, float]]],
+    ) -> None:
+        """Fill ``found[position]`` with (id, similarity) of the cards of ``store`` close to each
+        card: one index query for all the cards with vectors, term overlap for the others."""
+        with_vectors = [k for k, v in enumerate(vectors) if v is not None]
+        queries = [v for v in vectors if v is not None]
+        if queries:
             index = store.vector_index(self.core.embedder_info(), create=False)
             if index is not None:
-                close = [(i, s) for i, s in index.nearest_ids(vector, NEIGHBOURS) if s >= NEIGHBOUR_COSINE]
-        else:
-            from memagent.memory.lexical import tokenize
+                nearest = index.nearest_ids_many(queries, NEIGHBOURS)
+                for k, hits in zip(with_vectors, nearest):
+                    found[positions[k]] = [(i, s) for i, s in hits if s >= NEIGHBOUR_COSINE]
+        from memagent.memory.lexical import tokenize
 
+        for k, card in enumerate(cards):
+            if vectors[k] is not None:
+                continue
             terms = tokenize(card.content)
             for card_id, _ in store.catalog.lexical(card.content, NEIGHBOURS, True):
                 other = self.core.read_file(store, card_id)
                 if other is not None:
-                    close.append((card_id, term_overlap(terms, tokenize(other.content))))
-        entries = store.catalog.entries([i for i, _ in close])
-        wanted = [
-            (i, s)
-            for i, s in close
-            if i != card.id and i in entries and self.core.visible(entries[i]) and entries[i].status == "active"
-        ]
-        cards = self.core.get_many([i for i, _ in wanted])
-        return [Neighbour(i, cards[i].content, s, cards[i].created_at) for i, s in wanted if i in cards]
+                    found[positions[k]].append((card_id, term_overlap(terms, tokenize(other.content))))
 
     def after_sync(self, store: Store, vectors: bool) -> None:
         """What a sync of the core leaves to saving (plugged in as ``MemoryCore.after_sync``):
@@ -460,16 +560,32 @@ class Saving:
                 return updated if self._rewrite(updated) else None
 
 
-def quota_note(archived: list[str], limit: int) -> str:
-    """What a save at the quota did, in one line ("" when it archived nothing)."""
-    if not archived:
-        return ""
-    shown = ", ".join(archived[:5]) + (", …" if len(archived) > 5 else "")
-    return (
-        f"memory_max_cards ({limit}) reached: archived {len(archived)} lowest-value "
-        f"memor{'y' if len(archived) == 1 else 'ies'} ({shown}); `memagent memory list --status archived` "
-        "shows them"
-    )
+def _batch_neighbours(
+    cards: Sequence[MemoryCard], vectors: Sequence[list[float] | None], judged: Sequence[Judgement], position: int
+) -> list[Neighbour]:
+    """The cards before ``position`` in a batch that the gate let through, of the same scope and
+    close enough to ``cards[position]`` to be judged against it (as stored cards are)."""
+    from memagent.memory.lexical import tokenize
+
+    card, vector = cards[position], vectors[position]
+    close = []
+    for index, (other, other_vector) in enumerate(zip(cards[:position], vectors[:position])):
+        if judged[index].refusal is not None or other.scope != card.scope:
+            continue
+        if vector is not None and other_vector is not None:
+            similarity = float(sum(x * y for x, y in zip(vector, other_vector)))
+        else:
+            similarity = term_overlap(tokenize(card.content), tokenize(other.content))
+        if similarity >= NEIGHBOUR_COSINE:
+            close.append(Neighbour(f"{BATCH_ID}{index}", other.content, similarity, other.created_at))
+    return close
 
 
-__all__ = ["CorrectionFields", "quota_note", "SaveRequest", "SaveResult", "Saving", "validation_reason"]
+__all__ = [
+    "CorrectionFields",
+    "Judgement",
+    "SaveRequest",
+    "SaveResult",
+    "Saving",
+    "validation_reason",
+]

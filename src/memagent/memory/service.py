@@ -122,6 +122,7 @@ class MemoryService:
         self.submit = self.saving.submit
         self.update_card, self.reinforce = self.saving.update_card, self.saving.reinforce
         self.judge_new_card, self.comparer = self.saving.judge_new_card, self.saving.comparer
+        self.judge_new_cards = self.saving.judge_new_cards
         # reading
         self.search, self.list, self.stats = self.reading.search, self.reading.list, self.reading.stats
         self.where, self.chain = self.reading.where, self.reading.chain
@@ -364,6 +365,8 @@ class MemoryService:
         prompt: the process ends after one answer) there is no background scan, indexing or
         clean-up: a search does what it needs itself."""
         self.core.inline_embed_max = INLINE_EMBED_MAX if upkeep else None
+        if prefetch:
+            self.core.prepare_vector_search()
         with self.core.lock, self.core.guard("warm-up"):
             if self.core.closing:
                 return
@@ -373,7 +376,7 @@ class MemoryService:
             return
         info = self.core.embedder_info()  # loads the embedder (without the lock: a search may wait for it)
         if info.dim > 0 and any(s.is_remote or s.vectors_on_disk() for s in self.core.stores_in_use()):
-            import chromadb  # noqa: F401  (the import is most of opening the index: not under the lock)
+            self.core.load_index_library()  # most of opening the index (begun above): not under the lock
         with self.core.lock, self.core.guard("warm-up"):
             if self.core.closing:
                 return

@@ -516,9 +516,10 @@ class Store:
         durable: bool = True,
     ) -> list[Path]:
         catalog = self.open_catalog()
-        paths = []
         if embedder is not None and embedder.dim > 0:
-            import chromadb  # noqa: F401  (seconds on a busy machine: not while holding the lock)
+            from memagent.memory.chroma_client import load_chromadb
+
+            load_chromadb()  # seconds on a busy machine: not while holding the lock
         items = [(self.files.portable(card, private), private, vector) for card, private, vector in items]
         with self.locked():
             before = repr(self.files.folder_stamps())
@@ -528,10 +529,9 @@ class Store:
                 self.follow_other_writers()
             with catalog.transaction() as db:
                 recorded = catalog.get_meta("folders")
-                for card, private, _ in items:
-                    path = self.files.write(card, private, durable=durable)
+                paths = self.files.write_many([(card, private) for card, private, _ in items], durable=durable)
+                for (card, private, _), path in zip(items, paths):
                     catalog.put(db, card, path, stamp_of(path), private)
-                    paths.append(path)
                 indexed = [(c.id, v, c.active) for c, _, v in items if v is not None]
                 if index is not None and indexed:
                     index.upsert(indexed)

@@ -135,10 +135,16 @@ class Transfer:
         comparer = self.saving.comparer(bool(vectors) and vectors[0] is not None)
         pending: dict[str, tuple[MemoryCard, list[float] | None]] = {}
         stored_links: list[tuple[str, dict[str, str]]] = []
+        # Nothing is written until the batch is judged, so the store's side of every card's
+        # neighbours is looked up at once; the batch's own earlier cards come from ``similar``.
+        judged = [p for p, card in enumerate(batch) if card.active and not (card.supersedes or card.superseded_by)]
+        stored = dict(
+            zip(judged, self.saving.stored_neighbours([batch[p] for p in judged], [vectors[p] for p in judged]))
+        )
         for position, (card, vector) in enumerate(zip(batch, vectors)):
-            if card.active and not (card.supersedes or card.superseded_by):
+            if position in stored:
                 earlier = similar.to_earlier(position, [c.id for c in batch[:position]], pending, card.scope)
-                decision = self.saving.judge_new_card(card, vector, earlier, comparer)
+                decision = self.saving.judge_new_card(card, vector, earlier, comparer, stored=stored[position])
                 if decision.action == "duplicate":
                     report.duplicates += 1
                     continue

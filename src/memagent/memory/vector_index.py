@@ -36,10 +36,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
 from memagent.errors import one_line as _one_line
 from memagent.fsutil import make_dirs
+from memagent.memory.chroma_client import http_client, local_client
 from memagent.memory.errors import StoreError
 
 if TYPE_CHECKING:
@@ -196,25 +196,6 @@ class StoreLocation:
         return self.url if self.url else str(self.path)
 
 
-def _chroma_settings():
-    import chromadb
-
-    return chromadb.Settings(anonymized_telemetry=False, allow_reset=False)
-
-
-def _http_client(url: str) -> ClientAPI:
-    import chromadb
-
-    parsed = urlparse(url if "://" in url else f"http://{url}")
-    if not parsed.hostname:
-        raise StoreError(f"MEMAGENT_CHROMA_URL {url!r} has no host")
-    ssl = parsed.scheme == "https"
-    port = parsed.port or (443 if ssl else 8000)
-    client = chromadb.HttpClient(host=parsed.hostname, port=port, ssl=ssl, settings=_chroma_settings())
-    client.heartbeat()
-    return client
-
-
 class VectorIndex:
     """One store's vectors: an active and an inactive Chroma collection (see the module doc)."""
 
@@ -288,9 +269,7 @@ class VectorIndex:
     def _make_client(self, create: bool) -> ClientAPI:
         if self.is_remote:
             assert self.location.url is not None
-            return _http_client(self.location.url)
-        import chromadb
-
+            return http_client(self.location.url)
         path = self.location.path
         assert path is not None
         if create:
@@ -298,7 +277,7 @@ class VectorIndex:
                 make_dirs(path)
             except OSError as exc:
                 raise StoreError(f"cannot create memory index {path}: {exc.strerror or exc}") from None
-        return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())
+        return local_client(str(path))
 
     def _collection(self, client: ClientAPI, kind: str, create: bool = True) -> Collection | None:
         """Get the collection, creating it (with this embedder recorded) only when missing and
@@ -391,18 +370,28 @@ class VectorIndex:
 
     def nearest_ids(self, vector: Sequence[float], n: int, *, inactive: bool = False) -> list[tuple[str, float]]:
         """(id, cosine similarity) of the nearest cards, best first: the search hot path."""
-        if not self.opened or self.embedder.dim == 0 or n <= 0:
+        return self.nearest_ids_many([vector], n, inactive=inactive)[0]
+
+    def nearest_ids_many(
+        self, vectors: Sequence[Sequence[float]], n: int, *, inactive: bool = False
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`nearest_ids` of each vector, in one Chroma query (a batch of new cards)."""
+        if not vectors:
             return []
+        if not self.opened or self.embedder.dim == 0 or n <= 0:
+            return [[] for _ in vectors]
         _, active_cards, inactive_cards = self._parts()
         collection = inactive_cards if inactive else active_cards
-        tolist = getattr(vector, "tolist", None)
-        result = collection.query(
-            query_embeddings=[tolist() if tolist is not None else [float(x) for x in vector]],
-            n_results=n,
-            include=["distances"],
-        )
-        distances = result["distances"] or [[]]
-        return [(card_id, 1.0 - float(dist)) for card_id, dist in zip(result["ids"][0], distances[0])]
+        queries = []
+        for vector in vectors:
+            tolist = getattr(vector, "tolist", None)
+            queries.append(tolist() if tolist is not None else [float(x) for x in vector])
+        result = collection.query(query_embeddings=queries, n_results=n, include=["distances"])
+        distances = result["distances"] or [[] for _ in vectors]
+        return [
+            [(card_id, 1.0 - float(dist)) for card_id, dist in zip(ids, dists)]
+            for ids, dists in zip(result["ids"], distances)
+        ]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors by id (active or inactive)."""
