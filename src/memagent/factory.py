@@ -455,7 +455,7 @@ class Spawner:
 
     def _child_parts(self, definition: AgentDefinition, description: str, parent: Agent) -> Parts:
         mine = self.parts
-        session_id = new_session_id()
+        session_id = new_session_id(transcripts=mine.paths.transcripts)
         try:
             transcript = TranscriptWriter.open(mine.paths.transcripts, session_id)
         except TranscriptError as exc:

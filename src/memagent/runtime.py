@@ -397,7 +397,7 @@ def open_session(
     private_dir(paths.home)  # guard: $MEMAGENT_HOME is the user's alone (0700)
     warnings += _apply_retention(paths, settings, resumed)  # guard
     chat_model = model or MeteredModel(make_model(settings, env))  # every call metered (/cost, json output)
-    session_id = new_session_id()
+    session_id = new_session_id(transcripts=paths.transcripts)
     logical = options.session_id or logical_session_id(resumed, session_id)
     shelf = attachment_shelf(paths, settings, session_id)
     conversation = _open_conversation(paths, settings, session_id, resumed, logical, shelf, warnings, options.kind)

@@ -90,10 +90,34 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def new_session_id(now: datetime | None = None) -> str:
-    """Sortable and unique enough: ``20261121-094230-3fa2``."""
+SUFFIX_LIMIT = 0x10000  # four hex digits after the second
+
+
+def new_session_id(now: datetime | None = None, transcripts: Path | None = None) -> str:
+    """Sortable by start: ``20261121-094230-3fa2`` (UTC second, four random hex digits).
+
+    Sessions are listed, continued (``-c``) and picked by the order of their ids, so a session
+    started in the same second as one already in ``transcripts`` gets a larger suffix (past the
+    last one of that second, the next second): started one after the other, the newer sorts after.
+    """
     now = now or datetime.now(UTC)
-    return now.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    while True:
+        second = now.strftime("%Y%m%d-%H%M%S")
+        low = _next_free_suffix(transcripts, second) if transcripts is not None else 0
+        if low < SUFFIX_LIMIT:
+            return f"{second}-{low + secrets.randbelow(SUFFIX_LIMIT - low):04x}"
+        now += timedelta(seconds=1)
+
+
+def _next_free_suffix(transcripts: Path, second: str) -> int:
+    """One past the largest suffix of the sessions started in ``second`` (0 when none was)."""
+    taken = [-1]
+    with suppress(OSError):
+        for path in transcripts.glob(f"{second}-*.jsonl"):
+            suffix = path.stem[len(second) + 1 :]
+            if len(suffix) == 4 and all(c in "0123456789abcdef" for c in suffix):
+                taken.append(int(suffix, 16))
+    return max(taken) + 1
 
 
 class TranscriptError(Exception):
