@@ -304,23 +304,12 @@ def starter_environment(env: Mapping[str, str], home: Path) -> dict[str, str]:
 
 
 class WarmStarters:
-    """A starter per set of start-up variables, made when first needed, closed at the end.
-
-    Two warm runs never start within the same wall-clock second: a session id has a one-second
-    resolution and sessions are ordered by id, and a cold start never began two runs of a test
-    within one second — the tests were written at that pace."""
+    """A starter per set of start-up variables, made when first needed, closed at the end."""
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
         self._starters: dict[tuple, WarmStarter] = {}
         self._lock = threading.Lock()
-        self._last_start_second = 0
-
-    def _next_second(self) -> None:
-        """Wait, if needed, until the second in which the previous warm run started is over."""
-        while int(time.time()) <= self._last_start_second:
-            time.sleep(1.001 - time.time() % 1)
-        self._last_start_second = int(time.time())
 
     def run(
         self,
@@ -342,7 +331,6 @@ class WarmStarters:
                 folder = Path(tempfile.mkdtemp(prefix="starter-", dir=self.workdir))
                 starter = WarmStarter(starter_environment(env, folder), folder)
                 self._starters[key] = starter
-        self._next_second()
         return starter.run(args, env, input, timeout, os.path.abspath(cwd if cwd is not None else os.getcwd()))
 
     def close(self) -> None:
