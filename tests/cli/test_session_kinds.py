@@ -5,6 +5,7 @@ next session's hand-over. Each says which session it chose. The real CLI, the RE
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pexpect
 import pytest
@@ -29,8 +30,9 @@ def _copies(project, source: str, count: int) -> None:
     """``count`` more throw-away transcripts like ``source``, each newer than the last."""
     path = project / ".transcripts" / f"{source}.jsonl"
     text_of = path.read_text()
-    for number in range(count):
-        copy = f"{source[:-4]}{number:04x}"
+    started = datetime.strptime(source[:15], "%Y%m%d-%H%M%S")
+    for number in range(count):  # the next seconds: a copy sorts after its source, as a later run would
+        copy = (started + timedelta(seconds=number + 1)).strftime("%Y%m%d-%H%M%S-") + source[-4:]
         (project / ".transcripts" / f"{copy}.jsonl").write_text(text_of.replace(source, copy))
 
 
