@@ -5,6 +5,7 @@ scripted "brain" that plays the extractor and the consolidator (``learnkit.py``)
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,16 @@ def make_pipeline(model, service, history):
         return LearningPipeline(kwargs.pop("model", model), kwargs.pop("service", service), **kwargs)
 
     return factory
+
+
+@pytest.fixture
+def stocked(service, paths, onnx_cache):
+    """A project with cards and a vector index, and the embedding graphs already cached."""
+    service.save("Deploys go out on Tuesdays after the standup", "procedure")
+    service.save("The parser tests must pass before any deploy", "constraint")
+    service.close()
+    cache = paths.home / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    for item in onnx_cache.iterdir():
+        shutil.copy2(item, cache / item.name)
+    return paths

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import shutil
 import subprocess
 import sys
 import threading
 import types
-
-import pytest
 
 from fakeapi import FakeAnthropic, text
 from memagent.embedding.embedders import EmbedderHandle, LexicalOnlyEmbedder
@@ -71,19 +68,6 @@ try:
 except TypeError:
     print("REFUSED")
 """
-
-
-@pytest.fixture
-def stocked(service, paths, onnx_cache):
-    """A project with cards and a vector index, and the embedding graph already cached."""
-    service.save("Deploys go out on Tuesdays after the standup", "procedure")
-    service.save("The parser tests must pass before any deploy", "constraint")
-    service.close()
-    cache = paths.home / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    for item in onnx_cache.iterdir():
-        shutil.copy2(item, cache / item.name)
-    return paths
 
 
 def _run(script: str, paths, cli_env, *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,11 +4,8 @@ nor onnxruntime, a real question loads both (the real CLI against the loopback f
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-
-import pytest
 
 from fakeapi import FakeAnthropic, text
 
@@ -19,19 +16,6 @@ atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(
 sys.argv = ["memagent", *sys.argv[1:]]
 runpy.run_module("memagent", run_name="__main__")
 """
-
-
-@pytest.fixture
-def stocked(service, paths, onnx_cache):
-    """A project with cards and a vector index, and the embedding graphs already cached."""
-    service.save("Deploys go out on Tuesdays after the standup", "procedure")
-    service.save("The parser tests must pass before any deploy", "constraint")
-    service.close()
-    cache = paths.home / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    for item in onnx_cache.iterdir():
-        shutil.copy2(item, cache / item.name)
-    return paths
 
 
 def _loaded(paths, cli_env, *args: str) -> dict[str, bool]:
