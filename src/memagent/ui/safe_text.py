@@ -6,7 +6,7 @@ moves can hide part of a command in an approval prompt) or bidirectional overrid
 text read differently from what it is. :func:`printable` shows each such character as a visible
 escape (``\\x1b``, ``\\u202e``) instead; newlines and tabs are kept. :func:`json_line` does the same
 for machine-readable output without changing the data: every such character inside a JSON string
-is written as a ``\\uXXXX`` escape, which any JSON parser reads back as the same character.
+is written as a ``\\u`` escape of four hex digits, which any JSON parser reads back as the same character.
 It imports nothing but :mod:`json`.
 """
 
@@ -38,7 +38,7 @@ _JSON_ESCAPES: dict[int, str] = {code: f"\\u{code:04x}" for code in [0x7F, *rang
 
 def json_line(value: object) -> str:
     """``value`` as one line of JSON that a terminal cannot act on: C0 controls are escaped by
-    JSON itself, DEL, the C1 controls and bidirectional overrides as ``\\uXXXX`` here. Parsing
+    JSON itself, DEL, the C1 controls and bidirectional overrides as ``\\u`` escapes here. Parsing
     it gives back exactly ``value``."""
     return json.dumps(value, ensure_ascii=False).translate(_JSON_ESCAPES)
 
