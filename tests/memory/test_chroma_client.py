@@ -4,16 +4,15 @@ import), on the real CLI's search paths, and every other use of ``overrides`` is
 from __future__ import annotations
 
 import importlib
-import json
 import subprocess
 import sys
 import threading
 import types
 
-from fakeapi import FakeAnthropic, text
 from memagent.embedding.embedders import EmbedderHandle, LexicalOnlyEmbedder
 from memagent.memory.cardfiles import INDEX_DIR
 from memagent.memory.chroma_client import overrides_unchecked
+from memory.script_runs import run_script, tagged
 
 # Counts the signature checks ``@override`` makes, then runs the real CLI.
 COUNT_CHECKS = """
@@ -70,24 +69,9 @@ except TypeError:
 """
 
 
-def _run(script: str, paths, cli_env, *args: str) -> subprocess.CompletedProcess[str]:
-    with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
-        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "MEMAGENT_EMBEDDER": "onnx"}
-        out = subprocess.run(
-            [sys.executable, "-c", script, *args, "-C", str(paths.root)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out
-
-
 def _checks(paths, cli_env, *args: str) -> tuple[dict[str, object], str]:
-    out = _run(COUNT_CHECKS, paths, cli_env, *args)
-    line = next(ln for ln in out.stderr.splitlines() if ln.startswith("CHECKS "))
-    return json.loads(line.split(" ", 1)[1]), out.stdout
+    out = run_script(COUNT_CHECKS, paths.root, cli_env, *args)
+    return tagged(out.stderr, "CHECKS"), out.stdout
 
 
 def test_memory_search_makes_no_override_signature_check(stocked, cli_env):
@@ -178,9 +162,8 @@ def test_the_session_warm_up_starts_the_index_library_before_the_embedder(open_s
 def test_the_background_import_begins_after_numpy_is_wholly_imported(stocked, cli_env):
     """Else the embedder, importing numpy on the other thread at the same time, can be handed a
     half-initialised numpy and fail (seen as "cannot load module more than once per process")."""
-    out = _run(NUMPY_FIRST, stocked, cli_env, "memory", "search", "which tests must pass before a deploy?")
-    line = next(ln for ln in out.stderr.splitlines() if ln.startswith("NUMPY "))
-    assert json.loads(line.split(" ", 1)[1]) == [True]
+    out = run_script(NUMPY_FIRST, stocked.root, cli_env, "memory", "search", "which tests must pass before a deploy?")
+    assert tagged(out.stderr, "NUMPY") == [True]
     assert "parser tests must pass" in out.stdout
 
 

@@ -3,11 +3,7 @@ nor onnxruntime, a real question loads both (the real CLI against the loopback f
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from fakeapi import FakeAnthropic, text
+from memory.script_runs import run_script, tagged
 
 MODULES_AT_EXIT = """
 import atexit, json, runpy, sys
@@ -19,18 +15,7 @@ runpy.run_module("memagent", run_name="__main__")
 
 
 def _loaded(paths, cli_env, *args: str) -> dict[str, bool]:
-    with FakeAnthropic(responder=lambda body: text("Done.")) as fake:
-        env = {**cli_env, "ANTHROPIC_BASE_URL": fake.url, "MEMAGENT_EMBEDDER": "onnx"}
-        out = subprocess.run(
-            [sys.executable, "-c", MODULES_AT_EXIT, *args, "-C", str(paths.root)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert out.returncode == 0, out.stderr[-2000:]
-    line = next(ln for ln in out.stderr.splitlines() if ln.startswith("MODULES "))
-    return json.loads(line.split(" ", 1)[1])
+    return tagged(run_script(MODULES_AT_EXIT, paths.root, cli_env, *args).stderr, "MODULES")
 
 
 def test_a_greeting_loads_no_vector_machinery(stocked, cli_env):
