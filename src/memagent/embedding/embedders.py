@@ -378,9 +378,13 @@ def mapped_session(ort: ModuleType, source: Path) -> InferenceSession:
     """A session on ``source`` optimised once and saved with its weights apart
     (``embedding.mapped_graph``): the weights are mapped, not copied, and the optimiser does not
     run again. Same vectors as :func:`plain_session`, bit for bit, in about half the memory."""
-    from memagent.embedding.mapped_graph import save_mapped_graph
+    from memagent.embedding.mapped_graph import mapped_graph_ok, mapped_graph_path, save_mapped_graph
 
-    graph = save_mapped_graph(ort, source, _recorded_sha256(source), session_options(ort))
+    source_sha256 = _recorded_sha256(source)
+    graph = mapped_graph_path(source)
+    if not mapped_graph_ok(graph, source_sha256, ort):
+        sweep_abandoned_builds(source.parent)
+        graph = save_mapped_graph(ort, source, source_sha256, session_options(ort))
     options = session_options(ort)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # done once, saved
     return ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
