@@ -7,6 +7,8 @@
   hashes before anything is loaded;
 - ``onnx_graph``: the BERT forward pass built as an ONNX graph from those weights, and its int8
   variant;
+- ``mapped_graph``: a graph optimised once and saved with its weights in a file of their own,
+  which a session maps instead of copying (half the session's memory);
 - ``numpy_bert``: the same forward pass in numpy, the reference;
 - ``vector_cache``: vectors kept by content hash in text files, so a text is embedded once.
 

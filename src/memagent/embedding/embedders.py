@@ -27,7 +27,11 @@ The fp32 backends produce the same vectors (within 1e-4), so a store may be writ
 and read by the other: compare :attr:`model_id` and :attr:`dim`, not :attr:`name`.
 
 Sessions are tuned for small machines: as many intra-op threads as usable cores (at most 4),
-one inter-op thread, no spin-waiting.
+one inter-op thread, no spin-waiting. They open the cached graph optimised once and saved with its
+weights apart (``embedding.mapped_graph``): onnxruntime maps the weights instead of copying them
+and does not optimise again, so a session holds ~30 MB instead of ~59 MB (int8) and opens twice
+as fast, with the same vectors bit for bit. A cache that cannot take that graph gets the plain
+session (:func:`plain_session`), which loads the graph whole.
 
 Heavy imports (numpy, tokenizers, safetensors, onnx, onnxruntime) happen inside functions.
 """
