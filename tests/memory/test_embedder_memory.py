@@ -136,6 +136,8 @@ def test_the_optimised_graph_is_saved_once_with_its_record(int8_embedder, graph_
     for name in ("graph", "weights"):
         assert record[name]["sha256"] == emb.sha256_file(paths[name])
     assert paths["graph"].stat().st_size < 1_000_000 < paths["weights"].stat().st_size  # the weights live apart
+    with open("/proc/self/maps", encoding="utf-8") as maps:  # the loaded embedder's session maps them
+        assert any(line.rstrip().endswith(str(paths["weights"])) for line in maps)
     stamps = {name: path.stat().st_mtime_ns for name, path in paths.items()}
     assert load_embedder("int8", cache_dir=graph_cache).name == int8_embedder.name
     assert {name: path.stat().st_mtime_ns for name, path in paths.items()} == stamps  # reused, not saved again
