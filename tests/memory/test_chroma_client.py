@@ -70,6 +70,8 @@ except TypeError:
 
 
 def _checks(paths, cli_env, *args: str) -> tuple[dict[str, object], str]:
+    # Without its int8 mirror (memory.flat_mirror) the index must be opened through chromadb.
+    (paths.memory / INDEX_DIR / "vectors.mirror").unlink(missing_ok=True)
     out = run_script(COUNT_CHECKS, paths.root, cli_env, *args)
     return tagged(out.stderr, "CHECKS"), out.stdout
 
@@ -132,13 +134,16 @@ class HeldEmbedder(EmbedderHandle):
         return self._embedder
 
 
-def _cold(open_service, embedder, *, wait: float = 10.0):
+def _cold(open_service, embedder, *, wait: float = 10.0, mirror: bool = False):
     """A service over a store with vectors whose embedder is not loaded yet; its index library
-    load only notes that it began (chromadb is imported in this process already)."""
+    load only notes that it began (chromadb is imported in this process already). Without
+    ``mirror`` the index's int8 mirror is removed, so a search must open Chroma."""
     first = open_service()
     first.save("The parser tests must pass before any deploy", "constraint")
     first.close()
-    service = open_service()
+    if not mirror:
+        (first.core.stores["project"].root / INDEX_DIR / "vectors.mirror").unlink()
+    service = open_service(check_embedder=False)  # the index is first opened by the search
     began = threading.Event()
     service.core.embedder_handle = handle = HeldEmbedder(embedder, began, wait)
     service.core.load_index_library = began.set
@@ -162,6 +167,7 @@ def test_the_session_warm_up_starts_the_index_library_before_the_embedder(open_s
 def test_the_background_import_begins_after_numpy_is_wholly_imported(stocked, cli_env):
     """Else the embedder, importing numpy on the other thread at the same time, can be handed a
     half-initialised numpy and fail (seen as "cannot load module more than once per process")."""
+    (stocked.memory / INDEX_DIR / "vectors.mirror").unlink()  # so that the search must open Chroma
     out = run_script(NUMPY_FIRST, stocked.root, cli_env, "memory", "search", "which tests must pass before a deploy?")
     assert tagged(out.stderr, "NUMPY") == [True]
     assert "parser tests must pass" in out.stdout

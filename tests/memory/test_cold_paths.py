@@ -1,5 +1,6 @@
 """Cold paths import what they use: a one-shot greeting and `memory stats` load neither chromadb
-nor onnxruntime, a real question loads both (the real CLI against the loopback fake API)."""
+nor onnxruntime; a real question loads the embedder and reads the index's int8 mirror, without
+chromadb (the real CLI against the loopback fake API)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ def test_a_greeting_loads_no_vector_machinery(stocked, cli_env):
     assert _loaded(stocked, cli_env, "-p", "hi") == {"chromadb": False, "onnxruntime": False, "anthropic": True}
 
 
-def test_a_question_loads_the_embedder_and_the_index(stocked, cli_env):
+def test_a_question_loads_the_embedder_and_not_chromadb(stocked, cli_env):
     loaded = _loaded(stocked, cli_env, "-p", "when do deploys go out?")
-    assert loaded == {"chromadb": True, "onnxruntime": True, "anthropic": True}
+    assert loaded == {"chromadb": False, "onnxruntime": True, "anthropic": True}
 
 
 def test_memory_stats_and_list_load_no_vector_machinery(stocked, cli_env):

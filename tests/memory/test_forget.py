@@ -78,7 +78,7 @@ def test_forget_all_and_unknown_ids(service, paths, files_containing):
 def test_scrub_zeroes_uninitialised_hnsw_bytes(service, paths, files_containing):
     """Chroma writes the HNSW buffer's unused capacity to disk uninitialised (heap garbage);
     simulate garbage holding a card's text and check the scrub removes it and keeps the index."""
-    from memagent.memory.vector_index import scrub_hnsw_segments
+    from memagent.memory.chroma_files import scrub_hnsw_segments
 
     card = service.save("The on-call rotation changes every Monday", "fact").card
     index = paths.memory / "local" / "index"

@@ -20,6 +20,7 @@ from memagent.memory import transfer
 from memagent.memory.cardfiles import CardFiles
 from memagent.memory.errors import MemoryUnavailable
 from memagent.memory.provenance import LEDGER_FILE, Ledger
+from memagent.memory.vector_index import VectorIndex
 
 FACTS = [
     "The billing service retries failed webhooks three times with exponential backoff.",
@@ -100,17 +101,15 @@ def test_a_ledger_that_cannot_be_written_leaves_no_card_file(service, paths, mon
 
 @pytest.fixture
 def chroma_queries(monkeypatch) -> list[int]:
-    """The number of query vectors of each Chroma query made."""
-    from chromadb.api.models.Collection import Collection
-
+    """The number of query vectors of each vector-index query made (Chroma or its mirror)."""
     made: list[int] = []
-    query = Collection.query
+    query = VectorIndex.nearest_ids_many
 
-    def counted(self, *args, **kwargs):
-        made.append(len(kwargs.get("query_embeddings") or args[0]))
-        return query(self, *args, **kwargs)
+    def counted(self, vectors, *args, **kwargs):
+        made.append(len(vectors))
+        return query(self, vectors, *args, **kwargs)
 
-    monkeypatch.setattr(Collection, "query", counted)
+    monkeypatch.setattr(VectorIndex, "nearest_ids_many", counted)
     return made
 
 

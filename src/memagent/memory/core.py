@@ -205,7 +205,7 @@ class MemoryCore:
         imported already the thread has nothing to do."""
         if self.embedder_handle.loaded or self.embedder_handle.preference == "lexical":
             return
-        if any(store.is_remote or store.vectors_on_disk() for store in self.stores_in_use()):
+        if any(store.needs_index_library() for store in self.stores_in_use()):
             # Both sides import numpy. Two threads importing one package at once can meet
             # Python's import-deadlock avoidance, which hands one of them a half-initialised
             # module; numpy's core cannot be loaded twice, so the embedder would fail. Importing

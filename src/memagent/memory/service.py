@@ -375,7 +375,7 @@ class MemoryService:
         if not prefetch:
             return
         info = self.core.embedder_info()  # loads the embedder (without the lock: a search may wait for it)
-        if info.dim > 0 and any(s.is_remote or s.vectors_on_disk() for s in self.core.stores_in_use()):
+        if info.dim > 0 and any(s.needs_index_library() for s in self.core.stores_in_use()):
             self.core.load_index_library()  # most of opening the index (begun above): not under the lock
         with self.core.lock, self.core.guard("warm-up"):
             if self.core.closing:

@@ -24,9 +24,12 @@ same model are never mixed in one index (``memory.index_embedder``).
 
 Several processes share a store: every write to the catalog or the index happens under a
 cross-process lock (``index/.lock``), waited for at most ``lock_wait`` seconds before giving up
-with a one-line reason. A process that sees the index's generation moved (another process wrote
-vectors) reconnects to Chroma once before using it (Chroma's in-process HNSW graph does not
-follow other processes' writes) and remembers the generation it reconnected at.
+with a one-line reason. Every write to the index bumps the catalog's ``vector_generation``; a
+process that sees it moved (another process wrote vectors) reads what was appended to the index's
+int8 mirror, or reconnects to Chroma once before using it (Chroma's in-process HNSW graph does
+not follow other processes' writes), and remembers the generation it caught up with. A mirror
+that is missing or behind the catalog is written afresh from Chroma, once, under the lock
+(``memory.flat_mirror``).
 """
 
 from __future__ import annotations
@@ -40,15 +43,17 @@ from typing import TYPE_CHECKING
 
 from memagent.embedding.vector_cache import VectorCache
 from memagent.fsutil import make_dirs, refuse_symlinks, tree_bytes
-from memagent.memory import arrivals, gitview
-from memagent.memory.cardfiles import CardFileError, CardFiles, Scan, Stamp, stamp_of
+from memagent.memory import gitview
+from memagent.memory.cardfiles import CardFiles, Scan, Stamp, stamp_of
 from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
+from memagent.memory.catalog_sync import apply_changes
 from memagent.memory.errors import StoreError
+from memagent.memory.flat_mirror import MIRROR_FILE, committed_generation
 from memagent.memory.index_embedder import check_index_embedder
 from memagent.memory.layout import migrate_store, vectors_dir
 from memagent.memory.store_forgetting import StoreForgetting
-from memagent.memory.tombstones import Tombstones, came_back_reason
+from memagent.memory.tombstones import Tombstones
 from memagent.memory.vector_index import SQLITE_FILE, EmbedderInfo, EmbedderMismatch, StoreLocation, VectorIndex
 
 if TYPE_CHECKING:
@@ -249,48 +254,8 @@ class Store:
         folders: str | None,
         head: str | None,
     ) -> int:
-        """Read ``changed`` files into the catalog and drop ``removed`` ids; record the folder
-        times (after a full scan) and the git commit the catalog now reflects."""
-        problems = catalog.known_problems()
-        gone_problems = [p for p in problems if not Path(p).exists()]
-        unchanged_meta = (folders is None or catalog.get_meta("folders") == folders) and (
-            head is None or catalog.get_meta("git_head") == head
-        )
-        if not changed and not removed and not gone_problems and unchanged_meta:
-            return 0
-        with self.locked(), catalog.transaction() as db:
-            tombstones = self.tombstones.all() if changed else {}
-            arrived = []
-            known_before = catalog.entries(list(changed)) if changed else {}
-            for card_id, (path_text, stamp) in changed.items():
-                if problems.get(path_text, ("", None))[1] == stamp:
-                    continue  # still the same bad file: reported already
-                path = Path(path_text)
-                if not path.exists():
-                    removed.append(card_id)  # removed since it was listed
-                    continue
-                if card_id in tombstones:  # forgotten here; the file came back (a pull, a checkout)
-                    catalog.note_problem(db, path, came_back_reason(path, card_id, tombstones[card_id]), stamp)
-                    removed.append(card_id)
-                    continue
-                try:
-                    card = self.files.read(path)
-                except CardFileError as exc:
-                    catalog.note_problem(db, path, str(exc), stamp)
-                    removed.append(card_id)
-                    continue
-                catalog.put(db, card, path, stamp, self.files.is_private(path))
-                catalog.clear_problems(db, [path_text])
-                if card_id not in known_before:
-                    arrived.append(card_id)
-            arrivals.note(db, arrived)  # new files from outside still meet the correction rule
-            catalog.remove(db, removed)
-            catalog.clear_problems(db, gone_problems)
-            if folders is not None:
-                catalog.set_meta(db, "folders", folders)
-            if head is not None:
-                catalog.set_meta(db, "git_head", head)
-        return len(changed) + len(removed)
+        """Read ``changed`` files into the catalog and drop ``removed`` ids (``memory.catalog_sync``)."""
+        return apply_changes(self, catalog, changed, removed, folders=folders, head=head)
 
     def disk_usage(self) -> int:
         """Bytes the store uses: the card files as the catalog last saw them (no ``stat`` per
@@ -326,8 +291,9 @@ class Store:
             with self.locked(), self.catalog.transaction() as db:
                 self.catalog.forget_vectors(db)  # the index folder was deleted: embed everything again
                 db.execute("DELETE FROM meta WHERE key = 'embedder'")
+        generation = self.catalog.generation() if self.catalog.exists else None
         try:
-            opened = self.vectors.open(create=create, check_embedder=False)
+            opened = self.vectors.open(create=create, check_embedder=False, generation=generation)
         except EmbedderMismatch:
             raise
         except StoreError as exc:
@@ -338,7 +304,32 @@ class Store:
         if not opened:
             return None
         self._seen_generation = self.catalog.generation() if self.catalog.exists else 0
+        if not self.vectors.mirror_ready and self.catalog.exists:
+            self._rebuild_mirror(opened_at=generation)
         return self.vectors
+
+    def _rebuild_mirror(self, opened_at: int | None) -> None:
+        """Write the index's int8 mirror from Chroma (once: later writes keep it in step), so
+        that the next searches, here and in other processes, need no Chroma. Chroma was opened
+        at generation ``opened_at``; it is opened afresh if another process wrote since."""
+        assert self.vectors is not None
+        with self.locked():
+            generation = self.catalog.generation()
+            if self.vectors.rebuild_mirror(generation, reopen=generation != opened_at):
+                self._seen_generation = generation
+
+    def needs_index_library(self) -> bool:
+        """A search will open Chroma: a remote index, or a local one whose mirror is missing
+        or stale (so importing chromadb early pays off)."""
+        if self.is_remote:
+            return True
+        if not self.vectors_on_disk():
+            return False
+        if self.vectors is not None and self.vectors.mirror_ready:
+            return False
+        assert self.location.path is not None
+        committed = committed_generation(self.location.path / MIRROR_FILE)
+        return committed is None or not self.catalog.exists or committed != self.catalog.generation()
 
     def vectors_on_disk(self) -> bool:
         """A local vector index exists (opening it imports chromadb)."""
@@ -356,7 +347,7 @@ class Store:
         assert index_dir is not None
         with self.locked():
             for child in index_dir.iterdir():
-                if child.name == SQLITE_FILE or (child.is_dir() and len(child.name) == 36):
+                if child.name in (SQLITE_FILE, MIRROR_FILE) or (child.is_dir() and len(child.name) == 36):
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
             with self.open_catalog().transaction() as db:
                 self.catalog.forget_vectors(db)
@@ -368,13 +359,16 @@ class Store:
             return
         current = self.catalog.generation()
         if self._seen_generation is not None and current != self._seen_generation:
-            self.vectors.reload()
+            self.vectors.reload(current)
             self.reloads += 1
         self._seen_generation = current
 
     def note_generation(self, generation: int) -> None:
-        """This process wrote the index at ``generation`` (no reconnect needed to see it)."""
+        """This process wrote the index at ``generation`` (no reconnect needed to see it): the
+        mirror's pending batch is committed at it."""
         self._seen_generation = generation
+        if self.vectors is not None:
+            self.vectors.commit(generation)
 
     def check_embedder(self, embedder: EmbedderInfo) -> None:
         """Refuse another model's index; drop another variant's (``memory.index_embedder``)."""
@@ -463,7 +457,7 @@ class Store:
                 db, [(cid, active) for cid, _, active, _ in items], digests=[digest for _, digest, _, _ in items]
             )
             self.catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
-            self._seen_generation = self.catalog.bump_generation(db)
+            self.note_generation(self.catalog.bump_generation(db))
             if duplicate_cosine is not None and index is not None:
                 batch = [(cid, "", active) for cid, _, active, _ in items]
                 self._note_near_duplicates(db, index, batch, [vec for *_, vec in items], duplicate_cosine)
@@ -484,7 +478,7 @@ class Store:
                 if missing:  # the vector is gone: embed it again
                     db.executemany("UPDATE cards SET vec_digest = NULL WHERE id = ?", [(i,) for i in missing])
             if deletes or moves:
-                self._seen_generation = self.catalog.bump_generation(db)
+                self.note_generation(self.catalog.bump_generation(db))
 
     def _note_near_duplicates(self, db, index: VectorIndex, batch, vectors, threshold: float) -> None:
         for (card_id, _, active), vector in zip(batch, vectors):
@@ -539,7 +533,7 @@ class Store:
                     done = [(c.id, c.active) for c, _, v in items if v is not None or embedder.dim == 0]
                     catalog.mark_indexed(db, done)
                     catalog.set_meta(db, "embedder", f"{embedder.model_id}:{embedder.dim}")
-                    self._seen_generation = catalog.bump_generation(db)
+                    self.note_generation(catalog.bump_generation(db))
                 if recorded in (None, before):
                     catalog.set_meta(db, "folders", repr(self.files.folder_stamps()))
         if index is not None:

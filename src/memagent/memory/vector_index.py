@@ -23,16 +23,21 @@ Erasure
     tests: card texts). It is zeroed (:func:`scrub_hnsw_segments`) after every local write, every
     erasure and on close. A Chroma *server* is purged only as far as its API allows (delete).
 
+Searching without Chroma
+    A local index also keeps an exact int8 copy of its vectors, ``vectors.mirror``
+    (``memory.flat_mirror``). Searches and counts read the mirror when it is current with the
+    catalog's ``vector_generation``, so answering a question imports no chromadb and loads no
+    HNSW segment; Chroma is opened only to write, to read stored vectors, or to rebuild a
+    missing or stale mirror. Every write keeps the mirror in step (or removes it), and the store
+    commits it at the generation it bumps (:meth:`VectorIndex.commit`).
+
 Nothing is created on disk until the first write.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import sqlite3
-import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +45,14 @@ from typing import TYPE_CHECKING
 from memagent.errors import one_line as _one_line
 from memagent.fsutil import make_dirs
 from memagent.memory.chroma_client import http_client, local_client
+from memagent.memory.chroma_files import (
+    SQLITE_FILE,
+    erase_queue_rows,
+    remove_orphan_segments,
+    scrub_hnsw_segments,
+)
 from memagent.memory.errors import StoreError
+from memagent.memory.flat_mirror import MIRROR_FILE, FlatMirror, MirrorEmbedder, StaleMirror
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -52,83 +64,6 @@ SCHEMA_VERSION = 1
 PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections
 ID_BATCH = 500  # ids per get()/delete() call
 WRITE_BATCH = 1000  # records per add()
-SQLITE_FILE = "chroma.sqlite3"
-_DELETE_OPERATION = 3  # embeddings_queue.operation for a delete (0 add, 1 update, 2 upsert)
-_HNSW_HEADER = struct.Struct("<IQQQQ")
-
-
-def scrub_hnsw_segment(segment: Path) -> bool:
-    """Zero the unused tail of one HNSW segment's ``data_level0.bin`` and ``length.bin``.
-
-    The header (``header.bin``: u32 format version, then u64 offset_level0, max_elements,
-    cur_element_count, size_data_per_element) says how many element slots are in use; bytes past
-    them are never read by the index. Returns whether anything was zeroed. Files in an unknown
-    format are left alone.
-    """
-    try:
-        raw = (segment / "header.bin").read_bytes()
-    except OSError:
-        return False
-    if len(raw) < _HNSW_HEADER.size:
-        return False
-    version, _offset, max_elements, count, size = _HNSW_HEADER.unpack_from(raw)
-    if version != 1 or size <= 0 or count > max_elements:
-        return False
-    changed = _zero_tail(segment / "data_level0.bin", count * size)
-    return _zero_tail(segment / "length.bin", count * 4) or changed
-
-
-def _zero_tail(path: Path, start: int) -> bool:
-    """Overwrite ``path`` from ``start`` to its end with zeros, unless it is zero already."""
-    chunk = 1 << 20
-    try:
-        length = path.stat().st_size
-        if length <= start:
-            return False
-        with path.open("r+b") as fh:
-            fh.seek(start)
-            if not any(fh.read(chunk).strip(b"\0") for _ in range(0, length - start, chunk)):
-                return False
-            fh.seek(start)
-            for offset in range(start, length, chunk):
-                fh.write(bytes(min(chunk, length - offset)))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError:
-        return False
-    return True
-
-
-_SEGMENT_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def remove_orphan_segments(directory: Path) -> int:
-    """Delete segment directories no collection uses any more (Chroma leaves them behind when
-    a collection is deleted, vectors included). Returns how many were removed."""
-    import shutil
-
-    db_path = directory / SQLITE_FILE
-    if not db_path.exists():
-        return 0
-    try:
-        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30.0)
-        try:
-            live = {row[0] for row in db.execute("SELECT id FROM segments")}
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return 0
-    removed = 0
-    for child in directory.iterdir():
-        if child.is_dir() and _SEGMENT_DIR.match(child.name) and child.name not in live:
-            shutil.rmtree(child, ignore_errors=True)
-            removed += 1
-    return removed
-
-
-def scrub_hnsw_segments(directory: Path) -> int:
-    """Scrub every segment directory under a local store; returns how many files changed."""
-    return sum(scrub_hnsw_segment(header.parent) for header in directory.glob("*/header.bin"))
 
 
 def same_model(a: str, b: str) -> bool:
@@ -205,6 +140,7 @@ class VectorIndex:
         self._client: ClientAPI | None = None
         self._active: Collection | None = None
         self._inactive: Collection | None = None
+        self._mirror: FlatMirror | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -220,10 +156,25 @@ class VectorIndex:
 
     @property
     def opened(self) -> bool:
-        return self._active is not None
+        return self._active is not None or self.mirror_ready
 
-    def open(self, *, create: bool = False, check_embedder: bool = True) -> bool:
+    @property
+    def mirror_ready(self) -> bool:
+        """Searches read the int8 mirror (Chroma may still be closed)."""
+        return self._mirror is not None and self._mirror.loaded
+
+    def _mirror_file(self) -> FlatMirror | None:
+        """The mirror of a local index with a real embedder (``None`` otherwise)."""
+        if self.is_remote or self.location.path is None or self.embedder.dim <= 0:
+            return None
+        wanted = MirrorEmbedder(self.embedder.model_id, self.embedder.name, self.embedder.dim)
+        if self._mirror is None or self._mirror.embedder != wanted:
+            self._mirror = FlatMirror(self.location.path, wanted)
+        return self._mirror
+
+    def open(self, *, create: bool = False, check_embedder: bool = True, generation: int | None = None) -> bool:
         """Connect if the index exists (or ``create``); ``False`` when there is nothing to open.
+        Given the catalog's ``generation``, a current mirror is read instead of opening Chroma.
 
         Raises :class:`StoreError` with a one-line reason for an unusable index and
         :class:`EmbedderMismatch` when the stored vectors are from another model.
@@ -232,6 +183,16 @@ class VectorIndex:
             return True
         if not self.exists and not create:
             return False
+        mirror = self._mirror_file()
+        if generation is not None and mirror is not None and self.exists:
+            self._check_sqlite_file()  # a damaged index is reported and rebuilt, mirror or not
+            if mirror.load(generation):
+                return True
+        return self._open_chroma(create=create, check_embedder=check_embedder)
+
+    def _open_chroma(self, *, create: bool, check_embedder: bool = False) -> bool:
+        if self._active is not None:
+            return True
         if not self.is_remote:
             self._check_sqlite_file()
         try:
@@ -297,6 +258,8 @@ class VectorIndex:
         return client.get_or_create_collection(name, embedding_function=None, metadata=self.embedder.metadata())
 
     def stored_embedder(self) -> EmbedderInfo | None:
+        if self._active is None and self.mirror_ready:
+            return self.embedder  # the mirror's header named this embedder
         meta = (self._active.metadata or {}) if self._active is not None else {}
         if "embedder_dim" not in meta:
             return None
@@ -323,7 +286,10 @@ class VectorIndex:
             )
 
     def _parts(self) -> tuple[ClientAPI, Collection, Collection]:
-        """The client and the active and inactive collections of the open index."""
+        """The client and the active and inactive collections of the open index (Chroma is
+        opened now if only the mirror was)."""
+        if self._active is None and self.mirror_ready and not self._open_chroma(create=False):
+            raise StoreError(f"memory index at {self.location.describe()} has no collections")
         if self._client is None or self._active is None or self._inactive is None:
             raise StoreError(f"memory index at {self.location.describe()} is not open")
         return self._client, self._active, self._inactive
@@ -336,20 +302,31 @@ class VectorIndex:
         if not self.is_remote and self.location.path is not None and self.location.path.is_dir():
             scrub_hnsw_segments(self.location.path)
 
-    def reload(self) -> None:
-        """Reconnect so that writes made by another process reach this process's vector index.
+    def reload(self, generation: int | None = None) -> None:
+        """Reconnect so that writes made by another process (up to the catalog's ``generation``)
+        reach this process's vector index.
 
-        Chroma's embedded HNSW index lives in each process's memory and does not follow other
-        processes' writes; a fresh client replays them from the SQLite log.
+        The mirror reads what was appended to it. Chroma's embedded HNSW index lives in each
+        process's memory and does not follow other processes' writes; a fresh client replays
+        them from the SQLite log.
         """
         if self.is_remote or not self.opened:
             return
+        if self._mirror is not None and self._mirror.loaded and generation is not None:
+            if self._mirror.refresh(generation):
+                self._close_chroma()  # stale in memory: opened afresh when a write needs it
+                return
         self.close()
-        self.open(check_embedder=False)
+        self.open(check_embedder=False, generation=generation)
 
     def close(self) -> None:
+        if self._mirror is not None:
+            self._mirror.forget()
+        self._close_chroma()
+
+    def _close_chroma(self) -> None:
         client = self._client
-        was_open = self.opened
+        was_open = self._active is not None
         self._reset()
         if was_open:
             self.scrub()
@@ -363,6 +340,8 @@ class VectorIndex:
     # -- reading -------------------------------------------------------------------------
 
     def counts(self) -> tuple[int, int]:
+        if self._mirror is not None and self._mirror.loaded:
+            return self._mirror.counts()
         if not self.opened:
             return 0, 0
         _, active, inactive = self._parts()
@@ -380,6 +359,8 @@ class VectorIndex:
             return []
         if not self.opened or self.embedder.dim == 0 or n <= 0:
             return [[] for _ in vectors]
+        if self._mirror is not None and self._mirror.loaded:
+            return self._mirror.search(vectors, n, inactive=inactive)
         _, active_cards, inactive_cards = self._parts()
         collection = inactive_cards if inactive else active_cards
         queries = []
@@ -434,6 +415,7 @@ class VectorIndex:
                 if present:
                     other.delete(ids=list(present))
         self.scrub()
+        self._mirror_write(upserts=[(i, v, a) for i, v, a in items])
 
     def move(self, moves: Sequence[tuple[str, bool]]) -> list[str]:
         """Move vectors between the collections without re-embedding; returns ids not found."""
@@ -455,6 +437,8 @@ class VectorIndex:
                 if present:
                     collection.delete(ids=list(present))
                     removed.extend(present)
+        if removed:
+            self._mirror_write(deletes=removed)
         return removed
 
     def purge(self, ids: Sequence[str]) -> None:
@@ -462,31 +446,89 @@ class VectorIndex:
         if self.is_remote or not ids:
             return
         assert self.location.path is not None
-        db_path = self.location.path / SQLITE_FILE
-        if not db_path.exists():
-            return
-        try:
-            db = sqlite3.connect(str(db_path), timeout=30.0, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {db_path} to erase forgotten memories: {exc}") from None
-        try:
-            db.execute("PRAGMA secure_delete = ON")
-            unique = list(dict.fromkeys(ids))
-            for start in range(0, len(unique), ID_BATCH):
-                batch = unique[start : start + ID_BATCH]
-                marks = ",".join("?" * len(batch))
-                db.execute(
-                    f"DELETE FROM embeddings_queue WHERE id IN ({marks}) AND operation != ?",
-                    (*batch, _DELETE_OPERATION),
-                )
-            db.execute("VACUUM")
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.Error as exc:
-            raise StoreError(f"could not fully erase forgotten memories from {db_path}: {exc}") from None
-        finally:
-            db.close()
+        erase_queue_rows(self.location.path, ids)
         remove_orphan_segments(self.location.path)
         self.scrub()
+        self._compact_mirror()
+
+    # -- the mirror ----------------------------------------------------------------------
+
+    def commit(self, generation: int) -> None:
+        """The store bumped the catalog's generation with this process's write: close the
+        mirror's pending batch at it."""
+        mirror = self._mirror
+        if mirror is not None and mirror.pending:
+            self._guarded(mirror, lambda: mirror.commit(generation))
+
+    def rebuild_mirror(self, generation: int | None, *, reopen: bool = True) -> bool:
+        """Write the mirror afresh from Chroma, committed at ``generation`` (``None``: pending
+        until the write under way commits). The caller holds the store's lock; with ``reopen``
+        a fresh client replays every process's writes (else the open one is fresh enough)."""
+        mirror = self._mirror_file()
+        if mirror is None or not self.exists:
+            return False
+        if reopen:
+            self._close_chroma()
+        if not self._open_chroma(create=False):
+            return False
+        items = self._all_vectors()
+        return self._guarded(mirror, lambda: mirror.replace(items, generation))
+
+    def _all_vectors(self) -> list[tuple[str, Sequence[float], bool]]:
+        items: list[tuple[str, Sequence[float], bool]] = []
+        _, active_cards, inactive_cards = self._parts()
+        for active, collection in ((True, active_cards), (False, inactive_cards)):
+            offset = 0
+            while True:
+                page = collection.get(include=["embeddings"], limit=PAGE_SIZE, offset=offset)
+                embeddings = page.get("embeddings")
+                if not page["ids"] or embeddings is None:
+                    break
+                items.extend((card_id, vector, active) for card_id, vector in zip(page["ids"], embeddings))
+                offset += len(page["ids"])
+        return items
+
+    def _mirror_write(
+        self, *, upserts: Sequence[tuple[str, Sequence[float], bool]] = (), deletes: Sequence[str] = ()
+    ) -> None:
+        """Keep the mirror in step with a write Chroma has just taken (rebuilt from Chroma when
+        this process's copy is stale or was never read)."""
+        mirror = self._mirror_file()
+        if mirror is None:
+            return
+        if mirror.loaded:
+            try:
+                self._guarded(mirror, lambda: mirror.write(upserts, deletes))
+                return
+            except StaleMirror:
+                pass
+        self.rebuild_mirror(None)
+
+    def _compact_mirror(self) -> None:
+        """After an erasure no byte of a forgotten card's vector may stay in the mirror: its live
+        rows are written afresh, or a mirror this process does not hold is removed."""
+        mirror = self._mirror_file()
+        if mirror is not None and mirror.loaded:
+            self._guarded(mirror, lambda: mirror.rewrite(None if mirror.pending else mirror.generation))
+        elif self.location.path is not None:
+            try:
+                (self.location.path / MIRROR_FILE).unlink()
+            except FileNotFoundError:
+                pass
+
+    @staticmethod
+    def _guarded(mirror: FlatMirror, job: Callable[[], object]) -> bool:
+        """Run a mirror write; a failed one (a full disk…) removes the mirror, so readers fall
+        back to Chroma instead of reading a stale copy."""
+        try:
+            job()
+            return True
+        except OSError:
+            try:
+                mirror.discard()
+            except OSError:
+                mirror.forget()
+            return False
 
     def replace_all(self, items: Sequence[tuple[str, Sequence[float], bool]]) -> None:
         """Rebuild both collections (with this index's embedder recorded) from (id, vector, active).
@@ -518,6 +560,9 @@ class VectorIndex:
         if not self.is_remote and self.location.path is not None:
             remove_orphan_segments(self.location.path)
         self.scrub()
+        mirror = self._mirror_file()
+        if mirror is not None:
+            self._guarded(mirror, lambda: mirror.replace(items, None))
 
 
 def _drop_collection(client: ClientAPI, name: str) -> None:

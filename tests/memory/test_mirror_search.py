@@ -1,0 +1,155 @@
+"""Searches read the vector index's int8 mirror, so answering a question loads no Chroma; the
+mirror follows every write, by this process or another, and an erasure leaves nothing in it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from memagent.memory.cardfiles import INDEX_DIR
+from memagent.memory.flat_mirror import MIRROR_FILE, FlatMirror, MirrorEmbedder, committed_generation
+from memory.script_runs import run_script, tagged
+
+# Runs the real CLI and says whether chromadb was imported and whether Chroma's client was made.
+WHAT_LOADED = """
+import atexit, json, runpy, sys
+atexit.register(lambda: sys.stderr.write("\\nLOADED " + json.dumps(
+    {"chromadb": "chromadb" in sys.modules, "client": "chromadb.api.rust" in sys.modules}) + "\\n"))
+sys.argv = ["memagent", *sys.argv[1:]]
+runpy.run_module("memagent", run_name="__main__")
+"""
+
+
+def _mirror_path(paths):
+    return paths.memory / INDEX_DIR / MIRROR_FILE
+
+
+def _mirror_of(store) -> FlatMirror:
+    info = store.vectors.embedder
+    mirror = FlatMirror(store.location.path, MirrorEmbedder(info.model_id, info.name, info.dim))
+    assert mirror.load(store.catalog.generation())
+    return mirror
+
+
+def _chroma_ids(store) -> tuple[set[str], set[str]]:
+    _, active, inactive = store.vectors._parts()
+    return set(active.get(include=[])["ids"]), set(inactive.get(include=[])["ids"])
+
+
+def test_a_search_in_a_new_process_reads_the_mirror_and_loads_no_chroma(stocked, cli_env):
+    out = run_script(WHAT_LOADED, stocked.root, cli_env, "memory", "search", "which tests must pass before a deploy?")
+    assert tagged(out.stderr, "LOADED") == {"chromadb": False, "client": False}
+    assert out.stdout.splitlines()[0].endswith("The parser tests must pass before any deploy")
+
+
+def test_a_question_in_print_mode_loads_no_chroma(stocked, cli_env):
+    out = run_script(WHAT_LOADED, stocked.root, cli_env, "-p", "when do deploys go out?")
+    assert tagged(out.stderr, "LOADED") == {"chromadb": False, "client": False}
+    assert "Done." in out.stdout
+
+
+def _ranked(out) -> list[tuple[str, float]]:
+    return [(hit["card"]["id"], round(hit["score"], 2)) for hit in json.loads(out.stdout)]
+
+
+def test_a_missing_mirror_is_rebuilt_from_chroma_and_ranks_the_same(stocked, cli_env):
+    question = ["memory", "search", "which tests must pass before a deploy?", "--json"]
+    with_mirror = _ranked(run_script(WHAT_LOADED, stocked.root, cli_env, *question))
+    _mirror_path(stocked).unlink()
+    rebuilt = run_script(WHAT_LOADED, stocked.root, cli_env, *question)
+    assert tagged(rebuilt.stderr, "LOADED")["client"] is True  # Chroma answered and rebuilt the mirror
+    assert _ranked(rebuilt) == with_mirror and len(with_mirror) == 2
+    assert committed_generation(_mirror_path(stocked)) is not None
+    again = run_script(WHAT_LOADED, stocked.root, cli_env, *question)
+    assert tagged(again.stderr, "LOADED")["chromadb"] is False and _ranked(again) == with_mirror
+
+
+def test_another_processs_card_reaches_a_warm_session_without_chroma(open_service, paths, cli_env):
+    service = open_service()
+    service.save("Deploys go out on Tuesdays after the standup", "procedure")
+    service.close()
+    warm = open_service(check_embedder=False)
+    assert warm.search("when do deploys go out?")[0].card.content.startswith("Deploys go out")
+    store = warm.core.stores["project"]
+    assert store.vectors.mirror_ready and store.vectors._active is None
+    added = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memagent",
+            "memory",
+            "add",
+            "Release freezes start the Friday before a launch",
+            "--type",
+            "constraint",
+            "-C",
+            str(paths.root),
+        ],
+        env={**cli_env, "MEMAGENT_HOME": str(paths.home), "MEMAGENT_EMBEDDER": "onnx"},  # the fixture's embedder
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert added.returncode == 0, added.stderr
+    hits = warm.search("when does the release freeze begin?")
+    assert hits[0].card.content == "Release freezes start the Friday before a launch"
+    assert store.vectors._active is None, "the other process's write was read from the mirror"
+
+
+def test_the_mirror_holds_what_chroma_holds_after_saves_corrections_and_forgets(open_service):
+    service = open_service()
+    kept = service.save("The staging cluster runs in eu-west-1", "fact").card
+    old = service.save("The API rate limit is 100 requests per minute", "fact").card
+    service.save("The API rate limit is 500 requests per minute, since the March upgrade", "fact", supersedes=old.id)
+    gone = service.save("The on-call rotation changes every Monday", "fact").card
+    service.forget([gone.id])
+    store = service.core.stores["project"]
+    mirror = _mirror_of(store)
+    active, inactive = _chroma_ids(store)
+    assert {i for i, k in zip(mirror.ids, mirror.kind) if k == 1} == active
+    assert {i for i, k in zip(mirror.ids, mirror.kind) if k == 2} == inactive == {old.id}
+    assert kept.id in active and gone.id not in active | set(mirror.ids)
+
+
+def test_a_forgotten_card_leaves_no_byte_in_the_mirror(open_service, paths):
+    service = open_service()
+    service.save("Deploys go out on Tuesdays after the standup", "procedure")
+    secret = service.save("The vendor contract renews on 2027-03-01 with a 9% uplift", "fact").card
+    assert secret.id.encode() in _mirror_path(paths).read_bytes()
+    service.forget([secret.id])
+    data = _mirror_path(paths).read_bytes()
+    assert secret.id.encode() not in data
+    assert secret.id not in [hit.card.id for hit in service.search("when does the vendor contract renew?", k=5)]
+
+
+def test_a_card_forgotten_from_the_cli_leaves_no_byte_in_the_mirror(stocked, cli_env):
+    listed = run_script(WHAT_LOADED, stocked.root, cli_env, "memory", "list", "--json").stdout
+    card_id = next(c["id"] for c in json.loads(listed) if "parser tests" in c["content"])
+    run_script(WHAT_LOADED, stocked.root, cli_env, "memory", "forget", card_id, "--yes")
+    mirror = _mirror_path(stocked)
+    assert not mirror.exists() or card_id.encode() not in mirror.read_bytes()
+    found = run_script(WHAT_LOADED, stocked.root, cli_env, "memory", "search", "which tests must pass?", "--json")
+    assert card_id not in found.stdout
+
+
+def test_a_write_that_bypassed_the_mirror_is_never_answered_from_it(open_service):
+    """An index written by a process that does not keep the mirror (an older memagent): the
+    catalog's generation moved past the mirror's, so the next search rebuilds it from Chroma."""
+    service = open_service()
+    first = service.save("Deploys go out on Tuesdays after the standup", "procedure").card
+    second = service.save("Feature flags live in config/flags.yaml", "fact").card
+    store = service.core.stores["project"]
+    moved = store.vectors.vectors([first.id])[first.id]
+    store.vectors._mirror = None  # this process stops keeping the mirror, as older code would
+    _, active, _ = store.vectors._parts()
+    active.upsert(ids=[second.id], embeddings=[moved])  # the second card now has the first's vector
+    with store.catalog.transaction() as db:
+        store.catalog.bump_generation(db)
+    service.close()
+    fresh = open_service(check_embedder=False)
+    fresh.search("when do deploys go out?", k=2)
+    mirror = _mirror_of(fresh.core.stores["project"])
+    rows = {card_id: row for row, card_id in enumerate(mirror.ids)}
+    a, b = (mirror.vec[rows[i]].astype(float) * mirror.inv[rows[i]] for i in (first.id, second.id))
+    assert float(a @ b) > 0.99, "the mirror still held the vector the other writer replaced"
