@@ -67,7 +67,7 @@ def _copy_cache(source: Path, target: Path, *, mapped: bool = True) -> Path:
 
 def _mapped_files(cache: Path) -> dict[str, Path]:
     files = verified_model_files()
-    graph = mapped_graph.mapped_graph_path(emb.int8_cache_path(files.weights_sha256, cache))
+    graph = mapped_graph.mapped_graph_path(emb.int8_cache_path(files.weights_sha256, cache), _ort())
     return {"graph": graph, "weights": graph.with_suffix(".weights"), "record": graph.with_suffix(".json")}
 
 
@@ -138,6 +138,7 @@ def test_the_optimised_graph_is_saved_once_with_its_record(int8_embedder, graph_
     record = json.loads(paths["record"].read_text())
     assert record["source_sha256"] == json.loads(source.with_suffix(".json").read_text())["sha256"]
     assert record["onnxruntime"] == _ort().__version__ and record["mapped_version"] == mapped_graph.MAPPED_VERSION
+    assert f"-ort{_ort().__version__}." in paths["graph"].name  # another onnxruntime keeps a pair of its own
     for name in ("graph", "weights"):
         assert record[name]["sha256"] == emb.sha256_file(paths[name])
     assert paths["graph"].stat().st_size < 1_000_000 < paths["weights"].stat().st_size  # the weights live apart

@@ -385,7 +385,7 @@ def mapped_session(ort: ModuleType, source: Path) -> InferenceSession:
     from memagent.embedding.mapped_graph import mapped_graph_ok, mapped_graph_path, save_mapped_graph
 
     source_sha256 = _recorded_sha256(source)
-    graph = mapped_graph_path(source)
+    graph = mapped_graph_path(source, ort)
     if not mapped_graph_ok(graph, source_sha256, ort):
         sweep_abandoned_builds(source.parent)
         graph = save_mapped_graph(ort, source, source_sha256, session_options(ort))

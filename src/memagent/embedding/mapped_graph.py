@@ -7,12 +7,14 @@ which makes more copies: for the 34 MB int8 MiniLM graph a session cost ~57 MB o
 that is never given back. Here the optimiser runs once, on this machine, and its output is saved
 in two files beside the source graph in the cache:
 
-- ``<source stem>-mapped-m<version>.onnx``: the optimised graph, a few tens of kB;
-- ``<source stem>-mapped-m<version>.weights``: its weights, each large one at a page-aligned
+- ``<source stem>-mapped-m<version>-ort<onnxruntime version>.onnx``: the optimised graph, a few
+  tens of kB (each onnxruntime has its own: two installations sharing a home do not undo each
+  other's work);
+- ``….weights``: its weights, each large one at a page-aligned
   offset; onnxruntime maps them read-only (``mmap``) instead of reading them, so their pages are
   shared with the page cache and with every other process using the model, and rows of the
   embedding table a text never uses are never read at all;
-- ``<source stem>-mapped-m<version>.json``: the record: sha256, size and mtime of both files, the
+- ``….json``: the record: sha256, size and mtime of both files, the
   sha256 of the source graph, the onnxruntime version and the machine that made them.
 
 A session then opens the saved graph with the optimiser off (it would only redo the same work).
@@ -21,7 +23,9 @@ The vectors are the same, bit for bit, as a session that optimises the source gr
 The pair is verified like the graphs it derives from: by size and mtime against the record on
 every start, by a full hash when those differ; a pair that does not match its record, was made
 from another source graph or by another onnxruntime or machine is made again. Both files are
-written in a private folder and moved into place (weights first), then the record.
+written in a private folder, hashed there, and moved into place (weights first), then the record
+of what was built: a pair mixed by two processes saving at once fails its record and is made
+again rather than used.
 
 Heavy imports (onnxruntime) stay with the caller, which passes the module in.
 """
@@ -49,9 +53,11 @@ WEIGHTS_SUFFIX = ".weights"
 MIN_EXTERNAL_BYTES = 1024  # smaller initializers stay inside the graph file (onnxruntime copies them)
 
 
-def mapped_graph_path(source: Path) -> Path:
-    """Where the optimised graph made from ``source`` lives (its weights and record beside it)."""
-    return source.with_name(f"{source.stem}-mapped-m{MAPPED_VERSION}.onnx")
+def mapped_graph_path(source: Path, ort: ModuleType) -> Path:
+    """Where the optimised graph made from ``source`` by this onnxruntime lives (its weights and
+    record beside it)."""
+    version = "".join(c if c.isalnum() or c in ".-" else "_" for c in str(ort.__version__))
+    return source.with_name(f"{source.stem}-mapped-m{MAPPED_VERSION}-ort{version}.onnx")
 
 
 def _weights_path(graph: Path) -> Path:
@@ -63,9 +69,9 @@ def _maker(ort: ModuleType) -> JsonObject:
     return {"onnxruntime": str(ort.__version__), "machine": platform.machine(), "mapped_version": MAPPED_VERSION}
 
 
-def _file_record(path: Path, digest: str | None = None) -> JsonObject:
+def _file_record(path: Path) -> JsonObject:
     st = path.stat()
-    return {"sha256": digest or sha256_file(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"sha256": sha256_file(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def _unchanged(path: Path, record: object) -> bool | None:
@@ -101,19 +107,14 @@ def mapped_graph_ok(graph: Path, source_sha256: str, ort: ModuleType) -> bool:
         return False
     if None in states.values():  # touched but identical: record the new stamps, hash once
         try:
-            _record(graph, source_sha256, ort)
+            _record(graph, source_sha256, ort, _file_record(graph), _file_record(_weights_path(graph)))
         except OSError:
             return False
     return True
 
 
-def _record(graph: Path, source_sha256: str, ort: ModuleType) -> None:
-    meta = {
-        "source_sha256": source_sha256,
-        **_maker(ort),
-        "graph": _file_record(graph),
-        "weights": _file_record(_weights_path(graph)),
-    }
+def _record(graph: Path, source_sha256: str, ort: ModuleType, graph_file: JsonObject, weights: JsonObject) -> None:
+    meta = {"source_sha256": source_sha256, **_maker(ort), "graph": graph_file, "weights": weights}
     atomic_write(graph.with_suffix(".json"), json.dumps(meta).encode("utf-8"), durable=True)
 
 
@@ -122,7 +123,7 @@ def save_mapped_graph(ort: ModuleType, source: Path, source_sha256: str, options
     weights apart (see the module docstring); returns the saved graph's path.
 
     Raises :class:`EmbedderUnavailable` when the cache folder cannot be written."""
-    graph = mapped_graph_path(source)
+    graph = mapped_graph_path(source, ort)
     if mapped_graph_ok(graph, source_sha256, ort):
         return graph
     building = graph.with_name(f".{graph.name}.{os.getpid()}.partial")
@@ -137,11 +138,14 @@ def save_mapped_graph(ort: ModuleType, source: Path, source_sha256: str, options
             "session.optimized_model_external_initializers_min_size_in_bytes", str(MIN_EXTERNAL_BYTES)
         )
         ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-        for made in (_weights_path(graph), graph):  # the weights first: the graph names them
+        built = {}
+        for made in (_weights_path(graph), graph):
             with open(building / made.name, "rb") as fh:
                 os.fsync(fh.fileno())
+            built[made] = _file_record(building / made.name)  # a move keeps the file and its stamps
+        for made in built:  # the weights first: the graph names them
             os.replace(building / made.name, made)
-        _record(graph, source_sha256, ort)
+        _record(graph, source_sha256, ort, built[graph], built[_weights_path(graph)])
     except OSError as exc:
         raise EmbedderUnavailable(f"cannot save the optimised graph in {graph.parent}: {exc.strerror or exc}") from None
     finally:
