@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -138,7 +139,7 @@ def test_the_optimised_graph_is_saved_once_with_its_record(int8_embedder, graph_
     record = json.loads(paths["record"].read_text())
     assert record["source_sha256"] == json.loads(source.with_suffix(".json").read_text())["sha256"]
     assert record["onnxruntime"] == _ort().__version__ and record["mapped_version"] == mapped_graph.MAPPED_VERSION
-    assert f"-ort{_ort().__version__}." in paths["graph"].name  # another onnxruntime keeps a pair of its own
+    assert f"-ort{_ort().__version__}-{platform.machine()}." in paths["graph"].name  # each has a pair of its own
     for name in ("graph", "weights"):
         assert record[name]["sha256"] == emb.sha256_file(paths[name])
     assert paths["graph"].stat().st_size < 1_000_000 < paths["weights"].stat().st_size  # the weights live apart

@@ -7,9 +7,9 @@ which makes more copies: for the 34 MB int8 MiniLM graph a session cost ~57 MB o
 that is never given back. Here the optimiser runs once, on this machine, and its output is saved
 in two files beside the source graph in the cache:
 
-- ``<source stem>-mapped-m<version>-ort<onnxruntime version>.onnx``: the optimised graph, a few
-  tens of kB (each onnxruntime has its own: two installations sharing a home do not undo each
-  other's work);
+- ``<source stem>-mapped-m<version>-ort<onnxruntime version>-<machine>.onnx``: the optimised
+  graph, a few tens of kB (each onnxruntime and processor architecture has its own: two
+  installations sharing a home do not undo each other's work);
 - ``….weights``: its weights, each large one at a page-aligned
   offset; onnxruntime maps them read-only (``mmap``) instead of reading them, so their pages are
   shared with the page cache and with every other process using the model, and rows of the
@@ -54,10 +54,11 @@ MIN_EXTERNAL_BYTES = 1024  # smaller initializers stay inside the graph file (on
 
 
 def mapped_graph_path(source: Path, ort: ModuleType) -> Path:
-    """Where the optimised graph made from ``source`` by this onnxruntime lives (its weights and
-    record beside it)."""
-    version = "".join(c if c.isalnum() or c in ".-" else "_" for c in str(ort.__version__))
-    return source.with_name(f"{source.stem}-mapped-m{MAPPED_VERSION}-ort{version}.onnx")
+    """Where the optimised graph made from ``source`` by this onnxruntime on this kind of machine
+    lives (its weights and record beside it)."""
+    maker = f"ort{ort.__version__}-{platform.machine()}"
+    safe = "".join(c if c.isalnum() or c in ".-" else "_" for c in maker)
+    return source.with_name(f"{source.stem}-mapped-m{MAPPED_VERSION}-{safe}.onnx")
 
 
 def _weights_path(graph: Path) -> Path:
