@@ -105,11 +105,11 @@ def test_the_mirror_holds_what_chroma_holds_after_saves_corrections_and_forgets(
     gone = service.save("The on-call rotation changes every Monday", "fact").card
     service.forget([gone.id])
     store = service.core.stores["project"]
-    mirror = _mirror_of(store)
+    held = _mirror_of(store).held()
     active, inactive = _chroma_ids(store)
-    assert {i for i, k in zip(mirror.ids, mirror.kind) if k == 1} == active
-    assert {i for i, k in zip(mirror.ids, mirror.kind) if k == 2} == inactive == {old.id}
-    assert kept.id in active and gone.id not in active | set(mirror.ids)
+    assert {i for i, a in held.items() if a} == active
+    assert {i for i, a in held.items() if not a} == inactive == {old.id}
+    assert kept.id in active and gone.id not in active | set(held)
 
 
 def test_a_forgotten_card_leaves_no_byte_in_the_mirror(open_service, paths):
@@ -150,6 +150,26 @@ def test_a_write_that_bypassed_the_mirror_is_never_answered_from_it(open_service
     fresh = open_service(check_embedder=False)
     fresh.search("when do deploys go out?", k=2)
     mirror = _mirror_of(fresh.core.stores["project"])
-    rows = {card_id: row for row, card_id in enumerate(mirror.ids)}
-    a, b = (mirror.vec[rows[i]].astype(float) * mirror.inv[rows[i]] for i in (first.id, second.id))
+    a, b = mirror.vector_of(first.id), mirror.vector_of(second.id)
     assert float(a @ b) > 0.99, "the mirror still held the vector the other writer replaced"
+
+
+def test_a_session_whose_mirror_went_stale_rebuilds_it_and_reads_it_again(open_service):
+    service = open_service()
+    first = service.save("Deploys go out on Tuesdays after the standup", "procedure").card
+    second = service.save("Feature flags live in config/flags.yaml", "fact").card
+    warm = open_service(check_embedder=False)
+    warm.search("when do deploys go out?")
+    warm_store = warm.core.stores["project"]
+    assert warm_store.vectors.mirror_ready
+    store = service.core.stores["project"]  # the other session turns into a writer without the mirror
+    moved = store.vectors.vectors([first.id])[first.id]
+    store.vectors._mirror = None
+    _, active, _ = store.vectors._parts()
+    active.upsert(ids=[second.id], embeddings=[moved])
+    with store.catalog.transaction() as db:
+        store.catalog.bump_generation(db)
+    warm.search("where do feature flags live?")
+    assert warm_store.vectors.mirror_ready, "the stale mirror was not rebuilt"
+    held = warm_store.vectors._mirror
+    assert float(held.vector_of(first.id) @ held.vector_of(second.id)) > 0.99

@@ -131,36 +131,38 @@ class FlatMirror:
     # -- reading -------------------------------------------------------------------------
 
     def load(self, expected: int) -> bool:
-        """Read the whole file; whether it is current at ``expected`` (else nothing is kept)."""
+        """Read the whole file; whether it is current at ``expected`` (else nothing is kept).
+        A file committed past ``expected`` is current too: a writer that finished after the
+        caller read the catalog's generation."""
         self.forget()
         found = self._read(0, None)
         if found is None:
             return False
         records, inode, end = found
-        last = _last_commit(records)
-        if last is None or _generation_of(records[last]) != expected:
+        generation = _newest_commit(records)
+        if generation is None or generation < expected:
             return False
-        self._adopt(records[:last])
-        self.generation, self._stamp, self._records = expected, (inode, end), last + 1
+        self._adopt(records)
+        self.generation, self._stamp, self._records = generation, (inode, end), len(records)
         return True
 
     def refresh(self, expected: int) -> bool:
         """Apply what other processes appended since the last read; whether the rows are now
         current at ``expected`` (a replaced file is read afresh)."""
-        if self.generation == expected and not self.pending:
-            return True
         if self.pending or self._stamp is None or self.generation is None:
             return self.load(expected)
+        if self.generation >= expected:
+            return True
         found = self._read(self._stamp[1], self._stamp[0])
         if found is None:
             return self.load(expected)
         records, inode, end = found
-        last = _last_commit(records)
-        if last is None or _generation_of(records[last]) != expected:
+        generation = _newest_commit(records)
+        if generation is None or generation < expected:
             return self.load(expected)
-        self._apply(records[:last])
-        self.generation, self._stamp = expected, (inode, end)
-        self._records += last + 1
+        self._apply(records)
+        self.generation, self._stamp = generation, (inode, end)
+        self._records += len(records)
         return True
 
     def _read(self, start: int, inode: int | None) -> tuple[np.ndarray, int, int] | None:
@@ -195,8 +197,8 @@ class FlatMirror:
         if len(records) != count:
             return None  # shrank while being read: a writer cut a torn tail; read again later
         last = _last_commit(records)
-        end = start + (0 if last is None else (last + 1) * dtype.itemsize)
-        return records, info.st_ino, end
+        committed = records[: 0 if last is None else last + 1]
+        return committed, info.st_ino, start + len(committed) * dtype.itemsize
 
     def _header(self) -> bytes:
         return header_of(self.embedder)
@@ -254,6 +256,17 @@ class FlatMirror:
         if self._row_of is None:
             self._row_of = {card_id: row for row, card_id in enumerate(self.ids) if self.kind[row] != DELETE}
         return self._row_of
+
+    def held(self) -> dict[str, bool]:
+        """Every card the rows hold: id -> whether its vector is active."""
+        return {card_id: bool(self.kind[row] == ACTIVE) for card_id, row in self._rows().items()}
+
+    def vector_of(self, card_id: str) -> np.ndarray | None:
+        """A held card's unit vector as the mirror has it (int8, rescaled)."""
+        import numpy as np
+
+        row = self._rows().get(card_id)
+        return None if row is None else self.vec[row].astype(np.float32) * self.inv[row]
 
     def counts(self) -> tuple[int, int]:
         return int((self.kind == ACTIVE).sum()), int((self.kind == INACTIVE).sum())
@@ -461,6 +474,13 @@ def _last_commit(records: np.ndarray) -> int | None:
 
     commits = np.flatnonzero(records["kind"] == COMMIT)
     return int(commits[-1]) if len(commits) else None
+
+
+def _newest_commit(records: np.ndarray) -> int | None:
+    """The generation of the last record when it is a commit (records end at their last commit)."""
+    if len(records) == 0 or int(records[-1]["kind"]) != COMMIT:
+        return None
+    return _generation_of(records[-1])
 
 
 def _generation_of(record: np.void) -> int | None:

@@ -329,7 +329,7 @@ class Store:
             return False
         assert self.location.path is not None
         committed = committed_generation(self.location.path / MIRROR_FILE)
-        return committed is None or not self.catalog.exists or committed != self.catalog.generation()
+        return committed is None or not self.catalog.exists or committed < self.catalog.generation()
 
     def vectors_on_disk(self) -> bool:
         """A local vector index exists (opening it imports chromadb)."""
@@ -361,6 +361,8 @@ class Store:
         if self._seen_generation is not None and current != self._seen_generation:
             self.vectors.reload(current)
             self.reloads += 1
+            if not self.vectors.mirror_ready and not self.is_remote and self.vectors.embedder.dim > 0:
+                self._rebuild_mirror(opened_at=current)  # a writer that does not keep it
         self._seen_generation = current
 
     def note_generation(self, generation: int) -> None:
