@@ -54,6 +54,7 @@ HEADER_SIZE = 256
 ID_BYTES = 63
 DELETE, ACTIVE, INACTIVE, COMMIT = 0, 1, 2, 3
 SCAN_ROWS = 4096  # rows converted to float32 at a time (~6 MB at 384 dimensions)
+SCAN_QUERIES = 32  # queries scored at once (their scores: 12.8 MB at 100k rows)
 _HEADER = struct.Struct("<16sII100s100s")
 
 
@@ -281,10 +282,12 @@ class FlatMirror:
         if n <= 0 or not self.ids:
             return [[] for _ in vectors]
         wanted = INACTIVE if inactive else ACTIVE
+        found: list[list[tuple[str, float]]] = []
         with self._one_blas_thread():
-            found_rows, found_scores = self._scan(queries, n, wanted)
-        rows, scores = np.concatenate(found_rows), np.concatenate(found_scores)
-        return [self._best(rows[:, column], scores[:, column], n) for column in range(len(vectors))]
+            for first in range(0, len(vectors), SCAN_QUERIES):
+                scores = self._scores(np.ascontiguousarray(queries[:, first : first + SCAN_QUERIES]), wanted)
+                found.extend(self._best(scores[:, column], n) for column in range(scores.shape[1]))
+        return found
 
     def _one_blas_thread(self):
         """numpy's BLAS on one thread for the scan: its second thread, on a machine whose other
@@ -295,30 +298,25 @@ class FlatMirror:
             self._blas = ThreadpoolController()
         return self._blas.limit(limits=1, user_api="blas")
 
-    def _scan(self, queries: np.ndarray, n: int, wanted: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Each block's best ``n`` rows of kind ``wanted`` per query: (rows, scores) pairs."""
+    def _scores(self, queries: np.ndarray, wanted: int) -> np.ndarray:
+        """Cosine of every row with each query (a column each); ``-inf`` for rows of another kind."""
         import numpy as np
 
-        found_rows, found_scores = [], []
+        scores = np.empty((len(self.ids), queries.shape[1]), dtype=np.float32)
         for start in range(0, len(self.ids), SCAN_ROWS):
             stop = min(start + SCAN_ROWS, len(self.ids))
-            block = self.vec[start:stop].astype(np.float32) @ queries
-            block *= self.inv[start:stop, None]
-            block[self.kind[start:stop] != wanted] = -np.inf
-            if stop - start > n:  # keep each block's best n per query
-                best = np.argpartition(-block, n - 1, axis=0)[:n]
-                found_rows.append(best + start)
-                found_scores.append(np.take_along_axis(block, best, axis=0))
-            else:
-                found_rows.append(np.arange(start, stop)[:, None].repeat(queries.shape[1], axis=1))
-                found_scores.append(block)
-        return found_rows, found_scores
+            np.matmul(self.vec[start:stop].astype(np.float32), queries, out=scores[start:stop])
+        scores *= self.inv[:, None]
+        scores[self.kind != wanted] = -np.inf
+        return scores
 
-    def _best(self, rows: np.ndarray, scores: np.ndarray, n: int) -> list[tuple[str, float]]:
+    def _best(self, scores: np.ndarray, n: int) -> list[tuple[str, float]]:
         import numpy as np
 
-        order = np.argsort(-scores, kind="stable")[:n]
-        return [(self.ids[rows[i]], float(scores[i])) for i in order if np.isfinite(scores[i])]
+        n = min(n, len(scores))
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.ids[row], float(scores[row])) for row in top if np.isfinite(scores[row])]
 
     # -- writing (the caller holds the store's lock) -------------------------------------
 
