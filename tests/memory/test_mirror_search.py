@@ -173,3 +173,83 @@ def test_a_session_whose_mirror_went_stale_rebuilds_it_and_reads_it_again(open_s
     assert warm_store.vectors.mirror_ready, "the stale mirror was not rebuilt"
     held = warm_store.vectors._mirror
     assert float(held.vector_of(first.id) @ held.vector_of(second.id)) > 0.99
+
+
+def test_a_planted_mirror_can_only_mis_rank_never_invent_a_card(open_service, paths):
+    """A repository can force-add a git-ignored file: a mirror naming cards that do not exist,
+    with vectors made to match any question, is committed at the catalog's generation."""
+    service = open_service()
+    real = service.save("Deploys go out on Tuesdays after the standup", "procedure").card
+    store = service.core.stores["project"]
+    planted = FlatMirror(store.location.path, store.vectors._mirror.embedder)
+    question = service.core.embed(["when do deploys go out?"])[0]
+    planted.replace(
+        [(real.id, question, True), ("m_planted00001", question, True), ("../../etc/passwd", question, True)],
+        store.catalog.generation(),
+    )
+    service.close()
+    fresh = open_service(check_embedder=False)
+    hits = fresh.search("when do deploys go out?", k=5)
+    assert [hit.card.id for hit in hits] == [real.id]
+    assert fresh.search("something unrelated entirely", k=5) is not None
+
+
+def test_a_full_disk_while_writing_the_mirror_loses_no_card(open_service, monkeypatch):
+    import errno
+
+    from memagent.memory import flat_mirror
+
+    service = open_service()
+    service.save("Deploys go out on Tuesdays after the standup", "procedure")
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(flat_mirror.FlatMirror, "_append", full)
+    saved = service.save("Feature flags live in config/flags.yaml", "fact").card
+    monkeypatch.undo()
+    store = service.core.stores["project"]
+    assert not store.vectors.mirror_ready, "a mirror that missed a write must not be read"
+    service.close()
+    fresh = open_service(check_embedder=False)
+    assert fresh.search("where do feature flags live?", k=1)[0].card.id == saved.id
+    assert fresh.core.stores["project"].vectors.mirror_ready  # rebuilt from Chroma by that search
+
+
+def test_two_processes_writing_at_once_leave_a_mirror_equal_to_chroma(open_service, paths, cli_env):
+    """Saves from two CLI processes at the same time and from this process in between: the
+    mirror read afresh holds exactly what Chroma holds."""
+    env = {**cli_env, "MEMAGENT_HOME": str(paths.home), "MEMAGENT_EMBEDDER": "onnx"}
+    service = open_service()
+    service.save("The staging cluster runs in eu-west-1", "fact")
+    writers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "memagent",
+                "memory",
+                "add",
+                f"Worker {w} owns the {topic} pipeline, say the docs",
+                "--type",
+                "fact",
+                "-C",
+                str(paths.root),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w, topic in enumerate(["billing", "search", "ingest", "export"])
+    ]
+    service.save("Release freezes start the Friday before a launch", "constraint")
+    for writer in writers:
+        _, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+    service.search("who owns the billing pipeline?")  # catches up with the other writers
+    store = service.core.stores["project"]
+    held = _mirror_of(store).held()
+    active, inactive = _chroma_ids(store)
+    assert {i for i, a in held.items() if a} == active and len(active) == 6
+    assert {i for i, a in held.items() if not a} == inactive
