@@ -408,19 +408,29 @@ class FlatMirror:
 
     def replace(self, items: Sequence[tuple[str, Sequence[float], bool]], generation: int | None) -> bool:
         """The mirror holds exactly ``items`` (id, vector, active); ``False`` when an id does not fit."""
+        return self.replace_pages([items[i : i + SCAN_ROWS] for i in range(0, len(items), SCAN_ROWS)], generation)
+
+    def replace_pages(
+        self, pages: Iterable[Sequence[tuple[str, Sequence[float], bool]]], generation: int | None
+    ) -> bool:
+        """:meth:`replace` from pages of items, each quantized as it comes (a rebuild of 100k
+        vectors never holds them all as floats)."""
         import numpy as np
 
-        if any(not _fits(card_id) for card_id, _, _ in items):
-            self.discard()
-            return False
-        parts = [
-            quantize([v for _, v, _ in items[i : i + SCAN_ROWS]], self.embedder.dim)
-            for i in range(0, len(items), SCAN_ROWS)
-        ]
-        self.vec = np.concatenate([vec for vec, _ in parts]) if parts else np.zeros((0, self.embedder.dim), np.int8)
-        self.inv = np.concatenate([inv for _, inv in parts]) if parts else np.zeros(0, np.float32)
-        self.kind = np.array([ACTIVE if active else INACTIVE for _, _, active in items], dtype=np.uint8)
-        self.ids, self._row_of = [card_id for card_id, _, _ in items], None
+        ids: list[str] = []
+        kinds: list[int] = []
+        parts = [(np.zeros((0, self.embedder.dim), np.int8), np.zeros(0, np.float32))]
+        for page in pages:
+            if any(not _fits(card_id) for card_id, _, _ in page):
+                self.discard()
+                return False
+            parts.append(quantize([vector for _, vector, _ in page], self.embedder.dim))
+            ids.extend(card_id for card_id, _, _ in page)
+            kinds.extend(ACTIVE if active else INACTIVE for _, _, active in page)
+        self.vec = np.concatenate([vec for vec, _ in parts])
+        self.inv = np.concatenate([inv for _, inv in parts])
+        self.kind = np.array(kinds, dtype=np.uint8)
+        self.ids, self._row_of = ids, None
         self.rewrite(generation)
         return True
 

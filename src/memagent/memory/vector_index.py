@@ -37,7 +37,7 @@ Nothing is created on disk until the first write.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 PAGE_SIZE = 1000  # rows per get(): Chroma fails on unbounded gets of large collections
 ID_BATCH = 500  # ids per get()/delete() call
+ID_PAGE = 20_000  # ids per get() without vectors
 WRITE_BATCH = 1000  # records per add()
 
 
@@ -471,22 +472,22 @@ class VectorIndex:
             self._close_chroma()
         if not self._open_chroma(create=False):
             return False
-        items = self._all_vectors()
-        return self._guarded(mirror, lambda: mirror.replace(items, generation))
+        return self._guarded(mirror, lambda: mirror.replace_pages(self._vector_pages(), generation))
 
-    def _all_vectors(self) -> list[tuple[str, Sequence[float], bool]]:
-        items: list[tuple[str, Sequence[float], bool]] = []
+    def _vector_pages(self) -> Iterator[list[tuple[str, Sequence[float], bool]]]:
+        """Every stored (id, vector, active), a page at a time."""
         _, active_cards, inactive_cards = self._parts()
         for active, collection in ((True, active_cards), (False, inactive_cards)):
             offset = 0
-            while True:
-                page = collection.get(include=["embeddings"], limit=PAGE_SIZE, offset=offset)
-                embeddings = page.get("embeddings")
-                if not page["ids"] or embeddings is None:
-                    break
-                items.extend((card_id, vector, active) for card_id, vector in zip(page["ids"], embeddings))
-                offset += len(page["ids"])
-        return items
+            # Ids first, then vectors by id: an offset page with vectors costs more the further it
+            # starts (8 s for 100k vectors, against 3 s by id).
+            while ids := collection.get(include=[], limit=ID_PAGE, offset=offset)["ids"]:
+                for start in range(0, len(ids), PAGE_SIZE):
+                    page = collection.get(ids=ids[start : start + PAGE_SIZE], include=["embeddings"])
+                    embeddings = page.get("embeddings")
+                    if embeddings is not None:
+                        yield [(card_id, vector, active) for card_id, vector in zip(page["ids"], embeddings)]
+                offset += len(ids)
 
     def _mirror_write(
         self, *, upserts: Sequence[tuple[str, Sequence[float], bool]] = (), deletes: Sequence[str] = ()
