@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from memagent.embedding.vector_cache import VectorCache
 from memagent.fsutil import make_dirs, refuse_symlinks, tree_bytes
 from memagent.memory import gitview
-from memagent.memory.cardfiles import CardFiles, Scan, Stamp, stamp_of
+from memagent.memory.cardfiles import CardFiles, Scan, stamp_of
 from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.catalog_sync import apply_changes
@@ -215,7 +215,8 @@ class Store:
             else:
                 changed.update(p.stem for p in pulled if p.stem in on_disk)
         found = {cid: (on_disk[cid], stamp_of(Path(on_disk[cid]))) for cid in changed}
-        return self._apply(
+        return apply_changes(
+            self,
             catalog,
             {c: (p, st) for c, (p, st) in found.items() if st is not None},
             removed,
@@ -243,19 +244,7 @@ class Store:
         self._foreign_change = False
         # Folder times are recorded only when nothing moved them during the scan.
         settled = repr(self.files.folder_stamps()) == scan.folders
-        return self._apply(catalog, changed, removed, folders=scan.folders if settled else None, head=scan.head)
-
-    def _apply(
-        self,
-        catalog: Catalog,
-        changed: dict[str, tuple[str, Stamp]],
-        removed: list[str],
-        *,
-        folders: str | None,
-        head: str | None,
-    ) -> int:
-        """Read ``changed`` files into the catalog and drop ``removed`` ids (``memory.catalog_sync``)."""
-        return apply_changes(self, catalog, changed, removed, folders=folders, head=head)
+        return apply_changes(self, catalog, changed, removed, folders=scan.folders if settled else None, head=scan.head)
 
     def disk_usage(self) -> int:
         """Bytes the store uses: the card files as the catalog last saw them (no ``stat`` per

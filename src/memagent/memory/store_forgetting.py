@@ -2,7 +2,7 @@
 erasing cards, and the tombstones that keep a forgotten id forgotten (see ``memory.tombstones``).
 
 A card file whose id is on the tombstone list (a ``git pull`` or a checkout brought it back) is
-withheld from the catalog (``Store._apply``) until the user erases it again or keeps it
+withheld from the catalog (``memory.catalog_sync.apply_changes``) until the user erases it again or keeps it
 (:meth:`StoreForgetting.readmit`).
 """
 
