@@ -253,3 +253,21 @@ def test_two_processes_writing_at_once_leave_a_mirror_equal_to_chroma(open_servi
     active, inactive = _chroma_ids(store)
     assert {i for i, a in held.items() if a} == active and len(active) == 6
     assert {i for i, a in held.items() if not a} == inactive
+
+
+def test_a_damaged_catalog_takes_the_mirror_with_it(open_service, paths):
+    """The rebuilt catalog counts generations from zero again: a mirror committed under the
+    old count must not pass for current, so it goes with the damaged catalog."""
+    service = open_service()
+    card = service.save("Deploys go out on Tuesdays after the standup", "procedure").card
+    service.save("Feature flags live in config/flags.yaml", "fact")
+    service.close()
+    old_mirror = _mirror_path(paths).stat().st_ino
+    (paths.memory / INDEX_DIR / "catalog.sqlite3").write_bytes(b"not a database at all" * 50)
+    fresh = open_service(check_embedder=False)
+    hits = fresh.search("when do deploys go out?", k=1)
+    assert hits[0].card.id == card.id
+    store = fresh.core.stores["project"]
+    assert any("rebuilding it from the card files" in notice for notice in store.notices)
+    assert committed_generation(_mirror_path(paths)) == store.catalog.generation()
+    assert _mirror_path(paths).stat().st_ino != old_mirror, "the old mirror was kept"

@@ -165,6 +165,8 @@ class Store:
             with self.locked():
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{self.catalog.path}{suffix}").unlink(missing_ok=True)
+                if self.location.path is not None:  # its commits count the old catalog's generations
+                    (self.location.path / MIRROR_FILE).unlink(missing_ok=True)
             self.notices.append(f"{exc}; rebuilding it from the card files")
             self.catalog.db()
         return self.catalog
