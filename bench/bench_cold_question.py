@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,24 +37,17 @@ QUESTION = "how do we deploy the parser and which tests must pass first?"
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    out = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:6])}… failed ({out.returncode}): {out.stderr.strip()[-600:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    """(wall s, CPU s of the child) of one command (``bench_memperf``'s)."""
+    from bench_memperf import timed as run_timed
+
+    return run_timed(argv, env, cwd)
 
 
 def peak_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
-    from bench_memperf import PEAK
+    """``VmHWM`` of ``memagent ARGS`` itself, in MB (``bench_memperf``'s)."""
+    from bench_memperf import peak_rss_mb
 
-    out = subprocess.run([sys.executable, "-c", PEAK, *args], env=env, cwd=cwd, capture_output=True, text=True)
-    for line in out.stderr.splitlines():
-        if line.startswith("VMHWM_KB "):
-            return int(line.split()[1]) / 1024
-    raise SystemExit(f"no RSS figure: {out.stderr.strip()[-400:]}")
+    return peak_rss_mb(args, env, cwd)
 
 
 FIRST_QUERY = """
