@@ -271,3 +271,28 @@ def test_a_damaged_catalog_takes_the_mirror_with_it(open_service, paths):
     assert any("rebuilding it from the card files" in notice for notice in store.notices)
     assert committed_generation(_mirror_path(paths)) == store.catalog.generation()
     assert _mirror_path(paths).stat().st_ino != old_mirror, "the old mirror was kept"
+
+
+def test_a_search_while_the_store_is_busy_answers_from_chroma_without_waiting(open_service, paths):
+    """Writing a missing mirror needs the store's lock; another process holding it (a long
+    import) must not make a search wait for it, let alone fail."""
+    import time
+
+    from filelock import FileLock
+
+    from memagent.config import Settings
+
+    service = open_service()
+    card = service.save("Deploys go out on Tuesdays after the standup", "procedure").card
+    service.close()
+    _mirror_path(paths).unlink()
+    fresh = open_service(check_embedder=False, settings=Settings(memory_lock_wait=30))
+    with FileLock(str(paths.memory / INDEX_DIR / ".lock")):  # another process's import
+        started = time.monotonic()
+        hits = fresh.search("when do deploys go out?", k=1)
+        waited = time.monotonic() - started
+    assert hits[0].card.id == card.id
+    assert waited < 10, f"the search waited {waited:.1f} s for the lock"
+    assert not _mirror_path(paths).exists()
+    fresh.search("when do deploys go out?", k=1)
+    assert _mirror_path(paths).exists(), "a later search writes the mirror once the lock is free"

@@ -75,6 +75,7 @@ FULL_SCAN_SHARE = 20  # ... and runs at most once per 20 times its own cost (≤
 BACKGROUND_SCAN_INTERVAL_S = 60.0  # larger stores: a background full scan at most this often
 EMBED_BATCH = 64
 CACHE_BATCH = 1000  # cached vectors written to the index per step
+MIRROR_LOCK_WAIT = 0.5  # seconds a search waits for the lock to write a missing mirror
 NEAR_DUPLICATE_CHECK_MAX = 200  # new cards from outside (a merge, a pull) checked per sync
 
 
@@ -103,6 +104,7 @@ class Store:
         self.lock_wait = lock_wait
         self._lock = FileLock(str(self.files.index / ".lock"), timeout=lock_wait)
         self._seen_generation: int | None = None
+        self._mirror_wanted = False  # writing the mirror waits for a busy lock to be free
         self._last_full_scan = 0.0  # monotonic time of the last full scan by this process (0: none)
         self._scan_cost = 0.0
         self._looked_at: str | None = None  # folder times a quick sync already handled
@@ -275,6 +277,8 @@ class Store:
         elif embedder is not None:
             self.vectors.embedder = embedder
         if self.vectors.opened:
+            if self._mirror_wanted:
+                self._rebuild_mirror(opened_at=self._seen_generation)
             return self.vectors
         if not self.vectors.exists and not create:
             return None
@@ -304,10 +308,23 @@ class Store:
         that the next searches, here and in other processes, need no Chroma. Chroma was opened
         at generation ``opened_at``; it is opened afresh if another process wrote since."""
         assert self.vectors is not None
-        with self.locked():
+        from filelock import Timeout
+
+        try:
+            refuse_symlinks(self.root, self.files.index)
+            self._lock.acquire(timeout=MIRROR_LOCK_WAIT)
+        except Timeout:
+            self._mirror_wanted = True  # busy: this search reads Chroma, the next one tries again
+            return
+        except OSError:
+            return  # a store this process cannot write: searches read Chroma
+        self._mirror_wanted = False
+        try:
             generation = self.catalog.generation()
             if self.vectors.rebuild_mirror(generation, reopen=generation != opened_at):
                 self._seen_generation = generation
+        finally:
+            self._lock.release()
 
     def needs_index_library(self) -> bool:
         """A search will open Chroma: a remote index, or a local one whose mirror is missing
