@@ -257,20 +257,24 @@ def test_two_processes_writing_at_once_leave_a_mirror_equal_to_chroma(open_servi
 
 def test_a_damaged_catalog_takes_the_mirror_with_it(open_service, paths):
     """The rebuilt catalog counts generations from zero again: a mirror committed under the
-    old count must not pass for current, so it goes with the damaged catalog."""
+    old count (here with a row Chroma never held, committed far ahead) must not pass for
+    current, so it goes with the damaged catalog."""
     service = open_service()
     card = service.save("Deploys go out on Tuesdays after the standup", "procedure").card
     service.save("Feature flags live in config/flags.yaml", "fact")
+    store = service.core.stores["project"]
+    stale = store.vectors._mirror
+    stale.write([("m_000000stale1", service.core.embed(["when do deploys go out?"])[0], True)])
+    stale.commit(10**6)
     service.close()
-    old_mirror = _mirror_path(paths).stat().st_ino
     (paths.memory / INDEX_DIR / "catalog.sqlite3").write_bytes(b"not a database at all" * 50)
     fresh = open_service(check_embedder=False)
     hits = fresh.search("when do deploys go out?", k=1)
     assert hits[0].card.id == card.id
     store = fresh.core.stores["project"]
     assert any("rebuilding it from the card files" in notice for notice in store.notices)
+    assert b"m_000000stale1" not in _mirror_path(paths).read_bytes(), "the old mirror was kept"
     assert committed_generation(_mirror_path(paths)) == store.catalog.generation()
-    assert _mirror_path(paths).stat().st_ino != old_mirror, "the old mirror was kept"
 
 
 def test_a_search_while_the_store_is_busy_answers_from_chroma_without_waiting(open_service, paths):
