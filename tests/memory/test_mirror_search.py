@@ -117,6 +117,7 @@ def test_a_forgotten_card_leaves_no_byte_in_the_mirror(open_service, paths):
     service.save("Deploys go out on Tuesdays after the standup", "procedure")
     secret = service.save("The vendor contract renews on 2027-03-01 with a 9% uplift", "fact").card
     assert secret.id.encode() in _mirror_path(paths).read_bytes()
+    assert _mirror_path(paths).stat().st_mode & 0o777 == 0o600  # vectors of private cards too
     service.forget([secret.id])
     data = _mirror_path(paths).read_bytes()
     assert secret.id.encode() not in data

@@ -399,7 +399,7 @@ class FlatMirror:
         rows["kind"], rows["inv"], rows["vec"] = self.kind[live], self.inv[live], self.vec[live]
         rows["id"] = [self.ids[row].encode("ascii") for row in live]
         tail = self._commit_record(generation).tobytes() if generation is not None else b""
-        atomic_write(self.path, self._header() + rows.tobytes() + tail)
+        atomic_write(self.path, self._header() + rows.tobytes() + tail, keep_mode=False)  # 0600: private cards too
         self._adopt(rows)
         self._records = len(rows) + (1 if generation is not None else 0)
         self.generation, self.pending = generation, generation is None
