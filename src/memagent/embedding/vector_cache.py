@@ -50,6 +50,20 @@ _MODEL = re.compile(r"^[A-Za-z0-9._@+-]{1,100}$")
 _SCALE = struct.Struct("<f")
 
 
+def int8_rows(vectors: Sequence[Sequence[float]] | np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors as int8, one scale per row: each row divided by its largest component / 127 and
+    rounded (the row ≈ int8 × scale). A row that is zero or not finite gets scale 0 and zeros."""
+    import numpy as np
+
+    rows = np.asarray(vectors, dtype=np.float32).reshape(-1, dim)
+    with np.errstate(invalid="ignore"):
+        peaks = np.abs(rows).max(axis=1) if len(rows) else np.zeros(0, np.float32)
+    usable = np.isfinite(peaks) & (peaks > 0) & np.isfinite(rows).all(axis=1)
+    scales = np.where(usable, peaks / 127.0, 0.0).astype(np.float32)
+    safe = np.where(usable[:, None], rows, 0.0) / np.where(usable, scales, 1.0)[:, None]
+    return np.clip(np.rint(safe), -127, 127).astype(np.int8), scales
+
+
 class VectorCache:
     """One store's vector cache for one embedder (see the module docstring)."""
 
@@ -136,12 +150,12 @@ class VectorCache:
         import numpy as np
 
         values = np.asarray(vector, dtype=np.float32).reshape(-1)
-        peak = float(np.max(np.abs(values))) if values.size == self.dim else 0.0
-        if not math.isfinite(peak) or peak == 0.0:
+        if values.size != self.dim:
             return None
-        scale = peak / 127.0
-        quantized = np.clip(np.rint(values / scale), -127, 127).astype(np.int8)
-        return base64.b64encode(_SCALE.pack(scale) + quantized.tobytes()).decode("ascii")
+        quantized, scales = int8_rows(values, self.dim)
+        if scales[0] == 0.0:
+            return None
+        return base64.b64encode(_SCALE.pack(float(scales[0])) + quantized[0].tobytes()).decode("ascii")
 
     def _ensure_folder(self) -> None:
         make_dirs(self.folder)
@@ -187,4 +201,4 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-__all__ = ["VectorCache"]
+__all__ = ["int8_rows", "VectorCache"]

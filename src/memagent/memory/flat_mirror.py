@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memagent.embedding.vector_cache import int8_rows
 from memagent.fsutil import atomic_write
 
 if TYPE_CHECKING:
@@ -82,15 +83,13 @@ def record_dtype(dim: int) -> np.dtype:
 
 
 def quantize(vectors: Sequence[Sequence[float]], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """(int8 rows, 1 / row length) of float vectors: each row scaled to 127 at its largest part."""
+    """(int8 rows, 1 / row length): the vector cache's int8 rule (``embedding.vector_cache``);
+    only the direction matters for a cosine, so the scale is not kept."""
     import numpy as np
 
-    matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, dim)
-    peak = np.abs(matrix).max(axis=1, keepdims=True) if len(matrix) else np.zeros((0, 1), np.float32)
-    scaled = np.rint(matrix * (127.0 / np.where(peak > 0, peak, 1.0))).astype(np.int8)
+    scaled, _ = int8_rows(vectors, dim)
     length = np.sqrt((scaled.astype(np.float32) ** 2).sum(axis=1))
-    inv = np.where(length > 0, 1.0 / np.where(length > 0, length, 1.0), 0.0).astype(np.float32)
-    return scaled, inv
+    return scaled, np.where(length > 0, 1.0 / np.where(length > 0, length, 1.0), 0.0).astype(np.float32)
 
 
 class StaleMirror(Exception):
@@ -458,7 +457,7 @@ def committed_generation(path: Path) -> int | None:
         dim, id_bytes = struct.unpack_from("<II", header, len(MAGIC))
         if id_bytes != ID_BYTES or not 0 < dim <= 65536:
             return None
-        size = record_dtype(dim).itemsize
+        size = 1 + ID_BYTES + 4 + dim  # a record: kind, id, inv, vec (see the module doc)
         length = os.fstat(fd).st_size - HEADER_SIZE
         if length < size or length % size:
             return None
@@ -467,10 +466,7 @@ def committed_generation(path: Path) -> int | None:
         return None
     finally:
         os.close(fd)
-    import numpy as np
-
-    record = np.frombuffer(last, dtype=record_dtype(dim))[0]
-    return _generation_of(record) if int(record["kind"]) == COMMIT else None
+    return _digits(last[1 : 1 + ID_BYTES]) if last[0] == COMMIT else None
 
 
 def _fits(card_id: str) -> bool:
@@ -492,7 +488,12 @@ def _newest_commit(records: np.ndarray) -> int | None:
 
 
 def _generation_of(record: np.void) -> int | None:
-    text = bytes(record["id"]).rstrip(b"\0")
+    return _digits(bytes(record["id"]))
+
+
+def _digits(field: bytes) -> int | None:
+    """A commit record's generation, written in its id field as decimal digits."""
+    text = field.rstrip(b"\0")
     return int(text) if text.isdigit() and len(text) < 19 else None
 
 
