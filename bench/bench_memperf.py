@@ -125,6 +125,20 @@ def pair(a: list[str], b: list[str], env: dict[str, str], cwd: Path, runs: int) 
     return interleaved({"a": (a, env, cwd), "b": (b, env, cwd)}, runs)
 
 
+def paired_row(row, what: str, ours: list[str], theirs: list[str], where, target: str) -> None:
+    """One table row: ``ours`` and ``theirs`` run alternately (:func:`pair`), wall and CPU time.
+    ``where`` is (environment, working directory, runs)."""
+    env, cwd, runs = where
+    p = pair(ours, theirs, env, cwd, runs)
+    row(
+        what,
+        f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
+        f"{p['b']:.2f} s; {p['b_cpu']:.2f} s",
+        p["a"] / p["b"],
+        target,
+    )
+
+
 def peak_rss_mb(args: list[str], env: dict[str, str], cwd: Path) -> float:
     out = subprocess.run(
         [sys.executable, "-c", PEAK, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900
@@ -279,18 +293,12 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
         # trusting the project lets sessions use them (see memory.provenance).
         timed([memagent, "trust", "-C", str(project)], env, project)
     for prompt, name in (("hi", "hi"), (QUESTION, "a question")) if "p" in wanted else ():
-        p = pair(
+        paired_row(
+            row,
+            f"`-p {name}` on / off, {label} (wall; CPU)",
             [memagent, "-p", prompt, "-C", str(project)],
             [memagent, "-p", prompt, "--no-memory", "-C", str(project)],
-            env,
-            project,
-            args.runs,
-        )
-        row(
-            f"`-p {name}` on / off, {label} (wall; CPU)",
-            f"{p['a']:.2f} s; {p['a_cpu']:.2f} s",
-            f"{p['b']:.2f} s; {p['b_cpu']:.2f} s",
-            p["a"] / p["b"],
+            (env, project, args.runs),
             "≤ 1.2× (10k), ≤ 1.3× (100k)",
         )
     if "rss" in wanted:
@@ -307,18 +315,12 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
             "≤ 1.5×, p95 ≤ 25 ms",
         )
     if "cold" in wanted:
-        cold = pair(
+        paired_row(
+            row,
+            f"cold `memory search`, {label} (wall; CPU)",
             [memagent, "memory", "search", QUESTION, "-C", str(project)],
             [sys.executable, "-c", PLAIN_COLD, str(store / "plain"), QUESTION, "auto"],
-            env,
-            project,
-            args.runs,
-        )
-        row(
-            f"cold `memory search`, {label} (wall; CPU)",
-            f"{cold['a']:.2f} s; {cold['a_cpu']:.2f} s",
-            f"{cold['b']:.2f} s; {cold['b_cpu']:.2f} s",
-            cold["a"] / cold["b"],
+            (env, project, args.runs),
             "≤ 1.1×",
         )
     if "stats" in wanted:

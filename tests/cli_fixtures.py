@@ -110,6 +110,21 @@ def warm_starters(tmp_path_factory) -> Iterator[WarmStarters]:
     starters.close()
 
 
+def run_cold(
+    args: list[str], env: dict[str, str], input: str = "", *, cwd: Path | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    """``python -m memagent ARGS`` in a new interpreter (what a warm starter stands in for)."""
+    return subprocess.run(
+        [sys.executable, "-m", "memagent", *args],
+        env=env,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
+
+
 def cli_runner(
     base_env: dict[str, str], starters: WarmStarters | None = None
 ) -> Callable[..., subprocess.CompletedProcess]:
@@ -122,14 +137,7 @@ def cli_runner(
         warm = starters.run(list(args), full_env, text_in, timeout) if starters is not None else None
         if warm is not None:
             return warm
-        return subprocess.run(
-            [sys.executable, "-m", "memagent", *args],
-            env=full_env,
-            input=text_in,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return run_cold(list(args), full_env, text_in, timeout=timeout)
 
     return run
 

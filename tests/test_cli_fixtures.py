@@ -8,24 +8,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_fixtures import run_cold
 from fakeapi import FakeAnthropic, text
-
-
-def cold(args, env, input="", cwd=None, timeout=60):
-    return subprocess.run(
-        [sys.executable, "-m", "memagent", *args],
-        env=env,
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-    )
 
 
 @pytest.fixture
@@ -37,7 +25,7 @@ def test_a_warm_run_answers_as_a_cold_one(warm_starters, env, project):
     for args in (["--version"], ["--no-such-flag"], ["tasks", "list", "-C", str(project)], ["trust", "--help"]):
         warm = warm_starters.run(args, env, "", 60)
         assert warm is not None, "the starter refused an ordinary run"
-        reference = cold(args, env)
+        reference = run_cold(args, env)
         assert (warm.returncode, warm.stdout, warm.stderr) == (reference.returncode, reference.stdout, reference.stderr)
         assert warm.args == reference.args
 
@@ -70,7 +58,7 @@ def test_a_run_past_its_timeout_is_killed_and_the_next_run_is_served(warm_starte
 def test_other_start_up_variables_get_a_starter_of_their_own(warm_starters, env):
     seeded = {**env, "PYTHONHASHSEED": "7", "LANG": "C.UTF-8"}
     warm = warm_starters.run(["--no-such-flag"], seeded, "", 60)
-    reference = cold(["--no-such-flag"], seeded)
+    reference = run_cold(["--no-such-flag"], seeded)
     assert warm is not None
     assert (warm.returncode, warm.stdout, warm.stderr) == (reference.returncode, reference.stdout, reference.stderr)
 
