@@ -160,8 +160,9 @@ def questions(n: int, seed: int = 7) -> list[str]:
     return random.Random(seed).sample(found, n)
 
 
-def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
-    """memagent's search vs plain embed + Chroma query, interleaved per query, in this process."""
+def warm_search(store: Path, queries: list[str], profile: bool = False) -> dict[str, float]:
+    """memagent's search vs plain embed + Chroma query, interleaved per query, in this process;
+    with ``profile``, then cProfile of memagent's searches (where a warm search's time goes)."""
     import chromadb
 
     from memagent.config import Settings, project_paths
@@ -188,6 +189,8 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
         started = time.perf_counter()
         plain.query(query_embeddings=[embedder.embed([query])[0].tolist()], n_results=5, include=["documents"])
         theirs.append((time.perf_counter() - started) * 1000)
+    if profile:
+        print_profile(lambda: [service.search(query, k=5) for query in queries], len(queries))
     service.close()
     return {
         "p50": statistics.median(ours),
@@ -195,6 +198,26 @@ def warm_search(store: Path, queries: list[str]) -> dict[str, float]:
         "plain_p50": statistics.median(theirs),
         "plain_p95": percentile(theirs, 95),
     }
+
+
+def print_profile(job, calls: int) -> None:
+    """cProfile of ``job``: memagent's functions by cumulative time, in ms per search."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.runcall(job)
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = sorted(
+        (
+            (cumulative, f"{Path(file).name}:{line} {name}")
+            for (file, line, name), (*_, cumulative, _) in stats.items()
+            if "memagent" in file
+        ),
+        reverse=True,
+    )
+    for cumulative, where in rows[:25]:
+        print(f"    {cumulative / calls * 1000:6.1f} ms  {where}", flush=True)
 
 
 IMPORT_RUN = """
@@ -306,7 +329,7 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
         off = peak_rss_mb(["-p", QUESTION, "--no-memory", "-C", str(project)], env, project)
         row(f"peak RSS of `-p a question`, {label}", f"{on:.0f} MB", f"{off:.0f} MB", on / off, "≤ 1.6×")
     if "warm" in wanted:
-        warm = warm_search(store, queries)
+        warm = warm_search(store, queries, profile=args.profile)
         row(
             f"warm search p50 / p95, {label}",
             f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
@@ -391,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import-n", type=int, default=1000)
     parser.add_argument("--rebuild-n", type=int, default=1000)
     parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS), help="the rows to measure")
+    parser.add_argument("--profile", action="store_true", help="print where a warm search's time goes (cProfile)")
     parser.add_argument("--against", type=Path, help="another revision's src folder, for the stats and import rows")
     parser.add_argument("--against-stores", type=Path, help="that revision's copy of --stores (default: the same)")
     args = parser.parse_args(argv)

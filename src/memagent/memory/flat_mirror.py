@@ -4,7 +4,7 @@ Why
     Chroma is the index of record (``memory.vector_index``), but answering a query through it
     costs a process ~0.4 s and ~50 MB to import chromadb, and then the whole HNSW segment in
     memory (~40 MB at 10k cards, ~250 MB at 100k). Up to a few hundred thousand cards an exact
-    scan of int8 vectors is faster than that (≈ 1 ms at 10k, ≈ 7 ms at 100k on 2 cores), needs a
+    scan of int8 vectors is faster than that (≈ 2 ms at 10k, ≈ 10 ms at 100k on 2 cores), needs a
     quarter of float32's memory and, being exact, never misses a neighbour HNSW would. So every
     local index keeps this mirror beside Chroma's files, and searches read the mirror; Chroma is
     still written on every change, read for stored vectors, and rebuilds the mirror when it is
