@@ -11,4 +11,8 @@ class StoreError(Exception):
     """A store (its files, catalog or vector index) cannot be used; ``str()`` is one line."""
 
 
-__all__ = ["MemoryUnavailable", "StoreError"]
+class StoreBusy(StoreError):
+    """Another process held the store's lock longer than the caller would wait."""
+
+
+__all__ = ["MemoryUnavailable", "StoreBusy", "StoreError"]

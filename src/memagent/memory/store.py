@@ -37,7 +37,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,7 +48,7 @@ from memagent.memory.cardfiles import CardFiles, Scan, stamp_of
 from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.catalog_sync import apply_changes
-from memagent.memory.errors import StoreError
+from memagent.memory.errors import StoreBusy, StoreError
 from memagent.memory.flat_mirror import MIRROR_FILE, committed_generation
 from memagent.memory.index_embedder import check_index_embedder
 from memagent.memory.layout import migrate_store, vectors_dir
@@ -134,7 +134,9 @@ class Store:
     # -- locking -------------------------------------------------------------------------
 
     @contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self, wait: float | None = None) -> Iterator[None]:
+        """The store's cross-process lock, waited for ``wait`` seconds (default ``lock_wait``);
+        :class:`StoreBusy` when another process holds it longer."""
         from filelock import Timeout
 
         try:
@@ -145,9 +147,9 @@ class Store:
                 f"cannot create the memory index folder {self.files.index}: {exc.strerror or exc}"
             ) from None
         try:
-            self._lock.acquire()
+            self._lock.acquire(timeout=wait)  # None: the lock's own timeout, lock_wait
         except Timeout:
-            raise StoreError(
+            raise StoreBusy(
                 f"the {self.label} memory store {self.root} is busy in another memagent process "
                 f"(lock {self.files.index / '.lock'}); gave up after {self.lock_wait:.0f} s"
             ) from None
@@ -308,23 +310,18 @@ class Store:
         that the next searches, here and in other processes, need no Chroma. Chroma was opened
         at generation ``opened_at``; it is opened afresh if another process wrote since."""
         assert self.vectors is not None
-        from filelock import Timeout
-
-        try:
-            refuse_symlinks(self.root, self.files.index)
-            self._lock.acquire(timeout=MIRROR_LOCK_WAIT)
-        except Timeout:
-            self._mirror_wanted = True  # busy: this search reads Chroma, the next one tries again
-            return
-        except OSError:
-            return  # a store this process cannot write: searches read Chroma
-        self._mirror_wanted = False
-        try:
+        with ExitStack() as held:
+            try:
+                held.enter_context(self.locked(wait=MIRROR_LOCK_WAIT))
+            except StoreBusy:
+                self._mirror_wanted = True  # this search reads Chroma, the next one tries again
+                return
+            except StoreError:
+                return  # a store this process cannot write: searches read Chroma
+            self._mirror_wanted = False
             generation = self.catalog.generation()
             if self.vectors.rebuild_mirror(generation, reopen=generation != opened_at):
                 self._seen_generation = generation
-        finally:
-            self._lock.release()
 
     def needs_index_library(self) -> bool:
         """A search will open Chroma: a remote index, or a local one whose mirror is missing
