@@ -436,10 +436,7 @@ class FlatMirror:
     def discard(self) -> None:
         """Remove the file and the rows: readers fall back to Chroma until a rebuild."""
         self.forget()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        self.path.unlink(missing_ok=True)
 
 
 def committed_generation(path: Path) -> int | None:

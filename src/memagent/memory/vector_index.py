@@ -480,7 +480,7 @@ class VectorIndex:
         for active, collection in ((True, active_cards), (False, inactive_cards)):
             offset = 0
             # Ids first, then vectors by id: an offset page with vectors costs more the further it
-            # starts (8 s for 100k vectors, against 3 s by id).
+            # starts (20,000 vectors of a 100k index: 1.2-2.1 s by offset, 0.6 s by id).
             while ids := collection.get(include=[], limit=ID_PAGE, offset=offset)["ids"]:
                 for start in range(0, len(ids), PAGE_SIZE):
                     page = collection.get(ids=ids[start : start + PAGE_SIZE], include=["embeddings"])
@@ -512,10 +512,7 @@ class VectorIndex:
         if mirror is not None and mirror.loaded:
             self._guarded(mirror, lambda: mirror.rewrite(None if mirror.pending else mirror.generation))
         elif self.location.path is not None:
-            try:
-                (self.location.path / MIRROR_FILE).unlink()
-            except FileNotFoundError:
-                pass
+            (self.location.path / MIRROR_FILE).unlink(missing_ok=True)
 
     @staticmethod
     def _guarded(mirror: FlatMirror, job: Callable[[], object]) -> bool:
