@@ -27,6 +27,11 @@ Rows:
   their vector cache (no index) vs plain: embed those texts (fp32) and add them to Chroma.
 - ``memory stats`` vs ``memory list``.
 
+``--lender`` measures the rows of one process (``-p``, peak RSS, cold ``memory search``) a second
+time beside a running ``memagent mcp serve`` of the same home, which lends its embedder and
+searches the mirror (``embedding.shared``): what a user who keeps another agent's memagent MCP
+server open gets. The ``--no-memory`` side is the same process either way.
+
 ``--only stats import`` runs only those rows. ``--against SRC`` adds another revision to the
 ``stats`` and ``import`` rows, interleaved with this one in the same run (its ``memagent`` is
 imported from ``SRC``, e.g. ``git archive main | tar -x -C /tmp/main-tree`` and
@@ -47,6 +52,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -315,6 +322,54 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
         # The cards were written by the build, not by a session this machine's ledger saw:
         # trusting the project lets sessions use them (see memory.provenance).
         timed([memagent, "trust", "-C", str(project)], env, project)
+    process_rows(args, store, env, row, label)
+    if args.lender and wanted & {"p", "rss", "cold"}:
+        with lending(memagent, project, env):
+            process_rows(args, store, env, row, f"{label}, beside `mcp serve`")
+    if "warm" in wanted:
+        warm = warm_search(store, queries, profile=args.profile)
+        row(
+            f"warm search p50 / p95, {label}",
+            f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
+            f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms",
+            warm["p95"] / warm["plain_p95"],
+            "≤ 1.5×, p95 ≤ 25 ms",
+        )
+    if "stats" in wanted:
+        stats_row(args, n, env, row)
+
+
+@contextmanager
+def lending(memagent: str, project: Path, env: dict[str, str]) -> Iterator[None]:
+    """``memagent mcp serve`` in ``project`` (its client: this process, saying nothing) for the
+    block, once it lends its embedder (``embedding.shared``)."""
+    from memagent.embedding.shared import hello, lending_address
+
+    server = subprocess.Popen(
+        [memagent, "mcp", "serve", "-C", str(project)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    address = lending_address(Path(env["MEMAGENT_HOME"]))
+    try:
+        deadline = time.monotonic() + 120
+        while hello(address) is None:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("mcp serve did not lend its embedder")
+            time.sleep(0.2)
+        yield
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+
+
+def process_rows(args: argparse.Namespace, store: Path, env: dict[str, str], row, label: str) -> None:
+    """The rows of one memagent process: ``-p``, its peak RSS and a cold ``memory search``."""
+    memagent = str(Path(sys.executable).parent / "memagent")
+    project = store / "project"
+    wanted = set(args.only)
     for prompt, name in (("hi", "hi"), (QUESTION, "a question")) if "p" in wanted else ():
         paired_row(
             row,
@@ -328,15 +383,6 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
         on = peak_rss_mb(["-p", QUESTION, "-C", str(project)], env, project)
         off = peak_rss_mb(["-p", QUESTION, "--no-memory", "-C", str(project)], env, project)
         row(f"peak RSS of `-p a question`, {label}", f"{on:.0f} MB", f"{off:.0f} MB", on / off, "≤ 1.6×")
-    if "warm" in wanted:
-        warm = warm_search(store, queries, profile=args.profile)
-        row(
-            f"warm search p50 / p95, {label}",
-            f"{warm['p50']:.1f} / {warm['p95']:.1f} ms",
-            f"{warm['plain_p50']:.1f} / {warm['plain_p95']:.1f} ms",
-            warm["p95"] / warm["plain_p95"],
-            "≤ 1.5×, p95 ≤ 25 ms",
-        )
     if "cold" in wanted:
         paired_row(
             row,
@@ -346,8 +392,6 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
             (env, project, args.runs),
             "≤ 1.1×",
         )
-    if "stats" in wanted:
-        stats_row(args, n, env, row)
 
 
 def stats_row(args: argparse.Namespace, n: int, env: dict[str, str], row) -> None:
@@ -414,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import-n", type=int, default=1000)
     parser.add_argument("--rebuild-n", type=int, default=1000)
     parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS), help="the rows to measure")
+    parser.add_argument(
+        "--lender",
+        action="store_true",
+        help="measure the -p, rss and cold rows again beside a running `memagent mcp serve` (its embedder lent)",
+    )
     parser.add_argument("--profile", action="store_true", help="print where a warm search's time goes (cProfile)")
     parser.add_argument("--against", type=Path, help="another revision's src folder, for the stats and import rows")
     parser.add_argument("--against-stores", type=Path, help="that revision's copy of --stores (default: the same)")

@@ -149,6 +149,10 @@ class Settings(BaseSettings, TodoSettings, BackgroundShellSettings, SubagentSett
     embedder: Literal["auto", "int8", "onnx", "numpy", "lexical"] = "auto"
     """Where the embedding fallback chain starts: int8 (quantized ONNX) → onnx (fp32) → numpy →
     lexical (auto: int8). A store re-embeds its cards when the variant changes."""
+    shared_embedder: bool = True
+    """Borrow the embedder a running ``memagent mcp serve`` of the same user and home lends (when it
+    is the one this process would load) instead of loading one (~65 MB less per process); that
+    server lends its own. False: neither borrow nor lend."""
     # --- eco: project instructions ---
     instructions_max_chars: int = Field(40_000, ge=0)
     """Budget for the instruction files (AGENTS.md, CLAUDE.md and their imports) in the system

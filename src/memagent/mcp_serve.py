@@ -17,7 +17,9 @@ profile, so they are refused too unless the server was started with ``--allow-us
 
 The memory store is opened in the background when the server starts (loading the embedder takes
 a moment) and on first use; if it cannot be opened, the memory tools answer with the reason and
-the task tools keep working.
+the task tools keep working. Once its embedder has loaded, the server lends it to the user's other
+memagent processes (``embedding.shared``; the ``shared_embedder`` setting), so a ``memagent -p``
+run beside it loads none.
 """
 
 from __future__ import annotations
@@ -63,12 +65,13 @@ class LazyMemory:
             assert self._service is not None
             return self._service
 
-    def warm_up(self) -> None:
-        threading.Thread(target=self._quietly, name="memagent-mcp-memory", daemon=True).start()
+    def warm_up(self, then: Callable[[MemoryService], object] = lambda service: None) -> None:
+        """Open the service on a daemon thread, then run ``then`` with it."""
+        threading.Thread(target=self._quietly, args=(then,), name="memagent-mcp-memory", daemon=True).start()
 
-    def _quietly(self) -> None:
+    def _quietly(self, then: Callable[[MemoryService], object]) -> None:
         try:
-            self()
+            then(self())
         except Exception:  # reported to the client on the first memory call
             pass
 
@@ -103,6 +106,7 @@ def served_tools(
 def serve_stdio(paths: ProjectPaths, settings: Settings, *, allow_user_scope: bool = False) -> None:
     """``memagent mcp serve``: blocks until the client hangs up."""
     from memagent.mcp_bridge.server import serve_registry
+    from memagent.memory.mirror_lending import Lending
     from memagent.tasks import TaskStore
 
     def open_memory() -> MemoryService:
@@ -115,10 +119,15 @@ def serve_stdio(paths: ProjectPaths, settings: Settings, *, allow_user_scope: bo
             paths, settings, session_id="", hold_repository_cards=not is_trusted(paths.home, paths.root)
         )
 
+    def close() -> None:
+        lending.close()
+        memory.close()
+
     memory = LazyMemory(open_memory)
+    lending = Lending(paths.home if settings.shared_embedder else None)
     registry = ToolRegistry.of(served_tools(memory, lambda: TaskStore(paths.tasks), allow_user_scope=allow_user_scope))
-    memory.warm_up()
-    serve_registry(registry, paths.root, INSTRUCTIONS, on_exit=memory.close)
+    memory.warm_up(then=lending.start)
+    serve_registry(registry, paths.root, INSTRUCTIONS, on_exit=close)
 
 
 __all__ = ["INSTRUCTIONS", "LazyMemory", "memory_list_tool", "serve_stdio", "served_tools"]

@@ -9,7 +9,8 @@ import sys
 import threading
 import types
 
-from memagent.embedding.embedders import EmbedderHandle, LexicalOnlyEmbedder
+from memagent.embedding.embedders import LexicalOnlyEmbedder
+from memagent.embedding.handle import EmbedderHandle
 from memagent.memory.cardfiles import INDEX_DIR
 from memagent.memory.chroma_client import overrides_unchecked
 from memory.script_runs import run_script, tagged

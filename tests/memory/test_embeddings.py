@@ -14,7 +14,6 @@ import pytest
 from memagent.embedding import embedders as emb
 from memagent.embedding import model_files
 from memagent.embedding.embedders import (
-    EmbedderHandle,
     EmbedderUnavailable,
     LexicalOnlyEmbedder,
     embedder_status,
@@ -22,6 +21,7 @@ from memagent.embedding.embedders import (
     load_embedder,
     verified_model_files,
 )
+from memagent.embedding.handle import EmbedderHandle
 
 PINNED_SENTENCES = [
     "The user prefers pytest-xdist for running the test suite.",

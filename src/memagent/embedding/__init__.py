@@ -1,8 +1,11 @@
 """Texts into vectors, offline: the all-MiniLM-L6-v2 sentence embedder and what it needs.
 
 - ``embedders``: the :class:`~memagent.embedding.embedders.Embedder` protocol, the backends (an
-  int8-quantized ONNX graph, the fp32 graph, numpy, lexical-only) and the chain that picks one,
-  with the per-process :class:`~memagent.embedding.embedders.EmbedderHandle`;
+  int8-quantized ONNX graph, the fp32 graph, numpy, lexical-only) and the chain that picks one;
+- ``handle``: the per-process :class:`~memagent.embedding.handle.EmbedderHandle`, which loads the
+  embedder on first use or borrows a lent one;
+- ``shared``: one embedder lent by a long-lived process (``memagent mcp serve``) to the user's
+  other memagent processes over a local socket;
 - ``model_files``: the model's files located in their package and verified by pinned sha256
   hashes before anything is loaded;
 - ``onnx_graph``: the BERT forward pass built as an ONNX graph from those weights, and its int8

@@ -43,10 +43,8 @@ import importlib.util
 import json
 import os
 import shutil
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -499,7 +497,7 @@ def load_embedder(
     """The best available embedder, starting the chain at ``preference``; never raises for a
     missing or broken backend (the returned object's ``fallback_reasons`` say what was skipped).
 
-    Loading is slow (hashing + weights, ~0.5-1 s): hold the result, e.g. in :class:`EmbedderHandle`.
+    Loading is slow (hashing + weights, ~0.5-1 s): hold the result, e.g. in ``embedding.handle.EmbedderHandle``.
     """
     start, reasons = _resolve_preference(preference), []
     files: ModelFiles | None = None
@@ -521,43 +519,6 @@ def load_embedder(
         embedder.fallback_reasons = reasons
         return embedder
     return LexicalOnlyEmbedder(reasons)
-
-
-@dataclass
-class EmbedderHandle:
-    """Loads the embedder on first use and keeps it: the per-process cache a caller holds."""
-
-    preference: str = "auto"
-    cache_dir: Path | None = None
-    _embedder: Embedder | None = field(default=None, init=False, repr=False)
-    _loading: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-
-    @classmethod
-    def of(cls, embedder: Embedder) -> EmbedderHandle:
-        """A handle holding an embedder loaded already."""
-        handle = cls(preference=getattr(embedder, "name", "auto"))
-        handle._embedder = embedder
-        return handle
-
-    @property
-    def loaded(self) -> bool:
-        return self._embedder is not None
-
-    def get(self) -> Embedder:
-        """The embedder, loaded once even when two threads ask at the same time."""
-        if self._embedder is None:
-            with self._loading:
-                if self._embedder is None:
-                    self._embedder = load_embedder(self.preference, cache_dir=self.cache_dir)
-        return self._embedder
-
-    def describe(self) -> JsonObject:
-        """Name, model and dimension: of the loaded embedder, else of the one loading would give
-        (:func:`expected_embedder`, which loads nothing)."""
-        if self._embedder is not None:
-            embedder = self._embedder
-            return {"name": embedder.name, "model_id": getattr(embedder, "model_id", None), "dim": int(embedder.dim)}
-        return expected_embedder(self.preference)
 
 
 def expected_embedder(preference: str = "auto", find_spec: SpecFinder = importlib.util.find_spec) -> JsonObject:

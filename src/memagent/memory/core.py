@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memagent.embedding.embedders import Embedder, EmbedderHandle
+from memagent.embedding.embedders import Embedder
+from memagent.embedding.handle import EmbedderHandle
 from memagent.errors import one_line
 from memagent.memory.cardfiles import CardFileError, stamp_of
 from memagent.memory.cards import CARD_ID_RE, MemoryCard, utc_now

@@ -31,19 +31,27 @@ File (``vectors.mirror`` in the index folder)
 
 Reading is strict, since a repository could ship anything in a git-ignored folder: a symlink, a
 wrong header or a size that is not header + whole records is ignored; nothing is unpickled.
+
+Lent rows
+    A process that borrows its embedder (``embedding.shared``) does not read the rows either: it
+    checks that the file's last commit is current (header and last record only) and asks the
+    lender to search the file (``memory.mirror_lending``, which keeps the rows of the files it was
+    asked about). Anything else that needs the rows (a write, counts, a card's vector), or a
+    lender that does not answer, reads them here as usual.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from memagent.embedding.vector_cache import int8_rows
 from memagent.fsutil import atomic_write
+from memagent.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,6 +65,12 @@ DELETE, ACTIVE, INACTIVE, COMMIT = 0, 1, 2, 3
 SCAN_ROWS = 4096  # rows converted to float32 at a time (~6 MB at 384 dimensions)
 SCAN_QUERIES = 32  # queries scored at once (their scores: 12.8 MB at 100k rows)
 _HEADER = struct.Struct("<16sII100s100s")
+
+
+class Lender(Protocol):
+    """A process that searches mirror files for this one (``embedding.shared.BorrowedEmbedder``)."""
+
+    def request(self, request: JsonObject) -> JsonObject | None: ...
 
 
 @dataclass(frozen=True)
@@ -99,11 +113,15 @@ class StaleMirror(Exception):
 class FlatMirror:
     """The mirror file of one local index and its rows in memory (see the module doc)."""
 
-    def __init__(self, folder: Path, embedder: MirrorEmbedder) -> None:
+    def __init__(
+        self, folder: Path, embedder: MirrorEmbedder, lender: Callable[[], Lender | None] | None = None
+    ) -> None:
         self.path = folder / MIRROR_FILE
         self.embedder = embedder
         self.generation: int | None = None  # the committed generation the rows reflect
         self.pending = False  # rows written since the last commit (this process, under the lock)
+        self._lender = lender  # who searches for this process, if anyone (asked when loading)
+        self._lent: Lender | None = None  # the rows are not read here: this lender searches them
         self._blas: ThreadpoolController | None = None
         self._clear()
 
@@ -125,16 +143,18 @@ class FlatMirror:
 
     def forget(self) -> None:
         """Drop the rows from memory (the file stays)."""
-        self.generation, self.pending = None, False
+        self.generation, self.pending, self._lent = None, False, None
         self._clear()
 
     # -- reading -------------------------------------------------------------------------
 
-    def load(self, expected: int) -> bool:
-        """Read the whole file; whether it is current at ``expected`` (else nothing is kept).
-        A file committed past ``expected`` is current too: a writer that finished after the
-        caller read the catalog's generation."""
+    def load(self, expected: int, *, lend: bool = True) -> bool:
+        """Read the whole file (or leave it to a lender); whether it is current at ``expected``
+        (else nothing is kept). A file committed past ``expected`` is current too: a writer that
+        finished after the caller read the catalog's generation."""
         self.forget()
+        if lend and self._lend(expected):
+            return True
         found = self._read(0, None)
         if found is None:
             return False
@@ -149,6 +169,8 @@ class FlatMirror:
     def refresh(self, expected: int) -> bool:
         """Apply what other processes appended since the last read; whether the rows are now
         current at ``expected`` (a replaced file is read afresh)."""
+        if self._lent is not None:
+            return self.load(expected)
         if self.pending or self._stamp is None or self.generation is None:
             return self.load(expected)
         if self.generation >= expected:
@@ -164,6 +186,26 @@ class FlatMirror:
         self.generation, self._stamp = generation, (inode, end)
         self._records += len(records)
         return True
+
+    def _lend(self, expected: int) -> bool:
+        """Leave the rows to the lender when there is one and the file is committed at or past
+        ``expected`` (read from its header and last record alone)."""
+        lender = self._lender() if self._lender is not None else None
+        generation = committed_generation(self.path) if lender is not None else None
+        if generation is None or generation < expected:
+            return False
+        self.generation, self._lent = generation, lender
+        return True
+
+    def _own_rows(self) -> None:
+        """Read the rows the lender held (:class:`StaleMirror` when the file is no longer current)."""
+        if self._lent is None:
+            return
+        generation = self.generation
+        self._lent = None
+        if generation is None or not self.load(generation, lend=False):
+            self.forget()
+            raise StaleMirror(f"{self.path} changed before it could be read")
 
     def _read(self, start: int, inode: int | None) -> tuple[np.ndarray, int, int] | None:
         """Records from byte ``start`` (header checked when reading from 0) up to the last whole
@@ -253,6 +295,7 @@ class FlatMirror:
         self.kind = np.concatenate([self.kind, added["kind"].astype(np.uint8)])
 
     def _rows(self) -> dict[str, int]:
+        self._own_rows()
         if self._row_of is None:
             self._row_of = {card_id: row for row, card_id in enumerate(self.ids) if self.kind[row] != DELETE}
         return self._row_of
@@ -269,10 +312,17 @@ class FlatMirror:
         return None if row is None else self.vec[row].astype(np.float32) * self.inv[row]
 
     def counts(self) -> tuple[int, int]:
+        self._own_rows()
         return int((self.kind == ACTIVE).sum()), int((self.kind == INACTIVE).sum())
 
     def search(self, vectors: Sequence[Sequence[float]], n: int, *, inactive: bool) -> list[list[tuple[str, float]]]:
         """(id, cosine similarity) of the ``n`` nearest rows of one kind, best first, per vector."""
+        if self._lent is not None:
+            found = self._lent_search(self._lent, vectors, n, inactive)
+            if found is not None:
+                return found
+            self._lender = None  # it could not answer for this file: read the rows from now on
+            self._own_rows()
         import numpy as np
 
         queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), self.embedder.dim)
@@ -287,6 +337,24 @@ class FlatMirror:
                 scores = self._scores(np.ascontiguousarray(queries[:, first : first + SCAN_QUERIES]), wanted)
                 found.extend(self._best(scores[:, column], n) for column in range(scores.shape[1]))
         return found
+
+    def _lent_search(
+        self, lender: Lender, vectors: Sequence[Sequence[float]], n: int, inactive: bool
+    ) -> list[list[tuple[str, float]]] | None:
+        """The lender's answer (``memory.mirror_lending``), or ``None`` when it gave none."""
+        rows = [v.tolist() if hasattr(v, "tolist") else [float(x) for x in v] for v in vectors]
+        answer = lender.request(
+            {"op": "mirror-search", "folder": str(self.path.parent), "model_id": self.embedder.model_id,
+             "name": self.embedder.name, "dim": self.embedder.dim, "generation": self.generation,
+             "vectors": rows, "n": n, "inactive": inactive}
+        )  # fmt: skip
+        found = answer.get("found") if answer is not None else None
+        if not isinstance(found, list) or len(found) != len(vectors):
+            return None
+        try:
+            return [[(str(card_id), float(score)) for card_id, score in hits] for hits in found]
+        except (TypeError, ValueError):
+            return None
 
     def _one_blas_thread(self):
         """numpy's BLAS on one thread for the scan: its second thread, on a machine whose other
@@ -324,6 +392,7 @@ class FlatMirror:
         (and the file left for a rebuild) when an id does not fit the format."""
         import numpy as np
 
+        self._own_rows()
         deletes = list(deletes)
         if any(not _fits(card_id) for card_id in [*deletes, *(i for i, _, _ in upserts)]):
             self.discard()
@@ -392,6 +461,7 @@ class FlatMirror:
         left pending (``None``) for the write that follows."""
         import numpy as np
 
+        self._own_rows()
         dtype = record_dtype(self.embedder.dim)
         live = np.flatnonzero(self.kind != DELETE)
         rows = np.zeros(len(live), dtype=dtype)
@@ -416,6 +486,7 @@ class FlatMirror:
         vectors never holds them all as floats)."""
         import numpy as np
 
+        self._lent = None  # every row is replaced
         ids: list[str] = []
         kinds: list[int] = []
         parts = [(np.zeros((0, self.embedder.dim), np.int8), np.zeros(0, np.float32))]

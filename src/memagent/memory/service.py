@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from memagent.embedding.embedders import Embedder, EmbedderHandle
+from memagent.embedding.embedders import Embedder
+from memagent.embedding.handle import EmbedderHandle
 from memagent.errors import one_line
 from memagent.fsutil import UnsafePath, refuse_symlinks
 from memagent.jsontypes import JsonObject
@@ -238,7 +239,7 @@ class MemoryService:
         handle = (
             EmbedderHandle.of(embedder)
             if embedder is not None
-            else EmbedderHandle(settings.embedder, cache_dir=paths.home / "cache")
+            else EmbedderHandle(settings.embedder, cache_dir=paths.home / "cache", lender=_lender(paths, settings))
         )
         if embedder is not None and check_embedder:
             _probe_embedder(embedder)
@@ -271,6 +272,9 @@ class MemoryService:
                 "user", paths.user_memory, StoreLocation.local("user", paths.user_memory / INDEX_DIR), lock_wait=wait
             ),
         }
+
+        for store in stores.values():  # a lent embedder's process searches the mirrors too
+            store.mirror_lender = handle.borrowed
 
         def erase_elsewhere(ids: list[str]) -> None:
             from memagent.memory.learning import on_forget
@@ -556,6 +560,13 @@ def _check_writable(store: Store) -> None:
             if not os.access(candidate, os.W_OK | os.X_OK):
                 raise StoreError(f"memory store directory {candidate} is not writable")
             return
+
+
+def _lender(paths: ProjectPaths, settings: Settings) -> str | None:
+    """Where a ``memagent mcp serve`` of this home lends its embedder (``None``: load our own)."""
+    from memagent.embedding.shared import lending_address
+
+    return lending_address(paths.home) if settings.shared_embedder else None
 
 
 def _probe_embedder(embedder: Embedder) -> None:

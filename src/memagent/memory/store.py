@@ -49,7 +49,7 @@ from memagent.memory.cards import MemoryCard
 from memagent.memory.catalog import CATALOG_FILE, Catalog, CatalogError, digest_of, read_stamps
 from memagent.memory.catalog_sync import apply_changes
 from memagent.memory.errors import StoreBusy, StoreError
-from memagent.memory.flat_mirror import MIRROR_FILE, committed_generation
+from memagent.memory.flat_mirror import MIRROR_FILE, Lender, committed_generation
 from memagent.memory.index_embedder import check_index_embedder
 from memagent.memory.layout import migrate_store, vectors_dir
 from memagent.memory.store_forgetting import StoreForgetting
@@ -100,6 +100,7 @@ class Store:
         self.catalog = Catalog(self.files.index / CATALOG_FILE)
         self.location = location
         self.vectors: VectorIndex | None = None
+        self.mirror_lender: Callable[[], Lender | None] | None = None  # who may search the mirror for us
         self.notices: list[str] = []
         self.lock_wait = lock_wait
         self._lock = FileLock(str(self.files.index / ".lock"), timeout=lock_wait)
@@ -275,7 +276,7 @@ class Store:
         """
         if self.vectors is None:
             info = embedder or EmbedderInfo(model_id="unknown", name="unknown", dim=0)
-            self.vectors = VectorIndex(self.location, info)
+            self.vectors = VectorIndex(self.location, info, self.mirror_lender)
         elif embedder is not None:
             self.vectors.embedder = embedder
         if self.vectors.opened:

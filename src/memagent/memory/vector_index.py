@@ -52,7 +52,7 @@ from memagent.memory.chroma_files import (
     scrub_hnsw_segments,
 )
 from memagent.memory.errors import StoreError
-from memagent.memory.flat_mirror import MIRROR_FILE, FlatMirror, MirrorEmbedder, StaleMirror
+from memagent.memory.flat_mirror import MIRROR_FILE, FlatMirror, Lender, MirrorEmbedder, StaleMirror
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -135,9 +135,12 @@ class StoreLocation:
 class VectorIndex:
     """One store's vectors: an active and an inactive Chroma collection (see the module doc)."""
 
-    def __init__(self, location: StoreLocation, embedder: EmbedderInfo) -> None:
+    def __init__(
+        self, location: StoreLocation, embedder: EmbedderInfo, lender: Callable[[], Lender | None] | None = None
+    ) -> None:
         self.location = location
         self.embedder = embedder
+        self.lender = lender  # who may search the mirror for this process (``FlatMirror``)
         self._client: ClientAPI | None = None
         self._active: Collection | None = None
         self._inactive: Collection | None = None
@@ -170,7 +173,7 @@ class VectorIndex:
             return None
         wanted = MirrorEmbedder(self.embedder.model_id, self.embedder.name, self.embedder.dim)
         if self._mirror is None or self._mirror.embedder != wanted:
-            self._mirror = FlatMirror(self.location.path, wanted)
+            self._mirror = FlatMirror(self.location.path, wanted, self.lender)
         return self._mirror
 
     def open(self, *, create: bool = False, check_embedder: bool = True, generation: int | None = None) -> bool:
@@ -342,7 +345,10 @@ class VectorIndex:
 
     def counts(self) -> tuple[int, int]:
         if self._mirror is not None and self._mirror.loaded:
-            return self._mirror.counts()
+            try:
+                return self._mirror.counts()
+            except StaleMirror:  # lent rows that changed before they could be read here
+                self._open_chroma(create=False)
         if not self.opened:
             return 0, 0
         _, active, inactive = self._parts()
@@ -361,7 +367,10 @@ class VectorIndex:
         if not self.opened or self.embedder.dim == 0 or n <= 0:
             return [[] for _ in vectors]
         if self._mirror is not None and self._mirror.loaded:
-            return self._mirror.search(vectors, n, inactive=inactive)
+            try:
+                return self._mirror.search(vectors, n, inactive=inactive)
+            except StaleMirror:  # lent rows that changed before they could be read here
+                self._open_chroma(create=False)
         _, active_cards, inactive_cards = self._parts()
         collection = inactive_cards if inactive else active_cards
         queries = []

@@ -1,0 +1,338 @@
+"""One embedder for every memagent process of a user: lent by a long-lived process, borrowed by
+the others over a local socket.
+
+Why
+    The embedder is most of what memory costs a process: importing onnxruntime and tokenizers and
+    opening the session take ~65 MB and a few hundred ms. A user who keeps ``memagent mcp serve``
+    running (another agent's MCP server, usually) already holds one; a ``memagent -p`` or a REPL
+    session started beside it borrows that one instead of loading its own.
+
+Who lends
+    ``memagent mcp serve``, once its own embedder has loaded (:class:`EmbedderLender`). Nothing
+    else starts a server: without one, every process loads its own embedder, as before.
+
+Where
+    A Unix socket in Linux's abstract namespace, named after the user's id and the memagent home
+    folder (:func:`lending_address`): processes with another ``MEMAGENT_HOME`` (a test, another
+    profile) never meet, a dead lender leaves no file behind, and no path length limit applies.
+    An abstract socket has no file mode, so both sides check the other's user id
+    (``SO_PEERCRED``) and talk only to their own user. Elsewhere than Linux nothing is shared.
+
+Protocol
+    One request per connection: a JSON line, answered by a JSON line and, for vectors, their bytes.
+
+    - ``{"op": "hello"}`` → ``{"name", "model_id", "dim"}`` of the lent embedder;
+    - ``{"op": "embed", "model_id", "texts": [...]}`` → ``{"rows", "dim"}`` then
+      ``rows × dim`` little-endian float32. The texts are embedded as one call, exactly as the
+      borrower would have embedded them itself (the int8 graph's vectors depend on the batch).
+    - other operations the lending process adds (``mirror-search``: ``memory.mirror_lending``)
+      → a JSON line;
+    - any failure → ``{"error": "..."}``.
+
+A borrower uses the lent embedder only when it is the one it would load itself (same name, model
+and dimension, :func:`~memagent.embedding.embedders.expected_embedder`). When a request fails (the
+lender has gone, a bad answer, a timeout) it loads its own embedder and keeps it: a borrowed
+embedder never makes a search fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memagent.errors import one_line
+from memagent.jsontypes import JsonObject
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memagent.embedding.embedders import Embedder
+
+HELLO_TIMEOUT = 0.25  # seconds a borrower waits to learn whether a lender is there
+EMBED_TIMEOUT = 15.0  # seconds for one request (a batch of 32 texts takes ~0.3-1 s on 2 busy cores)
+MAX_REQUEST = 8 << 20  # bytes of one request line
+MAX_TEXTS = 1024
+MAX_CONNECTIONS = 8  # requests served at once; more wait for the listener
+_UCRED = struct.Struct("3i")  # pid, uid, gid
+
+
+def lending_address(home: Path) -> str | None:
+    """The abstract socket name for ``home`` (``None`` where abstract sockets do not exist)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(home))).hexdigest()[:24]
+    return f"\0memagent-embedder-{os.getuid()}-{digest}"
+
+
+def _peer_is(sock: socket.socket, uid: int) -> bool:
+    """Whether the process at the other end runs as ``uid``."""
+    try:
+        _, peer, _ = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    except (OSError, struct.error):
+        return False
+    return peer == uid
+
+
+def _read_line(reader, limit: int) -> JsonObject:
+    line = reader.readline(limit + 1)
+    if not line.endswith(b"\n"):
+        raise ValueError("no whole request line" if len(line) <= limit else "request too large")
+    value = json.loads(line)
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+def _describe(embedder: Embedder) -> JsonObject:
+    return {"name": embedder.name, "model_id": getattr(embedder, "model_id", None), "dim": int(embedder.dim)}
+
+
+class EmbedderLender:
+    """Serves one loaded embedder on :func:`lending_address` until :meth:`close`."""
+
+    def __init__(
+        self, embedder: Embedder, address: str, operations: Mapping[str, Callable[[JsonObject], JsonObject]] = {}
+    ) -> None:
+        self.embedder = embedder
+        self.address = address
+        self.operations = dict(operations)  # more ops by name: request -> answer (no payload)
+        self.uid = os.getuid()  # the only user served
+        self._listener: socket.socket | None = None
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._embedding = threading.Lock()  # one batch at a time: the session uses every core
+
+    def start(self) -> bool:
+        """Listen on a daemon thread; ``False`` when another process lends already (or no
+        socket can be had), which is fine: borrowers use that one."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(self.address)
+            listener.listen(16)
+        except OSError:
+            listener.close()
+            return False
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), name="memagent-embedder-lender", daemon=True).start()
+        return True
+
+    def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while self._listener is listener:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            self._slots.acquire()
+            threading.Thread(target=self._serve, args=(connection,), name="memagent-embedder-loan", daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        try:
+            with connection:
+                connection.settimeout(EMBED_TIMEOUT)
+                if not _peer_is(connection, self.uid):
+                    return
+                with connection.makefile("rb") as reader:
+                    try:
+                        header, payload = self._answer(_read_line(reader, MAX_REQUEST))
+                    except (ValueError, TypeError, KeyError) as exc:
+                        header, payload = {"error": f"bad request: {one_line(exc)}"}, b""
+                    except Exception as exc:  # an operation's failure is the borrower's to handle
+                        header, payload = {"error": f"{type(exc).__name__}: {one_line(exc)}"}, b""
+                connection.sendall(json.dumps(header).encode() + b"\n" + payload)
+        except OSError:
+            pass  # the borrower went away; it falls back to its own embedder
+        finally:
+            self._slots.release()
+
+    def _answer(self, request: JsonObject) -> tuple[JsonObject, bytes]:
+        described = _describe(self.embedder)
+        if request.get("op") == "hello":
+            return described, b""
+        operation = self.operations.get(str(request.get("op")))
+        if operation is not None:
+            return operation(request), b""
+        if request.get("op") != "embed":
+            return {"error": f"unknown op {request.get('op')!r}"}, b""
+        texts = request["texts"]
+        if request.get("model_id") != described["model_id"]:
+            return {"error": "another model"}, b""
+        if not isinstance(texts, list) or len(texts) > MAX_TEXTS or not all(isinstance(t, str) for t in texts):
+            raise ValueError("texts must be a list of at most 1024 strings")
+        try:
+            with self._embedding:
+                vectors = self.embedder.embed(texts)
+        except Exception as exc:  # the borrower embeds itself and says why if it fails too
+            return {"error": f"embedding failed: {one_line(exc)}"}, b""
+        import numpy as np
+
+        rows = np.ascontiguousarray(vectors, dtype="<f4").reshape(len(texts), described["dim"])
+        return {"rows": len(texts), "dim": described["dim"]}, rows.tobytes()
+
+
+class LenderGone(Exception):
+    """A request to the lender failed; the borrower embeds itself from now on."""
+
+
+def _ask(address: str, request: JsonObject, timeout: float, uid: int) -> tuple[JsonObject, socket.socket]:
+    """Send ``request`` to a lender running as ``uid``; the answer's header and the socket its
+    payload follows on (the caller closes it)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(address)
+        if not _peer_is(sock, uid):
+            raise LenderGone("the socket belongs to another user")
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        header = b""
+        while not header.endswith(b"\n"):
+            chunk = sock.recv(1)
+            if not chunk or len(header) > 65536:
+                raise LenderGone("no answer")
+            header += chunk
+        answer = json.loads(header)
+        if not isinstance(answer, dict):
+            raise LenderGone("a malformed answer")
+        if "error" in answer:
+            raise LenderGone(str(answer["error"]))
+        return answer, sock
+    except (OSError, ValueError) as exc:
+        sock.close()
+        raise LenderGone(one_line(exc)) from None
+    except LenderGone:
+        sock.close()
+        raise
+
+
+def _receive(sock: socket.socket, size: int) -> bytes:
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        count = sock.recv_into(view[got:])
+        if count == 0:
+            raise LenderGone("the answer was cut short")
+        got += count
+    return bytes(data)
+
+
+class BorrowedEmbedder:
+    """An :class:`~memagent.embedding.embedders.Embedder` whose vectors a lender computes; it
+    loads ``own()`` instead, for good, the first time a request fails."""
+
+    def __init__(self, address: str, described: JsonObject, own: Callable[[], Embedder]) -> None:
+        self.address = address
+        self.uid = os.getuid()  # the user a lender must run as
+        self.name = str(described["name"])
+        self.model_id = described.get("model_id")
+        self.dim = int(described["dim"])  # type: ignore[call-overload]
+        self.fallback_reasons: list[str] = []
+        self._own_loader = own
+        self._own: Embedder | None = None
+        self._switch = threading.Lock()
+
+    @property
+    def borrowing(self) -> bool:
+        return self._own is None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self._own is None:
+            try:
+                return self._borrowed(list(texts))
+            except LenderGone as exc:
+                self._fall_back(str(exc))
+        assert self._own is not None
+        return self._own.embed(texts)
+
+    def _borrowed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        answer, sock = _ask(
+            self.address, {"op": "embed", "model_id": self.model_id, "texts": texts}, EMBED_TIMEOUT, self.uid
+        )
+        with sock:
+            if answer.get("rows") != len(texts) or answer.get("dim") != self.dim:
+                raise LenderGone("an answer of another shape")
+            try:
+                payload = _receive(sock, len(texts) * self.dim * 4)
+            except OSError as exc:
+                raise LenderGone(one_line(exc)) from None
+        vectors = np.frombuffer(payload, dtype="<f4").reshape(len(texts), self.dim).astype(np.float32)
+        if not np.isfinite(vectors).all():
+            raise LenderGone("non-finite vectors")
+        return vectors
+
+    def request(self, request: JsonObject) -> JsonObject | None:
+        """Another operation of the lender (``memory.mirror_lending``): its answer, or ``None``
+        when it gave none (the caller then does the work itself)."""
+        if self._own is not None:
+            return None
+        try:
+            answer, sock = _ask(self.address, request, EMBED_TIMEOUT, self.uid)
+        except LenderGone:
+            return None
+        sock.close()
+        return answer
+
+    def _fall_back(self, reason: str) -> None:
+        with self._switch:
+            if self._own is None:
+                own = self._own_loader()
+                if _describe(own) != {"name": self.name, "model_id": self.model_id, "dim": self.dim}:
+                    raise LenderGone(f"the lender failed ({reason}) and this process's embedder is another one")
+                self._own = own
+                self.fallback_reasons.append(f"shared embedder: {reason}")
+
+
+def hello(address: str | None) -> JsonObject | None:
+    """What the lender at ``address`` lends (name, model_id, dim), or ``None`` when none answers."""
+    if address is None:
+        return None
+    try:
+        described, sock = _ask(address, {"op": "hello"}, HELLO_TIMEOUT, os.getuid())
+    except LenderGone:
+        return None
+    sock.close()
+    return described
+
+
+def borrow(
+    address: str | None, wanted: JsonObject, own: Callable[[], Embedder], *, uid: int | None = None
+) -> BorrowedEmbedder | None:
+    """The lent embedder at ``address`` when one answers as ``uid`` (this process's user unless
+    given) and it is ``wanted`` (name, model_id, dim, as
+    :func:`~memagent.embedding.embedders.expected_embedder` says); else ``None``."""
+    if address is None or not int(wanted.get("dim") or 0):  # type: ignore[call-overload]
+        return None
+    try:
+        described, sock = _ask(address, {"op": "hello"}, HELLO_TIMEOUT, os.getuid() if uid is None else uid)
+        sock.close()
+    except LenderGone:
+        return None
+    if {key: described.get(key) for key in ("name", "model_id", "dim")} != dict(wanted):
+        return None
+    return BorrowedEmbedder(address, described, own)
+
+
+__all__ = [
+    "BorrowedEmbedder",
+    "EmbedderLender",
+    "LenderGone",
+    "borrow",
+    "hello",
+    "lending_address",
+]
