@@ -40,6 +40,7 @@ def counted(self, *args):
 fm.FlatMirror._read = counted
 atexit.register(lambda: sys.stderr.write("\\nLOADED " + json.dumps({
     "onnxruntime": "onnxruntime" in sys.modules, "tokenizers": "tokenizers" in sys.modules,
+    "numpy": "numpy" in sys.modules,
     "chromadb": "chromadb" in sys.modules, "mirror reads": len(reads)}) + "\\n"))
 sys.argv = ["memagent", *sys.argv[1:]]
 runpy.run_module("memagent", run_name="__main__")
@@ -101,6 +102,7 @@ def test_a_search_beside_mcp_serve_loads_no_embedder_reads_no_mirror_and_ranks_t
     with mcp_serve(stocked.root, {**cli_env, "MEMAGENT_EMBEDDER": "onnx"}):
         beside = run_script(WHAT_LOADED, stocked.root, cli_env, *question)
     assert tagged(beside.stderr, "LOADED") == {
+        "numpy": False,
         "onnxruntime": False,
         "tokenizers": False,
         "chromadb": False,
@@ -114,6 +116,7 @@ def test_a_print_run_beside_mcp_serve_answers_and_a_save_after_it_is_searchable_
     with mcp_serve(stocked.root, {**cli_env, "MEMAGENT_EMBEDDER": "onnx"}):
         printed = run_script(WHAT_LOADED, stocked.root, cli_env, "-p", "when do deploys go out?")
         assert tagged(printed.stderr, "LOADED")["onnxruntime"] is False
+        assert tagged(printed.stderr, "LOADED")["numpy"] is False
         saved = run_script(WHAT_LOADED, stocked.root, cli_env, "memory", "add", "Releases are tagged vX.Y.Z by CI")
         assert tagged(saved.stderr, "LOADED")["onnxruntime"] is False  # borrowed for the write too
         assert tagged(saved.stderr, "LOADED")["mirror reads"] >= 1  # a write appends to rows read here
@@ -157,6 +160,7 @@ def test_borrowed_vectors_are_the_lenders_bit_for_bit(lent, int8_embedder):
     assert borrowed is not None and borrowed.dim == 384
     vectors = borrowed.embed(TEXTS)
     assert vectors.dtype == np.float32 and np.array_equal(vectors, int8_embedder.embed(TEXTS))
+    assert borrowed.embed_lists(TEXTS) == int8_embedder.embed(TEXTS).tolist()  # the same, without numpy
     assert borrowed.embed([]).shape == (0, 384)
     assert loads == [] and borrowed.borrowing
 

@@ -37,8 +37,10 @@ embedder never makes a search fail.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import json
+import math
 import os
 import socket
 import struct
@@ -250,17 +252,21 @@ class BorrowedEmbedder:
         return self._own is None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        return np.asarray(self.embed_lists(texts), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_lists(self, texts: Sequence[str]) -> list[list[float]]:
+        """The vectors as lists of floats: a borrower that only needs those imports no numpy."""
         if self._own is None:
             try:
                 return self._borrowed(list(texts))
             except LenderGone as exc:
                 self._fall_back(str(exc))
         assert self._own is not None
-        return self._own.embed(texts)
+        return self._own.embed(texts).tolist()
 
-    def _borrowed(self, texts: list[str]) -> np.ndarray:
-        import numpy as np
-
+    def _borrowed(self, texts: list[str]) -> list[list[float]]:
         answer, sock = _ask(
             self.address, {"op": "embed", "model_id": self.model_id, "texts": texts}, EMBED_TIMEOUT, self.uid
         )
@@ -271,10 +277,12 @@ class BorrowedEmbedder:
                 payload = _receive(sock, len(texts) * self.dim * 4)
             except OSError as exc:
                 raise LenderGone(one_line(exc)) from None
-        vectors = np.frombuffer(payload, dtype="<f4").reshape(len(texts), self.dim).astype(np.float32)
-        if not np.isfinite(vectors).all():
+        values = array.array("f", payload)  # C floats: 4 bytes on every platform Python runs on here
+        if sys.byteorder != "little":
+            values.byteswap()
+        if not all(map(math.isfinite, values)):
             raise LenderGone("non-finite vectors")
-        return vectors
+        return [values[row * self.dim : (row + 1) * self.dim].tolist() for row in range(len(texts))]
 
     def request(self, request: JsonObject) -> JsonObject | None:
         """Another operation of the lender (``memory.mirror_lending``): its answer, or ``None``

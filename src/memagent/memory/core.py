@@ -135,8 +135,9 @@ class MemoryCore:
     def embed(self, texts: Sequence[str]) -> list[list[float] | None]:
         if self.dim == 0:
             return [None] * len(texts)
+        embed_lists = getattr(self.embedder, "embed_lists", None)  # a borrowed embedder's, without numpy
         try:
-            vectors = self.embedder.embed(list(texts))
+            vectors = embed_lists(list(texts)) if embed_lists is not None else self.embedder.embed(list(texts))
         except Exception as exc:
             raise MemoryUnavailable(f"embedding failed ({self.embedder.name}): {one_line(exc)}") from None
         tolist = getattr(vectors, "tolist", None)

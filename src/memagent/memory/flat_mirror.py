@@ -126,16 +126,29 @@ class FlatMirror:
         self._clear()
 
     def _clear(self) -> None:
-        import numpy as np
-
-        dim = self.embedder.dim
-        self.vec = np.zeros((0, dim), np.int8)
-        self.inv = np.zeros(0, np.float32)
-        self.kind = np.zeros(0, np.uint8)
+        self._columns: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # vec, inv, kind
         self.ids: list[str] = []
         self._row_of: dict[str, int] | None = None
         self._stamp: tuple[int, int] | None = None  # (inode, bytes read up to the last commit)
         self._records = 0  # records in the file up to the last commit
+
+    # The rows' columns, made on first use: a process whose rows are lent imports no numpy.
+    def _column(self, index: int) -> np.ndarray:
+        if self._columns is None:
+            import numpy as np
+
+            empty = (np.zeros((0, self.embedder.dim), np.int8), np.zeros(0, np.float32), np.zeros(0, np.uint8))
+            self._columns = empty
+        return self._columns[index]
+
+    def _set_column(self, index: int, value: np.ndarray) -> None:
+        columns = [self._column(0), self._column(1), self._column(2)]
+        columns[index] = value
+        self._columns = (columns[0], columns[1], columns[2])
+
+    vec = property(lambda self: self._column(0), lambda self, value: self._set_column(0, value))
+    inv = property(lambda self: self._column(1), lambda self, value: self._set_column(1, value))
+    kind = property(lambda self: self._column(2), lambda self, value: self._set_column(2, value))
 
     @property
     def loaded(self) -> bool:
