@@ -391,3 +391,18 @@ def test_the_lender_refuses_a_mirror_of_another_embedder_or_a_symlink(folder, tm
     (linked / "vectors.mirror").symlink_to(folder / "vectors.mirror")
     answer = LentMirrors().answer({**request, "model_id": EMBEDDER.model_id, "folder": str(linked)})
     assert "not current" in answer["error"]
+
+
+def test_the_lender_reads_its_own_projects_mirror_ahead(stocked, open_service):
+    service = open_service()
+    mirrors = LentMirrors()
+    [folder] = mirrors.read_ahead(service)
+    assert (folder / "vectors.mirror").is_file()
+    info = service.core.embedder_info()
+    request = {
+        "op": "mirror-search", "folder": str(folder), "model_id": info.model_id, "name": info.name,
+        "dim": info.dim, "generation": service.core.stores["project"].catalog.generation(),
+        "vectors": service.core.embed(["which tests must pass before a deploy?"]), "n": 1, "inactive": False,
+    }  # fmt: skip
+    [[(card_id, score)]] = mirrors.answer(request)["found"]
+    assert "parser tests" in service.get(card_id).content and score > 0.5

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from memagent.embedding.shared import BorrowedEmbedder, EmbedderLender, lending_address
 from memagent.jsontypes import JsonObject
-from memagent.memory.flat_mirror import FlatMirror, MirrorEmbedder
+from memagent.memory.flat_mirror import MIRROR_FILE, FlatMirror, MirrorEmbedder, committed_generation
 
 if TYPE_CHECKING:
     from memagent.memory.service import MemoryService
@@ -48,9 +48,11 @@ class Lending:
         embedder = service.embedder  # loads it (the caller is a warm-up thread)
         if self.address is None or embedder.dim <= 0 or isinstance(embedder, BorrowedEmbedder):
             return
-        lender = EmbedderLender(embedder, self.address, {"mirror-search": LentMirrors().answer})
+        mirrors = LentMirrors()
+        lender = EmbedderLender(embedder, self.address, {"mirror-search": mirrors.answer})
         if lender.start():
             self.lender = lender
+            mirrors.read_ahead(service)
 
     def close(self) -> None:
         if self.lender is not None:
@@ -78,6 +80,24 @@ class LentMirrors:
             "generation": mirror.generation,
             "found": [[[card_id, score] for card_id, score in hits] for hits in found],
         }
+
+    def read_ahead(self, service: MemoryService) -> list[Path]:
+        """Read the mirrors of the lending process's own stores (most borrowers work in the same
+        project), so the first question asked from there is answered at once; the folders read."""
+        info = service.core.embedder_info()
+        embedder = MirrorEmbedder(info.model_id, info.name, info.dim)
+        read = []
+        for store in service.core.stores_in_use():
+            folder = store.location.path
+            generation = committed_generation(folder / MIRROR_FILE) if folder is not None else None
+            if folder is None or generation is None:
+                continue
+            with self._lock:
+                if self._mirror(folder, embedder).load(generation):
+                    read.append(folder)
+                else:
+                    self._mirrors.pop((str(folder), embedder), None)
+        return read
 
     def _mirror(self, folder: Path, embedder: MirrorEmbedder) -> FlatMirror:
         key = (str(folder), embedder)
