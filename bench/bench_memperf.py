@@ -52,8 +52,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -324,7 +322,9 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
         timed([memagent, "trust", "-C", str(project)], env, project)
     process_rows(args, store, env, row, label)
     if args.lender and wanted & {"p", "rss", "cold"}:
-        with lending(memagent, project, env):
+        from mcp_kit import lending_mcp_serve  # tests/mcp_kit.py
+
+        with lending_mcp_serve(project, env):
             process_rows(args, store, env, row, f"{label}, beside `mcp serve`")
     if "warm" in wanted:
         warm = warm_search(store, queries, profile=args.profile)
@@ -337,32 +337,6 @@ def size_rows(args: argparse.Namespace, n: int, env: dict[str, str], queries: li
         )
     if "stats" in wanted:
         stats_row(args, n, env, row)
-
-
-@contextmanager
-def lending(memagent: str, project: Path, env: dict[str, str]) -> Iterator[None]:
-    """``memagent mcp serve`` in ``project`` (its client: this process, saying nothing) for the
-    block, once it lends its embedder (``embedding.shared``)."""
-    from memagent.embedding.shared import hello, lending_address
-
-    server = subprocess.Popen(
-        [memagent, "mcp", "serve", "-C", str(project)],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    address = lending_address(Path(env["MEMAGENT_HOME"]))
-    try:
-        deadline = time.monotonic() + 120
-        while hello(address) is None:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("mcp serve did not lend its embedder")
-            time.sleep(0.2)
-        yield
-    finally:
-        server.stdin.close()
-        server.wait(timeout=60)
 
 
 def process_rows(args: argparse.Namespace, store: Path, env: dict[str, str], row, label: str) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from memagent.mcp_bridge.config import HttpServer, StdioServer
@@ -70,3 +71,33 @@ COMPAT = Path(__file__).parent / "mcp_bridge" / "compat_server.py"
 def compat_stdio(name: str = "compat", *flags: str) -> StdioServer:
     """The server with awkward shapes (``mcp_bridge/compat_server.py``)."""
     return StdioServer(name, sys.executable, (str(COMPAT), *flags))
+
+
+@contextmanager
+def lending_mcp_serve(project: Path, env: dict[str, str]) -> Iterator[str]:
+    """``memagent mcp serve`` in ``project`` for the block (its client says nothing), once it lends
+    its embedder (``embedding.shared``); yields the lending address."""
+    from memagent.embedding.shared import hello, lending_address
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memagent", "mcp", "serve", "-C", str(project)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    address = lending_address(Path(env["MEMAGENT_HOME"]))
+    try:
+        deadline = time.monotonic() + 120
+        while hello(address) is None:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"mcp serve never lent its embedder (exit code {server.poll()})")
+            time.sleep(0.1)
+        yield address
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

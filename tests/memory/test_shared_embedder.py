@@ -8,11 +8,8 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +17,7 @@ import pytest
 from mcp import Client
 
 from mcp_bridge.test_serve import serve_params, text_of
+from mcp_kit import lending_mcp_serve
 from memagent.embedding.shared import EmbedderLender, borrow, hello, lending_address
 from memagent.memory.flat_mirror import FlatMirror, MirrorEmbedder
 from memagent.memory.mirror_lending import LentMirrors
@@ -62,34 +60,6 @@ def _answers(address: str) -> bool:
             return False
 
 
-@contextmanager
-def mcp_serve(project: Path, env: dict[str, str]):
-    """``memagent mcp serve`` in ``project`` until the block ends, once it lends its embedder."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "memagent", "mcp", "serve", "-C", str(project)],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    address = lending_address(Path(env["MEMAGENT_HOME"]))
-    try:
-        deadline = time.monotonic() + 120
-        while not _answers(address):
-            assert server.poll() is None, server.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "mcp serve never lent its embedder"
-            time.sleep(0.1)
-        yield address
-    finally:
-        server.stdin.close()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        server.stderr.close()
-
-
 def _ranked(out) -> list[tuple[str, float]]:
     return [(hit["card"]["id"], round(hit["parts"]["dense"], 4)) for hit in json.loads(out.stdout)]
 
@@ -99,7 +69,7 @@ def test_a_search_beside_mcp_serve_loads_no_embedder_reads_no_mirror_and_ranks_t
     alone = run_script(WHAT_LOADED, stocked.root, cli_env, *question)
     assert tagged(alone.stderr, "LOADED")["onnxruntime"] is True
     assert tagged(alone.stderr, "LOADED")["mirror reads"] >= 1
-    with mcp_serve(stocked.root, {**cli_env, "MEMAGENT_EMBEDDER": "onnx"}):
+    with lending_mcp_serve(stocked.root, {**cli_env, "MEMAGENT_EMBEDDER": "onnx"}):
         beside = run_script(WHAT_LOADED, stocked.root, cli_env, *question)
     assert tagged(beside.stderr, "LOADED") == {
         "numpy": False,
@@ -113,7 +83,7 @@ def test_a_search_beside_mcp_serve_loads_no_embedder_reads_no_mirror_and_ranks_t
 
 
 def test_a_print_run_beside_mcp_serve_answers_and_a_save_after_it_is_searchable_alone(stocked, cli_env):
-    with mcp_serve(stocked.root, {**cli_env, "MEMAGENT_EMBEDDER": "onnx"}):
+    with lending_mcp_serve(stocked.root, {**cli_env, "MEMAGENT_EMBEDDER": "onnx"}):
         printed = run_script(WHAT_LOADED, stocked.root, cli_env, "-p", "when do deploys go out?")
         assert tagged(printed.stderr, "LOADED")["onnxruntime"] is False
         assert tagged(printed.stderr, "LOADED")["numpy"] is False
