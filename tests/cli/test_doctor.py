@@ -90,3 +90,28 @@ def test_the_sandbox_in_use_is_reported(run_cli, cli_env, project):
     (Path(cli_env["MEMAGENT_HOME"]) / "config.toml").write_text("sandbox = false\n")  # the user's config
     off = run_cli("doctor", "--no-memory", "--json", "-C", str(project))
     assert json.loads(off.stdout)["sandbox"].startswith("off: disabled by the setting sandbox = false")
+
+
+class TinyEmbedder:
+    name, model_id, dim = "tiny", "tiny@1", 2
+
+    def embed(self, texts):
+        raise AssertionError("doctor only asks what is lent")
+
+
+def test_doctor_says_whether_a_running_mcp_serve_lends_its_embedder(tmp_path, isolated_env):
+    from memagent.embedding.shared import EmbedderLender, lending_address
+
+    env = {"MEMAGENT_HOME": str(isolated_env)}
+    alone = doctor.collect_report(project_paths(tmp_path), env)
+    assert alone["shared_embedder"].startswith("none lent")
+    lender = EmbedderLender(TinyEmbedder(), lending_address(isolated_env))
+    assert lender.start()
+    try:
+        beside = doctor.collect_report(project_paths(tmp_path), env)
+        off = doctor.collect_report(project_paths(tmp_path), {**env, "MEMAGENT_SHARED_EMBEDDER": "false"})
+    finally:
+        lender.close()
+    assert beside["shared_embedder"] == "lent by a running `memagent mcp serve`: tiny (dim 2)"
+    assert "shared     lent by a running" in doctor.render_text(beside)
+    assert off["shared_embedder"] == "off (shared_embedder = false)"

@@ -87,6 +87,7 @@ class DoctorReport(TypedDict, total=False):
     claude_settings: ClaudeReport
     versions: dict[str, str]
     embedding: JsonObject | str
+    shared_embedder: str
     store: JsonObject
     learning: JsonObject
 
@@ -168,6 +169,18 @@ def embedding_report() -> tuple[JsonObject | str, Embedder | None]:
         return _reason(exc), None
 
 
+def shared_embedder_report(paths: ProjectPaths, settings: Settings) -> str:
+    """Whether a running ``memagent mcp serve`` lends this home's processes its embedder."""
+    if not settings.shared_embedder:
+        return "off (shared_embedder = false)"
+    from memagent.embedding.shared import hello, lending_address
+
+    lent = hello(lending_address(paths.home))
+    if lent is None:
+        return "none lent: no `memagent mcp serve` of this home runs, so each process loads its own"
+    return f"lent by a running `memagent mcp serve`: {lent.get('name')} (dim {lent.get('dim')})"
+
+
 def store_report(paths: ProjectPaths, settings: Settings, embedder: Embedder | None = None) -> JsonObject:
     if not settings.memory_enabled:
         return {"status": "disabled (memory_enabled = false)"}
@@ -232,6 +245,7 @@ def collect_report(paths: ProjectPaths, env: Mapping[str, str], *, check_memory:
     report["versions"] = package_versions()
     if check_memory:
         report["embedding"], embedder = embedding_report()
+        report["shared_embedder"] = shared_embedder_report(paths, settings)
         report["store"] = store_report(paths, settings, embedder)
         report["learning"] = learning_report(paths)
     return report
@@ -403,6 +417,8 @@ def render_text(report: DoctorReport) -> str:
         embedding = _describe_embedding(report["embedding"])
         lines.append(f"  embedding  {embedding[0]}")
         lines += [f"             {more}" for more in embedding[1:]]
+        if "shared_embedder" in report:
+            lines.append(f"  shared     {report['shared_embedder']}")
         store = report.get("store", {})
         lines.append(f"  store      {store.get('status')}")
         lines += [f"    ! {problem}" for problem in json_list(store.get("unreadable_cards"))]
