@@ -146,6 +146,29 @@ def test_a_borrower_whose_lender_goes_away_embeds_itself(lent, int8_embedder):
     assert borrowed.request({"op": "hello"}) is None  # nor does it ask the lender for anything else
 
 
+def test_a_lender_that_hangs_costs_a_borrower_a_bounded_wait(lent, int8_embedder, tmp_path, monkeypatch):
+    from memagent.embedding import shared
+
+    monkeypatch.setattr(shared, "ANSWER_TIMEOUT", 0.3)
+    monkeypatch.setattr(shared, "PER_TEXT_TIMEOUT", 0.0)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # takes connections, never answers
+    silent.bind(lending_address(tmp_path / "stopped"))
+    silent.listen(16)
+    try:
+        started = time.monotonic()
+        assert borrow(silent.getsockname(), _described(int8_embedder), lambda: None) is None
+        loads = []
+        borrowed = borrow(lent.address, _described(int8_embedder), lambda: loads.append(1) or int8_embedder)
+        borrowed.address = silent.getsockname()  # the lender stops answering mid-session
+        vectors = borrowed.embed_lists(TEXTS)
+        assert borrowed.request({"op": "hello"}) is None
+    finally:
+        silent.close()
+    assert time.monotonic() - started < 5
+    assert loads == [1] and vectors == int8_embedder.embed(TEXTS).tolist()
+    assert "timed out" in borrowed.fallback_reasons[0]
+
+
 def test_only_the_same_model_is_borrowed(lent, int8_embedder):
     assert hello(lent.address) == _described(int8_embedder)
     assert hello(lending_address(Path("/nonexistent/home"))) is None

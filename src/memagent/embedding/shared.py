@@ -59,7 +59,12 @@ if TYPE_CHECKING:
     from memagent.embedding.embedders import Embedder
 
 HELLO_TIMEOUT = 0.25  # seconds a borrower waits to learn whether a lender is there
-EMBED_TIMEOUT = 15.0  # seconds for one request (a batch of 32 texts takes ~0.3-1 s on 2 busy cores)
+# How long a borrower waits for an answer before it does the work itself: a lender that hangs (a
+# stopped process) costs a search at most this. A text takes ~10-30 ms, a batch of 32 ~0.3-1 s on
+# two busy cores; the first search of a 100k mirror reads it (~0.1-0.5 s).
+ANSWER_TIMEOUT = 2.0  # seconds, plus:
+PER_TEXT_TIMEOUT = 0.25  # seconds per text embedded
+SERVE_TIMEOUT = 60.0  # seconds the lender gives a borrower to send its request and take the answer
 MAX_REQUEST = 8 << 20  # bytes of one request line
 MAX_TEXTS = 1024
 MAX_CONNECTIONS = 8  # requests served at once; more wait for the listener
@@ -146,7 +151,7 @@ class EmbedderLender:
     def _serve(self, connection: socket.socket) -> None:
         try:
             with connection:
-                connection.settimeout(EMBED_TIMEOUT)
+                connection.settimeout(SERVE_TIMEOUT)
                 if not _peer_is(connection, self.uid):
                     return
                 with connection.makefile("rb") as reader:
@@ -268,7 +273,10 @@ class BorrowedEmbedder:
 
     def _borrowed(self, texts: list[str]) -> list[list[float]]:
         answer, sock = _ask(
-            self.address, {"op": "embed", "model_id": self.model_id, "texts": texts}, EMBED_TIMEOUT, self.uid
+            self.address,
+            {"op": "embed", "model_id": self.model_id, "texts": texts},
+            ANSWER_TIMEOUT + PER_TEXT_TIMEOUT * len(texts),
+            self.uid,
         )
         with sock:
             if answer.get("rows") != len(texts) or answer.get("dim") != self.dim:
@@ -290,7 +298,7 @@ class BorrowedEmbedder:
         if self._own is not None:
             return None
         try:
-            answer, sock = _ask(self.address, request, EMBED_TIMEOUT, self.uid)
+            answer, sock = _ask(self.address, request, ANSWER_TIMEOUT, self.uid)
         except LenderGone:
             return None
         sock.close()
