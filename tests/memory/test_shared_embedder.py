@@ -170,11 +170,20 @@ def test_a_lender_that_hangs_costs_a_borrower_a_bounded_wait(lent, int8_embedder
 
 
 def test_only_the_same_model_is_borrowed(lent, int8_embedder):
-    assert hello(lent.address) == _described(int8_embedder)
+    assert hello(lent.address) == {**_described(int8_embedder), "protocol": 1}
     assert hello(lending_address(Path("/nonexistent/home"))) is None
     assert borrow(lent.address, {**_described(int8_embedder), "model_id": "all-MiniLM-L6-v2"}, lambda: None) is None
     assert borrow(lent.address, {**_described(int8_embedder), "dim": 0}, lambda: None) is None
     assert borrow(lending_address(Path("/nonexistent/home")), _described(int8_embedder), lambda: None) is None
+
+
+def test_a_lender_of_another_protocol_is_left_alone(lent, int8_embedder, monkeypatch):
+    from memagent.embedding.shared import EmbedderLender
+
+    older = {**_described(int8_embedder), "protocol": 0}  # an mcp serve still running after an upgrade
+    monkeypatch.setattr(EmbedderLender, "_answer", lambda self, request: (older, b""))
+    assert hello(lent.address) == older
+    assert borrow(lent.address, _described(int8_embedder), lambda: None) is None
 
 
 def test_lender_and_borrower_serve_only_their_own_user(lent, int8_embedder):

@@ -21,7 +21,9 @@ Where
 Protocol
     One request per connection: a JSON line, answered by a JSON line and, for vectors, their bytes.
 
-    - ``{"op": "hello"}`` → ``{"name", "model_id", "dim"}`` of the lent embedder;
+    - ``{"op": "hello"}`` → ``{"name", "model_id", "dim"}`` of the lent embedder and the
+      ``protocol`` (``PROTOCOL``; a borrower talks only to a lender of its own protocol, so an
+      older ``mcp serve`` still running after an upgrade is left alone);
     - ``{"op": "embed", "model_id", "texts": [...]}`` → ``{"rows", "dim"}`` then
       ``rows × dim`` little-endian float32. The texts are embedded as one call, exactly as the
       borrower would have embedded them itself (the int8 graph's vectors depend on the batch).
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
 
     from memagent.embedding.embedders import Embedder
 
+PROTOCOL = 1  # bump when a request or an answer changes shape
 HELLO_TIMEOUT = 0.25  # seconds a borrower waits to learn whether a lender is there
 # How long a borrower waits for an answer before it does the work itself: a lender that hangs (a
 # stopped process) costs a search at most this. A text takes ~10-30 ms, a batch of 32 ~0.3-1 s on
@@ -170,7 +173,7 @@ class EmbedderLender:
     def _answer(self, request: JsonObject) -> tuple[JsonObject, bytes]:
         described = _describe(self.embedder)
         if request.get("op") == "hello":
-            return described, b""
+            return {**described, "protocol": PROTOCOL}, b""
         operation = self.operations.get(str(request.get("op")))
         if operation is not None:
             return operation(request), b""
@@ -340,6 +343,8 @@ def borrow(
     except LenderGone:
         return None
     if {key: described.get(key) for key in ("name", "model_id", "dim")} != dict(wanted):
+        return None
+    if described.get("protocol") != PROTOCOL:
         return None
     return BorrowedEmbedder(address, described, own)
 
