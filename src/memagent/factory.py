@@ -317,11 +317,13 @@ def build_agent(
     append_system_prompt: str | None = None,
     allow: Callable[[RegisteredTool], bool] | None = None,
     model_name: str | None = None,
+    max_rounds: int | None = None,
 ) -> Agent:
     """An agent from its parts and features: the system prompt (``system_prompt`` in place of
     memagent's own and its environment block, then each feature's stable text, then
     ``append_system_prompt``), the built-in tools and the features' (those ``allow`` keeps), the
-    compacting context policy, and the tool context of its session."""
+    compacting context policy, and the tool context of its session. ``max_rounds`` caps the
+    model calls of one turn (the agent's own cap when ``None``)."""
     paths, settings = parts.paths, parts.settings
     _restore(parts, features)
     system = build_system(
@@ -346,7 +348,7 @@ def build_agent(
         approver=controls.approver,
         non_interactive=controls.non_interactive,
         features=features,
-        config=AgentConfig(model=model_name or settings.model, max_tokens=settings.response_tokens),
+        config=_agent_config(model_name or settings.model, settings.response_tokens, max_rounds),
         permissions=controls.permissions,
         name=name,
     )
@@ -354,6 +356,13 @@ def build_agent(
         if isinstance(feature, SubagentsFeature) and isinstance(feature.spawn, Spawner):
             feature.spawn.attach(agent)
     return agent
+
+
+def _agent_config(model: str, max_tokens: int, max_rounds: int | None) -> AgentConfig:
+    config = AgentConfig(model=model, max_tokens=max_tokens)
+    if max_rounds is not None:
+        config.max_rounds = max_rounds
+    return config
 
 
 def _policy(

@@ -114,6 +114,7 @@ class SessionOptions:
     start_source: str = "startup"  # why it starts, for SessionStart hooks ("clear" after /clear)
     system_prompt: str | None = None  # replaces the base system prompt (--system-prompt)
     append_system_prompt: str | None = None  # ends the system prompt (--append-system-prompt)
+    max_rounds: int | None = None  # model calls in one turn before it stops (--max-turns; None: the agent's own)
 
 
 def make_model(settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel:
@@ -440,6 +441,7 @@ def open_session(
         controls,
         system_prompt=options.system_prompt,
         append_system_prompt=options.append_system_prompt,
+        max_rounds=options.max_rounds,
     )
     return Session(
         agent=agent,

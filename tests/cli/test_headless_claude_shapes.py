@@ -245,6 +245,14 @@ def _stream(run_cli, fake, project, lines, *flags):
     )
 
 
+def test_max_turns_caps_every_turn_of_a_stdin_stream(run_cli, fake, project):
+    fake.add(tool("glob", {"pattern": "*"}), tool("glob", {"pattern": "*"}), text("Done."))
+    result = _stream(run_cli, fake, project, [_user_line("loop"), _user_line("again")], "--yes", "--max-turns", "2")
+    results = [json.loads(line) for line in result.stdout.splitlines() if json.loads(line)["type"] == "result"]
+    assert [(r["subtype"], r["num_turns"]) for r in results] == [("error_max_turns", 2), ("success", 1)]
+    assert len(fake.requests) == 3
+
+
 def test_two_messages_on_stdin_are_two_turns_of_one_session(run_cli, fake, project):
     fake.add(text("Answer one."), text("Answer two."))
     blocks = [{"type": "text", "text": "second"}, {"type": "text", "text": "question"}]

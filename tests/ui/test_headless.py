@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+from memagent.agent.loop import AgentConfig
 from memagent.llm.metered import MeteredModel
 from memagent.llm.scripted import ScriptedModel, reply, tool_call
 from memagent.llm.types import ModelError, Usage
@@ -97,9 +98,11 @@ def test_model_error_and_max_turns_are_errors_with_exit_1(make_agent, session_of
     assert result["subtype"] == "error_during_execution" and result["error"] == "the API is overloaded (529)"
     assert err.getvalue() == "memagent: the API is overloaded (529)\n"
 
-    looping = make_agent([reply(tool_call("glob", {"pattern": "*"})) for _ in range(5)])
+    looping = make_agent(
+        [reply(tool_call("glob", {"pattern": "*"})) for _ in range(5)], config=AgentConfig(max_rounds=3)
+    )
     out, err = io.StringIO(), io.StringIO()
-    assert run_print(session_of(looping), "loop", out, err, output_format="json", max_turns=3) == 1
+    assert run_print(session_of(looping), "loop", out, err, output_format="json") == 1
     [result] = _lines(out)
     assert result["subtype"] == "error_max_turns" and result["num_turns"] == 3 and result["is_error"] is True
     assert len(looping.model.requests) == 3

@@ -126,6 +126,7 @@ def session_options(
         session_id=options.session_id,
         system_prompt=options.system_prompt,
         append_system_prompt=options.append_system_prompt,
+        max_rounds=options.max_turns,
     )
 
 
@@ -233,7 +234,6 @@ def run_print_mode(options: ChatOptions) -> int:
                     sys.stderr,
                     stop=stop,
                     replay=options.replay_user_messages,
-                    max_turns=options.max_turns,
                 )
             else:
                 code = run_print(
@@ -243,7 +243,6 @@ def run_print_mode(options: ChatOptions) -> int:
                     sys.stderr,
                     color=color,
                     output_format=options.output_format,
-                    max_turns=options.max_turns,
                     stop=stop,
                 )
         finally:

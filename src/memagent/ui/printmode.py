@@ -146,18 +146,15 @@ def run_print(
     *,
     color: bool = False,
     output_format: str = "text",
-    max_turns: int | None = None,
     stop: StopSignal | None = None,
 ) -> int:
     """Run one turn to completion and return the exit code (0 ok, 1 error, 128 + n on a signal).
 
     ``text`` prints the answer; ``json`` one result object; ``stream-json`` one JSON object per
-    line, from ``system``/``init`` to ``result`` (see :mod:`memagent.ui.headless`). ``max_turns``
-    caps the model calls of the turn; reaching it is an error (exit 1). ``stop`` names the signal
+    line, from ``system``/``init`` to ``result`` (see :mod:`memagent.ui.headless`). Reaching the
+    agent's cap on model calls (``--max-turns``) is an error (exit 1). ``stop`` names the signal
     that interrupted the run, if one did."""
     stop = stop or StopSignal()
-    if max_turns is not None:
-        session.agent.config.max_rounds = max_turns
     if output_format != "text":
         from memagent.ui.headless import HeadlessRun
 

@@ -193,12 +193,9 @@ def run_stream_input(
     *,
     stop: StopSignal | None = None,
     replay: bool = False,
-    max_turns: int | None = None,
 ) -> int:
     """Run a turn per user message read from ``stdin`` until it ends; returns the exit code."""
     stop = stop or StopSignal()
-    if max_turns is not None:
-        session.agent.config.max_rounds = max_turns
     run = HeadlessRun(session, out, err, streaming=True, stop=stop)
     stream = StreamSession(run, err, replay=replay, commands=_custom_commands(session))
     try:
