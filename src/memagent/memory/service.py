@@ -17,7 +17,7 @@ reason, so the agent can carry on with memory off and the CLI can print the reas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -87,26 +87,7 @@ class MemoryService:
     plus the store-wide upkeep below; code that wants one part can take it (``service.reading``).
     """
 
-    def __init__(
-        self,
-        stores: Mapping[str, Store],
-        embedder: EmbedderHandle,
-        *,
-        session_id: str = "",
-        project_root_id: str | None = None,
-        gate: GateConfig | None = None,
-        knobs: MemoryKnobs | None = None,
-        on_forget: Callable[[list[str]], None] | None = None,
-    ) -> None:
-        core = MemoryCore(
-            stores,
-            embedder,
-            session_id=session_id,
-            project_root_id=project_root_id,
-            gate=gate,
-            knobs=knobs,
-            on_forget=on_forget,
-        )
+    def __init__(self, core: MemoryCore) -> None:
         self.core = core
         self.saving = Saving(core)
         self.reading = Reading(core)
@@ -282,13 +263,15 @@ class MemoryService:
             on_forget(paths, ids)
 
         service = cls(
-            stores,
-            handle,
-            session_id=session_id,
-            project_root_id=identity,
-            gate=gate or gate_of(settings),
-            knobs=knobs_of(settings),
-            on_forget=erase_elsewhere,
+            MemoryCore(
+                stores,
+                handle,
+                session_id=session_id,
+                project_root_id=identity,
+                gate=gate or gate_of(settings),
+                knobs=knobs_of(settings),
+                on_forget=erase_elsewhere,
+            )
         )
         service.core.project_root = paths.root
         service.core.witness = witness
