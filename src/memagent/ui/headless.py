@@ -25,6 +25,7 @@ in an error (including ``--max-turns`` reached), 128 + the signal number when in
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
@@ -100,6 +101,7 @@ class HeadlessRun:
         self.stop = stop or StopSignal()
         self.turn = TurnRecord()
         self._warnings_seen = 0
+        self._writing = threading.Lock()  # whole lines: a stdin reader answers control requests too
 
     # ------------------------------------------------------------------ output
 
@@ -108,8 +110,10 @@ class HeadlessRun:
         return self.session.logical_session_id or self.session.session_id
 
     def write(self, obj: dict[str, object]) -> None:
-        self.out.write(json_line(obj) + "\n")  # exact JSON, no raw control sequence
-        self.out.flush()
+        line = json_line(obj) + "\n"  # exact JSON, no raw control sequence
+        with self._writing:
+            self.out.write(line)
+            self.out.flush()
 
     def _stream(self, obj: dict[str, object]) -> None:
         if self.streaming:

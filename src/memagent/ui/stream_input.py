@@ -6,26 +6,31 @@ The lines Claude Code reads in this mode, and the Agent SDK writes:
   content is a string or a list of blocks; text blocks are joined (other blocks, e.g. images,
   are left out with a notice). Each turn writes its own ``result``; all turns are one session.
 - ``{"type": "control_request", "request_id": "...", "request": {"subtype": ...}}`` —
-  ``initialize`` and ``interrupt`` (between turns there is nothing to interrupt) are answered
-  with a ``control_response``; any other request gets an error response naming it.
+  ``initialize`` and ``interrupt`` are answered with a ``control_response``; any other request
+  gets an error response naming it. Lines are read while a turn runs, so an ``interrupt`` stops
+  the running turn at once (its ``result`` says it was interrupted) and the next messages still
+  run; between turns there is nothing to interrupt.
 - ``keep_alive`` and ``control_response`` lines are ignored.
 
 A line that is not JSON, or not one of these, is named on stderr and answered with an error
 ``result`` (so a driver waiting for one result per message is never left hanging); the next
-lines still run. End of input ends the session. Exit code: 0 when every turn succeeded, 1 when
-a turn or an input line failed, 2 when stdin held no line at all, 128 + n when a signal
-interrupted a turn (the run stops there).
+lines still run. End of input ends the session. Exit code: 0 when every turn succeeded (or was
+interrupted by the driver), 1 when a turn or an input line failed, 2 when stdin held no line at
+all, 128 + n when a signal interrupted a turn (the run stops there).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from memagent.jsontypes import JsonObject, JsonValue
 from memagent.llm import items
+from memagent.protocol import Cancel
 from memagent.ui import headless_shapes as shapes
 from memagent.ui.headless import HeadlessRun
 from memagent.ui.printmode import EXIT_FAILURE, EXIT_OK, StopSignal
@@ -134,6 +139,7 @@ class StreamSession:
     failed: bool = False
     line_number: int = 0
     commands: list[dict[str, str]] = field(default_factory=list)
+    interrupted: bool = False  # the driver interrupted the running turn (a control request)
 
     def bad_line(self, reason: str) -> None:
         """Name the problem on stderr and answer it with an error ``result``."""
@@ -157,11 +163,18 @@ class StreamSession:
                     },
                 )
             )
-        elif request.subtype == "interrupt":  # read between turns: nothing is running
-            self.run.write(shapes.control_success(request.request_id))
+        elif request.subtype == "interrupt":
+            self.interrupt(request)
         else:
             reason = f"memagent does not support the control request {request.subtype!r}"
             self.run.write(shapes.control_error(request.request_id, reason))
+
+    def interrupt(self, request: ControlRequest) -> None:
+        """Stop the running turn, answered at once from the reader thread (between turns the
+        session rejects the cancel, and nothing happens)."""
+        self.interrupted = True
+        self.run.session.submit(Cancel())
+        self.run.write(shapes.control_success(request.request_id))
 
     def user_turn(self, item: UserInput) -> dict[str, object]:
         if self.replay:
@@ -169,8 +182,10 @@ class StreamSession:
         if item.left_out:
             text = f"stdin line {self.line_number}: {', '.join(item.left_out)} blocks are not supported; sent the text only"
             self.run.write(shapes.notice("warning", text, self.run.session_id))
+        self.interrupted = False
         result = self.run.send(item.text)
-        self.failed = self.failed or bool(result["is_error"])
+        if not self.interrupted:
+            self.failed = self.failed or bool(result["is_error"])
         return result
 
 
@@ -198,17 +213,18 @@ def run_stream_input(
     stop = stop or StopSignal()
     run = HeadlessRun(session, out, err, streaming=True, stop=stop)
     stream = StreamSession(run, err, replay=replay, commands=_custom_commands(session))
+    lines = _read_in_background(stdin, stream)
     try:
-        while raw := stdin.readline():
-            stream.line_number += 1
-            item = parse_line(raw)
+        while (numbered := lines.get()) is not None:
+            stream.line_number, item = numbered
             if isinstance(item, BadLine):
                 stream.bad_line(item.reason)
             elif isinstance(item, ControlRequest):
                 stream.answer_control(item)
             elif isinstance(item, UserInput):
                 result = stream.user_turn(item)
-                if result.get("terminal_reason") in ("aborted_tools", "aborted_streaming"):
+                aborted = result.get("terminal_reason") in ("aborted_tools", "aborted_streaming")
+                if aborted and not stream.interrupted:
                     return stop.exit_code
     except KeyboardInterrupt:  # a signal while waiting for the next line: the turns so far stand
         err.write(f"memagent: {stop.reason}\n")
@@ -217,6 +233,30 @@ def run_stream_input(
         stream.bad_line("no message on stdin (--input-format stream-json reads one JSON message per line)")
         return EXIT_USAGE
     return EXIT_FAILURE if stream.failed else EXIT_OK
+
+
+def _read_in_background(stdin: IO[bytes], stream: StreamSession) -> queue.Queue[tuple[int, InputItem] | None]:
+    """Read and parse stdin on a daemon thread, so a line that comes while a turn runs is read
+    then: an ``interrupt`` is acted on at once, everything else waits its turn in the queue
+    (``None`` after the last line)."""
+    lines: queue.Queue[tuple[int, InputItem] | None] = queue.Queue()
+
+    def read() -> None:
+        number = 0
+        try:
+            while raw := stdin.readline():
+                number += 1
+                item = parse_line(raw)
+                if isinstance(item, ControlRequest) and item.subtype == "interrupt":
+                    stream.interrupt(item)
+                else:
+                    lines.put((number, item if item is not None else Ignored("blank line")))
+        except (OSError, ValueError):  # stdin closed under the reader: the end of input
+            pass
+        lines.put(None)
+
+    threading.Thread(target=read, name="memagent-stdin", daemon=True).start()
+    return lines
 
 
 __all__ = ["BadLine", "ControlRequest", "Ignored", "UserInput", "parse_line", "run_stream_input"]
