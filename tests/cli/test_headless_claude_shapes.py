@@ -196,27 +196,37 @@ def test_a_sigterm_mid_turn_ends_with_a_result_the_sdk_reads(cli_env, fake, proj
     assert err.strip().splitlines()[-1] == "memagent: interrupted by SIGTERM" and "Traceback" not in err
 
 
-def test_the_sdk_clients_interrupt_stops_the_running_turn_and_the_session_goes_on(tmp_path, fake, project):
-    """``ClaudeSDKClient.interrupt()`` mid-turn: memagent reads the control request while the turn
-    runs, answers it, ends that turn with a result, and takes the next message."""
+def _interrupt_and_ask_again(options, first_question, running, next_question):
+    """With the SDK's client: ask ``first_question``, wait for ``running()`` (an async wait for
+    the turn to be under way), interrupt, read that turn's messages, then ask ``next_question``.
+    (first turn's messages, second turn's, seconds from the interrupt to the first result)."""
     from claude_agent_sdk import ClaudeSDKClient
-
-    fake.add(delay(60, text("too late")), text("Second answer."))
-    options = ClaudeAgentOptions(cli_path=memagent_cli(tmp_path, project, "--no-memory"), env=sdk_env(fake.url))
 
     async def drive():
         async with ClaudeSDKClient(options=options) as client:
-            await client.query("wait for it")
-            assert await asyncio.to_thread(fake.wait_for_requests, 1, 120), "the request never came"
+            await client.query(first_question)
+            await running(client)
             started = asyncio.get_running_loop().time()
             await asyncio.wait_for(client.interrupt(), 30)
             first = [message async for message in client.receive_response()]
             took = asyncio.get_running_loop().time() - started
-            await client.query("and now?")
+            await client.query(next_question)
             second = [message async for message in client.receive_response()]
         return first, second, took
 
-    first, second, took = asyncio.run(drive())
+    return asyncio.run(drive())
+
+
+def test_the_sdk_clients_interrupt_stops_the_running_turn_and_the_session_goes_on(tmp_path, fake, project):
+    """``ClaudeSDKClient.interrupt()`` mid-turn: memagent reads the control request while the turn
+    runs, answers it, ends that turn with a result, and takes the next message."""
+    fake.add(delay(60, text("too late")), text("Second answer."))
+    options = ClaudeAgentOptions(cli_path=memagent_cli(tmp_path, project, "--no-memory"), env=sdk_env(fake.url))
+
+    async def model_asked(client):
+        assert await asyncio.to_thread(fake.wait_for_requests, 1, 120), "the request never came"
+
+    first, second, took = _interrupt_and_ask_again(options, "wait for it", model_asked, "and now?")
     stopped, answered = first[-1], second[-1]
     assert isinstance(stopped, ResultMessage) and stopped.is_error and stopped.subtype == "error_during_execution"
     assert stopped.terminal_reason == "aborted_streaming" and took < 20
@@ -225,29 +235,17 @@ def test_the_sdk_clients_interrupt_stops_the_running_turn_and_the_session_goes_o
 
 
 def test_an_interrupt_while_a_command_runs_stops_it_and_the_next_message_is_answered(tmp_path, fake, project):
-    from claude_agent_sdk import ClaudeSDKClient
-
     fake.add(tool("bash", {"command": "sleep 60"}, id="toolu_sleep"), text("Answered after the stop."))
-    options = ClaudeAgentOptions(
-        cli_path=memagent_cli(tmp_path, project, "--no-memory", "--yes"), env=sdk_env(fake.url)
-    )
+    cli = memagent_cli(tmp_path, project, "--no-memory", "--yes")
+    options = ClaudeAgentOptions(cli_path=cli, env=sdk_env(fake.url))
 
-    async def drive():
-        async with ClaudeSDKClient(options=options) as client:
-            await client.query("sleep a minute")
-            async for message in client.receive_messages():  # until the command is asked for
-                if isinstance(message, AssistantMessage) and isinstance(message.content[-1], ToolUseBlock):
-                    break
-            await asyncio.sleep(1.0)  # the command is running
-            started = asyncio.get_running_loop().time()
-            await asyncio.wait_for(client.interrupt(), 30)
-            first = [message async for message in client.receive_response()]
-            took = asyncio.get_running_loop().time() - started
-            await client.query("are you there?")
-            second = [message async for message in client.receive_response()]
-        return first, second, took
+    async def command_running(client):
+        async for message in client.receive_messages():  # until the command is asked for
+            if isinstance(message, AssistantMessage) and isinstance(message.content[-1], ToolUseBlock):
+                break
+        await asyncio.sleep(1.0)  # and has started
 
-    first, second, took = asyncio.run(drive())
+    first, second, took = _interrupt_and_ask_again(options, "sleep a minute", command_running, "are you there?")
     assert first[-1].is_error and first[-1].terminal_reason == "aborted_tools" and took < 20
     assert second[-1].result == "Answered after the stop." and not second[-1].is_error
     assert len(fake.requests) == 2  # the stopped command's turn asked the model nothing more
