@@ -199,45 +199,28 @@ class LenderGone(Exception):
     """A request to the lender failed; the borrower embeds itself from now on."""
 
 
-def _ask(address: str, request: JsonObject, timeout: float, uid: int) -> tuple[JsonObject, socket.socket]:
-    """Send ``request`` to a lender running as ``uid``; the answer's header and the socket its
-    payload follows on (the caller closes it)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _ask(address: str, request: JsonObject, timeout: float, uid: int, payload: int = 0) -> tuple[JsonObject, bytes]:
+    """Send ``request`` to a lender running as ``uid``; its answer's header and the ``payload``
+    bytes that follow it (:class:`LenderGone` for any failure or an error answer)."""
     try:
-        sock.settimeout(timeout)
-        sock.connect(address)
-        if not _peer_is(sock, uid):
-            raise LenderGone("the socket belongs to another user")
-        sock.sendall(json.dumps(request).encode() + b"\n")
-        header = b""
-        while not header.endswith(b"\n"):
-            chunk = sock.recv(1)
-            if not chunk or len(header) > 65536:
-                raise LenderGone("no answer")
-            header += chunk
-        answer = json.loads(header)
-        if not isinstance(answer, dict):
-            raise LenderGone("a malformed answer")
-        if "error" in answer:
-            raise LenderGone(str(answer["error"]))
-        return answer, sock
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            if not _peer_is(sock, uid):
+                raise LenderGone("the socket belongs to another user")
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            with sock.makefile("rb") as reader:
+                answer = json.loads(reader.readline(65536) or b"null")
+                if not isinstance(answer, dict):
+                    raise LenderGone("no answer" if answer is None else "a malformed answer")
+                if "error" in answer:
+                    raise LenderGone(str(answer["error"]))
+                data = reader.read(payload) if payload else b""
     except (OSError, ValueError) as exc:
-        sock.close()
         raise LenderGone(one_line(exc)) from None
-    except LenderGone:
-        sock.close()
-        raise
-
-
-def _receive(sock: socket.socket, size: int) -> bytes:
-    data = bytearray(size)
-    view, got = memoryview(data), 0
-    while got < size:
-        count = sock.recv_into(view[got:])
-        if count == 0:
-            raise LenderGone("the answer was cut short")
-        got += count
-    return bytes(data)
+    if len(data) != payload:
+        raise LenderGone("the answer was cut short")
+    return answer, data
 
 
 class BorrowedEmbedder:
@@ -275,19 +258,15 @@ class BorrowedEmbedder:
         return self._own.embed(texts).tolist()
 
     def _borrowed(self, texts: list[str]) -> list[list[float]]:
-        answer, sock = _ask(
+        answer, payload = _ask(
             self.address,
             {"op": "embed", "model_id": self.model_id, "texts": texts},
             ANSWER_TIMEOUT + PER_TEXT_TIMEOUT * len(texts),
             self.uid,
+            payload=len(texts) * self.dim * 4,
         )
-        with sock:
-            if answer.get("rows") != len(texts) or answer.get("dim") != self.dim:
-                raise LenderGone("an answer of another shape")
-            try:
-                payload = _receive(sock, len(texts) * self.dim * 4)
-            except OSError as exc:
-                raise LenderGone(one_line(exc)) from None
+        if answer.get("rows") != len(texts) or answer.get("dim") != self.dim:
+            raise LenderGone("an answer of another shape")
         values = array.array("f", payload)  # C floats: 4 bytes on every platform Python runs on here
         if sys.byteorder != "little":
             values.byteswap()
@@ -301,11 +280,9 @@ class BorrowedEmbedder:
         if self._own is not None:
             return None
         try:
-            answer, sock = _ask(self.address, request, ANSWER_TIMEOUT, self.uid)
+            return _ask(self.address, request, ANSWER_TIMEOUT, self.uid)[0]
         except LenderGone:
             return None
-        sock.close()
-        return answer
 
     def _fall_back(self, reason: str) -> None:
         with self._switch:
@@ -317,35 +294,31 @@ class BorrowedEmbedder:
                 self.fallback_reasons.append(f"shared embedder: {reason}")
 
 
-def hello(address: str | None) -> JsonObject | None:
-    """What the lender at ``address`` lends (name, model_id, dim), or ``None`` when none answers."""
+def hello(address: str | None, *, uid: int | None = None) -> JsonObject | None:
+    """What the lender at ``address`` lends (name, model_id, dim, protocol), or ``None`` when no
+    lender running as ``uid`` (this process's user unless given) answers."""
     if address is None:
         return None
     try:
-        described, sock = _ask(address, {"op": "hello"}, HELLO_TIMEOUT, os.getuid())
+        return _ask(address, {"op": "hello"}, HELLO_TIMEOUT, os.getuid() if uid is None else uid)[0]
     except LenderGone:
         return None
-    sock.close()
-    return described
 
 
 def borrow(
     address: str | None, wanted: JsonObject, own: Callable[[], Embedder], *, uid: int | None = None
 ) -> BorrowedEmbedder | None:
-    """The lent embedder at ``address`` when one answers as ``uid`` (this process's user unless
-    given) and it is ``wanted`` (name, model_id, dim, as
-    :func:`~memagent.embedding.embedders.expected_embedder` says); else ``None``."""
-    if address is None or not int(wanted.get("dim") or 0):  # type: ignore[call-overload]
+    """The lent embedder at ``address`` when :func:`hello` answers with ``wanted`` (name,
+    model_id, dim, as :func:`~memagent.embedding.embedders.expected_embedder` says) and this
+    process's protocol; else ``None``."""
+    if not int(wanted.get("dim") or 0):  # type: ignore[call-overload]
         return None
-    try:
-        described, sock = _ask(address, {"op": "hello"}, HELLO_TIMEOUT, os.getuid() if uid is None else uid)
-        sock.close()
-    except LenderGone:
+    described = hello(address, uid=uid)
+    if described is None or described.get("protocol") != PROTOCOL:
         return None
     if {key: described.get(key) for key in ("name", "model_id", "dim")} != dict(wanted):
         return None
-    if described.get("protocol") != PROTOCOL:
-        return None
+    assert address is not None
     return BorrowedEmbedder(address, described, own)
 
 
