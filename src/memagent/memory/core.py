@@ -137,7 +137,9 @@ class MemoryCore:
             return [None] * len(texts)
         embed_lists = getattr(self.embedder, "embed_lists", None)  # a borrowed embedder's, without numpy
         try:
-            vectors = embed_lists(list(texts)) if embed_lists is not None else self.embedder.embed(list(texts))
+            if embed_lists is not None:
+                return list(embed_lists(list(texts)))
+            vectors = self.embedder.embed(list(texts))
         except Exception as exc:
             raise MemoryUnavailable(f"embedding failed ({self.embedder.name}): {one_line(exc)}") from None
         tolist = getattr(vectors, "tolist", None)
